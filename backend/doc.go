@@ -1,0 +1,52 @@
+// Package backend is the storage contract that every wfstore adapter implements.
+//
+// The workflow logic (package workflow) is written once against this contract;
+// adapters (sqlite, postgres, bolt, or a third party's) translate it into one
+// store's idiom and hold no workflow decisions. An adapter proves it honours
+// the contract by running conformance.Run.
+//
+// # Transactions
+//
+// Backend.Update runs a read-write transaction that is serializable with every
+// other Update on the same store: other goroutines, other Backend values over
+// the same store (when Capabilities.MultiInstance) and other processes (when
+// Capabilities.MultiProcess). Backend.View reads one consistent snapshot. An
+// adapter may run fn more than once when the database reports a transient
+// conflict, so fn must have no effects outside the transaction.
+//
+// # Records and writes
+//
+// Records are plain structs (Run, RunLink, Activation, FanOutGroup, Attempt,
+// Lease, RetrySchedule, Event). ReadTx.Load reads any set of records by key in
+// one call, so an adapter that pays per round trip (Postgres) can answer a
+// whole Lookup in one batch. Tx.Apply applies an ordered list of writes, again
+// in one call. Every other read is one of a few ordered, bounded scans.
+//
+// Which operations each record kind accepts:
+//
+//	kind           Insert  Replace  Delete  primary key
+//	Run            yes     yes      -       ID
+//	RunLink        yes     -        -       ChildRunID
+//	Activation     yes     yes      -       Key (run, node, activation)
+//	FanOutGroup    yes     yes      -       Controller (run, node, activation)
+//	Attempt        yes     yes      -       Key (run, node, activation, attempt); Identity is unique too
+//	Lease          yes     yes      -       Key (attempt key, resource, mode)
+//	RetrySchedule  yes     yes      yes     Key (run, node, activation)
+//	Event          yes     -        -       (RunID, Seq)
+//
+// Insert fails with ErrConflict when the primary key (or Attempt.Identity)
+// exists; Replace and Delete fail with ErrNotFound when it does not. An
+// operation outside the table fails with ErrUnsupported.
+//
+// # Order
+//
+// Every string comparison is bytewise (Postgres COLLATE "C", SQLite BINARY,
+// raw bytes in bbolt). Every scan has a total order, stated on its query type,
+// and returns at most Limit rows.
+//
+// # Errors
+//
+// Adapters return the sentinels below (wrapped with %w so that errors.Is
+// works) and wrap driver errors with %w so the native error stays reachable
+// with errors.As.
+package backend

@@ -1,0 +1,99 @@
+package backend
+
+// Lookup names records to read in one ReadTx.Load call.
+type Lookup struct {
+	Runs        []string
+	Links       []string // by ChildRunID
+	Activations []ActivationKey
+	Groups      []ActivationKey // by controller key
+	Attempts    []AttemptKey
+	Identities  []string // attempts by dispatch identity
+	Leases      []LeaseKey
+	Schedules   []ActivationKey
+	// Resources asks for every unreleased lease on each resource.
+	Resources []ResourceRef
+}
+
+// Found holds the records a Lookup found. Absent keys are absent from the maps.
+type Found struct {
+	Runs        map[string]Run
+	Links       map[string]RunLink
+	Activations map[ActivationKey]Activation
+	Groups      map[ActivationKey]FanOutGroup
+	Attempts    map[AttemptKey]Attempt
+	Identities  map[string]Attempt
+	Leases      map[LeaseKey]Lease
+	Schedules   map[ActivationKey]RetrySchedule
+	Resources   map[ResourceRef][]Lease
+}
+
+// PendingQuery scans admissible activations in key order (RunID, NodeID,
+// ActivationID), bytewise.
+type PendingQuery struct {
+	// RunID restricts the scan to one run when not empty.
+	RunID string
+	// After resumes strictly after this key. The zero key starts at the
+	// beginning.
+	After ActivationKey
+	// AfterRun, when true, resumes after every activation of After.RunID
+	// (After's NodeID and ActivationID are ignored).
+	AfterRun bool
+	Limit    int
+}
+
+// ActivationQuery scans one run's activations in key order.
+type ActivationQuery struct {
+	RunID string
+	// After resumes strictly after this (NodeID, ActivationID); zero = start.
+	After NodeRef
+	Limit int
+}
+
+// AttemptCursor is a position in attempt order (PreparedMS, Identity).
+type AttemptCursor struct {
+	PreparedMS int64
+	Identity   string
+}
+
+// AttemptQuery scans attempts ordered by (PreparedMS, Identity).
+type AttemptQuery struct {
+	// RunID restricts to one run when not empty.
+	RunID string
+	// Status restricts to one status when not empty.
+	Status AttemptStatus
+	// After resumes strictly after this position; nil starts at the beginning.
+	After *AttemptCursor
+	Limit int
+}
+
+// ChildRunQuery scans links of one root ordered by (CreatedMS, ChildRunID).
+type ChildRunQuery struct {
+	RootRunID string
+	// After resumes strictly after this link position; nil = start.
+	AfterCreatedMS int64
+	AfterChildID   string
+	Limit          int
+}
+
+// ScheduleQuery scans one run's due schedules.
+type ScheduleQuery struct {
+	RunID string
+	DueBy int64 // inclusive
+	Limit int
+}
+
+// EventQuery scans one run's events after a sequence number.
+type EventQuery struct {
+	RunID    string
+	AfterSeq int64
+	Limit    int
+}
+
+// LeaseQuery scans one run's unreleased leases in LeaseKey order (run,
+// node, activation, attempt, resource, mode).
+type LeaseQuery struct {
+	RunID string
+	// After resumes strictly after this key; nil = start.
+	After *LeaseKey
+	Limit int
+}

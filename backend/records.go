@@ -1,0 +1,308 @@
+package backend
+
+// Times in records are unix milliseconds; 0 means "not set" (the workflow
+// layer rejects times at or before the unix epoch). JSON fields hold
+// canonical JSON bytes exactly as the workflow layer wrote them; adapters
+// store and return them byte for byte. Empty JSON fields (nil) mean absent.
+
+// RunStatus is a run's lifecycle status.
+type RunStatus string
+
+// Run statuses.
+const (
+	RunRunning        RunStatus = "running"
+	RunPaused         RunStatus = "paused"
+	RunCompleted      RunStatus = "completed"
+	RunFailed         RunStatus = "failed"
+	RunCancelled      RunStatus = "cancelled"
+	RunRepairRequired RunStatus = "repair_required"
+)
+
+// ActivationStatus is an activation's status.
+type ActivationStatus string
+
+// Activation statuses.
+const (
+	ActivationPending   ActivationStatus = "pending"
+	ActivationWaiting   ActivationStatus = "waiting"
+	ActivationRunning   ActivationStatus = "running"
+	ActivationCompleted ActivationStatus = "completed"
+	ActivationFailed    ActivationStatus = "failed"
+	ActivationCancelled ActivationStatus = "cancelled"
+)
+
+// AttemptStatus is an attempt's status.
+type AttemptStatus string
+
+// Attempt statuses.
+const (
+	AttemptPrepared          AttemptStatus = "prepared"
+	AttemptAdmitted          AttemptStatus = "admitted"
+	AttemptRunning           AttemptStatus = "running"
+	AttemptCancelling        AttemptStatus = "cancelling"
+	AttemptSiblingCancelling AttemptStatus = "sibling_cancelling"
+	AttemptSucceeded         AttemptStatus = "succeeded"
+	AttemptFailed            AttemptStatus = "failed"
+	AttemptPaused            AttemptStatus = "paused"
+	AttemptCancelled         AttemptStatus = "cancelled"
+	AttemptRepairRequired    AttemptStatus = "repair_required"
+	AttemptAbandoned         AttemptStatus = "abandoned"
+)
+
+// Effect is whether work may change the world.
+type Effect string
+
+// Effects.
+const (
+	ReadOnly Effect = "read_only"
+	Mutating Effect = "mutating"
+)
+
+// Reconciliation is how an unknown outcome of a node can be resolved.
+type Reconciliation string
+
+// Reconciliation classes.
+const (
+	IdempotentReplay Reconciliation = "idempotent_replay"
+	ReceiptStatus    Reconciliation = "receipt_status"
+	RepairRequired   Reconciliation = "repair_required"
+)
+
+// Handoff is the durable dispatch-handoff state of an attempt.
+type Handoff string
+
+// Handoff states.
+const (
+	// HandoffUnknown: the attempt was not created by admission (low-level
+	// prepare, child link), so no handoff row exists and the attempt never
+	// gains the never-dispatched proof.
+	HandoffUnknown Handoff = "unknown"
+	// HandoffPending: intent committed, owner provably not yet called.
+	HandoffPending Handoff = "pending"
+	// HandoffRecorded: the handoff was recorded; the owner may have been called.
+	HandoffRecorded Handoff = "recorded"
+)
+
+// LeaseMode is a resource lease's access mode.
+type LeaseMode string
+
+// Lease modes.
+const (
+	LeaseRead  LeaseMode = "read"
+	LeaseWrite LeaseMode = "write"
+)
+
+// ActivationKey names an activation: (RunID, NodeID, ActivationID).
+// Keys order bytewise field by field.
+type ActivationKey struct {
+	RunID        string
+	NodeID       string
+	ActivationID string
+}
+
+// AttemptKey names an attempt of an activation.
+type AttemptKey struct {
+	ActivationKey
+	Attempt uint32
+}
+
+// LeaseKey names a lease: one attempt's claim on one resource in one mode.
+type LeaseKey struct {
+	AttemptKey
+	Resource string
+	Mode     LeaseMode
+}
+
+// ResourceRef names a resource within a run. Lease conflicts are per run.
+type ResourceRef struct {
+	RunID    string
+	Resource string
+}
+
+// Authority is a run's execution authority (fencing value). All four fields
+// are set when a run has one.
+type Authority struct {
+	TargetArtifactID string
+	DaemonInstanceID string
+	Generation       int64
+	FencingToken     string
+}
+
+// Limits are a run's execution limits.
+type Limits struct {
+	NodeExecutionCap int64
+	ConcurrencyCap   int64
+	CycleCap         int64
+	RetryCap         int64
+}
+
+// Run is a workflow run, with the durable counters the workflow layer keeps
+// on it so that enforcement is O(1).
+type Run struct {
+	ID       string
+	RootID   string // equals ID for a root run
+	ParentID string // empty for a root run
+	Depth    int64  // 1 for a root run
+	Status   RunStatus
+	Limits   Limits
+	// DeadlineMS: attempts prepared at or after it are rejected; 0 = none.
+	DeadlineMS int64
+	// CancelRequestedMS: when cancellation was requested; 0 = not requested.
+	CancelRequestedMS int64
+	// Authority is nil when the run has none (library mode).
+	Authority *Authority
+	Metadata  []byte // canonical JSON or nil
+	CreatedMS int64
+	UpdatedMS int64
+	// LastEventSeq is the Seq of the run's latest event.
+	LastEventSeq int64
+	// AttemptCount counts every attempt ever created in this run.
+	AttemptCount int64
+	// ActiveCount counts attempts in an active status.
+	ActiveCount int64
+	// TreeAttemptCount (root runs) counts attempts of the root and all its
+	// descendants.
+	TreeAttemptCount int64
+	// DescendantCount (root runs) counts linked child runs at any depth.
+	DescendantCount int64
+	// ExhaustionRecorded: the one execution_allowance_exhausted event exists.
+	ExhaustionRecorded bool
+}
+
+// Kind implements Record.
+func (Run) Kind() string { return "run" }
+
+// RunLink links a child run to its root and its exact parent attempt.
+type RunLink struct {
+	ChildRunID string
+	RootRunID  string
+	Parent     AttemptKey
+	Target     []byte // canonical JSON
+	Depth      int64
+	CreatedMS  int64
+}
+
+// Kind implements Record.
+func (RunLink) Kind() string { return "run_link" }
+
+// ResourceClaim is a declared claim of an activation on a resource.
+type ResourceClaim struct {
+	Resource string
+	Mode     LeaseMode
+}
+
+// NodeRef names an activation within the same run.
+type NodeRef struct {
+	NodeID       string
+	ActivationID string
+}
+
+// GroupMember places an activation in a fan-out group.
+type GroupMember struct {
+	Controller ActivationKey
+	Index      int64
+}
+
+// Activation is one node activation of one run.
+type Activation struct {
+	Key        ActivationKey
+	Generation int64
+	Status     ActivationStatus
+	// Admissible puts the activation in the pending index that
+	// PendingActivations scans. The workflow layer sets it only on pending
+	// activations that discovery may return.
+	Admissible     bool
+	Input          []byte // canonical JSON
+	Output         []byte // canonical JSON or nil
+	Claims         []ResourceClaim
+	Effect         Effect
+	Reconciliation Reconciliation
+	RetryPolicy    []byte // canonical JSON or nil
+	Predecessors   []NodeRef
+	// HasSuccessors: some activation names this one as a predecessor.
+	HasSuccessors bool
+	Group         *GroupMember // nil unless a fan-out member
+	// LastAttempt is the highest attempt number created (0 = none).
+	LastAttempt uint32
+	CreatedMS   int64
+	UpdatedMS   int64
+}
+
+// Kind implements Record.
+func (Activation) Kind() string { return "activation" }
+
+// FanOutGroup is the durable state of a fan-out controller's members. Member
+// i's activation key is derived from the controller key and i.
+type FanOutGroup struct {
+	Controller     ActivationKey
+	Size           int64
+	MaxConcurrency int64
+	// Promoted: members [0, Promoted) have left the waiting state.
+	Promoted int64
+	// Settled counts members in a terminal status.
+	Settled int64
+	// Retiring: retirement intent recorded and not yet settled.
+	Retiring  bool
+	RetiredMS int64
+	CreatedMS int64
+}
+
+// Kind implements Record.
+func (FanOutGroup) Kind() string { return "fan_out_group" }
+
+// Attempt is one prepared attempt of an activation.
+type Attempt struct {
+	Key            AttemptKey
+	Identity       string // dispatch identity, unique
+	Status         AttemptStatus
+	SideEffect     Effect
+	Intent         []byte // canonical JSON
+	IntentChecksum string
+	Receipt        []byte // canonical JSON or nil
+	Handoff        Handoff
+	Detail         []byte // canonical JSON or nil: last observation or repair detail
+	PreparedMS     int64
+	AdmittedMS     int64
+	TerminalMS     int64
+}
+
+// Kind implements Record.
+func (Attempt) Kind() string { return "attempt" }
+
+// Lease is an attempt's lease on a resource. ReleasedMS 0 = unreleased.
+type Lease struct {
+	Key        LeaseKey
+	AcquiredMS int64
+	ReleasedMS int64
+}
+
+// Kind implements Record.
+func (Lease) Kind() string { return "lease" }
+
+// RetrySchedule is a durable automatic-retry schedule; at most one per
+// activation.
+type RetrySchedule struct {
+	Key           ActivationKey
+	FailedAttempt uint32
+	NextAttempt   uint32
+	FailureKind   string
+	BackoffMS     int64
+	DueMS         int64
+	ScheduledMS   int64
+}
+
+// Kind implements Record.
+func (RetrySchedule) Kind() string { return "retry_schedule" }
+
+// Event is an append-only run event. Seq is per run and strictly increasing
+// in commit order.
+type Event struct {
+	RunID     string
+	Seq       int64
+	Type      string
+	Payload   []byte // canonical JSON
+	CreatedMS int64
+}
+
+// Kind implements Record.
+func (Event) Kind() string { return "event" }

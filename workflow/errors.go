@@ -1,0 +1,88 @@
+package workflow
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// Sentinel errors. Every error a caller can cause wraps exactly one of these
+// (check with errors.Is) and leaves durable state unchanged. Storage errors
+// from the backend are wrapped as they are (backend.ErrClosed, ErrBusy, ...).
+var (
+	// ErrInvalidInput: an argument failed validation (id, time, JSON, limit,
+	// policy). Nothing was read or written.
+	ErrInvalidInput = errors.New("workflow: invalid input")
+	// ErrTooLarge: a JSON document's canonical form exceeds MaxJSONBytes.
+	// Also matches ErrInvalidInput.
+	ErrTooLarge = errors.New("workflow: json exceeds 1048576 bytes")
+	// ErrNotFound: a named run, activation, attempt or schedule does not exist.
+	ErrNotFound = errors.New("workflow: not found")
+	// ErrConflict: the request contradicts durable state for the same
+	// identity (different intent, receipt, schedule or fields).
+	ErrConflict = errors.New("workflow: conflicts with durable state")
+	// ErrIneligible: the operation is not allowed in the current durable
+	// state (status, cancellation, deadline, retry cap, cycle cap, retirement,
+	// downstream activation, policy decision).
+	ErrIneligible = errors.New("workflow: not eligible")
+	// ErrStaleAuthority: the run's execution authority is missing or differs
+	// from the caller's (or from the batch's snapshot).
+	ErrStaleAuthority = errors.New("workflow: execution authority is stale or foreign")
+	// ErrNodeAllowanceExhausted: the run's node_execution_cap is reached.
+	ErrNodeAllowanceExhausted = errors.New("workflow: node execution allowance exhausted")
+	// ErrRootAllowanceExhausted: the composition root's tree-wide cap is reached.
+	ErrRootAllowanceExhausted = errors.New("workflow: root execution allowance exhausted")
+	// ErrConcurrencyCapacity: the run has concurrency_cap active attempts.
+	ErrConcurrencyCapacity = errors.New("workflow: concurrency capacity reached")
+	// ErrResourceConflict: a declared resource claim is leased incompatibly.
+	ErrResourceConflict = errors.New("workflow: resource already leased incompatibly")
+	// ErrOwner: the owner's Plan or Dispatch (or a fault hook) failed; the
+	// original error is wrapped too.
+	ErrOwner = errors.New("workflow: owner call failed")
+)
+
+// InputError describes one rejected argument. It matches ErrInvalidInput
+// (and ErrTooLarge when Oversized) with errors.Is.
+type InputError struct {
+	Field     string // which argument, e.g. "run id", "dispatch intent"
+	Reason    string
+	Oversized bool
+}
+
+func (e *InputError) Error() string { return fmt.Sprintf("workflow: %s %s", e.Field, e.Reason) }
+
+// Is matches ErrInvalidInput, and ErrTooLarge for oversized JSON.
+func (e *InputError) Is(target error) bool {
+	return target == ErrInvalidInput || (e.Oversized && target == ErrTooLarge)
+}
+
+func invalid(field, format string, args ...any) error {
+	return &InputError{Field: field, Reason: fmt.Sprintf(format, args...)}
+}
+
+// StateError is an error caused by durable state: it wraps one sentinel
+// (ErrIneligible, ErrConflict, ErrStaleAuthority, ErrNotFound, the allowance
+// and capacity errors) and says what was found.
+type StateError struct {
+	Kind   error  // the sentinel
+	Detail string // human-readable cause, stable enough to log
+}
+
+func (e *StateError) Error() string { return e.Kind.Error() + ": " + e.Detail }
+
+// Unwrap returns the sentinel.
+func (e *StateError) Unwrap() error { return e.Kind }
+
+func stateErr(kind error, format string, args ...any) error {
+	return &StateError{Kind: kind, Detail: fmt.Sprintf(format, args...)}
+}
+
+// notFoundFrom converts a backend.ErrNotFound into the workflow sentinel,
+// leaving every other error as it is.
+func notFoundFrom(err error, format string, args ...any) error {
+	if errors.Is(err, backend.ErrNotFound) {
+		return stateErr(ErrNotFound, format, args...)
+	}
+	return err
+}
