@@ -86,3 +86,7 @@ func notFoundFrom(err error, format string, args ...any) error {
 	}
 	return err
 }
+
+func isNotFound(err error) bool { return errors.Is(err, backend.ErrNotFound) }
+
+func isIneligible(err error) bool { return errors.Is(err, ErrIneligible) }

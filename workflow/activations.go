@@ -1,0 +1,259 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// NewActivation describes an activation to add. It carries the per-node
+// facts the Store needs without a workflow graph (DESIGN §5.12).
+type NewActivation struct {
+	Key        ActivationKey
+	Generation int64
+	// Input is the activation's input JSON (required).
+	Input json.RawMessage
+	// Claims are resource leases every attempt takes atomically at admission.
+	Claims []ResourceClaim
+	// Effect and Reconciliation classify the node for automatic retry.
+	// Effect defaults to ReadOnly and Reconciliation to RepairRequired.
+	// Mutating with IdempotentReplay is rejected.
+	Effect         Effect
+	Reconciliation Reconciliation
+	// RetryPolicy, when set, lets a RetryableFailure observation schedule an
+	// automatic retry in the same transaction.
+	RetryPolicy *RetryPolicy
+	// Predecessors name activations of the same run this one follows. A
+	// failed predecessor can no longer be retried once this exists.
+	Predecessors []NodeRef
+}
+
+// prepared validates na and returns the record it describes.
+func (na NewActivation) record(at int64) (backend.Activation, error) {
+	k := na.Key
+	if err := validateActivationKey(k); err != nil {
+		return backend.Activation{}, err
+	}
+	if na.Generation < 0 {
+		return backend.Activation{}, invalid("generation", "must not be negative")
+	}
+	if len(na.Input) == 0 {
+		return backend.Activation{}, invalid("activation input", "is required")
+	}
+	input, err := Canonical("activation input", na.Input)
+	if err != nil {
+		return backend.Activation{}, err
+	}
+	effect, recon := na.Effect, na.Reconciliation
+	if effect == "" {
+		effect = ReadOnly
+	}
+	if recon == "" {
+		recon = RepairRequired
+	}
+	if effect != ReadOnly && effect != Mutating {
+		return backend.Activation{}, invalid("effect", "must be read_only or mutating")
+	}
+	switch recon {
+	case IdempotentReplay, ReceiptStatus, RepairRequired:
+	default:
+		return backend.Activation{}, invalid("reconciliation", "unknown class %q", recon)
+	}
+	if effect == Mutating && recon == IdempotentReplay {
+		return backend.Activation{}, invalid("reconciliation", "a mutating node may not declare idempotent_replay")
+	}
+	claims, err := normalizeClaims(na.Claims)
+	if err != nil {
+		return backend.Activation{}, err
+	}
+	var policy []byte
+	if na.RetryPolicy != nil {
+		if err := na.RetryPolicy.Validate(); err != nil {
+			return backend.Activation{}, err
+		}
+		policy = MustCanonical(na.RetryPolicy)
+	}
+	preds := slices.Clone(na.Predecessors)
+	for _, p := range preds {
+		if err := ValidateID("predecessor node id", p.NodeID); err != nil {
+			return backend.Activation{}, err
+		}
+		if err := ValidateID("predecessor activation id", p.ActivationID); err != nil {
+			return backend.Activation{}, err
+		}
+	}
+	return backend.Activation{
+		Key: k, Generation: na.Generation, Status: backend.ActivationPending, Input: input,
+		Claims: claims, Effect: effect, Reconciliation: recon, RetryPolicy: policy,
+		Predecessors: preds, CreatedMS: at, UpdatedMS: at,
+	}, nil
+}
+
+func validateActivationKey(k ActivationKey) error {
+	if err := ValidateID("run id", k.RunID); err != nil {
+		return err
+	}
+	if err := ValidateID("node id", k.NodeID); err != nil {
+		return err
+	}
+	return ValidateID("activation id", k.ActivationID)
+}
+
+func validateAttemptKey(k AttemptKey) error {
+	if err := validateActivationKey(k.ActivationKey); err != nil {
+		return err
+	}
+	if k.Attempt == 0 {
+		return invalid("attempt", "must be positive")
+	}
+	return nil
+}
+
+// normalizeClaims validates claims and sorts them by resource key; a
+// resource claimed twice keeps the strongest mode.
+func normalizeClaims(in []ResourceClaim) ([]ResourceClaim, error) {
+	if len(in) == 0 {
+		return nil, nil
+	}
+	out := make([]ResourceClaim, 0, len(in))
+	for _, c := range in {
+		if err := ValidateID("resource key", c.Resource); err != nil {
+			return nil, err
+		}
+		if c.Mode != backend.LeaseRead && c.Mode != backend.LeaseWrite {
+			return nil, invalid("lease mode", "must be read or write")
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b ResourceClaim) int { return bytes.Compare([]byte(a.Resource), []byte(b.Resource)) })
+	dedup := out[:0]
+	for _, c := range out {
+		if n := len(dedup); n > 0 && dedup[n-1].Resource == c.Resource {
+			if c.Mode == backend.LeaseWrite {
+				dedup[n-1].Mode = backend.LeaseWrite
+			}
+			continue
+		}
+		dedup = append(dedup, c)
+	}
+	return dedup, nil
+}
+
+// AddActivation adds a pending activation to a running run. The run must
+// accept work (running, no cancellation, deadline not passed) and the
+// generation must be below the run's cycle cap. Adding an activation that
+// exists with identical fields returns created=false and changes nothing;
+// with different fields it fails with ErrConflict.
+func (s *Store) AddActivation(ctx context.Context, na NewActivation, now time.Time) (created bool, err error) {
+	at, err := toMS("now", now)
+	if err != nil {
+		return false, err
+	}
+	rec, err := na.record(at)
+	if err != nil {
+		return false, err
+	}
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		run, err := backend.GetRun(ctx, tx, rec.Key.RunID)
+		if err != nil {
+			return notFoundFrom(err, "run %q", rec.Key.RunID)
+		}
+		c, err := addActivation(ctx, tx, w, &run, rec, at)
+		if err != nil {
+			return err
+		}
+		if !c {
+			return errNoop
+		}
+		created = true
+		w.replace(run)
+		return nil
+	})
+	if err == errNoop {
+		return false, nil
+	}
+	return created, err
+}
+
+// addActivation inserts rec into run inside a transaction (used by
+// AddActivation and by Succeeded observations carrying successors). The
+// caller replaces run afterwards.
+func addActivation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, rec backend.Activation, at int64) (bool, error) {
+	keys := []backend.ActivationKey{rec.Key}
+	for _, p := range rec.Predecessors {
+		keys = append(keys, backend.ActivationKey{RunID: rec.Key.RunID, NodeID: p.NodeID, ActivationID: p.ActivationID})
+	}
+	f, err := tx.Load(ctx, backend.Lookup{Activations: keys})
+	if err != nil {
+		return false, err
+	}
+	if old, ok := f.Activations[rec.Key]; ok {
+		if sameActivationDefinition(old, rec) {
+			return false, nil
+		}
+		return false, stateErr(ErrConflict, "activation %v exists with different fields", rec.Key)
+	}
+	if err := acceptsWork(*run, at); err != nil {
+		return false, err
+	}
+	if rec.Generation >= run.Limits.CycleCap {
+		return false, stateErr(ErrIneligible, "activation generation %d reaches the run's cycle cap %d", rec.Generation, run.Limits.CycleCap)
+	}
+	for _, k := range keys[1:] {
+		pred, ok := f.Activations[k]
+		if !ok {
+			return false, stateErr(ErrNotFound, "predecessor activation %v", k)
+		}
+		if !pred.HasSuccessors {
+			pred.HasSuccessors = true
+			pred.UpdatedMS = at
+			w.replace(pred)
+		}
+	}
+	rec.Admissible = admissible(*run, rec, nil)
+	w.insert(rec)
+	w.event(run, "activation_created", map[string]any{
+		"run_id": rec.Key.RunID, "node_id": rec.Key.NodeID, "activation_id": rec.Key.ActivationID,
+		"generation": rec.Generation,
+	}, at)
+	return true, nil
+}
+
+// acceptsWork reports whether a run may take new activations.
+func acceptsWork(run backend.Run, at int64) error {
+	if run.Status != backend.RunRunning {
+		return stateErr(ErrIneligible, "workflow run does not accept work while %s", run.Status)
+	}
+	if run.CancelRequestedMS != 0 {
+		return stateErr(ErrIneligible, "workflow cancellation has been requested")
+	}
+	if run.DeadlineMS != 0 && at >= run.DeadlineMS {
+		return stateErr(ErrIneligible, "workflow wall-clock deadline has elapsed")
+	}
+	return nil
+}
+
+func sameActivationDefinition(a, b backend.Activation) bool {
+	return a.Generation == b.Generation && bytes.Equal(a.Input, b.Input) &&
+		slices.Equal(a.Claims, b.Claims) && a.Effect == b.Effect &&
+		a.Reconciliation == b.Reconciliation && bytes.Equal(a.RetryPolicy, b.RetryPolicy) &&
+		slices.Equal(a.Predecessors, b.Predecessors) && (a.Group == nil) == (b.Group == nil)
+}
+
+// GetActivation returns the activation.
+func (s *Store) GetActivation(ctx context.Context, k ActivationKey) (Activation, error) {
+	if err := validateActivationKey(k); err != nil {
+		return Activation{}, err
+	}
+	var out Activation
+	err := s.view(ctx, func(r backend.ReadTx) error {
+		a, err := backend.GetActivation(ctx, r, k)
+		out = a
+		return notFoundFrom(err, "activation %v", k)
+	})
+	return out, err
+}

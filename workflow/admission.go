@@ -1,0 +1,268 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// PreparePending is the single-winner gate: it commits one prepared attempt
+// for a pending activation, in one transaction that moves the activation to
+// running, takes its resource leases, creates the attempt with its intent
+// and a pending handoff, and appends the events. It returns nil (creating
+// nothing) when the activation is not admissible now: already taken, not
+// pending, run not running, cancellation requested, retirement pending or
+// missing. The run's authority is snapshotted first and must not change
+// before the commit.
+func (s *Store) PreparePending(ctx context.Context, k ActivationKey, plan Plan, now time.Time) (*PreparedDispatch, error) {
+	if err := validateActivationKey(k); err != nil {
+		return nil, err
+	}
+	var snap *Authority
+	err := s.view(ctx, func(r backend.ReadTx) error {
+		run, err := backend.GetRun(ctx, r, k.RunID)
+		if err != nil {
+			return notFoundFrom(err, "run %q", k.RunID)
+		}
+		snap = run.Authority
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return s.prepare(ctx, k, plan, authorityCheck{mode: authSnapshot, want: snap, what: "preparation"}, now)
+}
+
+func checkPlan(plan Plan) ([]byte, error) {
+	if plan.SideEffect != ReadOnly && plan.SideEffect != Mutating {
+		return nil, invalid("side effect", "must be read_only or mutating")
+	}
+	if len(plan.Intent) == 0 {
+		return nil, invalid("dispatch intent", "is required")
+	}
+	return Canonical("dispatch intent", plan.Intent)
+}
+
+func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check authorityCheck, now time.Time) (*PreparedDispatch, error) {
+	intent, err := checkPlan(plan)
+	if err != nil {
+		return nil, err
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return nil, err
+	}
+	var out *PreparedDispatch
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		out = nil
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k}})
+		if err != nil {
+			return err
+		}
+		run, ok := f.Runs[k.RunID]
+		if !ok {
+			return errNoop
+		}
+		if err := check.verify(run); err != nil {
+			return err
+		}
+		act, ok := f.Activations[k]
+		if !ok {
+			return errNoop
+		}
+		// Second read: everything prepare decides on besides run and activation.
+		l := backend.Lookup{}
+		if run.RootID != run.ID {
+			l.Runs = []string{run.RootID}
+		}
+		if act.Group != nil {
+			l.Groups = []backend.ActivationKey{act.Group.Controller}
+		}
+		for _, c := range act.Claims {
+			l.Resources = append(l.Resources, backend.ResourceRef{RunID: k.RunID, Resource: c.Resource})
+		}
+		g := backend.Found{}
+		if len(l.Runs)+len(l.Groups)+len(l.Resources) > 0 {
+			if g, err = tx.Load(ctx, l); err != nil {
+				return err
+			}
+		}
+		var group *backend.FanOutGroup
+		if act.Group != nil {
+			if v, ok := g.Groups[act.Group.Controller]; ok {
+				group = &v
+			}
+			if group != nil && group.Retiring {
+				return errNoop
+			}
+		}
+		if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
+			return errNoop
+		}
+		if act.LastAttempt == ^uint32(0) {
+			return stateErr(ErrIneligible, "attempt exceeds u32")
+		}
+		attempt := act.LastAttempt + 1
+		akey := backend.AttemptKey{ActivationKey: k, Attempt: attempt}
+		leases, err := acquireLeases(act, akey, g.Resources, at)
+		if err != nil {
+			return err
+		}
+		root := run
+		if run.RootID != run.ID {
+			r, ok := g.Runs[run.RootID]
+			if !ok {
+				return stateErr(ErrNotFound, "root run %q of run %q", run.RootID, run.ID)
+			}
+			root = r
+		}
+		if err := enforceAttemptLimits(run, root, attempt, at); err != nil {
+			return err
+		}
+		// Apply the prepared outcome.
+		for _, l := range leases {
+			w.insert(l)
+			w.event(&run, "resource_lease_acquired", leaseJSON(l), at)
+		}
+		act.Status = backend.ActivationRunning
+		act.Admissible = false
+		act.LastAttempt = attempt
+		act.UpdatedMS = at
+		w.replace(act)
+		identity := DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, attempt)
+		w.insert(backend.Attempt{
+			Key: akey, Identity: identity, Status: backend.AttemptPrepared, SideEffect: plan.SideEffect,
+			Intent: intent, IntentChecksum: Checksum(intent), Handoff: backend.HandoffPending, PreparedMS: at,
+		})
+		run.AttemptCount++
+		run.ActiveCount++
+		if root.ID == run.ID {
+			run.TreeAttemptCount++
+		} else {
+			root.TreeAttemptCount++
+			w.replace(root)
+		}
+		run.UpdatedMS = at
+		w.event(&run, "attempt_prepared", preparedJSON(akey, plan.SideEffect, intent, at), at)
+		w.replace(run)
+		out = &PreparedDispatch{Activation: act, Attempt: attempt, Identity: identity,
+			SideEffect: plan.SideEffect, Intent: intent, PreparedAt: fromMS(at)}
+		return nil
+	})
+	if err == errNoop {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// enforceAttemptLimits applies the limits in upstream order: run status,
+// cancellation, deadline, retry cap, node allowance, root allowance,
+// concurrency capacity.
+func enforceAttemptLimits(run, root backend.Run, attempt uint32, at int64) error {
+	if run.Status != backend.RunRunning {
+		return stateErr(ErrIneligible, "workflow run does not accept attempts while %s", run.Status)
+	}
+	if run.CancelRequestedMS != 0 {
+		return stateErr(ErrIneligible, "workflow cancellation has been requested")
+	}
+	if run.DeadlineMS != 0 && at >= run.DeadlineMS {
+		return stateErr(ErrIneligible, "workflow wall-clock deadline has elapsed")
+	}
+	if int64(attempt) > run.Limits.RetryCap+1 {
+		return stateErr(ErrIneligible, "workflow retry cap exceeded")
+	}
+	if run.AttemptCount >= run.Limits.NodeExecutionCap {
+		return stateErr(ErrNodeAllowanceExhausted, "run %q has %d of %d attempts", run.ID, run.AttemptCount, run.Limits.NodeExecutionCap)
+	}
+	if root.TreeAttemptCount >= root.Limits.NodeExecutionCap {
+		return stateErr(ErrRootAllowanceExhausted, "root %q has %d of %d attempts", root.ID, root.TreeAttemptCount, root.Limits.NodeExecutionCap)
+	}
+	if run.ActiveCount >= run.Limits.ConcurrencyCap {
+		return stateErr(ErrConcurrencyCapacity, "run %q has %d active attempts (cap %d)", run.ID, run.ActiveCount, run.Limits.ConcurrencyCap)
+	}
+	return nil
+}
+
+func preparedJSON(k AttemptKey, effect Effect, intent []byte, at int64) map[string]any {
+	return map[string]any{
+		"run_id": k.RunID, "node_id": k.NodeID, "activation_id": k.ActivationID, "attempt": k.Attempt,
+		"side_effect": effect, "intent": json.RawMessage(intent), "prepared_at_ms": at,
+	}
+}
+
+// park clears the admissible flag of an activation a dispatch rejected for
+// a durable reason, so discovery does not return it again.
+func (s *Store) park(ctx context.Context, k ActivationKey, now time.Time) error {
+	at, err := toMS("now", now)
+	if err != nil {
+		return err
+	}
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		act, err := backend.GetActivation(ctx, tx, k)
+		if err != nil {
+			return notFoundFrom(err, "activation %v", k)
+		}
+		if !act.Admissible {
+			return errNoop
+		}
+		act.Admissible = false
+		act.UpdatedMS = at
+		w.replace(act)
+		return nil
+	})
+	if err == errNoop {
+		return nil
+	}
+	return err
+}
+
+// recordExhaustion confirms an allowance exhaustion inside a write
+// transaction and, the first time for the run, appends the one
+// execution_allowance_exhausted event. It parks the exhausted runs' pending
+// activations. An exhaustion not confirmed (a race) writes nothing.
+func (s *Store) recordExhaustion(ctx context.Context, runID string, check authorityCheck, now time.Time) error {
+	at, err := toMS("now", now)
+	if err != nil {
+		return err
+	}
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		run, err := backend.GetRun(ctx, tx, runID)
+		if err != nil {
+			return notFoundFrom(err, "run %q", runID)
+		}
+		if err := check.verify(run); err != nil {
+			return err
+		}
+		root := run
+		if run.RootID != run.ID {
+			if root, err = backend.GetRun(ctx, tx, run.RootID); err != nil {
+				return notFoundFrom(err, "root run %q", run.RootID)
+			}
+		}
+		local := run.AttemptCount >= run.Limits.NodeExecutionCap
+		tree := root.TreeAttemptCount >= root.Limits.NodeExecutionCap
+		if !local && !tree {
+			return errNoop
+		}
+		if run.ExhaustionRecorded {
+			return errNoop
+		}
+		run.ExhaustionRecorded = true
+		run.UpdatedMS = at
+		if err := reindexRun(ctx, tx, w, run); err != nil {
+			return err
+		}
+		w.event(&run, "execution_allowance_exhausted", map[string]any{"version": 1, "additional_work_admitted": false}, at)
+		w.replace(run)
+		return nil
+	})
+	if err == errNoop {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,250 @@
+package workflow
+
+import (
+	"context"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// RequestCancellation durably records the run's cancellation intent (once;
+// it is never cleared) before anything else: from then on nothing is
+// admitted or handed off, unstarted activations are cancelled, and the run
+// becomes cancelled as soon as no active or repair_required attempt
+// remains. It returns the run's status afterwards. Requesting it again is a
+// no-op; a completed or failed run cannot be cancelled (ErrIneligible).
+func (s *Store) RequestCancellation(ctx context.Context, runID string, auth *Authority, now time.Time) (RunStatus, error) {
+	if err := ValidateID("run id", runID); err != nil {
+		return "", err
+	}
+	if err := validateAuthority(auth); err != nil {
+		return "", err
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return "", err
+	}
+	var status RunStatus
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		run, err := backend.GetRun(ctx, tx, runID)
+		if err != nil {
+			return notFoundFrom(err, "run %q", runID)
+		}
+		if err := ownedBy(auth, "cancellation").verify(run); err != nil {
+			return err
+		}
+		status = run.Status
+		if run.CancelRequestedMS != 0 {
+			return errNoop
+		}
+		switch run.Status {
+		case backend.RunRunning, backend.RunPaused, backend.RunRepairRequired:
+		default:
+			return stateErr(ErrIneligible, "run %q is %s and cannot be cancelled", runID, run.Status)
+		}
+		run.CancelRequestedMS = at
+		run.UpdatedMS = at
+		w.event(&run, "cancellation_requested", map[string]any{"run_id": runID}, at)
+		if err := cancelUnstarted(ctx, tx, w, runID, at); err != nil {
+			return err
+		}
+		if err := finalizeCancellation(ctx, tx, w, &run, at); err != nil {
+			return err
+		}
+		w.replace(run)
+		status = run.Status
+		return nil
+	})
+	if err == errNoop {
+		err = nil
+	}
+	return status, err
+}
+
+// cancelUnstarted cancels the run's pending and waiting activations.
+func cancelUnstarted(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64) error {
+	if err := flush(ctx, tx, w); err != nil {
+		return err
+	}
+	after := backend.NodeRef{}
+	for {
+		page, err := tx.Activations(ctx, backend.ActivationQuery{RunID: runID, After: after, Limit: 500})
+		if err != nil {
+			return err
+		}
+		for _, act := range page {
+			after = backend.NodeRef{NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID}
+			if act.Status == backend.ActivationPending || act.Status == backend.ActivationWaiting {
+				act.Status = backend.ActivationCancelled
+				act.Admissible = false
+				act.UpdatedMS = at
+				w.replace(act)
+			}
+		}
+		if len(page) < 500 {
+			return nil
+		}
+	}
+}
+
+// ActiveAttempts returns up to limit active attempts of the run: the work a
+// cancelling engine must signal to its owners.
+func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]Attempt, error) {
+	if err := ValidateID("run id", runID); err != nil {
+		return nil, err
+	}
+	if err := validateLimit("attempt limit", limit); err != nil {
+		return nil, err
+	}
+	var out []Attempt
+	err := s.view(ctx, func(r backend.ReadTx) error {
+		for _, st := range []AttemptStatus{backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning} {
+			page, err := r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Status: st, Limit: limit - len(out)})
+			if err != nil {
+				return err
+			}
+			out = append(out, page...)
+			if len(out) >= limit {
+				break
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// MarkCancellationSignalled records that cancellation was signalled to the
+// owner of an admitted or running attempt: it becomes cancelling. The run
+// must have cancellation requested.
+func (s *Store) MarkCancellationSignalled(ctx context.Context, identity string, now time.Time) error {
+	return s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
+		if run.CancelRequestedMS == 0 {
+			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
+		}
+		switch att.Status {
+		case backend.AttemptCancelling:
+			return errNoop
+		case backend.AttemptAdmitted, backend.AttemptRunning:
+		default:
+			return stateErr(ErrIneligible, "attempt %s is %s", att.Identity, att.Status)
+		}
+		setAttemptStatus(run, att, backend.AttemptCancelling, at)
+		w.replace(*att)
+		w.event(run, "attempt_cancellation_signalled", map[string]any{"dispatch_identity": att.Identity}, at)
+		return nil
+	})
+}
+
+// CancelNeverDispatched cancels a prepared attempt that provably never
+// reached its owner (handoff pending, no receipt) in a run whose
+// cancellation is requested, and finalises the run if nothing else is
+// active. It returns false, changing nothing, when the attempt lacks that
+// proof. auth, when set, must be the run's current authority.
+func (s *Store) CancelNeverDispatched(ctx context.Context, identity string, auth *Authority, now time.Time) (bool, error) {
+	if err := validateAuthority(auth); err != nil {
+		return false, err
+	}
+	done := false
+	err := s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
+		if att.Status != backend.AttemptPrepared || att.Receipt != nil || att.Handoff != backend.HandoffPending {
+			return errNoop
+		}
+		if err := ownedBy(auth, "cancellation").verify(*run); err != nil {
+			return err
+		}
+		if run.CancelRequestedMS == 0 {
+			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
+		}
+		if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
+			return err
+		}
+		act.Status = backend.ActivationCancelled
+		act.Admissible = false
+		act.UpdatedMS = at
+		w.replace(*att)
+		w.replace(act)
+		w.event(run, "attempt_cancelled", map[string]any{"dispatch_identity": att.Identity, "reason": "never_dispatched"}, at)
+		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
+			return err
+		}
+		done = true
+		return finalizeCancellation(ctx, tx, w, run, at)
+	})
+	return done, err
+}
+
+// SettleOrphanedCancellation settles an attempt of a cancelling run whose
+// owner is gone. A settled attempt is left alone; a receipt-less attempt
+// whose handoff was recorded (admission possibly in flight) is left
+// unchanged; otherwise a mutating attempt becomes repair_required (and the
+// run too) and a read-only one cancelled. It returns the run's status.
+func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string, now time.Time) (RunStatus, error) {
+	var status RunStatus
+	err := s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
+		status = run.Status
+		if run.CancelRequestedMS == 0 {
+			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
+		}
+		if !isActive(att.Status) {
+			return errNoop
+		}
+		if att.Receipt == nil && att.Handoff == backend.HandoffRecorded {
+			return errNoop
+		}
+		if att.SideEffect == Mutating {
+			setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
+			w.replace(*att)
+			w.event(run, "attempt_repair_required", map[string]any{"dispatch_identity": att.Identity, "reason": "cancellation_owner_unavailable"}, at)
+			run.Status = backend.RunRepairRequired
+		} else {
+			if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
+				return err
+			}
+			act.Status = backend.ActivationCancelled
+			act.UpdatedMS = at
+			w.replace(*att)
+			w.replace(act)
+			w.event(run, "attempt_cancelled", map[string]any{"dispatch_identity": att.Identity, "reason": "cancellation_owner_unavailable"}, at)
+			if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
+				return err
+			}
+		}
+		status = run.Status
+		return nil
+	})
+	return status, err
+}
+
+// attemptTx loads an attempt by identity with its run and activation and
+// runs fn; the run is replaced afterwards when fn returns nil.
+func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
+	fn func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error) error {
+	if err := ValidateID("dispatch identity", identity); err != nil {
+		return err
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return err
+	}
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		att, err := backend.GetAttemptByIdentity(ctx, tx, identity)
+		if err != nil {
+			return notFoundFrom(err, "attempt %s", identity)
+		}
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{att.Key.RunID}, Activations: []backend.ActivationKey{att.Key.ActivationKey}})
+		if err != nil {
+			return err
+		}
+		run, act := f.Runs[att.Key.RunID], f.Activations[att.Key.ActivationKey]
+		if err := fn(tx, w, &run, act, &att, at); err != nil {
+			return err
+		}
+		run.UpdatedMS = at
+		w.replace(run)
+		return nil
+	})
+	if err == errNoop {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,174 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// NewChildRun describes a child run started by a prepared parent attempt.
+type NewChildRun struct {
+	// Parent is the exact parent attempt: prepared, its activation running.
+	Parent AttemptKey
+	// Target is the exact call target (JSON, required).
+	Target json.RawMessage
+	// Limits only narrow the parent's: zero fields inherit the parent's
+	// value; a wider value is rejected.
+	Limits   Limits
+	Deadline time.Time
+	// Authority, when set, fences the child; when nil it inherits the parent's.
+	Authority *Authority
+}
+
+// CreateChildRun creates a running child run linked to its composition
+// root and its exact parent attempt, and admits the parent attempt with a
+// synthetic receipt, in one transaction. It refuses a tree at depth
+// MaxRunDepth or with MaxDescendants, and a root whose tree-wide allowance
+// is used up. The child's id is derived from the root, the parent and the
+// target, so a repeated identical request returns it with created=false.
+func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Time) (childID string, created bool, err error) {
+	if err := validateAttemptKey(nc.Parent); err != nil {
+		return "", false, err
+	}
+	if len(nc.Target) == 0 {
+		return "", false, invalid("child target", "is required")
+	}
+	target, err := Canonical("child target", nc.Target)
+	if err != nil {
+		return "", false, err
+	}
+	if err := validateAuthority(nc.Authority); err != nil {
+		return "", false, err
+	}
+	deadline, err := optionalMS("deadline", nc.Deadline)
+	if err != nil {
+		return "", false, err
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return "", false, err
+	}
+	pk := nc.Parent
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		f, err := tx.Load(ctx, backend.Lookup{
+			Runs: []string{pk.RunID}, Activations: []backend.ActivationKey{pk.ActivationKey},
+			Attempts: []backend.AttemptKey{pk},
+		})
+		if err != nil {
+			return err
+		}
+		parent, ok := f.Runs[pk.RunID]
+		if !ok {
+			return stateErr(ErrNotFound, "parent run %q", pk.RunID)
+		}
+		childID = ChildRunID(parent.RootID, pk.RunID, pk.ActivationID, pk.Attempt, target)
+		g, err := tx.Load(ctx, backend.Lookup{Runs: []string{parent.RootID, childID}, Links: []string{childID}})
+		if err != nil {
+			return err
+		}
+		if link, ok := g.Links[childID]; ok {
+			if link.Parent == pk {
+				return errNoop
+			}
+			return stateErr(ErrConflict, "child run %q exists with a different parent", childID)
+		}
+		att, ok := f.Attempts[pk]
+		act := f.Activations[pk.ActivationKey]
+		if !ok || att.Status != backend.AttemptPrepared || act.Status != backend.ActivationRunning {
+			return stateErr(ErrIneligible, "child run requires a prepared parent attempt of a running activation")
+		}
+		if err := acceptsWork(parent, at); err != nil {
+			return err
+		}
+		limits, err := narrowLimits(parent.Limits, nc.Limits)
+		if err != nil {
+			return err
+		}
+		root := parent
+		if parent.RootID != parent.ID {
+			if root, ok = g.Runs[parent.RootID]; !ok {
+				return stateErr(ErrNotFound, "root run %q", parent.RootID)
+			}
+		}
+		if root.TreeAttemptCount >= root.Limits.NodeExecutionCap {
+			return stateErr(ErrRootAllowanceExhausted, "root node-execution cap reached before child admission")
+		}
+		if root.DescendantCount >= MaxDescendants {
+			return stateErr(ErrIneligible, "composition root %q already has %d descendants", root.ID, MaxDescendants)
+		}
+		if parent.Depth+1 > MaxRunDepth {
+			return stateErr(ErrIneligible, "child run depth %d exceeds %d", parent.Depth+1, MaxRunDepth)
+		}
+		auth := copyAuthority(nc.Authority)
+		if auth == nil {
+			auth = copyAuthority(parent.Authority)
+		}
+		if deadline == 0 {
+			deadline = parent.DeadlineMS
+		}
+		child := backend.Run{
+			ID: childID, RootID: root.ID, ParentID: parent.ID, Depth: parent.Depth + 1,
+			Status: backend.RunRunning, Limits: limits, DeadlineMS: deadline, Authority: auth,
+			CreatedMS: at, UpdatedMS: at,
+		}
+		w.event(&child, "run_created", map[string]any{"run_id": childID, "root_run_id": root.ID, "limits": limitsJSON(limits)}, at)
+		w.insert(child)
+		w.insert(backend.RunLink{ChildRunID: childID, RootRunID: root.ID, Parent: pk, Target: target, Depth: child.Depth, CreatedMS: at})
+		receipt := MustCanonical(map[string]any{
+			"owner": "wfstore.workflow-child/v1", "child_run_id": childID, "root_run_id": root.ID,
+			"depth": child.Depth, "target": json.RawMessage(target),
+		})
+		att.Status = backend.AttemptAdmitted
+		att.Receipt = receipt
+		att.AdmittedMS = at
+		w.replace(att)
+		w.event(&parent, "attempt_admitted", map[string]any{
+			"run_id": pk.RunID, "node_id": pk.NodeID, "activation_id": pk.ActivationID, "attempt": pk.Attempt,
+			"dispatch_identity": att.Identity, "receipt": json.RawMessage(receipt), "admitted_at_ms": at,
+		}, at)
+		w.event(&parent, "child_run_linked", map[string]any{"child_run_id": childID, "root_run_id": root.ID, "depth": child.Depth}, at)
+		if root.ID == parent.ID {
+			parent.DescendantCount++
+		} else {
+			root.DescendantCount++
+			w.replace(root)
+		}
+		parent.UpdatedMS = at
+		w.replace(parent)
+		created = true
+		return nil
+	})
+	if err == errNoop {
+		return childID, false, nil
+	}
+	return childID, created, err
+}
+
+func narrowLimits(parent, child Limits) (Limits, error) {
+	pick := func(field string, p, c int64) (int64, error) {
+		if c == 0 {
+			return p, nil
+		}
+		if c < 0 || c > p {
+			return 0, invalid(field, "child limits may only narrow the parent's (%d > %d)", c, p)
+		}
+		return c, nil
+	}
+	var out Limits
+	var err error
+	if out.NodeExecutionCap, err = pick("node execution cap", parent.NodeExecutionCap, child.NodeExecutionCap); err != nil {
+		return out, err
+	}
+	if out.ConcurrencyCap, err = pick("concurrency cap", parent.ConcurrencyCap, child.ConcurrencyCap); err != nil {
+		return out, err
+	}
+	if out.CycleCap, err = pick("cycle cap", parent.CycleCap, child.CycleCap); err != nil {
+		return out, err
+	}
+	if out.RetryCap, err = pick("retry cap", parent.RetryCap, child.RetryCap); err != nil {
+		return out, err
+	}
+	return out, nil
+}

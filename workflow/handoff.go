@@ -1,0 +1,104 @@
+package workflow
+
+import (
+	"context"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// Handoff records, as a 0→1 compare-and-set, that the owner is about to be
+// called for the prepared attempt (DESIGN §5.6). Only the caller whose
+// Handoff succeeded may call the owner: a second Handoff of the same
+// identity fails with ErrConflict. It re-checks everything the owner call
+// depends on (attempt prepared, activation and run running, no
+// cancellation, no retirement pending, authority) and fails with
+// ErrIneligible or ErrStaleAuthority otherwise, recording nothing. auth,
+// when set, must be the run's current authority.
+func (s *Store) Handoff(ctx context.Context, k AttemptKey, auth *Authority, now time.Time) error {
+	if err := validateAttemptKey(k); err != nil {
+		return err
+	}
+	if err := validateAuthority(auth); err != nil {
+		return err
+	}
+	return s.handoff(ctx, k, ownedBy(auth, "dispatch handoff"), false, now)
+}
+
+// handoff implements Handoff. reHandoff allows an already recorded handoff
+// of a read-only attempt to be re-verified (redispatch with the same
+// identity); it never flips anything for a mutating attempt.
+func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck, reHandoff bool, now time.Time) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return err
+	}
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		f, err := tx.Load(ctx, backend.Lookup{
+			Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k.ActivationKey},
+			Attempts: []backend.AttemptKey{k},
+		})
+		if err != nil {
+			return err
+		}
+		run, ok := f.Runs[k.RunID]
+		if !ok {
+			return stateErr(ErrNotFound, "run %q", k.RunID)
+		}
+		if err := check.verify(run); err != nil {
+			return err
+		}
+		att, ok := f.Attempts[k]
+		act := f.Activations[k.ActivationKey]
+		if !ok || att.Status != backend.AttemptPrepared || act.Status != backend.ActivationRunning ||
+			run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
+			return stateErr(ErrIneligible, "dispatch handoff is no longer eligible: %v", k)
+		}
+		if retiring, err := retirementPending(ctx, tx, act); err != nil {
+			return err
+		} else if retiring {
+			return stateErr(ErrIneligible, "dispatch handoff is no longer eligible: fan-out retirement pending for %v", k)
+		}
+		switch att.Handoff {
+		case backend.HandoffPending:
+		case backend.HandoffRecorded:
+			if reHandoff && att.SideEffect == ReadOnly {
+				return errNoop
+			}
+			return stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
+		case backend.HandoffUnknown:
+			// No handoff state exists (low-level prepare): nothing to flip,
+			// and never a never-dispatched proof. Only read-only work may go.
+			if att.SideEffect == ReadOnly {
+				return errNoop
+			}
+			return stateErr(ErrIneligible, "mutating attempt %s has no handoff state; reconcile it", att.Identity)
+		}
+		att.Handoff = backend.HandoffRecorded
+		w.replace(att)
+		w.event(&run, "dispatch_handed_off", map[string]any{"dispatch_identity": att.Identity}, at)
+		w.replace(run)
+		return nil
+	})
+	if err == errNoop {
+		return nil
+	}
+	return err
+}
+
+// retirementPending reports whether act is a fan-out member whose group has
+// a retirement intent recorded and not settled.
+func retirementPending(ctx context.Context, r backend.ReadTx, act backend.Activation) (bool, error) {
+	if act.Group == nil {
+		return false, nil
+	}
+	f, err := r.Load(ctx, backend.Lookup{Groups: []backend.ActivationKey{act.Group.Controller}})
+	if err != nil {
+		return false, err
+	}
+	g, ok := f.Groups[act.Group.Controller]
+	return ok && g.Retiring, nil
+}

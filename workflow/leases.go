@@ -1,0 +1,88 @@
+package workflow
+
+import (
+	"context"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// Leases are keyed by the tuple (run, node, activation, attempt, resource,
+// mode) (DESIGN §5.13). Conflicts are checked within one run: an unreleased
+// lease on the same resource conflicts when either side is a write. A
+// released lease never blocks a later attempt. All claims of an activation
+// are taken in the prepare transaction, in resource order, so one conflict
+// rolls back the whole set and the attempt with it. Leases are released on
+// every settled attempt status and kept on repair_required.
+
+// acquireLeases returns the leases attempt k must insert, or
+// ErrResourceConflict. held maps each claimed resource to its unreleased
+// leases (from Lookup.Resources).
+func acquireLeases(act backend.Activation, k backend.AttemptKey, held map[backend.ResourceRef][]backend.Lease, at int64) ([]backend.Lease, error) {
+	out := make([]backend.Lease, 0, len(act.Claims))
+	for _, c := range act.Claims {
+		ref := backend.ResourceRef{RunID: k.RunID, Resource: c.Resource}
+		for _, l := range held[ref] {
+			if l.Key.AttemptKey == k {
+				continue // our own (cannot happen for a fresh attempt)
+			}
+			if c.Mode == backend.LeaseWrite || l.Key.Mode == backend.LeaseWrite {
+				return nil, stateErr(ErrResourceConflict, "workflow resource is already leased incompatibly: %s", c.Resource)
+			}
+		}
+		out = append(out, backend.Lease{
+			Key:        backend.LeaseKey{AttemptKey: k, Resource: c.Resource, Mode: c.Mode},
+			AcquiredMS: at,
+		})
+	}
+	return out, nil
+}
+
+func leaseJSON(l backend.Lease) map[string]any {
+	return map[string]any{
+		"run_id": l.Key.RunID, "node_id": l.Key.NodeID, "activation_id": l.Key.ActivationID,
+		"attempt": l.Key.Attempt, "resource_key": l.Key.Resource, "mode": l.Key.Mode,
+		"acquired_at_ms": l.AcquiredMS,
+	}
+}
+
+// releaseLeases releases the unreleased leases of attempt k (its
+// activation's claims).
+func releaseLeases(ctx context.Context, tx backend.ReadTx, w *batch, act backend.Activation, k backend.AttemptKey, at int64) error {
+	if len(act.Claims) == 0 {
+		return nil
+	}
+	keys := make([]backend.LeaseKey, 0, len(act.Claims))
+	for _, c := range act.Claims {
+		keys = append(keys, backend.LeaseKey{AttemptKey: k, Resource: c.Resource, Mode: c.Mode})
+	}
+	f, err := tx.Load(ctx, backend.Lookup{Leases: keys})
+	if err != nil {
+		return err
+	}
+	for _, key := range keys {
+		l, ok := f.Leases[key]
+		if !ok || l.ReleasedMS != 0 {
+			continue
+		}
+		l.ReleasedMS = at
+		w.replace(l)
+	}
+	return nil
+}
+
+// ActiveLeases returns up to limit (1..=1000) unreleased leases of a run.
+func (s *Store) ActiveLeases(ctx context.Context, runID string, limit int) ([]Lease, error) {
+	if err := ValidateID("run id", runID); err != nil {
+		return nil, err
+	}
+	if err := validateLimit("lease limit", limit); err != nil {
+		return nil, err
+	}
+	var out []Lease
+	err := s.view(ctx, func(r backend.ReadTx) error {
+		var err error
+		out, err = r.ActiveLeases(ctx, backend.LeaseQuery{RunID: runID, Limit: limit})
+		return err
+	})
+	return out, err
+}

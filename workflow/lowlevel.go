@@ -1,0 +1,101 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// AttemptIntent is a low-level attempt to prepare directly.
+type AttemptIntent struct {
+	Key        AttemptKey
+	SideEffect Effect
+	Intent     json.RawMessage
+}
+
+// PrepareAttempt is the low-level bypass (SEMANTICS §2.8): it records a
+// prepared attempt at an exact attempt number without taking the pending
+// gate, leases or a handoff state. Attempts it creates have an unknown
+// handoff and never gain the never-dispatched proof; reconciliation treats
+// them conservatively. Re-preparing the identical intent and side effect
+// returns the identity and changes nothing (that is not permission to
+// dispatch again); anything else at that number fails with ErrConflict.
+// Only new attempts are checked against the limits.
+func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.Time) (string, error) {
+	if err := validateAttemptKey(ai.Key); err != nil {
+		return "", err
+	}
+	intent, err := checkPlan(Plan{SideEffect: ai.SideEffect, Intent: ai.Intent})
+	if err != nil {
+		return "", err
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return "", err
+	}
+	k := ai.Key
+	identity := DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, k.Attempt)
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		f, err := tx.Load(ctx, backend.Lookup{
+			Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k.ActivationKey},
+			Attempts: []backend.AttemptKey{k},
+		})
+		if err != nil {
+			return err
+		}
+		if old, ok := f.Attempts[k]; ok {
+			if old.Identity == identity && bytes.Equal(old.Intent, intent) && old.SideEffect == ai.SideEffect {
+				return errNoop
+			}
+			return stateErr(ErrConflict, "prepared attempt identity conflict: %s", identity)
+		}
+		run, ok := f.Runs[k.RunID]
+		if !ok {
+			return stateErr(ErrNotFound, "run %q", k.RunID)
+		}
+		act, ok := f.Activations[k.ActivationKey]
+		if !ok {
+			return stateErr(ErrNotFound, "activation %v", k.ActivationKey)
+		}
+		root := run
+		if run.RootID != run.ID {
+			if root, err = backend.GetRun(ctx, tx, run.RootID); err != nil {
+				return notFoundFrom(err, "root run %q", run.RootID)
+			}
+		}
+		if err := enforceAttemptLimits(run, root, k.Attempt, at); err != nil {
+			return err
+		}
+		w.insert(backend.Attempt{
+			Key: k, Identity: identity, Status: backend.AttemptPrepared, SideEffect: ai.SideEffect,
+			Intent: intent, IntentChecksum: Checksum(intent), Handoff: backend.HandoffUnknown, PreparedMS: at,
+		})
+		if k.Attempt > act.LastAttempt {
+			act.LastAttempt = k.Attempt
+			act.UpdatedMS = at
+			w.replace(act)
+		}
+		run.AttemptCount++
+		run.ActiveCount++
+		if root.ID == run.ID {
+			run.TreeAttemptCount++
+		} else {
+			root.TreeAttemptCount++
+			w.replace(root)
+		}
+		run.UpdatedMS = at
+		w.event(&run, "attempt_prepared", preparedJSON(k, ai.SideEffect, intent, at), at)
+		w.replace(run)
+		return nil
+	})
+	if err == errNoop {
+		err = nil
+	}
+	if err != nil {
+		return "", err
+	}
+	return identity, nil
+}

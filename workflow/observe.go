@@ -1,0 +1,277 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// ObservationKind is what the owner reports about an admitted attempt.
+type ObservationKind string
+
+// Observation kinds.
+const (
+	ObservedAdmitted         ObservationKind = "admitted"
+	ObservedRunning          ObservationKind = "running"
+	ObservedDeferred         ObservationKind = "deferred"
+	ObservedSucceeded        ObservationKind = "succeeded"
+	ObservedFailed           ObservationKind = "failed"
+	ObservedRetryableFailure ObservationKind = "retryable_failure"
+	ObservedPaused           ObservationKind = "paused"
+	ObservedCancelled        ObservationKind = "cancelled"
+	ObservedUnknown          ObservationKind = "unknown"
+)
+
+// PauseIdleTimeout is the pause reason that counts as a terminal timeout
+// for retry purposes.
+const PauseIdleTimeout = "idle_timeout"
+
+// Observation is one owner report.
+type Observation struct {
+	Kind ObservationKind
+	// Output is the result of a Succeeded observation (JSON, required then).
+	Output json.RawMessage
+	// Detail is optional JSON kept on the attempt (error text, owner data).
+	Detail json.RawMessage
+	// PauseReason qualifies a Paused observation.
+	PauseReason string
+	// Successors, on a Succeeded observation, are added in the same
+	// transaction that completes the activation.
+	Successors []NewActivation
+}
+
+// ObservationResult reports what an observation did.
+type ObservationResult struct {
+	// Status is the attempt's status afterwards.
+	Status AttemptStatus
+	// Schedule is the automatic retry scheduled by a RetryableFailure, if any.
+	Schedule *RetrySchedule
+	// Unresolved: an Unknown observation of a read-only attempt, left as is.
+	Unresolved bool
+}
+
+func (o Observation) validate(at int64) (out, detail []byte, succ []backend.Activation, err error) {
+	switch o.Kind {
+	case ObservedAdmitted, ObservedRunning, ObservedDeferred, ObservedFailed, ObservedRetryableFailure,
+		ObservedPaused, ObservedCancelled, ObservedUnknown:
+	case ObservedSucceeded:
+		if len(o.Output) == 0 {
+			return nil, nil, nil, invalid("observation output", "is required for succeeded")
+		}
+		if out, err = Canonical("observation output", o.Output); err != nil {
+			return nil, nil, nil, err
+		}
+	default:
+		return nil, nil, nil, invalid("observation kind", "unknown kind %q", o.Kind)
+	}
+	if detail, err = optionalJSON("observation detail", o.Detail); err != nil {
+		return nil, nil, nil, err
+	}
+	if len(o.Successors) > 0 && o.Kind != ObservedSucceeded {
+		return nil, nil, nil, invalid("observation successors", "only a succeeded observation may carry successors")
+	}
+	for _, na := range o.Successors {
+		rec, err := na.record(at)
+		if err != nil {
+			return nil, nil, nil, err
+		}
+		succ = append(succ, rec)
+	}
+	return out, detail, succ, nil
+}
+
+// compatibleSettled reports whether observing k on an attempt already in
+// settled status st is a no-op (true) rather than a conflict.
+func compatibleSettled(st AttemptStatus, k ObservationKind) bool {
+	switch k {
+	case ObservedAdmitted, ObservedRunning, ObservedDeferred:
+		return true
+	case ObservedSucceeded:
+		return st == backend.AttemptSucceeded
+	case ObservedFailed, ObservedRetryableFailure:
+		return st == backend.AttemptFailed
+	case ObservedPaused:
+		return st == backend.AttemptPaused
+	case ObservedCancelled:
+		return st == backend.AttemptCancelled
+	case ObservedUnknown:
+		return st == backend.AttemptRepairRequired
+	}
+	return false
+}
+
+// ApplyObservation applies an owner observation to an admitted attempt in
+// one transaction (SEMANTICS §2.12.12). A RetryableFailure schedules an
+// automatic retry in the same transaction when the activation's policy
+// admits it; a Succeeded completes the activation and adds its successors
+// atomically. While the run's cancellation is requested every observation
+// but a terminal one counts as Cancelled. An observation that contradicts a
+// settled attempt fails with ErrConflict; one for an attempt without a
+// receipt fails with ErrIneligible.
+func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Observation, now time.Time) (ObservationResult, error) {
+	var res ObservationResult
+	if err := ValidateID("dispatch identity", identity); err != nil {
+		return res, err
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return res, err
+	}
+	output, detail, succ, err := obs.validate(at)
+	if err != nil {
+		return res, err
+	}
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		res = ObservationResult{}
+		att, err := backend.GetAttemptByIdentity(ctx, tx, identity)
+		if err != nil {
+			return notFoundFrom(err, "attempt %s", identity)
+		}
+		k := att.Key
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k.ActivationKey}})
+		if err != nil {
+			return err
+		}
+		run, act := f.Runs[k.RunID], f.Activations[k.ActivationKey]
+		res.Status = att.Status
+		if isSettled(att.Status) || att.Status == backend.AttemptRepairRequired {
+			if compatibleSettled(att.Status, obs.Kind) {
+				return errNoop
+			}
+			return stateErr(ErrConflict, "terminal workflow attempt observation conflicts with persisted status %s: %s", att.Status, identity)
+		}
+		if att.Receipt == nil {
+			return stateErr(ErrIneligible, "attempt %s has no receipt; observations apply to admitted attempts", identity)
+		}
+		kind := obs.Kind
+		if run.CancelRequestedMS != 0 || att.Status == backend.AttemptSiblingCancelling {
+			switch kind {
+			case ObservedSucceeded, ObservedFailed, ObservedRetryableFailure, ObservedUnknown:
+				if run.CancelRequestedMS != 0 {
+					kind = ObservedCancelled
+				}
+			default:
+				kind = ObservedCancelled
+			}
+		}
+		if detail != nil {
+			att.Detail = detail
+		}
+		switch kind {
+		case ObservedAdmitted, ObservedRunning:
+			st := backend.AttemptAdmitted
+			if kind == ObservedRunning {
+				st = backend.AttemptRunning
+			}
+			if att.Status == st && detail == nil {
+				return errNoop
+			}
+			setAttemptStatus(&run, &att, st, at)
+			w.replace(att)
+		case ObservedDeferred:
+			return errNoop
+		case ObservedSucceeded:
+			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptSucceeded, at); err != nil {
+				return err
+			}
+			act.Status = backend.ActivationCompleted
+			act.Output = output
+			act.UpdatedMS = at
+			w.replace(att)
+			w.replace(act)
+			w.event(&run, "attempt_succeeded", map[string]any{"dispatch_identity": identity, "output": json.RawMessage(output)}, at)
+			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
+				return err
+			}
+			if err := flush(ctx, tx, w); err != nil {
+				return err
+			}
+			for _, rec := range succ {
+				if _, err := addActivation(ctx, tx, w, &run, rec, at); err != nil {
+					return err
+				}
+				if err := flush(ctx, tx, w); err != nil {
+					return err
+				}
+			}
+		case ObservedFailed, ObservedRetryableFailure:
+			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptFailed, at); err != nil {
+				return err
+			}
+			act.Status = backend.ActivationFailed
+			act.UpdatedMS = at
+			w.replace(att)
+			w.replace(act)
+			w.event(&run, "attempt_failed", map[string]any{"dispatch_identity": identity, "retryable": kind == ObservedRetryableFailure}, at)
+			if kind == ObservedRetryableFailure {
+				sched, err := scheduleFromPolicy(ctx, tx, w, &run, act, att.Key.Attempt, at)
+				if err != nil {
+					return err
+				}
+				res.Schedule = sched
+			}
+			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
+				return err
+			}
+			run.Status = backend.RunFailed
+			run.UpdatedMS = at
+			if err := reindexRun(ctx, tx, w, run); err != nil {
+				return err
+			}
+		case ObservedPaused:
+			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptPaused, at); err != nil {
+				return err
+			}
+			act.Status = backend.ActivationPending
+			act.UpdatedMS = at
+			w.replace(att)
+			w.replace(act)
+			w.event(&run, "attempt_paused", map[string]any{"dispatch_identity": identity, "reason": obs.PauseReason}, at)
+			if run.Status == backend.RunRunning {
+				run.Status = backend.RunPaused
+				run.UpdatedMS = at
+			}
+			if err := reindexRun(ctx, tx, w, run); err != nil {
+				return err
+			}
+		case ObservedCancelled:
+			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptCancelled, at); err != nil {
+				return err
+			}
+			act.Status = backend.ActivationCancelled
+			act.Admissible = false
+			act.UpdatedMS = at
+			w.replace(att)
+			w.replace(act)
+			w.event(&run, "attempt_cancelled", map[string]any{"dispatch_identity": identity}, at)
+			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
+				return err
+			}
+			if err := finalizeCancellation(ctx, tx, w, &run, at); err != nil {
+				return err
+			}
+		case ObservedUnknown:
+			if att.SideEffect == ReadOnly {
+				res.Unresolved = true
+				return errNoop
+			}
+			setAttemptStatus(&run, &att, backend.AttemptRepairRequired, at)
+			w.replace(att)
+			w.event(&run, "attempt_repair_required", map[string]any{"dispatch_identity": identity, "reason": "unknown_outcome"}, at)
+			run.Status = backend.RunRepairRequired
+			run.UpdatedMS = at
+			if err := reindexRun(ctx, tx, w, run); err != nil {
+				return err
+			}
+		}
+		res.Status = att.Status
+		w.replace(run)
+		return nil
+	})
+	if err == errNoop {
+		return res, nil
+	}
+	return res, err
+}

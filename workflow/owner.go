@@ -1,0 +1,60 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// Plan is an owner's plan for one activation: the side effect of the work
+// and the intent the attempt commits before the owner is called.
+type Plan struct {
+	SideEffect Effect
+	Intent     json.RawMessage
+}
+
+// Owner does the work. The Store calls it outside any transaction.
+type Owner interface {
+	// Plan returns the plan for a pending activation, or nil when this
+	// owner does not handle it (the activation stays pending and is listed
+	// as unsupported).
+	Plan(ctx context.Context, a Activation) (*Plan, error)
+	// Dispatch asks the owner to accept the prepared attempt. It must be
+	// idempotent on p.Identity and return only after the owner durably
+	// admitted the work, with a receipt (JSON) proving it.
+	Dispatch(ctx context.Context, p PreparedDispatch) (json.RawMessage, error)
+}
+
+// ReceiptLookup is an owner's "receipt status" contract (DESIGN §5.7): it
+// answers, by dispatch identity, whether the owner holds a receipt.
+type ReceiptLookup interface {
+	LookupReceipt(ctx context.Context, identity string) (receipt json.RawMessage, found bool, err error)
+}
+
+// Boundary is a durable boundary of one admission, in commit order.
+type Boundary uint8
+
+// Admission boundaries, for fault hooks.
+const (
+	// IntentCommitted: the prepare transaction committed (before handoff).
+	IntentCommitted Boundary = iota + 1
+	// OwnerAccepted: the owner returned a receipt (before it is persisted).
+	OwnerAccepted
+	// ReceiptCommitted: the receipt transaction committed.
+	ReceiptCommitted
+)
+
+func (b Boundary) String() string {
+	switch b {
+	case IntentCommitted:
+		return "intent_committed"
+	case OwnerAccepted:
+		return "owner_accepted"
+	case ReceiptCommitted:
+		return "receipt_committed"
+	}
+	return "unknown_boundary"
+}
+
+// FaultHook is called at each boundary of each admission; a non-nil error
+// stops the batch there (used to prove crash behaviour).
+type FaultHook func(ctx context.Context, b Boundary, p PreparedDispatch) error

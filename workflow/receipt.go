@@ -1,0 +1,177 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// PersistReceipt commits the owner's receipt for an attempt. A prepared
+// attempt becomes admitted; a cancelling one keeps its status. A
+// repair_required attempt whose handoff was recorded is admitted by a late
+// receipt (the receipt is the proof, DESIGN §5.7). A canonical-identical
+// duplicate of the stored receipt is a no-op; a different one fails with
+// ErrConflict. identity must be the attempt's derived dispatch identity.
+// auth, when set, must be the run's current authority.
+func (s *Store) PersistReceipt(ctx context.Context, k AttemptKey, identity string, receipt json.RawMessage, auth *Authority, now time.Time) error {
+	if err := validateAttemptKey(k); err != nil {
+		return err
+	}
+	if err := validateAuthority(auth); err != nil {
+		return err
+	}
+	return s.persistReceipt(ctx, k, identity, receipt, ownedBy(auth, "receipt"), now)
+}
+
+func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity string, receipt json.RawMessage, check authorityCheck, now time.Time) error {
+	if len(receipt) == 0 {
+		return invalid("dispatch receipt", "is required")
+	}
+	rc, err := Canonical("dispatch receipt", receipt)
+	if err != nil {
+		return err
+	}
+	if identity != DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, k.Attempt) {
+		return invalid("dispatch receipt", "identity does not match durable attempt identity")
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return err
+	}
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Attempts: []backend.AttemptKey{k}})
+		if err != nil {
+			return err
+		}
+		run, ok := f.Runs[k.RunID]
+		if !ok {
+			return stateErr(ErrNotFound, "run %q", k.RunID)
+		}
+		if err := check.verify(run); err != nil {
+			return err
+		}
+		att, ok := f.Attempts[k]
+		if !ok {
+			return stateErr(ErrNotFound, "attempt %s", identity)
+		}
+		if att.Receipt != nil {
+			switch att.Status {
+			case backend.AttemptAdmitted, backend.AttemptRunning, backend.AttemptCancelling, backend.AttemptSiblingCancelling:
+				if bytes.Equal(att.Receipt, rc) {
+					return errNoop
+				}
+			}
+			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
+		}
+		typ := "attempt_admitted"
+		switch att.Status {
+		case backend.AttemptPrepared:
+			att.Status = backend.AttemptAdmitted
+		case backend.AttemptCancelling, backend.AttemptSiblingCancelling:
+			typ = "attempt_cancellation_receipt_recorded"
+		case backend.AttemptRepairRequired:
+			if att.Handoff != backend.HandoffRecorded {
+				return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
+			}
+			att.Status = backend.AttemptAdmitted
+			run.ActiveCount++
+			if err := tx.Apply(ctx, backend.Rep(att)); err != nil {
+				return err
+			}
+			if err := settleRepairState(ctx, tx, w, &run, at); err != nil {
+				return err
+			}
+		default:
+			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
+		}
+		att.Receipt = rc
+		att.AdmittedMS = at
+		w.replace(att)
+		w.event(&run, typ, map[string]any{
+			"run_id": k.RunID, "node_id": k.NodeID, "activation_id": k.ActivationID, "attempt": k.Attempt,
+			"dispatch_identity": identity, "receipt": json.RawMessage(rc), "admitted_at_ms": at,
+		}, at)
+		run.UpdatedMS = at
+		w.replace(run)
+		return nil
+	})
+	if err == errNoop {
+		return nil
+	}
+	return err
+}
+
+// OwnerAdmission is an owner's view of an admission request.
+type OwnerAdmission struct {
+	Key      AttemptKey
+	Identity string
+	Intent   json.RawMessage
+}
+
+// CheckOwnerAdmission lets an owner verify an exact admission request at
+// its own admission time, or recover the receipt it already has. It reads
+// only. It returns the stored receipt whenever one exists (whatever the
+// run's state: recovery grants no new execution); nil when the attempt is
+// prepared and still eligible (admission may proceed); ErrIneligible when
+// it is not; ErrConflict when the intent differs (compared canonically);
+// ErrStaleAuthority unless auth is the run's current authority.
+func (s *Store) CheckOwnerAdmission(ctx context.Context, req OwnerAdmission, auth Authority) (json.RawMessage, error) {
+	if err := validateAttemptKey(req.Key); err != nil {
+		return nil, err
+	}
+	if err := validateAuthority(&auth); err != nil {
+		return nil, err
+	}
+	intent, err := Canonical("owner admission intent", req.Intent)
+	if err != nil {
+		return nil, err
+	}
+	k := req.Key
+	var out json.RawMessage
+	err = s.view(ctx, func(r backend.ReadTx) error {
+		f, err := r.Load(ctx, backend.Lookup{
+			Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k.ActivationKey},
+			Attempts: []backend.AttemptKey{k},
+		})
+		if err != nil {
+			return err
+		}
+		run, ok := f.Runs[k.RunID]
+		if !ok {
+			return stateErr(ErrStaleAuthority, "workflow run has no durable execution authority: %s", k.RunID)
+		}
+		if err := ownedBy(&auth, "owner admission").verify(run); err != nil {
+			return err
+		}
+		act, ok := f.Activations[k.ActivationKey]
+		if !ok {
+			return stateErr(ErrNotFound, "activation %v", k.ActivationKey)
+		}
+		att, ok := f.Attempts[k]
+		if !ok || att.Identity != req.Identity {
+			return stateErr(ErrNotFound, "attempt %v with identity %q", k, req.Identity)
+		}
+		if !bytes.Equal(att.Intent, intent) {
+			return stateErr(ErrConflict, "owner admission intent conflicts: %s", att.Identity)
+		}
+		if att.Receipt != nil {
+			out = json.RawMessage(bytes.Clone(att.Receipt))
+			return nil
+		}
+		eligible := att.Status == backend.AttemptPrepared && act.Status == backend.ActivationRunning &&
+			run.Status == backend.RunRunning && run.CancelRequestedMS == 0
+		if retiring, err := retirementPending(ctx, r, act); err != nil {
+			return err
+		} else if retiring {
+			eligible = false
+		}
+		if !eligible {
+			return stateErr(ErrIneligible, "owner admission is no longer eligible: %s", att.Identity)
+		}
+		return nil
+	})
+	return out, err
+}

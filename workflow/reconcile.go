@@ -1,0 +1,209 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// ReconcileOptions selects the prepared attempts one reconciliation pass
+// examines.
+type ReconcileOptions struct {
+	// RunID restricts the pass to one run when set.
+	RunID string
+	// Authority, when set (RunID required), must be the run's current one.
+	Authority *Authority
+	// Limit bounds the attempts examined (1..=1000).
+	Limit int
+	// Lookup, when set, is asked for a receipt of every attempt whose
+	// handoff was recorded before deciding it is ambiguous.
+	Lookup ReceiptLookup
+}
+
+// ReconcileSummary sorts the prepared attempts a pass examined.
+type ReconcileSummary struct {
+	// NeverDispatched: handoff provably never recorded; left prepared, safe
+	// to Redispatch with the same identity (mutating or not).
+	NeverDispatched []string
+	// Recovered: the owner held a receipt; it was persisted (admitted).
+	Recovered []string
+	// RepairRequired: ambiguous mutating attempts moved to repair_required.
+	RepairRequired []string
+	// SafeReadOnly: ambiguous read-only attempts, left prepared; they may be
+	// redispatched with the same identity (the owner dedupes).
+	SafeReadOnly []string
+}
+
+// ReconcilePrepared examines prepared attempts after a restart, using the
+// never-dispatched proof (DESIGN §5.7). An attempt whose handoff was never
+// recorded is left as it is and listed NeverDispatched. One whose handoff
+// was recorded (or is unknown) and has no receipt is ambiguous: the owner's
+// ReceiptLookup is asked first (recorded handoffs only); a receipt found is
+// persisted; otherwise a mutating attempt goes to repair_required with its
+// run, and a read-only one is listed SafeReadOnly.
+func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, now time.Time) (ReconcileSummary, error) {
+	var sum ReconcileSummary
+	check, err := s.passCheck(ctx, opts.RunID, opts.Authority, opts.Limit, now)
+	if err != nil {
+		return sum, err
+	}
+	attempts, err := s.preparedAttempts(ctx, opts.RunID, opts.Limit)
+	if err != nil {
+		return sum, err
+	}
+	for _, att := range attempts {
+		switch {
+		case att.Handoff == backend.HandoffPending:
+			sum.NeverDispatched = append(sum.NeverDispatched, att.Identity)
+			continue
+		case att.Handoff == backend.HandoffRecorded && opts.Lookup != nil:
+			receipt, found, err := opts.Lookup.LookupReceipt(ctx, att.Identity)
+			if err != nil {
+				return sum, fmt.Errorf("%w: receipt lookup %s: %w", ErrOwner, att.Identity, err)
+			}
+			if found {
+				if err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now); err != nil {
+					return sum, err
+				}
+				sum.Recovered = append(sum.Recovered, att.Identity)
+				continue
+			}
+		}
+		if att.SideEffect == ReadOnly {
+			sum.SafeReadOnly = append(sum.SafeReadOnly, att.Identity)
+			continue
+		}
+		changed, err := s.markRepairRequired(ctx, att.Identity, check, now)
+		if err != nil {
+			return sum, err
+		}
+		if changed {
+			sum.RepairRequired = append(sum.RepairRequired, att.Identity)
+		}
+	}
+	return sum, nil
+}
+
+// passCheck validates a pass's options and returns its authority check.
+func (s *Store) passCheck(ctx context.Context, runID string, auth *Authority, limit int, now time.Time) (authorityCheck, error) {
+	if err := validateLimit("reconciliation limit", limit); err != nil {
+		return authorityCheck{}, err
+	}
+	if runID != "" {
+		if err := ValidateID("run id", runID); err != nil {
+			return authorityCheck{}, err
+		}
+	}
+	if _, err := toMS("now", now); err != nil {
+		return authorityCheck{}, err
+	}
+	if auth != nil {
+		if runID == "" {
+			return authorityCheck{}, invalid("reconciliation authority", "requires a run id")
+		}
+		if err := validateAuthority(auth); err != nil {
+			return authorityCheck{}, err
+		}
+		if err := s.VerifyAuthority(ctx, runID, *auth); err != nil {
+			return authorityCheck{}, err
+		}
+	}
+	return ownedBy(auth, "reconciliation"), nil
+}
+
+func (s *Store) preparedAttempts(ctx context.Context, runID string, limit int) ([]Attempt, error) {
+	var out []Attempt
+	err := s.view(ctx, func(r backend.ReadTx) error {
+		var err error
+		out, err = r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Status: backend.AttemptPrepared, Limit: limit})
+		return err
+	})
+	return out, err
+}
+
+// markRepairRequired moves a still-prepared, receipt-less attempt whose
+// handoff is not pending to repair_required, with its run.
+func (s *Store) markRepairRequired(ctx context.Context, identity string, check authorityCheck, now time.Time) (bool, error) {
+	changed := false
+	err := s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
+		if err := check.verify(*run); err != nil {
+			return err
+		}
+		if att.Status != backend.AttemptPrepared || att.Receipt != nil || att.Handoff == backend.HandoffPending {
+			return errNoop
+		}
+		setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
+		w.replace(*att)
+		w.event(run, "attempt_repair_required", map[string]any{"dispatch_identity": identity, "reason": "ambiguous_handoff"}, at)
+		if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
+			run.Status = backend.RunRepairRequired
+			if err := reindexRun(ctx, tx, w, *run); err != nil {
+				return err
+			}
+		}
+		changed = true
+		return nil
+	})
+	return changed, err
+}
+
+// RedispatchSummary reports one Redispatch pass.
+type RedispatchSummary struct {
+	// Admitted lists identities redispatched and admitted.
+	Admitted []string
+	// Skipped lists prepared attempts not eligible for redispatch now
+	// (ambiguous mutating, or their run or activation no longer running).
+	Skipped []string
+}
+
+// Redispatch hands prepared attempts to the owner again with the same
+// identity and intent: every attempt whose handoff was provably never
+// recorded (mutating or not, through the 0→1 handoff), and read-only
+// attempts whose handoff is recorded or unknown (the owner dedupes by
+// identity). It never redispatches an ambiguous mutating attempt.
+func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptions, now time.Time) (RedispatchSummary, error) {
+	var sum RedispatchSummary
+	check, err := s.passCheck(ctx, opts.RunID, opts.Authority, opts.Limit, now)
+	if err != nil {
+		return sum, err
+	}
+	attempts, err := s.preparedAttempts(ctx, opts.RunID, opts.Limit)
+	if err != nil {
+		return sum, err
+	}
+	for _, att := range attempts {
+		if att.Receipt != nil || (att.Handoff != backend.HandoffPending && att.SideEffect != ReadOnly) {
+			sum.Skipped = append(sum.Skipped, att.Identity)
+			continue
+		}
+		var act Activation
+		if err := s.view(ctx, func(r backend.ReadTx) error {
+			a, err := backend.GetActivation(ctx, r, att.Key.ActivationKey)
+			act = a
+			return err
+		}); err != nil {
+			return sum, err
+		}
+		if err := s.handoff(ctx, att.Key, check.with("dispatch handoff"), true, now); err != nil {
+			if isIneligible(err) || errors.Is(err, ErrConflict) {
+				sum.Skipped = append(sum.Skipped, att.Identity)
+				continue
+			}
+			return sum, err
+		}
+		p := PreparedDispatch{Activation: act, Attempt: att.Key.Attempt, Identity: att.Identity,
+			SideEffect: att.SideEffect, Intent: att.Intent, PreparedAt: fromMS(att.PreparedMS)}
+		receipt, err := owner.Dispatch(ctx, p)
+		if err != nil {
+			return sum, fmt.Errorf("%w: redispatch %s: %w", ErrOwner, att.Identity, err)
+		}
+		if err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now); err != nil {
+			return sum, err
+		}
+		sum.Admitted = append(sum.Admitted, att.Identity)
+	}
+	return sum, nil
+}

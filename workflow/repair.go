@@ -1,0 +1,81 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// RepairAction is an operator's resolution of a repair_required attempt.
+type RepairAction string
+
+// Repair actions.
+const (
+	// RepairConfirmSucceeded: the work happened; Output completes the activation.
+	RepairConfirmSucceeded RepairAction = "confirm_succeeded"
+	// RepairConfirmFailed: the work failed; the activation fails.
+	RepairConfirmFailed RepairAction = "confirm_failed"
+	// RepairConfirmCancelled: the work was cancelled.
+	RepairConfirmCancelled RepairAction = "confirm_cancelled"
+	// RepairAbandon: give the attempt up so the node may be retried
+	// explicitly (RetryFailedNode) with a higher attempt number.
+	RepairAbandon RepairAction = "abandon_for_explicit_retry"
+)
+
+// Repair resolves a mutating repair_required attempt. It never dispatches
+// anything. Once no repair_required attempt remains, the run leaves
+// repair_required: to failed after an abandon or a confirmed failure (so
+// RetryFailedNode applies), to running otherwise (or cancelled when its
+// cancellation is requested and nothing is active). auth, when set, must
+// be the run's current authority.
+func (s *Store) Repair(ctx context.Context, identity string, action RepairAction, output json.RawMessage, auth *Authority, now time.Time) error {
+	if err := validateAuthority(auth); err != nil {
+		return err
+	}
+	var out []byte
+	switch action {
+	case RepairConfirmSucceeded:
+		if len(output) == 0 {
+			return invalid("repair output", "is required to confirm success")
+		}
+		var err error
+		if out, err = Canonical("repair output", output); err != nil {
+			return err
+		}
+	case RepairConfirmFailed, RepairConfirmCancelled, RepairAbandon:
+	default:
+		return invalid("repair action", "unknown action %q", action)
+	}
+	return s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
+		if err := ownedBy(auth, "repair").verify(*run); err != nil {
+			return err
+		}
+		if att.Status != backend.AttemptRepairRequired || att.SideEffect != Mutating {
+			return stateErr(ErrIneligible, "attempt %s is not a mutating repair_required attempt", identity)
+		}
+		st, as, to := backend.AttemptSucceeded, backend.ActivationCompleted, backend.RunRunning
+		switch action {
+		case RepairConfirmFailed:
+			st, as, to = backend.AttemptFailed, backend.ActivationFailed, backend.RunFailed
+		case RepairConfirmCancelled:
+			st, as = backend.AttemptCancelled, backend.ActivationCancelled
+		case RepairAbandon:
+			st, as, to = backend.AttemptAbandoned, backend.ActivationFailed, backend.RunFailed
+		}
+		if err := settleAttempt(ctx, tx, w, run, act, att, st, at); err != nil {
+			return err
+		}
+		act.Status = as
+		act.Output = out
+		act.UpdatedMS = at
+		w.replace(*att)
+		w.replace(act)
+		w.event(run, "attempt_repaired", map[string]any{"dispatch_identity": identity, "action": action}, at)
+		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
+			return err
+		}
+		return resolveRepair(ctx, tx, w, run, to, at)
+	})
+}

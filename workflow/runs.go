@@ -1,0 +1,214 @@
+package workflow
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// NewRun describes a run to create.
+type NewRun struct {
+	ID string
+	// Limits: zero fields take the defaults. RetryCap is used twice
+	// (DESIGN §5.14): a manual retry may reach attempt RetryCap+1, while an
+	// automatic retry stops at min(policy max_attempts, RetryCap) attempts.
+	Limits Limits
+	// Deadline: attempts prepared at or after it are rejected. Zero = none.
+	Deadline time.Time
+	// Authority, when set, fences every owned operation on the run.
+	Authority *Authority
+	// Metadata is optional caller JSON kept with the run.
+	Metadata json.RawMessage
+}
+
+func normalizeLimits(l Limits) (Limits, error) {
+	if l.NodeExecutionCap == 0 {
+		l.NodeExecutionCap = DefaultNodeExecutionCap
+	}
+	if l.ConcurrencyCap == 0 {
+		l.ConcurrencyCap = DefaultConcurrencyCap
+	}
+	if l.CycleCap == 0 {
+		l.CycleCap = DefaultCycleCap
+	}
+	if l.RetryCap == 0 {
+		l.RetryCap = DefaultRetryCap
+	}
+	switch {
+	case l.NodeExecutionCap < 0:
+		return l, invalid("node execution cap", "must be positive")
+	case l.ConcurrencyCap < 0:
+		return l, invalid("concurrency cap", "must be positive")
+	case l.CycleCap < 0:
+		return l, invalid("cycle cap", "must be positive")
+	case l.RetryCap < 0 || l.RetryCap > int64(^uint32(0)):
+		return l, invalid("retry cap", "must fit u32")
+	}
+	return l, nil
+}
+
+func optionalJSON(field string, raw json.RawMessage) ([]byte, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	return Canonical(field, raw)
+}
+
+func optionalMS(field string, t time.Time) (int64, error) {
+	if t.IsZero() {
+		return 0, nil
+	}
+	return toMS(field, t)
+}
+
+// CreateRun creates a running root run. It returns created=false, changing
+// nothing, when an identical run exists (same limits, deadline, authority
+// and metadata), and an ErrConflict error when a different one does.
+func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (created bool, err error) {
+	if err := ValidateID("run id", nr.ID); err != nil {
+		return false, err
+	}
+	limits, err := normalizeLimits(nr.Limits)
+	if err != nil {
+		return false, err
+	}
+	if err := validateAuthority(nr.Authority); err != nil {
+		return false, err
+	}
+	meta, err := optionalJSON("run metadata", nr.Metadata)
+	if err != nil {
+		return false, err
+	}
+	deadline, err := optionalMS("deadline", nr.Deadline)
+	if err != nil {
+		return false, err
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return false, err
+	}
+	run := backend.Run{
+		ID: nr.ID, RootID: nr.ID, Depth: 1, Status: backend.RunRunning, Limits: limits,
+		DeadlineMS: deadline, Authority: copyAuthority(nr.Authority), Metadata: meta,
+		CreatedMS: at, UpdatedMS: at,
+	}
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{nr.ID}})
+		if err != nil {
+			return err
+		}
+		if old, ok := f.Runs[nr.ID]; ok {
+			if sameRunDefinition(old, run) {
+				return errNoop
+			}
+			return stateErr(ErrConflict, "run %q exists with different fields", nr.ID)
+		}
+		created = true
+		w.event(&run, "run_created", map[string]any{"run_id": run.ID, "limits": limitsJSON(limits)}, at)
+		w.insert(run)
+		return nil
+	})
+	if err == errNoop {
+		return false, nil
+	}
+	return created, err
+}
+
+func copyAuthority(a *Authority) *Authority {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	return &c
+}
+
+func sameRunDefinition(a, b backend.Run) bool {
+	return a.RootID == b.RootID && a.ParentID == b.ParentID && a.Limits == b.Limits &&
+		a.DeadlineMS == b.DeadlineMS && bytes.Equal(a.Metadata, b.Metadata) &&
+		(a.ParentID != "" || sameAuthority(a.Authority, b.Authority))
+}
+
+func limitsJSON(l Limits) map[string]any {
+	return map[string]any{
+		"node_execution_cap": l.NodeExecutionCap, "concurrency_cap": l.ConcurrencyCap,
+		"cycle_cap": l.CycleCap, "retry_cap": l.RetryCap,
+	}
+}
+
+// GetRun returns the run.
+func (s *Store) GetRun(ctx context.Context, runID string) (Run, error) {
+	if err := ValidateID("run id", runID); err != nil {
+		return Run{}, err
+	}
+	var out Run
+	err := s.view(ctx, func(r backend.ReadTx) error {
+		run, err := backend.GetRun(ctx, r, runID)
+		out = run
+		return notFoundFrom(err, "run %q", runID)
+	})
+	return out, err
+}
+
+// PauseRun moves a running run to paused: no attempt is admitted or handed
+// off until ResumeRun. Pausing a paused run is a no-op. auth, when set, must
+// be the run's current authority.
+func (s *Store) PauseRun(ctx context.Context, runID string, auth *Authority, now time.Time) error {
+	return s.setRunGate(ctx, runID, auth, now, true)
+}
+
+// ResumeRun moves a paused run back to running. Resuming a running run is a
+// no-op; a run with cancellation requested cannot resume (ErrIneligible).
+func (s *Store) ResumeRun(ctx context.Context, runID string, auth *Authority, now time.Time) error {
+	return s.setRunGate(ctx, runID, auth, now, false)
+}
+
+func (s *Store) setRunGate(ctx context.Context, runID string, auth *Authority, now time.Time, pause bool) error {
+	if err := ValidateID("run id", runID); err != nil {
+		return err
+	}
+	if err := validateAuthority(auth); err != nil {
+		return err
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return err
+	}
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		run, err := backend.GetRun(ctx, tx, runID)
+		if err != nil {
+			return notFoundFrom(err, "run %q", runID)
+		}
+		if err := ownedBy(auth, "run gate").verify(run); err != nil {
+			return err
+		}
+		from, to, typ := backend.RunRunning, backend.RunPaused, "run_paused"
+		if !pause {
+			from, to, typ = backend.RunPaused, backend.RunRunning, "run_resumed"
+			if run.CancelRequestedMS != 0 {
+				return stateErr(ErrIneligible, "run %q has cancellation requested and cannot resume", runID)
+			}
+		}
+		switch run.Status {
+		case to:
+			return errNoop
+		case from:
+		default:
+			return stateErr(ErrIneligible, "run %q is %s", runID, run.Status)
+		}
+		run.Status = to
+		run.UpdatedMS = at
+		if err := reindexRun(ctx, tx, w, run); err != nil {
+			return err
+		}
+		w.event(&run, typ, map[string]any{"run_id": runID}, at)
+		w.replace(run)
+		return nil
+	})
+	if err == errNoop {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,44 @@
+package workflow
+
+import (
+	"context"
+	"errors"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// Store is the admission store. All decisions live here; the Backend only
+// stores records. A Store is safe for concurrent use, and any number of
+// Stores (in any number of processes, where the backend allows) may share
+// one backend store.
+type Store struct {
+	b backend.Backend
+}
+
+// New returns a Store over b. The caller keeps ownership of b.
+func New(b backend.Backend) *Store { return &Store{b: b} }
+
+// Backend returns the underlying backend.
+func (s *Store) Backend() backend.Backend { return s.b }
+
+// update runs fn in a backend Update with a fresh write batch that is
+// applied when fn returns nil.
+func (s *Store) update(ctx context.Context, fn func(tx backend.Tx, w *batch) error) error {
+	return s.b.Update(ctx, func(tx backend.Tx) error {
+		w := &batch{}
+		if err := fn(tx, w); err != nil {
+			return err
+		}
+		if len(w.writes) == 0 {
+			return nil
+		}
+		return tx.Apply(ctx, w.writes...)
+	})
+}
+
+func (s *Store) view(ctx context.Context, fn func(r backend.ReadTx) error) error {
+	return s.b.View(ctx, fn)
+}
+
+// errNoop aborts an Update whose outcome needs no write.
+var errNoop = errors.New("workflow: no-op")
