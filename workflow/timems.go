@@ -1,0 +1,37 @@
+package workflow
+
+import (
+	"math"
+	"time"
+)
+
+// maxUnixSec is the largest unix second whose milliseconds fit an int64.
+const maxUnixSec = math.MaxInt64/1000 - 1
+
+// toMS converts an API time to the stored form: unix milliseconds, truncated
+// (sub-millisecond precision is dropped). The zero time, any time at or
+// before the unix epoch (a result <= 0) and times too far in the future for
+// an int64 of milliseconds are rejected with an *InputError naming field.
+func toMS(field string, t time.Time) (int64, error) {
+	if t.IsZero() {
+		return 0, invalid(field, "must not be the zero time")
+	}
+	sec := t.Unix()
+	if sec > maxUnixSec {
+		return 0, invalid(field, "is out of range")
+	}
+	ms := t.UnixMilli()
+	if ms <= 0 {
+		return 0, invalid(field, "must be after 1970-01-01T00:00:00.000Z")
+	}
+	return ms, nil
+}
+
+// fromMS converts stored unix milliseconds back to a UTC time. 0 (the stored
+// "unset" value) becomes the zero time.Time.
+func fromMS(ms int64) time.Time {
+	if ms == 0 {
+		return time.Time{}
+	}
+	return time.UnixMilli(ms).UTC()
+}
