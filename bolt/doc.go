@@ -1,0 +1,89 @@
+// Package bolt is the wfstore backend on go.etcd.io/bbolt: one file, one
+// writer at a time, with secondary indexes built by hand and a verifier
+// that proves them.
+//
+// It is meant to be read by whoever writes the next key-value adapter.
+// Each file holds one concept:
+//
+//	codec.go    order-preserving key codec (tuples → bytes)
+//	value.go    record value encoding primitives
+//	records.go  each record kind's primary key and value
+//	layout.go   the kinds table: bucket, codec, operations, indexes
+//	indexes.go  the index definitions: one bucket per ordered scan
+//	meta.go     the meta bucket: store marker and format version
+//	open.go     Open, OpenDB and their options
+//	backend.go  Backend: View, Update, Close, Capabilities, Info
+//	tx.go       the transaction types
+//	load.go     ReadTx.Load
+//	scans.go    the ordered, bounded scans of ReadTx
+//	apply.go    Tx.Apply: writes and index maintenance
+//	verify.go   Backend.Verify
+//
+// # Layout
+//
+// Every bucket is top level. Record buckets map a primary key to the
+// record's value. Index buckets hold one key per (indexed values, record)
+// with an empty value, never a list in one value; a record has at most one
+// entry per index, written and deleted in the same transaction as the
+// record. An index key ends with the primary key parts it does not already
+// hold, so it names its record.
+//
+//	bucket                   key (parts in order)                                   value      used by
+//	meta                     "store", "version"                                     marker, 1  Open
+//	run                      id                                                     Run        Load
+//	run_link                 child                                                  RunLink    Load
+//	activation               run, node, activation                                  Activation Load, Activations
+//	fan_out_group            run, node, activation (controller)                     Group      Load
+//	attempt                  run, node, activation, attempt                         Attempt    Load, CountAttempts
+//	lease                    run, node, activation, attempt, resource, mode         Lease      Load
+//	retry_schedule           run, node, activation                                  Schedule   Load
+//	event                    run, seq                                               Event      Events
+//	ix_pending_activation    run, node, activation            (Admissible only)     empty      PendingActivations
+//	ix_attempt_identity      identity, run, node, activation, attempt   (unique)    empty      Load.Identities
+//	ix_attempt_status        status, prepared_ms, identity, run, node, act, attempt empty      Attempts{Status}
+//	ix_attempt_run_status    run, status, prepared_ms, identity, node, act, attempt empty      Attempts{RunID, Status}
+//	ix_attempt_run_prepared  run, prepared_ms, identity, node, act, attempt         empty      Attempts{RunID}
+//	ix_attempt_prepared      prepared_ms, identity, run, node, act, attempt         empty      Attempts{}
+//	ix_link_root             root, created_ms, child                                empty      ChildRuns
+//	ix_schedule_due          run, due_ms, node, activation                          empty      DueSchedules
+//	ix_lease_active          run, node, activation, attempt, resource, mode (unreleased) empty  ActiveLeases
+//	ix_lease_resource        run, resource, node, activation, attempt, mode (unreleased) empty  Load.Resources
+//
+// Each scan is one key range of one bucket, read in bbolt's key order, so it
+// reads only the entries it returns: a per-run scan is the run's prefix, a
+// cursor ("after") is a seek, DueBy is the range's end. CountAttempts counts
+// keys of the run's prefix of the attempt bucket without decoding a value.
+//
+// # Key codec
+//
+// Keys are tuples encoded so that bytewise order is tuple order (codec.go):
+// unsigned integers fixed-width big-endian; int64 times with the sign bit
+// flipped, big-endian; strings with 0x00 escaped as 0x00 0xFF and ended by
+// 0x00 0x01. A string part is therefore self-delimiting and no key of a
+// bucket is a prefix of another, for any bytes at all, not only valid ids.
+// Strings compare bytewise, as the contract requires.
+//
+// # Values
+//
+// Values use a compact binary encoding (value.go, records.go): a kind tag
+// byte, then the fields in a fixed order as varints and length-prefixed
+// bytes, with nil and empty kept apart. It was chosen over encoding/json by
+// measurement (bench_test.go, an Attempt with a 1 KiB intent): JSON
+// base64-encodes the []byte fields, so its values are about a third larger
+// and several times slower to encode and decode. Values carry their key
+// fields too, so a value decodes on its own and Verify can check that a
+// record sits under its own key. The format is versioned by meta/version
+// as a whole (FormatVersion); a store of another version is refused, not
+// migrated, and not written.
+//
+// # Durability and concurrency
+//
+// Open uses bbolt's defaults: every commit is fsynced. Relaxed (tests and
+// benchmarks) sets NoSync, which survives a process crash but not a power
+// loss. OpenDB refuses a NoSync handle unless AllowNoSync is passed. An
+// Update that wrote nothing is rolled back rather than committed, so it
+// costs no fsync (see Backend.Update). bbolt holds an exclusive lock on the
+// file, so a store has one Backend: Capabilities reports neither
+// MultiInstance nor MultiProcess. Within it, any number of goroutines may
+// call View and Update.
+package bolt

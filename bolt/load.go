@@ -1,0 +1,159 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// This file is ReadTx.Load: point reads by primary key, by identity (one
+// seek in the unique identity index) and by resource (a prefix of the
+// lease-resource index).
+
+// Load reads every record l names. Keys that do not exist are absent from
+// the result's maps; a ResourceRef with no unreleased lease is absent from
+// Found.Resources. A map is nil when its Lookup list is empty.
+func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, error) {
+	var f backend.Found
+	if err := t.check(ctx, "load"); err != nil {
+		return f, err
+	}
+	var err error
+	if f.Runs, err = loadAll(t, kindRun.bucket, l.Runs, runKey, decodeRun); err != nil {
+		return f, err
+	}
+	if f.Links, err = loadAll(t, kindLink.bucket, l.Links, linkKey, decodeLink); err != nil {
+		return f, err
+	}
+	if f.Activations, err = loadAll(t, kindActivation.bucket, l.Activations, activationKey, decodeActivation); err != nil {
+		return f, err
+	}
+	if f.Groups, err = loadAll(t, kindGroup.bucket, l.Groups, activationKey, decodeGroup); err != nil {
+		return f, err
+	}
+	if f.Attempts, err = loadAll(t, kindAttempt.bucket, l.Attempts, attemptKey, decodeAttempt); err != nil {
+		return f, err
+	}
+	if f.Leases, err = loadAll(t, kindLease.bucket, l.Leases, leaseKey, decodeLease); err != nil {
+		return f, err
+	}
+	if f.Schedules, err = loadAll(t, kindSchedule.bucket, l.Schedules, activationKey, decodeSchedule); err != nil {
+		return f, err
+	}
+	if f.Identities, err = t.loadIdentities(l.Identities); err != nil {
+		return f, err
+	}
+	if f.Resources, err = t.loadResources(l.Resources); err != nil {
+		return f, err
+	}
+	return f, nil
+}
+
+// loadAll gets each key's record from one primary bucket.
+func loadAll[K comparable, R any](t *readTx, bucket []byte, keys []K, enc func(K) key, dec func([]byte) (R, error)) (map[K]R, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	bk, err := t.bucket(bucket)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[K]R, len(keys))
+	for _, k := range keys {
+		v := bk.Get(enc(k))
+		if v == nil {
+			continue
+		}
+		rec, err := dec(v)
+		if err != nil {
+			return nil, fmt.Errorf("bolt: load %s %v: %w", bucket, k, err)
+		}
+		out[k] = rec
+	}
+	return out, nil
+}
+
+// getRecord reads and decodes the record under pk, which an index entry
+// named; a missing record means the index is damaged.
+func getRecord[R any](t *readTx, bk *bbolt.Bucket, pk []byte, dec func([]byte) (R, error)) (R, error) {
+	v := bk.Get(pk)
+	if v == nil {
+		var zero R
+		return zero, fmt.Errorf("bolt: an index entry names missing record %x (run Verify)", pk)
+	}
+	return dec(v)
+}
+
+func (t *readTx) loadIdentities(ids []string) (map[string]backend.Attempt, error) {
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	ix, err := t.bucket(ixAttemptIdentity.bucket)
+	if err != nil {
+		return nil, err
+	}
+	attempts, err := t.bucket(kindAttempt.bucket)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]backend.Attempt, len(ids))
+	for _, id := range ids {
+		prefix := key(nil).str(id)
+		k, _ := ix.Cursor().Seek(prefix)
+		if k == nil || !bytes.HasPrefix(k, prefix) {
+			continue
+		}
+		pk, err := ixAttemptIdentity.primary(k)
+		if err != nil {
+			return nil, fmt.Errorf("bolt: load identity %q: %w", id, err)
+		}
+		a, err := getRecord(t, attempts, pk, decodeAttempt)
+		if err != nil {
+			return nil, fmt.Errorf("bolt: load identity %q: %w", id, err)
+		}
+		out[id] = a
+	}
+	return out, nil
+}
+
+func (t *readTx) loadResources(refs []backend.ResourceRef) (map[backend.ResourceRef][]backend.Lease, error) {
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	ix, err := t.bucket(ixLeaseResource.bucket)
+	if err != nil {
+		return nil, err
+	}
+	leases, err := t.bucket(kindLease.bucket)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[backend.ResourceRef][]backend.Lease, len(refs))
+	for _, ref := range refs {
+		prefix := key(nil).str(ref.RunID).str(ref.Resource)
+		var got []backend.Lease
+		err := t.scan(ix, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
+			pk, err := ixLeaseResource.primary(k)
+			if err != nil {
+				return false, err
+			}
+			l, err := getRecord(t, leases, pk, decodeLease)
+			if err != nil {
+				return false, err
+			}
+			got = append(got, l)
+			return true, nil
+		})
+		if err != nil {
+			return nil, fmt.Errorf("bolt: load resource %+v: %w", ref, err)
+		}
+		if got != nil {
+			out[ref] = got
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,117 @@
+package bolt
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// This file is the meta bucket: what marks a bbolt file as a wfstore store,
+// and its format version.
+//
+//	meta/store    "wfstore-bolt"
+//	meta/version  uint64 big-endian, FormatVersion
+
+// FormatVersion is the layout version this package reads and writes.
+const FormatVersion = 1
+
+var (
+	bucketMeta  = []byte("meta")
+	metaStore   = []byte("store")
+	metaVersion = []byte("version")
+	storeMarker = []byte("wfstore-bolt")
+)
+
+// storeState is what a look at a bbolt file found.
+type storeState int
+
+const (
+	stateFresh storeState = iota + 1 // no buckets at all: create the layout
+	stateReady                       // a wfstore store of FormatVersion
+)
+
+// inspect classifies the store tx reads without writing anything. It fails
+// with ErrForeignStore for a file with buckets that are not a wfstore
+// layout, with a *backend.SchemaVersionError for another format version,
+// and with a plain error for a wfstore store that is missing a bucket.
+func inspect(tx *bbolt.Tx) (storeState, error) {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		var first []byte
+		_ = tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
+			first = append([]byte(nil), name...)
+			return errStop
+		})
+		if first != nil {
+			return 0, fmt.Errorf("bolt: file has bucket %q but no wfstore meta bucket: %w", first, backend.ErrForeignStore)
+		}
+		if k, _ := tx.Cursor().First(); k != nil {
+			return 0, fmt.Errorf("bolt: file has top-level keys that are not buckets: %w", backend.ErrForeignStore)
+		}
+		return stateFresh, nil
+	}
+	if m := meta.Get(metaStore); !bytes.Equal(m, storeMarker) {
+		return 0, fmt.Errorf("bolt: meta bucket's store marker is %q, not %q: %w", m, storeMarker, backend.ErrForeignStore)
+	}
+	v := meta.Get(metaVersion)
+	if len(v) != 8 {
+		return 0, fmt.Errorf("bolt: meta version is %d bytes, not 8: %w", len(v), backend.ErrForeignStore)
+	}
+	if found := binary.BigEndian.Uint64(v); found != FormatVersion {
+		return 0, &backend.SchemaVersionError{Found: int64(found), Supported: FormatVersion}
+	}
+	for _, name := range allBuckets() {
+		if tx.Bucket(name) == nil {
+			return 0, fmt.Errorf("bolt: wfstore store (format %d) is missing bucket %q", FormatVersion, name)
+		}
+	}
+	return stateReady, nil
+}
+
+// create writes the format-1 layout into a fresh store, in tx.
+func create(tx *bbolt.Tx) error {
+	for _, name := range allBuckets() {
+		if _, err := tx.CreateBucket(name); err != nil {
+			return fmt.Errorf("bolt: create bucket %q: %w", name, err)
+		}
+	}
+	meta := tx.Bucket(bucketMeta)
+	if err := meta.Put(metaStore, storeMarker); err != nil {
+		return fmt.Errorf("bolt: write meta: %w", err)
+	}
+	if err := meta.Put(metaVersion, key(nil).u64(FormatVersion)); err != nil {
+		return fmt.Errorf("bolt: write meta: %w", err)
+	}
+	return nil
+}
+
+// prepare makes db ready: it inspects the store in a read transaction and,
+// only when the store is fresh, creates the layout in one Update (checking
+// again inside it, in case another Backend over the same handle got there
+// first).
+func prepare(db *bbolt.DB) error {
+	var state storeState
+	if err := db.View(func(tx *bbolt.Tx) (err error) {
+		state, err = inspect(tx)
+		return err
+	}); err != nil {
+		return err
+	}
+	if state == stateReady {
+		return nil
+	}
+	if db.IsReadOnly() {
+		return fmt.Errorf("bolt: store is empty and the handle is read-only, so it cannot be initialized")
+	}
+	return db.Update(func(tx *bbolt.Tx) error {
+		state, err := inspect(tx)
+		if err != nil || state == stateReady {
+			return err
+		}
+		return create(tx)
+	})
+}

@@ -1,0 +1,165 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// This file opens stores: Open for a path, OpenDB for a caller's handle,
+// and the options both take.
+
+// DefaultLockTimeout is how long Open waits for bbolt's file lock.
+const DefaultLockTimeout = 2 * time.Second
+
+var (
+	// ErrLocked: Open could not take the file lock within the lock timeout,
+	// because another process or another Backend in this process has the
+	// file open. It wraps bbolt.ErrTimeout.
+	ErrLocked = errors.New("bolt: store file is locked by another process or Backend")
+	// ErrNoSync: OpenDB was given a handle with NoSync set. A commit that
+	// is not fsynced breaks the never-dispatched proof, so such a handle is
+	// refused unless the caller passes AllowNoSync or Relaxed.
+	ErrNoSync = errors.New("bolt: bbolt handle has NoSync set; commits would not be durable (pass bolt.AllowNoSync() for tests and benchmarks)")
+)
+
+// Option configures Open and OpenDB.
+type Option func(*config)
+
+type config struct {
+	lockTimeout time.Duration
+	relaxed     bool // Open: set NoSync
+	allowNoSync bool // OpenDB: accept a NoSync handle
+}
+
+// WithLockTimeout sets how long Open waits for the file lock (default
+// DefaultLockTimeout; a sooner ctx deadline wins). It must be positive.
+func WithLockTimeout(d time.Duration) Option { return func(c *config) { c.lockTimeout = d } }
+
+// Relaxed opens the file with bbolt's NoSync: commits are written to the
+// operating system but not fsynced. For tests and benchmarks only.
+//
+// What it keeps: a committed transaction survives the process crashing or
+// being killed, because its pages are in the kernel's page cache. What it
+// gives up: after a power loss or operating-system crash, recent commits may
+// be lost, and because bbolt orders its writes with those fsyncs, the file
+// itself may be left corrupt (a meta page may reach the disk before the
+// pages it points to). The never-dispatched proof of an admission does not
+// hold in this mode. With OpenDB it means AllowNoSync and changes nothing on
+// the caller's handle.
+func Relaxed() Option { return func(c *config) { c.relaxed, c.allowNoSync = true, true } }
+
+// AllowNoSync lets OpenDB accept a handle opened with NoSync (see Relaxed
+// for what that gives up). For tests and benchmarks only.
+func AllowNoSync() Option { return func(c *config) { c.allowNoSync = true } }
+
+func newConfig(opts []Option) (config, error) {
+	c := config{lockTimeout: DefaultLockTimeout}
+	for _, o := range opts {
+		o(&c)
+	}
+	if c.lockTimeout <= 0 {
+		return c, fmt.Errorf("bolt: lock timeout %v is not positive", c.lockTimeout)
+	}
+	return c, nil
+}
+
+// Open opens the store at path, creating the file and its layout when the
+// file does not exist or is empty. An existing non-empty file is first
+// inspected through a read-only bbolt handle, so that a file that is not a
+// wfstore store (backend.ErrForeignStore) or has another format version
+// (*backend.SchemaVersionError) is refused with its bytes untouched.
+//
+// bbolt allows one read-write handle per file: while this Backend is open,
+// another Open of the same path, in this process or another, fails with an
+// error wrapping ErrLocked after the lock timeout.
+func Open(ctx context.Context, path string, opts ...Option) (*Backend, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	}
+	timeout := c.lockTimeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(min(timeout, time.Until(dl)), time.Millisecond)
+	}
+
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	case fi.Size() > 0:
+		if err := inspectFile(path, timeout); err != nil {
+			return nil, err
+		}
+	}
+
+	db, err := bbolt.Open(path, 0o600, &bbolt.Options{Timeout: timeout, NoSync: c.relaxed})
+	if err != nil {
+		return nil, openError(path, timeout, err)
+	}
+	b, err := newBackend(db, c, true)
+	if err != nil {
+		_ = db.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// OpenDB returns a Backend over a caller's open handle, creating the layout
+// when the store has no buckets yet. The handle must not have NoSync set
+// (ErrNoSync) unless AllowNoSync or Relaxed is passed. Close does not close
+// db. A read-only handle serves View; Update on it fails with bbolt's
+// ErrDatabaseReadOnly. Do not use db for anything else while the Backend is
+// in use: wfstore's invariants live in its buckets.
+func OpenDB(ctx context.Context, db *bbolt.DB, opts ...Option) (*Backend, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if db == nil {
+		return nil, errors.New("bolt: OpenDB: nil *bbolt.DB")
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("bolt: open %s: %w", db.Path(), err)
+	}
+	if db.NoSync && !c.allowNoSync {
+		return nil, fmt.Errorf("bolt: open %s: %w", db.Path(), ErrNoSync)
+	}
+	return newBackend(db, c, false)
+}
+
+// inspectFile opens path read-only (bbolt's shared lock, O_RDONLY: nothing
+// can be written) and checks that it is a wfstore store this build reads.
+func inspectFile(path string, timeout time.Duration) error {
+	db, err := bbolt.Open(path, 0, &bbolt.Options{ReadOnly: true, Timeout: timeout})
+	if err != nil {
+		return openError(path, timeout, err)
+	}
+	defer db.Close()
+	return db.View(func(tx *bbolt.Tx) error {
+		_, err := inspect(tx)
+		return err
+	})
+}
+
+// openError translates bbolt's open errors.
+func openError(path string, timeout time.Duration, err error) error {
+	switch {
+	case errors.Is(err, bbolt.ErrTimeout):
+		return fmt.Errorf("%w: %s (waited %v): %w", ErrLocked, path, timeout, err)
+	case errors.Is(err, bbolt.ErrInvalid), errors.Is(err, bbolt.ErrVersionMismatch), errors.Is(err, bbolt.ErrChecksum):
+		return fmt.Errorf("bolt: %s is not a bbolt file: %w: %w", path, backend.ErrForeignStore, err)
+	}
+	return fmt.Errorf("bolt: open %s: %w", path, err)
+}

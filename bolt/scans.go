@@ -1,0 +1,239 @@
+package bolt
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// This file holds the ordered, bounded scans of ReadTx. Each one is a range
+// [from, until) of one bucket: an index, or a primary bucket whose key order
+// is the scan's order. A scan visits exactly the entries it returns (plus,
+// for DueSchedules, none: its bound is a key too), so its cost is its limit,
+// not the size of the store. Limit <= 0 returns nothing.
+
+// errStop ends a bbolt ForEach early.
+var errStop = errors.New("bolt: stop")
+
+// scan visits the keys of bk in [from, until) in order until visit returns
+// false. A nil from starts at the first key; a nil until has no bound.
+func (t *readTx) scan(bk *bbolt.Bucket, from, until []byte, visit func(k, v []byte) (more bool, err error)) error {
+	c := bk.Cursor()
+	var k, v []byte
+	if from == nil {
+		k, v = c.First()
+	} else {
+		k, v = c.Seek(from)
+	}
+	for ; k != nil; k, v = c.Next() {
+		t.step()
+		if until != nil && bytes.Compare(k, until) >= 0 {
+			return nil
+		}
+		more, err := visit(k, v)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+// recordScan returns up to limit records of a primary bucket in [from, until).
+func recordScan[R any](t *readTx, bucket []byte, from, until []byte, limit int, dec func([]byte) (R, error)) ([]R, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	bk, err := t.bucket(bucket)
+	if err != nil {
+		return nil, err
+	}
+	var out []R
+	err = t.scan(bk, from, until, func(_, v []byte) (bool, error) {
+		rec, err := dec(v)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, rec)
+		return len(out) < limit, nil
+	})
+	return out, err
+}
+
+// indexScan returns up to limit records named by the entries of ix in
+// [from, until), reading each from the bucket of kind k.
+func indexScan[R any](t *readTx, ix *index, k *kind, from, until []byte, limit int, dec func([]byte) (R, error)) ([]R, error) {
+	if limit <= 0 {
+		return nil, nil
+	}
+	ixb, err := t.bucket(ix.bucket)
+	if err != nil {
+		return nil, err
+	}
+	recs, err := t.bucket(k.bucket)
+	if err != nil {
+		return nil, err
+	}
+	var out []R
+	err = t.scan(ixb, from, until, func(ik, _ []byte) (bool, error) {
+		pk, err := ix.primary(ik)
+		if err != nil {
+			return false, fmt.Errorf("bolt: index %s: %w", ix.name, err)
+		}
+		rec, err := getRecord(t, recs, pk, dec)
+		if err != nil {
+			return false, err
+		}
+		out = append(out, rec)
+		return len(out) < limit, nil
+	})
+	return out, err
+}
+
+// clone copies k, so that appending to the copy cannot write into k's
+// spare capacity.
+func (k key) clone() key { return append(key(nil), k...) }
+
+// later returns the larger of two range starts.
+func later(a, b []byte) []byte {
+	if bytes.Compare(a, b) > 0 {
+		return a
+	}
+	return b
+}
+
+// PendingActivations scans the pending index: global key order, or one
+// run's prefix of it.
+func (t *readTx) PendingActivations(ctx context.Context, q backend.PendingQuery) ([]backend.Activation, error) {
+	if err := t.check(ctx, "pending activations"); err != nil {
+		return nil, err
+	}
+	var from, until key
+	if q.RunID != "" {
+		from = key(nil).str(q.RunID)
+		until = prefixEnd(from)
+	}
+	switch {
+	case q.AfterRun:
+		from = later(from, prefixEnd(key(nil).str(q.After.RunID)))
+	case q.After != backend.ActivationKey{}:
+		from = later(from, prefixEnd(activationKey(q.After)))
+	}
+	return indexScan(t, ixPending, kindActivation, from, until, q.Limit, decodeActivation)
+}
+
+// Activations scans one run's prefix of the activation bucket.
+func (t *readTx) Activations(ctx context.Context, q backend.ActivationQuery) ([]backend.Activation, error) {
+	if err := t.check(ctx, "activations"); err != nil {
+		return nil, err
+	}
+	prefix := key(nil).str(q.RunID)
+	from := prefix
+	if q.After != (backend.NodeRef{}) {
+		from = prefixEnd(prefix.clone().str(q.After.NodeID).str(q.After.ActivationID))
+	}
+	return recordScan(t, kindActivation.bucket, from, prefixEnd(prefix), q.Limit, decodeActivation)
+}
+
+// Attempts scans the attempt index that matches the query's filters; each
+// is ordered by (prepared_ms, identity) after its filter parts.
+func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backend.Attempt, error) {
+	if err := t.check(ctx, "attempts"); err != nil {
+		return nil, err
+	}
+	var ix *index
+	var prefix key
+	switch {
+	case q.RunID != "" && q.Status != "":
+		ix, prefix = ixAttemptRunStatus, key(nil).str(q.RunID).str(string(q.Status))
+	case q.RunID != "":
+		ix, prefix = ixAttemptRun, key(nil).str(q.RunID)
+	case q.Status != "":
+		ix, prefix = ixAttemptStatus, key(nil).str(string(q.Status))
+	default:
+		ix = ixAttemptPrepared
+	}
+	from := []byte(prefix)
+	if q.After != nil {
+		from = prefixEnd(prefix.clone().i64(q.After.PreparedMS).str(q.After.Identity))
+	}
+	var until []byte
+	if prefix != nil {
+		until = prefixEnd(prefix)
+	}
+	return indexScan(t, ix, kindAttempt, from, until, q.Limit, decodeAttempt)
+}
+
+// CountAttempts counts keys of the run's prefix of the attempt bucket, up
+// to limit, without decoding any value.
+func (t *readTx) CountAttempts(ctx context.Context, runID string, limit int) (int, error) {
+	if err := t.check(ctx, "count attempts"); err != nil {
+		return 0, err
+	}
+	if limit <= 0 {
+		return 0, nil
+	}
+	bk, err := t.bucket(kindAttempt.bucket)
+	if err != nil {
+		return 0, err
+	}
+	prefix := key(nil).str(runID)
+	n := 0
+	err = t.scan(bk, prefix, prefixEnd(prefix), func(_, _ []byte) (bool, error) {
+		n++
+		return n < limit, nil
+	})
+	return n, err
+}
+
+// ChildRuns scans one root's prefix of the link index.
+func (t *readTx) ChildRuns(ctx context.Context, q backend.ChildRunQuery) ([]backend.RunLink, error) {
+	if err := t.check(ctx, "child runs"); err != nil {
+		return nil, err
+	}
+	prefix := key(nil).str(q.RootRunID)
+	from := prefix
+	if q.AfterCreatedMS != 0 || q.AfterChildID != "" {
+		from = prefixEnd(prefix.clone().i64(q.AfterCreatedMS).str(q.AfterChildID))
+	}
+	return indexScan(t, ixLinkRoot, kindLink, from, prefixEnd(prefix), q.Limit, decodeLink)
+}
+
+// DueSchedules scans one run's prefix of the schedule index up to the
+// first entry due after q.DueBy.
+func (t *readTx) DueSchedules(ctx context.Context, q backend.ScheduleQuery) ([]backend.RetrySchedule, error) {
+	if err := t.check(ctx, "due schedules"); err != nil {
+		return nil, err
+	}
+	prefix := key(nil).str(q.RunID)
+	until := prefixEnd(prefix.clone().i64(q.DueBy)) // past every due_ms <= DueBy
+	return indexScan(t, ixScheduleDue, kindSchedule, prefix, until, q.Limit, decodeSchedule)
+}
+
+// Events scans one run's prefix of the event bucket, whose keys are
+// (run, seq).
+func (t *readTx) Events(ctx context.Context, q backend.EventQuery) ([]backend.Event, error) {
+	if err := t.check(ctx, "events"); err != nil {
+		return nil, err
+	}
+	prefix := key(nil).str(q.RunID)
+	from := prefixEnd(prefix.clone().i64(q.AfterSeq))
+	return recordScan(t, kindEvent.bucket, from, prefixEnd(prefix), q.Limit, decodeEvent)
+}
+
+// ActiveLeases scans one run's prefix of the active-lease index.
+func (t *readTx) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
+	if err := t.check(ctx, "active leases"); err != nil {
+		return nil, err
+	}
+	prefix := key(nil).str(q.RunID)
+	from := []byte(prefix)
+	if q.After != nil {
+		from = later(from, prefixEnd(leaseKey(*q.After)))
+	}
+	return indexScan(t, ixLeaseActive, kindLease, from, prefixEnd(prefix), q.Limit, decodeLease)
+}
