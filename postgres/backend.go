@@ -1,0 +1,271 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// DefaultSchema is the schema used when WithSchema is not given.
+const DefaultSchema = "wfstore"
+
+// DefaultMaxRuns is how many times Update runs fn at most when the server
+// keeps reporting transient failures.
+const DefaultMaxRuns = 25
+
+// Option configures Open and OpenPool.
+type Option func(*config)
+
+type config struct {
+	schema       string
+	maxRuns      int
+	relaxed      bool
+	advisoryLock bool
+	backoffBase  time.Duration
+	backoffMax   time.Duration
+}
+
+// WithSchema sets the schema that holds the store's tables (default
+// "wfstore"). The name must match ^[a-z_][a-z0-9_]{0,62}$ and is always
+// quoted in SQL.
+func WithSchema(name string) Option {
+	return func(c *config) { c.schema = name }
+}
+
+// WithMaxRuns sets how many times Update may run fn when the server reports
+// serialization failures, deadlocks or a lost connection before commit
+// (default DefaultMaxRuns, minimum 1).
+func WithMaxRuns(n int) Option {
+	return func(c *config) {
+		if n < 1 {
+			n = 1
+		}
+		c.maxRuns = n
+	}
+}
+
+// WithRelaxedDurability commits with synchronous_commit = off: a commit
+// returns before its WAL reaches disk. Safe against a crash of this
+// process, NOT against a crash of the database server or the machine (the
+// last transactions may be lost, which breaks the never-dispatched proof).
+// For tests and benchmarks only.
+func WithRelaxedDurability() Option {
+	return func(c *config) { c.relaxed = true }
+}
+
+// withoutAdvisoryLock makes migrations rely on the version row's
+// compare-and-set alone, as on engines that stub advisory locks. Tests only.
+func withoutAdvisoryLock() Option {
+	return func(c *config) { c.advisoryLock = false }
+}
+
+// Backend is a wfstore store in one PostgreSQL schema. It implements
+// backend.Backend and is safe for concurrent use.
+type Backend struct {
+	pool    *pgxpool.Pool
+	ownPool bool
+	schema  string
+	q       *queries
+	cfg     config
+	version string
+	// setLocal is sent with BEGIN in every transaction.
+	setLocal []string
+
+	mu       sync.Mutex
+	closed   bool
+	inflight sync.WaitGroup
+	closeCtx context.Context
+	closeFn  context.CancelCauseFunc
+
+	stats stats
+	hooks hooks
+}
+
+// stats counts transaction re-runs by cause (tests and reports).
+type stats struct {
+	updates       atomic.Int64 // Update calls
+	runs          atomic.Int64 // fn executions in Update
+	serialization atomic.Int64 // re-runs after 40001
+	deadlock      atomic.Int64 // re-runs after 40P01
+	connLost      atomic.Int64 // re-runs after a connection lost before commit
+	exhausted     atomic.Int64 // Updates that returned ErrBusy
+}
+
+// hooks are test hooks; nil in production.
+type hooks struct {
+	// afterRoundTrip is called after every completed round trip inside a
+	// transaction with the server pid holding it and the round trip's number
+	// (1 = the one that carried BEGIN).
+	afterRoundTrip func(pid uint32, n int)
+}
+
+var _ backend.Backend = (*Backend)(nil)
+
+// Open connects to the database at dsn (a pgx connection string; pool
+// settings such as pool_max_conns are honoured), creates or migrates the
+// store's schema, and returns the Backend. The pool is closed by Close.
+func Open(ctx context.Context, dsn string, opts ...Option) (*Backend, error) {
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	pcfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: parse dsn: %w", err)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	if err != nil {
+		return nil, fmt.Errorf("postgres: create pool: %w", err)
+	}
+	b, err := open(ctx, pool, true, cfg)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// OpenPool uses the caller's pool as given (its connections get every
+// setting per transaction, with SET LOCAL; no connection hook is needed)
+// and never closes it. It creates or migrates the store's schema.
+func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Backend, error) {
+	if pool == nil {
+		return nil, errors.New("postgres: OpenPool: nil pool")
+	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	return open(ctx, pool, false, cfg)
+}
+
+func newConfig(opts []Option) (config, error) {
+	cfg := config{
+		schema:       DefaultSchema,
+		maxRuns:      DefaultMaxRuns,
+		advisoryLock: true,
+		backoffBase:  time.Millisecond,
+		backoffMax:   100 * time.Millisecond,
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if err := validSchema(cfg.schema); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+func open(ctx context.Context, pool *pgxpool.Pool, own bool, cfg config) (*Backend, error) {
+	if err := ensureSchema(ctx, pool, cfg.schema, cfg.advisoryLock); err != nil {
+		return nil, err
+	}
+	var version string
+	if err := pool.QueryRow(ctx, "SHOW server_version").Scan(&version); err != nil {
+		return nil, fmt.Errorf("postgres: read server version: %w", err)
+	}
+	b := &Backend{
+		pool:    pool,
+		ownPool: own,
+		schema:  cfg.schema,
+		q:       buildQueries(quoteIdent(cfg.schema)),
+		cfg:     cfg,
+		version: version,
+	}
+	sync := "on"
+	if cfg.relaxed {
+		sync = "off"
+	}
+	// plan_cache_mode: plans are made for the actual parameters every time,
+	// so a plan chosen while tables were empty never sticks (DESIGN §9).
+	b.setLocal = []string{
+		"SET LOCAL synchronous_commit = " + sync,
+		"SET LOCAL plan_cache_mode = force_custom_plan",
+	}
+	b.closeCtx, b.closeFn = context.WithCancelCause(context.Background())
+	return b, nil
+}
+
+// Schema returns the schema holding the store.
+func (b *Backend) Schema() string { return b.schema }
+
+// Capabilities implements backend.Backend: every Update is SERIALIZABLE in
+// one database, so instances and processes are serializable with each other.
+func (b *Backend) Capabilities() backend.Capabilities {
+	return backend.Capabilities{MultiInstance: true, MultiProcess: true}
+}
+
+// Info implements backend.Backend.
+func (b *Backend) Info() backend.Info {
+	sync := "on"
+	if b.cfg.relaxed {
+		sync = "off (relaxed: not durable against server or machine crash)"
+	}
+	return backend.Info{
+		Name:    "postgres",
+		Version: b.version,
+		Settings: map[string]string{
+			"driver":             "github.com/jackc/pgx/v5",
+			"schema":             b.schema,
+			"schema_version":     strconv.Itoa(SchemaVersion),
+			"isolation":          "serializable",
+			"view_isolation":     "repeatable read, read only",
+			"synchronous_commit": sync,
+			"plan_cache_mode":    "force_custom_plan",
+			"max_runs":           strconv.Itoa(b.cfg.maxRuns),
+		},
+	}
+}
+
+// Close implements backend.Backend. It makes new calls fail with
+// ErrClosed, cancels calls in flight (they fail with ErrClosed and roll
+// back), waits for them, and closes the pool if Open created it.
+func (b *Backend) Close() error {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil
+	}
+	b.closed = true
+	b.mu.Unlock()
+	b.closeFn(backend.ErrClosed)
+	b.inflight.Wait()
+	if b.ownPool {
+		b.pool.Close()
+	}
+	return nil
+}
+
+// enter registers a call; it fails when the Backend is closed. The
+// returned context is ctx, also cancelled (with cause ErrClosed) by Close.
+func (b *Backend) enter(ctx context.Context) (context.Context, func(), error) {
+	b.mu.Lock()
+	if b.closed {
+		b.mu.Unlock()
+		return nil, nil, fmt.Errorf("postgres: %w", backend.ErrClosed)
+	}
+	b.inflight.Add(1)
+	b.mu.Unlock()
+	cctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(b.closeCtx, func() { cancel(backend.ErrClosed) })
+	return cctx, func() {
+		stop()
+		cancel(context.Canceled)
+		b.inflight.Done()
+	}, nil
+}
+
+// isClosed reports whether Close has been called.
+func (b *Backend) isClosed() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.closed
+}

@@ -1,0 +1,194 @@
+package postgres
+
+import "strings"
+
+// SchemaVersion is the schema version this build creates and accepts.
+const SchemaVersion = 1
+
+// storeMark is written to the version row; a meta table holding anything
+// else marks a foreign store.
+const storeMark = "wfstore"
+
+// metaTable holds the single version row (id = 1). Migrations update its
+// version by compare-and-set, so two migrators can never both apply a step
+// even where advisory locks are stubbed out.
+const metaTable = "wfstore_meta"
+
+// migrations[i] moves the schema from version i to i+1. "{{s}}" is replaced
+// by the quoted schema name. Every statement is plain DDL inside the
+// migration transaction; nothing here ANALYZEs (the tables are empty, and
+// statistics of empty tables are exactly what made cached plans go bad).
+var migrations = []string{
+	// 0 -> 1
+	`
+CREATE TABLE {{s}}.wfstore_meta (
+	id         integer PRIMARY KEY CHECK (id = 1),
+	store      text    NOT NULL,
+	version    bigint  NOT NULL,
+	updated_at timestamptz NOT NULL DEFAULT now()
+);
+
+CREATE TABLE {{s}}.runs (
+	id                      text COLLATE "C" PRIMARY KEY,
+	root_id                 text COLLATE "C" NOT NULL,
+	parent_id               text COLLATE "C" NOT NULL,
+	depth                   bigint  NOT NULL,
+	status                  text COLLATE "C" NOT NULL,
+	node_execution_cap      bigint  NOT NULL,
+	concurrency_cap         bigint  NOT NULL,
+	cycle_cap               bigint  NOT NULL,
+	retry_cap               bigint  NOT NULL,
+	deadline_ms             bigint  NOT NULL,
+	cancel_requested_ms     bigint  NOT NULL,
+	auth_target_artifact_id text COLLATE "C",
+	auth_daemon_instance_id text COLLATE "C",
+	auth_generation         bigint,
+	auth_fencing_token      text COLLATE "C",
+	metadata                bytea,
+	created_ms              bigint  NOT NULL,
+	updated_ms              bigint  NOT NULL,
+	last_event_seq          bigint  NOT NULL,
+	attempt_count           bigint  NOT NULL,
+	active_count            bigint  NOT NULL,
+	tree_attempt_count      bigint  NOT NULL,
+	descendant_count        bigint  NOT NULL,
+	exhaustion_recorded     boolean NOT NULL,
+	CHECK ((auth_generation IS NULL) = (auth_target_artifact_id IS NULL)
+	   AND (auth_generation IS NULL) = (auth_daemon_instance_id IS NULL)
+	   AND (auth_generation IS NULL) = (auth_fencing_token IS NULL))
+);
+
+CREATE TABLE {{s}}.run_links (
+	child_run_id         text COLLATE "C" PRIMARY KEY,
+	root_run_id          text COLLATE "C" NOT NULL,
+	parent_run_id        text COLLATE "C" NOT NULL,
+	parent_node_id       text COLLATE "C" NOT NULL,
+	parent_activation_id text COLLATE "C" NOT NULL,
+	parent_attempt       bigint NOT NULL,
+	target               bytea,
+	depth                bigint NOT NULL,
+	created_ms           bigint NOT NULL
+);
+CREATE INDEX run_links_root_order ON {{s}}.run_links (root_run_id, created_ms, child_run_id);
+
+CREATE TABLE {{s}}.activations (
+	run_id                     text COLLATE "C" NOT NULL,
+	node_id                    text COLLATE "C" NOT NULL,
+	activation_id              text COLLATE "C" NOT NULL,
+	generation                 bigint  NOT NULL,
+	status                     text COLLATE "C" NOT NULL,
+	admissible                 boolean NOT NULL,
+	input                      bytea,
+	output                     bytea,
+	claim_resources            text[] COLLATE "C",
+	claim_modes                text[] COLLATE "C",
+	effect                     text COLLATE "C" NOT NULL,
+	reconciliation             text COLLATE "C" NOT NULL,
+	retry_policy               bytea,
+	predecessor_node_ids       text[] COLLATE "C",
+	predecessor_activation_ids text[] COLLATE "C",
+	has_successors             boolean NOT NULL,
+	group_run_id               text COLLATE "C",
+	group_node_id              text COLLATE "C",
+	group_activation_id        text COLLATE "C",
+	group_index                bigint,
+	last_attempt               bigint NOT NULL,
+	created_ms                 bigint NOT NULL,
+	updated_ms                 bigint NOT NULL,
+	PRIMARY KEY (run_id, node_id, activation_id),
+	CHECK ((claim_resources IS NULL) = (claim_modes IS NULL)),
+	CHECK ((predecessor_node_ids IS NULL) = (predecessor_activation_ids IS NULL)),
+	CHECK ((group_index IS NULL) = (group_run_id IS NULL)
+	   AND (group_index IS NULL) = (group_node_id IS NULL)
+	   AND (group_index IS NULL) = (group_activation_id IS NULL))
+);
+-- The pending index holds admissible activations only, so discovery reads
+-- only rows it may return.
+CREATE INDEX activations_admissible ON {{s}}.activations (run_id, node_id, activation_id) WHERE admissible;
+
+CREATE TABLE {{s}}.fan_out_groups (
+	run_id          text COLLATE "C" NOT NULL,
+	node_id         text COLLATE "C" NOT NULL,
+	activation_id   text COLLATE "C" NOT NULL,
+	size            bigint  NOT NULL,
+	max_concurrency bigint  NOT NULL,
+	promoted        bigint  NOT NULL,
+	settled         bigint  NOT NULL,
+	retiring        boolean NOT NULL,
+	retired_ms      bigint  NOT NULL,
+	created_ms      bigint  NOT NULL,
+	PRIMARY KEY (run_id, node_id, activation_id)
+);
+
+CREATE TABLE {{s}}.attempts (
+	run_id          text COLLATE "C" NOT NULL,
+	node_id         text COLLATE "C" NOT NULL,
+	activation_id   text COLLATE "C" NOT NULL,
+	attempt         bigint NOT NULL,
+	identity        text COLLATE "C" NOT NULL,
+	status          text COLLATE "C" NOT NULL,
+	side_effect     text COLLATE "C" NOT NULL,
+	intent          bytea,
+	intent_checksum text COLLATE "C" NOT NULL,
+	receipt         bytea,
+	handoff         text COLLATE "C" NOT NULL,
+	detail          bytea,
+	prepared_ms     bigint NOT NULL,
+	admitted_ms     bigint NOT NULL,
+	terminal_ms     bigint NOT NULL,
+	PRIMARY KEY (run_id, node_id, activation_id, attempt),
+	CONSTRAINT attempts_identity UNIQUE (identity)
+);
+CREATE INDEX attempts_order            ON {{s}}.attempts (prepared_ms, identity);
+CREATE INDEX attempts_status_order     ON {{s}}.attempts (status, prepared_ms, identity);
+CREATE INDEX attempts_run_order        ON {{s}}.attempts (run_id, prepared_ms, identity);
+CREATE INDEX attempts_run_status_order ON {{s}}.attempts (run_id, status, prepared_ms, identity);
+
+CREATE TABLE {{s}}.leases (
+	run_id        text COLLATE "C" NOT NULL,
+	node_id       text COLLATE "C" NOT NULL,
+	activation_id text COLLATE "C" NOT NULL,
+	attempt       bigint NOT NULL,
+	resource      text COLLATE "C" NOT NULL,
+	mode          text COLLATE "C" NOT NULL,
+	acquired_ms   bigint NOT NULL,
+	released_ms   bigint NOT NULL,
+	PRIMARY KEY (run_id, node_id, activation_id, attempt, resource, mode)
+);
+CREATE INDEX leases_active ON {{s}}.leases (run_id, node_id, activation_id, attempt, resource, mode) WHERE released_ms = 0;
+CREATE INDEX leases_active_resource ON {{s}}.leases (run_id, resource, node_id, activation_id, attempt, mode) WHERE released_ms = 0;
+
+CREATE TABLE {{s}}.retry_schedules (
+	run_id         text COLLATE "C" NOT NULL,
+	node_id        text COLLATE "C" NOT NULL,
+	activation_id  text COLLATE "C" NOT NULL,
+	failed_attempt bigint NOT NULL,
+	next_attempt   bigint NOT NULL,
+	failure_kind   text COLLATE "C" NOT NULL,
+	backoff_ms     bigint NOT NULL,
+	due_ms         bigint NOT NULL,
+	scheduled_ms   bigint NOT NULL,
+	PRIMARY KEY (run_id, node_id, activation_id)
+);
+CREATE INDEX retry_schedules_due ON {{s}}.retry_schedules (run_id, due_ms, node_id, activation_id);
+
+CREATE TABLE {{s}}.events (
+	run_id     text COLLATE "C" NOT NULL,
+	seq        bigint NOT NULL,
+	type       text COLLATE "C" NOT NULL,
+	payload    bytea,
+	created_ms bigint NOT NULL,
+	PRIMARY KEY (run_id, seq)
+);
+`,
+}
+
+// ourTables lists every table version 1 creates, for tests and checks.
+var ourTables = []string{
+	metaTable, tRuns.name, tLinks.name, tActivations.name, tGroups.name,
+	tAttempts.name, tLeases.name, tSchedules.name, tEvents.name,
+}
+
+func migrationSQL(i int, quotedSchema string) string {
+	return strings.ReplaceAll(migrations[i], "{{s}}", quotedSchema)
+}

@@ -1,0 +1,143 @@
+package postgres
+
+// queries holds every statement the adapter sends, built once per Backend
+// with the quoted schema name. Each scan has one fixed string per shape
+// (start / resume, filtered / not) whose WHERE and ORDER BY match one index
+// column for column, so the planner can walk the index and stop at LIMIT.
+type queries struct {
+	// Load (one statement per non-empty key set, all in one batch).
+	loadRuns, loadLinks, loadActivations, loadGroups, loadAttempts string
+	loadIdentities, loadLeases, loadSchedules, loadResources       string
+
+	// PendingActivations: global/run × start/after/afterRun.
+	pendingStart, pendingAfter, pendingAfterRun          string
+	pendingRunStart, pendingRunAfter, pendingRunAfterRun string
+
+	activationsStart, activationsAfter string
+
+	// Attempts: [run][status][after].
+	attempts [2][2][2]string
+
+	countAttempts string
+
+	childRunsStart, childRunsAfter string
+
+	dueSchedules string
+	events       string
+
+	activeLeasesStart, activeLeasesAfter string
+
+	// Writes per table.
+	runs, links, activations, groups, attemptsW, leases, schedules, eventsW writeSQL
+}
+
+func buildQueries(quotedSchema string) *queries {
+	qual := func(t string) string { return quotedSchema + "." + t }
+	q := &queries{}
+
+	sel := func(t table) string { return "SELECT " + t.selectList("") + " FROM " + qual(t.name) }
+	selJoin := func(t table, unnest, on string) string {
+		return "SELECT " + t.selectList("x") + " FROM " + unnest + " JOIN " + qual(t.name) + " x ON " + on
+	}
+
+	q.loadRuns = sel(tRuns) + " WHERE id = ANY($1::text[])"
+	q.loadLinks = sel(tLinks) + " WHERE child_run_id = ANY($1::text[])"
+	actKeys := "unnest($1::text[], $2::text[], $3::text[]) AS k(r, n, a)"
+	actOn := "x.run_id = k.r AND x.node_id = k.n AND x.activation_id = k.a"
+	q.loadActivations = selJoin(tActivations, actKeys, actOn)
+	q.loadGroups = selJoin(tGroups, actKeys, actOn)
+	q.loadSchedules = selJoin(tSchedules, actKeys, actOn)
+	q.loadAttempts = selJoin(tAttempts,
+		"unnest($1::text[], $2::text[], $3::text[], $4::bigint[]) AS k(r, n, a, t)",
+		actOn+" AND x.attempt = k.t")
+	q.loadIdentities = sel(tAttempts) + " WHERE identity = ANY($1::text[])"
+	q.loadLeases = selJoin(tLeases,
+		"unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::text[], $6::text[]) AS k(r, n, a, t, s, m)",
+		actOn+" AND x.attempt = k.t AND x.resource = k.s AND x.mode = k.m")
+	q.loadResources = selJoin(tLeases,
+		"unnest($1::text[], $2::text[]) AS k(r, s)",
+		"x.run_id = k.r AND x.resource = k.s AND x.released_ms = 0") +
+		" ORDER BY x.run_id, x.resource, x.node_id, x.activation_id, x.attempt, x.mode"
+
+	// Pending discovery walks the partial index activations_admissible.
+	pend := sel(tActivations) + " WHERE admissible"
+	pendOrder := " ORDER BY run_id, node_id, activation_id"
+	q.pendingStart = pend + pendOrder + " LIMIT $1"
+	q.pendingAfter = pend + " AND (run_id, node_id, activation_id) > ($1, $2, $3)" + pendOrder + " LIMIT $4"
+	q.pendingAfterRun = pend + " AND run_id > $1" + pendOrder + " LIMIT $2"
+	q.pendingRunStart = pend + " AND run_id = $1" + pendOrder + " LIMIT $2"
+	q.pendingRunAfter = pend + " AND run_id = $1 AND (run_id, node_id, activation_id) > ($2, $3, $4)" + pendOrder + " LIMIT $5"
+	q.pendingRunAfterRun = pend + " AND run_id = $1 AND run_id > $2" + pendOrder + " LIMIT $3"
+
+	acts := sel(tActivations) + " WHERE run_id = $1"
+	q.activationsStart = acts + pendOrder + " LIMIT $2"
+	q.activationsAfter = acts + " AND (node_id, activation_id) > ($2, $3)" + pendOrder + " LIMIT $4"
+
+	// Attempts: each shape matches one of the four attempt order indexes.
+	for run := 0; run < 2; run++ {
+		for status := 0; status < 2; status++ {
+			for after := 0; after < 2; after++ {
+				s := sel(tAttempts)
+				var conds []string
+				n := 0
+				next := func() string { n++; return "$" + itoa(n) }
+				order := " ORDER BY "
+				if run == 1 {
+					conds = append(conds, "run_id = "+next())
+					order += "run_id, "
+				}
+				if status == 1 {
+					conds = append(conds, "status = "+next())
+					order += "status, "
+				}
+				if after == 1 {
+					a, b := next(), next()
+					conds = append(conds, "(prepared_ms, identity) > ("+a+", "+b+")")
+				}
+				order += "prepared_ms, identity"
+				for i, c := range conds {
+					if i == 0 {
+						s += " WHERE " + c
+					} else {
+						s += " AND " + c
+					}
+				}
+				q.attempts[run][status][after] = s + order + " LIMIT " + next()
+			}
+		}
+	}
+
+	q.countAttempts = "SELECT count(*) FROM (SELECT 1 FROM " + qual(tAttempts.name) + " WHERE run_id = $1 LIMIT $2) s"
+
+	links := sel(tLinks) + " WHERE root_run_id = $1"
+	linkOrder := " ORDER BY root_run_id, created_ms, child_run_id"
+	q.childRunsStart = links + linkOrder + " LIMIT $2"
+	q.childRunsAfter = links + " AND (created_ms, child_run_id) > ($2, $3)" + linkOrder + " LIMIT $4"
+
+	q.dueSchedules = sel(tSchedules) + " WHERE run_id = $1 AND due_ms <= $2 ORDER BY run_id, due_ms, node_id, activation_id LIMIT $3"
+
+	q.events = sel(tEvents) + " WHERE run_id = $1 AND seq > $2 ORDER BY run_id, seq LIMIT $3"
+
+	leases := sel(tLeases) + " WHERE released_ms = 0 AND run_id = $1"
+	leaseOrder := " ORDER BY run_id, node_id, activation_id, attempt, resource, mode"
+	q.activeLeasesStart = leases + leaseOrder + " LIMIT $2"
+	q.activeLeasesAfter = leases + " AND (run_id, node_id, activation_id, attempt, resource, mode) > ($2, $3, $4, $5, $6, $7)" +
+		leaseOrder + " LIMIT $8"
+
+	q.runs = buildWriteSQL(qual, tRuns)
+	q.links = buildWriteSQL(qual, tLinks)
+	q.activations = buildWriteSQL(qual, tActivations)
+	q.groups = buildWriteSQL(qual, tGroups)
+	q.attemptsW = buildWriteSQL(qual, tAttempts)
+	q.leases = buildWriteSQL(qual, tLeases)
+	q.schedules = buildWriteSQL(qual, tSchedules)
+	q.eventsW = buildWriteSQL(qual, tEvents)
+	return q
+}
+
+func itoa(n int) string {
+	if n < 10 {
+		return string(rune('0' + n))
+	}
+	return itoa(n/10) + string(rune('0'+n%10))
+}

@@ -1,0 +1,285 @@
+package postgres
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// readRows reads one query's rows from a batch with scan, calling add for
+// each record.
+func readRows[T any](br pgx.BatchResults, scan func(pgx.Row) (T, error), add func(T)) error {
+	rows, err := br.Query()
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		v, err := scan(rows)
+		if err != nil {
+			return fmt.Errorf("%w: %w", errDecode, err)
+		}
+		add(v)
+	}
+	return rows.Err()
+}
+
+// query runs one scan statement and collects its records (nil when none).
+func query[T any](ctx context.Context, t *txn, what, sql string, scan func(pgx.Row) (T, error), args ...any) ([]T, error) {
+	var out []T
+	err := t.exchange(ctx,
+		func(b *pgx.Batch) { b.Queue(sql, args...) },
+		func(br pgx.BatchResults) error {
+			return readRows(br, scan, func(v T) { out = append(out, v) })
+		})
+	if err != nil {
+		return nil, fmt.Errorf("postgres: %s: %w", what, err)
+	}
+	return out, nil
+}
+
+// Load implements backend.ReadTx: one statement per non-empty key set, all
+// sent in one batch, so a whole Lookup costs one round trip.
+func (t *txn) Load(ctx context.Context, l backend.Lookup) (backend.Found, error) {
+	f := backend.Found{
+		Runs:        make(map[string]backend.Run, len(l.Runs)),
+		Links:       make(map[string]backend.RunLink, len(l.Links)),
+		Activations: make(map[backend.ActivationKey]backend.Activation, len(l.Activations)),
+		Groups:      make(map[backend.ActivationKey]backend.FanOutGroup, len(l.Groups)),
+		Attempts:    make(map[backend.AttemptKey]backend.Attempt, len(l.Attempts)),
+		Identities:  make(map[string]backend.Attempt, len(l.Identities)),
+		Leases:      make(map[backend.LeaseKey]backend.Lease, len(l.Leases)),
+		Schedules:   make(map[backend.ActivationKey]backend.RetrySchedule, len(l.Schedules)),
+		Resources:   make(map[backend.ResourceRef][]backend.Lease, len(l.Resources)),
+	}
+	q := t.b.q
+	var reads []func(pgx.BatchResults) error
+	var queued []func(*pgx.Batch)
+	add := func(sql string, args []any, read func(pgx.BatchResults) error) {
+		queued = append(queued, func(b *pgx.Batch) { b.Queue(sql, args...) })
+		reads = append(reads, read)
+	}
+	if len(l.Runs) > 0 {
+		add(q.loadRuns, []any{l.Runs}, func(br pgx.BatchResults) error {
+			return readRows(br, scanRun, func(r backend.Run) { f.Runs[r.ID] = r })
+		})
+	}
+	if len(l.Links) > 0 {
+		add(q.loadLinks, []any{l.Links}, func(br pgx.BatchResults) error {
+			return readRows(br, scanLink, func(r backend.RunLink) { f.Links[r.ChildRunID] = r })
+		})
+	}
+	if len(l.Activations) > 0 {
+		add(q.loadActivations, actKeyArgs(l.Activations), func(br pgx.BatchResults) error {
+			return readRows(br, scanActivation, func(r backend.Activation) { f.Activations[r.Key] = r })
+		})
+	}
+	if len(l.Groups) > 0 {
+		add(q.loadGroups, actKeyArgs(l.Groups), func(br pgx.BatchResults) error {
+			return readRows(br, scanGroup, func(r backend.FanOutGroup) { f.Groups[r.Controller] = r })
+		})
+	}
+	if len(l.Attempts) > 0 {
+		runs, nodes, acts, nums := make([]string, len(l.Attempts)), make([]string, len(l.Attempts)), make([]string, len(l.Attempts)), make([]int64, len(l.Attempts))
+		for i, k := range l.Attempts {
+			runs[i], nodes[i], acts[i], nums[i] = k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt)
+		}
+		add(q.loadAttempts, []any{runs, nodes, acts, nums}, func(br pgx.BatchResults) error {
+			return readRows(br, scanAttempt, func(r backend.Attempt) { f.Attempts[r.Key] = r })
+		})
+	}
+	if len(l.Identities) > 0 {
+		add(q.loadIdentities, []any{l.Identities}, func(br pgx.BatchResults) error {
+			return readRows(br, scanAttempt, func(r backend.Attempt) { f.Identities[r.Identity] = r })
+		})
+	}
+	if len(l.Leases) > 0 {
+		n := len(l.Leases)
+		runs, nodes, acts, nums, res, modes := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([]string, n), make([]string, n)
+		for i, k := range l.Leases {
+			runs[i], nodes[i], acts[i], nums[i], res[i], modes[i] = k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt), k.Resource, string(k.Mode)
+		}
+		add(q.loadLeases, []any{runs, nodes, acts, nums, res, modes}, func(br pgx.BatchResults) error {
+			return readRows(br, scanLease, func(r backend.Lease) { f.Leases[r.Key] = r })
+		})
+	}
+	if len(l.Schedules) > 0 {
+		add(q.loadSchedules, actKeyArgs(l.Schedules), func(br pgx.BatchResults) error {
+			return readRows(br, scanSchedule, func(r backend.RetrySchedule) { f.Schedules[r.Key] = r })
+		})
+	}
+	if len(l.Resources) > 0 {
+		// Each distinct resource once, so its leases are not repeated.
+		seen := make(map[backend.ResourceRef]bool, len(l.Resources))
+		var runs, res []string
+		for _, r := range l.Resources {
+			if !seen[r] {
+				seen[r] = true
+				runs, res = append(runs, r.RunID), append(res, r.Resource)
+			}
+		}
+		add(q.loadResources, []any{runs, res}, func(br pgx.BatchResults) error {
+			return readRows(br, scanLease, func(r backend.Lease) {
+				ref := backend.ResourceRef{RunID: r.Key.RunID, Resource: r.Key.Resource}
+				f.Resources[ref] = append(f.Resources[ref], r)
+			})
+		})
+	}
+	if len(queued) == 0 {
+		return f, nil
+	}
+	err := t.exchange(ctx,
+		func(b *pgx.Batch) {
+			for _, q := range queued {
+				q(b)
+			}
+		},
+		func(br pgx.BatchResults) error {
+			for _, r := range reads {
+				if err := r(br); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	if err != nil {
+		return backend.Found{}, fmt.Errorf("postgres: load: %w", err)
+	}
+	return f, nil
+}
+
+func actKeyArgs(keys []backend.ActivationKey) []any {
+	runs, nodes, acts := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
+	for i, k := range keys {
+		runs[i], nodes[i], acts[i] = k.RunID, k.NodeID, k.ActivationID
+	}
+	return []any{runs, nodes, acts}
+}
+
+// PendingActivations implements backend.ReadTx. It walks the partial index
+// activations_admissible in key order.
+func (t *txn) PendingActivations(ctx context.Context, q backend.PendingQuery) ([]backend.Activation, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	sql, args := t.b.q.pendingQuery(q)
+	return query(ctx, t, "pending activations", sql, scanActivation, args...)
+}
+
+func (q *queries) pendingQuery(p backend.PendingQuery) (string, []any) {
+	lim := int64(p.Limit)
+	start := !p.AfterRun && p.After == (backend.ActivationKey{})
+	switch {
+	case p.RunID == "" && start:
+		return q.pendingStart, []any{lim}
+	case p.RunID == "" && p.AfterRun:
+		return q.pendingAfterRun, []any{p.After.RunID, lim}
+	case p.RunID == "":
+		return q.pendingAfter, []any{p.After.RunID, p.After.NodeID, p.After.ActivationID, lim}
+	case start:
+		return q.pendingRunStart, []any{p.RunID, lim}
+	case p.AfterRun:
+		return q.pendingRunAfterRun, []any{p.RunID, p.After.RunID, lim}
+	}
+	return q.pendingRunAfter, []any{p.RunID, p.After.RunID, p.After.NodeID, p.After.ActivationID, lim}
+}
+
+// Activations implements backend.ReadTx.
+func (t *txn) Activations(ctx context.Context, q backend.ActivationQuery) ([]backend.Activation, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	if q.After == (backend.NodeRef{}) {
+		return query(ctx, t, "activations", t.b.q.activationsStart, scanActivation, q.RunID, int64(q.Limit))
+	}
+	return query(ctx, t, "activations", t.b.q.activationsAfter, scanActivation,
+		q.RunID, q.After.NodeID, q.After.ActivationID, int64(q.Limit))
+}
+
+// Attempts implements backend.ReadTx. Each filter combination walks its own
+// (…, prepared_ms, identity) index.
+func (t *txn) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backend.Attempt, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	sql, args := t.b.q.attemptQuery(q)
+	return query(ctx, t, "attempts", sql, scanAttempt, args...)
+}
+
+func (q *queries) attemptQuery(a backend.AttemptQuery) (string, []any) {
+	var args []any
+	run, status, after := 0, 0, 0
+	if a.RunID != "" {
+		run = 1
+		args = append(args, a.RunID)
+	}
+	if a.Status != "" {
+		status = 1
+		args = append(args, string(a.Status))
+	}
+	if a.After != nil {
+		after = 1
+		args = append(args, a.After.PreparedMS, a.After.Identity)
+	}
+	return q.attempts[run][status][after], append(args, int64(a.Limit))
+}
+
+// CountAttempts implements backend.ReadTx, reading at most limit index
+// entries.
+func (t *txn) CountAttempts(ctx context.Context, runID string, limit int) (int, error) {
+	if limit <= 0 {
+		return 0, nil
+	}
+	var n int64
+	err := t.exchange(ctx,
+		func(b *pgx.Batch) { b.Queue(t.b.q.countAttempts, runID, int64(limit)) },
+		func(br pgx.BatchResults) error { return br.QueryRow().Scan(&n) })
+	if err != nil {
+		return 0, fmt.Errorf("postgres: count attempts: %w", err)
+	}
+	return int(n), nil
+}
+
+// ChildRuns implements backend.ReadTx.
+func (t *txn) ChildRuns(ctx context.Context, q backend.ChildRunQuery) ([]backend.RunLink, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	if q.AfterCreatedMS == 0 && q.AfterChildID == "" {
+		return query(ctx, t, "child runs", t.b.q.childRunsStart, scanLink, q.RootRunID, int64(q.Limit))
+	}
+	return query(ctx, t, "child runs", t.b.q.childRunsAfter, scanLink,
+		q.RootRunID, q.AfterCreatedMS, q.AfterChildID, int64(q.Limit))
+}
+
+// DueSchedules implements backend.ReadTx.
+func (t *txn) DueSchedules(ctx context.Context, q backend.ScheduleQuery) ([]backend.RetrySchedule, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	return query(ctx, t, "due schedules", t.b.q.dueSchedules, scanSchedule, q.RunID, q.DueBy, int64(q.Limit))
+}
+
+// Events implements backend.ReadTx.
+func (t *txn) Events(ctx context.Context, q backend.EventQuery) ([]backend.Event, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	return query(ctx, t, "events", t.b.q.events, scanEvent, q.RunID, q.AfterSeq, int64(q.Limit))
+}
+
+// ActiveLeases implements backend.ReadTx.
+func (t *txn) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	if q.After == nil {
+		return query(ctx, t, "active leases", t.b.q.activeLeasesStart, scanLease, q.RunID, int64(q.Limit))
+	}
+	k := q.After
+	return query(ctx, t, "active leases", t.b.q.activeLeasesAfter, scanLease,
+		q.RunID, k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt), k.Resource, string(k.Mode), int64(q.Limit))
+}

@@ -1,0 +1,364 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+const (
+	beginRW = "BEGIN ISOLATION LEVEL SERIALIZABLE, READ WRITE"
+	beginRO = "BEGIN ISOLATION LEVEL REPEATABLE READ, READ ONLY"
+)
+
+// Update implements backend.Backend. Every run of fn is one SERIALIZABLE
+// transaction on one pooled connection. BEGIN and the SET LOCAL settings
+// travel in the same round trip as fn's first statement; an fn that sends
+// nothing costs no round trip at all. fn is run again (up to WithMaxRuns
+// times, with jittered exponential backoff bounded by ctx) when the server
+// reports a serialization failure (40001) or deadlock (40P01), or the
+// connection is lost before COMMIT was sent; a loss during COMMIT leaves the
+// outcome unknown and is returned, never re-run.
+func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
+	if fn == nil {
+		return errors.New("postgres: Update: nil fn")
+	}
+	cctx, leave, err := b.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	b.stats.updates.Add(1)
+	var last error
+	for run := 1; ; run++ {
+		if cctx.Err() != nil {
+			return ctxErr(cctx, "update", last)
+		}
+		b.stats.runs.Add(1)
+		t := &txn{b: b, ctx: cctx, userCtx: ctx}
+		retry, err := t.run(func(t *txn) error { return fn(t) })
+		if !retry {
+			return err
+		}
+		switch t.retryKind {
+		case "40001":
+			b.stats.serialization.Add(1)
+		case "40P01":
+			b.stats.deadlock.Add(1)
+		default:
+			b.stats.connLost.Add(1)
+		}
+		last = err
+		if run >= b.cfg.maxRuns {
+			b.stats.exhausted.Add(1)
+			return fmt.Errorf("postgres: update: all %d runs ended in transient failures: %w: %w", run, backend.ErrBusy, err)
+		}
+		if err := sleepCtx(cctx, b.backoff(run)); err != nil {
+			return ctxErr(cctx, "update", last)
+		}
+	}
+}
+
+// View implements backend.Backend: one REPEATABLE READ READ ONLY
+// transaction, so every read in fn sees the snapshot of its first statement.
+// View never re-runs fn.
+func (b *Backend) View(ctx context.Context, fn func(rtx backend.ReadTx) error) error {
+	if fn == nil {
+		return errors.New("postgres: View: nil fn")
+	}
+	cctx, leave, err := b.enter(ctx)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if cctx.Err() != nil {
+		return ctxErr(cctx, "view", nil)
+	}
+	t := &txn{b: b, ctx: cctx, userCtx: ctx, readOnly: true}
+	_, err = t.run(func(t *txn) error { return fn(t) })
+	return err
+}
+
+// backoff returns the pause before run+1: exponential from backoffBase,
+// capped at backoffMax, with jitter in [d/2, d].
+func (b *Backend) backoff(run int) time.Duration {
+	d := b.cfg.backoffBase << min(run-1, 16)
+	if d > b.cfg.backoffMax || d <= 0 {
+		d = b.cfg.backoffMax
+	}
+	return d/2 + rand.N(d/2+1)
+}
+
+// ctxErr explains why a call stopped: Close (ErrClosed) or ctx.
+func ctxErr(ctx context.Context, op string, last error) error {
+	cause := context.Cause(ctx)
+	if errors.Is(cause, backend.ErrClosed) {
+		if last != nil {
+			return fmt.Errorf("postgres: %s: %w (last transient failure: %w)", op, backend.ErrClosed, last)
+		}
+		return fmt.Errorf("postgres: %s: %w", op, backend.ErrClosed)
+	}
+	if last != nil {
+		return fmt.Errorf("postgres: %s: %w before a re-run after a transient failure (last: %w)", op, ctx.Err(), last)
+	}
+	return fmt.Errorf("postgres: %s: %w", op, ctx.Err())
+}
+
+// txn is one run of fn: a transaction on one connection, begun lazily.
+type txn struct {
+	b        *Backend
+	ctx      context.Context // the call's context, cancelled by Close too
+	userCtx  context.Context // the ctx given to Update/View
+	readOnly bool
+
+	mu        sync.Mutex
+	conn      *pgxpool.Conn
+	began     bool  // BEGIN was sent
+	done      bool  // fn returned; further use fails
+	rts       int   // round trips so far
+	broken    error // the server transaction is aborted or the connection is gone
+	retryErr  error // a transient failure: this run must be rolled back and re-run
+	retryKind string
+}
+
+var _ backend.Tx = (*txn)(nil)
+
+// run executes fn and ends the transaction. retry reports a transient
+// failure after which fn may run again.
+func (t *txn) run(fn func(*txn) error) (retry bool, err error) {
+	defer t.release()
+	returned := false
+	defer func() {
+		if !returned { // fn panicked: roll back, let the panic go on
+			t.finish()
+			t.rollback()
+		}
+	}()
+	ferr := fn(t)
+	returned = true
+	t.finish()
+	switch {
+	case t.retryErr != nil && !t.readOnly:
+		t.rollback()
+		return t.ctx.Err() == nil, t.retryErr
+	case ferr != nil:
+		t.rollback()
+		return false, ferr
+	case t.broken != nil:
+		t.rollback()
+		return false, fmt.Errorf("postgres: transaction rolled back: fn returned nil after a statement failed: %w", t.broken)
+	case !t.began:
+		return false, nil
+	}
+	return t.commit()
+}
+
+func (t *txn) finish() {
+	t.mu.Lock()
+	t.done = true
+	t.mu.Unlock()
+}
+
+func (t *txn) commit() (retry bool, err error) {
+	tag, err := t.conn.Exec(t.ctx, "COMMIT")
+	if err != nil {
+		if code := pgCode(err); code == "40001" || code == "40P01" {
+			t.retryKind = code
+			t.began = false
+			return t.ctx.Err() == nil, fmt.Errorf("postgres: commit: %w", err)
+		}
+		if t.ctx.Err() != nil {
+			return false, ctxWrap(t.ctx, fmt.Errorf("postgres: commit interrupted, outcome unknown: %w", err))
+		}
+		return false, fmt.Errorf("postgres: commit failed, outcome unknown if the connection was lost: %w", err)
+	}
+	t.began = false
+	if tag.String() != "COMMIT" {
+		return false, fmt.Errorf("postgres: commit: the server answered %q: the transaction was rolled back", tag.String())
+	}
+	return false, nil
+}
+
+// rollback ends a begun transaction. A failure closes the connection, which
+// makes the server roll back; the pool then discards it.
+func (t *txn) rollback() {
+	if !t.began || t.conn == nil {
+		return
+	}
+	t.began = false
+	if t.conn.Conn().IsClosed() {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
+	defer cancel()
+	if _, err := t.conn.Exec(ctx, "ROLLBACK"); err != nil {
+		_ = t.conn.Conn().Close(ctx)
+	}
+}
+
+// release returns the connection to the pool. pgxpool destroys a
+// connection that is closed or not idle outside a transaction.
+func (t *txn) release() {
+	if t.conn == nil {
+		return
+	}
+	if t.began && !t.conn.Conn().IsClosed() {
+		// Should not happen (every path commits or rolls back); do not hand
+		// a connection inside a transaction back to the pool.
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_ = t.conn.Conn().Close(ctx)
+		cancel()
+	}
+	t.conn.Release()
+	t.conn = nil
+}
+
+// opCtx combines the ctx a method was given with the call's context (so
+// that Close interrupts fn's statements too).
+func (t *txn) opCtx(ctx context.Context) (context.Context, func()) {
+	if ctx == nil || ctx == t.userCtx {
+		return t.ctx, func() {}
+	}
+	cctx, cancel := context.WithCancelCause(ctx)
+	stop := context.AfterFunc(t.ctx, func() { cancel(context.Cause(t.ctx)) })
+	return cctx, func() { stop(); cancel(context.Canceled) }
+}
+
+// exchange sends one batch (with BEGIN and the SET LOCAL settings first when
+// the transaction has not begun) and reads its results with read. It is one
+// round trip once the connection's statements are prepared. Errors from the
+// server or the connection mark the transaction broken (and, when
+// transient, to be re-run); read's own errors (ErrConflict, ...) do not.
+func (t *txn) exchange(ctx context.Context, queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.done {
+		return errors.New("postgres: transaction used after its fn returned")
+	}
+	if t.broken != nil {
+		return fmt.Errorf("postgres: transaction is aborted by an earlier failure: %w", t.broken)
+	}
+	ctx, stop := t.opCtx(ctx)
+	defer stop()
+	if err := ctx.Err(); err != nil {
+		return ctxWrap(ctx, fmt.Errorf("postgres: %w", err))
+	}
+	if t.conn == nil {
+		c, err := t.b.pool.Acquire(ctx)
+		if err != nil {
+			err = ctxWrap(ctx, fmt.Errorf("postgres: acquire connection: %w", err))
+			t.broken = err
+			return err
+		}
+		t.conn = c
+	}
+	batch := &pgx.Batch{}
+	prefix := 0
+	if !t.began {
+		if t.readOnly {
+			batch.Queue(beginRO)
+		} else {
+			batch.Queue(beginRW)
+		}
+		for _, s := range t.b.setLocal {
+			batch.Queue(s)
+		}
+		prefix = batch.Len()
+		t.began = true
+	}
+	queue(batch)
+	br := t.conn.SendBatch(ctx, batch)
+	var readErr error
+	dbErr := func() error {
+		for i := 0; i < prefix; i++ {
+			if _, err := br.Exec(); err != nil {
+				return err
+			}
+		}
+		readErr = read(br)
+		return nil
+	}()
+	cerr := br.Close()
+	t.rts++
+	switch {
+	case dbErr != nil:
+	case readErr != nil && isDBError(readErr):
+		dbErr, readErr = readErr, nil
+	case cerr != nil:
+		dbErr = cerr
+	}
+	if dbErr != nil {
+		return t.fail(ctx, dbErr)
+	}
+	if h := t.b.hooks.afterRoundTrip; h != nil {
+		h(t.conn.Conn().PgConn().PID(), t.rts)
+	}
+	return readErr
+}
+
+// fail records a server or connection error and returns it wrapped.
+func (t *txn) fail(ctx context.Context, err error) error {
+	werr := ctxWrap(ctx, fmt.Errorf("postgres: %w", err))
+	t.broken = werr
+	if ctx.Err() != nil {
+		return werr
+	}
+	if code := pgCode(err); code == "40001" || code == "40P01" {
+		t.retryErr, t.retryKind = werr, code
+	} else if t.conn == nil || t.conn.Conn().IsClosed() {
+		t.retryErr, t.retryKind = werr, "connection"
+	}
+	return werr
+}
+
+// ctxWrap makes an error caused by ctx (or by Close) match ctx.Err() (or
+// backend.ErrClosed) with errors.Is.
+func ctxWrap(ctx context.Context, err error) error {
+	if ctx.Err() == nil {
+		return err
+	}
+	if cause := context.Cause(ctx); errors.Is(cause, backend.ErrClosed) && !errors.Is(err, backend.ErrClosed) {
+		return fmt.Errorf("%w: %w", backend.ErrClosed, err)
+	}
+	if !errors.Is(err, ctx.Err()) {
+		return fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	return err
+}
+
+// isDBError reports whether err came from the server or the connection
+// rather than from the adapter's own checks.
+func isDBError(err error) bool {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return true
+	}
+	for _, s := range []error{backend.ErrConflict, backend.ErrNotFound, backend.ErrUnsupported, errDecode} {
+		if errors.Is(err, s) {
+			return false
+		}
+	}
+	// Anything else out of pgx (I/O errors, protocol errors) leaves the
+	// connection or transaction in an unknown state.
+	return true
+}
+
+// errDecode marks a row that could not be decoded into a record.
+var errDecode = errors.New("postgres: decode row")
+
+func pgCode(err error) string {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return ""
+}
