@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
@@ -104,4 +105,15 @@ func load(t testing.TB, b backend.Backend, l backend.Lookup) backend.Found {
 		return err
 	}))
 	return f
+}
+
+func newPool(t testing.TB, dsn string, n int) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(dsn)
+	require.NoError(t, err)
+	cfg.MaxConns = int32(n)
+	pool, err := pgxpool.NewWithConfig(ctxT(t), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	return pool
 }
