@@ -1,7 +1,21 @@
 package conformance
 
-// storeTier lists the store-tier cases (through workflow.Store).
-func storeTier() []Case { return nil }
+// storeTier lists the store-tier cases: every operation and invariant of
+// the Store, through workflow.Store over the adapter.
+func storeTier() []Case {
+	var out []Case
+	for _, group := range [][]Case{
+		admissionCases(),
+		authorityCases(),
+		receiptCases(),
+		reconcileCases(),
+	} {
+		out = append(out, group...)
+	}
+	return out
+}
 
 // storeRoles lists the child-process roles the store tier uses.
-func storeRoles() map[string]ChildRole { return nil }
+func storeRoles() map[string]ChildRole {
+	return map[string]ChildRole{}
+}

@@ -294,7 +294,8 @@ func (s *Store) ConsumeDueRetry(ctx context.Context, k ActivationKey, now time.T
 
 // RetryFailedNode explicitly requeues a failed, output-free activation
 // whose latest attempt is failedAttempt (failed or abandoned). It is
-// refused (ErrIneligible) when the run is not failed or has cancellation
+// refused (ErrIneligible) when the run is neither failed nor running (a
+// sibling's retry may have requeued it already) or has cancellation
 // requested, when attempt failedAttempt+1 would exceed RetryCap+1, and when
 // any activation already names this one as predecessor.
 func (s *Store) RetryFailedNode(ctx context.Context, k ActivationKey, failedAttempt uint32, now time.Time) (RetryRequeue, error) {
@@ -332,7 +333,9 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k ActivationK
 	if !ok {
 		return RetryRequeue{}, stateErr(ErrNotFound, "activation %v", k)
 	}
-	if run.Status != backend.RunFailed || run.CancelRequestedMS != 0 {
+	// Upstream requires a failed run. A run that a sibling's retry already
+	// requeued is running; its other failed activations may be requeued too.
+	if (run.Status != backend.RunFailed && run.Status != backend.RunRunning) || run.CancelRequestedMS != 0 {
 		return RetryRequeue{}, stateErr(ErrIneligible, "workflow run is not eligible for node retry (%s)", run.Status)
 	}
 	if act.Status != backend.ActivationFailed || act.Output != nil {

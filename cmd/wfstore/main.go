@@ -1,0 +1,61 @@
+// Command wfstore runs wfstore's demo and benchmarks.
+//
+//	wfstore demo  [flags]   admit a demo workflow on an embedded SQLite file
+//	wfstore bench [flags]   benchmark the backends side by side
+//
+// Run "wfstore <command> -help" for a command's flags.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if len(args) == 0 {
+		usage(stderr)
+		return 2
+	}
+	var err error
+	switch args[0] {
+	case "demo":
+		err = demo(ctx, args[1:], stdout, stderr)
+	case "bench":
+		err = bench(ctx, args[1:], stdout, stderr)
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return 0
+	default:
+		fmt.Fprintf(stderr, "wfstore: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return 2
+	}
+	if err == errUsage {
+		return 2
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "wfstore %s: %v\n", args[0], err)
+		return 1
+	}
+	return 0
+}
+
+func usage(w io.Writer) {
+	fmt.Fprint(w, `wfstore: durable, exactly-once admission of workflow work.
+
+Usage:
+  wfstore demo  [flags]   admit a demo workflow on an embedded SQLite file
+  wfstore bench [flags]   benchmark the backends side by side
+
+Run "wfstore <command> -help" for a command's flags.
+`)
+}

@@ -1,0 +1,215 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+func reconcileCases() []Case {
+	return []Case{
+		{Name: "reconcile_never_dispatched_mutation_is_kept_and_redispatched_once", Run: caseNeverDispatched},
+		{Name: "reconcile_ambiguous_mutation_becomes_repair_required", Run: caseAmbiguousMutation},
+		{Name: "reconcile_receipt_lookup_recovers_ambiguous_attempt", Run: caseReceiptLookup},
+		{Name: "reconcile_ambiguous_read_only_is_redispatched_with_same_identity", Run: caseReadOnlyRedispatch},
+		{Name: "reconcile_redispatch_never_selects_ambiguous_mutation", Run: caseNoBlindRedispatch},
+		{Name: "reconcile_explicit_repair_requires_repair_required_and_never_dispatches", Run: caseRepair},
+		{Name: "reconcile_abandon_then_explicit_retry_creates_next_attempt", Run: caseAbandonRetry},
+		{Name: "reconcile_observations_map_to_attempt_statuses", Run: caseObservationMapping},
+		{Name: "reconcile_observation_conflicting_with_settled_attempt_fails", Run: caseObservationConflict},
+	}
+}
+
+func caseNeverDispatched(e *Env) {
+	s := store(e)
+	p := prepared(e, s, workflow.Mutating, nil, false)
+	s = workflow.New(e.Reopen())
+	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, []string{p.Identity}, sum.NeverDispatched)
+	assert.Empty(e.T, sum.RepairRequired, "a provably never-dispatched mutation is not ambiguous")
+	assert.Equal(e.T, backend.AttemptPrepared, getAttempt(e, s, p.Activation.Key, 1).Status)
+	o := newOwner()
+	rs, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(21))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, []string{p.Identity}, rs.Admitted, "same identity")
+	a := getAttempt(e, s, p.Activation.Key, 1)
+	assert.Equal(e.T, backend.AttemptAdmitted, a.Status)
+	assert.JSONEq(e.T, `{"do":"a"}`, string(a.Intent), "same intent")
+	rs, err = s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(22))
+	require.NoError(e.T, err)
+	assert.Empty(e.T, rs.Admitted)
+	assert.Equal(e.T, 1, o.callCount(p.Identity))
+}
+
+func caseAmbiguousMutation(e *Env) {
+	s := store(e)
+	p := prepared(e, s, workflow.Mutating, nil, true)
+	s = workflow.New(e.Reopen())
+	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10}, ms(20))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, []string{p.Identity}, sum.RepairRequired)
+	assert.Equal(e.T, backend.AttemptRepairRequired, getAttempt(e, s, p.Activation.Key, 1).Status)
+	assert.Equal(e.T, backend.RunRepairRequired, getRun(e, s, "r").Status)
+	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "attempt_repair_required"))
+	_, err = s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 0}, ms(21))
+	requireIs(e.T, err, workflow.ErrInvalidInput, "limit must be positive")
+}
+
+func caseReceiptLookup(e *Env) {
+	s := store(e)
+	mkRun(e, s, "r", workflow.Limits{}, nil)
+	k := key("r", "n", "a")
+	mkAct(e, s, k)
+	o := newOwner()
+	o.effect = workflow.Mutating
+	fault := func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
+		if b == workflow.OwnerAccepted {
+			return errInjected // the process "dies" after the owner accepted
+		}
+		return nil
+	}
+	_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Limit: 10, Fault: fault}, ms(10))
+	requireIs(e.T, err, errInjected)
+	s = workflow.New(e.Reopen())
+	o.lookupErr = errInjected
+	_, err = s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10, Lookup: o}, ms(20))
+	requireIs(e.T, err, workflow.ErrOwner, "a failing lookup stops the pass")
+	assert.Equal(e.T, backend.AttemptPrepared, getAttempt(e, s, k, 1).Status)
+	o.lookupErr = nil
+	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10, Lookup: o}, ms(21))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, []string{identity(k, 1)}, sum.Recovered)
+	a := getAttempt(e, s, k, 1)
+	assert.Equal(e.T, backend.AttemptAdmitted, a.Status)
+	assert.Equal(e.T, 1, o.callCount(a.Identity))
+}
+
+func caseReadOnlyRedispatch(e *Env) {
+	s := store(e)
+	p := prepared(e, s, workflow.ReadOnly, nil, true)
+	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, []string{p.Identity}, sum.SafeReadOnly)
+	o := newOwner()
+	rs, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(21))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, []string{p.Identity}, rs.Admitted)
+	assert.Equal(e.T, 1, o.callCount(p.Identity))
+	assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, p.Activation.Key, 1).Status)
+}
+
+func caseNoBlindRedispatch(e *Env) {
+	s := store(e)
+	p := prepared(e, s, workflow.Mutating, nil, true)
+	o := newOwner()
+	before := digest(e, "r")
+	rs, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(21))
+	require.NoError(e.T, err)
+	assert.Empty(e.T, rs.Admitted)
+	assert.Equal(e.T, []string{p.Identity}, rs.Skipped)
+	assert.Zero(e.T, o.totalCalls())
+	assert.Equal(e.T, before, digest(e, "r"))
+}
+
+func caseRepair(e *Env) {
+	s := store(e)
+	p := prepared(e, s, workflow.Mutating, nil, true)
+	before := digest(e, "r")
+	requireIs(e.T, s.Repair(e.Ctx, p.Identity, workflow.RepairConfirmSucceeded, json.RawMessage(`{}`), nil, ms(19)), workflow.ErrIneligible, "not repair_required yet")
+	assert.Equal(e.T, before, digest(e, "r"))
+	_, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
+	require.NoError(e.T, err)
+	requireIs(e.T, s.Repair(e.Ctx, p.Identity, workflow.RepairConfirmSucceeded, nil, nil, ms(21)), workflow.ErrInvalidInput, "output required")
+	require.NoError(e.T, s.Repair(e.Ctx, p.Identity, workflow.RepairConfirmSucceeded, json.RawMessage(`{"done":1}`), nil, ms(22)))
+	assert.Equal(e.T, backend.AttemptSucceeded, getAttempt(e, s, p.Activation.Key, 1).Status)
+	act := getAct(e, s, p.Activation.Key)
+	assert.Equal(e.T, backend.ActivationCompleted, act.Status)
+	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status)
+	o := newOwner()
+	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(23))
+	assert.Empty(e.T, sum.Admitted)
+	assert.Zero(e.T, o.totalCalls(), "repair never dispatches")
+}
+
+func caseAbandonRetry(e *Env) {
+	s := store(e)
+	p := prepared(e, s, workflow.Mutating, nil, true)
+	k := p.Activation.Key
+	_, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
+	require.NoError(e.T, err)
+	_, err = s.RetryFailedNode(e.Ctx, k, 1, ms(21))
+	requireIs(e.T, err, workflow.ErrIneligible, "explicit abandonment is required before retrying an ambiguous mutation")
+	require.NoError(e.T, s.Repair(e.Ctx, p.Identity, workflow.RepairAbandon, nil, nil, ms(22)))
+	assert.Equal(e.T, backend.AttemptAbandoned, getAttempt(e, s, k, 1).Status)
+	assert.Equal(e.T, backend.RunFailed, getRun(e, s, "r").Status)
+	rq, err := s.RetryFailedNode(e.Ctx, k, 1, ms(23))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, uint32(2), rq.NextAttempt)
+	o := newOwner()
+	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(24))
+	assert.Equal(e.T, []string{identity(k, 2)}, sum.Admitted, "a new, higher-numbered identity")
+}
+
+func caseObservationMapping(e *Env) {
+	rows := []struct {
+		obs    workflow.Observation
+		effect workflow.Effect
+		status backend.AttemptStatus
+		act    backend.ActivationStatus
+		run    backend.RunStatus
+	}{
+		{workflow.Observation{Kind: workflow.ObservedRunning}, workflow.Mutating, backend.AttemptRunning, backend.ActivationRunning, backend.RunRunning},
+		{workflow.Observation{Kind: workflow.ObservedDeferred}, workflow.Mutating, backend.AttemptAdmitted, backend.ActivationRunning, backend.RunRunning},
+		{workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`1`)}, workflow.Mutating, backend.AttemptSucceeded, backend.ActivationCompleted, backend.RunRunning},
+		{workflow.Observation{Kind: workflow.ObservedFailed}, workflow.Mutating, backend.AttemptFailed, backend.ActivationFailed, backend.RunFailed},
+		{workflow.Observation{Kind: workflow.ObservedPaused}, workflow.Mutating, backend.AttemptPaused, backend.ActivationPending, backend.RunPaused},
+		{workflow.Observation{Kind: workflow.ObservedCancelled}, workflow.Mutating, backend.AttemptCancelled, backend.ActivationCancelled, backend.RunRunning},
+		{workflow.Observation{Kind: workflow.ObservedUnknown}, workflow.Mutating, backend.AttemptRepairRequired, backend.ActivationRunning, backend.RunRepairRequired},
+		{workflow.Observation{Kind: workflow.ObservedUnknown}, workflow.ReadOnly, backend.AttemptAdmitted, backend.ActivationRunning, backend.RunRunning},
+	}
+	s := store(e)
+	for i, row := range rows {
+		run := "obs" + string(rune('a'+i))
+		mkRun(e, s, run, workflow.Limits{}, nil)
+		k := key(run, "n", "a")
+		mkAct(e, s, k)
+		o := newOwner()
+		o.effect = row.effect
+		sum := dispatch(e, s, o, workflow.DispatchOptions{RunID: run}, ms(10))
+		require.Len(e.T, sum.Admitted, 1)
+		res, err := s.ApplyObservation(e.Ctx, sum.Admitted[0], row.obs, ms(20))
+		require.NoError(e.T, err, "%s", row.obs.Kind)
+		assert.Equal(e.T, row.status, res.Status, "%s/%s: result", row.obs.Kind, row.effect)
+		assert.Equal(e.T, row.status, getAttempt(e, s, k, 1).Status, "%s/%s: attempt", row.obs.Kind, row.effect)
+		assert.Equal(e.T, row.act, getAct(e, s, k).Status, "%s/%s: activation", row.obs.Kind, row.effect)
+		assert.Equal(e.T, row.run, getRun(e, s, run).Status, "%s/%s: run", row.obs.Kind, row.effect)
+		assert.Equal(e.T, row.obs.Kind == workflow.ObservedUnknown && row.effect == workflow.ReadOnly, res.Unresolved)
+	}
+}
+
+func caseObservationConflict(e *Env) {
+	s := store(e)
+	mkRun(e, s, "r", workflow.Limits{}, nil)
+	mkAct(e, s, key("r", "n", "a"))
+	sum := dispatch(e, s, newOwner(), workflow.DispatchOptions{}, ms(10))
+	id := sum.Admitted[0]
+	_, err := s.ApplyObservation(e.Ctx, id, workflow.Observation{Kind: workflow.ObservedFailed}, ms(20))
+	require.NoError(e.T, err)
+	before := digest(e, "r")
+	_, err = s.ApplyObservation(e.Ctx, id, workflow.Observation{Kind: workflow.ObservedRetryableFailure}, ms(21))
+	require.NoError(e.T, err, "RetryableFailure matches failed")
+	_, err = s.ApplyObservation(e.Ctx, id, workflow.Observation{Kind: workflow.ObservedRunning}, ms(21))
+	require.NoError(e.T, err, "Running is compatible")
+	assert.Equal(e.T, before, digest(e, "r"))
+	_, err = s.ApplyObservation(e.Ctx, id, workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`1`)}, ms(22))
+	requireIs(e.T, err, workflow.ErrConflict)
+	assert.Equal(e.T, before, digest(e, "r"))
+	_, err = s.ApplyObservation(e.Ctx, identity(key("r", "n", "zz"), 1), workflow.Observation{Kind: workflow.ObservedFailed}, ms(22))
+	requireIs(e.T, err, workflow.ErrNotFound)
+}
