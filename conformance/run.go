@@ -1,0 +1,67 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+)
+
+// Case is one conformance case: a named check run against a fresh store.
+type Case struct {
+	// Name says what the case proves, e.g. "insert_existing_key_conflicts".
+	Name string
+	// Run performs the check. It reports through e.T and may call e.T.Fatal.
+	Run func(e *Env)
+	// Serial keeps the case from running in parallel with others.
+	Serial bool
+}
+
+// Run runs the whole suite against the adapter h describes: every contract
+// case as subtest "contract/<name>" and every store case as "store/<name>".
+// Each case gets a fresh store from h.New, a first Backend opened by the
+// runner and an Env; cases run in parallel unless marked Serial.
+//
+// When the test binary was started by Env.RunChildren (IsChild reports true)
+// Run instead performs the requested child role and returns without running
+// any case.
+func Run(t *testing.T, h Harness) {
+	t.Helper()
+	if h.Name == "" {
+		h.Name = "adapter"
+	}
+	if h.New == nil || h.Open == nil {
+		t.Fatalf("conformance: Harness %q is incomplete: New (set: %v) and Open (set: %v) are required",
+			h.Name, h.New != nil, h.Open != nil)
+	}
+	if IsChild() {
+		runChild(t, h)
+		return
+	}
+	runTier(t, h, "contract", contractTier())
+	runTier(t, h, "store", storeTier())
+}
+
+func runTier(t *testing.T, h Harness, tier string, cases []Case) {
+	t.Helper()
+	seen := make(map[string]bool, len(cases))
+	for _, c := range cases {
+		switch {
+		case c.Name == "" || strings.ContainsAny(c.Name, " \t\n"):
+			t.Errorf("conformance: %s case %q: a name must be non-empty without spaces", tier, c.Name)
+			continue
+		case seen[c.Name]:
+			t.Errorf("conformance: %s case %q is listed twice", tier, c.Name)
+			continue
+		case c.Run == nil:
+			t.Errorf("conformance: %s case %q has no Run", tier, c.Name)
+			continue
+		}
+		seen[c.Name] = true
+		t.Run(tier+"/"+c.Name, func(t *testing.T) {
+			if !c.Serial {
+				t.Parallel()
+			}
+			e := newEnv(t, h)
+			c.Run(e)
+		})
+	}
+}
