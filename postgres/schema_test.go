@@ -1,0 +1,258 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"sort"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/pgtest"
+	"github.com/wfstore/wfstore/postgres"
+)
+
+// catalog lists a schema's objects with their row versions, so a test can
+// tell that opening wrote nothing.
+func catalog(t testing.TB, schema string) []string {
+	t.Helper()
+	rows, err := pgtest.Admin(t).Query(ctxT(t), `
+		SELECT c.relname || ':' || c.relkind::text || ':' || c.xmin::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1
+		UNION ALL SELECT 'schema:' || xmin::text FROM pg_namespace WHERE nspname = $1
+		UNION ALL SELECT 'proc:' || p.proname || ':' || p.xmin::text FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = $1
+		UNION ALL SELECT 'type:' || t.typname || ':' || t.xmin::text FROM pg_type t JOIN pg_namespace n ON n.oid = t.typnamespace WHERE n.nspname = $1`, schema)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	sort.Strings(out)
+	return out
+}
+
+func metaRow(t testing.TB, schema string) string {
+	t.Helper()
+	var s string
+	require.NoError(t, pgtest.Admin(t).QueryRow(ctxT(t),
+		"SELECT xmin::text || ':' || version || ':' || store FROM "+pgx.Identifier{schema, "wfstore_meta"}.Sanitize()).Scan(&s))
+	return s
+}
+
+func exec1(t testing.TB, sql string) {
+	t.Helper()
+	_, err := pgtest.Admin(t).Exec(ctxT(t), sql)
+	require.NoError(t, err)
+}
+
+func tablesOf(t testing.TB, schema string) []string {
+	t.Helper()
+	rows, err := pgtest.Admin(t).Query(ctxT(t), `SELECT tablename FROM pg_tables WHERE schemaname = $1 ORDER BY 1`, schema)
+	require.NoError(t, err)
+	out, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return out
+}
+
+func wantTables() []string {
+	out := append([]string(nil), postgres.Tables...)
+	sort.Strings(out)
+	return out
+}
+
+func TestOpenCreatesSchemaAndReopenWritesNothing(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgtest.SchemaName(t) // does not exist yet
+	b := openOn(t, dsn, schema)
+	apply(t, b, backend.Ins(backend.Run{ID: "r"}))
+	require.Equal(t, wantTables(), tablesOf(t, schema))
+	before, meta := catalog(t, schema), metaRow(t, schema)
+	require.Contains(t, meta, ":1:wfstore")
+	b2 := openOn(t, dsn, schema)
+	require.Equal(t, before, catalog(t, schema))
+	require.Equal(t, meta, metaRow(t, schema))
+	require.Contains(t, load(t, b2, backend.Lookup{Runs: []string{"r"}}).Runs, "r")
+}
+
+func TestRefusesForeignSchemaWithoutWriting(t *testing.T) {
+	t.Parallel()
+	for name, setup := range map[string]string{
+		"table":       "CREATE TABLE %s.users (id int)",
+		"sequence":    "CREATE SEQUENCE %s.s",
+		"function":    "CREATE FUNCTION %s.f() RETURNS int LANGUAGE sql AS 'SELECT 1'",
+		"type":        "CREATE TYPE %s.e AS ENUM ('a')",
+		"meta-other":  "CREATE TABLE %[1]s.wfstore_meta (id int PRIMARY KEY, store text, version bigint); INSERT INTO %[1]s.wfstore_meta VALUES (1, 'someone-else', 1)",
+		"meta-no-row": "CREATE TABLE %[1]s.wfstore_meta (id int PRIMARY KEY, store text, version bigint)",
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			dsn, schema := pgtest.Schema(t)
+			exec1(t, fmt.Sprintf(setup, pgx.Identifier{schema}.Sanitize()))
+			before := catalog(t, schema)
+			_, err := postgres.Open(ctxT(t), withMaxConns(dsn, 2), postgres.WithSchema(schema))
+			require.ErrorIs(t, err, backend.ErrForeignStore)
+			require.Equal(t, before, catalog(t, schema), "nothing written")
+		})
+	}
+}
+
+func TestRefusesNewerVersionWithoutWriting(t *testing.T) {
+	t.Parallel()
+	b, dsn, schema := openFresh(t)
+	require.NoError(t, b.Close())
+	exec1(t, "UPDATE "+pgx.Identifier{schema, "wfstore_meta"}.Sanitize()+" SET version = 7")
+	before, meta := catalog(t, schema), metaRow(t, schema)
+	_, err := postgres.Open(ctxT(t), withMaxConns(dsn, 2), postgres.WithSchema(schema))
+	require.ErrorIs(t, err, backend.ErrSchemaVersion)
+	var sv *backend.SchemaVersionError
+	require.ErrorAs(t, err, &sv)
+	require.Equal(t, backend.SchemaVersionError{Found: 7, Supported: postgres.SchemaVersion}, *sv)
+	require.Equal(t, before, catalog(t, schema))
+	require.Equal(t, meta, metaRow(t, schema))
+}
+
+func TestSchemaNameValidation(t *testing.T) {
+	t.Parallel()
+	for _, bad := range []string{"", "Upper", "1abc", "a-b", "a b", `x"y`, "pg_foo", "public", "information_schema", "ünï", string(make([]byte, 64))} {
+		_, err := postgres.Open(context.Background(), "postgres://invalid.invalid/x", postgres.WithSchema(bad))
+		require.Error(t, err, "%q", bad)
+		require.Contains(t, err.Error(), "schema name", "%q is refused before connecting", bad)
+	}
+}
+
+// Several Backends opening one new schema at once, half of them without
+// the advisory lock (as on engines that stub it): all succeed, one schema
+// at version 1.
+func TestConcurrentMigrationInProcess(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgtest.SchemaName(t)
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			opts := []postgres.Option{postgres.WithSchema(schema)}
+			if i%2 == 1 {
+				opts = append(opts, postgres.WithoutAdvisoryLock())
+			}
+			b, err := postgres.Open(ctxT(t), withMaxConns(dsn, 1), opts...)
+			if err == nil {
+				err = b.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, wantTables(), tablesOf(t, schema))
+	require.Contains(t, metaRow(t, schema), ":1:wfstore")
+}
+
+// Only compare-and-set (no advisory lock anywhere): still one schema.
+func TestConcurrentMigrationWithoutAdvisoryLocks(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgtest.SchemaName(t)
+	const n = 6
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	start := make(chan struct{})
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			b, err := postgres.Open(ctxT(t), withMaxConns(dsn, 1), postgres.WithSchema(schema), postgres.WithoutAdvisoryLock())
+			if err == nil {
+				err = b.Close()
+			}
+			errs[i] = err
+		}()
+	}
+	close(start)
+	wg.Wait()
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	require.Equal(t, wantTables(), tablesOf(t, schema))
+}
+
+func init() {
+	childRoles["migrate"] = func(ctx context.Context, dsn, schema, arg string) error {
+		// Wait for the start time the parent chose, so all children race.
+		at, err := strconv.ParseInt(arg, 10, 64)
+		if err != nil {
+			return err
+		}
+		time.Sleep(time.Until(time.Unix(0, at)))
+		opts := []postgres.Option{postgres.WithSchema(schema)}
+		if os.Getpid()%2 == 0 {
+			opts = append(opts, postgres.WithoutAdvisoryLock())
+		}
+		b, err := postgres.Open(ctx, withMaxConns(dsn, 1), opts...)
+		if err != nil {
+			return err
+		}
+		return b.Close()
+	}
+}
+
+// Several OS processes (this test binary re-executed) migrate one new
+// schema at the same moment: one schema at version 1.
+func TestConcurrentMigrationAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgtest.SchemaName(t)
+	at := time.Now().Add(1500 * time.Millisecond).UnixNano()
+	const n = 4
+	cmds := make([]*exec.Cmd, n)
+	for i := range cmds {
+		cmds[i] = childCmd(t, "migrate", dsn, schema, strconv.FormatInt(at, 10))
+		require.NoError(t, cmds[i].Start())
+	}
+	for i, c := range cmds {
+		require.NoError(t, c.Wait(), "child %d: %s", i, c.Stderr)
+	}
+	require.Equal(t, wantTables(), tablesOf(t, schema))
+	require.Contains(t, metaRow(t, schema), ":1:wfstore")
+}
+
+// childCmd re-executes the test binary as a child playing role.
+func childCmd(t testing.TB, role, dsn, schema, arg string) *exec.Cmd {
+	t.Helper()
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	cmd := exec.Command(exe, "-test.run=^$")
+	cmd.Env = append(os.Environ(),
+		envChild+"="+role, envChildDSN+"="+dsn, envChildSchema+"="+schema, envChildArg+"="+arg,
+		pgtest.EnvDSN+"="+dsn)
+	cmd.Stderr = &syncBuffer{}
+	return cmd
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf []byte
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf = append(b.buf, p...)
+	return len(p), nil
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return string(b.buf)
+}
