@@ -1,0 +1,48 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/wfstore/wfstore/sqlite"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// echoOwner accepts every activation as read-only work.
+type echoOwner struct{}
+
+func (echoOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
+	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: a.Input}, nil
+}
+
+func (echoOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
+	return json.RawMessage(`{"accepted":true}`), nil // after durably accepting p.Identity
+}
+
+func Example() {
+	dir, _ := os.MkdirTemp("", "wfstore-example")
+	defer os.RemoveAll(dir)
+	ctx, now := context.Background(), time.Now()
+
+	b, err := sqlite.Open(ctx, filepath.Join(dir, "store.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer b.Close()
+	s := workflow.New(b)
+
+	s.CreateRun(ctx, workflow.NewRun{ID: "run-1"}, now)
+	s.AddActivation(ctx, workflow.NewActivation{
+		Key:   workflow.ActivationKey{RunID: "run-1", NodeID: "fetch", ActivationID: "a1"},
+		Input: json.RawMessage(`{"url":"https://example.com"}`),
+	}, now)
+
+	// However many dispatchers run this at once, a1 is admitted exactly once.
+	sum, err := s.Dispatch(ctx, echoOwner{}, workflow.DispatchOptions{Limit: 10}, now)
+	fmt.Println(len(sum.Admitted), err)
+	// Output: 1 <nil>
+}
