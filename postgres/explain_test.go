@@ -53,10 +53,10 @@ func TestExplainUsesIndexes(t *testing.T) {
 	require.NoError(t, err)
 
 	type stmt struct {
-		name    string
-		sql     string
-		args    []any
-		index   string // the index the plan must use ("" = any)
+		name  string
+		sql   string
+		args  []any
+		index string // the index the plan must use ("" = any)
 	}
 	var stmts []stmt
 	add := func(name string, sql string, args []any, index string, _ bool) {
