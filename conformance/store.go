@@ -9,6 +9,7 @@ func storeTier() []Case {
 		authorityCases(),
 		receiptCases(),
 		reconcileCases(),
+		retryCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -1,0 +1,196 @@
+package conformance
+
+import (
+	"encoding/json"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// More store-tier fixtures: activation modifiers, observations and small
+// readers used by the retry, fan-out, cancellation, limits, children and
+// input groups.
+
+// retryPolicy is a valid version-1 policy admitting owner-reported
+// retryable failures with a constant backoff.
+func retryPolicy(maxAttempts uint32, backoffMS int64) *workflow.RetryPolicy {
+	return &workflow.RetryPolicy{
+		Version: workflow.RetryPolicyVersion, MaxAttempts: maxAttempts,
+		EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
+		InitialBackoffMS: backoffMS, BackoffMultiplier: 1, MaximumBackoffMS: backoffMS,
+	}
+}
+
+func withPolicy(p *workflow.RetryPolicy) func(*workflow.NewActivation) {
+	return func(na *workflow.NewActivation) { na.RetryPolicy = p }
+}
+
+func withEffect(eff workflow.Effect, rec workflow.Reconciliation) func(*workflow.NewActivation) {
+	return func(na *workflow.NewActivation) { na.Effect, na.Reconciliation = eff, rec }
+}
+
+func withClaims(c ...workflow.ResourceClaim) func(*workflow.NewActivation) {
+	return func(na *workflow.NewActivation) { na.Claims = c }
+}
+
+func withPreds(p ...workflow.NodeRef) func(*workflow.NewActivation) {
+	return func(na *workflow.NewActivation) { na.Predecessors = p }
+}
+
+func withGeneration(g int64) func(*workflow.NewActivation) {
+	return func(na *workflow.NewActivation) { na.Generation = g }
+}
+
+func claim(res string, mode backend.LeaseMode) workflow.ResourceClaim {
+	return workflow.ResourceClaim{Resource: res, Mode: mode}
+}
+
+// obs builds an observation of kind k (Succeeded gets output {"ok":true}).
+func obs(k workflow.ObservationKind) workflow.Observation {
+	o := workflow.Observation{Kind: k}
+	if k == workflow.ObservedSucceeded {
+		o.Output = json.RawMessage(`{"ok":true}`)
+	}
+	return o
+}
+
+// observe applies an observation that must succeed.
+func observe(e *Env, s *workflow.Store, identity string, o workflow.Observation, at time.Time) workflow.ObservationResult {
+	e.T.Helper()
+	res, err := s.ApplyObservation(e.Ctx, identity, o, at)
+	require.NoError(e.T, err, "observation %s of %s", o.Kind, identity)
+	return res
+}
+
+// prep prepares a pending activation through the single-winner gate with an
+// intent naming it; it must produce an attempt.
+func prep(e *Env, s *workflow.Store, k workflow.ActivationKey, effect workflow.Effect, at time.Time) *workflow.PreparedDispatch {
+	e.T.Helper()
+	p, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: effect, Intent: json.RawMessage(`{"do":"` + k.ActivationID + `"}`)}, at)
+	require.NoError(e.T, err, "prepare %v", k)
+	require.NotNil(e.T, p, "prepare %v found nothing pending", k)
+	return p
+}
+
+// admitOnly dispatches everything and requires exactly the identities want
+// admitted, in that order.
+func admitOnly(e *Env, s *workflow.Store, o *owner, at time.Time, want ...string) workflow.DispatchSummary {
+	e.T.Helper()
+	sum := dispatch(e, s, o, workflow.DispatchOptions{}, at)
+	if want == nil {
+		want = []string{}
+	}
+	got := sum.Admitted
+	if got == nil {
+		got = []string{}
+	}
+	require.Equal(e.T, want, got, "admitted identities")
+	return sum
+}
+
+// unchanged asserts the named runs' digest still equals before.
+func unchanged(e *Env, before string, what string, runIDs ...string) {
+	e.T.Helper()
+	assert.Equal(e.T, before, digest(e, runIDs...), "state unchanged after: %s", what)
+}
+
+// payloadsOf returns the payloads of the run's events of type typ.
+func payloadsOf(e *Env, s *workflow.Store, runID, typ string) []string {
+	e.T.Helper()
+	evs, err := s.Events(e.Ctx, runID, 0, workflow.MaxPageLimit)
+	require.NoError(e.T, err)
+	var out []string
+	for _, ev := range evs {
+		if ev.Type == typ {
+			out = append(out, string(ev.Payload))
+		}
+	}
+	return out
+}
+
+// lastTypes returns the last n event types of the run.
+func lastTypes(e *Env, s *workflow.Store, runID string, n int) []string {
+	e.T.Helper()
+	t := eventTypes(e, s, runID)
+	if len(t) < n {
+		return t
+	}
+	return t[len(t)-n:]
+}
+
+func getSchedule(e *Env, s *workflow.Store, k workflow.ActivationKey) *workflow.RetrySchedule {
+	e.T.Helper()
+	sc, err := s.GetRetrySchedule(e.Ctx, k)
+	require.NoError(e.T, err)
+	return sc
+}
+
+// getGroup reads a fan-out group record directly.
+func getGroup(e *Env, c workflow.ActivationKey) backend.FanOutGroup {
+	e.T.Helper()
+	f := e.load(e.B, backend.Lookup{Groups: []backend.ActivationKey{c}})
+	g, ok := f.Groups[c]
+	require.True(e.T, ok, "fan-out group %v exists", c)
+	return g
+}
+
+func activeLeases(e *Env, s *workflow.Store, runID string) []workflow.Lease {
+	e.T.Helper()
+	ls, err := s.ActiveLeases(e.Ctx, runID, workflow.MaxPageLimit)
+	require.NoError(e.T, err)
+	return ls
+}
+
+// seedAttempts inserts n settled attempts 1..n of activation k directly
+// through the backend (for allowance boundaries the Store cannot reach
+// cheaply). Run counters are not touched: the observation counts rows.
+func seedAttempts(e *Env, k workflow.ActivationKey, n int) {
+	e.T.Helper()
+	const chunk = 500
+	for from := 1; from <= n; from += chunk {
+		var ws []backend.Write
+		for i := from; i < from+chunk && i <= n; i++ {
+			ak := attemptKey(k, uint32(i))
+			ws = append(ws, backend.Ins(backend.Attempt{
+				Key: ak, Identity: identity(k, uint32(i)), Status: backend.AttemptFailed,
+				SideEffect: backend.ReadOnly, Intent: []byte(`{}`), IntentChecksum: workflow.Checksum([]byte(`{}`)),
+				Receipt: []byte(`{}`), Handoff: backend.HandoffRecorded,
+				PreparedMS: ms(2).UnixMilli() + int64(i), AdmittedMS: ms(2).UnixMilli() + int64(i), TerminalMS: ms(2).UnixMilli() + int64(i),
+			}))
+		}
+		e.apply(e.B, ws...)
+	}
+}
+
+// seedLinks inserts n child links under root directly (children whose run
+// records do not exist: the observation only counts links and attempts).
+func seedLinks(e *Env, root string, parent workflow.AttemptKey, n int) {
+	e.T.Helper()
+	const chunk = 500
+	for from := 0; from < n; from += chunk {
+		var ws []backend.Write
+		for i := from; i < from+chunk && i < n; i++ {
+			ws = append(ws, backend.Ins(backend.RunLink{
+				ChildRunID: childName(i), RootRunID: root, Parent: parent,
+				Target: []byte(`{}`), Depth: 2, CreatedMS: ms(3).UnixMilli() + int64(i),
+			}))
+		}
+		e.apply(e.B, ws...)
+	}
+}
+
+func childName(i int) string {
+	const digits = "0123456789"
+	b := []byte("seeded-child-0000")
+	for p := len(b) - 1; i > 0; p-- {
+		b[p] = digits[i%10]
+		i /= 10
+	}
+	return string(b)
+}
+
+func i64(v int64) *int64 { return &v }
