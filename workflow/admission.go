@@ -98,7 +98,7 @@ func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check a
 				return errNoop
 			}
 		}
-		if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
+		if (act.Status != backend.ActivationPending && !mutated("pending-guard")) || run.Status != backend.RunRunning || (run.CancelRequestedMS != 0 && !mutated("cancel-gate")) {
 			return errNoop
 		}
 		if act.LastAttempt == ^uint32(0) {
@@ -167,7 +167,7 @@ func enforceAttemptLimits(run, root backend.Run, attempt uint32, at int64) error
 	if run.Status != backend.RunRunning {
 		return stateErr(ErrIneligible, "workflow run does not accept attempts while %s", run.Status)
 	}
-	if run.CancelRequestedMS != 0 {
+	if run.CancelRequestedMS != 0 && !mutated("cancel-gate") {
 		return stateErr(ErrIneligible, "workflow cancellation has been requested")
 	}
 	if run.DeadlineMS != 0 && at >= run.DeadlineMS {
@@ -176,13 +176,13 @@ func enforceAttemptLimits(run, root backend.Run, attempt uint32, at int64) error
 	if int64(attempt) > run.Limits.RetryCap+1 {
 		return stateErr(ErrIneligible, "workflow retry cap exceeded")
 	}
-	if run.AttemptCount >= run.Limits.NodeExecutionCap {
+	if run.AttemptCount >= run.Limits.NodeExecutionCap && !mutated("node-cap") {
 		return stateErr(ErrNodeAllowanceExhausted, "run %q has %d of %d attempts", run.ID, run.AttemptCount, run.Limits.NodeExecutionCap)
 	}
-	if root.TreeAttemptCount >= root.Limits.NodeExecutionCap {
+	if root.TreeAttemptCount >= root.Limits.NodeExecutionCap && !mutated("root-cap") {
 		return stateErr(ErrRootAllowanceExhausted, "root %q has %d of %d attempts", root.ID, root.TreeAttemptCount, root.Limits.NodeExecutionCap)
 	}
-	if run.ActiveCount >= run.Limits.ConcurrencyCap {
+	if run.ActiveCount >= run.Limits.ConcurrencyCap && !mutated("concurrency-cap") {
 		return stateErr(ErrConcurrencyCapacity, "run %q has %d active attempts (cap %d)", run.ID, run.ActiveCount, run.Limits.ConcurrencyCap)
 	}
 	return nil
@@ -249,7 +249,7 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 		if !local && !tree {
 			return errNoop
 		}
-		if run.ExhaustionRecorded {
+		if run.ExhaustionRecorded && !mutated("exhaustion-event-twice") {
 			return errNoop
 		}
 		run.ExhaustionRecorded = true

@@ -48,7 +48,7 @@ func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck,
 		if !ok {
 			return stateErr(ErrNotFound, "run %q", k.RunID)
 		}
-		if err := check.verify(run); err != nil {
+		if err := check.verify(run); err != nil && !mutated("handoff-authority") {
 			return err
 		}
 		att, ok := f.Attempts[k]
@@ -65,7 +65,7 @@ func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck,
 		switch att.Handoff {
 		case backend.HandoffPending:
 		case backend.HandoffRecorded:
-			if reHandoff && att.SideEffect == ReadOnly {
+			if (reHandoff && att.SideEffect == ReadOnly) || mutated("handoff-cas") {
 				return errNoop
 			}
 			return stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)

@@ -25,7 +25,7 @@ func acquireLeases(act backend.Activation, k backend.AttemptKey, held map[backen
 			if l.Key.AttemptKey == k {
 				continue // our own (cannot happen for a fresh attempt)
 			}
-			if c.Mode == backend.LeaseWrite || l.Key.Mode == backend.LeaseWrite {
+			if (c.Mode == backend.LeaseWrite || l.Key.Mode == backend.LeaseWrite) && !mutated("lease-conflict") {
 				return nil, stateErr(ErrResourceConflict, "workflow resource is already leased incompatibly: %s", c.Resource)
 			}
 		}
@@ -48,7 +48,7 @@ func leaseJSON(l backend.Lease) map[string]any {
 // releaseLeases releases the unreleased leases of attempt k (its
 // activation's claims).
 func releaseLeases(ctx context.Context, tx backend.ReadTx, w *batch, act backend.Activation, k backend.AttemptKey, at int64) error {
-	if len(act.Claims) == 0 {
+	if len(act.Claims) == 0 || mutated("lease-release") {
 		return nil
 	}
 	keys := make([]backend.LeaseKey, 0, len(act.Claims))

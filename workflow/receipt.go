@@ -64,6 +64,11 @@ func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity strin
 					return errNoop
 				}
 			}
+			if mutated("receipt-conflict") {
+				att.Receipt = rc
+				w.replace(att)
+				return nil
+			}
 			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 		}
 		typ := "attempt_admitted"

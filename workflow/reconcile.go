@@ -56,7 +56,7 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 	}
 	for _, att := range attempts {
 		switch {
-		case att.Handoff == backend.HandoffPending:
+		case att.Handoff == backend.HandoffPending && !mutated("never-dispatched-proof"):
 			sum.NeverDispatched = append(sum.NeverDispatched, att.Identity)
 			continue
 		case att.Handoff == backend.HandoffRecorded && opts.Lookup != nil:
@@ -132,7 +132,7 @@ func (s *Store) markRepairRequired(ctx context.Context, identity string, check a
 		if err := check.verify(*run); err != nil {
 			return err
 		}
-		if att.Status != backend.AttemptPrepared || att.Receipt != nil || att.Handoff == backend.HandoffPending {
+		if att.Status != backend.AttemptPrepared || att.Receipt != nil || (att.Handoff == backend.HandoffPending && !mutated("never-dispatched-proof")) {
 			return errNoop
 		}
 		setAttemptStatus(run, att, backend.AttemptRepairRequired, at)

@@ -352,7 +352,7 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k ActivationK
 	if int64(next) > run.Limits.RetryCap+1 {
 		return RetryRequeue{}, stateErr(ErrIneligible, "workflow retry cap exceeded")
 	}
-	if act.HasSuccessors {
+	if act.HasSuccessors && !mutated("retry-downstream") {
 		return RetryRequeue{}, stateErr(ErrIneligible, "workflow retry is unsafe after downstream activation")
 	}
 	if sched != nil && (sched.FailedAttempt != failed || sched.NextAttempt != next) {
@@ -369,7 +369,9 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k ActivationK
 		"previous_attempt": failed, "next_attempt": next,
 	}, at)
 	if sched != nil {
-		w.delete(*sched)
+		if !mutated("schedule-consume-twice") {
+			w.delete(*sched)
+		}
 		w.event(&run, "automatic_retry_consumed", scheduleJSON(*sched), at)
 	} else if err := supersedeSchedule(ctx, tx, w, &run, k, at); err != nil {
 		return RetryRequeue{}, err
