@@ -86,11 +86,22 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		}
 		if old, ok := f.Groups[nf.Controller]; ok {
 			if old.Size == group.Size && old.MaxConcurrency == group.MaxConcurrency {
-				existing, err := tx.Load(ctx, backend.Lookup{Activations: []backend.ActivationKey{members[0].Key}})
+				keys := make([]backend.ActivationKey, len(members))
+				for i, m := range members {
+					keys[i] = m.Key
+				}
+				existing, err := tx.Load(ctx, backend.Lookup{Activations: keys})
 				if err != nil {
 					return err
 				}
-				if m, ok := existing.Activations[members[0].Key]; ok && sameActivationDefinition(m, members[0]) {
+				same := true
+				for _, m := range members {
+					if old, ok := existing.Activations[m.Key]; !ok || !sameActivationDefinition(old, m) {
+						same = false
+						break
+					}
+				}
+				if same {
 					return errNoop
 				}
 			}
