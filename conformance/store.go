@@ -10,6 +10,7 @@ func storeTier() []Case {
 		receiptCases(),
 		reconcileCases(),
 		retryCases(),
+		fanoutCases(),
 	} {
 		out = append(out, group...)
 	}
