@@ -64,7 +64,7 @@ func memberStatuses(e *Env, s *workflow.Store, members []workflow.ActivationKey)
 const (
 	stPend = backend.ActivationPending
 	stWait = backend.ActivationWaiting
-	stRun = backend.ActivationRunning
+	stRun  = backend.ActivationRunning
 	stDone = backend.ActivationCompleted
 	stCanc = backend.ActivationCancelled
 )

@@ -134,7 +134,9 @@ func caseRetryScheduleRefusals(e *Env) {
 		want    error
 	}
 	rows := []row{
-		{"mutating+repair_required is unsafe", func(x *workflow.RetryEligibility) { x.Effect, x.Reconciliation = workflow.Mutating, workflow.RepairRequired }, "", 100, workflow.ErrIneligible},
+		{"mutating+repair_required is unsafe", func(x *workflow.RetryEligibility) {
+			x.Effect, x.Reconciliation = workflow.Mutating, workflow.RepairRequired
+		}, "", 100, workflow.ErrIneligible},
 		{"read_only+repair_required is unsafe", func(x *workflow.RetryEligibility) { x.Reconciliation = workflow.RepairRequired }, "", 100, workflow.ErrIneligible},
 		{"attempts exhausted", func(x *workflow.RetryEligibility) { x.AttemptsCompleted = 3 }, "", 100, workflow.ErrIneligible},
 		{"retry cap below max", func(x *workflow.RetryEligibility) { x.RetryCap = 1 }, "", 100, workflow.ErrIneligible},
