@@ -54,17 +54,19 @@ const (
 // skip them in a child, which only opens the store it is given.
 func IsChild() bool { return os.Getenv(envRole) != "" }
 
+// testRoles holds roles only this package's own tests define.
+var testRoles map[string]ChildRole
+
 // roles merges the contract tier's roles with the store tier's.
 func roles() (map[string]ChildRole, error) {
 	all := make(map[string]ChildRole)
-	for name, r := range contractRoles() {
-		all[name] = r
-	}
-	for name, r := range storeRoles() {
-		if _, dup := all[name]; dup {
-			return nil, fmt.Errorf("conformance: child role %q is defined by both tiers", name)
+	for _, m := range []map[string]ChildRole{contractRoles(), storeRoles(), testRoles} {
+		for name, r := range m {
+			if _, dup := all[name]; dup {
+				return nil, fmt.Errorf("conformance: child role %q is defined twice", name)
+			}
+			all[name] = r
 		}
-		all[name] = r
 	}
 	return all, nil
 }
@@ -81,7 +83,7 @@ func runChild(t *testing.T, h Harness) {
 	if !ok {
 		t.Fatalf("conformance child: unknown role %q", name)
 	}
-	arg, err := base64.StdEncoding.DecodeString(os.Getenv(envArg))
+	arg, err := decodeArg(os.Getenv(envArg))
 	if err != nil {
 		t.Fatalf("conformance child: decoding %s: %v", envArg, err)
 	}
@@ -285,7 +287,7 @@ func (e *Env) RunChildren(role string, n int, args [][]byte) [][]byte {
 	for i, r := range runs {
 		out, err := childResult(r)
 		if err != nil {
-			r.err = errors.Join(r.err, err)
+			r.err = err
 			bad = append(bad, i)
 			continue
 		}
@@ -354,3 +356,5 @@ func childEnviron() []string {
 	}
 	return env
 }
+
+func decodeArg(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }

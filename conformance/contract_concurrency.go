@@ -36,6 +36,10 @@ func increment(ctx context.Context, b backend.Backend, runID string, busy *atomi
 			if err != nil {
 				return err
 			}
+			if r.AttemptCount%4 == 1 {
+				// Widen the read-modify-write window now and then.
+				time.Sleep(200 * time.Microsecond)
+			}
 			r.AttemptCount++
 			r.UpdatedMS++
 			return tx.Apply(ctx, backend.Rep(r))

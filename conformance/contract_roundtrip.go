@@ -286,12 +286,16 @@ func testLoadedBytesStayValid(e *Env) {
 		kept = a
 		return err
 	})
-	// Rewrite the record and write a lot more, so that a store that
-	// returned memory it owns (a page, a buffer) reuses it.
+	// Rewrite the record, write a lot more and read again, so that a store
+	// that returned memory it owns (a page, a buffer, a cache) reuses it.
+	other := fullActivation(akey(s.Run.ID, "other-node", "act"))
+	other.Input = mibJSON(19)
+	e.apply(e.B, backend.Ins(other))
 	for i := range 8 {
 		a := s.Act
 		a.Input = mibJSON(byte(20 + i))
 		e.apply(e.B, backend.Rep(a), backend.Ins(fullEvent(s.Run.ID, int64(100+i))))
+		e.load(e.B, backend.Lookup{Activations: []backend.ActivationKey{s.Act.Key, other.Key}})
 	}
 	if !bytes.Equal(kept.Input, want) {
 		e.T.Errorf("bytes returned by an earlier View changed after later writes: %s", bytesDiff(want, kept.Input))

@@ -1,0 +1,131 @@
+// Package conformance is the exported test suite that proves a
+// backend.Backend honours the storage contract with exactly the semantics
+// of every other adapter. An adapter's test calls Run with a Harness:
+//
+//	package myadapter_test
+//
+//	import (
+//		"context"
+//		"path/filepath"
+//		"testing"
+//
+//		"example.com/myadapter"
+//		"github.com/wfstore/wfstore/backend"
+//		"github.com/wfstore/wfstore/conformance"
+//	)
+//
+//	func TestConformance(t *testing.T) {
+//		conformance.Run(t, conformance.Harness{
+//			Name: "myadapter",
+//			// A fresh, empty store per case; clean it up with t.Cleanup.
+//			New: func(t testing.TB) string { return filepath.Join(t.TempDir(), "store.db") },
+//			Open: func(ctx context.Context, locator string) (backend.Backend, error) {
+//				return myadapter.Open(ctx, locator)
+//			},
+//			// Optional: check adapter-internal invariants after every case.
+//			Verify: func(ctx context.Context, b backend.Backend) error { return b.(*myadapter.DB).Verify(ctx) },
+//		})
+//	}
+//
+// Run runs every case as a parallel subtest "contract/<name>" or
+// "store/<name>", each on its own fresh store and its own first Backend. At
+// the end of a case the suite closes every Backend it opened and, when
+// Verify is set, opens one more and verifies it.
+//
+// # Capabilities and skips
+//
+// A case skips only when the Backend's Capabilities say it cannot run, and
+// the skip message names the capability:
+//
+//   - MultiInstance=false skips the cases that open a second Backend over one
+//     store (Env.RequireMultiInstance); cases that merely use more instances
+//     when they may (racing inserts, distinct inserts) run with one.
+//   - MultiProcess=false skips the cases that run child processes
+//     concurrently with the parent (Env.RequireMultiProcess).
+//
+// Nothing else skips, so a skip in an adapter's own run that no capability
+// explains is a bug in the suite.
+//
+// # Child processes
+//
+// Multi-process cases re-execute the test binary (os.Args[0]) with
+// -test.run selecting the top-level test that called Run and the
+// WFSTORE_CONFORMANCE_* environment variables set; Run then performs the
+// requested role instead of the cases. The harness therefore must not need
+// anything from the parent process beyond the locator: a locator must be
+// openable from another process (a file path, a DSN). A TestMain that starts
+// shared fixtures may check IsChild to skip work a child does not need.
+//
+// # Contract tier: rule → cases
+//
+// The contract tier talks to backend.Backend directly. Every case name says
+// what it proves, and every case can fail (the package's own tests run the
+// tier against seeded mutants of a reference backend, each of which breaks
+// one rule, and require the listed cases to fail).
+//
+//	rule (backend package documentation)         cases (contract/...)
+//	every field round-trips byte-exactly          every_field_of_every_kind_round_trips,
+//	                                              json_bytes_are_kept_exactly_as_written,
+//	                                              extreme_numbers_round_trip (max uint32 attempt, int64 extremes),
+//	                                              one_mib_json_in_every_json_field_round_trips
+//	nil JSON / Authority / Group mean absent      absent_optional_fields_stay_absent,
+//	                                              present_zero_like_values_stay_present ("null", Index 0, Generation 0)
+//	ids: unicode, 512 bytes, any punctuation      unicode_long_and_punctuated_ids_round_trip,
+//	                                              composite_keys_do_not_collide_across_separators
+//	durable across Close/Open                     reopen_keeps_every_record_byte_exact
+//	records share no memory with callers          loaded_bytes_stay_valid_after_later_writes,
+//	                                              stored_records_do_not_alias_caller_memory
+//	Insert of an existing key → ErrConflict       insert_of_an_existing_key_conflicts_for_every_kind,
+//	                                              insert_twice_in_one_apply_conflicts,
+//	                                              lease_modes_and_resources_are_distinct_records
+//	Attempt.Identity is unique                    insert_of_an_attempt_with_a_taken_identity_conflicts,
+//	                                              replace_attempt_onto_a_taken_identity_conflicts,
+//	                                              replace_attempt_identity_moves_the_identity_lookup
+//	Replace/Delete of a missing key → ErrNotFound replace_of_a_missing_key_is_not_found_for_every_kind,
+//	                                              delete_of_a_missing_schedule_is_not_found
+//	operations outside the table → ErrUnsupported operations_outside_the_table_are_unsupported
+//	Replace overwrites every field                replace_changes_every_field_of_every_kind
+//	Delete removes from Load and scans            delete_schedule_removes_it_from_load_and_due_schedules
+//	Apply applies writes in order                 writes_in_one_apply_take_effect_in_order
+//	reads in Update see its own writes            reads_in_an_update_see_its_own_earlier_writes
+//	PendingActivations: admissible only, bytewise pending_scan_returns_only_admissible_rows_in_bytewise_key_order,
+//	  key order, After, AfterRun, Limit           pending_scan_pages_with_after_and_limit,
+//	                                              pending_scan_after_run_skips_the_rest_of_that_run,
+//	                                              pending_index_follows_replace_of_admissible
+//	Activations: one run, key order               activations_scan_returns_one_run_in_key_order
+//	Attempts: (PreparedMS, Identity), filters     attempts_scan_orders_by_prepared_ms_then_identity,
+//	                                              attempts_scan_filters_by_run_and_status_and_pages,
+//	                                              attempt_status_change_moves_it_between_status_scans
+//	CountAttempts = min(count, limit)             count_attempts_is_min_of_count_and_limit
+//	ChildRuns: (CreatedMS, ChildRunID), cursor    child_runs_scan_orders_by_created_then_child_and_pages
+//	DueSchedules: DueMS <= DueBy, order           due_schedules_are_bounded_by_due_by_and_ordered
+//	Events: Seq > AfterSeq in order               events_scan_returns_seq_after_cursor_in_order
+//	ActiveLeases / Load Resources: unreleased,    active_leases_scan_orders_by_lease_key_and_skips_released,
+//	  LeaseKey order                              load_resources_returns_unreleased_leases_of_that_run_and_resource
+//	missing keys are absent, not errors           load_of_missing_keys_finds_nothing_without_error
+//	fn error rolls everything back                update_error_rolls_back_every_write,
+//	                                              failed_apply_rolls_back_the_whole_transaction
+//	panic rolls back and is re-raised             update_panic_rolls_back_and_repanics,
+//	                                              view_panic_propagates_and_releases_the_snapshot
+//	fn's error is returned as is                  update_and_view_return_the_fn_error_as_is
+//	View reads one consistent snapshot            view_reads_one_snapshot_while_an_update_commits,
+//	                                              view_never_observes_a_partial_update,
+//	                                              view_started_after_a_commit_sees_it
+//	Update is serializable (goroutines,           no_lost_update_across_goroutines, no_lost_update_across_instances,
+//	  instances, processes)                       no_lost_update_across_processes, no_write_skew_across_goroutines,
+//	                                              no_write_skew_across_instances,
+//	                                              racing_inserts_of_one_key_admit_exactly_one,
+//	                                              racing_inserts_across_processes_admit_exactly_one,
+//	                                              concurrent_inserts_of_distinct_keys_all_commit,
+//	                                              commit_is_visible_to_another_instance
+//	closed Backend → ErrClosed                    closed_backend_rejects_view_and_update_with_err_closed,
+//	                                              close_twice_is_harmless
+//	cancelled ctx → error, nothing written        cancelled_context_fails_update_and_writes_nothing,
+//	                                              cancelled_context_fails_view
+//
+// # Store tier
+//
+// (The store tier — every operation and invariant of the Store through
+// workflow.Store — and its rule → cases table are maintained by the store
+// tier's author; this section is theirs to fill.)
+package conformance

@@ -1,0 +1,389 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/memstore"
+)
+
+// Seeded mutants: memstore wrapped so that it breaks one contract rule. The
+// contract tier must fail on each, in the cases listed.
+var mutants = map[string][]string{
+	"drop_authority":          {"every_field_of_every_kind_round_trips", "reopen_keeps_every_record_byte_exact"},
+	"json_null_is_absent":     {"present_zero_like_values_stay_present"},
+	"truncate_large_json":     {"one_mib_json_in_every_json_field_round_trips"},
+	"case_insensitive_order":  {"pending_scan_returns_only_admissible_rows_in_bytewise_key_order"},
+	"limit_plus_one":          {"pending_scan_pages_with_after_and_limit", "pending_scan_after_run_skips_the_rest_of_that_run"},
+	"lease_after_ignored":     {"active_leases_scan_orders_by_lease_key_and_skips_released"},
+	"pending_any_status":      {"pending_scan_returns_only_admissible_rows_in_bytewise_key_order", "pending_index_follows_replace_of_admissible"},
+	"no_rollback":             {"update_error_rolls_back_every_write", "failed_apply_rolls_back_the_whole_transaction"},
+	"swallow_panic":           {"update_panic_rolls_back_and_repanics"},
+	"reads_outside_tx":        {"no_lost_update_across_goroutines", "no_lost_update_across_instances", "no_write_skew_across_goroutines", "reads_in_an_update_see_its_own_earlier_writes"},
+	"view_per_read":           {"view_never_observes_a_partial_update", "view_reads_one_snapshot_while_an_update_commits"},
+	"ignore_close":            {"closed_backend_rejects_view_and_update_with_err_closed"},
+	"swallow_conflict":        {"insert_of_an_existing_key_conflicts_for_every_kind", "racing_inserts_of_one_key_admit_exactly_one"},
+	"unsupported_is_noop":     {"operations_outside_the_table_are_unsupported"},
+	"opaque_fn_error":         {"update_and_view_return_the_fn_error_as_is"},
+	"ignore_cancel":           {"cancelled_context_fails_update_and_writes_nothing"},
+	"reopen_forgets":          {"reopen_keeps_every_record_byte_exact", "commit_is_visible_to_another_instance"},
+	"reuse_load_buffer":       {"loaded_bytes_stay_valid_after_later_writes"},
+	"count_limit_zero_counts": {"count_attempts_is_min_of_count_and_limit"},
+	"due_by_exclusive":        {"due_schedules_are_bounded_by_due_by_and_ordered"},
+	"events_after_inclusive":  {"events_scan_returns_seq_after_cursor_in_order"},
+	"child_runs_tie_reversed": {"child_runs_scan_orders_by_created_then_child_and_pages"},
+	"status_filter_ignored":   {"attempts_scan_filters_by_run_and_status_and_pages", "attempt_status_change_moves_it_between_status_scans"},
+	"keep_caller_slices":      {"stored_records_do_not_alias_caller_memory"},
+}
+
+const envMutant = "WFSTORE_TEST_MUTANT"
+
+// TestMutantSuite runs the contract tier on one mutant (only when asked by
+// TestMutantsAreCaught).
+func TestMutantSuite(t *testing.T) {
+	name := os.Getenv(envMutant)
+	if name == "" {
+		t.Skip("run by TestMutantsAreCaught")
+	}
+	Run(t, mutantHarness(name))
+}
+
+func TestMutantsAreCaught(t *testing.T) {
+	if os.Getenv(envMutant) != "" || IsChild() {
+		t.Skip("inside a mutant run")
+	}
+	if testing.Short() {
+		t.Skip("short")
+	}
+	names := make([]string, 0, len(mutants))
+	for n := range mutants {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	sem := make(chan struct{}, 4)
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			cmd := exec.Command(os.Args[0], "-test.run=^TestMutantSuite$/^contract$", "-test.count=1", "-test.v")
+			cmd.Env = append(os.Environ(), envMutant+"="+name)
+			out, err := cmd.CombinedOutput()
+			if err == nil {
+				t.Fatalf("the contract tier passed on mutant %q", name)
+			}
+			for _, c := range mutants[name] {
+				if !bytes.Contains(out, []byte("--- FAIL: TestMutantSuite/contract/"+c+" ")) {
+					t.Errorf("mutant %q: case %s did not fail", name, c)
+				}
+			}
+			if t.Failed() {
+				var failed []string
+				for _, line := range strings.Split(string(out), "\n") {
+					if strings.Contains(line, "--- FAIL: TestMutantSuite/contract/") {
+						failed = append(failed, strings.TrimSpace(line))
+					}
+				}
+				t.Logf("failed cases: %s", strings.Join(failed, "; "))
+			}
+		})
+	}
+}
+
+func mutantHarness(name string) Harness {
+	if _, ok := mutants[name]; !ok {
+		panic("unknown mutant " + name)
+	}
+	var mu sync.Mutex
+	forgets := map[string]string{} // reopen_forgets: locator -> current fresh locator
+	return Harness{
+		Name: "mutant-" + name,
+		New: func(t testing.TB) string {
+			loc := memstore.NewLocator()
+			t.Cleanup(func() { memstore.Drop(loc) })
+			return loc
+		},
+		Open: func(ctx context.Context, loc string) (backend.Backend, error) {
+			if name == "reopen_forgets" {
+				mu.Lock()
+				if _, seen := forgets[loc]; seen {
+					forgets[loc] = memstore.NewLocator()
+				} else {
+					forgets[loc] = loc
+				}
+				loc = forgets[loc]
+				mu.Unlock()
+			}
+			b, err := memstore.Open(ctx, loc)
+			if err != nil {
+				return nil, err
+			}
+			return &mutant{Backend: b, m: name}, nil
+		},
+	}
+}
+
+type mutant struct {
+	backend.Backend
+	m    string
+	mu   sync.Mutex
+	buf  []byte            // reuse_load_buffer
+	kept map[string][]byte // keep_caller_slices: run id -> the caller's Metadata
+}
+
+func (m *mutant) Close() error {
+	if m.m == "ignore_close" {
+		return nil
+	}
+	return m.Backend.Close()
+}
+
+func (m *mutant) View(ctx context.Context, fn func(backend.ReadTx) error) error {
+	if m.m == "view_per_read" {
+		return fn(&mutantReader{m: m, perRead: m.Backend})
+	}
+	if m.m == "ignore_cancel" {
+		ctx = context.Background()
+	}
+	err := m.Backend.View(ctx, func(rtx backend.ReadTx) error { return fn(&mutantReader{m: m, ReadTx: rtx}) })
+	if m.m == "opaque_fn_error" && err != nil {
+		return errors.New(err.Error())
+	}
+	return err
+}
+
+func (m *mutant) Update(ctx context.Context, fn func(backend.Tx) error) (err error) {
+	if m.m == "ignore_cancel" {
+		ctx = context.WithoutCancel(ctx)
+	}
+	switch m.m {
+	case "swallow_panic":
+		defer func() {
+			if r := recover(); r != nil {
+				err = fmt.Errorf("panic: %v", r)
+			}
+		}()
+	case "no_rollback":
+		var fnErr error
+		err = m.Backend.Update(ctx, func(tx backend.Tx) error {
+			fnErr = fn(&mutantTx{mutantReader: mutantReader{m: m, ReadTx: tx}, tx: tx})
+			return nil
+		})
+		if err == nil {
+			err = fnErr
+		}
+		return err
+	case "reads_outside_tx":
+		// Reads see the last commit, not the transaction; writes are
+		// buffered and applied at the end.
+		t := &mutantTx{mutantReader: mutantReader{m: m, perRead: m.Backend}}
+		if err := fn(t); err != nil {
+			return err
+		}
+		return m.Backend.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, t.buffered...) })
+	}
+	err = m.Backend.Update(ctx, func(tx backend.Tx) error {
+		return fn(&mutantTx{mutantReader: mutantReader{m: m, ReadTx: tx}, tx: tx})
+	})
+	if m.m == "opaque_fn_error" && err != nil {
+		return errors.New(err.Error())
+	}
+	return err
+}
+
+type mutantReader struct {
+	backend.ReadTx
+	m       *mutant
+	perRead backend.Backend // when set, every read is its own View
+}
+
+func (r *mutantReader) rtx(ctx context.Context, f func(backend.ReadTx) error) error {
+	if r.perRead != nil {
+		return r.perRead.View(ctx, f)
+	}
+	return f(r.ReadTx)
+}
+
+func (r *mutantReader) Load(ctx context.Context, l backend.Lookup) (f backend.Found, err error) {
+	err = r.rtx(ctx, func(rtx backend.ReadTx) error { f, err = rtx.Load(ctx, l); return err })
+	if err != nil {
+		return f, err
+	}
+	switch r.m.m {
+	case "drop_authority":
+		for k, v := range f.Runs {
+			v.Authority = nil
+			f.Runs[k] = v
+		}
+	case "keep_caller_slices":
+		r.m.mu.Lock()
+		for k, v := range f.Runs {
+			if b, ok := r.m.kept[k]; ok {
+				v.Metadata = b
+				f.Runs[k] = v
+			}
+		}
+		r.m.mu.Unlock()
+	case "reuse_load_buffer":
+		r.m.mu.Lock()
+		for k, v := range f.Activations {
+			r.m.buf = append(r.m.buf[:0], v.Input...)
+			v.Input = r.m.buf
+			f.Activations[k] = v
+		}
+		r.m.mu.Unlock()
+	}
+	return f, nil
+}
+
+func (r *mutantReader) PendingActivations(ctx context.Context, q backend.PendingQuery) (out []backend.Activation, err error) {
+	if r.m.m == "limit_plus_one" {
+		q.Limit++
+	}
+	err = r.rtx(ctx, func(rtx backend.ReadTx) error {
+		if r.m.m == "pending_any_status" && q.RunID != "" {
+			out, err = rtx.Activations(ctx, backend.ActivationQuery{RunID: q.RunID, After: backend.NodeRef{NodeID: q.After.NodeID, ActivationID: q.After.ActivationID}, Limit: q.Limit})
+			return err
+		}
+		out, err = rtx.PendingActivations(ctx, q)
+		return err
+	})
+	if r.m.m == "case_insensitive_order" {
+		slices.SortStableFunc(out, func(a, b backend.Activation) int {
+			return strings.Compare(strings.ToLower(a.Key.RunID), strings.ToLower(b.Key.RunID))
+		})
+	}
+	return out, err
+}
+
+func (r *mutantReader) Activations(ctx context.Context, q backend.ActivationQuery) (out []backend.Activation, err error) {
+	err = r.rtx(ctx, func(rtx backend.ReadTx) error { out, err = rtx.Activations(ctx, q); return err })
+	return out, err
+}
+
+func (r *mutantReader) Attempts(ctx context.Context, q backend.AttemptQuery) (out []backend.Attempt, err error) {
+	if r.m.m == "status_filter_ignored" {
+		q.Status = ""
+	}
+	err = r.rtx(ctx, func(rtx backend.ReadTx) error { out, err = rtx.Attempts(ctx, q); return err })
+	return out, err
+}
+
+func (r *mutantReader) CountAttempts(ctx context.Context, run string, limit int) (n int, err error) {
+	if r.m.m == "count_limit_zero_counts" && limit == 0 {
+		limit = 1 << 30
+	}
+	err = r.rtx(ctx, func(rtx backend.ReadTx) error { n, err = rtx.CountAttempts(ctx, run, limit); return err })
+	return n, err
+}
+
+func (r *mutantReader) ChildRuns(ctx context.Context, q backend.ChildRunQuery) (out []backend.RunLink, err error) {
+	err = r.rtx(ctx, func(rtx backend.ReadTx) error { out, err = rtx.ChildRuns(ctx, q); return err })
+	if r.m.m == "child_runs_tie_reversed" {
+		slices.SortStableFunc(out, func(a, b backend.RunLink) int {
+			if a.CreatedMS != b.CreatedMS {
+				return 0
+			}
+			return strings.Compare(b.ChildRunID, a.ChildRunID)
+		})
+	}
+	return out, err
+}
+
+func (r *mutantReader) DueSchedules(ctx context.Context, q backend.ScheduleQuery) (out []backend.RetrySchedule, err error) {
+	if r.m.m == "due_by_exclusive" {
+		q.DueBy--
+	}
+	err = r.rtx(ctx, func(rtx backend.ReadTx) error { out, err = rtx.DueSchedules(ctx, q); return err })
+	return out, err
+}
+
+func (r *mutantReader) Events(ctx context.Context, q backend.EventQuery) (out []backend.Event, err error) {
+	if r.m.m == "events_after_inclusive" && q.AfterSeq > 0 {
+		q.AfterSeq--
+	}
+	err = r.rtx(ctx, func(rtx backend.ReadTx) error { out, err = rtx.Events(ctx, q); return err })
+	return out, err
+}
+
+func (r *mutantReader) ActiveLeases(ctx context.Context, q backend.LeaseQuery) (out []backend.Lease, err error) {
+	if r.m.m == "lease_after_ignored" {
+		q.After = nil
+	}
+	err = r.rtx(ctx, func(rtx backend.ReadTx) error { out, err = rtx.ActiveLeases(ctx, q); return err })
+	return out, err
+}
+
+type mutantTx struct {
+	mutantReader
+	tx       backend.Tx // nil for reads_outside_tx
+	buffered []backend.Write
+}
+
+func (t *mutantTx) Apply(ctx context.Context, writes ...backend.Write) error {
+	m := t.m.m
+	if m == "ignore_cancel" {
+		ctx = context.WithoutCancel(ctx)
+	}
+	var out []backend.Write
+	for _, w := range writes {
+		switch r := w.Record.(type) {
+		case backend.Activation:
+			if m == "json_null_is_absent" && string(r.Output) == "null" {
+				r.Output = nil
+			}
+			if m == "truncate_large_json" && len(r.Input) > 1<<16 {
+				r.Input = r.Input[:1<<16]
+			}
+			w.Record = r
+		case backend.Run:
+			if m == "keep_caller_slices" {
+				// Return the caller's own Metadata slice on later Loads.
+				t.m.mu.Lock()
+				if t.m.kept == nil {
+					t.m.kept = map[string][]byte{}
+				}
+				t.m.kept[r.ID] = r.Metadata
+				t.m.mu.Unlock()
+			}
+		}
+		if m == "unsupported_is_noop" {
+			_, isSched := w.Record.(backend.RetrySchedule)
+			_, isRun := w.Record.(backend.Run)
+			switch {
+			case w.Op == backend.Delete && !isSched, w.Op != backend.Insert && w.Op != backend.Replace && w.Op != backend.Delete:
+				continue
+			case w.Op == backend.Replace && !isRun:
+				if _, ok := w.Record.(backend.RunLink); ok {
+					continue
+				}
+				if _, ok := w.Record.(backend.Event); ok {
+					continue
+				}
+			}
+		}
+		out = append(out, w)
+	}
+	if t.tx == nil {
+		t.buffered = append(t.buffered, out...)
+		return nil
+	}
+	if m == "swallow_conflict" {
+		for _, w := range out {
+			if err := t.tx.Apply(ctx, w); err != nil && !errors.Is(err, backend.ErrConflict) {
+				return err
+			}
+		}
+		return nil
+	}
+	return t.tx.Apply(ctx, out...)
+}
