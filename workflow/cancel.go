@@ -114,8 +114,10 @@ func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]
 }
 
 // MarkCancellationSignalled records that cancellation was signalled to the
-// owner of an admitted or running attempt: it becomes cancelling. The run
-// must have cancellation requested.
+// owner of a prepared, admitted or running attempt (SEMANTICS §1.5): it
+// becomes cancelling. A receipt that arrives later for a prepared one is
+// stored and the attempt stays cancelling. The run must have cancellation
+// requested.
 func (s *Store) MarkCancellationSignalled(ctx context.Context, identity string, now time.Time) error {
 	return s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
 		if run.CancelRequestedMS == 0 {
@@ -124,7 +126,7 @@ func (s *Store) MarkCancellationSignalled(ctx context.Context, identity string, 
 		switch att.Status {
 		case backend.AttemptCancelling:
 			return errNoop
-		case backend.AttemptAdmitted, backend.AttemptRunning:
+		case backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning:
 		default:
 			return stateErr(ErrIneligible, "attempt %s is %s", att.Identity, att.Status)
 		}
