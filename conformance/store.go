@@ -11,6 +11,7 @@ func storeTier() []Case {
 		reconcileCases(),
 		retryCases(),
 		fanoutCases(),
+		cancelCases(),
 	} {
 		out = append(out, group...)
 	}
