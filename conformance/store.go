@@ -12,6 +12,7 @@ func storeTier() []Case {
 		retryCases(),
 		fanoutCases(),
 		cancelCases(),
+		limitsCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/stretchr/testify/assert"
@@ -175,22 +176,12 @@ func seedLinks(e *Env, root string, parent workflow.AttemptKey, n int) {
 		var ws []backend.Write
 		for i := from; i < from+chunk && i < n; i++ {
 			ws = append(ws, backend.Ins(backend.RunLink{
-				ChildRunID: childName(i), RootRunID: root, Parent: parent,
+				ChildRunID: fmt.Sprintf("%s-seeded-child-%04d", root, i), RootRunID: root, Parent: parent,
 				Target: []byte(`{}`), Depth: 2, CreatedMS: ms(3).UnixMilli() + int64(i),
 			}))
 		}
 		e.apply(e.B, ws...)
 	}
-}
-
-func childName(i int) string {
-	const digits = "0123456789"
-	b := []byte("seeded-child-0000")
-	for p := len(b) - 1; i > 0; p-- {
-		b[p] = digits[i%10]
-		i /= 10
-	}
-	return string(b)
 }
 
 func i64(v int64) *int64 { return &v }
