@@ -19,7 +19,7 @@ const DefaultSchema = "wfstore"
 
 // DefaultMaxRuns is how many times Update runs fn at most when the server
 // keeps reporting transient failures.
-const DefaultMaxRuns = 25
+const DefaultMaxRuns = 50
 
 // Option configures Open and OpenPool.
 type Option func(*config)
@@ -97,6 +97,7 @@ type stats struct {
 	deadlock      atomic.Int64 // re-runs after 40P01
 	connLost      atomic.Int64 // re-runs after a connection lost before commit
 	exhausted     atomic.Int64 // Updates that returned ErrBusy
+	maxRuns       atomic.Int64 // most runs one Update needed
 }
 
 // hooks are test hooks; nil in production.
@@ -153,7 +154,7 @@ func newConfig(opts []Option) (config, error) {
 		maxRuns:      DefaultMaxRuns,
 		advisoryLock: true,
 		backoffBase:  time.Millisecond,
-		backoffMax:   100 * time.Millisecond,
+		backoffMax:   250 * time.Millisecond,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -186,9 +187,15 @@ func open(ctx context.Context, pool *pgxpool.Pool, own bool, cfg config) (*Backe
 	}
 	// plan_cache_mode: plans are made for the actual parameters every time,
 	// so a plan chosen while tables were empty never sticks (DESIGN §9).
+	// enable_seqscan: every statement has an index path, and under
+	// SERIALIZABLE a sequential scan takes a relation-wide predicate lock
+	// (the PostgreSQL manual, "Serializable Isolation Level"), which turns
+	// every concurrent write to the table into a serialization failure. On
+	// small tables the planner would pick exactly that.
 	b.setLocal = []string{
 		"SET LOCAL synchronous_commit = " + sync,
 		"SET LOCAL plan_cache_mode = force_custom_plan",
+		"SET LOCAL enable_seqscan = off",
 	}
 	b.closeCtx, b.closeFn = context.WithCancelCause(context.Background())
 	return b, nil

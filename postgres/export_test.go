@@ -15,7 +15,7 @@ func (b *Backend) SetAfterRoundTrip(h func(pid uint32, n int)) { b.hooks.afterRo
 
 // Stats is a snapshot of the re-run counters.
 type Stats struct {
-	Updates, Runs, Serialization, Deadlock, ConnLost, Exhausted int64
+	Updates, Runs, Serialization, Deadlock, ConnLost, Exhausted, MaxRuns int64
 }
 
 // StatsForTest returns b's counters.
@@ -27,6 +27,7 @@ func (b *Backend) StatsForTest() Stats {
 		Deadlock:      b.stats.deadlock.Load(),
 		ConnLost:      b.stats.connLost.Load(),
 		Exhausted:     b.stats.exhausted.Load(),
+		MaxRuns:       b.stats.maxRuns.Load(),
 	}
 }
 

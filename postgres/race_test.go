@@ -229,11 +229,12 @@ func TestMultiProcessDispatchRace(t *testing.T) {
 		total.Deadlock += r.Stats.Deadlock
 		total.ConnLost += r.Stats.ConnLost
 		total.Exhausted += r.Stats.Exhausted
+		total.MaxRuns = max(total.MaxRuns, r.Stats.MaxRuns)
 		t.Logf("process %d: admitted %d, raced %d, updates %d, 40001 re-runs %d, 40P01 re-runs %d",
 			r.Process, len(r.Admitted), r.Raced, r.Stats.Updates, r.Stats.Serialization, r.Stats.Deadlock)
 	}
-	t.Logf("total: admitted %d, raced %d, updates %d, fn runs %d, 40001 re-runs %d, 40P01 re-runs %d, ErrBusy %d",
-		len(admittedBy), raced, total.Updates, total.Runs, total.Serialization, total.Deadlock, total.Exhausted)
+	t.Logf("total: admitted %d, raced %d, updates %d, fn runs %d, 40001 re-runs %d, 40P01 re-runs %d, ErrBusy %d, most runs of one Update %d",
+		len(admittedBy), raced, total.Updates, total.Runs, total.Serialization, total.Deadlock, total.Exhausted, total.MaxRuns)
 	require.Positive(t, raced, "the dispatchers must actually have raced")
 	require.Len(t, admittedBy, len(all), "every activation admitted once")
 

@@ -46,6 +46,8 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		b.stats.runs.Add(1)
 		t := &txn{b: b, ctx: cctx, userCtx: ctx}
 		retry, err := t.run(func(t *txn) error { return fn(t) })
+		for m := b.stats.maxRuns.Load(); int64(run) > m && !b.stats.maxRuns.CompareAndSwap(m, int64(run)); m = b.stats.maxRuns.Load() {
+		}
 		if !retry {
 			return err
 		}
@@ -89,13 +91,14 @@ func (b *Backend) View(ctx context.Context, fn func(rtx backend.ReadTx) error) e
 }
 
 // backoff returns the pause before run+1: exponential from backoffBase,
-// capped at backoffMax, with jitter in [d/2, d].
+// capped at backoffMax, with full jitter in [0, d] so that losers of one
+// conflict do not collide again in lockstep.
 func (b *Backend) backoff(run int) time.Duration {
 	d := b.cfg.backoffBase << min(run-1, 16)
 	if d > b.cfg.backoffMax || d <= 0 {
 		d = b.cfg.backoffMax
 	}
-	return d/2 + rand.N(d/2+1)
+	return rand.N(d + 1)
 }
 
 // ctxErr explains why a call stopped: Close (ErrClosed) or ctx.

@@ -1,0 +1,137 @@
+// Package postgres is the wfstore backend on PostgreSQL, through
+// github.com/jackc/pgx/v5 (pgxpool). It is the backend for many processes
+// and machines sharing one store.
+//
+// # Opening
+//
+// Open takes a pgx connection string (pool settings such as pool_max_conns
+// are honoured); OpenPool takes the caller's *pgxpool.Pool, uses it as given
+// (no connection hooks are needed: every setting is made per transaction
+// with SET LOCAL) and never closes it. All objects live in one schema
+// (WithSchema, default "wfstore"; the name must match
+// ^[a-z_][a-z0-9_]{0,62}$ and is always quoted), so several stores, and
+// parallel tests, share one database.
+//
+// Opening first reads, without writing: a missing or empty schema is
+// created at SchemaVersion; a schema of ours at SchemaVersion is used as it
+// is; a newer version fails with *backend.SchemaVersionError and a non-empty
+// schema without our version row fails with backend.ErrForeignStore, both
+// without writing anything. Migrations are embedded, versioned, and safe
+// when several processes open the same schema at once: the migrating
+// transaction holds pg_advisory_xact_lock on a key derived from the schema
+// name AND finishes with a compare-and-set of the version row (INSERT ... ON
+// CONFLICT DO NOTHING for the first version, UPDATE ... WHERE version = old
+// after), so correctness never rests on the advisory lock alone (some
+// PostgreSQL-compatible engines stub it); a migrator that loses the race
+// (duplicate catalog rows, lost compare-and-set) rolls back and looks again.
+// Migrations never ANALYZE (statistics of empty tables are what make plans
+// go bad); autovacuum gathers them as tables grow.
+//
+// # Guarantees
+//
+// Update runs fn in one SERIALIZABLE, READ WRITE transaction on one pooled
+// connection, so every Update is serializable with every other over the
+// whole store: across goroutines, Backend values, pools, processes and
+// machines (Capabilities: MultiInstance and MultiProcess). The server
+// detects conflicts; no row or advisory lock is involved in correctness. A
+// commit is durable (synchronous_commit = on, set per transaction) before
+// Update returns nil; WithRelaxedDurability trades that for speed in tests
+// and benchmarks (safe against a crash of this process only).
+//
+// Update re-runs fn when the server reports a serialization failure
+// (SQLSTATE 40001) or deadlock (40P01), whether from a statement or from
+// COMMIT, or when the connection is lost before COMMIT was sent (the server
+// then rolled the transaction back). Re-runs are bounded (WithMaxRuns,
+// default DefaultMaxRuns) with exponential backoff and full jitter (1 ms
+// doubling to 250 ms), bounded by ctx. A transient failure never reaches the
+// caller while re-runs remain and ctx allows: fn's return value is ignored
+// after one, because the server transaction is gone anyway. When the re-runs
+// run out the error wraps backend.ErrBusy and the last *pgconn.PgError. A
+// connection lost during COMMIT leaves the outcome unknown: that error is
+// returned and fn is not run again. fn's own error rolls back and is
+// returned as is; a panic rolls back and is re-raised. Close makes new calls
+// fail with backend.ErrClosed, interrupts calls in flight (they roll back
+// and fail with an error matching ErrClosed), waits for them, and closes the
+// pool if Open made it.
+//
+// View runs fn in one REPEATABLE READ, READ ONLY transaction: every read
+// sees the snapshot of its first statement. It is never re-run.
+//
+// # Round trips
+//
+// On loopback each statement costs 0.1–0.2 ms, so the adapter counts round
+// trips, not statements:
+//
+//   - BEGIN and the SET LOCAL settings travel in the same batch as fn's first
+//     statement; an fn that sends nothing costs nothing.
+//   - Load answers a whole Lookup in one round trip: one statement per
+//     non-empty key set (= ANY($1) for string keys, a join against unnest of
+//     parallel arrays for composite keys), sent as one pgx.Batch.
+//   - Apply sends every write in one batch and checks every result: Insert
+//     is INSERT ... ON CONFLICT DO NOTHING, 0 rows = backend.ErrConflict
+//     (the primary key or Attempt.Identity exists); Replace and Delete are
+//     UPDATE/DELETE by key, 0 rows = backend.ErrNotFound; an operation
+//     outside the table in package backend's documentation is
+//     backend.ErrUnsupported. Writes act one by one: with more than one write
+//     the batch starts with a savepoint, and when write i fails the
+//     transaction is rewound to it and writes before i are re-applied (two
+//     more round trips, on failure only), so writes after i never stick and
+//     the transaction stays usable.
+//   - COMMIT is one more round trip.
+//
+// A typical read-decide-write Update is therefore three round trips. Every
+// statement is prepared once per connection (pgx's statement cache) and
+// planned for its actual parameters every time (plan_cache_mode =
+// force_custom_plan, per transaction), so a plan chosen while tables were
+// small never sticks.
+//
+// # Schema
+//
+// Every record field is a real column (nested lists as parallel text[]
+// columns, optional structs as nullable columns); canonical JSON is stored
+// as bytea, so it round-trips byte for byte (jsonb would reorder keys);
+// nil and empty byte slices and lists stay distinct (NULL vs empty). Every
+// text key is COLLATE "C", so every order is bytewise. Every ordered scan
+// has an index whose columns match its WHERE and ORDER BY (keyset
+// conditions with row comparisons, then LIMIT): a partial index over
+// admissible activations only; attempts by (prepared_ms, identity),
+// (status, …), (run_id, …), (run_id, status, …) and a unique identity;
+// run_links by (root_run_id, created_ms, child_run_id); retry_schedules by
+// (run_id, due_ms, node_id, activation_id); events by their key (run_id,
+// seq); partial indexes over unreleased leases by key and by resource.
+// Sequential scans are disabled per transaction (SET LOCAL enable_seqscan =
+// off): every statement has an index path, and under SERIALIZABLE a
+// sequential scan takes a relation-wide predicate lock that would turn every
+// concurrent write to that table into a serialization failure.
+//
+// # PostgreSQL-specific features
+//
+// The adapter avoids PostgreSQL-only features on the path to correctness
+// (no LISTEN/NOTIFY, no advisory-lock-only correctness, no triggers, no
+// stored procedures). What it does use, for a port to CockroachDB or
+// YugabyteDB (neither can be tested here):
+//
+//   - SERIALIZABLE is PostgreSQL's SSI; CockroachDB runs SERIALIZABLE
+//     natively (its retry errors are also 40001), YugabyteDB needs
+//     SERIALIZABLE enabled explicitly.
+//   - REPEATABLE READ READ ONLY for View (CockroachDB: use SERIALIZABLE or
+//     AS OF SYSTEM TIME follower reads).
+//   - SET LOCAL plan_cache_mode and enable_seqscan: PostgreSQL planner
+//     settings, unknown elsewhere (drop them); SET LOCAL synchronous_commit
+//     (PostgreSQL and YugabyteDB only).
+//   - SAVEPOINT / ROLLBACK TO SAVEPOINT inside Apply (CockroachDB supports
+//     them, YugabyteDB too).
+//   - pg_advisory_xact_lock during migrations (stubbed on some engines; the
+//     version-row compare-and-set keeps migrations safe without it).
+//   - Catalog reads in pg_catalog (pg_namespace, pg_class, pg_proc,
+//     pg_type) to tell an empty schema from a foreign one.
+//   - COLLATE "C" on text columns (CockroachDB compares strings bytewise by
+//     default and spells collations differently).
+//   - text[] and bigint[] parameters with = ANY and multi-argument unnest;
+//     partial indexes (WHERE admissible, WHERE released_ms = 0); row-value
+//     comparisons such as (a, b) > ($1, $2); INSERT ... ON CONFLICT DO
+//     NOTHING; bytea. CockroachDB and YugabyteDB support all of these.
+//   - Transactional DDL in migrations (CockroachDB runs schema changes
+//     asynchronously and would need one statement per transaction).
+//   - SHOW server_version for Info.
+package postgres
