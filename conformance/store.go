@@ -13,6 +13,7 @@ func storeTier() []Case {
 		fanoutCases(),
 		cancelCases(),
 		limitsCases(),
+		childCases(),
 	} {
 		out = append(out, group...)
 	}
