@@ -60,3 +60,6 @@ func (b *Backend) NamedSQL() map[string]string {
 
 // Tables lists the tables of the current schema version.
 var Tables = ourTables
+
+// MigrationRaces returns how many migrations lost a race and looked again.
+func MigrationRaces() int64 { return migrationRaces.Load() }

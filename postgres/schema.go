@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"regexp"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -111,6 +112,10 @@ func (st storeState) verdict(schema string) (ready bool, from int64, err error) 
 // us (the compare-and-set found another version); the caller re-inspects.
 var errMigrationRaced = errors.New("postgres: schema changed by a concurrent migrator")
 
+// migrationRaces counts migrations rolled back because another migrator
+// got there first (tests).
+var migrationRaces atomic.Int64
+
 // ensureSchema creates or migrates the schema, or refuses it. It first reads
 // without writing; only a missing, empty or older schema of ours is written,
 // inside one transaction that holds an advisory lock and finishes with a
@@ -138,6 +143,7 @@ func ensureSchema(ctx context.Context, pool *pgxpool.Pool, schema string, useAdv
 		if !migrationRetryable(err) {
 			return err
 		}
+		migrationRaces.Add(1)
 		lastErr = err
 	}
 	return fmt.Errorf("postgres: migrate schema %q: gave up after concurrent migrators: %w", schema, lastErr)

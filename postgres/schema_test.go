@@ -185,6 +185,7 @@ func TestConcurrentMigrationWithoutAdvisoryLocks(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, wantTables(), tablesOf(t, schema))
+	t.Logf("migrations that lost a race and looked again (whole binary so far): %d", postgres.MigrationRaces())
 }
 
 func init() {

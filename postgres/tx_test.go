@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
@@ -102,6 +104,38 @@ func TestCallerPoolIsNotClosed(t *testing.T) {
 	apply(t, b, backend.Ins(backend.Run{ID: "r"}))
 	require.NoError(t, b.Close())
 	require.NoError(t, pool.Ping(ctxT(t)), "our Close leaves the caller's pool open")
+}
+
+// A caller's pool is used as it is, even in another query mode: the
+// adapter's batches, savepoints and bytea/array parameters work over the
+// simple protocol too.
+func TestCallerPoolInSimpleProtocolMode(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgtest.Schema(t)
+	cfg, err := pgxpool.ParseConfig(dsn)
+	require.NoError(t, err)
+	cfg.MaxConns = 2
+	cfg.ConnConfig.DefaultQueryExecMode = pgx.QueryExecModeSimpleProtocol
+	pool, err := pgxpool.NewWithConfig(ctxT(t), cfg)
+	require.NoError(t, err)
+	t.Cleanup(pool.Close)
+	b, err := postgres.OpenPool(ctxT(t), pool, postgres.WithSchema(schema))
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, b.Close()) })
+	run, link, act, group, att, lease, sched, ev := fullRecords(idUnicode)
+	apply(t, b, backend.Ins(run), backend.Ins(link), backend.Ins(act), backend.Ins(group), backend.Ins(att), backend.Ins(lease), backend.Ins(sched), backend.Ins(ev))
+	f := load(t, b, lookupAll(run, act, att, lease))
+	require.Equal(t, act, f.Activations[act.Key])
+	require.Equal(t, att, f.Identities[att.Identity])
+	require.Equal(t, run, f.Runs[run.ID])
+	require.NoError(t, b.Update(ctxT(t), func(tx backend.Tx) error {
+		err := tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "x"}), backend.Ins(run), backend.Ins(backend.Run{ID: "y"}))
+		require.ErrorIs(t, err, backend.ErrConflict)
+		return nil
+	}))
+	got := load(t, b, backend.Lookup{Runs: []string{"x", "y"}}).Runs
+	require.Contains(t, got, "x")
+	require.NotContains(t, got, "y")
 }
 
 func TestCancelledContext(t *testing.T) {
