@@ -14,6 +14,7 @@ func storeTier() []Case {
 		cancelCases(),
 		limitsCases(),
 		childCases(),
+		inputCases(),
 	} {
 		out = append(out, group...)
 	}
