@@ -105,9 +105,25 @@ func inspect(ctx context.Context, q queryer) (int64, error) {
 	return v, nil
 }
 
+// inspect retries inspect while another connection holds a lock that
+// blocks reading (a writer converting a fresh file, for example).
+func (b *Backend) inspect(ctx context.Context, q queryer) (v int64, err error) {
+	err = b.retryBusy(ctx, "inspect", func() error {
+		var ierr error
+		v, ierr = inspect(ctx, q)
+		return ierr
+	})
+	return v, err
+}
+
 // migrate brings the store to SchemaVersion inside BEGIN IMMEDIATE,
 // re-inspecting under the write lock so that concurrent openers agree.
 func (b *Backend) migrate(ctx context.Context, conn *sql.Conn) error {
+	// A current store needs no write lock: opening it never waits for a
+	// writer elsewhere.
+	if v, err := b.inspect(ctx, conn); err != nil || v == SchemaVersion {
+		return err
+	}
 	if err := b.retryBusy(ctx, "migrate: begin immediate", func() error {
 		_, err := conn.ExecContext(context.Background(), "BEGIN IMMEDIATE")
 		return err

@@ -90,7 +90,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Backend, error) {
 		if st.IsDir() {
 			return nil, fmt.Errorf("sqlite: open %s: is a directory", abs)
 		}
-		if err := inspectFile(ctx, abs); err != nil {
+		if err := newBackend(cfg).inspectFile(ctx, abs); err != nil {
 			return nil, err
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
@@ -139,7 +139,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Backend, error) {
 }
 
 // inspectFile checks an existing file through a read-only connection.
-func inspectFile(ctx context.Context, abs string) error {
+func (b *Backend) inspectFile(ctx context.Context, abs string) error {
 	db, err := sql.Open("sqlite", fileURI(abs, pragmas(url.Values{"mode": {"ro"}},
 		fmt.Sprintf("busy_timeout(%d)", readerBusyTimeoutMS), "query_only(1)")))
 	if err != nil {
@@ -147,8 +147,7 @@ func inspectFile(ctx context.Context, abs string) error {
 	}
 	defer db.Close()
 	db.SetMaxOpenConns(1)
-	_, err = inspect(ctx, db)
-	if err != nil {
+	if _, err = b.inspect(ctx, db); err != nil {
 		return fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 	return nil
@@ -211,7 +210,7 @@ func (b *Backend) setup(ctx context.Context, owned bool) error {
 		return fmt.Errorf("sqlite: writer connection: %w", err)
 	}
 	b.w = &writer{conn: conn}
-	if _, err := inspect(ctx, conn); err != nil {
+	if _, err := b.inspect(ctx, conn); err != nil {
 		return err
 	}
 	if !owned {

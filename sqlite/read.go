@@ -54,7 +54,10 @@ func (t *readTx) ready(ctx context.Context) error {
 	if t.done {
 		return errTxDone
 	}
-	return ctx.Err()
+	if err := ctx.Err(); err != nil {
+		return t.fail(err)
+	}
+	return nil
 }
 
 // Load implements backend.ReadTx. Each requested kind gets a (possibly

@@ -95,8 +95,12 @@ func (w *writer) rollback() {
 // Update implements backend.Update: fn runs inside BEGIN IMMEDIATE on the
 // writer connection. fn's error is returned as is after rollback; a panic is
 // re-raised after rollback. fn runs again only if a statement inside it hit
-// SQLITE_BUSY/LOCKED (which BEGIN IMMEDIATE in WAL mode should prevent). An
-// Update that cannot get the lock while ctx (and WithBusyLimit) allow fails
+// SQLITE_BUSY/LOCKED (which BEGIN IMMEDIATE in WAL mode should prevent).
+// After a call on tx fails with a storage or context error (anything but
+// ErrConflict, ErrNotFound, ErrUnsupported or a constraint violation) the
+// transaction is dead: SQLite may already have rolled it back, so later
+// calls fail and Update rolls back and returns an error even if fn returns
+// nil. An Update that cannot get the lock while ctx (and WithBusyLimit) allow fails
 // with an error wrapping backend.ErrBusy and the last driver error.
 func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
 	if err := b.enter(); err != nil {

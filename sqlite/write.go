@@ -64,7 +64,7 @@ func (t *writeTx) apply(ctx context.Context, w backend.Write) error {
 	default:
 		return fmt.Errorf("record type %T: %w", w.Record, backend.ErrUnsupported)
 	}
-	var id stmtID
+	id := stmtID(-1)
 	switch w.Op {
 	case backend.Insert:
 		id = ins
