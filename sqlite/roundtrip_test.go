@@ -17,17 +17,17 @@ func fullRecords(id string, big []byte) (backend.Run, backend.RunLink, backend.A
 		ID: id, RootID: id + "/root", ParentID: id + "/parent", Depth: 3, Status: backend.RunRepairRequired,
 		Limits:     backend.Limits{NodeExecutionCap: 11, ConcurrencyCap: 12, CycleCap: 13, RetryCap: 14},
 		DeadlineMS: 1 << 60, CancelRequestedMS: 1700000000001,
-		Authority:  &backend.Authority{TargetArtifactID: id + "/t", DaemonInstanceID: id + "/d", Generation: -7, FencingToken: id + "/f"},
-		Metadata:   big, CreatedMS: 1700000000000, UpdatedMS: 1700000000002, LastEventSeq: 99,
+		Authority: &backend.Authority{TargetArtifactID: id + "/t", DaemonInstanceID: id + "/d", Generation: -7, FencingToken: id + "/f"},
+		Metadata:  big, CreatedMS: 1700000000000, UpdatedMS: 1700000000002, LastEventSeq: 99,
 		AttemptCount: 21, ActiveCount: 22, TreeAttemptCount: 23, DescendantCount: 24, ExhaustionRecorded: true,
 	}
 	link := backend.RunLink{ChildRunID: id + "/child", RootRunID: id, Parent: ak, Target: big, Depth: 8, CreatedMS: 5}
 	act := backend.Activation{
 		Key: k, Generation: 9, Status: backend.ActivationWaiting, Admissible: true,
 		Input: big, Output: []byte(`{"out":[1,2.0,"ü"]}`),
-		Claims:  []backend.ResourceClaim{{Resource: id + "/r1", Mode: backend.LeaseRead}, {Resource: "", Mode: backend.LeaseWrite}},
-		Effect:  backend.Mutating, Reconciliation: backend.ReceiptStatus, RetryPolicy: []byte(`{"max_attempts":3}`),
-		Predecessors: []backend.NodeRef{{NodeID: id + "/p", ActivationID: id + "/pa"}, {NodeID: "x\x00y", ActivationID: ""}},
+		Claims: []backend.ResourceClaim{{Resource: id + "/r1", Mode: backend.LeaseRead}, {Resource: "", Mode: backend.LeaseWrite}},
+		Effect: backend.Mutating, Reconciliation: backend.ReceiptStatus, RetryPolicy: []byte(`{"max_attempts":3}`),
+		Predecessors:  []backend.NodeRef{{NodeID: id + "/p", ActivationID: id + "/pa"}, {NodeID: "x\x00y", ActivationID: ""}},
 		HasSuccessors: true,
 		Group:         &backend.GroupMember{Controller: akey(id, id+"/ctl", id+"/ca"), Index: 63},
 		LastAttempt:   4294967295, CreatedMS: 1, UpdatedMS: 2,

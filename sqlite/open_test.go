@@ -1,0 +1,211 @@
+package sqlite
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/wfstore/wfstore/backend"
+)
+
+func fileHash(t *testing.T, path string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	require.NoError(t, err)
+	return sha256.Sum256(b)
+}
+
+// rawDB opens path with the driver directly (no wfstore).
+func rawDB(t *testing.T, path string) *sql.DB {
+	t.Helper()
+	db, err := sql.Open("sqlite", fileURI(path, url.Values{}))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = db.Close() })
+	return db
+}
+
+func TestForeignFilesRefusedByteIdentical(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	cases := map[string]func(t *testing.T, path string){
+		"not sqlite": func(t *testing.T, path string) {
+			require.NoError(t, os.WriteFile(path, []byte("hello, this is not a database at all\n"), 0o644))
+		},
+		"large non-sqlite": func(t *testing.T, path string) {
+			require.NoError(t, os.WriteFile(path, bigJSON(64<<10), 0o644))
+		},
+		"sqlite with other tables": func(t *testing.T, path string) {
+			db := rawDB(t, path)
+			_, err := db.Exec("CREATE TABLE accounts (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO accounts VALUES (1, 'x')")
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+		},
+		"sqlite with a look-alike wfstore_meta": func(t *testing.T, path string) {
+			db := rawDB(t, path)
+			_, err := db.Exec("CREATE TABLE wfstore_meta (k TEXT)")
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+		},
+		"empty sqlite with user_version": func(t *testing.T, path string) {
+			db := rawDB(t, path)
+			_, err := db.Exec("PRAGMA user_version = 7")
+			require.NoError(t, err)
+			require.NoError(t, db.Close())
+		},
+	}
+	for name, make := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := newPath(t)
+			make(t, path)
+			before := fileHash(t, path)
+			b, err := Open(ctx, path)
+			require.ErrorIs(t, err, backend.ErrForeignStore)
+			require.Nil(t, b)
+			require.Equal(t, before, fileHash(t, path), "file bytes unchanged")
+			// Through a caller's handle too.
+			db := rawDB(t, path)
+			b, err = OpenDB(ctx, db)
+			require.ErrorIs(t, err, backend.ErrForeignStore)
+			require.Nil(t, b)
+			if err := db.Ping(); err != nil {
+				require.NotContains(t, err.Error(), "database is closed", "caller's handle not closed")
+			}
+			require.NoError(t, db.Close())
+			require.Equal(t, before, fileHash(t, path), "file bytes unchanged")
+		})
+	}
+}
+
+func TestNewerSchemaVersionRefusedByteIdentical(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newPath(t)
+	b := openAt(t, path)
+	update(t, b, backend.Ins(backend.Run{ID: "r"}))
+	require.NoError(t, b.Close())
+	db := rawDB(t, path)
+	_, err := db.Exec("UPDATE wfstore_meta SET value = '2' WHERE key = 'schema_version'")
+	require.NoError(t, err)
+	_, err = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	before := fileHash(t, path)
+
+	_, err = Open(ctx, path)
+	require.ErrorIs(t, err, backend.ErrSchemaVersion)
+	var sv *backend.SchemaVersionError
+	require.ErrorAs(t, err, &sv)
+	require.Equal(t, backend.SchemaVersionError{Found: 2, Supported: SchemaVersion}, *sv)
+	require.Equal(t, before, fileHash(t, path))
+	if st, err := os.Stat(path + "-wal"); err == nil {
+		require.Zero(t, st.Size(), "nothing written to the WAL")
+	}
+}
+
+func TestFreshAndEmptyFilesAreInitialised(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.db")
+	require.NoError(t, os.WriteFile(empty, nil, 0o644))
+	for _, p := range []string{empty, filepath.Join(dir, "new.db"), filepath.Join(dir, "spaces and ?#% chars.db")} {
+		b := openAt(t, p)
+		update(t, b, backend.Ins(backend.Run{ID: "r"}))
+		require.NoError(t, b.Close())
+		b = openAt(t, p) // reopen: same version, data kept
+		require.True(t, runExists(t, b, "r"))
+	}
+	_, err := os.Stat(filepath.Join(dir, "spaces and ?#% chars.db"))
+	require.NoError(t, err, "URI escaping kept the file name")
+}
+
+func TestInfoReportsSettings(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	durable, err := Open(ctx, newPath(t)) // default
+	require.NoError(t, err)
+	defer durable.Close()
+	info := durable.Info()
+	require.Equal(t, "sqlite", info.Name)
+	require.Regexp(t, `^3\.\d+\.\d+$`, info.Version)
+	require.Equal(t, "wal", info.Settings["journal_mode"])
+	require.Equal(t, "FULL", info.Settings["synchronous"])
+	require.Equal(t, "durable", info.Settings["durability"])
+	info.Settings["synchronous"] = "changed"
+	require.Equal(t, "FULL", durable.Info().Settings["synchronous"], "Info returns a copy")
+
+	relaxed := newStore(t)
+	require.Equal(t, "NORMAL", relaxed.Info().Settings["synchronous"])
+	require.Equal(t, "relaxed", relaxed.Info().Settings["durability"])
+
+	// Every reader connection has the settings too.
+	require.NoError(t, relaxed.View(ctx, func(backend.ReadTx) error { return nil }))
+	var sync int
+	require.NoError(t, relaxed.rdb.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&sync))
+	require.Equal(t, 1, sync)
+	var qo int
+	require.NoError(t, relaxed.rdb.QueryRowContext(ctx, "PRAGMA query_only").Scan(&qo))
+	require.Equal(t, 1, qo)
+}
+
+func TestDurableModeCommitsAndReopens(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newPath(t)
+	b, err := Open(ctx, path, WithDurability(Durable))
+	require.NoError(t, err)
+	incrementers(t, []*Backend{b}, 2, 10)
+	require.NoError(t, b.Close())
+	b2, err := Open(ctx, path, WithDurability(Durable))
+	require.NoError(t, err)
+	defer b2.Close()
+	require.Equal(t, int64(20), counter(t, b2))
+}
+
+func TestOpenDBUsesTheCallersHandle(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newPath(t)
+	db := rawDB(t, path)
+	var before int
+	require.NoError(t, db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&before))
+	b, err := OpenDB(ctx, db, WithDurability(Relaxed))
+	require.NoError(t, err)
+	require.Equal(t, "caller *sql.DB", b.Info().Settings["handle"])
+	require.Equal(t, "wal", b.Info().Settings["journal_mode"])
+	incrementers(t, []*Backend{b}, 4, 10)
+	// A Backend opened by path shares the store.
+	other := openAt(t, path)
+	require.Equal(t, int64(40), counter(t, other))
+	require.NoError(t, b.Close())
+	require.NoError(t, db.PingContext(ctx), "Close leaves the caller's handle open")
+	var n int
+	require.NoError(t, db.QueryRowContext(ctx, "SELECT count(*) FROM runs").Scan(&n))
+	require.Equal(t, 1, n)
+}
+
+func TestOpenDBSingleConnectionPoolRunsViewsOnTheWriter(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	db, err := sql.Open("sqlite", ":memory:")
+	require.NoError(t, err)
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	b, err := OpenDB(ctx, db)
+	require.NoError(t, err)
+	defer b.Close()
+	require.True(t, b.viewOnWriter)
+	incrementers(t, []*Backend{b}, 3, 10)
+	run, _, act, _, _, _, _, _ := fullRecords("x", []byte(`{}`))
+	update(t, b, backend.Ins(run), backend.Ins(act))
+	view(t, b, func(r backend.ReadTx) {
+		got, err := r.PendingActivations(ctx, backend.PendingQuery{Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []backend.Activation{act}, got)
+	})
+}
