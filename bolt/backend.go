@@ -18,7 +18,8 @@ import (
 // Backend is a wfstore store in one bbolt file. One Backend may be used from
 // any number of goroutines. bbolt has one writer at a time, so Updates run
 // one after another; Views run in parallel with each other and with the
-// writer. Do not start a transaction from inside another one's fn.
+// writer. Do not start a transaction from inside another one's fn: a
+// commit that grows the file remaps it, which waits for every open View.
 type Backend struct {
 	db     *bbolt.DB
 	owned  bool // Close closes db
