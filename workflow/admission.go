@@ -20,19 +20,27 @@ func (s *Store) PreparePending(ctx context.Context, k ActivationKey, plan Plan, 
 	if err := validateActivationKey(k); err != nil {
 		return nil, err
 	}
-	var snap *Authority
+	var (
+		snap *Authority
+		h    prepareHint
+	)
 	err := s.view(ctx, func(r backend.ReadTx) error {
-		run, err := backend.GetRun(ctx, r, k.RunID)
+		f, err := r.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k}})
 		if err != nil {
-			return notFoundFrom(err, "run %q", k.RunID)
+			return err
+		}
+		run, ok := f.Runs[k.RunID]
+		if !ok {
+			return stateErr(ErrNotFound, "run %q", k.RunID)
 		}
 		snap = run.Authority
+		h = hintFrom(run, f.Activations[k])
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	return s.prepare(ctx, k, plan, authorityCheck{mode: authSnapshot, want: snap, what: "preparation"}, now)
+	return s.prepare(ctx, k, plan, authorityCheck{mode: authSnapshot, want: snap, what: "preparation"}, h, now)
 }
 
 func checkPlan(plan Plan) ([]byte, error) {
@@ -45,7 +53,39 @@ func checkPlan(plan Plan) ([]byte, error) {
 	return Canonical("dispatch intent", plan.Intent)
 }
 
-func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check authorityCheck, now time.Time) (*PreparedDispatch, error) {
+// prepareHint is what discovery already knows about an activation (its
+// root run, fan-out group and claims: all immutable), so that prepare can
+// read everything it decides on in one Load. A wrong hint costs a second
+// Load, never a wrong decision.
+type prepareHint struct {
+	rootID string
+	group  *backend.ActivationKey
+	claims []ResourceClaim
+}
+
+func hintFrom(run backend.Run, act backend.Activation) prepareHint {
+	h := prepareHint{rootID: run.RootID, claims: act.Claims}
+	if act.Group != nil {
+		c := act.Group.Controller
+		h.group = &c
+	}
+	return h
+}
+
+// lookup adds to l what the hint says prepare will need.
+func (h prepareHint) lookup(l *backend.Lookup, k ActivationKey) {
+	if h.rootID != "" && h.rootID != k.RunID {
+		l.Runs = append(l.Runs, h.rootID)
+	}
+	if h.group != nil {
+		l.Groups = append(l.Groups, *h.group)
+	}
+	for _, c := range h.claims {
+		l.Resources = append(l.Resources, backend.ResourceRef{RunID: k.RunID, Resource: c.Resource})
+	}
+}
+
+func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check authorityCheck, hint prepareHint, now time.Time) (*PreparedDispatch, error) {
 	intent, err := checkPlan(plan)
 	if err != nil {
 		return nil, err
@@ -57,34 +97,28 @@ func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check a
 	var out *PreparedDispatch
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		out = nil
-		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k}})
+		// One read of everything prepare decides on, shaped by the hint.
+		l := backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k}}
+		hint.lookup(&l, k)
+		g, err := tx.Load(ctx, l)
 		if err != nil {
 			return err
 		}
-		run, ok := f.Runs[k.RunID]
+		run, ok := g.Runs[k.RunID]
 		if !ok {
 			return errNoop
 		}
 		if err := check.verify(run); err != nil {
 			return err
 		}
-		act, ok := f.Activations[k]
+		act, ok := g.Activations[k]
 		if !ok {
 			return errNoop
 		}
-		// Second read: everything prepare decides on besides run and activation.
-		l := backend.Lookup{}
-		if run.RootID != run.ID {
-			l.Runs = []string{run.RootID}
-		}
-		if act.Group != nil {
-			l.Groups = []backend.ActivationKey{act.Group.Controller}
-		}
-		for _, c := range act.Claims {
-			l.Resources = append(l.Resources, backend.ResourceRef{RunID: k.RunID, Resource: c.Resource})
-		}
-		g := backend.Found{}
-		if len(l.Runs)+len(l.Groups)+len(l.Resources) > 0 {
+		if exact := hintFrom(run, act); !exact.covers(hint) {
+			// The hint missed something: read it now.
+			l := backend.Lookup{}
+			exact.lookup(&l, k)
 			if g, err = tx.Load(ctx, l); err != nil {
 				return err
 			}
@@ -265,4 +299,21 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 		return nil
 	}
 	return err
+}
+
+// covers reports whether a lookup shaped by hint h read everything the
+// exact hint e needs.
+func (e prepareHint) covers(h prepareHint) bool {
+	if e.rootID != h.rootID || (e.group == nil) != (h.group == nil) || (e.group != nil && *e.group != *h.group) {
+		return false
+	}
+	if len(e.claims) != len(h.claims) {
+		return false
+	}
+	for i := range e.claims {
+		if e.claims[i].Resource != h.claims[i].Resource {
+			return false
+		}
+	}
+	return true
 }

@@ -97,7 +97,7 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 			sum.Raced = append(sum.Raced, c.act.Key)
 			continue
 		}
-		identity, outcome, err := s.admitOne(ctx, owner, c.act, check, opts.Fault, now)
+		identity, outcome, err := s.admitOne(ctx, owner, c.run, c.act, check, opts.Fault, now)
 		switch outcome {
 		case outAdmitted:
 			sum.Admitted = append(sum.Admitted, identity)
@@ -130,7 +130,7 @@ const (
 )
 
 // admitOne runs the whole admission of one activation.
-func (s *Store) admitOne(ctx context.Context, owner Owner, act Activation, check authorityCheck, fault FaultHook, now time.Time) (string, outcome, error) {
+func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act Activation, check authorityCheck, fault FaultHook, now time.Time) (string, outcome, error) {
 	if check.mode == authOwned {
 		if err := s.VerifyAuthority(ctx, act.Key.RunID, *check.want); err != nil {
 			return "", outFailed, err
@@ -143,7 +143,7 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, act Activation, check
 	if plan == nil {
 		return "", outUnsupported, nil
 	}
-	p, err := s.prepare(ctx, act.Key, *plan, check.with("preparation"), now)
+	p, err := s.prepare(ctx, act.Key, *plan, check.with("preparation"), hintFrom(run, act), now)
 	switch {
 	case err == nil && p == nil:
 		return "", outRaced, nil
@@ -197,8 +197,9 @@ func runFault(ctx context.Context, f FaultHook, b Boundary, p PreparedDispatch) 
 // candidate is one discovered activation with the facts the batch needs.
 type candidate struct {
 	act       Activation
-	authority *Authority // the run's authority at discovery (snapshot)
-	full      bool       // the run had no concurrency room left at discovery
+	run       backend.Run // the run at discovery
+	authority *Authority  // the run's authority at discovery (snapshot)
+	full      bool        // the run had no concurrency room left at discovery
 }
 
 // discover reads up to limit admissible activations in one snapshot. When a
@@ -230,7 +231,7 @@ func (s *Store) discover(ctx context.Context, runID string, limit int) ([]candid
 					continue
 				}
 				room := run.Limits.ConcurrencyCap - run.ActiveCount - taken[run.ID]
-				c := candidate{act: act, authority: run.Authority, full: room <= 0}
+				c := candidate{act: act, run: run, authority: run.Authority, full: room <= 0}
 				out = append(out, c)
 				if c.full {
 					q.AfterRun = true
