@@ -59,6 +59,8 @@ func caseCancelIntentFirst(e *Env) {
 	assert.Nil(e.T, got)
 	_, err = s.AddActivation(e.Ctx, workflow.NewActivation{Key: key("r", "n", "d"), Input: json.RawMessage(`{}`)}, ms(32))
 	requireIs(e.T, err, workflow.ErrIneligible, "no new work after cancellation")
+	_, err = s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(b, 1), SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(33))
+	requireIs(e.T, err, workflow.ErrIneligible, "not even the low-level prepare after cancellation")
 	unchanged(e, before, "admission after cancellation", "r")
 }
 

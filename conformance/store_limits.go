@@ -33,6 +33,11 @@ func caseLimitsNodeCap(e *Env) {
 	k := failedPlain(e, s, "r", "a", workflow.Limits{NodeExecutionCap: 1})
 	_, err := s.RetryFailedNode(e.Ctx, k, 1, ms(30))
 	require.NoError(e.T, err, "the retry cap allows attempt 2")
+	// Two more pending activations are discovered in the same pass as a,
+	// so the exhaustion is met three times before discovery stops.
+	b, c := key("r", "n", "b"), key("r", "n", "c")
+	mkAct(e, s, b)
+	mkAct(e, s, c)
 	before := digest(e, "r")
 	_, err = s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(35))
 	requireIs(e.T, err, workflow.ErrNodeAllowanceExhausted, "direct prepare")
@@ -41,7 +46,7 @@ func caseLimitsNodeCap(e *Env) {
 	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(40))
 	assert.Empty(e.T, sum.Admitted)
 	assert.Empty(e.T, sum.Raced, "exhaustion is not a race")
-	assert.Equal(e.T, []workflow.ActivationKey{k}, sum.Exhausted)
+	assert.Equal(e.T, []workflow.ActivationKey{k, b, c}, sum.Exhausted)
 	for i := range 3 {
 		sum = dispatch(e, s, o, workflow.DispatchOptions{}, ms(50+int64(i)))
 		assert.Empty(e.T, sum.Admitted)
@@ -53,7 +58,9 @@ func caseLimitsNodeCap(e *Env) {
 	assert.Len(e.T, attemptsOf(e, s, "r"), 1, "no second attempt")
 	_, err = s.GetAttempt(e.Ctx, identity(k, 2))
 	requireIs(e.T, err, workflow.ErrNotFound)
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, k).Status, "the activation stays pending")
+	for _, x := range []workflow.ActivationKey{k, b, c} {
+		assert.Equal(e.T, backend.ActivationPending, getAct(e, s, x).Status, "exhausted activations stay pending")
+	}
 	al, err := s.AllowanceObservation(e.Ctx, "r")
 	require.NoError(e.T, err)
 	assert.Equal(e.T, workflow.Allowance{RunCap: 1, RunConsumed: i64(1), RootCap: 1, RootConsumed: i64(1)}, al)

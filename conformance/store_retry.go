@@ -245,6 +245,9 @@ func caseRetryConsume(e *Env) {
 	assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, k, 2).Status)
 	assert.Len(e.T, attemptsOf(e, s, "r"), 2)
 	assert.Equal(e.T, 1, o.totalCalls())
+	again, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: []byte(`{}`)}, ms(131))
+	require.NoError(e.T, err)
+	assert.Nil(e.T, again, "the requeued activation is running again, not pending")
 }
 
 func caseRetryConsumeRace(e *Env) {
@@ -384,6 +387,18 @@ func caseRetryExplicitCancelled(e *Env) {
 	_, err = s.RetryFailedNode(e.Ctx, b, 1, ms(50))
 	requireIs(e.T, err, workflow.ErrIneligible, "cancellation requested")
 	unchanged(e, before, "retry with cancellation requested", "r")
+	// Scheduling checks no run state, but consumption is cancellation-safe.
+	el := eligibility()
+	el.Effect, el.Reconciliation = workflow.Mutating, workflow.ReceiptStatus
+	_, err = s.ScheduleRetry(e.Ctx, el, b, workflow.FailureOwnerReportedRetryable, 10, ms(60))
+	require.NoError(e.T, err)
+	before = digest(e, "r")
+	_, err = s.ConsumeDueRetry(e.Ctx, b, ms(100))
+	requireIs(e.T, err, workflow.ErrIneligible, "consumption with cancellation requested")
+	_, err = s.ConsumeNextDueRetry(e.Ctx, "r", ms(100))
+	requireIs(e.T, err, workflow.ErrIneligible, "consumption with cancellation requested")
+	unchanged(e, before, "consumption with cancellation requested", "r")
+	assert.Equal(e.T, backend.ActivationFailed, getAct(e, s, b).Status)
 }
 
 func caseRetryExplicitSupersedes(e *Env) {
