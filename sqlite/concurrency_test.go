@@ -143,7 +143,7 @@ func TestBeginImmediateContentionBetweenBackends(t *testing.T) {
 	require.True(t, runExists(t, b, "from-b"))
 	st := b.Stats()
 	require.Greater(t, st.BusyRetries, int64(0))
-	require.GreaterOrEqual(t, st.MaxLockWait, 40*time.Millisecond)
+	require.GreaterOrEqual(t, st.MaxLockWait, 20*time.Millisecond)
 	require.Equal(t, int64(1), st.BusyFailures)
 }
 

@@ -23,6 +23,11 @@
 // (a *sqlite.Error, reachable with errors.As) and, when ctx ended the wait,
 // ctx.Err().
 //
+// A ReadTx or Tx belongs to the goroutine running fn and must not be kept
+// after fn returns. fn must not call Update on the same Backend (the writer
+// is not re-entrant); a View inside fn is fine unless OpenDB's pool has a
+// single connection, in which case Views share the writer too.
+//
 // # Durability
 //
 // The file is always in WAL mode (journal_mode=WAL).
