@@ -82,7 +82,9 @@ type Backend interface {
 	// again after a transient conflict, so fn must have no effects outside
 	// tx; it never returns a transient conflict to the caller while re-runs
 	// remain and ctx allows, and returns an error wrapping ErrBusy when they
-	// run out.
+	// run out. When any call on tx fails, fn must return an error: what a
+	// failed Apply left behind is unspecified, and an adapter may refuse to
+	// commit a transaction in which a storage call failed.
 	Update(ctx context.Context, fn func(tx Tx) error) error
 
 	// Capabilities reports what this adapter honours.
@@ -91,18 +93,21 @@ type Backend interface {
 	// Info describes the adapter and its settings.
 	Info() Info
 
-	// Close releases the store. Calls after Close fail with ErrClosed. Close
-	// does not close a handle the caller brought.
+	// Close releases the store. Calls after Close fail with ErrClosed (a
+	// second Close returns nil or ErrClosed). Close does not close a handle
+	// the caller brought.
 	Close() error
 }
 
 // ReadTx reads one consistent snapshot. Inside Update it also sees the
-// transaction's own earlier writes.
+// transaction's own earlier writes. Every scan with Limit <= 0 returns no
+// rows.
 type ReadTx interface {
 	// Load reads every record named by l. Keys that do not exist are absent
 	// from the result's maps; that is not an error. Found.Resources holds, for
 	// each named ResourceRef, every unreleased lease on that resource in that
-	// run, in LeaseKey order.
+	// run, in LeaseKey order (a resource without one may be absent or map
+	// to an empty slice).
 	Load(ctx context.Context, l Lookup) (Found, error)
 
 	// PendingActivations returns admissible activations (Activation.Admissible)
@@ -154,7 +159,8 @@ const (
 	// Insert creates a record; ErrConflict if its key exists.
 	Insert Op = iota + 1
 	// Replace overwrites every field of an existing record; ErrNotFound if
-	// its key does not exist. Key fields identify the record.
+	// its key does not exist, ErrConflict if it would give an Attempt the
+	// Identity of another attempt. Key fields identify the record.
 	Replace
 	// Delete removes a record named by its key fields; ErrNotFound if absent.
 	Delete
