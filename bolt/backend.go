@@ -158,6 +158,11 @@ func (b *Backend) Info() backend.Info {
 	}
 }
 
+// pinnedBboltVersion is the bbolt version go.mod pins and this package is
+// tested with; Info reports it when the binary carries no module list (test
+// binaries do not).
+const pinnedBboltVersion = "v1.5.0"
+
 func bboltVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, d := range bi.Deps {
@@ -166,7 +171,7 @@ func bboltVersion() string {
 			}
 		}
 	}
-	return "(unknown version)"
+	return pinnedBboltVersion
 }
 
 // Close closes the file if Open opened it, waiting for transactions in

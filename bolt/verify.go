@@ -185,7 +185,7 @@ func (v *verifier) entries(k *kind, ix *index) error {
 			vals, _ := ix.schema.decode(e)
 			u := ix.schema.encode(vals, firstN(ix.unique))
 			if bytes.Equal(u, prevUnique) {
-				v.report(ix.name, ix.schema, e, "%s is shared by %s %s and %s", ix.schema[:ix.unique].format(u), k.name, k.schema.format(prevPK), k.schema.format(pk))
+				v.report(ix.name, ix.schema, e, "%s is shared by %s %s and %s %s", ix.schema[:ix.unique].format(u), k.name, k.schema.format(prevPK), k.name, k.schema.format(pk))
 			}
 			prevUnique, prevPK = u, pk
 		}

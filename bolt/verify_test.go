@@ -1,0 +1,169 @@
+package bolt
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// seeded returns a store holding a few records of every indexed kind, and
+// one of its attempts.
+func seeded(t *testing.T) (*Backend, backend.Attempt) {
+	t.Helper()
+	b := openTemp(t)
+	att := attempt(attKey("r", "n", "a", 1), "ident", backend.AttemptPrepared, 10)
+	apply(t, b,
+		backend.Ins(activation(actKey("r", "n", "a"), true)),
+		backend.Ins(activation(actKey("r", "n", "b"), false)),
+		backend.Ins(att),
+		backend.Ins(attempt(attKey("r", "n", "b", 1), "ident-2", backend.AttemptAdmitted, 11)),
+		backend.Ins(lease(att.Key, "res", backend.LeaseWrite, 0)),
+		backend.Ins(schedule(actKey("r", "n", "a"), 50)),
+		backend.Ins(link("child", "r", 5)),
+	)
+	require.NoError(t, b.Verify(context.Background()))
+	return b, att
+}
+
+// damage changes the store behind the adapter's back.
+func damage(t *testing.T, b *Backend, fn func(tx *bbolt.Tx) error) {
+	t.Helper()
+	require.NoError(t, b.db.Update(fn))
+}
+
+// problems runs Verify and returns what it found.
+func problems(t *testing.T, b *Backend) []Discrepancy {
+	t.Helper()
+	err := b.Verify(context.Background())
+	var ve *VerifyError
+	require.True(t, errors.As(err, &ve), "Verify returned %v", err)
+	for _, d := range ve.Discrepancies {
+		t.Log(d)
+	}
+	return ve.Discrepancies
+}
+
+func TestVerifyReportsMissingIndexEntry(t *testing.T) {
+	t.Parallel()
+	b, att := seeded(t)
+	entry, _ := ixAttemptStatus.entry(att)
+	damage(t, b, func(tx *bbolt.Tx) error { return tx.Bucket(ixAttemptStatus.bucket).Delete(entry) })
+	ds := problems(t, b)
+	require.Len(t, ds, 1)
+	require.Equal(t, "attempt", ds[0].Bucket)
+	require.Equal(t, []byte(attemptKey(att.Key)), ds[0].Key)
+	require.Equal(t, `(run="r", node="n", activation="a", attempt=1)`, ds[0].KeyText)
+	require.Equal(t, `missing its ix_attempt_status entry (status="prepared", prepared_ms=10, identity="ident", run="r", node="n", activation="a", attempt=1)`, ds[0].Problem)
+}
+
+func TestVerifyReportsStrayIndexEntry(t *testing.T) {
+	t.Parallel()
+	b, _ := seeded(t)
+	stray := activationKey(actKey("r", "ghost", "a"))
+	damage(t, b, func(tx *bbolt.Tx) error { return tx.Bucket(ixPending.bucket).Put(stray, nil) })
+	ds := problems(t, b)
+	require.Len(t, ds, 1)
+	require.Equal(t, Discrepancy{
+		Bucket: "ix_pending_activation", Key: stray, KeyText: `(run="r", node="ghost", activation="a")`,
+		Problem: `names activation (run="r", node="ghost", activation="a"), which does not exist`,
+	}, ds[0])
+}
+
+// An indexed field changed without its index: the record misses its new
+// entries and the old ones are stale, in each index that holds the field.
+func TestVerifyReportsIndexedFieldChangedBehindIndex(t *testing.T) {
+	t.Parallel()
+	b, att := seeded(t)
+	changed := att
+	changed.Status = backend.AttemptRunning
+	damage(t, b, func(tx *bbolt.Tx) error {
+		return tx.Bucket(kindAttempt.bucket).Put(attemptKey(att.Key), encodeAttempt(changed))
+	})
+	ds := problems(t, b)
+	var got []string
+	for _, d := range ds {
+		got = append(got, d.String())
+	}
+	require.Equal(t, []string{
+		`attempt (run="r", node="n", activation="a", attempt=1): missing its ix_attempt_status entry (status="running", prepared_ms=10, identity="ident", run="r", node="n", activation="a", attempt=1)`,
+		`attempt (run="r", node="n", activation="a", attempt=1): missing its ix_attempt_run_status entry (run="r", status="running", prepared_ms=10, identity="ident", node="n", activation="a", attempt=1)`,
+		`ix_attempt_status (status="prepared", prepared_ms=10, identity="ident", run="r", node="n", activation="a", attempt=1): stale: attempt (run="r", node="n", activation="a", attempt=1) has indexed fields (status="running", prepared_ms=10, identity="ident", run="r", node="n", activation="a", attempt=1)`,
+		`ix_attempt_run_status (run="r", status="prepared", prepared_ms=10, identity="ident", node="n", activation="a", attempt=1): stale: attempt (run="r", node="n", activation="a", attempt=1) has indexed fields (run="r", status="running", prepared_ms=10, identity="ident", node="n", activation="a", attempt=1)`,
+	}, got)
+}
+
+func TestVerifyReportsMembershipChangedBehindIndex(t *testing.T) {
+	t.Parallel()
+	b, _ := seeded(t)
+	a := activation(actKey("r", "n", "a"), false) // was admissible
+	damage(t, b, func(tx *bbolt.Tx) error {
+		return tx.Bucket(kindActivation.bucket).Put(activationKey(a.Key), encodeActivation(a))
+	})
+	ds := problems(t, b)
+	require.Len(t, ds, 1)
+	require.Equal(t, "ix_pending_activation", ds[0].Bucket)
+	require.Equal(t, `names activation (run="r", node="n", activation="a"), which is not in this index (members have Admissible is true)`, ds[0].Problem)
+}
+
+func TestVerifyReportsOtherDamage(t *testing.T) {
+	t.Parallel()
+	b, _ := seeded(t)
+	dup := attempt(attKey("r", "n", "c", 1), "ident", backend.AttemptPrepared, 12) // same identity
+	wrongKey := activationKey(actKey("r", "moved", "x"))
+	damage(t, b, func(tx *bbolt.Tx) error {
+		for _, ix := range kindAttempt.indexes {
+			e, _ := ix.entry(dup)
+			if err := tx.Bucket(ix.bucket).Put(e, nil); err != nil {
+				return err
+			}
+		}
+		if err := tx.Bucket(kindAttempt.bucket).Put(attemptKey(dup.Key), encodeAttempt(dup)); err != nil {
+			return err
+		}
+		e, _ := ixLinkRoot.entry(link("child", "r", 5))
+		if err := tx.Bucket(ixLinkRoot.bucket).Put(e, []byte("x")); err != nil {
+			return err
+		}
+		if err := tx.Bucket(kindGroup.bucket).Put(key(nil).str("g"), []byte{0xee}); err != nil {
+			return err
+		}
+		if err := tx.Bucket(kindSchedule.bucket).Put(wrongKey, encodeSchedule(schedule(actKey("r", "n", "zzz"), 1))); err != nil {
+			return err
+		}
+		_, err := tx.CreateBucket([]byte("extra"))
+		return err
+	})
+	ds := problems(t, b)
+	var got []string
+	for _, d := range ds {
+		got = append(got, d.Bucket+": "+d.Problem)
+	}
+	require.ElementsMatch(t, []string{
+		"extra: unknown bucket",
+		`fan_out_group: value does not decode: bolt: malformed record value: kind tag is not 0x04`,
+		`ix_attempt_identity: (identity="ident") is shared by attempt (run="r", node="n", activation="a", attempt=1) and attempt (run="r", node="n", activation="c", attempt=1)`,
+		`ix_link_root: entry has a 1-byte value; index values are empty`,
+		`retry_schedule: record's key fields give (run="r", node="n", activation="zzz"): stored under the wrong key`,
+		`retry_schedule: missing its ix_schedule_due entry (run="r", due_ms=1, node="n", activation="zzz")`,
+	}, got)
+}
+
+func TestVerifyErrorMessage(t *testing.T) {
+	t.Parallel()
+	e := &VerifyError{Discrepancies: make([]Discrepancy, 12)}
+	require.Contains(t, e.Error(), "12 discrepancies")
+	require.Contains(t, e.Error(), "and 2 more")
+}
+
+func TestVerifyHonoursContext(t *testing.T) {
+	t.Parallel()
+	b, _ := seeded(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	require.ErrorIs(t, b.Verify(ctx), context.Canceled)
+}
