@@ -3,13 +3,106 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
+	"fmt"
 	"io"
+	"os"
+	"strings"
+
+	wfbench "github.com/wfstore/wfstore/bench"
 )
 
 // errUsage reports a flag error already printed by the flag package.
 var errUsage = errors.New("usage")
 
-// bench is replaced by the benchmark command (package bench).
+// bench runs the benchmark workloads (package bench) on the chosen backends
+// and prints a markdown table; --out adds report.md and SVG charts, --json
+// one object per backend and workload.
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	return errors.New("not built yet")
+	fs := flag.NewFlagSet("wfstore bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	backends := fs.String("backends", "sqlite,bolt,postgres", "comma-separated backends to measure: sqlite, bolt, postgres")
+	quick := fs.Bool("quick", false, "smaller sizes: N=2000 and 100k historical attempts (under 3 minutes for sqlite and bolt)")
+	n := fs.Int("n", 0, "admissions per workload (default 2000 with --quick, 10000 without)")
+	workers := fs.Int("workers", 8, "dispatchers in the parallel and racing workloads")
+	history := fs.Int("history", 0, "historical attempts of the growth workload (default 100000 with --quick, 1000000 without)")
+	dsn := fs.String("dsn", "", "Postgres DSN (default $WFSTORE_POSTGRES_DSN); postgres is skipped without one")
+	out := fs.String("out", "", "directory for report.md, report.json and SVG charts")
+	jsonPath := fs.String("json", "", "file for one JSON object per backend and workload")
+	dir := fs.String("dir", "", "directory for the store files (default a temporary directory)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: wfstore bench [flags]\n\n"+
+			"Measures every backend side by side against its own bare commit rate, in durable mode:\n"+
+			"bare commit, raw admission, sequential, parallel (distinct runs), racing, history growth, retry round trip.\n\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "wfstore bench: unexpected arguments %q\n", fs.Args())
+		return errUsage
+	}
+	if *workers < 1 || *n < 0 || *history < 0 {
+		fmt.Fprintln(stderr, "wfstore bench: --workers must be positive, --n and --history not negative")
+		return errUsage
+	}
+	if *dsn == "" {
+		*dsn = os.Getenv("WFSTORE_POSTGRES_DSN")
+	}
+
+	cfg := wfbench.Config{Quick: *quick, N: *n, Workers: *workers, History: *history, Dir: *dir, Progress: stderr}
+	var skipped [][2]string
+	for _, b := range strings.Split(*backends, ",") {
+		switch strings.TrimSpace(b) {
+		case "sqlite":
+			cfg.Targets = append(cfg.Targets, wfbench.SQLite())
+		case "bolt":
+			cfg.Targets = append(cfg.Targets, wfbench.Bolt())
+		case "postgres":
+			if *dsn == "" {
+				skipped = append(skipped, [2]string{"postgres", "no DSN (set --dsn or WFSTORE_POSTGRES_DSN)"})
+				continue
+			}
+			cfg.Targets = append(cfg.Targets, wfbench.Postgres(*dsn))
+		case "":
+		default:
+			fmt.Fprintf(stderr, "wfstore bench: unknown backend %q (sqlite, bolt, postgres)\n", b)
+			return errUsage
+		}
+	}
+	for _, s := range skipped {
+		fmt.Fprintf(stderr, "wfstore bench: %s skipped: %s\n", s[0], s[1])
+	}
+	if len(cfg.Targets) == 0 {
+		return errors.New("no backend to measure")
+	}
+
+	rep, err := wfbench.Run(ctx, cfg)
+	if rep == nil {
+		return err
+	}
+	for _, s := range skipped {
+		rep.Skip(s[0], s[1])
+	}
+	rep.WriteTable(stdout)
+	fmt.Fprintln(stdout)
+	rep.WriteChecks(stdout)
+	rep.WriteSkips(stdout)
+	command := "wfstore bench " + strings.Join(args, " ")
+	if *jsonPath != "" {
+		if jerr := rep.WriteJSON(*jsonPath); jerr != nil {
+			return errors.Join(err, jerr)
+		}
+	}
+	if *out != "" {
+		if oerr := rep.WriteDir(*out, command); oerr != nil {
+			return errors.Join(err, oerr)
+		}
+		fmt.Fprintf(stderr, "wfstore bench: report in %s\n", *out)
+	}
+	return err
 }

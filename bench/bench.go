@@ -1,0 +1,334 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// Config selects what Run measures.
+type Config struct {
+	Targets []Target
+	// Quick: the smaller history (100k attempts instead of 1M).
+	Quick bool
+	// N is the number of admissions per workload (default 2000 with Quick,
+	// 10000 without); the retry workload does N/4 round trips.
+	N int
+	// Workers is the number of dispatchers of the parallel and racing
+	// workloads (default 8).
+	Workers int
+	// History is the large history of the growth workload, in attempts
+	// (default 100k with Quick, 1M without); SmallHistory the small one
+	// (default 1000).
+	History, SmallHistory int
+	// Rounds: bare, raw and sequential run interleaved in this many rounds
+	// (and so do the two growth stores), so that their ratios share the
+	// machine's noise (default 4).
+	Rounds int
+	// Workloads restricts the run to these names (default all).
+	Workloads []string
+	// Dir holds the store files (default a temporary directory, removed).
+	Dir string
+	// Progress receives progress lines (stderr); nil for none.
+	Progress io.Writer
+}
+
+func (c *Config) defaults() {
+	if c.N <= 0 {
+		c.N = 10_000
+		if c.Quick {
+			c.N = 2000
+		}
+	}
+	if c.Workers <= 0 {
+		c.Workers = 8
+	}
+	if c.History <= 0 {
+		c.History = 1_000_000
+		if c.Quick {
+			c.History = 100_000
+		}
+	}
+	if c.SmallHistory <= 0 {
+		c.SmallHistory = 1000
+	}
+	if c.Rounds <= 0 {
+		c.Rounds = 4
+	}
+	if len(c.Workloads) == 0 {
+		c.Workloads = Workloads
+	}
+}
+
+// Result is one backend × workload row. Latencies are per operation: an
+// admission (a retry round trip for retry, a commit for bare).
+type Result struct {
+	Backend     string  `json:"backend"`
+	Workload    string  `json:"workload"`
+	Workers     int     `json:"workers"`
+	Ops         int     `json:"ops"`
+	Seconds     float64 `json:"seconds"`
+	OpsPerSec   float64 `json:"ops_per_sec"`
+	MeanUS      float64 `json:"mean_us"`
+	P50US       float64 `json:"p50_us"`
+	P95US       float64 `json:"p95_us"`
+	P99US       float64 `json:"p99_us"`
+	MaxUS       float64 `json:"max_us"`
+	AllocsPerOp float64 `json:"allocs_per_op"`
+	BytesPerOp  float64 `json:"bytes_per_op"`
+
+	// Sequential: admissions/s ÷ (bare commits/s ÷ 3), and ÷ raw admissions/s.
+	CeilingRatio *float64 `json:"ceiling_ratio,omitempty"`
+	RawRatio     *float64 `json:"raw_ratio,omitempty"`
+	// Parallel: admissions/s ÷ sequential admissions/s.
+	Speedup *float64 `json:"speedup,omitempty"`
+	// Racing: owner calls beyond one per identity plus attempts beyond one
+	// per activation (must be 0), and Dispatch results reported raced.
+	Duplicates *int `json:"duplicates,omitempty"`
+	Raced      *int `json:"raced,omitempty"`
+	// Growth: cost per admission with History attempts ÷ with SmallHistory.
+	// The row's other figures are those of the large store.
+	GrowthRatio    *float64 `json:"growth_ratio,omitempty"`
+	HistorySmall   int      `json:"history_small,omitempty"`
+	HistoryLarge   int      `json:"history_large,omitempty"`
+	SmallOpsPerSec float64  `json:"small_ops_per_sec,omitempty"`
+	LoadSeconds    float64  `json:"load_seconds,omitempty"`
+	Note           string   `json:"note,omitempty"`
+}
+
+// BackendReport describes one target as it was measured.
+type BackendReport struct {
+	Name     string       `json:"name"`
+	Info     backend.Info `json:"info"`
+	BareNote string       `json:"bare_commit"`
+	Skipped  string       `json:"skipped,omitempty"`
+}
+
+// Report is everything one Run measured.
+type Report struct {
+	Machine  Machine         `json:"machine"`
+	Started  time.Time       `json:"started"`
+	Seconds  float64         `json:"seconds"`
+	Config   ConfigSummary   `json:"config"`
+	Backends []BackendReport `json:"backends"`
+	Results  []Result        `json:"results"`
+}
+
+// ConfigSummary is the part of Config a reader needs to reproduce a run.
+type ConfigSummary struct {
+	Quick        bool `json:"quick"`
+	N            int  `json:"n"`
+	Workers      int  `json:"workers"`
+	History      int  `json:"history"`
+	SmallHistory int  `json:"small_history"`
+	Rounds       int  `json:"rounds"`
+}
+
+// Skip records a target that was not measured, with the reason.
+func (r *Report) Skip(name, why string) {
+	r.Backends = append(r.Backends, BackendReport{Name: name, Skipped: why})
+}
+
+// Run measures every workload of cfg on every target, one target after
+// another, each workload on fresh stores.
+func Run(ctx context.Context, cfg Config) (*Report, error) {
+	cfg.defaults()
+	rep := &Report{Machine: MachineInfo(), Started: time.Now(), Config: ConfigSummary{
+		Quick: cfg.Quick, N: cfg.N, Workers: cfg.Workers, History: cfg.History,
+		SmallHistory: cfg.SmallHistory, Rounds: cfg.Rounds,
+	}}
+	dir := cfg.Dir
+	if dir == "" {
+		d, err := os.MkdirTemp("", "wfstore-bench-")
+		if err != nil {
+			return nil, err
+		}
+		defer os.RemoveAll(d)
+		dir = d
+	}
+	for _, t := range cfg.Targets {
+		br, res, err := runTarget(ctx, cfg, t, dir)
+		rep.Backends = append(rep.Backends, br)
+		rep.Results = append(rep.Results, res...)
+		if err != nil {
+			rep.Seconds = time.Since(rep.Started).Seconds()
+			return rep, fmt.Errorf("%s: %w", t.Name, err)
+		}
+	}
+	rep.Seconds = time.Since(rep.Started).Seconds()
+	return rep, nil
+}
+
+func (c *Config) wants(w string) bool { return slices.Contains(c.Workloads, w) }
+
+// runTarget runs the workloads on one target. Each gets fresh stores.
+func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br BackendReport, out []Result, err error) {
+	br = BackendReport{Name: t.Name, BareNote: t.BareNote}
+	pg := newProgress(cfg.Progress, t.Name)
+	defer pg.done()
+	open := func() (*Env, error) { return t.Open(ctx, dir, cfg.Workers) }
+	n := cfg.N
+
+	if cfg.wants(WBare) || cfg.wants(WRaw) || cfg.wants(WSequential) {
+		res, info, err := runCeiling(ctx, cfg, open, pg, t.Name)
+		br.Info = info
+		out = append(out, res...)
+		if err != nil {
+			return br, out, err
+		}
+	}
+	var seqRate float64
+	for _, r := range out {
+		if r.Workload == WSequential {
+			seqRate = r.OpsPerSec
+		}
+	}
+	single := func(name string, workers int, mk func(*Env) (phase, error), ops int, after func(p phase, r *Result)) error {
+		if !cfg.wants(name) {
+			return nil
+		}
+		env, err := open()
+		if err != nil {
+			return err
+		}
+		defer env.Close()
+		if br.Info.Name == "" {
+			br.Info = env.Backend.Info()
+		}
+		pg.phase(name+": seeding", 0)
+		p, err := mk(env)
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		rec := &recorder{tick: pg.phase(name, ops)}
+		if err := measure(ctx, p, ops, rec); err != nil {
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		r := rec.result(t.Name, name, workers)
+		if after != nil {
+			after(p, &r)
+		}
+		out = append(out, r)
+		return nil
+	}
+	mk := func(name string, n int) func(*Env) (phase, error) {
+		return func(e *Env) (phase, error) { return newPhase(ctx, e, name, n, cfg.Workers, 0) }
+	}
+	err = single(WParallel, cfg.Workers, mk(WParallel, n), n,
+		func(_ phase, r *Result) {
+			if seqRate > 0 {
+				r.Speedup = ptr(r.OpsPerSec / seqRate)
+			}
+		})
+	if err != nil {
+		return br, out, err
+	}
+	err = single(WRacing, cfg.Workers, mk(WRacing, n), n,
+		func(p phase, r *Result) {
+			rp := p.(*racingP)
+			r.Duplicates, r.Raced = ptr(rp.dups), ptr(rp.raced)
+		})
+	if err != nil {
+		return br, out, err
+	}
+	if cfg.wants(WGrowth) {
+		r, err := runGrowth(ctx, cfg, open, pg, t.Name, dir)
+		if err != nil {
+			return br, out, fmt.Errorf("growth: %w", err)
+		}
+		out = append(out, r)
+	}
+	nr := max(n/4, 1)
+	err = single(WRetry, 1, mk(WRetry, nr), nr, nil)
+	return br, out, err
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// warmup is how many operations of each interleaved phase run unrecorded
+// first (connections, statement caches, file growth).
+func warmup(n int) int { return min(50, max(n/20, 1)) }
+
+// runCeiling runs bare, raw and sequential interleaved in rounds, on two
+// fresh stores (bare and raw share one: the bare commit has its own file or
+// table), and computes the sequential row's ratios.
+func runCeiling(ctx context.Context, cfg Config, open func() (*Env, error), pg *progress, name string) ([]Result, backend.Info, error) {
+	n, w := cfg.N, warmup(cfg.N)
+	envR, err := open()
+	if err != nil {
+		return nil, backend.Info{}, err
+	}
+	defer envR.Close()
+	envS, err := open()
+	if err != nil {
+		return nil, backend.Info{}, err
+	}
+	defer envS.Close()
+	info := envS.Backend.Info()
+	pg.phase("seeding", 0)
+	bare := &bareP{env: envR}
+	raw, err := newRaw(ctx, envR, n+w)
+	if err != nil {
+		return nil, info, fmt.Errorf("raw: %w", err)
+	}
+	seq, err := newSequential(ctx, envS, "seq", n+w)
+	if err != nil {
+		return nil, info, fmt.Errorf("sequential: %w", err)
+	}
+	type item struct {
+		name string
+		p    phase
+		rec  recorder
+	}
+	var items []*item
+	for _, x := range []struct {
+		name string
+		p    phase
+	}{{WBare, bare}, {WRaw, raw}, {WSequential, seq}} {
+		if cfg.wants(x.name) {
+			items = append(items, &item{name: x.name, p: x.p})
+		}
+	}
+	for _, it := range items {
+		if err := it.p.run(ctx, w, &recorder{}); err != nil {
+			return nil, info, fmt.Errorf("%s warm-up: %w", it.name, err)
+		}
+	}
+	tick := pg.phase("bare+raw+sequential", n*len(items))
+	for r := range cfg.Rounds {
+		k := n / cfg.Rounds
+		if r == cfg.Rounds-1 {
+			k = n - k*(cfg.Rounds-1)
+		}
+		for _, it := range items {
+			it.rec.tick = tick
+			if err := measure(ctx, it.p, k, &it.rec); err != nil {
+				return nil, info, fmt.Errorf("%s: %w", it.name, err)
+			}
+		}
+	}
+	var out []Result
+	rate := map[string]float64{}
+	for _, it := range items {
+		r := it.rec.result(name, it.name, 1)
+		rate[it.name] = r.OpsPerSec
+		out = append(out, r)
+	}
+	for i := range out {
+		if out[i].Workload != WSequential {
+			continue
+		}
+		if b := rate[WBare]; b > 0 {
+			out[i].CeilingRatio = ptr(out[i].OpsPerSec / (b / 3))
+		}
+		if r := rate[WRaw]; r > 0 {
+			out[i].RawRatio = ptr(out[i].OpsPerSec / r)
+		}
+	}
+	return out, info, nil
+}

@@ -1,0 +1,139 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// recorder collects one workload's operations: latency of each, wall time
+// and the allocations of the process while it ran.
+type recorder struct {
+	lat     []time.Duration
+	ops     int
+	elapsed time.Duration
+	mallocs uint64
+	bytes   uint64
+	tick    *tick // progress, may be nil (shared by a phase's workers)
+}
+
+func (r *recorder) add(d time.Duration) {
+	r.lat = append(r.lat, d)
+	r.ops++
+	r.tick.add(1)
+}
+
+func (r *recorder) merge(o *recorder) { r.lat = append(r.lat, o.lat...); r.ops += o.ops }
+
+// phase is a workload prepared for a fixed number of operations; run does k
+// more of them, recording each in rec. Phases are resumable so that
+// workloads compared by a ratio can run interleaved, in rounds, and share
+// the machine's noise.
+type phase interface {
+	run(ctx context.Context, k int, rec *recorder) error
+}
+
+// measure runs k operations of p, adding wall time and allocations to rec.
+func measure(ctx context.Context, p phase, k int, rec *recorder) error {
+	var m0, m1 runtime.MemStats
+	runtime.ReadMemStats(&m0)
+	t0 := time.Now()
+	err := p.run(ctx, k, rec)
+	rec.elapsed += time.Since(t0)
+	runtime.ReadMemStats(&m1)
+	rec.mallocs += m1.Mallocs - m0.Mallocs
+	rec.bytes += m1.TotalAlloc - m0.TotalAlloc
+	return err
+}
+
+// percentile returns the p-th percentile (0..100) of sorted, nearest rank.
+func percentile(sorted []time.Duration, p float64) time.Duration {
+	if len(sorted) == 0 {
+		return 0
+	}
+	i := int(float64(len(sorted))*p/100+0.5) - 1
+	return sorted[min(max(i, 0), len(sorted)-1)]
+}
+
+// result turns a recorder into a Result row (ratios are filled in later).
+func (r *recorder) result(backendName, workload string, workers int) Result {
+	s := slices.Clone(r.lat)
+	slices.Sort(s)
+	res := Result{Backend: backendName, Workload: workload, Workers: workers, Ops: r.ops,
+		Seconds: r.elapsed.Seconds()}
+	if r.ops > 0 && r.elapsed > 0 {
+		res.OpsPerSec = float64(r.ops) / r.elapsed.Seconds()
+		res.MeanUS = us(r.elapsed / time.Duration(r.ops))
+		res.AllocsPerOp = float64(r.mallocs) / float64(r.ops)
+		res.BytesPerOp = float64(r.bytes) / float64(r.ops)
+	}
+	res.P50US, res.P95US, res.P99US = us(percentile(s, 50)), us(percentile(s, 95)), us(percentile(s, 99))
+	if len(s) > 0 {
+		res.MaxUS = us(s[len(s)-1])
+	}
+	return res
+}
+
+func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// noopOwner accepts everything at once. It times each admission from the
+// Plan call (just before the intent transaction) to the receipt commit
+// (the ReceiptCommitted fault boundary); one owner per dispatcher.
+type noopOwner struct {
+	start time.Time
+	rec   *recorder
+	calls *callCounter // racing only: owner calls per identity
+}
+
+var noopPlan = workflow.Plan{SideEffect: workflow.ReadOnly, Intent: benchIntent}
+
+func (o *noopOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan, error) {
+	o.start = time.Now()
+	p := noopPlan
+	return &p, nil
+}
+
+func (o *noopOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
+	if o.calls != nil {
+		o.calls.add(p.Identity)
+	}
+	return benchReceipt, nil
+}
+
+func (o *noopOwner) fault(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
+	if b == workflow.ReceiptCommitted && o.rec != nil {
+		o.rec.add(time.Since(o.start))
+	}
+	return nil
+}
+
+// callCounter counts owner Dispatch calls per dispatch identity.
+type callCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *callCounter) add(id string) {
+	c.mu.Lock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[id]++
+	c.mu.Unlock()
+}
+
+// duplicates returns the owner calls beyond the first per identity.
+func (c *callCounter) duplicates() (calls, distinct, dups int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, v := range c.n {
+		calls += v
+		dups += v - 1
+	}
+	return calls, len(c.n), dups
+}

@@ -1,0 +1,92 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// rawAdmit is the raw baseline: the rows one Store admission writes,
+// written by three minimal hand-coded transactions on the same Backend, with
+// none of the Store's checks (no discovery scan, no limits, no authority,
+// no leases, no validation). It is what any admission over this contract
+// must cost at least, so store ÷ raw is the price of the Store's logic.
+//
+//	intent:  activation pending→running, attempt inserted (handoff pending),
+//	         run counters, event attempt_prepared
+//	handoff: attempt handoff pending→recorded, run, event dispatch_handed_off
+//	         (then the no-op owner would be called)
+//	receipt: attempt prepared→admitted with the receipt, run, event attempt_admitted
+func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, now time.Time) error {
+	at := now.UnixMilli()
+	ak := backend.AttemptKey{ActivationKey: k, Attempt: 1}
+	id := workflow.DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, 1)
+
+	err := b.Update(ctx, func(tx backend.Tx) error {
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k}})
+		if err != nil {
+			return err
+		}
+		run, act := f.Runs[k.RunID], f.Activations[k]
+		if act.Status != backend.ActivationPending {
+			return errors.New("raw: activation is not pending")
+		}
+		act.Status, act.Admissible, act.LastAttempt, act.UpdatedMS = backend.ActivationRunning, false, 1, at
+		run.AttemptCount++
+		run.ActiveCount++
+		run.TreeAttemptCount++
+		run.UpdatedMS = at
+		return tx.Apply(ctx,
+			backend.Rep(act),
+			backend.Ins(backend.Attempt{Key: ak, Identity: id, Status: backend.AttemptPrepared,
+				SideEffect: workflow.ReadOnly, Intent: benchIntent, IntentChecksum: workflow.Checksum(benchIntent),
+				Handoff: backend.HandoffPending, PreparedMS: at}),
+			rawEvent(&run, "attempt_prepared", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
+				"activation_id": k.ActivationID, "attempt": 1, "side_effect": workflow.ReadOnly,
+				"intent": benchIntent, "prepared_at_ms": at}, at),
+			backend.Rep(run))
+	})
+	if err != nil {
+		return err
+	}
+
+	err = b.Update(ctx, func(tx backend.Tx) error {
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Attempts: []backend.AttemptKey{ak}})
+		if err != nil {
+			return err
+		}
+		run, att := f.Runs[k.RunID], f.Attempts[ak]
+		att.Handoff = backend.HandoffRecorded
+		return tx.Apply(ctx, backend.Rep(att),
+			rawEvent(&run, "dispatch_handed_off", map[string]any{"dispatch_identity": id}, at),
+			backend.Rep(run))
+	})
+	if err != nil {
+		return err
+	}
+
+	return b.Update(ctx, func(tx backend.Tx) error {
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Attempts: []backend.AttemptKey{ak}})
+		if err != nil {
+			return err
+		}
+		run, att := f.Runs[k.RunID], f.Attempts[ak]
+		att.Status, att.Receipt, att.AdmittedMS = backend.AttemptAdmitted, benchReceipt, at
+		run.UpdatedMS = at
+		return tx.Apply(ctx, backend.Rep(att),
+			rawEvent(&run, "attempt_admitted", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
+				"activation_id": k.ActivationID, "attempt": 1, "dispatch_identity": id,
+				"receipt": benchReceipt, "admitted_at_ms": at}, at),
+			backend.Rep(run))
+	})
+}
+
+// rawEvent appends the run's next event.
+func rawEvent(run *backend.Run, typ string, payload map[string]any, at int64) backend.Write {
+	run.LastEventSeq++
+	return backend.Ins(backend.Event{RunID: run.ID, Seq: run.LastEventSeq, Type: typ,
+		Payload: workflow.MustCanonical(payload), CreatedMS: at})
+}

@@ -1,0 +1,211 @@
+package bench
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Targets (DESIGN §7).
+const (
+	TargetCeiling  = 0.6
+	TargetRaw      = 0.85
+	TargetGrowth   = 1.25
+	TargetPGSpeed  = 2.5
+	targetsSection = "Targets (DESIGN §7)"
+)
+
+// WriteTable writes the results as one markdown table.
+func (r *Report) WriteTable(w io.Writer) {
+	fmt.Fprintln(w, "| backend | workload | workers | ops | ops/s | p50 µs | p95 µs | p99 µs | allocs/op | KB/op | ratio and notes |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	for _, x := range r.Results {
+		if x.Ops == 0 {
+			fmt.Fprintf(w, "| %s | %s | | | | | | | | | %s |\n", x.Backend, x.Workload, x.Note)
+			continue
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %s |\n",
+			x.Backend, x.Workload, x.Workers, x.Ops, x.OpsPerSec, x.P50US, x.P95US, x.P99US,
+			x.AllocsPerOp, x.BytesPerOp/1024, r.notes(x))
+	}
+}
+
+func (r *Report) rate(backend, workload string) float64 {
+	for _, x := range r.Results {
+		if x.Backend == backend && x.Workload == workload {
+			return x.OpsPerSec
+		}
+	}
+	return 0
+}
+
+// notes is the ratio column: each ratio with the absolute rates behind it.
+func (r *Report) notes(x Result) string {
+	var s []string
+	if x.CeilingRatio != nil {
+		b := r.rate(x.Backend, WBare)
+		s = append(s, fmt.Sprintf("ceiling ratio **%.2f** (bare %.0f/s ÷ 3 = %.0f/s)", *x.CeilingRatio, b, b/3))
+	}
+	if x.RawRatio != nil {
+		s = append(s, fmt.Sprintf("raw ratio **%.2f** (raw %.0f/s)", *x.RawRatio, r.rate(x.Backend, WRaw)))
+	}
+	if x.Speedup != nil {
+		s = append(s, fmt.Sprintf("**%.2f×** sequential (%.0f/s)", *x.Speedup, r.rate(x.Backend, WSequential)))
+	}
+	if x.Duplicates != nil {
+		s = append(s, fmt.Sprintf("duplicates **%d**, raced %d", *x.Duplicates, *x.Raced))
+	}
+	if x.GrowthRatio != nil {
+		s = append(s, fmt.Sprintf("growth ratio **%.2f** (%s: %.0f/s, %s: %.0f/s; load %.0f s)",
+			*x.GrowthRatio, count(x.HistorySmall), x.SmallOpsPerSec, count(x.HistoryLarge), x.OpsPerSec, x.LoadSeconds))
+	}
+	switch x.Workload {
+	case WBare:
+		s = append(s, "commits")
+	case WRetry:
+		s = append(s, "round trips (2 admissions + observation + consume)")
+	}
+	if x.Note != "" {
+		s = append(s, x.Note)
+	}
+	return strings.Join(s, "; ")
+}
+
+func count(n int) string {
+	switch {
+	case n >= 1_000_000 && n%1_000_000 == 0:
+		return fmt.Sprintf("%dM", n/1_000_000)
+	case n >= 1000 && n%1000 == 0:
+		return fmt.Sprintf("%dk", n/1000)
+	}
+	return fmt.Sprint(n)
+}
+
+// Check is one target's status on one backend.
+type Check struct {
+	Backend, Target, Value string
+	Met                    bool
+}
+
+// Checks evaluates the DESIGN §7 targets on the results.
+func (r *Report) Checks() []Check {
+	var out []Check
+	for _, x := range r.Results {
+		if x.CeilingRatio != nil {
+			out = append(out, Check{x.Backend, fmt.Sprintf("sequential ceiling ratio ≥ %.2f", TargetCeiling),
+				fmt.Sprintf("%.2f (%.0f admissions/s)", *x.CeilingRatio, x.OpsPerSec), *x.CeilingRatio >= TargetCeiling})
+		}
+		if x.RawRatio != nil {
+			out = append(out, Check{x.Backend, fmt.Sprintf("raw ratio ≥ %.2f", TargetRaw),
+				fmt.Sprintf("%.2f", *x.RawRatio), *x.RawRatio >= TargetRaw})
+		}
+		if x.GrowthRatio != nil {
+			out = append(out, Check{x.Backend, fmt.Sprintf("growth ratio (%s vs %s) ≤ %.2f", count(x.HistoryLarge), count(x.HistorySmall), TargetGrowth),
+				fmt.Sprintf("%.2f", *x.GrowthRatio), *x.GrowthRatio <= TargetGrowth})
+		}
+		if x.Duplicates != nil {
+			out = append(out, Check{x.Backend, "racing: 0 duplicates", fmt.Sprintf("%d (raced %d)", *x.Duplicates, *x.Raced), *x.Duplicates == 0})
+		}
+		if x.Speedup != nil && x.Backend == "postgres" {
+			out = append(out, Check{x.Backend, fmt.Sprintf("%d dispatchers ≥ %.1f× sequential", x.Workers, TargetPGSpeed),
+				fmt.Sprintf("%.2f×", *x.Speedup), *x.Speedup >= TargetPGSpeed})
+		}
+	}
+	return out
+}
+
+// WriteChecks writes the targets as a markdown list.
+func (r *Report) WriteChecks(w io.Writer) {
+	for _, c := range r.Checks() {
+		mark := "met"
+		if !c.Met {
+			mark = "**MISSED**"
+		}
+		fmt.Fprintf(w, "- %s — %s: %s — %s\n", c.Backend, c.Target, c.Value, mark)
+	}
+}
+
+// WriteSkips writes one line per skipped backend.
+func (r *Report) WriteSkips(w io.Writer) {
+	for _, b := range r.Backends {
+		if b.Skipped != "" {
+			fmt.Fprintf(w, "%s: skipped: %s\n", b.Name, b.Skipped)
+		}
+	}
+}
+
+// WriteJSON writes one object per backend × workload.
+func (r *Report) WriteJSON(path string) error {
+	b, err := json.MarshalIndent(r.Results, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
+// WriteDir writes report.md, report.json and the SVG charts into dir.
+// command is the command line, recorded in the report.
+func (r *Report) WriteDir(dir, command string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	charts, err := r.writeCharts(dir)
+	if err != nil {
+		return fmt.Errorf("charts: %w", err)
+	}
+	full, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "report.json"), append(full, '\n'), 0o644); err != nil {
+		return err
+	}
+	var sb strings.Builder
+	r.WriteMarkdown(&sb, command)
+	for _, c := range charts {
+		fmt.Fprintf(&sb, "![%s](%s)\n\n", strings.TrimSuffix(c, ".svg"), c)
+	}
+	return os.WriteFile(filepath.Join(dir, "report.md"), []byte(sb.String()), 0o644)
+}
+
+// WriteMarkdown writes the whole report: machine, settings, table, targets.
+func (r *Report) WriteMarkdown(w io.Writer, command string) {
+	m := r.Machine
+	fmt.Fprintf(w, "# wfstore bench\n\n")
+	fmt.Fprintf(w, "- command: `%s`\n", command)
+	fmt.Fprintf(w, "- date: %s (%.0f s)\n", r.Started.UTC().Format(time.RFC3339), r.Seconds)
+	fmt.Fprintf(w, "- machine: %s, %d cores, %s %s, kernel %s, %s\n", m.CPU, m.Cores, m.OS, m.Arch, m.Kernel, m.GoVersion)
+	c := r.Config
+	fmt.Fprintf(w, "- sizes: N=%d admissions per workload, %d workers, growth %s vs %s historical attempts, %d interleaved rounds, quick=%v\n\n",
+		c.N, c.Workers, count(c.History), count(c.SmallHistory), c.Rounds, c.Quick)
+	fmt.Fprintf(w, "## Backends\n\n")
+	for _, b := range r.Backends {
+		if b.Skipped != "" {
+			fmt.Fprintf(w, "- **%s**: skipped: %s\n", b.Name, b.Skipped)
+			continue
+		}
+		keys := make([]string, 0, len(b.Info.Settings))
+		for k := range b.Info.Settings {
+			if k != "path" && k != "schema" {
+				keys = append(keys, k)
+			}
+		}
+		slices.Sort(keys)
+		var kv []string
+		for _, k := range keys {
+			kv = append(kv, k+"="+b.Info.Settings[k])
+		}
+		fmt.Fprintf(w, "- **%s** %s: %s\n  - bare commit: %s\n", b.Name, b.Info.Version, strings.Join(kv, ", "), b.BareNote)
+	}
+	fmt.Fprintf(w, "\n## Results\n\n")
+	r.WriteTable(w)
+	fmt.Fprintf(w, "\nLatency is per admission (per commit for bare, per round trip for retry), from the owner's Plan call to the receipt commit. allocs/op and KB/op count the whole process while the workload ran.\n")
+	fmt.Fprintf(w, "\n## %s\n\n", targetsSection)
+	r.WriteChecks(w)
+	fmt.Fprintln(w)
+}
