@@ -105,8 +105,11 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 		if auth == nil {
 			auth = copyAuthority(parent.Authority)
 		}
-		if deadline == 0 {
+		switch {
+		case deadline == 0:
 			deadline = parent.DeadlineMS
+		case parent.DeadlineMS != 0 && deadline > parent.DeadlineMS:
+			return invalid("child deadline", "may only narrow the parent's deadline")
 		}
 		child := backend.Run{
 			ID: childID, RootID: root.ID, ParentID: parent.ID, Depth: parent.Depth + 1,

@@ -18,7 +18,7 @@ type DispatchOptions struct {
 	// authority is snapshotted at discovery and must not change until the
 	// receipt commits.
 	Authority *Authority
-	// Limit bounds the activations taken from discovery (1..=1000).
+	// Limit bounds the activations taken from discovery (1..=1000; 0 means 100).
 	Limit int
 	// Fault, when set, is called at every boundary.
 	Fault FaultHook

@@ -215,7 +215,10 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
 				return err
 			}
-			run.Status = backend.RunFailed
+			if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
+				// A repair_required run stays so until its repair is resolved.
+				run.Status = backend.RunFailed
+			}
 			run.UpdatedMS = at
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
