@@ -257,7 +257,9 @@ func decodeGroup(b []byte) (backend.FanOutGroup, error) {
 // Attempt.
 
 func encodeAttempt(v backend.Attempt) []byte {
-	w := valueWriter{b: make([]byte, 0, 64+len(v.Intent)+len(v.Receipt)+len(v.Detail))}
+	size := 64 + len(v.Key.RunID) + len(v.Key.NodeID) + len(v.Key.ActivationID) + len(v.Identity) +
+		len(v.Intent) + len(v.IntentChecksum) + len(v.Receipt) + len(v.Detail)
+	w := valueWriter{b: make([]byte, 0, size)}
 	w.b = append(w.b, tagAttempt)
 	w.attemptKey(v.Key)
 	w.str(v.Identity)
@@ -353,7 +355,7 @@ func decodeSchedule(b []byte) (backend.RetrySchedule, error) {
 // Event.
 
 func encodeEvent(v backend.Event) []byte {
-	w := valueWriter{b: make([]byte, 0, 32+len(v.Payload))}
+	w := valueWriter{b: make([]byte, 0, 32+len(v.RunID)+len(v.Type)+len(v.Payload))}
 	w.b = append(w.b, tagEvent)
 	w.str(v.RunID)
 	w.varint(v.Seq)
