@@ -11,6 +11,7 @@ func storeTier() []Case {
 		reconcileCases(),
 		retryCases(),
 		fanoutCases(),
+		modelCases(),
 		cancelCases(),
 		limitsCases(),
 		childCases(),

@@ -1,0 +1,1300 @@
+// Package model is a compact reference model of the wfstore Store semantics
+// (SEMANTICS.md §2–§4 with DESIGN.md §5's decisions), for the conformance
+// suite's model tier. It imports nothing from workflow/ or backend/: state is
+// plain Go maps, every operation is a method that returns its result and an
+// error class, and View renders the durable state the tier compares against
+// the adapter's records.
+//
+// The model is deliberately written from the rules, not from the Store's
+// code: it derives counters (attempts, active attempts, tree attempts,
+// descendants) and leases from the attempts instead of maintaining them, so
+// a counter or lease the Store forgets to update shows up as a digest
+// difference.
+package model
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Err is an error class: which sentinel an error matches ("" for none).
+type Err string
+
+// Error classes (the workflow sentinels).
+const (
+	OK            Err = ""
+	Invalid       Err = "invalid_input"
+	NotFound      Err = "not_found"
+	Conflict      Err = "conflict"
+	Ineligible    Err = "ineligible"
+	Stale         Err = "stale_authority"
+	NodeExhausted Err = "node_allowance_exhausted"
+	RootExhausted Err = "root_allowance_exhausted"
+	Capacity      Err = "concurrency_capacity"
+	Resource      Err = "resource_conflict"
+	Owner         Err = "owner"
+)
+
+// Run statuses.
+const (
+	RunRunning        = "running"
+	RunPaused         = "paused"
+	RunFailed         = "failed"
+	RunRepairRequired = "repair_required"
+	RunCancelled      = "cancelled"
+)
+
+// Activation statuses.
+const (
+	ActPending   = "pending"
+	ActRunning   = "running"
+	ActCompleted = "completed"
+	ActFailed    = "failed"
+	ActCancelled = "cancelled"
+)
+
+// Attempt statuses.
+const (
+	AttPrepared       = "prepared"
+	AttAdmitted       = "admitted"
+	AttRunning        = "running"
+	AttSucceeded      = "succeeded"
+	AttFailed         = "failed"
+	AttPaused         = "paused"
+	AttCancelled      = "cancelled"
+	AttCancelling     = "cancelling"
+	AttRepairRequired = "repair_required"
+	AttAbandoned      = "abandoned"
+)
+
+// Effects and reconciliation classes.
+const (
+	ReadOnly         = "read_only"
+	Mutating         = "mutating"
+	IdempotentReplay = "idempotent_replay"
+	ReceiptStatus    = "receipt_status"
+	RepairRequired   = "repair_required"
+)
+
+// Handoff states.
+const (
+	HandoffPending  = "pending"
+	HandoffRecorded = "recorded"
+)
+
+// Receipt kinds kept on an attempt ("" = none).
+const (
+	ReceiptOwner = "owner" // the owner's receipt for the identity
+	ReceiptOther = "other" // a different receipt supplied by a caller
+	ReceiptChild = "child" // the synthetic receipt of a child-run admission
+)
+
+// Funcs are the identity derivations, supplied by the tier (the model does
+// not reimplement the hashes).
+type Funcs struct {
+	Identity func(run, node, act string, attempt uint32) string
+	ChildID  func(root, parentRun, parentAct string, attempt uint32, target string) string
+}
+
+// Limits of a run (already normalised: no zero fields).
+type Limits struct {
+	NodeCap, ConcurrencyCap, CycleCap, RetryCap int64
+}
+
+// Auth is an execution authority.
+type Auth struct {
+	Gen int64
+	Tag string
+}
+
+// ActKey names an activation.
+type ActKey struct{ Run, Node, Act string }
+
+func (k ActKey) String() string { return k.Run + "/" + k.Node + "/" + k.Act }
+
+// AttKey names an attempt.
+type AttKey struct {
+	ActKey
+	N uint32
+}
+
+func (k AttKey) String() string { return fmt.Sprintf("%s#%d", k.ActKey, k.N) }
+
+// Policy is an automatic-retry policy (version 1).
+type Policy struct {
+	MaxAttempts                      uint32
+	Retryable, Unavailable           bool // eligible failures
+	InitialMS, Multiplier, MaximumMS int64
+}
+
+// NewAct describes an activation to add.
+type NewAct struct {
+	Key    ActKey
+	Effect string
+	Recon  string
+	Policy *Policy
+	Claim  bool     // a write claim on the run's resource "res"
+	Preds  []ActKey // predecessors (same run)
+}
+
+func (a NewAct) same(b NewAct) bool {
+	pe := (a.Policy == nil) == (b.Policy == nil) && (a.Policy == nil || *a.Policy == *b.Policy)
+	return a.Effect == b.Effect && a.Recon == b.Recon && a.Claim == b.Claim && pe && slices.Equal(a.Preds, b.Preds)
+}
+
+// Run is a run's durable state.
+type Run struct {
+	ID, Root, Parent string
+	Depth            int
+	Status           string
+	Cancel           bool
+	Auth             *Auth
+	Limits           Limits
+	Exhausted        bool // the one execution_allowance_exhausted event was written
+}
+
+// Act is an activation's durable state.
+type Act struct {
+	Def        NewAct
+	Status     string
+	Last       uint32
+	Admissible bool
+	Output     bool
+	HasSucc    bool
+}
+
+// Attempt is an attempt's durable state.
+type Attempt struct {
+	Key      AttKey
+	Identity string
+	Status   string
+	Handoff  string
+	Effect   string
+	Receipt  string
+	Prepared int64 // ms
+}
+
+// Schedule is an automatic retry schedule.
+type Schedule struct {
+	Failed, Next uint32
+	BackoffMS    int64
+	DueMS        int64
+}
+
+// Model is the reference state: every run the tier created in one sequence,
+// plus what the owner holds.
+type Model struct {
+	F      Funcs
+	Runs   map[string]*Run
+	Acts   map[ActKey]*Act
+	Atts   map[AttKey]*Attempt
+	Sched  map[ActKey]Schedule
+	Held   map[string]string // identity → receipt kind the owner holds
+	Calls  map[string]int    // owner Dispatch calls by identity
+	byID   map[string]AttKey
+	childs map[string]AttKey // child run id → parent attempt
+}
+
+// New returns an empty model.
+func New(f Funcs) *Model {
+	return &Model{F: f, Runs: map[string]*Run{}, Acts: map[ActKey]*Act{}, Atts: map[AttKey]*Attempt{},
+		Sched: map[ActKey]Schedule{}, Held: map[string]string{}, Calls: map[string]int{},
+		byID: map[string]AttKey{}, childs: map[string]AttKey{}}
+}
+
+// ---- derived facts ----
+
+func active(st string) bool {
+	switch st {
+	case AttPrepared, AttAdmitted, AttRunning, AttCancelling:
+		return true
+	}
+	return false
+}
+
+func settled(st string) bool {
+	switch st {
+	case AttSucceeded, AttFailed, AttCancelled, AttPaused, AttAbandoned:
+		return true
+	}
+	return false
+}
+
+// holdsLease: leases are taken at prepare and released on every settled
+// status; repair_required keeps them (DESIGN §5.13).
+func holdsLease(st string) bool { return active(st) || st == AttRepairRequired }
+
+func (m *Model) attemptsOf(run string) []*Attempt {
+	var out []*Attempt
+	for k, a := range m.Atts {
+		if k.Run == run {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Attempt) int {
+		return cmp.Or(cmp.Compare(a.Prepared, b.Prepared), strings.Compare(a.Identity, b.Identity))
+	})
+	return out
+}
+
+func (m *Model) actsOf(run string) []*Act {
+	var out []*Act
+	for k, a := range m.Acts {
+		if k.Run == run {
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b *Act) int { return cmpKey(a.Def.Key, b.Def.Key) })
+	return out
+}
+
+func cmpKey(a, b ActKey) int {
+	return cmp.Or(strings.Compare(a.Run, b.Run), strings.Compare(a.Node, b.Node), strings.Compare(a.Act, b.Act))
+}
+
+// Counts are a run's derived counters.
+type Counts struct{ Attempts, Active, Tree, Descendants int64 }
+
+func (m *Model) counts(run *Run) Counts {
+	var c Counts
+	for k, a := range m.Atts {
+		if k.Run == run.ID {
+			c.Attempts++
+			if active(a.Status) {
+				c.Active++
+			}
+		}
+		if r := m.Runs[k.Run]; r != nil && r.Root == run.ID {
+			c.Tree++
+		}
+	}
+	for _, r := range m.Runs {
+		if r.Root == run.ID && r.ID != run.ID {
+			c.Descendants++
+		}
+	}
+	if run.Root != run.ID {
+		c.Tree, c.Descendants = 0, 0 // kept on the root only
+	}
+	return c
+}
+
+func (m *Model) root(run *Run) *Run { return m.Runs[run.Root] }
+
+func verify(run *Run, want *Auth) Err {
+	if want == nil {
+		return OK
+	}
+	if run.Auth == nil || *run.Auth != *want {
+		return Stale
+	}
+	return OK
+}
+
+func snapshotOK(run *Run, snap *Auth) bool {
+	if run.Auth == nil || snap == nil {
+		return run.Auth == nil && snap == nil
+	}
+	return *run.Auth == *snap
+}
+
+func admissible(run *Run, a *Act) bool {
+	return a.Status == ActPending && run.Status == RunRunning && !run.Cancel && !run.Exhausted
+}
+
+// reindex recomputes the pending index of a run's activations (what the
+// Store does whenever a run's admissibility changes).
+func (m *Model) reindex(run *Run) {
+	for _, a := range m.actsOf(run.ID) {
+		if a.Status == ActPending || a.Admissible {
+			a.Admissible = admissible(run, a)
+		}
+	}
+}
+
+func (m *Model) hasRepairRequired(run string) bool {
+	for k, a := range m.Atts {
+		if k.Run == run && a.Status == AttRepairRequired {
+			return true
+		}
+	}
+	return false
+}
+
+// finalize: a run whose cancellation is requested becomes cancelled as soon
+// as no active or repair_required attempt remains.
+func (m *Model) finalize(run *Run) {
+	if !run.Cancel || run.Status == RunCancelled || m.counts(run).Active > 0 || m.hasRepairRequired(run.ID) {
+		return
+	}
+	for _, a := range m.actsOf(run.ID) {
+		if a.Status == ActPending || a.Status == ActRunning {
+			a.Status = ActCancelled
+			a.Admissible = false
+		}
+	}
+	run.Status = RunCancelled
+}
+
+// resolveRepair: once no repair_required attempt remains, the run leaves
+// repair_required for to.
+func (m *Model) resolveRepair(run *Run, to string) {
+	if run.Status != RunRepairRequired || m.hasRepairRequired(run.ID) {
+		return
+	}
+	run.Status = to
+	m.finalize(run)
+	m.reindex(run)
+}
+
+// ---- runs and activations ----
+
+// CreateRun creates a root run.
+func (m *Model) CreateRun(id string, l Limits, auth *Auth) (bool, Err) {
+	if old, ok := m.Runs[id]; ok {
+		same := old.Parent == "" && old.Limits == l && ((old.Auth == nil) == (auth == nil)) && (auth == nil || *old.Auth == *auth)
+		if same {
+			return false, OK
+		}
+		return false, Conflict
+	}
+	m.Runs[id] = &Run{ID: id, Root: id, Depth: 1, Status: RunRunning, Limits: l, Auth: cloneAuth(auth)}
+	return true, OK
+}
+
+func cloneAuth(a *Auth) *Auth {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	return &c
+}
+
+// AddActivation adds a pending activation.
+func (m *Model) AddActivation(na NewAct) (bool, Err) {
+	run, ok := m.Runs[na.Key.Run]
+	if !ok {
+		return false, NotFound
+	}
+	if old, ok := m.Acts[na.Key]; ok {
+		if old.Def.same(na) {
+			return false, OK
+		}
+		return false, Conflict
+	}
+	if run.Status != RunRunning || run.Cancel {
+		return false, Ineligible
+	}
+	for _, p := range na.Preds {
+		if _, ok := m.Acts[p]; !ok {
+			return false, NotFound
+		}
+	}
+	for _, p := range na.Preds {
+		m.Acts[p].HasSucc = true
+	}
+	a := &Act{Def: na, Status: ActPending}
+	a.Admissible = admissible(run, a)
+	m.Acts[na.Key] = a
+	return true, OK
+}
+
+// CreateChildRun creates the child of a prepared parent attempt (target is
+// the canonical target JSON) and admits the parent attempt.
+func (m *Model) CreateChildRun(parent AttKey, target string) (string, bool, Err) {
+	prun, ok := m.Runs[parent.Run]
+	if !ok {
+		return "", false, NotFound
+	}
+	id := m.F.ChildID(prun.Root, parent.Run, parent.Act, parent.N, target)
+	if p, ok := m.childs[id]; ok {
+		if p == parent {
+			return id, false, OK
+		}
+		return id, false, Conflict
+	}
+	att, ok := m.Atts[parent]
+	act := m.Acts[parent.ActKey]
+	if !ok || att.Status != AttPrepared || act == nil || act.Status != ActRunning {
+		return id, false, Ineligible
+	}
+	if prun.Status != RunRunning || prun.Cancel {
+		return id, false, Ineligible
+	}
+	root := m.root(prun)
+	rc := m.counts(root)
+	if rc.Tree >= root.Limits.NodeCap {
+		return id, false, RootExhausted
+	}
+	if rc.Descendants >= 64 || prun.Depth+1 > 8 {
+		return id, false, Ineligible
+	}
+	m.Runs[id] = &Run{ID: id, Root: root.ID, Parent: prun.ID, Depth: prun.Depth + 1, Status: RunRunning,
+		Limits: prun.Limits, Auth: cloneAuth(prun.Auth)}
+	m.childs[id] = parent
+	att.Status = AttAdmitted
+	att.Receipt = ReceiptChild
+	return id, true, OK
+}
+
+// ---- dispatch ----
+
+// OwnerMode is how the owner behaves in one Dispatch or Redispatch.
+type OwnerMode int
+
+// Owner modes.
+const (
+	OwnerOK OwnerMode = iota
+	OwnerUnsupported
+	OwnerPlanError
+	OwnerDispatchError // refuses before accepting: holds nothing
+	FaultIntent        // fault hook fails at IntentCommitted
+	FaultAccepted      // fault hook fails at OwnerAccepted (the owner holds the receipt)
+	FaultReceipt       // fault hook fails at ReceiptCommitted
+)
+
+// Summary is a Dispatch summary.
+type Summary struct {
+	Admitted    []string
+	Unsupported []ActKey
+	Raced       []ActKey
+	Exhausted   []ActKey
+	Rejected    []ActKey
+}
+
+// Dispatch runs one Dispatch restricted to runID. owned, when set, is the
+// owned-dispatch authority.
+func (m *Model) Dispatch(runID string, limit int, mode OwnerMode, owned *Auth, now int64) (Summary, Err) {
+	var sum Summary
+	run, ok := m.Runs[runID]
+	if owned != nil && (!ok || verify(run, owned) != OK) {
+		return sum, Stale
+	}
+	if !ok {
+		return sum, OK
+	}
+	// Discovery: admissible activations in key order; a run without
+	// concurrency room contributes its next one as raced and stops.
+	type cand struct {
+		act  *Act
+		full bool
+	}
+	var cands []cand
+	room := run.Limits.ConcurrencyCap - m.counts(run).Active
+	for _, a := range m.actsOf(runID) {
+		if len(cands) >= limit {
+			break
+		}
+		if !a.Admissible {
+			continue
+		}
+		if room <= 0 {
+			cands = append(cands, cand{a, true})
+			break
+		}
+		room--
+		cands = append(cands, cand{a, false})
+	}
+	snap := cloneAuth(run.Auth)
+	for _, c := range cands {
+		k := c.act.Def.Key
+		if c.full {
+			sum.Raced = append(sum.Raced, k)
+			continue
+		}
+		switch mode {
+		case OwnerUnsupported:
+			sum.Unsupported = append(sum.Unsupported, k)
+			continue
+		case OwnerPlanError:
+			return sum, Owner
+		}
+		check := func() Err {
+			if owned != nil {
+				return verify(run, owned)
+			}
+			if !snapshotOK(run, snap) {
+				return Stale
+			}
+			return OK
+		}
+		att, e := m.prepare(run, c.act, check, now)
+		switch e {
+		case OK:
+		case Capacity, Resource:
+			sum.Raced = append(sum.Raced, k)
+			continue
+		case NodeExhausted, RootExhausted:
+			m.recordExhaustion(run)
+			sum.Exhausted = append(sum.Exhausted, k)
+			continue
+		case Ineligible:
+			c.act.Admissible = false // parked
+			sum.Rejected = append(sum.Rejected, k)
+			continue
+		default:
+			return sum, e
+		}
+		if att == nil {
+			sum.Raced = append(sum.Raced, k)
+			continue
+		}
+		if mode == FaultIntent {
+			return sum, Owner
+		}
+		att.Handoff = HandoffRecorded
+		if mode == OwnerDispatchError {
+			m.Calls[att.Identity]++
+			return sum, Owner
+		}
+		m.ownerAccept(att.Identity)
+		if mode == FaultAccepted {
+			return sum, Owner
+		}
+		att.Status = AttAdmitted
+		att.Receipt = ReceiptOwner
+		if mode == FaultReceipt {
+			return sum, Owner
+		}
+		sum.Admitted = append(sum.Admitted, att.Identity)
+	}
+	return sum, OK
+}
+
+func (m *Model) ownerAccept(identity string) {
+	m.Calls[identity]++
+	m.Held[identity] = ReceiptOwner
+}
+
+// prepare is the single-winner gate for one activation (nil: not
+// admissible now).
+func (m *Model) prepare(run *Run, act *Act, check func() Err, now int64) (*Attempt, Err) {
+	if e := check(); e != OK {
+		return nil, e
+	}
+	if act.Status != ActPending || run.Status != RunRunning || run.Cancel {
+		return nil, OK
+	}
+	n := act.Last + 1
+	k := AttKey{act.Def.Key, n}
+	if act.Def.Claim {
+		for ak, a := range m.Atts {
+			if ak.Run == run.ID && ak != k && holdsLease(a.Status) && m.Acts[ak.ActKey].Def.Claim {
+				return nil, Resource
+			}
+		}
+	}
+	if int64(n) > run.Limits.RetryCap+1 {
+		return nil, Ineligible
+	}
+	c := m.counts(run)
+	if c.Attempts >= run.Limits.NodeCap {
+		return nil, NodeExhausted
+	}
+	root := m.root(run)
+	if m.counts(root).Tree >= root.Limits.NodeCap {
+		return nil, RootExhausted
+	}
+	if c.Active >= run.Limits.ConcurrencyCap {
+		return nil, Capacity
+	}
+	act.Status = ActRunning
+	act.Admissible = false
+	act.Last = n
+	id := m.F.Identity(k.Run, k.Node, k.Act, n)
+	att := &Attempt{Key: k, Identity: id, Status: AttPrepared, Handoff: HandoffPending, Effect: act.Def.Effect, Prepared: now}
+	m.Atts[k] = att
+	m.byID[id] = k
+	return att, OK
+}
+
+func (m *Model) recordExhaustion(run *Run) {
+	root := m.root(run)
+	local := m.counts(run).Attempts >= run.Limits.NodeCap
+	tree := m.counts(root).Tree >= root.Limits.NodeCap
+	if (!local && !tree) || run.Exhausted {
+		return
+	}
+	run.Exhausted = true
+	m.reindex(run)
+}
+
+// ---- handoff and receipts ----
+
+// Handoff records the handoff of a prepared attempt (0→1).
+func (m *Model) Handoff(k AttKey, auth *Auth) Err {
+	run, ok := m.Runs[k.Run]
+	if !ok {
+		return NotFound
+	}
+	if e := verify(run, auth); e != OK {
+		return e
+	}
+	att, ok := m.Atts[k]
+	act := m.Acts[k.ActKey]
+	if !ok || att.Status != AttPrepared || act.Status != ActRunning || run.Status != RunRunning || run.Cancel {
+		return Ineligible
+	}
+	if att.Handoff == HandoffRecorded {
+		return Conflict
+	}
+	att.Handoff = HandoffRecorded
+	return OK
+}
+
+// PersistReceipt commits a receipt of the given kind.
+func (m *Model) PersistReceipt(k AttKey, receipt string, auth *Auth) Err {
+	run, ok := m.Runs[k.Run]
+	if !ok {
+		return NotFound
+	}
+	if e := verify(run, auth); e != OK {
+		return e
+	}
+	att, ok := m.Atts[k]
+	if !ok {
+		return NotFound
+	}
+	if att.Receipt != "" {
+		switch att.Status {
+		case AttAdmitted, AttRunning, AttCancelling:
+			if att.Receipt == receipt {
+				return OK
+			}
+		}
+		return Conflict
+	}
+	switch att.Status {
+	case AttPrepared:
+		att.Status = AttAdmitted
+	case AttCancelling:
+	case AttRepairRequired:
+		if att.Handoff != HandoffRecorded {
+			return Conflict
+		}
+		att.Status = AttAdmitted
+		att.Receipt = receipt
+		m.resolveRepair(run, RunRunning)
+	default:
+		return Conflict
+	}
+	att.Receipt = receipt
+	return OK
+}
+
+// ---- observations ----
+
+// Observation kinds.
+const (
+	ObsAdmitted  = "admitted"
+	ObsRunning   = "running"
+	ObsDeferred  = "deferred"
+	ObsSucceeded = "succeeded"
+	ObsFailed    = "failed"
+	ObsRetryable = "retryable_failure"
+	ObsPaused    = "paused"
+	ObsCancelled = "cancelled"
+	ObsUnknown   = "unknown"
+)
+
+// ObsResult is what an observation did.
+type ObsResult struct {
+	Status     string
+	Schedule   *Schedule
+	Unresolved bool
+}
+
+func compatible(st, kind string) bool {
+	switch kind {
+	case ObsAdmitted, ObsRunning, ObsDeferred:
+		return true
+	case ObsSucceeded:
+		return st == AttSucceeded
+	case ObsFailed, ObsRetryable:
+		return st == AttFailed
+	case ObsPaused:
+		return st == AttPaused
+	case ObsCancelled:
+		return st == AttCancelled
+	case ObsUnknown:
+		return st == AttRepairRequired
+	}
+	return false
+}
+
+// Observe applies an owner observation to an attempt (by identity).
+func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
+	k, ok := m.byID[identity]
+	if !ok {
+		return ObsResult{}, NotFound
+	}
+	att, act, run := m.Atts[k], m.Acts[k.ActKey], m.Runs[k.Run]
+	res := ObsResult{Status: att.Status}
+	if settled(att.Status) || att.Status == AttRepairRequired {
+		if compatible(att.Status, kind) {
+			return res, OK
+		}
+		return res, Conflict
+	}
+	if att.Receipt == "" {
+		return res, Ineligible
+	}
+	if run.Cancel {
+		kind = ObsCancelled
+	}
+	switch kind {
+	case ObsAdmitted, ObsRunning:
+		att.Status = map[string]string{ObsAdmitted: AttAdmitted, ObsRunning: AttRunning}[kind]
+	case ObsDeferred:
+	case ObsSucceeded:
+		att.Status = AttSucceeded
+		act.Status = ActCompleted
+		act.Output = true
+	case ObsFailed, ObsRetryable:
+		if kind == ObsRetryable {
+			if s, ok := m.retrySchedule(run, act, k.N, now); ok {
+				if old, had := m.Sched[k.ActKey]; had && old != s {
+					return ObsResult{Status: att.Status}, Conflict
+				}
+				m.Sched[k.ActKey] = s
+				res.Schedule = &s
+			}
+		}
+		att.Status = AttFailed
+		act.Status = ActFailed
+		if run.Status == RunRunning || run.Status == RunPaused {
+			// A repair_required run stays so until its repair is resolved.
+			run.Status = RunFailed
+		}
+		m.reindex(run)
+	case ObsPaused:
+		att.Status = AttPaused
+		act.Status = ActPending
+		if run.Status == RunRunning {
+			run.Status = RunPaused
+		}
+		m.reindex(run)
+	case ObsCancelled:
+		att.Status = AttCancelled
+		act.Status = ActCancelled
+		act.Admissible = false
+		m.finalize(run)
+	case ObsUnknown:
+		if att.Effect == ReadOnly {
+			res.Unresolved = true
+			return res, OK
+		}
+		att.Status = AttRepairRequired
+		run.Status = RunRepairRequired
+		m.reindex(run)
+	}
+	res.Status = att.Status
+	return res, OK
+}
+
+// retrySchedule decides an observation-driven automatic retry (SEMANTICS
+// §3's table with the policy's max_attempts and the run's retry_cap).
+func (m *Model) retrySchedule(run *Run, act *Act, attempt uint32, now int64) (Schedule, bool) {
+	p := act.Def.Policy
+	if p == nil || !p.Retryable {
+		return Schedule{}, false
+	}
+	limit := min(int64(p.MaxAttempts), run.Limits.RetryCap)
+	if int64(attempt)+1 > limit {
+		return Schedule{}, false
+	}
+	switch {
+	case act.Def.Effect == ReadOnly && (act.Def.Recon == IdempotentReplay || act.Def.Recon == ReceiptStatus):
+	case act.Def.Effect == Mutating && act.Def.Recon == ReceiptStatus:
+	default:
+		return Schedule{}, false
+	}
+	next := attempt + 1
+	backoff := p.InitialMS
+	for i := uint32(2); i < next; i++ {
+		backoff *= p.Multiplier
+		if backoff >= p.MaximumMS {
+			backoff = p.MaximumMS
+			break
+		}
+	}
+	backoff = min(backoff, p.MaximumMS)
+	return Schedule{Failed: attempt, Next: next, BackoffMS: backoff, DueMS: now + backoff}, true
+}
+
+// ---- retries ----
+
+// Requeue is a retry's result.
+type Requeue struct {
+	Key        ActKey
+	Prev, Next uint32
+}
+
+// RetryFailedNode explicitly requeues a failed activation.
+func (m *Model) RetryFailedNode(k ActKey, failed uint32) (Requeue, Err) {
+	return m.retry(k, failed, nil)
+}
+
+// ConsumeDueRetry consumes the activation's due schedule.
+func (m *Model) ConsumeDueRetry(k ActKey, now int64) (Requeue, Err) {
+	s, ok := m.Sched[k]
+	if !ok {
+		return Requeue{}, NotFound
+	}
+	if s.DueMS > now {
+		return Requeue{}, Ineligible
+	}
+	return m.retry(k, s.Failed, &s)
+}
+
+// ConsumeNextDueRetry consumes the run's first due schedule (by due time,
+// node, activation); ok is false when none is due.
+func (m *Model) ConsumeNextDueRetry(runID string, now int64) (Requeue, bool, Err) {
+	var best *ActKey
+	var bs Schedule
+	for k, s := range m.Sched {
+		if k.Run != runID || s.DueMS > now {
+			continue
+		}
+		if best == nil || cmp.Or(cmp.Compare(s.DueMS, bs.DueMS), cmpKey(k, *best)) < 0 {
+			kk := k
+			best, bs = &kk, s
+		}
+	}
+	if best == nil {
+		return Requeue{}, false, OK
+	}
+	rq, e := m.ConsumeDueRetry(*best, now)
+	return rq, true, e
+}
+
+func (m *Model) retry(k ActKey, failed uint32, sched *Schedule) (Requeue, Err) {
+	run, ok := m.Runs[k.Run]
+	if !ok {
+		return Requeue{}, NotFound
+	}
+	act, ok := m.Acts[k]
+	if !ok {
+		return Requeue{}, NotFound
+	}
+	if (run.Status != RunFailed && run.Status != RunRunning) || run.Cancel {
+		return Requeue{}, Ineligible
+	}
+	if act.Status != ActFailed || act.Output {
+		return Requeue{}, Ineligible
+	}
+	att, ok := m.Atts[AttKey{k, failed}]
+	if !ok || act.Last != failed || (att.Status != AttFailed && att.Status != AttAbandoned) {
+		if sched != nil {
+			return Requeue{}, Conflict
+		}
+		return Requeue{}, Ineligible
+	}
+	next := failed + 1
+	if int64(next) > run.Limits.RetryCap+1 || act.HasSucc {
+		return Requeue{}, Ineligible
+	}
+	if sched != nil && (sched.Failed != failed || sched.Next != next) {
+		return Requeue{}, Conflict
+	}
+	act.Status = ActPending
+	run.Status = RunRunning
+	delete(m.Sched, k) // consumed, or superseded by the explicit retry
+	m.reindex(run)
+	return Requeue{Key: k, Prev: failed, Next: next}, OK
+}
+
+// ---- authority, gates, cancellation ----
+
+// TransferAuthority replaces the run's authority by compare-and-swap.
+func (m *Model) TransferAuthority(runID string, expected, replacement Auth) Err {
+	if replacement.Gen != expected.Gen+1 || replacement.Tag == expected.Tag {
+		return Invalid
+	}
+	run, ok := m.Runs[runID]
+	if !ok {
+		return NotFound
+	}
+	if verify(run, &expected) != OK {
+		return Stale
+	}
+	switch run.Status {
+	case RunRunning, RunPaused, RunRepairRequired:
+	default:
+		return Ineligible
+	}
+	run.Auth = &replacement
+	return OK
+}
+
+// Pause moves a running run to paused (a paused run: no-op).
+func (m *Model) Pause(runID string, auth *Auth) Err { return m.gate(runID, auth, true) }
+
+// Resume moves a paused run back to running.
+func (m *Model) Resume(runID string, auth *Auth) Err { return m.gate(runID, auth, false) }
+
+func (m *Model) gate(runID string, auth *Auth, pause bool) Err {
+	run, ok := m.Runs[runID]
+	if !ok {
+		return NotFound
+	}
+	if e := verify(run, auth); e != OK {
+		return e
+	}
+	from, to := RunRunning, RunPaused
+	if !pause {
+		from, to = RunPaused, RunRunning
+		if run.Cancel {
+			return Ineligible
+		}
+	}
+	switch run.Status {
+	case to:
+		return OK
+	case from:
+	default:
+		return Ineligible
+	}
+	run.Status = to
+	m.reindex(run)
+	return OK
+}
+
+// RequestCancellation records the run's cancellation intent and returns its
+// status afterwards.
+func (m *Model) RequestCancellation(runID string, auth *Auth) (string, Err) {
+	run, ok := m.Runs[runID]
+	if !ok {
+		return "", NotFound
+	}
+	if e := verify(run, auth); e != OK {
+		return "", e
+	}
+	if run.Cancel {
+		return run.Status, OK
+	}
+	switch run.Status {
+	case RunRunning, RunPaused, RunRepairRequired:
+	default:
+		return run.Status, Ineligible
+	}
+	run.Cancel = true
+	for _, a := range m.actsOf(runID) {
+		if a.Status == ActPending {
+			a.Status = ActCancelled
+			a.Admissible = false
+		}
+	}
+	m.finalize(run)
+	return run.Status, OK
+}
+
+// MarkCancellationSignalled moves an active attempt of a cancelling run to
+// cancelling.
+func (m *Model) MarkCancellationSignalled(identity string) Err {
+	k, ok := m.byID[identity]
+	if !ok {
+		return NotFound
+	}
+	att, run := m.Atts[k], m.Runs[k.Run]
+	if !run.Cancel {
+		return Ineligible
+	}
+	switch att.Status {
+	case AttCancelling:
+		return OK
+	case AttPrepared, AttAdmitted, AttRunning:
+	default:
+		return Ineligible
+	}
+	att.Status = AttCancelling
+	return OK
+}
+
+// CancelNeverDispatched cancels a provably never-dispatched attempt of a
+// cancelling run.
+func (m *Model) CancelNeverDispatched(identity string, auth *Auth) (bool, Err) {
+	k, ok := m.byID[identity]
+	if !ok {
+		return false, NotFound
+	}
+	att, act, run := m.Atts[k], m.Acts[k.ActKey], m.Runs[k.Run]
+	if att.Status != AttPrepared || att.Receipt != "" || att.Handoff != HandoffPending {
+		return false, OK
+	}
+	if e := verify(run, auth); e != OK {
+		return false, e
+	}
+	if !run.Cancel {
+		return false, Ineligible
+	}
+	att.Status = AttCancelled
+	act.Status = ActCancelled
+	act.Admissible = false
+	m.finalize(run)
+	return true, OK
+}
+
+// SettleOrphanedCancellation settles an attempt of a cancelling run whose
+// owner is gone, returning the run's status.
+func (m *Model) SettleOrphanedCancellation(identity string) (string, Err) {
+	k, ok := m.byID[identity]
+	if !ok {
+		return "", NotFound
+	}
+	att, act, run := m.Atts[k], m.Acts[k.ActKey], m.Runs[k.Run]
+	if !run.Cancel {
+		return run.Status, Ineligible
+	}
+	if !active(att.Status) || (att.Receipt == "" && att.Handoff == HandoffRecorded) {
+		return run.Status, OK
+	}
+	if att.Effect == Mutating {
+		att.Status = AttRepairRequired
+		run.Status = RunRepairRequired
+	} else {
+		att.Status = AttCancelled
+		act.Status = ActCancelled
+		m.finalize(run)
+	}
+	return run.Status, OK
+}
+
+// Repair actions.
+const (
+	RepairSucceeded = "confirm_succeeded"
+	RepairFailed    = "confirm_failed"
+	RepairCancelled = "confirm_cancelled"
+	RepairAbandon   = "abandon_for_explicit_retry"
+)
+
+// Repair resolves a mutating repair_required attempt.
+func (m *Model) Repair(identity, action string, auth *Auth) Err {
+	k, ok := m.byID[identity]
+	if !ok {
+		return NotFound
+	}
+	att, act, run := m.Atts[k], m.Acts[k.ActKey], m.Runs[k.Run]
+	if e := verify(run, auth); e != OK {
+		return e
+	}
+	if att.Status != AttRepairRequired || att.Effect != Mutating {
+		return Ineligible
+	}
+	st, as, to := AttSucceeded, ActCompleted, RunRunning
+	switch action {
+	case RepairFailed:
+		st, as, to = AttFailed, ActFailed, RunFailed
+	case RepairCancelled:
+		st, as = AttCancelled, ActCancelled
+	case RepairAbandon:
+		st, as, to = AttAbandoned, ActFailed, RunFailed
+	}
+	att.Status = st
+	act.Status = as
+	act.Output = action == RepairSucceeded
+	m.resolveRepair(run, to)
+	return OK
+}
+
+// ---- reconciliation ----
+
+// ReconcileSummary sorts the prepared attempts one pass examined.
+type ReconcileSummary struct {
+	NeverDispatched, Recovered, RepairRequired, SafeReadOnly []string
+}
+
+// Reconcile is ReconcilePrepared for one run; lookup says whether the
+// owner's ReceiptLookup is passed.
+func (m *Model) Reconcile(runID string, auth *Auth, limit int, lookup bool) (ReconcileSummary, Err) {
+	var sum ReconcileSummary
+	run, ok := m.Runs[runID]
+	if auth != nil && (!ok || verify(run, auth) != OK) {
+		return sum, Stale
+	}
+	for _, att := range m.prepared(runID, limit) {
+		switch {
+		case att.Handoff == HandoffPending:
+			sum.NeverDispatched = append(sum.NeverDispatched, att.Identity)
+			continue
+		case lookup:
+			if r, ok := m.Held[att.Identity]; ok {
+				if e := m.PersistReceipt(att.Key, r, auth); e != OK {
+					return sum, e
+				}
+				sum.Recovered = append(sum.Recovered, att.Identity)
+				continue
+			}
+		}
+		if att.Effect == ReadOnly {
+			sum.SafeReadOnly = append(sum.SafeReadOnly, att.Identity)
+			continue
+		}
+		if e := verify(run, auth); e != OK {
+			return sum, e
+		}
+		att.Status = AttRepairRequired
+		if run.Status == RunRunning || run.Status == RunPaused {
+			run.Status = RunRepairRequired
+			m.reindex(run)
+		}
+		sum.RepairRequired = append(sum.RepairRequired, att.Identity)
+	}
+	return sum, OK
+}
+
+func (m *Model) prepared(runID string, limit int) []*Attempt {
+	var out []*Attempt
+	for _, a := range m.attemptsOf(runID) {
+		if a.Status == AttPrepared && len(out) < limit {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// RedispatchSummary reports one Redispatch pass.
+type RedispatchSummary struct{ Admitted, Skipped []string }
+
+// Redispatch hands prepared attempts to the owner again with the same
+// identity: never-dispatched ones (any effect) and read-only ones.
+func (m *Model) Redispatch(runID string, auth *Auth, limit int, ownerFails bool) (RedispatchSummary, Err) {
+	var sum RedispatchSummary
+	run, ok := m.Runs[runID]
+	if auth != nil && (!ok || verify(run, auth) != OK) {
+		return sum, Stale
+	}
+	for _, att := range m.prepared(runID, limit) {
+		if att.Receipt != "" || (att.Handoff != HandoffPending && att.Effect != ReadOnly) {
+			sum.Skipped = append(sum.Skipped, att.Identity)
+			continue
+		}
+		if e := verify(run, auth); e != OK {
+			return sum, e
+		}
+		act := m.Acts[att.Key.ActKey]
+		if act.Status != ActRunning || run.Status != RunRunning || run.Cancel {
+			sum.Skipped = append(sum.Skipped, att.Identity)
+			continue
+		}
+		att.Handoff = HandoffRecorded
+		if ownerFails {
+			m.Calls[att.Identity]++
+			return sum, Owner
+		}
+		m.ownerAccept(att.Identity)
+		att.Status = AttAdmitted
+		att.Receipt = ReceiptOwner
+		sum.Admitted = append(sum.Admitted, att.Identity)
+	}
+	return sum, OK
+}
+
+// ---- the digest ----
+
+// View renders the durable state of the named runs (and what the owner
+// holds for their attempts), one fact per line, in a fixed order. The tier
+// renders the adapter's records with the same function (through FromRecords
+// style views it builds), so equal strings mean equal states.
+func (m *Model) View(runIDs []string) string {
+	var v State
+	for _, id := range runIDs {
+		r, ok := m.Runs[id]
+		if !ok {
+			continue
+		}
+		c := m.counts(r)
+		rv := RunView{ID: r.ID, Root: r.Root, Parent: r.Parent, Depth: r.Depth, Status: r.Status,
+			Cancel: r.Cancel, Limits: r.Limits, Exhausted: r.Exhausted, Counts: c}
+		if r.Auth != nil {
+			rv.Auth = fmt.Sprintf("%d:%s", r.Auth.Gen, r.Auth.Tag)
+		}
+		v.Runs = append(v.Runs, rv)
+		for _, a := range m.actsOf(id) {
+			v.Acts = append(v.Acts, ActView{Key: a.Def.Key, Status: a.Status, Last: a.Last,
+				Admissible: a.Admissible, Output: a.Output, HasSucc: a.HasSucc})
+			if s, ok := m.Sched[a.Def.Key]; ok {
+				v.Scheds = append(v.Scheds, SchedView{Key: a.Def.Key, Schedule: s})
+			}
+		}
+		for _, a := range m.attemptsOf(id) {
+			v.Atts = append(v.Atts, AttView{Key: a.Key, Status: a.Status, Handoff: a.Handoff, Effect: a.Effect,
+				Receipt: a.Receipt, Calls: m.Calls[a.Identity], Held: m.Held[a.Identity] != ""})
+			if holdsLease(a.Status) && m.Acts[a.Key.ActKey].Def.Claim {
+				v.Leases = append(v.Leases, a.Key)
+			}
+		}
+	}
+	return v.String()
+}
+
+// State is a rendered durable state (see View).
+type State struct {
+	Runs   []RunView
+	Acts   []ActView
+	Atts   []AttView
+	Scheds []SchedView
+	Leases []AttKey
+}
+
+// RunView is one run in a State.
+type RunView struct {
+	ID, Root, Parent string
+	Depth            int
+	Status           string
+	Cancel           bool
+	Auth             string
+	Limits           Limits
+	Exhausted        bool
+	Counts           Counts
+}
+
+// ActView is one activation in a State.
+type ActView struct {
+	Key                         ActKey
+	Status                      string
+	Last                        uint32
+	Admissible, Output, HasSucc bool
+}
+
+// AttView is one attempt in a State, with the owner's view of its identity.
+type AttView struct {
+	Key                             AttKey
+	Status, Handoff, Effect, Receipt string
+	Calls                           int
+	Held                            bool
+}
+
+// SchedView is one schedule in a State.
+type SchedView struct {
+	Key ActKey
+	Schedule
+}
+
+// String renders the state, sorted, one line per record.
+func (s State) String() string {
+	var lines []string
+	for _, r := range s.Runs {
+		lines = append(lines, fmt.Sprintf("run %s root=%s parent=%s depth=%d status=%s cancel=%v auth=%s limits=%+v exhausted=%v counts=%+v",
+			r.ID, r.Root, r.Parent, r.Depth, r.Status, r.Cancel, r.Auth, r.Limits, r.Exhausted, r.Counts))
+	}
+	for _, a := range s.Acts {
+		lines = append(lines, fmt.Sprintf("act %s status=%s last=%d admissible=%v output=%v successors=%v",
+			a.Key, a.Status, a.Last, a.Admissible, a.Output, a.HasSucc))
+	}
+	for _, a := range s.Atts {
+		lines = append(lines, fmt.Sprintf("attempt %s status=%s handoff=%s effect=%s receipt=%s owner_calls=%d owner_holds=%v",
+			a.Key, a.Status, a.Handoff, a.Effect, a.Receipt, a.Calls, a.Held))
+	}
+	for _, sc := range s.Scheds {
+		lines = append(lines, fmt.Sprintf("schedule %s failed=%d next=%d backoff=%d due=%d",
+			sc.Key, sc.Failed, sc.Next, sc.BackoffMS, sc.DueMS))
+	}
+	for _, l := range s.Leases {
+		lines = append(lines, "lease "+l.String())
+	}
+	slices.Sort(lines)
+	return strings.Join(lines, "\n")
+}

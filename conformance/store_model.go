@@ -1,0 +1,827 @@
+package conformance
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"pgregory.net/rapid"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/conformance/model"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// The model tier (DESIGN §6): random operation sequences run on the adapter
+// (through workflow.Store) and on conformance/model; every result, its error
+// class and a digest of the durable state must agree after every step.
+// rapid shrinks a failing sequence and prints it with the seed. One store
+// serves every sequence of a case; each sequence uses fresh run ids.
+
+// envModelSteps sets the total number of model steps per adapter (long runs).
+const envModelSteps = "WFSTORE_MODEL_STEPS"
+
+// defaultModelSteps is the default total per adapter.
+const defaultModelSteps = 1000
+
+func modelCases() []Case {
+	return []Case{{
+		Name: "model_random_sequences_match_the_reference_model",
+		Run: func(e *Env) {
+			checkModel(e.T, e.Ctx, e.B, modelSteps())
+		},
+	}}
+}
+
+func modelSteps() int {
+	if v := os.Getenv(envModelSteps); v != "" {
+		if n, err := strconv.Atoi(v); err == nil && n > 0 {
+			return n
+		}
+	}
+	return defaultModelSteps
+}
+
+// rapidChecks is the number of sequences rapid.Check will run (its
+// -rapid.checks flag, divided by 5 under -short as rapid does).
+func rapidChecks() int {
+	n := 100
+	if f := flag.Lookup("rapid.checks"); f != nil {
+		if v, err := strconv.Atoi(f.Value.String()); err == nil && v > 0 {
+			n = v
+		}
+	}
+	if testing.Short() {
+		n = max(n/5, 1)
+	}
+	return n
+}
+
+var modelSeq atomic.Int64
+
+// checkModel runs rapid sequences totalling about steps operations against b.
+// t is a *testing.T or any rapid.TB (the self-test passes a recorder).
+func checkModel(t rapid.TB, ctx context.Context, b backend.Backend, steps int) {
+	t.Helper()
+	maxLen := max(6, 2*steps/rapidChecks())
+	var total atomic.Int64
+	defer func() { t.Logf("model tier: %d steps in sequences of up to %d", total.Load(), maxLen) }()
+	rapid.Check(t, func(rt *rapid.T) {
+		limits := rapid.IntRange(0, 2).Draw(rt, "limits")
+		n := rapid.IntRange(1, maxLen).Draw(rt, "steps")
+		sq := newSequence(ctx, b, fmt.Sprintf("m%d", modelSeq.Add(1)))
+		sq.createRun(rt, limits, true)
+		gen := opGen()
+		for i := range n {
+			sq.step(rt, i, gen.Draw(rt, fmt.Sprintf("op%d", i)))
+			total.Add(1)
+		}
+	})
+}
+
+// ---- operations ----
+
+type opKind int
+
+const (
+	opNewRun opKind = iota
+	opAddAct
+	opDispatch
+	opObserve
+	opConsume
+	opConsumeNext
+	opRetryFailed
+	opTransfer
+	opCancel
+	opPause
+	opResume
+	opReconcile
+	opRedispatch
+	opHandoff
+	opReceipt
+	opChild
+	opCancelNever
+	opSettleOrphan
+	opSignal
+	opRepair
+	numOpKinds
+)
+
+var opNames = [...]string{"new_run", "add_activation", "dispatch", "observe", "consume_due_retry", "consume_next_due_retry",
+	"retry_failed_node", "transfer_authority", "request_cancellation", "pause", "resume", "reconcile_prepared",
+	"redispatch", "handoff", "persist_receipt", "create_child_run", "cancel_never_dispatched",
+	"settle_orphaned_cancellation", "mark_cancellation_signalled", "repair"}
+
+// op is an abstract operation: indices are taken modulo the runs,
+// activations or attempts that exist when it runs, so any sequence is valid
+// and shrinking keeps it meaningful.
+type op struct {
+	K          opKind
+	A, B, C, D int
+}
+
+func (o op) String() string { return fmt.Sprintf("%s(%d,%d,%d,%d)", opNames[o.K], o.A, o.B, o.C, o.D) }
+
+func opGen() *rapid.Generator[op] {
+	// Weighted: admission and observation are what the interesting states
+	// come from.
+	kinds := []opKind{opDispatch, opDispatch, opDispatch, opDispatch, opAddAct, opAddAct, opAddAct,
+		opObserve, opObserve, opObserve, opObserve}
+	for k := opNewRun; k < numOpKinds; k++ {
+		kinds = append(kinds, k)
+	}
+	return rapid.Custom(func(t *rapid.T) op {
+		return op{
+			K: rapid.SampledFrom(kinds).Draw(t, "k"),
+			A: rapid.IntRange(0, 7).Draw(t, "a"),
+			B: rapid.IntRange(0, 8).Draw(t, "b"),
+			C: rapid.IntRange(0, 5).Draw(t, "c"),
+			D: rapid.IntRange(0, 2).Draw(t, "d"),
+		}
+	})
+}
+
+// ---- one sequence ----
+
+type sequence struct {
+	ctx    context.Context
+	s      *workflow.Store
+	b      backend.Backend
+	m      *model.Model
+	o      *modelOwner
+	prefix string
+	runs   []string
+	acts   []model.ActKey
+	atts   []model.AttKey
+	seen   map[model.AttKey]bool
+	now    int64 // ms after t0
+}
+
+func newSequence(ctx context.Context, b backend.Backend, prefix string) *sequence {
+	f := model.Funcs{
+		Identity: workflow.DispatchIdentity,
+		ChildID: func(root, parent, act string, n uint32, target string) string {
+			return workflow.ChildRunID(root, parent, act, n, []byte(target))
+		},
+	}
+	return &sequence{ctx: ctx, s: workflow.New(b), b: b, m: model.New(f), o: newModelOwner(), prefix: prefix,
+		seen: map[model.AttKey]bool{}}
+}
+
+var modelLimits = []model.Limits{
+	{NodeCap: 1000, ConcurrencyCap: 8, CycleCap: 100, RetryCap: 3},
+	{NodeCap: 3, ConcurrencyCap: 1, CycleCap: 100, RetryCap: 1},
+	{NodeCap: 5, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 2},
+}
+
+func wfAuth(a *model.Auth) *workflow.Authority {
+	if a == nil {
+		return nil
+	}
+	return &workflow.Authority{TargetArtifactID: "artifact", DaemonInstanceID: "d-" + a.Tag, Generation: a.Gen, FencingToken: "t-" + a.Tag}
+}
+
+func (sq *sequence) at() int64 { return sq.now }
+
+func (sq *sequence) run(i int) (string, bool) {
+	if len(sq.runs) == 0 {
+		return "", false
+	}
+	if i < 4 {
+		i = 0 // half the operations go to the first run, so its states get deep
+	}
+	return sq.runs[i%len(sq.runs)], true
+}
+
+// auth picks an authority argument: 0 none, 1 the run's current one (a
+// made-up one when it has none), 2 a stale one.
+func (sq *sequence) auth(runID string, opt int) *model.Auth {
+	cur := sq.m.Runs[runID].Auth
+	switch opt % 3 {
+	case 0:
+		return nil
+	case 1:
+		if cur != nil {
+			c := *cur
+			return &c
+		}
+		return &model.Auth{Gen: 1, Tag: "made-up"}
+	default:
+		g := int64(7)
+		if cur != nil {
+			g = cur.Gen + 5
+		}
+		return &model.Auth{Gen: g, Tag: "stale"}
+	}
+}
+
+func (sq *sequence) createRun(rt *rapid.T, limits int, withAuth bool) {
+	id := fmt.Sprintf("%s.r%d", sq.prefix, len(sq.runs))
+	l := modelLimits[limits%len(modelLimits)]
+	var a *model.Auth
+	if withAuth {
+		a = &model.Auth{Gen: 1, Tag: "g1"}
+	}
+	wc, werr := sq.s.CreateRun(sq.ctx, workflow.NewRun{ID: id, Authority: wfAuth(a), Limits: workflow.Limits{
+		NodeExecutionCap: l.NodeCap, ConcurrencyCap: l.ConcurrencyCap, CycleCap: l.CycleCap, RetryCap: l.RetryCap}}, ms(sq.at()))
+	mc, merr := sq.m.CreateRun(id, l, a)
+	sq.agree(rt, "create_run", fmt.Sprint(wc), werr, fmt.Sprint(mc), merr)
+	if merr == model.OK {
+		sq.runs = append(sq.runs, id)
+	}
+}
+
+func (sq *sequence) step(rt *rapid.T, i int, o op) {
+	sq.now += 10
+	desc := sq.exec(rt, o)
+	rt.Logf("step %d: %s: %s", i, o, desc)
+	// New attempts become addressable by later steps.
+	var fresh []model.AttKey
+	for k := range sq.m.Atts {
+		if !sq.seen[k] {
+			fresh = append(fresh, k)
+		}
+	}
+	slices.SortFunc(fresh, func(a, b model.AttKey) int { return strings.Compare(a.String(), b.String()) })
+	for _, k := range fresh {
+		sq.seen[k] = true
+		sq.atts = append(sq.atts, k)
+	}
+	want := sq.m.View(sq.runs)
+	got, err := sq.storeView()
+	if err != nil {
+		rt.Logf("step %d (%s): reading the store: %v", i, o, err)
+		rt.Fatalf("reading the store failed")
+	}
+	if got != want {
+		// The failure message stays the same while rapid shrinks (it
+		// compares messages); the details go to the log.
+		rt.Logf("step %d (%s): durable state differs from the model\n%s", i, o, lineDiff(got, want))
+		rt.Fatalf("durable state differs from the model after %s", opNames[o.K])
+	}
+}
+
+// agree compares one result and its error class.
+func (sq *sequence) agree(rt *rapid.T, what string, got string, gerr error, want string, werr model.Err) {
+	rt.Helper()
+	gc := errClass(gerr)
+	if gc != werr {
+		rt.Logf("%s: store returned error class %q (%v), model %q", what, gc, gerr, werr)
+		rt.Fatalf("%s: store error class %s, model %s", what, gc, werr)
+	}
+	if werr == model.OK && got != want {
+		rt.Logf("%s: store returned %s, model %s", what, got, want)
+		rt.Fatalf("%s: result differs from the model", what)
+	}
+}
+
+func errClass(err error) model.Err {
+	switch {
+	case err == nil:
+		return model.OK
+	case errors.Is(err, workflow.ErrOwner):
+		return model.Owner
+	case errors.Is(err, workflow.ErrInvalidInput):
+		return model.Invalid
+	case errors.Is(err, workflow.ErrNotFound):
+		return model.NotFound
+	case errors.Is(err, workflow.ErrConflict):
+		return model.Conflict
+	case errors.Is(err, workflow.ErrIneligible):
+		return model.Ineligible
+	case errors.Is(err, workflow.ErrStaleAuthority):
+		return model.Stale
+	case errors.Is(err, workflow.ErrNodeAllowanceExhausted):
+		return model.NodeExhausted
+	case errors.Is(err, workflow.ErrRootAllowanceExhausted):
+		return model.RootExhausted
+	case errors.Is(err, workflow.ErrConcurrencyCapacity):
+		return model.Capacity
+	case errors.Is(err, workflow.ErrResourceConflict):
+		return model.Resource
+	}
+	return model.Err("other: " + err.Error())
+}
+
+var modelPolicy = model.Policy{MaxAttempts: 3, Retryable: true, InitialMS: 5, Multiplier: 2, MaximumMS: 40}
+
+// actVariant returns the activation definition variant v of node in run.
+func actVariant(k model.ActKey, v int) model.NewAct {
+	na := model.NewAct{Key: k, Effect: model.ReadOnly, Recon: model.RepairRequired}
+	switch v % 6 {
+	case 1:
+		p := modelPolicy
+		na.Recon, na.Policy = model.IdempotentReplay, &p
+	case 2:
+		p := modelPolicy
+		p.MaxAttempts = 2
+		na.Effect, na.Recon, na.Policy = model.Mutating, model.ReceiptStatus, &p
+	case 3:
+		p := modelPolicy
+		na.Effect, na.Policy = model.Mutating, &p
+	case 4:
+		p := modelPolicy
+		p.Retryable, p.Unavailable = false, true
+		na.Recon, na.Policy, na.Claim = model.ReceiptStatus, &p, true
+	case 5:
+		na.Effect, na.Claim = model.Mutating, true
+		if k.Node != "n0" {
+			na.Preds = []model.ActKey{{Run: k.Run, Node: "n0", Act: "x"}}
+		}
+	}
+	return na
+}
+
+func wfActivation(na model.NewAct) workflow.NewActivation {
+	out := workflow.NewActivation{
+		Key:            workflow.ActivationKey{RunID: na.Key.Run, NodeID: na.Key.Node, ActivationID: na.Key.Act},
+		Input:          json.RawMessage(`{"node":"` + na.Key.Node + `"}`),
+		Effect:         workflow.Effect(na.Effect),
+		Reconciliation: workflow.Reconciliation(na.Recon),
+	}
+	if p := na.Policy; p != nil {
+		rp := &workflow.RetryPolicy{Version: 1, MaxAttempts: p.MaxAttempts, InitialBackoffMS: p.InitialMS,
+			BackoffMultiplier: p.Multiplier, MaximumBackoffMS: p.MaximumMS}
+		if p.Unavailable {
+			rp.EligibleFailures = append(rp.EligibleFailures, workflow.FailureOwnerUnavailableBeforeAcceptance)
+		}
+		if p.Retryable {
+			rp.EligibleFailures = append(rp.EligibleFailures, workflow.FailureOwnerReportedRetryable)
+		}
+		out.RetryPolicy = rp
+	}
+	if na.Claim {
+		out.Claims = []workflow.ResourceClaim{{Resource: "res", Mode: backend.LeaseWrite}}
+	}
+	for _, p := range na.Preds {
+		out.Predecessors = append(out.Predecessors, workflow.NodeRef{NodeID: p.Node, ActivationID: p.Act})
+	}
+	return out
+}
+
+func wfKey(k model.ActKey) workflow.ActivationKey {
+	return workflow.ActivationKey{RunID: k.Run, NodeID: k.Node, ActivationID: k.Act}
+}
+
+func wfAttKey(k model.AttKey) workflow.AttemptKey {
+	return workflow.AttemptKey{ActivationKey: wfKey(k.ActKey), Attempt: k.N}
+}
+
+func mKey(k workflow.ActivationKey) model.ActKey {
+	return model.ActKey{Run: k.RunID, Node: k.NodeID, Act: k.ActivationID}
+}
+
+func mKeys(ks []workflow.ActivationKey) []model.ActKey {
+	var out []model.ActKey
+	for _, k := range ks {
+		out = append(out, mKey(k))
+	}
+	return out
+}
+
+var dispatchModes = []model.OwnerMode{model.OwnerOK, model.OwnerOK, model.OwnerUnsupported, model.OwnerPlanError,
+	model.OwnerDispatchError, model.FaultIntent, model.FaultAccepted, model.FaultReceipt, model.OwnerOK}
+
+var obsKinds = []string{model.ObsAdmitted, model.ObsRunning, model.ObsDeferred, model.ObsSucceeded, model.ObsFailed,
+	model.ObsRetryable, model.ObsPaused, model.ObsCancelled, model.ObsUnknown}
+
+var repairActions = []string{model.RepairSucceeded, model.RepairFailed, model.RepairCancelled, model.RepairAbandon}
+
+// exec runs o on both sides and compares the results; it returns a
+// description for the log.
+func (sq *sequence) exec(rt *rapid.T, o op) string {
+	ctx, now := sq.ctx, ms(sq.at())
+	var att model.AttKey
+	var identity string
+	needAtt := func() bool {
+		if len(sq.atts) == 0 {
+			return false
+		}
+		att = sq.atts[o.A%len(sq.atts)]
+		identity = sq.m.Atts[att].Identity
+		return true
+	}
+	switch o.K {
+	case opNewRun:
+		sq.createRun(rt, o.B, o.C%2 == 0)
+		return "run " + sq.runs[len(sq.runs)-1]
+	case opAddAct:
+		runID, ok := sq.run(o.A)
+		if !ok {
+			return "skip"
+		}
+		na := actVariant(model.ActKey{Run: runID, Node: fmt.Sprintf("n%d", o.B%4), Act: "x"}, o.C)
+		wc, werr := sq.s.AddActivation(ctx, wfActivation(na), now)
+		mc, merr := sq.m.AddActivation(na)
+		sq.agree(rt, "add_activation", fmt.Sprint(wc), werr, fmt.Sprint(mc), merr)
+		if merr == model.OK && mc {
+			sq.acts = append(sq.acts, na.Key)
+		}
+		return fmt.Sprintf("%s variant %d: created=%v err=%q", na.Key, o.C%6, mc, merr)
+	case opDispatch:
+		runID, ok := sq.run(o.A)
+		if !ok {
+			return "skip"
+		}
+		mode := dispatchModes[o.B%len(dispatchModes)]
+		var owned *model.Auth
+		if o.C%3 != 0 {
+			owned = sq.auth(runID, o.C)
+		}
+		limit := 1 + o.D
+		sq.o.mode = mode
+		opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuth(owned), Limit: limit, Fault: sq.o.fault}
+		ws, werr := sq.s.Dispatch(ctx, sq.o, opts, now)
+		msum, merr := sq.m.Dispatch(runID, limit, mode, owned, sq.at())
+		got := model.Summary{Admitted: ws.Admitted, Unsupported: mKeys(ws.Unsupported), Raced: mKeys(ws.Raced), Exhausted: mKeys(ws.Exhausted)}
+		for _, r := range ws.Rejected {
+			got.Rejected = append(got.Rejected, mKey(r.Key))
+			if c := errClass(r.Err); c != model.Ineligible {
+				rt.Logf("dispatch: rejection of %v has error class %q (%v)", r.Key, c, r.Err)
+				rt.Fatalf("dispatch: a rejection has error class %s", c)
+			}
+		}
+		// The summary so far is returned with a batch error too.
+		sq.agree(rt, "dispatch", fmt.Sprintf("%+v", got), werr, fmt.Sprintf("%+v", msum), merr)
+		if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", msum); g != w {
+			rt.Logf("dispatch: store summary %s, model %s", g, w)
+			rt.Fatalf("dispatch: summary differs from the model")
+		}
+		return fmt.Sprintf("%s mode %d owned=%v limit %d: %+v err=%q", runID, mode, owned, limit, msum, merr)
+	case opObserve:
+		if !needAtt() {
+			return "skip"
+		}
+		kind := obsKinds[o.B%len(obsKinds)]
+		obs := workflow.Observation{Kind: workflow.ObservationKind(kind)}
+		if kind == model.ObsSucceeded {
+			obs.Output = json.RawMessage(`{"out":1}`)
+		}
+		wr, werr := sq.s.ApplyObservation(ctx, identity, obs, now)
+		mr, merr := sq.m.Observe(identity, kind, sq.at())
+		g := fmt.Sprintf("%s unresolved=%v", wr.Status, wr.Unresolved)
+		w := fmt.Sprintf("%s unresolved=%v", mr.Status, mr.Unresolved)
+		if wr.Schedule != nil {
+			g += fmt.Sprintf(" schedule=%d->%d due+%d", wr.Schedule.FailedAttempt, wr.Schedule.NextAttempt, wr.Schedule.DueMS-t0.UnixMilli()-sq.at())
+		}
+		if mr.Schedule != nil {
+			w += fmt.Sprintf(" schedule=%d->%d due+%d", mr.Schedule.Failed, mr.Schedule.Next, mr.Schedule.DueMS-sq.at())
+		}
+		sq.agree(rt, "observe "+kind, g, werr, w, merr)
+		return fmt.Sprintf("%s %s: %s err=%q", att, kind, w, merr)
+	case opConsume, opRetryFailed:
+		if len(sq.acts) == 0 {
+			return "skip"
+		}
+		k := sq.acts[o.A%len(sq.acts)]
+		var wr workflow.RetryRequeue
+		var mr model.Requeue
+		var werr error
+		var merr model.Err
+		if o.K == opConsume {
+			at := sq.at() + int64(o.B%2)*1000
+			wr, werr = sq.s.ConsumeDueRetry(ctx, wfKey(k), ms(at))
+			mr, merr = sq.m.ConsumeDueRetry(k, at)
+		} else {
+			last := int64(0)
+			if a := sq.m.Acts[k]; a != nil {
+				last = int64(a.Last)
+			}
+			failed := uint32(max(last+int64(o.B%3)-1, 1))
+			wr, werr = sq.s.RetryFailedNode(ctx, wfKey(k), failed, now)
+			mr, merr = sq.m.RetryFailedNode(k, failed)
+		}
+		g := fmt.Sprintf("%v %d->%d", mKey(wr.Key), wr.PreviousAttempt, wr.NextAttempt)
+		w := fmt.Sprintf("%v %d->%d", mr.Key, mr.Prev, mr.Next)
+		sq.agree(rt, opNames[o.K], g, werr, w, merr)
+		return fmt.Sprintf("%s: %s err=%q", k, w, merr)
+	case opConsumeNext:
+		runID, ok := sq.run(o.A)
+		if !ok {
+			return "skip"
+		}
+		at := sq.at() + int64(o.B%2)*1000
+		wr, werr := sq.s.ConsumeNextDueRetry(ctx, runID, ms(at))
+		mr, found, merr := sq.m.ConsumeNextDueRetry(runID, at)
+		g, w := "none", "none"
+		if wr != nil {
+			g = fmt.Sprintf("%v %d->%d", mKey(wr.Key), wr.PreviousAttempt, wr.NextAttempt)
+		}
+		if found && merr == model.OK {
+			w = fmt.Sprintf("%v %d->%d", mr.Key, mr.Prev, mr.Next)
+		}
+		sq.agree(rt, "consume_next_due_retry", g, werr, w, merr)
+		return fmt.Sprintf("%s: %s err=%q", runID, w, merr)
+	case opTransfer:
+		runID, ok := sq.run(o.A)
+		if !ok {
+			return "skip"
+		}
+		exp := sq.auth(runID, 1+o.B%2)
+		rep := model.Auth{Gen: exp.Gen + 1, Tag: fmt.Sprintf("g%d", exp.Gen+1)}
+		werr := sq.s.TransferAuthority(ctx, runID, *wfAuth(exp), *wfAuth(&rep), now)
+		merr := sq.m.TransferAuthority(runID, *exp, rep)
+		sq.agree(rt, "transfer_authority", "", werr, "", merr)
+		return fmt.Sprintf("%s from %v: err=%q", runID, *exp, merr)
+	case opCancel, opPause, opResume:
+		runID, ok := sq.run(o.A)
+		if !ok {
+			return "skip"
+		}
+		a := sq.auth(runID, o.B)
+		var g, w string
+		var werr error
+		var merr model.Err
+		switch o.K {
+		case opCancel:
+			var st workflow.RunStatus
+			st, werr = sq.s.RequestCancellation(ctx, runID, wfAuth(a), now)
+			g = string(st)
+			w, merr = sq.m.RequestCancellation(runID, a)
+		case opPause:
+			werr, merr = sq.s.PauseRun(ctx, runID, wfAuth(a), now), sq.m.Pause(runID, a)
+		case opResume:
+			werr, merr = sq.s.ResumeRun(ctx, runID, wfAuth(a), now), sq.m.Resume(runID, a)
+		}
+		sq.agree(rt, opNames[o.K], g, werr, w, merr)
+		return fmt.Sprintf("%s auth=%v: %s err=%q", runID, a, w, merr)
+	case opReconcile:
+		runID, ok := sq.run(o.A)
+		if !ok {
+			return "skip"
+		}
+		a := sq.auth(runID, o.C)
+		lookup := o.B%2 == 0
+		opts := workflow.ReconcileOptions{RunID: runID, Authority: wfAuth(a), Limit: 10}
+		if lookup {
+			opts.Lookup = sq.o
+		}
+		ws, werr := sq.s.ReconcilePrepared(ctx, opts, now)
+		mres, merr := sq.m.Reconcile(runID, a, 10, lookup)
+		g := fmt.Sprintf("%+v", model.ReconcileSummary{NeverDispatched: ws.NeverDispatched, Recovered: ws.Recovered,
+			RepairRequired: ws.RepairRequired, SafeReadOnly: ws.SafeReadOnly})
+		sq.agree(rt, "reconcile_prepared", g, werr, fmt.Sprintf("%+v", mres), merr)
+		return fmt.Sprintf("%s lookup=%v auth=%v: %+v err=%q", runID, lookup, a, mres, merr)
+	case opRedispatch:
+		runID, ok := sq.run(o.A)
+		if !ok {
+			return "skip"
+		}
+		a := sq.auth(runID, o.C)
+		fails := o.B%4 == 3
+		sq.o.mode = model.OwnerOK
+		if fails {
+			sq.o.mode = model.OwnerDispatchError
+		}
+		ws, werr := sq.s.Redispatch(ctx, sq.o, workflow.ReconcileOptions{RunID: runID, Authority: wfAuth(a), Limit: 10}, now)
+		mres, merr := sq.m.Redispatch(runID, a, 10, fails)
+		g := fmt.Sprintf("%+v", model.RedispatchSummary{Admitted: ws.Admitted, Skipped: ws.Skipped})
+		sq.agree(rt, "redispatch", g, werr, fmt.Sprintf("%+v", mres), merr)
+		return fmt.Sprintf("%s owner_fails=%v auth=%v: %+v err=%q", runID, fails, a, mres, merr)
+	case opHandoff:
+		if !needAtt() {
+			return "skip"
+		}
+		a := sq.auth(att.Run, o.B)
+		werr := sq.s.Handoff(ctx, wfAttKey(att), wfAuth(a), now)
+		merr := sq.m.Handoff(att, a)
+		sq.agree(rt, "handoff", "", werr, "", merr)
+		return fmt.Sprintf("%s auth=%v: err=%q", att, a, merr)
+	case opReceipt:
+		if !needAtt() {
+			return "skip"
+		}
+		a := sq.auth(att.Run, o.C)
+		kind, raw := model.ReceiptOwner, ownerReceipt(identity)
+		if o.B%2 == 1 {
+			kind, raw = model.ReceiptOther, json.RawMessage(`{"other":"`+identity+`"}`)
+		}
+		werr := sq.s.PersistReceipt(ctx, wfAttKey(att), identity, raw, wfAuth(a), now)
+		merr := sq.m.PersistReceipt(att, kind, a)
+		sq.agree(rt, "persist_receipt", "", werr, "", merr)
+		return fmt.Sprintf("%s %s auth=%v: err=%q", att, kind, a, merr)
+	case opChild:
+		if !needAtt() {
+			return "skip"
+		}
+		target := fmt.Sprintf(`{"t":%d}`, o.B%2)
+		wid, wc, werr := sq.s.CreateChildRun(ctx, workflow.NewChildRun{Parent: wfAttKey(att), Target: json.RawMessage(target)}, now)
+		mid, mc, merr := sq.m.CreateChildRun(att, target)
+		sq.agree(rt, "create_child_run", fmt.Sprint(wid, wc), werr, fmt.Sprint(mid, mc), merr)
+		if merr == model.OK && mc {
+			sq.runs = append(sq.runs, mid)
+		}
+		return fmt.Sprintf("%s target %s: created=%v err=%q", att, target, mc, merr)
+	case opCancelNever:
+		if !needAtt() {
+			return "skip"
+		}
+		a := sq.auth(att.Run, o.B)
+		wd, werr := sq.s.CancelNeverDispatched(ctx, identity, wfAuth(a), now)
+		md, merr := sq.m.CancelNeverDispatched(identity, a)
+		sq.agree(rt, "cancel_never_dispatched", fmt.Sprint(wd), werr, fmt.Sprint(md), merr)
+		return fmt.Sprintf("%s auth=%v: %v err=%q", att, a, md, merr)
+	case opSettleOrphan:
+		if !needAtt() {
+			return "skip"
+		}
+		wst, werr := sq.s.SettleOrphanedCancellation(ctx, identity, now)
+		mst, merr := sq.m.SettleOrphanedCancellation(identity)
+		sq.agree(rt, "settle_orphaned_cancellation", string(wst), werr, mst, merr)
+		return fmt.Sprintf("%s: %s err=%q", att, mst, merr)
+	case opSignal:
+		if !needAtt() {
+			return "skip"
+		}
+		werr := sq.s.MarkCancellationSignalled(ctx, identity, now)
+		merr := sq.m.MarkCancellationSignalled(identity)
+		sq.agree(rt, "mark_cancellation_signalled", "", werr, "", merr)
+		return fmt.Sprintf("%s: err=%q", att, merr)
+	case opRepair:
+		if !needAtt() {
+			return "skip"
+		}
+		action := repairActions[o.B%len(repairActions)]
+		a := sq.auth(att.Run, o.C)
+		var out json.RawMessage
+		if action == model.RepairSucceeded {
+			out = json.RawMessage(`{"repaired":true}`)
+		}
+		werr := sq.s.Repair(ctx, identity, workflow.RepairAction(action), out, wfAuth(a), now)
+		merr := sq.m.Repair(identity, action, a)
+		sq.agree(rt, "repair", "", werr, "", merr)
+		return fmt.Sprintf("%s %s auth=%v: err=%q", att, action, a, merr)
+	}
+	return "unknown op"
+}
+
+func ownerReceipt(identity string) json.RawMessage {
+	return json.RawMessage(`{"accepted":"` + identity + `"}`)
+}
+
+// storeView renders the adapter's records of the sequence's runs the way
+// model.View renders the model.
+func (sq *sequence) storeView() (string, error) {
+	var st model.State
+	ctx := sq.ctx
+	err := sq.b.View(ctx, func(r backend.ReadTx) error {
+		st = model.State{}
+		f, err := r.Load(ctx, backend.Lookup{Runs: sq.runs})
+		if err != nil {
+			return err
+		}
+		for _, id := range sq.runs {
+			run, ok := f.Runs[id]
+			if !ok {
+				continue
+			}
+			l := run.Limits
+			rv := model.RunView{ID: run.ID, Root: run.RootID, Parent: run.ParentID, Depth: int(run.Depth),
+				Status: string(run.Status), Cancel: run.CancelRequestedMS != 0, Exhausted: run.ExhaustionRecorded,
+				Limits: model.Limits{NodeCap: l.NodeExecutionCap, ConcurrencyCap: l.ConcurrencyCap, CycleCap: l.CycleCap, RetryCap: l.RetryCap},
+				Counts: model.Counts{Attempts: run.AttemptCount, Active: run.ActiveCount, Tree: run.TreeAttemptCount, Descendants: run.DescendantCount}}
+			if a := run.Authority; a != nil {
+				rv.Auth = fmt.Sprintf("%d:%s", a.Generation, strings.TrimPrefix(a.DaemonInstanceID, "d-"))
+			}
+			st.Runs = append(st.Runs, rv)
+			acts, err := r.Activations(ctx, backend.ActivationQuery{RunID: id, Limit: 1000})
+			if err != nil {
+				return err
+			}
+			var keys []backend.ActivationKey
+			for _, a := range acts {
+				keys = append(keys, a.Key)
+				st.Acts = append(st.Acts, model.ActView{Key: mKey(a.Key), Status: string(a.Status), Last: a.LastAttempt,
+					Admissible: a.Admissible, Output: a.Output != nil, HasSucc: a.HasSuccessors})
+			}
+			if len(keys) > 0 {
+				g, err := r.Load(ctx, backend.Lookup{Schedules: keys})
+				if err != nil {
+					return err
+				}
+				for k, s := range g.Schedules {
+					st.Scheds = append(st.Scheds, model.SchedView{Key: mKey(k), Schedule: model.Schedule{
+						Failed: s.FailedAttempt, Next: s.NextAttempt, BackoffMS: s.BackoffMS, DueMS: s.DueMS - t0.UnixMilli()}})
+				}
+			}
+			atts, err := r.Attempts(ctx, backend.AttemptQuery{RunID: id, Limit: 1000})
+			if err != nil {
+				return err
+			}
+			for _, a := range atts {
+				calls, held := sq.o.state(a.Identity)
+				st.Atts = append(st.Atts, model.AttView{Key: model.AttKey{ActKey: mKey(a.Key.ActivationKey), N: a.Key.Attempt},
+					Status: string(a.Status), Handoff: string(a.Handoff), Effect: string(a.SideEffect),
+					Receipt: receiptKind(a.Identity, a.Receipt), Calls: calls, Held: held})
+			}
+			ls, err := r.ActiveLeases(ctx, backend.LeaseQuery{RunID: id, Limit: 1000})
+			if err != nil {
+				return err
+			}
+			for _, l := range ls {
+				st.Leases = append(st.Leases, model.AttKey{ActKey: mKey(l.Key.ActivationKey), N: l.Key.Attempt})
+			}
+		}
+		return nil
+	})
+	return st.String(), err
+}
+
+func receiptKind(identity string, r []byte) string {
+	switch {
+	case r == nil:
+		return ""
+	case string(r) == string(ownerReceipt(identity)):
+		return model.ReceiptOwner
+	case string(r) == `{"other":"`+identity+`"}`:
+		return model.ReceiptOther
+	case strings.Contains(string(r), `"owner":"wfstore.workflow-child/v1"`):
+		return model.ReceiptChild
+	}
+	return "raw:" + string(r)
+}
+
+// lineDiff shows the lines only one side has.
+func lineDiff(store, mdl string) string {
+	a, b := strings.Split(store, "\n"), strings.Split(mdl, "\n")
+	var out []string
+	for _, l := range a {
+		if !slices.Contains(b, l) {
+			out = append(out, "  store: "+l)
+		}
+	}
+	for _, l := range b {
+		if !slices.Contains(a, l) {
+			out = append(out, "  model: "+l)
+		}
+	}
+	return strings.Join(out, "\n") + "\nfull store state:\n" + store
+}
+
+// modelOwner is the owner the model tier dispatches to; it behaves as
+// mode says and remembers what it was called with and holds.
+type modelOwner struct {
+	mu    sync.Mutex
+	mode  model.OwnerMode
+	calls map[string]int
+	held  map[string]bool
+}
+
+func newModelOwner() *modelOwner {
+	return &modelOwner{calls: map[string]int{}, held: map[string]bool{}}
+}
+
+func (o *modelOwner) state(identity string) (int, bool) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.calls[identity], o.held[identity]
+}
+
+func (o *modelOwner) Plan(ctx context.Context, a workflow.Activation) (*workflow.Plan, error) {
+	switch o.mode {
+	case model.OwnerUnsupported:
+		return nil, nil
+	case model.OwnerPlanError:
+		return nil, errInjected
+	}
+	return &workflow.Plan{SideEffect: a.Effect, Intent: json.RawMessage(`{"do":"` + a.Key.NodeID + `"}`)}, nil
+}
+
+func (o *modelOwner) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls[p.Identity]++
+	if o.mode == model.OwnerDispatchError {
+		return nil, errInjected
+	}
+	o.held[p.Identity] = true
+	return ownerReceipt(p.Identity), nil
+}
+
+func (o *modelOwner) LookupReceipt(ctx context.Context, identity string) (json.RawMessage, bool, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.held[identity] {
+		return ownerReceipt(identity), true, nil
+	}
+	return nil, false, nil
+}
+
+func (o *modelOwner) fault(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
+	switch {
+	case o.mode == model.FaultIntent && b == workflow.IntentCommitted,
+		o.mode == model.FaultAccepted && b == workflow.OwnerAccepted,
+		o.mode == model.FaultReceipt && b == workflow.ReceiptCommitted:
+		return errInjected
+	}
+	return nil
+}
