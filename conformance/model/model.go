@@ -1261,10 +1261,10 @@ type ActView struct {
 
 // AttView is one attempt in a State, with the owner's view of its identity.
 type AttView struct {
-	Key                             AttKey
+	Key                              AttKey
 	Status, Handoff, Effect, Receipt string
-	Calls                           int
-	Held                            bool
+	Calls                            int
+	Held                             bool
 }
 
 // SchedView is one schedule in a State.
