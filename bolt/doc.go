@@ -28,26 +28,29 @@
 // record. An index key ends with the primary key parts it does not already
 // hold, so it names its record.
 //
-//	bucket                   key (parts in order)                                   value      used by
-//	meta                     "store", "version"                                     marker, 1  Open
-//	run                      id                                                     Run        Load
-//	run_link                 child                                                  RunLink    Load
-//	activation               run, node, activation                                  Activation Load, Activations
-//	fan_out_group            run, node, activation (controller)                     Group      Load
-//	attempt                  run, node, activation, attempt                         Attempt    Load, CountAttempts
-//	lease                    run, node, activation, attempt, resource, mode         Lease      Load
-//	retry_schedule           run, node, activation                                  Schedule   Load
-//	event                    run, seq                                               Event      Events
-//	ix_pending_activation    run, node, activation            (Admissible only)     empty      PendingActivations
-//	ix_attempt_identity      identity, run, node, activation, attempt   (unique)    empty      Load.Identities
-//	ix_attempt_status        status, prepared_ms, identity, run, node, act, attempt empty      Attempts{Status}
-//	ix_attempt_run_status    run, status, prepared_ms, identity, node, act, attempt empty      Attempts{RunID, Status}
-//	ix_attempt_run_prepared  run, prepared_ms, identity, node, act, attempt         empty      Attempts{RunID}
-//	ix_attempt_prepared      prepared_ms, identity, run, node, act, attempt         empty      Attempts{}
-//	ix_link_root             root, created_ms, child                                empty      ChildRuns
-//	ix_schedule_due          run, due_ms, node, activation                          empty      DueSchedules
-//	ix_lease_active          run, node, activation, attempt, resource, mode (unreleased) empty  ActiveLeases
-//	ix_lease_resource        run, resource, node, activation, attempt, mode (unreleased) empty  Load.Resources
+//	bucket                   key parts, in order                                          value          scan or lookup
+//	meta                     "store" | "version"                                          marker | 1     Open
+//	run                      id                                                           Run            Load
+//	run_link                 child                                                        RunLink        Load
+//	activation               run, node, act                                               Activation     Load, Activations
+//	fan_out_group            run, node, act (of the controller)                           FanOutGroup    Load
+//	attempt                  run, node, act, attempt                                      Attempt        Load, CountAttempts
+//	lease                    run, node, act, attempt, resource, mode                      Lease          Load
+//	retry_schedule           run, node, act                                               RetrySchedule  Load
+//	event                    run, seq                                                     Event          Events
+//	ix_pending_activation    run, node, act                                          [1]  empty          PendingActivations
+//	ix_attempt_identity      identity, run, node, act, attempt                       [2]  empty          Load.Identities
+//	ix_attempt_status        status, prepared_ms, identity, run, node, act, attempt       empty          Attempts{Status}
+//	ix_attempt_run_status    run, status, prepared_ms, identity, node, act, attempt       empty          Attempts{RunID, Status}
+//	ix_attempt_run_prepared  run, prepared_ms, identity, node, act, attempt               empty          Attempts{RunID}
+//	ix_attempt_prepared      prepared_ms, identity, run, node, act, attempt               empty          Attempts{}
+//	ix_link_root             root, created_ms, child                                      empty          ChildRuns
+//	ix_schedule_due          run, due_ms, node, act                                       empty          DueSchedules
+//	ix_lease_active          run, node, act, attempt, resource, mode                 [3]  empty          ActiveLeases
+//	ix_lease_resource        run, resource, node, act, attempt, mode                 [3]  empty          Load.Resources
+//
+//	[1] only activations with Admissible set   [2] unique prefix: identity
+//	[3] only unreleased leases (ReleasedMS == 0)
 //
 // Each scan is one key range of one bucket, read in bbolt's key order, so it
 // reads only the entries it returns: a per-run scan is the run's prefix, a
