@@ -12,6 +12,7 @@ func storeTier() []Case {
 		retryCases(),
 		fanoutCases(),
 		modelCases(),
+		linearizabilityCases(),
 		cancelCases(),
 		limitsCases(),
 		childCases(),
