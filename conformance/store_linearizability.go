@@ -368,7 +368,7 @@ func (w *linWorker) loop(ctx context.Context, n int) {
 			w.h.add(w.id, linIn{Op: "consume", Run: r.id}, call, out)
 		default:
 			call := w.h.now()
-			err := w.s.TransferAuthority(ctx, r.id, *auth, *linAuth(gen+1), w.now())
+			err := w.s.TransferAuthority(ctx, r.id, *auth, *linAuth(gen + 1), w.now())
 			w.h.add(w.id, linIn{Op: "transfer", Run: r.id, Gen: gen}, call, linErr(err))
 			if err == nil {
 				r.gen.CompareAndSwap(gen, gen+1)
@@ -420,8 +420,8 @@ func checkLinearizable(t reporter, ctx context.Context, instances []backend.Back
 			return false
 		}
 		if _, err := s0.AddActivation(ctx, workflow.NewActivation{
-			Key:    workflow.ActivationKey{RunID: r.id, NodeID: "n", ActivationID: "x"},
-			Input:  json.RawMessage(`{}`), Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay,
+			Key:   workflow.ActivationKey{RunID: r.id, NodeID: "n", ActivationID: "x"},
+			Input: json.RawMessage(`{}`), Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay,
 			RetryPolicy: policy,
 		}, ms(0)); err != nil {
 			t.Errorf("linearizability: add activation: %v", err)
