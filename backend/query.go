@@ -69,7 +69,8 @@ type AttemptQuery struct {
 // ChildRunQuery scans links of one root ordered by (CreatedMS, ChildRunID).
 type ChildRunQuery struct {
 	RootRunID string
-	// After resumes strictly after this link position; nil = start.
+	// AfterCreatedMS and AfterChildID resume strictly after this link
+	// position; both zero start at the beginning.
 	AfterCreatedMS int64
 	AfterChildID   string
 	Limit          int
