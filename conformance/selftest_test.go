@@ -68,7 +68,7 @@ func (r *recorder) log(s string) {
 	defer r.mu.Unlock()
 	r.logs = append(r.logs, s)
 }
-func (r *recorder) fail() { r.mu.Lock(); r.failed = true; r.mu.Unlock() }
+func (r *recorder) fail()                             { r.mu.Lock(); r.failed = true; r.mu.Unlock() }
 func (r *recorder) Logf(format string, args ...any)   { r.log(fmt.Sprintf(format, args...)) }
 func (r *recorder) Log(args ...any)                   { r.log(fmt.Sprint(args...)) }
 func (r *recorder) Errorf(format string, args ...any) { r.fail(); r.Logf(format, args...) }
