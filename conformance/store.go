@@ -6,6 +6,7 @@ func storeTier() []Case {
 	var out []Case
 	for _, group := range [][]Case{
 		admissionCases(),
+		multiProcessCases(),
 		authorityCases(),
 		receiptCases(),
 		reconcileCases(),
@@ -25,5 +26,5 @@ func storeTier() []Case {
 
 // storeRoles lists the child-process roles the store tier uses.
 func storeRoles() map[string]ChildRole {
-	return map[string]ChildRole{}
+	return map[string]ChildRole{roleDispatch: childDispatch}
 }
