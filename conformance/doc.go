@@ -131,7 +131,8 @@
 //
 //	rule                                                  cases
 //	one pending activation, one attempt (§4 inv. 1)        admission_prepare_is_single_winner_across_instances,
-//	                                                      admission_racing_dispatchers_admit_each_activation_once
+//	                                                      admission_racing_dispatchers_admit_each_activation_once,
+//	                                                      admission_processes_dispatching_one_store_admit_each_activation_once
 //	failed prepare writes nothing (inv. 6, §5.2–5.4)       admission_oversized_intent_rolls_back_without_writes,
 //	                                                      input_* (ids, JSON, times, limits, idempotent create/add)
 //	intent + handoff before owner, receipt after (inv. 2)  admission_intent_and_handoff_commit_before_owner_call_receipt_after
