@@ -26,48 +26,33 @@ func admissible(run backend.Run, act backend.Activation, group *backend.FanOutGr
 }
 
 // reindexRun rewrites the Admissible flag of every pending activation of run
-// whose flag disagrees with the run's (already updated) state. It reads
-// through tx, which already sees w's earlier writes only after Apply, so it
-// applies w first.
+// whose flag disagrees with the run's (already updated) state. It applies
+// w's earlier writes first, so the scan sees them.
 func reindexRun(ctx context.Context, tx backend.Tx, w *batch, run backend.Run) error {
-	if err := flush(ctx, tx, w); err != nil {
-		return err
-	}
 	groups := map[backend.ActivationKey]*backend.FanOutGroup{}
-	after := backend.NodeRef{}
-	for {
-		page, err := tx.Activations(ctx, backend.ActivationQuery{RunID: run.ID, After: after, Limit: 500})
-		if err != nil {
-			return err
-		}
-		for _, act := range page {
-			after = backend.NodeRef{NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID}
-			if act.Status != backend.ActivationPending && !act.Admissible {
-				continue
-			}
-			var g *backend.FanOutGroup
-			if act.Group != nil {
-				if cached, ok := groups[act.Group.Controller]; ok {
-					g = cached
-				} else {
-					f, err := tx.Load(ctx, backend.Lookup{Groups: []backend.ActivationKey{act.Group.Controller}})
-					if err != nil {
-						return err
-					}
-					if v, ok := f.Groups[act.Group.Controller]; ok {
-						g = &v
-					}
-					groups[act.Group.Controller] = g
-				}
-			}
-			want := admissible(run, act, g)
-			if act.Admissible != want {
-				act.Admissible = want
-				w.replace(act)
-			}
-		}
-		if len(page) < 500 {
+	return eachActivation(ctx, tx, w, run.ID, func(act backend.Activation) error {
+		if act.Status != backend.ActivationPending && !act.Admissible {
 			return nil
 		}
-	}
+		var g *backend.FanOutGroup
+		if act.Group != nil {
+			cached, ok := groups[act.Group.Controller]
+			if !ok {
+				f, err := tx.Load(ctx, backend.Lookup{Groups: []backend.ActivationKey{act.Group.Controller}})
+				if err != nil {
+					return err
+				}
+				if v, found := f.Groups[act.Group.Controller]; found {
+					cached = &v
+				}
+				groups[act.Group.Controller] = cached
+			}
+			g = cached
+		}
+		if want := admissible(run, act, g); act.Admissible != want {
+			act.Admissible = want
+			w.replace(act)
+		}
+		return nil
+	})
 }

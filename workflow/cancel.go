@@ -63,28 +63,7 @@ func (s *Store) RequestCancellation(ctx context.Context, runID string, auth *Aut
 
 // cancelUnstarted cancels the run's pending and waiting activations.
 func cancelUnstarted(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64) error {
-	if err := flush(ctx, tx, w); err != nil {
-		return err
-	}
-	after := backend.NodeRef{}
-	for {
-		page, err := tx.Activations(ctx, backend.ActivationQuery{RunID: runID, After: after, Limit: 500})
-		if err != nil {
-			return err
-		}
-		for _, act := range page {
-			after = backend.NodeRef{NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID}
-			if act.Status == backend.ActivationPending || act.Status == backend.ActivationWaiting {
-				act.Status = backend.ActivationCancelled
-				act.Admissible = false
-				act.UpdatedMS = at
-				w.replace(act)
-			}
-		}
-		if len(page) < 500 {
-			return nil
-		}
-	}
+	return cancelActivations(ctx, tx, w, runID, at, backend.ActivationPending, backend.ActivationWaiting)
 }
 
 // ActiveAttempts returns up to limit active attempts of the run: the work a

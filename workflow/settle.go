@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"slices"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -76,26 +77,42 @@ func finalizeCancellation(ctx context.Context, tx backend.Tx, w *batch, run *bac
 // cancelOpenActivations cancels every activation of the run that is not
 // completed, failed or already cancelled.
 func cancelOpenActivations(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64) error {
+	return cancelActivations(ctx, tx, w, runID, at, backend.ActivationPending, backend.ActivationWaiting, backend.ActivationRunning)
+}
+
+// cancelActivations cancels the run's activations in any of statuses.
+func cancelActivations(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64, statuses ...ActivationStatus) error {
+	return eachActivation(ctx, tx, w, runID, func(act backend.Activation) error {
+		if slices.Contains(statuses, act.Status) {
+			act.Status = backend.ActivationCancelled
+			act.Admissible = false
+			act.UpdatedMS = at
+			w.replace(act)
+		}
+		return nil
+	})
+}
+
+// eachActivation calls fn for every activation of the run, in key order,
+// after applying w's pending writes so the scan sees them.
+func eachActivation(ctx context.Context, tx backend.Tx, w *batch, runID string, fn func(backend.Activation) error) error {
 	if err := flush(ctx, tx, w); err != nil {
 		return err
 	}
-	after := backend.NodeRef{}
+	const page = 500
+	q := backend.ActivationQuery{RunID: runID, Limit: page}
 	for {
-		page, err := tx.Activations(ctx, backend.ActivationQuery{RunID: runID, After: after, Limit: 500})
+		acts, err := tx.Activations(ctx, q)
 		if err != nil {
 			return err
 		}
-		for _, act := range page {
-			after = backend.NodeRef{NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID}
-			switch act.Status {
-			case backend.ActivationPending, backend.ActivationWaiting, backend.ActivationRunning:
-				act.Status = backend.ActivationCancelled
-				act.Admissible = false
-				act.UpdatedMS = at
-				w.replace(act)
+		for _, act := range acts {
+			q.After = backend.NodeRef{NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID}
+			if err := fn(act); err != nil {
+				return err
 			}
 		}
-		if len(page) < 500 {
+		if len(acts) < page {
 			return nil
 		}
 	}
