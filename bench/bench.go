@@ -28,7 +28,7 @@ type Config struct {
 	History, SmallHistory int
 	// Rounds: bare, raw and sequential run interleaved in this many rounds
 	// (and so do the two growth stores), so that their ratios share the
-	// machine's noise (default 4).
+	// machine's noise (default 8).
 	Rounds int
 	// Workloads restricts the run to these names (default all).
 	Workloads []string
@@ -58,7 +58,7 @@ func (c *Config) defaults() {
 		c.SmallHistory = 1000
 	}
 	if c.Rounds <= 0 {
-		c.Rounds = 4
+		c.Rounds = 8
 	}
 	if len(c.Workloads) == 0 {
 		c.Workloads = Workloads
