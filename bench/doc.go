@@ -1,0 +1,26 @@
+// Package bench measures every wfstore backend against its own physical
+// ceiling: the workloads behind `wfstore bench` and BenchmarkAdmission.
+//
+// Each workload runs per backend in one process, on fresh stores, in the
+// adapter's default durable mode:
+//
+//	bare        one tiny write transaction through the same driver and
+//	            settings (the ceiling; see each Target's BareNote)
+//	raw         the rows one admission writes, by three hand-coded
+//	            transactions on the same Backend (raw.go)
+//	sequential  one dispatcher admitting through workflow.Store.Dispatch
+//	            with a no-op owner (three commits per admission)
+//	parallel    Workers dispatchers, each on its own runs
+//	racing      Workers dispatchers on the same activations; duplicates
+//	            (extra owner calls or attempts) must be 0
+//	growth      sequential admission into a store holding SmallHistory vs
+//	            History historical attempts, loaded in bulk
+//	retry       retryable failure → schedule → consume → attempt 2
+//
+// bare, raw and sequential run interleaved in rounds, and so do the two
+// growth stores, so that each ratio is measured under the same machine
+// noise. The same phase definitions (newPhase) serve go test -bench:
+//
+//	go test -run '^$' -bench . ./bench/
+//	WFSTORE_POSTGRES_DSN=postgres://... go test -run '^$' -bench 'Admission/postgres' ./bench/
+package bench
