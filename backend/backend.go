@@ -147,6 +147,13 @@ type Tx interface {
 	// them. On the first failing write Apply returns its error (ErrConflict,
 	// ErrNotFound, ErrUnsupported, or a storage error); the caller is expected
 	// to return an error from fn, which rolls the whole transaction back.
+	//
+	// An adapter that pays per round trip may defer writes: send them with
+	// the next read, or with the commit when fn returns nil. A deferred write
+	// that fails then fails that read, or Update itself (with the same error
+	// kinds, and nothing committed), instead of Apply. The workflow layer
+	// ends every transaction with one Apply, so deferral saves a round trip
+	// per transaction.
 	Apply(ctx context.Context, writes ...Write) error
 }
 
