@@ -1,0 +1,250 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	"go.etcd.io/bbolt"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// This file measures what a workflow admission costs bbolt: commits, page
+// writes and bytes, from bbolt's own Stats, shaped like the bench package's
+// sequential and growth workloads (runs of 100 pending activations, a no-op
+// owner, Dispatch batches of 100, optional completed history).
+//
+//	WFSTORE_BOLT_PAGES=1 go test -run TestAdmissionPages -v ./bolt/
+//	  WFSTORE_BOLT_PAGES_N        admissions (default 500)
+//	  WFSTORE_BOLT_PAGES_HISTORY  historical attempts loaded first, comma-separated (default 0,1000)
+//	  WFSTORE_BOLT_PAGES_SYNC=1   fsync on (default: Relaxed; page counts do not depend on it)
+
+type pagesOwner struct{}
+
+var (
+	pagesIntent  = json.RawMessage(`{"op":"bench","target":"noop"}`)
+	pagesReceipt = json.RawMessage(`{"accepted":true,"owner":"bench"}`)
+	pagesInput   = json.RawMessage(`{"input":"bench","n":1}`)
+	pagesOutput  = json.RawMessage(`{"ok":true,"result":"bench history"}`)
+	pagesLimits  = workflow.Limits{NodeExecutionCap: 100_000, ConcurrencyCap: 100_000, CycleCap: 100, RetryCap: 3}
+)
+
+func (pagesOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan, error) {
+	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: pagesIntent}, nil
+}
+
+func (pagesOwner) Dispatch(context.Context, workflow.PreparedDispatch) (json.RawMessage, error) {
+	return pagesReceipt, nil
+}
+
+// pageStats is a difference of bbolt Stats plus commits and file size.
+type pageStats struct {
+	commits, writes, pages, alloc int64
+	spill, split, rebalance       int64
+	elapsed                       time.Duration
+}
+
+func txid(t testing.TB, db *bbolt.DB) int64 {
+	tx, err := db.Begin(false)
+	require.NoError(t, err)
+	defer func() { _ = tx.Rollback() }()
+	return int64(tx.ID())
+}
+
+func measurePages(t testing.TB, db *bbolt.DB, fn func()) pageStats {
+	s0, id0, t0 := db.Stats().TxStats, txid(t, db), time.Now()
+	fn()
+	el := time.Since(t0)
+	s1, id1 := db.Stats().TxStats, txid(t, db)
+	return pageStats{
+		commits: id1 - id0, elapsed: el,
+		writes: s1.GetWrite() - s0.GetWrite(), pages: s1.GetPageCount() - s0.GetPageCount(),
+		alloc: s1.GetPageAlloc() - s0.GetPageAlloc(), spill: s1.GetSpill() - s0.GetSpill(),
+		split: s1.GetSplit() - s0.GetSplit(), rebalance: s1.GetRebalance() - s0.GetRebalance(),
+	}
+}
+
+func (s pageStats) report(t testing.TB, what string, ops int) {
+	c := float64(max(s.commits, 1))
+	t.Logf("%-22s ops=%d commits=%d (%.2f/op) | per commit: writes %.1f pages %.1f KB %.1f | per op: pages %.1f KB %.1f | splits/op %.2f | %.0f ops/s",
+		what, ops, s.commits, float64(s.commits)/float64(ops),
+		float64(s.writes)/c, float64(s.pages)/c, float64(s.alloc)/c/1024,
+		float64(s.pages)/float64(ops), float64(s.alloc)/float64(ops)/1024,
+		float64(s.split)/float64(ops), float64(ops)/s.elapsed.Seconds())
+}
+
+func envInt(name string, def int) int {
+	if v, err := strconv.Atoi(os.Getenv(name)); err == nil {
+		return v
+	}
+	return def
+}
+
+func TestAdmissionPages(t *testing.T) {
+	if os.Getenv("WFSTORE_BOLT_PAGES") == "" {
+		t.Skip("measurement; set WFSTORE_BOLT_PAGES=1")
+	}
+	n := envInt("WFSTORE_BOLT_PAGES_N", 500)
+	hist := []int{0, 1000}
+	if v := os.Getenv("WFSTORE_BOLT_PAGES_HISTORY"); v != "" {
+		hist = nil
+		for _, f := range splitComma(v) {
+			h, err := strconv.Atoi(f)
+			require.NoError(t, err)
+			hist = append(hist, h)
+		}
+	}
+	var opts []Option
+	if os.Getenv("WFSTORE_BOLT_PAGES_SYNC") == "" {
+		opts = append(opts, Relaxed())
+	}
+	ctx := context.Background()
+
+	// The bare commit: one Put into a store opened like Open opens one.
+	{
+		b, err := Open(ctx, filepath.Join(t.TempDir(), "bare.db"), opts...)
+		require.NoError(t, err)
+		require.NoError(t, b.db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("bare")); return err }))
+		payload := make([]byte, 32)
+		s := measurePages(t, b.db, func() {
+			for i := range n {
+				require.NoError(t, b.db.Update(func(tx *bbolt.Tx) error {
+					var k [8]byte
+					binary.BigEndian.PutUint64(k[:], uint64(i))
+					return tx.Bucket([]byte("bare")).Put(k[:], payload)
+				}))
+			}
+		})
+		s.report(t, "bare", n)
+		require.NoError(t, b.Close())
+	}
+
+	for _, h := range hist {
+		path := filepath.Join(t.TempDir(), "store.db")
+		b, err := Open(ctx, path, opts...)
+		require.NoError(t, err)
+		s := workflow.New(b)
+		now := time.Now()
+		if h > 0 {
+			pagesHistory(t, b, h, now)
+		}
+		pagesSeed(t, s, b, n, now)
+		fi0, err := os.Stat(path)
+		require.NoError(t, err)
+		admitted := 0
+		st := measurePages(t, b.db, func() {
+			for admitted < n {
+				sum, err := s.Dispatch(ctx, pagesOwner{}, workflow.DispatchOptions{Limit: min(100, n-admitted)}, time.Now())
+				require.NoError(t, err)
+				require.NotEmpty(t, sum.Admitted)
+				admitted += len(sum.Admitted)
+			}
+		})
+		fi1, err := os.Stat(path)
+		require.NoError(t, err)
+		st.report(t, fmt.Sprintf("admission, history %d", h), admitted)
+		t.Logf("%-22s file %.1f MB before admissions, %.1f MB after; freelist %d pages (%d KB)",
+			"", float64(fi0.Size())/(1<<20), float64(fi1.Size())/(1<<20),
+			b.db.Stats().FreePageN+b.db.Stats().PendingPageN, b.db.Stats().FreelistInuse/1024)
+		require.NoError(t, b.Close())
+	}
+}
+
+func splitComma(s string) []string {
+	var out []string
+	start := 0
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || s[i] == ',' {
+			out = append(out, s[start:i])
+			start = i + 1
+		}
+	}
+	return out
+}
+
+// pagesSeed creates runs of 100 pending admissible activations, as the
+// bench package's seedRuns does.
+func pagesSeed(t testing.TB, s *workflow.Store, b *Backend, n int, now time.Time) {
+	ctx := context.Background()
+	at := now.UnixMilli()
+	for r := 0; n > 0; r++ {
+		runID := fmt.Sprintf("grow-%05d", r)
+		_, err := s.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: pagesLimits}, now)
+		require.NoError(t, err)
+		m := min(100, n)
+		n -= m
+		require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
+			run, err := backend.GetRun(ctx, tx, runID)
+			if err != nil {
+				return err
+			}
+			var ws []backend.Write
+			for i := range m {
+				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
+				ws = append(ws, backend.Ins(backend.Activation{
+					Key: k, Status: backend.ActivationPending, Admissible: true, Input: pagesInput,
+					Effect: workflow.ReadOnly, Reconciliation: workflow.RepairRequired, CreatedMS: at, UpdatedMS: at,
+				}))
+				run.LastEventSeq++
+				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: "activation_created",
+					Payload: workflow.MustCanonical(map[string]any{"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID, "generation": 0}), CreatedMS: at}))
+			}
+			return tx.Apply(ctx, append(ws, backend.Rep(run))...)
+		}))
+	}
+}
+
+// pagesHistory loads completed runs as the bench package's loadHistory
+// does: per attempt an activation, an attempt and five events.
+func pagesHistory(t testing.TB, b *Backend, attempts int, now time.Time) {
+	ctx := context.Background()
+	at := now.UnixMilli()
+	sum := workflow.Checksum(pagesIntent)
+	done, r := 0, 0
+	for done < attempts {
+		var ws []backend.Write
+		for range 20 {
+			if done >= attempts {
+				break
+			}
+			runID := fmt.Sprintf("hist-%07d", r)
+			r++
+			run := backend.Run{ID: runID, RootID: runID, Depth: 1, Status: backend.RunCompleted, Limits: pagesLimits, CreatedMS: at, UpdatedMS: at}
+			ev := func(typ string, payload map[string]any) {
+				run.LastEventSeq++
+				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: typ, Payload: workflow.MustCanonical(payload), CreatedMS: at}))
+			}
+			ev("run_created", map[string]any{"run_id": runID})
+			m := min(100, attempts-done)
+			for i := range m {
+				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
+				id := workflow.DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, 1)
+				ws = append(ws,
+					backend.Ins(backend.Activation{Key: k, Status: backend.ActivationCompleted, Input: pagesInput, Output: pagesOutput,
+						Effect: workflow.ReadOnly, Reconciliation: workflow.RepairRequired, LastAttempt: 1, CreatedMS: at, UpdatedMS: at}),
+					backend.Ins(backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1}, Identity: id,
+						Status: backend.AttemptSucceeded, SideEffect: workflow.ReadOnly, Intent: pagesIntent, IntentChecksum: sum,
+						Receipt: pagesReceipt, Handoff: backend.HandoffRecorded, PreparedMS: at, AdmittedMS: at, TerminalMS: at}))
+				base := map[string]any{"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID}
+				ev("activation_created", base)
+				ev("attempt_prepared", map[string]any{"dispatch_identity": id, "intent": pagesIntent})
+				ev("dispatch_handed_off", map[string]any{"dispatch_identity": id})
+				ev("attempt_admitted", map[string]any{"dispatch_identity": id, "receipt": pagesReceipt})
+				ev("attempt_succeeded", map[string]any{"dispatch_identity": id, "output": pagesOutput})
+			}
+			run.AttemptCount, run.TreeAttemptCount = int64(m), int64(m)
+			ws = append(ws, backend.Ins(run))
+			done += m
+		}
+		require.NoError(t, b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, ws...) }))
+	}
+}
