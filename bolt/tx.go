@@ -46,6 +46,9 @@ func (t *readTx) bucket(name []byte) (*bbolt.Bucket, error) {
 	if bk == nil {
 		return nil, fmt.Errorf("bolt: bucket %q is missing", name)
 	}
+	if t.btx.Writable() {
+		bk.FillPercent = fillPercent
+	}
 	return bk, nil
 }
 
@@ -55,3 +58,8 @@ func (t *readTx) step() {
 		t.b.steps.Add(1)
 	}
 }
+
+// fillPercent is how full bbolt packs the pages it splits at commit (its
+// default is 0.5). wfstore's keys mostly arrive in key order (runs, events
+// and attempt times grow), so half-full pages would stay half full.
+var fillPercent = 1.0
