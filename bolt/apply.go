@@ -40,11 +40,10 @@ func recordKind(r backend.Record) string {
 	return r.Kind()
 }
 
-// indexChange is one index bucket's part of a write: delete the record's
-// old entry, put its new one (either may be nil).
+// indexChange is one index's part of a write: delete the record's old
+// entry, put its new one (either may be nil); stored keys of bucketIndex.
 type indexChange struct {
-	bucket   *bbolt.Bucket
-	del, put key
+	del, put []byte
 }
 
 func (t *tx) apply(w backend.Write) error {
@@ -94,16 +93,23 @@ func (t *tx) apply(w backend.Write) error {
 		return err
 	}
 
+	var ixb *bbolt.Bucket
+	if len(changes) > 0 {
+		if ixb, err = t.bucket(bucketIndex); err != nil {
+			return err
+		}
+	}
+
 	// From here on the store changes.
 	t.wrote = true
 	for _, c := range changes {
 		if c.del != nil {
-			if err := c.bucket.Delete(c.del); err != nil {
+			if err := ixb.Delete(c.del); err != nil {
 				return t.fail(err)
 			}
 		}
 		if c.put != nil {
-			if err := c.bucket.Put(c.put, nil); err != nil {
+			if err := ixb.Put(c.put, nil); err != nil {
 				return t.fail(err)
 			}
 		}
@@ -125,31 +131,37 @@ func (t *tx) apply(w backend.Write) error {
 func (t *tx) indexChanges(k *kind, pk key, old, rec backend.Record) ([]indexChange, error) {
 	changes := make([]indexChange, 0, len(k.indexes))
 	for _, ix := range k.indexes {
-		var c indexChange
+		var del, put key
 		if old != nil {
 			if e, ok := ix.entry(old); ok {
-				c.del = e
+				del = e
 			}
 		}
 		if rec != nil {
 			if e, ok := ix.entry(rec); ok {
-				c.put = e
+				put = e
 			}
 		}
-		if bytes.Equal(c.del, c.put) {
+		if bytes.Equal(del, put) {
 			continue // unchanged, or in neither
 		}
-		if len(c.put) > bbolt.MaxKeySize {
-			return nil, fmt.Errorf("bolt: %s entry is %d bytes: too large for bbolt", ix.name, len(c.put))
+		if len(put)+1 > bbolt.MaxKeySize {
+			return nil, fmt.Errorf("bolt: %s entry is %d bytes: too large for bbolt", ix.name, len(put))
 		}
-		b, err := t.bucket(ix.bucket)
-		if err != nil {
-			return nil, err
+		var c indexChange
+		if del != nil {
+			c.del = ix.stored(del)
 		}
-		c.bucket = b
-		if c.put != nil && ix.unique > 0 {
-			if err := t.checkUnique(ix, b, c.put, pk); err != nil {
-				return nil, err
+		if put != nil {
+			c.put = ix.stored(put)
+			if ix.unique > 0 {
+				b, err := t.bucket(bucketIndex)
+				if err != nil {
+					return nil, err
+				}
+				if err := t.checkUnique(ix, b, put, pk); err != nil {
+					return nil, err
+				}
 			}
 		}
 		changes = append(changes, c)
@@ -165,9 +177,10 @@ func (t *tx) checkUnique(ix *index, b *bbolt.Bucket, entry, pk key) error {
 		return err
 	}
 	prefix := ix.schema.encode(vals, firstN(ix.unique))
+	sprefix := ix.stored(prefix)
 	c := b.Cursor()
-	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
-		other, err := ix.primary(k)
+	for k, _ := c.Seek(sprefix); k != nil && bytes.HasPrefix(k, sprefix); k, _ = c.Next() {
+		other, err := ix.primary(k[1:])
 		if err != nil {
 			return fmt.Errorf("bolt: index %s: %w", ix.name, err)
 		}

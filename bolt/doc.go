@@ -9,7 +9,7 @@
 //	value.go    record value encoding primitives
 //	records.go  each record kind's primary key and value
 //	layout.go   the kinds table: bucket, codec, operations, indexes
-//	indexes.go  the index definitions: one bucket per ordered scan
+//	indexes.go  the index definitions: one key range of bucket ix per scan
 //	meta.go     the meta bucket: store marker and format version
 //	open.go     Open, OpenDB and their options
 //	backend.go  Backend: View, Update, Close, Capabilities, Info
@@ -22,40 +22,50 @@
 // # Layout
 //
 // Every bucket is top level. Record buckets map a primary key to the
-// record's value. Index buckets hold one key per (indexed values, record)
-// with an empty value, never a list in one value; a record has at most one
-// entry per index, written and deleted in the same transaction as the
-// record. An index key ends with the primary key parts it does not already
-// hold, so it names its record.
+// record's value. All secondary indexes share the one bucket "ix": an
+// entry's key is its index's one-byte id, then the index key, with an empty
+// value, never a list in one value; a record has at most one entry per
+// index, written and deleted in the same transaction as the record. An index
+// key ends with the primary key parts it does not already hold, so it names
+// its record. One shared index tree instead of one per index: an admission
+// commit touches six or more indexes and bbolt rewrites each touched tree's
+// path from its root, so one tree shares the upper pages (TestAdmissionPages:
+// 14.3 → 11.8 pages per commit on a fresh store).
 //
-//	bucket                   key parts, in order                                          value          scan or lookup
-//	meta                     "store" | "version"                                          marker | 1     Open
-//	run                      id                                                           Run            Load
-//	run_link                 child                                                        RunLink        Load
-//	activation               run, node, act                                               Activation     Load, Activations
-//	fan_out_group            run, node, act (of the controller)                           FanOutGroup    Load
-//	attempt                  run, node, act, attempt                                      Attempt        Load, CountAttempts
-//	lease                    run, node, act, attempt, resource, mode                      Lease          Load
-//	retry_schedule           run, node, act                                               RetrySchedule  Load
-//	event                    run, seq                                                     Event          Events
-//	ix_pending_activation    run, node, act                                          [1]  empty          PendingActivations
-//	ix_attempt_identity      identity, run, node, act, attempt                       [2]  empty          Load.Identities
-//	ix_attempt_status        status, prepared_ms, identity, run, node, act, attempt       empty          Attempts{Status}
-//	ix_attempt_run_status    run, status, prepared_ms, identity, node, act, attempt       empty          Attempts{RunID, Status}
-//	ix_attempt_run_prepared  run, prepared_ms, identity, node, act, attempt               empty          Attempts{RunID}
-//	ix_attempt_prepared      prepared_ms, identity, run, node, act, attempt               empty          Attempts{}
-//	ix_link_root             root, created_ms, child                                      empty          ChildRuns
-//	ix_schedule_due          run, due_ms, node, act                                       empty          DueSchedules
-//	ix_lease_active          run, node, act, attempt, resource, mode                 [3]  empty          ActiveLeases
-//	ix_lease_resource        run, resource, node, act, attempt, mode                 [3]  empty          Load.Resources
+//	bucket / index (id)          key parts, in order                                          value          scan or lookup
+//	meta                         "store" | "version"                                          marker | 1     Open
+//	run                          id                                                           Run            Load
+//	run_link                     child                                                        RunLink        Load
+//	activation                   run, node, act                                               Activation     Load, Activations
+//	fan_out_group                run, node, act (of the controller)                           FanOutGroup    Load
+//	attempt                      run, node, act, attempt                                      Attempt        Load, CountAttempts
+//	lease                        run, node, act, attempt, resource, mode                      Lease          Load
+//	retry_schedule               run, node, act                                               RetrySchedule  Load
+//	event                        run, seq                                                     Event          Events
+//	ix: (key = id byte, then the index key)
+//	  ix_pending_activation   1  run, node, act                                          [1]  empty          PendingActivations
+//	  ix_attempt_identity     2  identity, run, node, act, attempt                       [2]  empty          Load.Identities
+//	  ix_attempt_status       3  status, prepared_ms, identity, run, node, act, attempt       empty          Attempts{Status}
+//	  ix_attempt_run_status   4  run, status, prepared_ms, identity, node, act, attempt       empty          Attempts{RunID, Status}
+//	  ix_attempt_run_prepared 5  run, prepared_ms, identity, node, act, attempt               empty          Attempts{RunID}
+//	  ix_attempt_prepared     6  prepared_ms, identity, run, node, act, attempt               empty          Attempts{}
+//	  ix_link_root            7  root, created_ms, child                                      empty          ChildRuns
+//	  ix_schedule_due         8  run, due_ms, node, act                                       empty          DueSchedules
+//	  ix_lease_active         9  run, node, act, attempt, resource, mode                 [3]  empty          ActiveLeases
+//	  ix_lease_resource      10  run, resource, node, act, attempt, mode                 [3]  empty          Load.Resources
 //
 //	[1] only activations with Admissible set   [2] unique prefix: identity
 //	[3] only unreleased leases (ReleasedMS == 0)
 //
 // Each scan is one key range of one bucket, read in bbolt's key order, so it
-// reads only the entries it returns: a per-run scan is the run's prefix, a
-// cursor ("after") is a seek, DueBy is the range's end. CountAttempts counts
-// keys of the run's prefix of the attempt bucket without decoding a value.
+// reads only the entries it returns: a per-run scan is the run's prefix (for
+// an index, after its id byte), a cursor ("after") is a seek, DueBy is the
+// range's end. CountAttempts counts keys of the run's prefix of the attempt
+// bucket without decoding a value.
+//
+// Pages split at commit are packed 90% full (bbolt's default is half):
+// keys mostly arrive in key order, and half-full pages stayed half full (a
+// store of 100k completed attempts: 455 MB before, about 320 MB after).
 //
 // # Key codec
 //
@@ -81,7 +91,13 @@
 //
 // # Durability and concurrency
 //
-// Open uses bbolt's defaults: every commit is fsynced. Relaxed (tests and
+// Open fsyncs every commit (bbolt's default). It does not write bbolt's
+// freelist at each commit (NoFreelistSync, with the hashmap freelist):
+// synced, the whole freelist is rewritten by every commit, which in a large
+// store is as many pages as the commit's data. Durability does not depend
+// on it: bbolt rebuilds the freelist on Open by walking the tree, also after
+// a crash, so Open costs a read of the whole file instead. A caller's
+// handle (OpenDB) keeps the caller's options. Relaxed (tests and
 // benchmarks) sets NoSync, which survives a process crash but not a power
 // loss. OpenDB refuses a NoSync handle unless AllowNoSync is passed. An
 // Update that wrote nothing is rolled back rather than committed, so it

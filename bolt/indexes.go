@@ -2,8 +2,13 @@ package bolt
 
 import "github.com/wfstore/wfstore/backend"
 
-// This file defines the secondary indexes: one bucket per ordered scan.
-// Every entry is one key per (indexed values, record) pair with an empty
+// This file defines the secondary indexes: one key range per ordered scan,
+// all in the one bucket "ix". An entry's stored key is the index's one-byte
+// id followed by its index key, so each index is the key range of its id
+// byte and keeps the codec's order inside it. One bucket rather than one
+// per index: an admission commit touches six or more indexes, and bbolt
+// rewrites every B+tree path it touches, so separate trees cost a root (and
+// branch) page each where one tree shares them. Every entry is one key per (indexed values, record) pair with an empty
 // value, and a record has at most one entry per index. Entries are written
 // in the same transaction as their record (apply.go): the entry the old
 // record had is deleted and the new record's entry is put, only when they
@@ -16,8 +21,8 @@ import "github.com/wfstore/wfstore/backend"
 
 // index describes one secondary index of one record kind.
 type index struct {
-	name   string // also the bucket name
-	bucket []byte
+	name   string // reported by Verify
+	id     byte   // the stored key's first byte
 	schema schema
 	pk     []int
 	// unique, when > 0, is the number of leading parts that no two records
@@ -28,6 +33,37 @@ type index struct {
 	// entry returns rec's key in this index, or ok=false when rec is not in
 	// it (an activation that is not admissible, a released lease).
 	entry func(rec backend.Record) (k key, ok bool)
+}
+
+// bucketIndex holds every index's entries.
+var bucketIndex = []byte("ix")
+
+// stored returns the key under which index key k is stored in bucketIndex.
+func (ix *index) stored(k key) []byte {
+	out := make([]byte, 0, 1+len(k))
+	return append(append(out, ix.id), k...)
+}
+
+// span returns the stored-key range [from, until) of index keys [from,
+// until): a nil from is the index's first key, a nil until its end.
+func (ix *index) span(from, until []byte) (sfrom, suntil []byte) {
+	sfrom = ix.stored(from)
+	if until == nil {
+		suntil = []byte{ix.id + 1}
+	} else {
+		suntil = ix.stored(until)
+	}
+	return sfrom, suntil
+}
+
+// indexByID finds the index whose entries start with id.
+func indexByID(id byte) *index {
+	for _, ix := range indexes {
+		if ix.id == id {
+			return ix
+		}
+	}
+	return nil
 }
 
 // primary returns the primary key of the record an index entry names.
@@ -177,8 +213,9 @@ var (
 	}
 )
 
+// Index ids are fixed by the format: never renumber one.
 func init() {
-	for _, ix := range indexes {
-		ix.bucket = []byte(ix.name)
+	for i, ix := range indexes {
+		ix.id = byte(i + 1)
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 // This file is the store's layout: one top-level bucket per record kind,
 // keyed by the kind's primary key, plus the meta bucket (meta.go) and one
-// bucket per index (indexes.go). The kinds table below is the only place
+// bucket "ix" holding every index (indexes.go). The kinds table below is the only place
 // that ties a record kind to its bucket, codec, allowed operations and
 // indexes; apply.go and verify.go are written against it.
 
@@ -130,8 +130,5 @@ func allBuckets() [][]byte {
 	for _, k := range kinds {
 		out = append(out, k.bucket)
 	}
-	for _, ix := range indexes {
-		out = append(out, ix.bucket)
-	}
-	return out
+	return append(out, bucketIndex)
 }

@@ -92,7 +92,7 @@ func (t *readTx) loadIdentities(ids []string) (map[string]backend.Attempt, error
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	ix, err := t.bucket(ixAttemptIdentity.bucket)
+	ix, err := t.bucket(bucketIndex)
 	if err != nil {
 		return nil, err
 	}
@@ -102,12 +102,12 @@ func (t *readTx) loadIdentities(ids []string) (map[string]backend.Attempt, error
 	}
 	out := make(map[string]backend.Attempt, len(ids))
 	for _, id := range ids {
-		prefix := key(nil).str(id)
+		prefix := ixAttemptIdentity.stored(key(nil).str(id))
 		k, _ := ix.Cursor().Seek(prefix)
 		if k == nil || !bytes.HasPrefix(k, prefix) {
 			continue
 		}
-		pk, err := ixAttemptIdentity.primary(k)
+		pk, err := ixAttemptIdentity.primary(k[1:])
 		if err != nil {
 			return nil, fmt.Errorf("bolt: load identity %q: %w", id, err)
 		}
@@ -124,7 +124,7 @@ func (t *readTx) loadResources(refs []backend.ResourceRef) (map[backend.Resource
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	ix, err := t.bucket(ixLeaseResource.bucket)
+	ix, err := t.bucket(bucketIndex)
 	if err != nil {
 		return nil, err
 	}
@@ -135,9 +135,10 @@ func (t *readTx) loadResources(refs []backend.ResourceRef) (map[backend.Resource
 	out := make(map[backend.ResourceRef][]backend.Lease, len(refs))
 	for _, ref := range refs {
 		prefix := key(nil).str(ref.RunID).str(ref.Resource)
+		from, until := ixLeaseResource.span(prefix, prefixEnd(prefix))
 		var got []backend.Lease
-		err := t.scan(ix, prefix, prefixEnd(prefix), func(k, _ []byte) (bool, error) {
-			pk, err := ixLeaseResource.primary(k)
+		err := t.scan(ix, from, until, func(k, _ []byte) (bool, error) {
+			pk, err := ixLeaseResource.primary(k[1:])
 			if err != nil {
 				return false, err
 			}

@@ -70,7 +70,7 @@ func indexScan[R any](t *readTx, ix *index, k *kind, from, until []byte, limit i
 	if limit <= 0 {
 		return nil, nil
 	}
-	ixb, err := t.bucket(ix.bucket)
+	ixb, err := t.bucket(bucketIndex)
 	if err != nil {
 		return nil, err
 	}
@@ -79,8 +79,9 @@ func indexScan[R any](t *readTx, ix *index, k *kind, from, until []byte, limit i
 		return nil, err
 	}
 	var out []R
-	err = t.scan(ixb, from, until, func(ik, _ []byte) (bool, error) {
-		pk, err := ix.primary(ik)
+	sfrom, suntil := ix.span(from, until)
+	err = t.scan(ixb, sfrom, suntil, func(ik, _ []byte) (bool, error) {
+		pk, err := ix.primary(ik[1:])
 		if err != nil {
 			return false, fmt.Errorf("bolt: index %s: %w", ix.name, err)
 		}

@@ -62,4 +62,4 @@ func (t *readTx) step() {
 // fillPercent is how full bbolt packs the pages it splits at commit (its
 // default is 0.5). wfstore's keys mostly arrive in key order (runs, events
 // and attempt times grow), so half-full pages would stay half full.
-var fillPercent = 1.0
+var fillPercent = 0.9

@@ -20,13 +20,19 @@ import (
 //     exists, and is that record's entry (so its indexed fields — status,
 //     times, run, identity... — match the record);
 //   - unique index values (Attempt.Identity) are unique;
+//   - every key of the ix bucket starts with a known index id;
 //   - the meta bucket is intact and no unknown bucket exists.
 
 // Discrepancy is one thing Verify found wrong.
 type Discrepancy struct {
-	Bucket  string // the bucket holding the bad key
-	Key     []byte // the bad key, raw
-	KeyText string // the key decoded under the bucket's schema
+	// Bucket is the record bucket or the index (ix_...) holding the bad
+	// key; index entries all live in the bucket "ix", under their index's
+	// id byte.
+	Bucket string
+	// Key is the bad key, raw: for an index entry, its index key, without
+	// the id byte that prefixes it in the ix bucket.
+	Key     []byte
+	KeyText string // the key decoded under the bucket's or index's schema
 	Problem string // what is wrong
 }
 
@@ -116,6 +122,9 @@ func (v *verifier) run() error {
 		}
 		return nil
 	})
+	if err := v.indexIDs(); err != nil {
+		return err
+	}
 	for _, k := range kinds {
 		if err := v.records(k); err != nil {
 			return err
@@ -132,10 +141,7 @@ func (v *verifier) run() error {
 // records checks each record of k and that its index entries exist.
 func (v *verifier) records(k *kind) error {
 	bk := v.tx.Bucket(k.bucket)
-	ixs := make([]*bbolt.Bucket, len(k.indexes))
-	for i, ix := range k.indexes {
-		ixs[i] = v.tx.Bucket(ix.bucket)
-	}
+	ixb := v.tx.Bucket(bucketIndex)
 	c := bk.Cursor()
 	for pk, val := c.First(); pk != nil; pk, val = c.Next() {
 		if err := v.tick(); err != nil {
@@ -153,9 +159,9 @@ func (v *verifier) records(k *kind) error {
 		if own := k.key(rec); !bytes.Equal(own, pk) {
 			v.report(k.name, k.schema, pk, "record's key fields give %s: stored under the wrong key", k.schema.format(own))
 		}
-		for i, ix := range k.indexes {
+		for _, ix := range k.indexes {
 			e, ok := ix.entry(rec)
-			if ok && !has(ixs[i], e) {
+			if ok && !has(ixb, ix.stored(e)) {
 				v.report(k.name, k.schema, pk, "missing its %s entry %s", ix.name, ix.schema.format(e))
 			}
 		}
@@ -166,13 +172,14 @@ func (v *verifier) records(k *kind) error {
 // entries checks each entry of index ix of kind k.
 func (v *verifier) entries(k *kind, ix *index) error {
 	bk := v.tx.Bucket(k.bucket)
-	c := v.tx.Bucket(ix.bucket).Cursor()
+	c := v.tx.Bucket(bucketIndex).Cursor()
 	var prevUnique []byte
 	var prevPK key
-	for e, val := c.First(); e != nil; e, val = c.Next() {
+	for se, val := c.Seek([]byte{ix.id}); se != nil && se[0] == ix.id; se, val = c.Next() {
 		if err := v.tick(); err != nil {
 			return err
 		}
+		e := se[1:]
 		if len(val) != 0 {
 			v.report(ix.name, ix.schema, e, "entry has a %d-byte value; index values are empty", len(val))
 		}
@@ -205,6 +212,24 @@ func (v *verifier) entries(k *kind, ix *index) error {
 		case !bytes.Equal(want, e):
 			v.report(ix.name, ix.schema, e, "stale: %s %s has indexed fields %s", k.name, k.schema.format(pk), ix.schema.format(want))
 		}
+	}
+	return nil
+}
+
+// indexIDs reports keys of the ix bucket that belong to no index.
+func (v *verifier) indexIDs() error {
+	c := v.tx.Bucket(bucketIndex).Cursor()
+	for k, _ := c.First(); k != nil; {
+		if err := v.tick(); err != nil {
+			return err
+		}
+		if len(k) > 0 && indexByID(k[0]) != nil {
+			k, _ = c.Seek([]byte{k[0] + 1}) // skip the whole index
+			continue
+		}
+		v.found = append(v.found, Discrepancy{Bucket: string(bucketIndex), Key: append([]byte(nil), k...),
+			KeyText: fmt.Sprintf("%x", k), Problem: "key belongs to no index (unknown index id)"})
+		k, _ = c.Next()
 	}
 	return nil
 }

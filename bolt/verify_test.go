@@ -52,7 +52,7 @@ func TestVerifyReportsMissingIndexEntry(t *testing.T) {
 	t.Parallel()
 	b, att := seeded(t)
 	entry, _ := ixAttemptStatus.entry(att)
-	damage(t, b, func(tx *bbolt.Tx) error { return tx.Bucket(ixAttemptStatus.bucket).Delete(entry) })
+	damage(t, b, func(tx *bbolt.Tx) error { return tx.Bucket(bucketIndex).Delete(ixAttemptStatus.stored(entry)) })
 	ds := problems(t, b)
 	require.Len(t, ds, 1)
 	require.Equal(t, "attempt", ds[0].Bucket)
@@ -65,7 +65,7 @@ func TestVerifyReportsStrayIndexEntry(t *testing.T) {
 	t.Parallel()
 	b, _ := seeded(t)
 	stray := activationKey(actKey("r", "ghost", "a"))
-	damage(t, b, func(tx *bbolt.Tx) error { return tx.Bucket(ixPending.bucket).Put(stray, nil) })
+	damage(t, b, func(tx *bbolt.Tx) error { return tx.Bucket(bucketIndex).Put(ixPending.stored(stray), nil) })
 	ds := problems(t, b)
 	require.Len(t, ds, 1)
 	require.Equal(t, Discrepancy{
@@ -118,7 +118,7 @@ func TestVerifyReportsOtherDamage(t *testing.T) {
 	damage(t, b, func(tx *bbolt.Tx) error {
 		for _, ix := range kindAttempt.indexes {
 			e, _ := ix.entry(dup)
-			if err := tx.Bucket(ix.bucket).Put(e, nil); err != nil {
+			if err := tx.Bucket(bucketIndex).Put(ix.stored(e), nil); err != nil {
 				return err
 			}
 		}
@@ -126,13 +126,16 @@ func TestVerifyReportsOtherDamage(t *testing.T) {
 			return err
 		}
 		e, _ := ixLinkRoot.entry(link("child", "r", 5))
-		if err := tx.Bucket(ixLinkRoot.bucket).Put(e, []byte("x")); err != nil {
+		if err := tx.Bucket(bucketIndex).Put(ixLinkRoot.stored(e), []byte("x")); err != nil {
 			return err
 		}
 		if err := tx.Bucket(kindGroup.bucket).Put(key(nil).str("g"), []byte{0xee}); err != nil {
 			return err
 		}
 		if err := tx.Bucket(kindSchedule.bucket).Put(wrongKey, encodeSchedule(schedule(actKey("r", "n", "zzz"), 1))); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketIndex).Put([]byte{0xee, 1, 2}, nil); err != nil {
 			return err
 		}
 		_, err := tx.CreateBucket([]byte("extra"))
@@ -145,6 +148,7 @@ func TestVerifyReportsOtherDamage(t *testing.T) {
 	}
 	require.ElementsMatch(t, []string{
 		"extra: unknown bucket",
+		"ix: key belongs to no index (unknown index id)",
 		`fan_out_group: value does not decode: bolt: malformed record value: kind tag is not 0x04`,
 		`ix_attempt_identity: (identity="ident") is shared by attempt (run="r", node="n", activation="a", attempt=1) and attempt (run="r", node="n", activation="c", attempt=1)`,
 		`ix_link_root: entry has a 1-byte value; index values are empty`,
