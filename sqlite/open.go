@@ -50,9 +50,12 @@ type Backend struct {
 
 // writer is the one connection every Update runs on.
 type writer struct {
-	conn   *sql.Conn
-	stmts  [numStmts]*sql.Stmt
-	broken bool // a ROLLBACK failed: replace the connection before reuse
+	conn  *sql.Conn
+	stmts [numStmts]*sql.Stmt
+	// partial: UPDATEs of a subset of a table's columns, prepared on first
+	// use (see image.go).
+	partial map[partialKey]*sql.Stmt
+	broken  bool // a ROLLBACK failed: replace the connection before reuse
 }
 
 var _ backend.Backend = (*Backend)(nil)
@@ -319,6 +322,10 @@ func (w *writer) closeStmts() {
 			_ = s.Close()
 			w.stmts[i] = nil
 		}
+	}
+	for k, s := range w.partial {
+		_ = s.Close()
+		delete(w.partial, k)
 	}
 }
 

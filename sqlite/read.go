@@ -77,6 +77,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Runs[id] = v
+				t.remember(v)
 			}
 		}
 	}
@@ -101,6 +102,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Activations[k] = v
+				t.remember(v)
 			}
 		}
 	}
@@ -113,6 +115,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Groups[k] = v
+				t.remember(v)
 			}
 		}
 	}
@@ -125,6 +128,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Attempts[k] = v
+				t.remember(v)
 			}
 		}
 	}
@@ -137,6 +141,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Identities[id] = v
+				t.remember(v)
 			}
 		}
 	}
@@ -150,6 +155,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Leases[k] = v
+				t.remember(v)
 			}
 		}
 	}
@@ -162,6 +168,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Schedules[k] = v
+				t.remember(v)
 			}
 		}
 	}

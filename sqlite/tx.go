@@ -27,6 +27,8 @@ type readTx struct {
 	// BUSY, INTERRUPT), so nothing more may run in it and it never commits.
 	poison error
 	busy   bool
+	// img holds row images of a read-write transaction (image.go).
+	img map[rowKey]backend.Record
 }
 
 // writeTx implements backend.Tx.

@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 
@@ -76,10 +77,55 @@ func (t *writeTx) apply(ctx context.Context, w backend.Write) error {
 	if id < 0 {
 		return backend.ErrUnsupported
 	}
+	if w.Op == backend.Replace {
+		return t.replace(ctx, w.Record, id, args)
+	}
 	s, err := t.stmt(ctx, id)
 	if err != nil {
 		return err
 	}
+	if err := t.exec(ctx, s, w.Op, args); err != nil {
+		return err
+	}
+	if w.Op == backend.Delete {
+		t.forget(w.Record)
+	} else {
+		t.remember(w.Record)
+	}
+	return nil
+}
+
+// replace updates only the columns that differ from the row's image, or
+// every column when there is none; it writes nothing when no column differs
+// (the image proves that the row exists).
+func (t *writeTx) replace(ctx context.Context, r backend.Record, id stmtID, args []any) error {
+	s, err := t.stmt(ctx, id)
+	if err != nil {
+		return err
+	}
+	if mask, ok := t.changed(r, args); ok {
+		if mask == 0 {
+			t.remember(r)
+			return nil
+		}
+		_, tb, _ := rowOf(r)
+		ps, err := t.w.partialStmt(ctx, id, tb, mask)
+		if err != nil {
+			return t.fail(fmt.Errorf("prepare partial update: %w", err))
+		}
+		if ps != nil {
+			s, args = ps, partialArgs(tb, mask, args)
+		}
+	}
+	if err := t.exec(ctx, s, backend.Replace, args); err != nil {
+		return err
+	}
+	t.remember(r)
+	return nil
+}
+
+// exec runs one write and maps its outcome.
+func (t *writeTx) exec(ctx context.Context, s *sql.Stmt, op backend.Op, args []any) error {
 	res, err := s.ExecContext(ctx, args...)
 	if err != nil {
 		if isUniqueViolation(err) {
@@ -92,7 +138,7 @@ func (t *writeTx) apply(ctx context.Context, w backend.Write) error {
 		return t.fail(err)
 	}
 	if n == 0 {
-		if w.Op == backend.Insert {
+		if op == backend.Insert {
 			return backend.ErrConflict
 		}
 		return backend.ErrNotFound

@@ -1,0 +1,191 @@
+package sqlite
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/wfstore/wfstore/backend"
+)
+
+// loadAll reads every replaceable record of fullRecords' keys.
+func loadAll(t *testing.T, ctx context.Context, r backend.ReadTx, run backend.Run, act backend.Activation, group backend.FanOutGroup,
+	att backend.Attempt, lease backend.Lease, sched backend.RetrySchedule) backend.Found {
+	t.Helper()
+	f, err := r.Load(ctx, backend.Lookup{
+		Runs: []string{run.ID}, Activations: []backend.ActivationKey{act.Key}, Groups: []backend.ActivationKey{group.Controller},
+		Attempts: []backend.AttemptKey{att.Key}, Leases: []backend.LeaseKey{lease.Key}, Schedules: []backend.ActivationKey{sched.Key},
+	})
+	require.NoError(t, err)
+	return f
+}
+
+func integrityOK(t *testing.T, b *Backend) {
+	t.Helper()
+	var res string
+	require.NoError(t, b.rdb.QueryRow("PRAGMA integrity_check").Scan(&res))
+	require.Equal(t, "ok", res)
+}
+
+func TestReplaceAfterLoadSetsOnlyChangedColumns(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	ctx := context.Background()
+	k := akey("r", "n", "a")
+	att := attempt(k, 1, "id-1", backend.AttemptPrepared, 5)
+	update(t, b, backend.Ins(att))
+
+	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
+		f, err := tx.Load(ctx, backend.Lookup{Attempts: []backend.AttemptKey{att.Key}})
+		require.NoError(t, err)
+		a := f.Attempts[att.Key]
+		a.Handoff = backend.HandoffRecorded
+		return tx.Apply(ctx, backend.Rep(a))
+	}))
+	handoff := uint64(1) << (10 - attemptsT.nkey) // column 10 is handoff
+	require.Equal(t, "handoff", attemptsT.cols[10])
+	require.Contains(t, b.w.partial, partialKey{sAttRep, handoff})
+	require.Len(t, b.w.partial, 1)
+
+	// The status indexes follow a partial update of status.
+	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
+		f, err := tx.Load(ctx, backend.Lookup{Identities: []string{"id-1"}})
+		require.NoError(t, err)
+		a := f.Identities["id-1"]
+		a.Status, a.Receipt, a.AdmittedMS = backend.AttemptAdmitted, []byte(`{"ok":1}`), 9
+		return tx.Apply(ctx, backend.Rep(a))
+	}))
+	want := att
+	want.Handoff, want.Status, want.Receipt, want.AdmittedMS = backend.HandoffRecorded, backend.AttemptAdmitted, []byte(`{"ok":1}`), 9
+	view(t, b, func(r backend.ReadTx) {
+		f, err := r.Load(ctx, backend.Lookup{Attempts: []backend.AttemptKey{att.Key}})
+		require.NoError(t, err)
+		require.Equal(t, want, f.Attempts[att.Key])
+		for _, q := range []backend.AttemptQuery{
+			{Status: backend.AttemptAdmitted, Limit: 5}, {RunID: "r", Status: backend.AttemptAdmitted, Limit: 5},
+			{RunID: "r", Limit: 5}, {Limit: 5},
+		} {
+			got, err := r.Attempts(ctx, q)
+			require.NoError(t, err)
+			require.Equal(t, []backend.Attempt{want}, got, "%+v", q)
+		}
+		for _, q := range []backend.AttemptQuery{
+			{Status: backend.AttemptPrepared, Limit: 5}, {RunID: "r", Status: backend.AttemptPrepared, Limit: 5},
+		} {
+			got, err := r.Attempts(ctx, q)
+			require.NoError(t, err)
+			require.Empty(t, got, "%+v", q)
+		}
+	})
+	integrityOK(t, b)
+}
+
+// Images follow the transaction's own writes: every kind is loaded, then
+// replaced several times, deleted and re-inserted, and replaced after a
+// failed write, and what commits is what was last written.
+func TestReplaceImagesFollowTheTransactionsWrites(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	ctx := context.Background()
+	run, _, act, group, att, lease, sched, _ := fullRecords("r", []byte(`{"big":1}`))
+	other := attempt(att.Key.ActivationKey, 7, "other-identity", backend.AttemptPrepared, 3)
+	update(t, b, backend.Ins(run), backend.Ins(act), backend.Ins(group), backend.Ins(att), backend.Ins(lease), backend.Ins(sched), backend.Ins(other))
+
+	var wantRun backend.Run
+	var wantAct backend.Activation
+	var wantGroup backend.FanOutGroup
+	var wantAtt backend.Attempt
+	var wantLease backend.Lease
+	var wantSched backend.RetrySchedule
+	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
+		f := loadAll(t, ctx, tx, run, act, group, att, lease, sched)
+		r, a, g, at, l, s := f.Runs[run.ID], f.Activations[act.Key], f.Groups[group.Controller], f.Attempts[att.Key], f.Leases[lease.Key], f.Schedules[sched.Key]
+
+		// Unchanged replaces write nothing and succeed.
+		require.NoError(t, tx.Apply(ctx, backend.Rep(r), backend.Rep(a), backend.Rep(g), backend.Rep(at), backend.Rep(l), backend.Rep(s)))
+
+		// Two successive changes, back and forth: the second compares
+		// with the first, not with the loaded row.
+		r.AttemptCount, r.Authority, r.Metadata = 100, nil, nil
+		a.Admissible, a.Claims, a.Group, a.Output = false, nil, nil, []byte{}
+		g.Promoted, g.Retiring = 50, false
+		at.Status, at.Receipt = backend.AttemptAdmitted, nil
+		l.ReleasedMS = 77
+		s.DueMS = 5
+		require.NoError(t, tx.Apply(ctx, backend.Rep(r), backend.Rep(a), backend.Rep(g), backend.Rep(at), backend.Rep(l), backend.Rep(s)))
+		r.AttemptCount, r.Authority = run.AttemptCount, run.Authority
+		a.Admissible, a.Output = true, nil
+		at.Status = att.Status
+		l.ReleasedMS = 0
+		require.NoError(t, tx.Apply(ctx, backend.Rep(r), backend.Rep(a), backend.Rep(at), backend.Rep(l)))
+
+		// A failed replace (identity taken) leaves the row and its image.
+		bad := at
+		bad.Identity, bad.PreparedMS = other.Identity, 99
+		require.ErrorIs(t, tx.Apply(ctx, backend.Rep(bad)), backend.ErrConflict)
+		at.PreparedMS = 99 // only PreparedMS differs from the stored row now
+		require.NoError(t, tx.Apply(ctx, backend.Rep(at)))
+
+		// Delete and re-insert, then replace back to the loaded value.
+		require.NoError(t, tx.Apply(ctx, backend.Del(s)))
+		s2 := s
+		s2.DueMS, s2.BackoffMS = 42, 43
+		require.NoError(t, tx.Apply(ctx, backend.Ins(s2)))
+		require.NoError(t, tx.Apply(ctx, backend.Rep(s)))
+
+		// A failed insert of an existing key does not touch the image.
+		g2 := g
+		g2.Size = 1
+		require.ErrorIs(t, tx.Apply(ctx, backend.Ins(g2)), backend.ErrConflict)
+		g.Settled = 61
+		require.NoError(t, tx.Apply(ctx, backend.Rep(g)))
+
+		wantRun, wantAct, wantGroup, wantAtt, wantLease, wantSched = r, a, g, at, l, s
+		return nil
+	}))
+	view(t, b, func(rt backend.ReadTx) {
+		f := loadAll(t, ctx, rt, run, act, group, att, lease, sched)
+		require.Equal(t, wantRun, f.Runs[run.ID])
+		require.Equal(t, wantAct, f.Activations[act.Key])
+		require.Equal(t, wantGroup, f.Groups[group.Controller])
+		require.Equal(t, wantAtt, f.Attempts[att.Key])
+		require.Equal(t, wantLease, f.Leases[lease.Key])
+		require.Equal(t, wantSched, f.Schedules[sched.Key])
+		pend, err := rt.PendingActivations(ctx, backend.PendingQuery{Limit: 5})
+		require.NoError(t, err)
+		require.Equal(t, []backend.Activation{wantAct}, pend)
+		leases, err := rt.ActiveLeases(ctx, backend.LeaseQuery{RunID: run.ID, Limit: 5})
+		require.NoError(t, err)
+		require.Equal(t, []backend.Lease{wantLease}, leases)
+	})
+	integrityOK(t, b)
+}
+
+// A rolled-back Update leaves no image behind for the next one.
+func TestReplaceImagesDoNotOutliveTheirTransaction(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	ctx := context.Background()
+	run := backend.Run{ID: "r", Status: backend.RunRunning, AttemptCount: 1}
+	update(t, b, backend.Ins(run))
+	var loaded backend.Run
+	err := b.Update(ctx, func(tx backend.Tx) error {
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{"r"}})
+		require.NoError(t, err)
+		loaded = f.Runs["r"]
+		r := loaded
+		r.AttemptCount = 2
+		require.NoError(t, tx.Apply(ctx, backend.Rep(r)))
+		return context.Canceled
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	// Replacing with the value loaded before must still write, even though
+	// it equals what the rolled-back transaction saw.
+	update(t, b, backend.Rep(backend.Run{ID: "r", Status: backend.RunRunning, AttemptCount: 3}))
+	update(t, b, backend.Rep(loaded))
+	view(t, b, func(r backend.ReadTx) {
+		f, err := r.Load(ctx, backend.Lookup{Runs: []string{"r"}})
+		require.NoError(t, err)
+		require.Equal(t, loaded, f.Runs["r"])
+	})
+}
