@@ -27,6 +27,27 @@ import (
 //	  WFSTORE_BOLT_PAGES_N        admissions (default 500)
 //	  WFSTORE_BOLT_PAGES_HISTORY  historical attempts loaded first, comma-separated (default 0,1000)
 //	  WFSTORE_BOLT_PAGES_SYNC=1   fsync on (default: Relaxed; page counts do not depend on it)
+//
+// Measured (500 admissions, 3 commits each; pages = pages bbolt allocated,
+// 4 KiB each; KB = their bytes):
+//
+//	                          pages/commit   pages/admission   KB/admission   100k-history file
+//	before (c653a8b)
+//	  bare commit                 3.8
+//	  history 0                  15.0             44.9             180
+//	  history 1000               18.2             54.5             218
+//	  history 100000             34.4            103.2             413            455.6 MB
+//	NoFreelistSync + hashmap freelist
+//	  bare commit                 2.8
+//	  history 0                  14.0             41.9             168
+//	  history 100000             23.6             70.9             284            455.5 MB
+//	+ pages split 90% full
+//	  history 0                  14.3             42.9             172
+//	  history 100000             23.8             71.3             285            316.9 MB
+//	+ one index bucket ix
+//	  history 0                  11.8             35.4             142
+//	  history 1000               15.7             47.0             188
+//	  history 100000             23.5             70.6             282            327.1 MB
 
 type pagesOwner struct{}
 
