@@ -158,7 +158,9 @@ func openBolt(ctx context.Context, dir string, _ int) (*Env, error) {
 	if err != nil {
 		return nil, err
 	}
-	db, err := bbolt.Open(filepath.Join(dir, "bare.bolt"), 0o600, &bbolt.Options{Timeout: bolt.DefaultLockTimeout})
+	db, err := bbolt.Open(filepath.Join(dir, "bare.bolt"), 0o600, &bbolt.Options{
+		Timeout: bolt.DefaultLockTimeout, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType, // as bolt.Open
+	})
 	if err == nil {
 		err = db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("bare")); return err })
 	}
