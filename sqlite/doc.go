@@ -64,6 +64,13 @@
 // admissible activations and unreleased leases) and is bounded by LIMIT, so
 // it reads only rows it returns.
 //
+// A Replace of a row the same Update loaded (or wrote) sets only the columns
+// whose values differ, and writes nothing when none does: SQLite rewrites
+// the entry of every index with a column in an UPDATE's SET list even when
+// the value is unchanged, so setting every column made a handoff (one
+// non-indexed column) rewrite all five attempt indexes. A Replace of a row
+// the Update has not read sets every column.
+//
 // # Handles
 //
 // OpenDB uses a caller's *sql.DB (opened with this driver) as given: writes
