@@ -41,8 +41,9 @@ func recordKind(r backend.Record) string {
 }
 
 // indexChange is one index's part of a write: delete the record's old
-// entry, put its new one (either may be nil); stored keys of bucketIndex.
+// entry, put its new one (either may be nil); stored keys of ix's bucket.
 type indexChange struct {
+	ix       *index
 	del, put []byte
 }
 
@@ -62,10 +63,11 @@ func (t *tx) apply(w backend.Write) error {
 		return err
 	}
 	pk := k.key(w.Record)
+	spk := k.stored(pk)
 
 	// The stored record, whose index entries the write replaces.
 	var old backend.Record
-	oldV := bk.Get(pk)
+	oldV := bk.Get(spk)
 	switch {
 	case w.Op == backend.Insert && oldV != nil:
 		return fmt.Errorf("bolt: %s %s exists: %w", k.name, k.schema.format(pk), backend.ErrConflict)
@@ -83,7 +85,7 @@ func (t *tx) apply(w backend.Write) error {
 		if bytes.Equal(value, oldV) {
 			return nil // a Replace that changes nothing writes nothing
 		}
-		if len(pk) > bbolt.MaxKeySize || len(value) > bbolt.MaxValueSize {
+		if len(spk) > bbolt.MaxKeySize || len(value) > bbolt.MaxValueSize {
 			return fmt.Errorf("bolt: %s key is %d bytes, value %d bytes: too large for bbolt", k.name, len(pk), len(value))
 		}
 	}
@@ -93,16 +95,17 @@ func (t *tx) apply(w backend.Write) error {
 		return err
 	}
 
-	var ixb *bbolt.Bucket
-	if len(changes) > 0 {
-		if ixb, err = t.bucket(bucketIndex); err != nil {
+	ixbs := make([]*bbolt.Bucket, len(changes))
+	for i, c := range changes {
+		if ixbs[i], err = t.bucket(c.ix.bucket); err != nil {
 			return err
 		}
 	}
 
 	// From here on the store changes.
 	t.wrote = true
-	for _, c := range changes {
+	for i, c := range changes {
+		ixb := ixbs[i]
 		if c.del != nil {
 			if err := ixb.Delete(c.del); err != nil {
 				return t.fail(err)
@@ -115,9 +118,9 @@ func (t *tx) apply(w backend.Write) error {
 		}
 	}
 	if rec == nil {
-		err = bk.Delete(pk)
+		err = bk.Delete(spk)
 	} else {
-		err = bk.Put(pk, value)
+		err = bk.Put(spk, value)
 	}
 	if err != nil {
 		return t.fail(err)
@@ -148,14 +151,14 @@ func (t *tx) indexChanges(k *kind, pk key, old, rec backend.Record) ([]indexChan
 		if len(put)+1 > bbolt.MaxKeySize {
 			return nil, fmt.Errorf("bolt: %s entry is %d bytes: too large for bbolt", ix.name, len(put))
 		}
-		var c indexChange
+		c := indexChange{ix: ix}
 		if del != nil {
 			c.del = ix.stored(del)
 		}
 		if put != nil {
 			c.put = ix.stored(put)
 			if ix.unique > 0 {
-				b, err := t.bucket(bucketIndex)
+				b, err := t.bucket(ix.bucket)
 				if err != nil {
 					return nil, err
 				}
@@ -180,7 +183,8 @@ func (t *tx) checkUnique(ix *index, b *bbolt.Bucket, entry, pk key) error {
 	sprefix := ix.stored(prefix)
 	c := b.Cursor()
 	for k, _ := c.Seek(sprefix); k != nil && bytes.HasPrefix(k, sprefix); k, _ = c.Next() {
-		other, err := ix.primary(k[1:])
+		e, _ := ix.unstored(k)
+		other, err := ix.primary(e)
 		if err != nil {
 			return fmt.Errorf("bolt: index %s: %w", ix.name, err)
 		}

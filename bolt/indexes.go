@@ -2,17 +2,18 @@ package bolt
 
 import "github.com/wfstore/wfstore/backend"
 
-// This file defines the secondary indexes: one key range per ordered scan,
-// all in the one bucket "ix". An entry's stored key is the index's one-byte
-// id followed by its index key, so each index is the key range of its id
-// byte and keeps the codec's order inside it. One bucket rather than one
-// per index: an admission commit touches six or more indexes, and bbolt
-// rewrites every B+tree path it touches, so separate trees cost a root (and
-// branch) page each where one tree shares them. Every entry is one key per (indexed values, record) pair with an empty
-// value, and a record has at most one entry per index. Entries are written
-// in the same transaction as their record (apply.go): the entry the old
-// record had is deleted and the new record's entry is put, only when they
-// differ.
+// This file defines the secondary indexes: one key range per ordered scan.
+// An index whose keys start with the run id, and whose scans all stay in
+// one run, is per-run: its entries live in bucket "runs" beside the run's
+// records, under the index id as tag (layout.go), so an admission's index
+// writes share leaves with its record writes. The others (pending, which
+// global discovery scans across runs; identity, status and prepared, which
+// order attempts across runs) live in bucket "ix", each the key range of
+// its id byte. Every entry is one key per (indexed values, record) pair
+// with an empty value, and a record has at most one entry per index.
+// Entries are written in the same transaction as their record (apply.go):
+// the entry the old record had is deleted and the new record's entry is
+// put, only when they differ.
 //
 // An index key is the indexed values followed by whatever parts of the
 // primary key it does not already contain, so every entry names exactly one
@@ -22,7 +23,7 @@ import "github.com/wfstore/wfstore/backend"
 // index describes one secondary index of one record kind.
 type index struct {
 	name   string // reported by Verify
-	id     byte   // the stored key's first byte
+	space         // tag: the index id
 	schema schema
 	pk     []int
 	// unique, when > 0, is the number of leading parts that no two records
@@ -35,36 +36,8 @@ type index struct {
 	entry func(rec backend.Record) (k key, ok bool)
 }
 
-// bucketIndex holds every index's entries.
+// bucketIndex holds the entries of the indexes that order across runs.
 var bucketIndex = []byte("ix")
-
-// stored returns the key under which index key k is stored in bucketIndex.
-func (ix *index) stored(k key) []byte {
-	out := make([]byte, 0, 1+len(k))
-	return append(append(out, ix.id), k...)
-}
-
-// span returns the stored-key range [from, until) of index keys [from,
-// until): a nil from is the index's first key, a nil until its end.
-func (ix *index) span(from, until []byte) (sfrom, suntil []byte) {
-	sfrom = ix.stored(from)
-	if until == nil {
-		suntil = []byte{ix.id + 1}
-	} else {
-		suntil = ix.stored(until)
-	}
-	return sfrom, suntil
-}
-
-// indexByID finds the index whose entries start with id.
-func indexByID(id byte) *index {
-	for _, ix := range indexes {
-		if ix.id == id {
-			return ix
-		}
-	}
-	return nil
-}
 
 // primary returns the primary key of the record an index entry names.
 func (ix *index) primary(k []byte) (key, error) {
@@ -213,9 +186,21 @@ var (
 	}
 )
 
-// Index ids are fixed by the format: never renumber one.
+// Index ids are fixed by the format: never renumber one. An index whose
+// keys start with the run is per-run (bucketRuns, its id the tag after the
+// run part); the others order across runs and live in bucketIndex.
 func init() {
 	for i, ix := range indexes {
-		ix.id = byte(i + 1)
+		ix.space = space{bucket: bucketIndex, tag: byte(i + 1)}
+		if perRunIndex[ix] {
+			ix.space.bucket, ix.space.perRun = bucketRuns, true
+		}
 	}
+}
+
+// perRunIndex lists the indexes whose first part is a run id (the root, for
+// ixLinkRoot) and whose every scan is within one run.
+var perRunIndex = map[*index]bool{
+	ixAttemptRunStatus: true, ixAttemptRun: true, ixLinkRoot: true,
+	ixScheduleDue: true, ixLeaseActive: true, ixLeaseResource: true,
 }

@@ -1,16 +1,119 @@
 package bolt
 
 import (
+	"bytes"
 	"fmt"
 
 	"github.com/wfstore/wfstore/backend"
 )
 
-// This file is the store's layout: one top-level bucket per record kind,
-// keyed by the kind's primary key, plus the meta bucket (meta.go) and one
-// bucket "ix" holding every index (indexes.go). The kinds table below is the only place
-// that ties a record kind to its bucket, codec, allowed operations and
-// indexes; apply.go and verify.go are written against it.
+// This file is the store's layout: the bucket "runs" holds every record and
+// every per-run index entry, keyed run | tag | rest of the key, so what one
+// admission writes (its run's records and per-run index entries) lands on a
+// few adjacent leaves of one tree; the bucket "ix" holds the indexes that
+// order across runs (indexes.go), and "meta" the marker and version
+// (meta.go). The kinds table below is the only place that ties a record
+// kind to its space, codec, allowed operations and indexes; apply.go and
+// verify.go are written against it.
+
+// bucketRuns holds every record, and the entries of per-run indexes.
+var bucketRuns = []byte("runs")
+
+// space is where a record kind's records or an index's entries are stored.
+//
+// A per-run space lives in bucketRuns: a codec key k, whose first part is
+// always the run id (a string, so self-delimiting), is stored as k's run
+// part, then the space's tag byte, then the rest of k. A run's keys of one
+// space are therefore one contiguous range, and all of a run's keys are
+// adjacent. A global space lives in bucketIndex: k is stored after the
+// space's tag (the index id) byte, so the whole index is one range.
+type space struct {
+	bucket []byte
+	perRun bool
+	tag    byte
+}
+
+// runPartLen returns the length of k's first part, an encoded string, or
+// -1 when k does not start with a complete one.
+func runPartLen(k []byte) int {
+	for i := 0; i+1 < len(k); i++ {
+		if k[i] == 0x00 {
+			if k[i+1] == escEnd {
+				return i + 2
+			}
+			i++ // 0x00 0xFF: an escaped 0x00
+		}
+	}
+	return -1
+}
+
+// stored returns the key under which codec key k is stored in s.bucket.
+func (s *space) stored(k key) []byte {
+	out := make([]byte, 0, 1+len(k))
+	if !s.perRun {
+		return append(append(out, s.tag), k...)
+	}
+	n := runPartLen(k)
+	if n < 0 {
+		panic("bolt: a per-run key without a run part")
+	}
+	return append(append(append(out, k[:n]...), s.tag), k[n:]...)
+}
+
+// unstored returns the codec key sk was stored from, or ok=false when sk is
+// not a key of s.
+func (s *space) unstored(sk []byte) (k key, ok bool) {
+	if !s.perRun {
+		if len(sk) == 0 || sk[0] != s.tag {
+			return nil, false
+		}
+		return sk[1:], true
+	}
+	n := runPartLen(sk)
+	if n < 0 || n >= len(sk) || sk[n] != s.tag {
+		return nil, false
+	}
+	return append(append(key(nil), sk[:n]...), sk[n+1:]...), true
+}
+
+// span returns the stored-key range of a global space for codec keys
+// [from, until): a nil from is the space's first key, a nil until its end.
+func (s *space) span(from, until []byte) (sfrom, suntil []byte) {
+	sfrom = s.stored(from)
+	if until == nil {
+		suntil = []byte{s.tag + 1}
+	} else {
+		suntil = s.stored(until)
+	}
+	return sfrom, suntil
+}
+
+// runSpan returns the stored-key range of a per-run space for codec keys
+// [from, until) of one run: a nil from is the run's first key, a nil until
+// the end of the run's keys in s. The range is clipped to the run's keys: a
+// bound outside the run (a cursor in another run, a prefixEnd that carried
+// into the run part) stands for the run's start or end.
+func (s *space) runSpan(run string, from, until []byte) (sfrom, suntil []byte) {
+	runPart := key(nil).str(run)
+	start, end := s.stored(runPart), append(runPart.clone(), s.tag+1)
+	switch {
+	case !bytes.HasPrefix(from, runPart) && bytes.Compare(from, runPart) < 0:
+		sfrom = start
+	case !bytes.HasPrefix(from, runPart):
+		return end, end // after the run: empty
+	default:
+		sfrom = s.stored(from)
+	}
+	if until == nil || !bytes.HasPrefix(until, runPart) {
+		if bytes.Compare(until, runPart) <= 0 && until != nil {
+			return start, start // before the run: empty
+		}
+		suntil = end
+	} else {
+		suntil = s.stored(until)
+	}
+	return sfrom, suntil
+}
 
 // Primary key schemas.
 var (
@@ -21,8 +124,8 @@ var (
 
 // kind describes how one record kind is stored.
 type kind struct {
-	name    string // backend.Record.Kind(); also the bucket name
-	bucket  []byte
+	name    string // backend.Record.Kind()
+	space          // per-run, tagged tag
 	schema  schema // of the primary key
 	replace bool   // accepts Replace (every kind accepts Insert)
 	delete  bool   // accepts Delete
@@ -94,9 +197,11 @@ var (
 	kinds = []*kind{kindRun, kindLink, kindActivation, kindGroup, kindAttempt, kindLease, kindSchedule, kindEvent}
 )
 
+// Kind tags are fixed by the format: never renumber one. They share the
+// tag byte of bucketRuns with the per-run indexes' ids (1..10).
 func init() {
-	for _, k := range kinds {
-		k.bucket = []byte(k.name)
+	for i, k := range kinds {
+		k.space = space{bucket: bucketRuns, perRun: true, tag: byte(0x40 + i)}
 	}
 }
 
@@ -124,11 +229,7 @@ func kindOf(rec backend.Record) (*kind, error) {
 	return nil, fmt.Errorf("bolt: record of type %T (records are values of the backend record types): %w", rec, backend.ErrUnsupported)
 }
 
-// allBuckets lists every bucket of a format-1 store.
+// allBuckets lists every bucket of a store.
 func allBuckets() [][]byte {
-	out := [][]byte{bucketMeta}
-	for _, k := range kinds {
-		out = append(out, k.bucket)
-	}
-	return append(out, bucketIndex)
+	return [][]byte{bucketMeta, bucketRuns, bucketIndex}
 }

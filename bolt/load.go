@@ -23,25 +23,25 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 		return f, err
 	}
 	var err error
-	if f.Runs, err = loadAll(t, kindRun.bucket, l.Runs, runKey, decodeRun); err != nil {
+	if f.Runs, err = loadAll(t, kindRun, l.Runs, runKey, decodeRun); err != nil {
 		return f, err
 	}
-	if f.Links, err = loadAll(t, kindLink.bucket, l.Links, linkKey, decodeLink); err != nil {
+	if f.Links, err = loadAll(t, kindLink, l.Links, linkKey, decodeLink); err != nil {
 		return f, err
 	}
-	if f.Activations, err = loadAll(t, kindActivation.bucket, l.Activations, activationKey, decodeActivation); err != nil {
+	if f.Activations, err = loadAll(t, kindActivation, l.Activations, activationKey, decodeActivation); err != nil {
 		return f, err
 	}
-	if f.Groups, err = loadAll(t, kindGroup.bucket, l.Groups, activationKey, decodeGroup); err != nil {
+	if f.Groups, err = loadAll(t, kindGroup, l.Groups, activationKey, decodeGroup); err != nil {
 		return f, err
 	}
-	if f.Attempts, err = loadAll(t, kindAttempt.bucket, l.Attempts, attemptKey, decodeAttempt); err != nil {
+	if f.Attempts, err = loadAll(t, kindAttempt, l.Attempts, attemptKey, decodeAttempt); err != nil {
 		return f, err
 	}
-	if f.Leases, err = loadAll(t, kindLease.bucket, l.Leases, leaseKey, decodeLease); err != nil {
+	if f.Leases, err = loadAll(t, kindLease, l.Leases, leaseKey, decodeLease); err != nil {
 		return f, err
 	}
-	if f.Schedules, err = loadAll(t, kindSchedule.bucket, l.Schedules, activationKey, decodeSchedule); err != nil {
+	if f.Schedules, err = loadAll(t, kindSchedule, l.Schedules, activationKey, decodeSchedule); err != nil {
 		return f, err
 	}
 	if f.Identities, err = t.loadIdentities(l.Identities); err != nil {
@@ -53,34 +53,34 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 	return f, nil
 }
 
-// loadAll gets each key's record from one primary bucket.
-func loadAll[K comparable, R any](t *readTx, bucket []byte, keys []K, enc func(K) key, dec func([]byte) (R, error)) (map[K]R, error) {
+// loadAll gets each key's record of kind kd.
+func loadAll[K comparable, R any](t *readTx, kd *kind, keys []K, enc func(K) key, dec func([]byte) (R, error)) (map[K]R, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	bk, err := t.bucket(bucket)
+	bk, err := t.bucket(kd.bucket)
 	if err != nil {
 		return nil, err
 	}
 	out := make(map[K]R, len(keys))
 	for _, k := range keys {
-		v := bk.Get(enc(k))
+		v := bk.Get(kd.stored(enc(k)))
 		if v == nil {
 			continue
 		}
 		rec, err := dec(v)
 		if err != nil {
-			return nil, fmt.Errorf("bolt: load %s %v: %w", bucket, k, err)
+			return nil, fmt.Errorf("bolt: load %s %v: %w", kd.name, k, err)
 		}
 		out[k] = rec
 	}
 	return out, nil
 }
 
-// getRecord reads and decodes the record under pk, which an index entry
-// named; a missing record means the index is damaged.
-func getRecord[R any](t *readTx, bk *bbolt.Bucket, pk []byte, dec func([]byte) (R, error)) (R, error) {
-	v := bk.Get(pk)
+// getRecord reads and decodes the record of kind kd under pk, which an
+// index entry named; a missing record means the index is damaged.
+func getRecord[R any](t *readTx, bk *bbolt.Bucket, kd *kind, pk []byte, dec func([]byte) (R, error)) (R, error) {
+	v := bk.Get(kd.stored(pk))
 	if v == nil {
 		var zero R
 		return zero, fmt.Errorf("bolt: an index entry names missing record %x (run Verify)", pk)
@@ -92,7 +92,7 @@ func (t *readTx) loadIdentities(ids []string) (map[string]backend.Attempt, error
 	if len(ids) == 0 {
 		return nil, nil
 	}
-	ix, err := t.bucket(bucketIndex)
+	ix, err := t.bucket(ixAttemptIdentity.bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -107,11 +107,12 @@ func (t *readTx) loadIdentities(ids []string) (map[string]backend.Attempt, error
 		if k == nil || !bytes.HasPrefix(k, prefix) {
 			continue
 		}
-		pk, err := ixAttemptIdentity.primary(k[1:])
+		e, _ := ixAttemptIdentity.unstored(k)
+		pk, err := ixAttemptIdentity.primary(e)
 		if err != nil {
 			return nil, fmt.Errorf("bolt: load identity %q: %w", id, err)
 		}
-		a, err := getRecord(t, attempts, pk, decodeAttempt)
+		a, err := getRecord(t, attempts, kindAttempt, pk, decodeAttempt)
 		if err != nil {
 			return nil, fmt.Errorf("bolt: load identity %q: %w", id, err)
 		}
@@ -124,7 +125,7 @@ func (t *readTx) loadResources(refs []backend.ResourceRef) (map[backend.Resource
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	ix, err := t.bucket(bucketIndex)
+	ix, err := t.bucket(ixLeaseResource.bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -135,14 +136,15 @@ func (t *readTx) loadResources(refs []backend.ResourceRef) (map[backend.Resource
 	out := make(map[backend.ResourceRef][]backend.Lease, len(refs))
 	for _, ref := range refs {
 		prefix := key(nil).str(ref.RunID).str(ref.Resource)
-		from, until := ixLeaseResource.span(prefix, prefixEnd(prefix))
+		from, until := ixLeaseResource.runSpan(ref.RunID, prefix, prefixEnd(prefix))
 		var got []backend.Lease
 		err := t.scan(ix, from, until, func(k, _ []byte) (bool, error) {
-			pk, err := ixLeaseResource.primary(k[1:])
+			e, _ := ixLeaseResource.unstored(k)
+			pk, err := ixLeaseResource.primary(e)
 			if err != nil {
 				return false, err
 			}
-			l, err := getRecord(t, leases, pk, decodeLease)
+			l, err := getRecord(t, leases, kindLease, pk, decodeLease)
 			if err != nil {
 				return false, err
 			}

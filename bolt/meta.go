@@ -17,7 +17,10 @@ import (
 //	meta/version  uint64 big-endian, FormatVersion
 
 // FormatVersion is the layout version this package reads and writes.
-const FormatVersion = 1
+//
+// 2: records and per-run indexes in bucket runs, keyed run | tag | rest;
+// cross-run indexes in ix. (1, never shipped: a bucket per kind.)
+const FormatVersion = 2
 
 var (
 	bucketMeta  = []byte("meta")
@@ -72,7 +75,7 @@ func inspect(tx *bbolt.Tx) (storeState, error) {
 	return stateReady, nil
 }
 
-// create writes the format-1 layout into a fresh store, in tx.
+// create writes the layout into a fresh store, in tx.
 func create(tx *bbolt.Tx) error {
 	for _, name := range allBuckets() {
 		if _, err := tx.CreateBucket(name); err != nil {

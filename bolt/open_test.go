@@ -61,12 +61,12 @@ func TestOpenFreshEmptyAndExisting(t *testing.T) {
 func TestOpenRefusesUnknownVersionWithoutWriting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "v2.db")
+	path := filepath.Join(t.TempDir(), "v3.db")
 	b, err := Open(ctx, path)
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
 	rawBolt(t, path, func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketMeta).Put(metaVersion, key(nil).u64(2))
+		return tx.Bucket(bucketMeta).Put(metaVersion, key(nil).u64(FormatVersion+1))
 	})
 	before := fileSum(t, path)
 
@@ -74,7 +74,7 @@ func TestOpenRefusesUnknownVersionWithoutWriting(t *testing.T) {
 	require.ErrorIs(t, err, backend.ErrSchemaVersion)
 	var sv *backend.SchemaVersionError
 	require.ErrorAs(t, err, &sv)
-	require.Equal(t, backend.SchemaVersionError{Found: 2, Supported: 1}, *sv)
+	require.Equal(t, backend.SchemaVersionError{Found: FormatVersion + 1, Supported: FormatVersion}, *sv)
 	require.Equal(t, before, fileSum(t, path), "the file's bytes are unchanged")
 }
 

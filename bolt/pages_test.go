@@ -48,6 +48,10 @@ import (
 //	  history 0                  11.8             35.4             142
 //	  history 1000               15.7             47.0             188
 //	  history 100000             23.5             70.6             282            327.1 MB
+//	+ records and per-run indexes in one bucket runs, keyed run | tag | rest (format 2)
+//	  history 0                  11.8             35.4             142
+//	  history 1000               12.5             37.5             150
+//	  history 100000             16.7             50.0             200            328.2 MB
 
 type pagesOwner struct{}
 

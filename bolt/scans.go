@@ -43,17 +43,18 @@ func (t *readTx) scan(bk *bbolt.Bucket, from, until []byte, visit func(k, v []by
 	return nil
 }
 
-// recordScan returns up to limit records of a primary bucket in [from, until).
-func recordScan[R any](t *readTx, bucket []byte, from, until []byte, limit int, dec func([]byte) (R, error)) ([]R, error) {
+// recordScan returns up to limit records of kind kd stored in [sfrom,
+// suntil) (stored keys, from kd.runSpan).
+func recordScan[R any](t *readTx, kd *kind, sfrom, suntil []byte, limit int, dec func([]byte) (R, error)) ([]R, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	bk, err := t.bucket(bucket)
+	bk, err := t.bucket(kd.bucket)
 	if err != nil {
 		return nil, err
 	}
 	var out []R
-	err = t.scan(bk, from, until, func(_, v []byte) (bool, error) {
+	err = t.scan(bk, sfrom, suntil, func(_, v []byte) (bool, error) {
 		rec, err := dec(v)
 		if err != nil {
 			return false, err
@@ -64,13 +65,14 @@ func recordScan[R any](t *readTx, bucket []byte, from, until []byte, limit int, 
 	return out, err
 }
 
-// indexScan returns up to limit records named by the entries of ix in
-// [from, until), reading each from the bucket of kind k.
-func indexScan[R any](t *readTx, ix *index, k *kind, from, until []byte, limit int, dec func([]byte) (R, error)) ([]R, error) {
+// indexScan returns up to limit records named by the entries of ix stored
+// in [sfrom, suntil) (from ix.span or ix.runSpan), reading each record of
+// kind k.
+func indexScan[R any](t *readTx, ix *index, k *kind, sfrom, suntil []byte, limit int, dec func([]byte) (R, error)) ([]R, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	ixb, err := t.bucket(bucketIndex)
+	ixb, err := t.bucket(ix.bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -79,13 +81,13 @@ func indexScan[R any](t *readTx, ix *index, k *kind, from, until []byte, limit i
 		return nil, err
 	}
 	var out []R
-	sfrom, suntil := ix.span(from, until)
-	err = t.scan(ixb, sfrom, suntil, func(ik, _ []byte) (bool, error) {
-		pk, err := ix.primary(ik[1:])
+	err = t.scan(ixb, sfrom, suntil, func(sk, _ []byte) (bool, error) {
+		ik, _ := ix.unstored(sk)
+		pk, err := ix.primary(ik)
 		if err != nil {
 			return false, fmt.Errorf("bolt: index %s: %w", ix.name, err)
 		}
-		rec, err := getRecord(t, recs, pk, dec)
+		rec, err := getRecord(t, recs, k, pk, dec)
 		if err != nil {
 			return false, err
 		}
@@ -124,7 +126,8 @@ func (t *readTx) PendingActivations(ctx context.Context, q backend.PendingQuery)
 	case q.After != backend.ActivationKey{}:
 		from = later(from, prefixEnd(activationKey(q.After)))
 	}
-	return indexScan(t, ixPending, kindActivation, from, until, q.Limit, decodeActivation)
+	sfrom, suntil := ixPending.span(from, until)
+	return indexScan(t, ixPending, kindActivation, sfrom, suntil, q.Limit, decodeActivation)
 }
 
 // Activations scans one run's prefix of the activation bucket.
@@ -137,7 +140,8 @@ func (t *readTx) Activations(ctx context.Context, q backend.ActivationQuery) ([]
 	if q.After != (backend.NodeRef{}) {
 		from = prefixEnd(prefix.clone().str(q.After.NodeID).str(q.After.ActivationID))
 	}
-	return recordScan(t, kindActivation.bucket, from, prefixEnd(prefix), q.Limit, decodeActivation)
+	sfrom, suntil := kindActivation.runSpan(q.RunID, from, nil)
+	return recordScan(t, kindActivation, sfrom, suntil, q.Limit, decodeActivation)
 }
 
 // Attempts scans the attempt index that matches the query's filters; each
@@ -162,11 +166,18 @@ func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 	if q.After != nil {
 		from = prefixEnd(prefix.clone().i64(q.After.PreparedMS).str(q.After.Identity))
 	}
-	var until []byte
-	if prefix != nil {
-		until = prefixEnd(prefix)
+	var sfrom, suntil []byte
+	switch {
+	case q.RunID != "" && q.Status != "":
+		sfrom, suntil = ix.runSpan(q.RunID, from, prefixEnd(prefix))
+	case q.RunID != "":
+		sfrom, suntil = ix.runSpan(q.RunID, from, nil)
+	case q.Status != "":
+		sfrom, suntil = ix.span(from, prefixEnd(prefix))
+	default:
+		sfrom, suntil = ix.span(from, nil)
 	}
-	return indexScan(t, ix, kindAttempt, from, until, q.Limit, decodeAttempt)
+	return indexScan(t, ix, kindAttempt, sfrom, suntil, q.Limit, decodeAttempt)
 }
 
 // CountAttempts counts keys of the run's prefix of the attempt bucket, up
@@ -182,9 +193,9 @@ func (t *readTx) CountAttempts(ctx context.Context, runID string, limit int) (in
 	if err != nil {
 		return 0, err
 	}
-	prefix := key(nil).str(runID)
+	sfrom, suntil := kindAttempt.runSpan(runID, nil, nil)
 	n := 0
-	err = t.scan(bk, prefix, prefixEnd(prefix), func(_, _ []byte) (bool, error) {
+	err = t.scan(bk, sfrom, suntil, func(_, _ []byte) (bool, error) {
 		n++
 		return n < limit, nil
 	})
@@ -201,7 +212,8 @@ func (t *readTx) ChildRuns(ctx context.Context, q backend.ChildRunQuery) ([]back
 	if q.AfterCreatedMS != 0 || q.AfterChildID != "" {
 		from = prefixEnd(prefix.clone().i64(q.AfterCreatedMS).str(q.AfterChildID))
 	}
-	return indexScan(t, ixLinkRoot, kindLink, from, prefixEnd(prefix), q.Limit, decodeLink)
+	sfrom, suntil := ixLinkRoot.runSpan(q.RootRunID, from, nil)
+	return indexScan(t, ixLinkRoot, kindLink, sfrom, suntil, q.Limit, decodeLink)
 }
 
 // DueSchedules scans one run's prefix of the schedule index up to the
@@ -212,7 +224,8 @@ func (t *readTx) DueSchedules(ctx context.Context, q backend.ScheduleQuery) ([]b
 	}
 	prefix := key(nil).str(q.RunID)
 	until := prefixEnd(prefix.clone().i64(q.DueBy)) // past every due_ms <= DueBy
-	return indexScan(t, ixScheduleDue, kindSchedule, prefix, until, q.Limit, decodeSchedule)
+	sfrom, suntil := ixScheduleDue.runSpan(q.RunID, prefix, until)
+	return indexScan(t, ixScheduleDue, kindSchedule, sfrom, suntil, q.Limit, decodeSchedule)
 }
 
 // Events scans one run's prefix of the event bucket, whose keys are
@@ -223,7 +236,8 @@ func (t *readTx) Events(ctx context.Context, q backend.EventQuery) ([]backend.Ev
 	}
 	prefix := key(nil).str(q.RunID)
 	from := prefixEnd(prefix.clone().i64(q.AfterSeq))
-	return recordScan(t, kindEvent.bucket, from, prefixEnd(prefix), q.Limit, decodeEvent)
+	sfrom, suntil := kindEvent.runSpan(q.RunID, from, nil)
+	return recordScan(t, kindEvent, sfrom, suntil, q.Limit, decodeEvent)
 }
 
 // ActiveLeases scans one run's prefix of the active-lease index.
@@ -236,5 +250,6 @@ func (t *readTx) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]back
 	if q.After != nil {
 		from = later(from, prefixEnd(leaseKey(*q.After)))
 	}
-	return indexScan(t, ixLeaseActive, kindLease, from, prefixEnd(prefix), q.Limit, decodeLease)
+	sfrom, suntil := ixLeaseActive.runSpan(q.RunID, from, nil)
+	return indexScan(t, ixLeaseActive, kindLease, sfrom, suntil, q.Limit, decodeLease)
 }

@@ -20,17 +20,18 @@ import (
 //     exists, and is that record's entry (so its indexed fields — status,
 //     times, run, identity... — match the record);
 //   - unique index values (Attempt.Identity) are unique;
-//   - every key of the ix bucket starts with a known index id;
+//   - every key of the ix bucket starts with the id of a cross-run index,
+//     and every key of the runs bucket is a run part then the tag of a
+//     record kind or per-run index;
 //   - the meta bucket is intact and no unknown bucket exists.
 
 // Discrepancy is one thing Verify found wrong.
 type Discrepancy struct {
-	// Bucket is the record bucket or the index (ix_...) holding the bad
-	// key; index entries all live in the bucket "ix", under their index's
-	// id byte.
+	// Bucket is the record kind or the index (ix_...) holding the bad key,
+	// or the bucket ("runs", "ix") for a key that belongs to neither.
 	Bucket string
-	// Key is the bad key, raw: for an index entry, its index key, without
-	// the id byte that prefixes it in the ix bucket.
+	// Key is the bad key: for a record or index entry, its codec key,
+	// without the tag or id byte it is stored with; else the stored key.
 	Key     []byte
 	KeyText string // the key decoded under the bucket's or index's schema
 	Problem string // what is wrong
@@ -76,21 +77,50 @@ func (b *Backend) Verify(ctx context.Context) error {
 	if err := v.run(); err != nil {
 		return err
 	}
-	if len(v.found) > 0 {
-		return &VerifyError{Discrepancies: v.found}
+	if ds := v.discrepancies(); len(ds) > 0 {
+		return &VerifyError{Discrepancies: ds}
 	}
 	return nil
 }
 
 type verifier struct {
-	ctx   context.Context
-	tx    *bbolt.Tx
-	n     int
-	found []Discrepancy
+	ctx context.Context
+	tx  *bbolt.Tx
+	n   int
+	// found collects discrepancies by what they concern (nil: the layout,
+	// else a *kind's records or an *index's entries), reported in order.
+	found map[any][]Discrepancy
+	// unique tracks the last unique value seen per unique index.
+	unique map[*index]uniqueSeen
 }
 
-func (v *verifier) report(bucket string, s schema, k []byte, format string, args ...any) {
-	v.found = append(v.found, Discrepancy{
+type uniqueSeen struct {
+	value []byte
+	pk    key
+}
+
+// discrepancies returns what v found: the layout's problems first, then
+// for each kind its records' and then each of its indexes' entries'.
+func (v *verifier) discrepancies() []Discrepancy {
+	out := v.found[nil]
+	for _, k := range kinds {
+		out = append(out, v.found[k]...)
+		for _, ix := range k.indexes {
+			out = append(out, v.found[ix]...)
+		}
+	}
+	return out
+}
+
+func (v *verifier) add(about any, d Discrepancy) {
+	if v.found == nil {
+		v.found = map[any][]Discrepancy{}
+	}
+	v.found[about] = append(v.found[about], d)
+}
+
+func (v *verifier) report(about any, bucket string, s schema, k []byte, format string, args ...any) {
+	v.add(about, Discrepancy{
 		Bucket:  bucket,
 		Key:     append([]byte(nil), k...),
 		KeyText: s.format(k),
@@ -107,9 +137,33 @@ func (v *verifier) tick() error {
 	return nil
 }
 
+// owners maps each bucket's tag bytes to the kind or index stored there.
+func owners() map[string]map[byte]any {
+	out := map[string]map[byte]any{string(bucketRuns): {}, string(bucketIndex): {}}
+	for _, k := range kinds {
+		out[string(k.bucket)][k.tag] = k
+		for _, ix := range k.indexes {
+			out[string(ix.bucket)][ix.tag] = ix
+		}
+	}
+	return out
+}
+
+// kindOfIndex returns the kind whose records ix indexes.
+func kindOfIndex(ix *index) *kind {
+	for _, k := range kinds {
+		for _, kix := range k.indexes {
+			if kix == ix {
+				return k
+			}
+		}
+	}
+	return nil
+}
+
 func (v *verifier) run() error {
 	if _, err := inspect(v.tx); err != nil {
-		v.found = append(v.found, Discrepancy{Bucket: string(bucketMeta), Problem: err.Error()})
+		v.add(nil, Discrepancy{Bucket: string(bucketMeta), Problem: err.Error()})
 		return nil // without a sound layout the rest would only repeat it
 	}
 	known := map[string]bool{}
@@ -118,120 +172,121 @@ func (v *verifier) run() error {
 	}
 	_ = v.tx.ForEach(func(name []byte, _ *bbolt.Bucket) error {
 		if !known[string(name)] {
-			v.found = append(v.found, Discrepancy{Bucket: string(name), Problem: "unknown bucket"})
+			v.add(nil, Discrepancy{Bucket: string(name), Problem: "unknown bucket"})
 		}
 		return nil
 	})
-	if err := v.indexIDs(); err != nil {
-		return err
-	}
-	for _, k := range kinds {
-		if err := v.records(k); err != nil {
+	own := owners()
+	for _, name := range [][]byte{bucketRuns, bucketIndex} {
+		if err := v.bucket(name, own[string(name)]); err != nil {
 			return err
-		}
-		for _, ix := range k.indexes {
-			if err := v.entries(k, ix); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
 }
 
-// records checks each record of k and that its index entries exist.
-func (v *verifier) records(k *kind) error {
-	bk := v.tx.Bucket(k.bucket)
-	ixb := v.tx.Bucket(bucketIndex)
-	c := bk.Cursor()
-	for pk, val := c.First(); pk != nil; pk, val = c.Next() {
+// bucket checks every key of one bucket, as a record or an index entry of
+// the kind or index its tag names.
+func (v *verifier) bucket(name []byte, own map[byte]any) error {
+	c := v.tx.Bucket(name).Cursor()
+	for sk, val := c.First(); sk != nil; sk, val = c.Next() {
 		if err := v.tick(); err != nil {
 			return err
 		}
-		if val == nil {
-			v.report(k.name, k.schema, pk, "is a nested bucket, not a record")
-			continue
-		}
-		rec, err := k.decode(val)
-		if err != nil {
-			v.report(k.name, k.schema, pk, "value does not decode: %v", err)
-			continue
-		}
-		if own := k.key(rec); !bytes.Equal(own, pk) {
-			v.report(k.name, k.schema, pk, "record's key fields give %s: stored under the wrong key", k.schema.format(own))
-		}
-		for _, ix := range k.indexes {
-			e, ok := ix.entry(rec)
-			if ok && !has(ixb, ix.stored(e)) {
-				v.report(k.name, k.schema, pk, "missing its %s entry %s", ix.name, ix.schema.format(e))
+		var tag byte
+		ok := false
+		if bytes.Equal(name, bucketIndex) {
+			if len(sk) > 0 {
+				tag, ok = sk[0], true
 			}
+		} else if n := runPartLen(sk); n >= 0 && n < len(sk) {
+			tag, ok = sk[n], true
+		}
+		var about any
+		if ok {
+			about = own[tag]
+		}
+		switch o := about.(type) {
+		case *kind:
+			k, _ := o.unstored(sk)
+			v.record(o, k, val)
+		case *index:
+			e, _ := o.unstored(sk)
+			v.entry(kindOfIndex(o), o, e, val)
+		default:
+			problem := "key belongs to no index (unknown index id)"
+			if !bytes.Equal(name, bucketIndex) {
+				problem = "key belongs to no record kind or index (no run part, or unknown tag)"
+			}
+			v.add(nil, Discrepancy{Bucket: string(name), Key: append([]byte(nil), sk...),
+				KeyText: fmt.Sprintf("%x", sk), Problem: problem})
 		}
 	}
 	return nil
 }
 
-// entries checks each entry of index ix of kind k.
-func (v *verifier) entries(k *kind, ix *index) error {
-	bk := v.tx.Bucket(k.bucket)
-	c := v.tx.Bucket(bucketIndex).Cursor()
-	var prevUnique []byte
-	var prevPK key
-	for se, val := c.Seek([]byte{ix.id}); se != nil && se[0] == ix.id; se, val = c.Next() {
-		if err := v.tick(); err != nil {
-			return err
-		}
-		e := se[1:]
-		if len(val) != 0 {
-			v.report(ix.name, ix.schema, e, "entry has a %d-byte value; index values are empty", len(val))
-		}
-		pk, err := ix.primary(e)
-		if err != nil {
-			v.report(ix.name, ix.schema, e, "entry does not decode: %v", err)
-			continue
-		}
-		if ix.unique > 0 {
-			vals, _ := ix.schema.decode(e)
-			u := ix.schema.encode(vals, firstN(ix.unique))
-			if bytes.Equal(u, prevUnique) {
-				v.report(ix.name, ix.schema, e, "%s is shared by %s %s and %s %s", ix.schema[:ix.unique].format(u), k.name, k.schema.format(prevPK), k.name, k.schema.format(pk))
-			}
-			prevUnique, prevPK = u, pk
-		}
-		recV := bk.Get(pk)
-		if recV == nil {
-			v.report(ix.name, ix.schema, e, "names %s %s, which does not exist", k.name, k.schema.format(pk))
-			continue
-		}
-		rec, err := k.decode(recV)
-		if err != nil {
-			continue // reported by records
-		}
-		want, ok := ix.entry(rec)
-		switch {
-		case !ok:
-			v.report(ix.name, ix.schema, e, "names %s %s, which is not in this index (members have %s)", k.name, k.schema.format(pk), ix.member)
-		case !bytes.Equal(want, e):
-			v.report(ix.name, ix.schema, e, "stale: %s %s has indexed fields %s", k.name, k.schema.format(pk), ix.schema.format(want))
+// record checks one record of k, stored under pk, and that its index
+// entries exist.
+func (v *verifier) record(k *kind, pk, val []byte) {
+	if val == nil {
+		v.report(k, k.name, k.schema, pk, "is a nested bucket, not a record")
+		return
+	}
+	rec, err := k.decode(val)
+	if err != nil {
+		v.report(k, k.name, k.schema, pk, "value does not decode: %v", err)
+		return
+	}
+	if own := k.key(rec); !bytes.Equal(own, pk) {
+		v.report(k, k.name, k.schema, pk, "record's key fields give %s: stored under the wrong key", k.schema.format(own))
+	}
+	for _, ix := range k.indexes {
+		e, ok := ix.entry(rec)
+		if ok && !has(v.tx.Bucket(ix.bucket), ix.stored(e)) {
+			v.report(k, k.name, k.schema, pk, "missing its %s entry %s", ix.name, ix.schema.format(e))
 		}
 	}
-	return nil
 }
 
-// indexIDs reports keys of the ix bucket that belong to no index.
-func (v *verifier) indexIDs() error {
-	c := v.tx.Bucket(bucketIndex).Cursor()
-	for k, _ := c.First(); k != nil; {
-		if err := v.tick(); err != nil {
-			return err
-		}
-		if len(k) > 0 && indexByID(k[0]) != nil {
-			k, _ = c.Seek([]byte{k[0] + 1}) // skip the whole index
-			continue
-		}
-		v.found = append(v.found, Discrepancy{Bucket: string(bucketIndex), Key: append([]byte(nil), k...),
-			KeyText: fmt.Sprintf("%x", k), Problem: "key belongs to no index (unknown index id)"})
-		k, _ = c.Next()
+// entry checks one entry e of index ix of kind k.
+func (v *verifier) entry(k *kind, ix *index, e, val []byte) {
+	if len(val) != 0 {
+		v.report(ix, ix.name, ix.schema, e, "entry has a %d-byte value; index values are empty", len(val))
 	}
-	return nil
+	pk, err := ix.primary(e)
+	if err != nil {
+		v.report(ix, ix.name, ix.schema, e, "entry does not decode: %v", err)
+		return
+	}
+	if ix.unique > 0 {
+		// A global index is one contiguous range of its bucket, so equal
+		// unique values are adjacent.
+		vals, _ := ix.schema.decode(e)
+		u := ix.schema.encode(vals, firstN(ix.unique))
+		if v.unique == nil {
+			v.unique = map[*index]uniqueSeen{}
+		}
+		if prev := v.unique[ix]; prev.value != nil && bytes.Equal(u, prev.value) {
+			v.report(ix, ix.name, ix.schema, e, "%s is shared by %s %s and %s %s", ix.schema[:ix.unique].format(u), k.name, k.schema.format(prev.pk), k.name, k.schema.format(pk))
+		}
+		v.unique[ix] = uniqueSeen{value: u, pk: pk}
+	}
+	recV := v.tx.Bucket(k.bucket).Get(k.stored(pk))
+	if recV == nil {
+		v.report(ix, ix.name, ix.schema, e, "names %s %s, which does not exist", k.name, k.schema.format(pk))
+		return
+	}
+	rec, err := k.decode(recV)
+	if err != nil {
+		return // reported by record
+	}
+	want, ok := ix.entry(rec)
+	switch {
+	case !ok:
+		v.report(ix, ix.name, ix.schema, e, "names %s %s, which is not in this index (members have %s)", k.name, k.schema.format(pk), ix.member)
+	case !bytes.Equal(want, e):
+		v.report(ix, ix.name, ix.schema, e, "stale: %s %s has indexed fields %s", k.name, k.schema.format(pk), ix.schema.format(want))
+	}
 }
 
 // has reports whether bucket b holds key k.

@@ -52,7 +52,9 @@ func TestVerifyReportsMissingIndexEntry(t *testing.T) {
 	t.Parallel()
 	b, att := seeded(t)
 	entry, _ := ixAttemptStatus.entry(att)
-	damage(t, b, func(tx *bbolt.Tx) error { return tx.Bucket(bucketIndex).Delete(ixAttemptStatus.stored(entry)) })
+	damage(t, b, func(tx *bbolt.Tx) error {
+		return tx.Bucket(ixAttemptStatus.bucket).Delete(ixAttemptStatus.stored(entry))
+	})
 	ds := problems(t, b)
 	require.Len(t, ds, 1)
 	require.Equal(t, "attempt", ds[0].Bucket)
@@ -65,7 +67,7 @@ func TestVerifyReportsStrayIndexEntry(t *testing.T) {
 	t.Parallel()
 	b, _ := seeded(t)
 	stray := activationKey(actKey("r", "ghost", "a"))
-	damage(t, b, func(tx *bbolt.Tx) error { return tx.Bucket(bucketIndex).Put(ixPending.stored(stray), nil) })
+	damage(t, b, func(tx *bbolt.Tx) error { return tx.Bucket(ixPending.bucket).Put(ixPending.stored(stray), nil) })
 	ds := problems(t, b)
 	require.Len(t, ds, 1)
 	require.Equal(t, Discrepancy{
@@ -82,7 +84,7 @@ func TestVerifyReportsIndexedFieldChangedBehindIndex(t *testing.T) {
 	changed := att
 	changed.Status = backend.AttemptRunning
 	damage(t, b, func(tx *bbolt.Tx) error {
-		return tx.Bucket(kindAttempt.bucket).Put(attemptKey(att.Key), encodeAttempt(changed))
+		return tx.Bucket(kindAttempt.bucket).Put(kindAttempt.stored(attemptKey(att.Key)), encodeAttempt(changed))
 	})
 	ds := problems(t, b)
 	var got []string
@@ -102,7 +104,7 @@ func TestVerifyReportsMembershipChangedBehindIndex(t *testing.T) {
 	b, _ := seeded(t)
 	a := activation(actKey("r", "n", "a"), false) // was admissible
 	damage(t, b, func(tx *bbolt.Tx) error {
-		return tx.Bucket(kindActivation.bucket).Put(activationKey(a.Key), encodeActivation(a))
+		return tx.Bucket(kindActivation.bucket).Put(kindActivation.stored(activationKey(a.Key)), encodeActivation(a))
 	})
 	ds := problems(t, b)
 	require.Len(t, ds, 1)
@@ -118,25 +120,34 @@ func TestVerifyReportsOtherDamage(t *testing.T) {
 	damage(t, b, func(tx *bbolt.Tx) error {
 		for _, ix := range kindAttempt.indexes {
 			e, _ := ix.entry(dup)
-			if err := tx.Bucket(bucketIndex).Put(ix.stored(e), nil); err != nil {
+			if err := tx.Bucket(ix.bucket).Put(ix.stored(e), nil); err != nil {
 				return err
 			}
 		}
-		if err := tx.Bucket(kindAttempt.bucket).Put(attemptKey(dup.Key), encodeAttempt(dup)); err != nil {
+		if err := tx.Bucket(kindAttempt.bucket).Put(kindAttempt.stored(attemptKey(dup.Key)), encodeAttempt(dup)); err != nil {
 			return err
 		}
 		e, _ := ixLinkRoot.entry(link("child", "r", 5))
-		if err := tx.Bucket(bucketIndex).Put(ixLinkRoot.stored(e), []byte("x")); err != nil {
+		if err := tx.Bucket(ixLinkRoot.bucket).Put(ixLinkRoot.stored(e), []byte("x")); err != nil {
 			return err
 		}
-		if err := tx.Bucket(kindGroup.bucket).Put(key(nil).str("g"), []byte{0xee}); err != nil {
+		if err := tx.Bucket(kindGroup.bucket).Put(kindGroup.stored(key(nil).str("g")), []byte{0xee}); err != nil {
 			return err
 		}
-		if err := tx.Bucket(kindSchedule.bucket).Put(wrongKey, encodeSchedule(schedule(actKey("r", "n", "zzz"), 1))); err != nil {
+		if err := tx.Bucket(kindSchedule.bucket).Put(kindSchedule.stored(wrongKey), encodeSchedule(schedule(actKey("r", "n", "zzz"), 1))); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketIndex).Put([]byte{0xee, 1, 2}, nil); err != nil {
 			return err
+		}
+		if err := tx.Bucket(bucketIndex).Put(ixAttemptRun.stored(key(nil).str("r")), nil); err != nil {
+			return err // a per-run index's id in ix
+		}
+		if err := tx.Bucket(bucketRuns).Put(append(key(nil).str("r"), 0xee), nil); err != nil {
+			return err // an unknown tag
+		}
+		if err := tx.Bucket(bucketRuns).Put([]byte{0x61, 0x62}, nil); err != nil {
+			return err // no run part
 		}
 		_, err := tx.CreateBucket([]byte("extra"))
 		return err
@@ -149,6 +160,9 @@ func TestVerifyReportsOtherDamage(t *testing.T) {
 	require.ElementsMatch(t, []string{
 		"extra: unknown bucket",
 		"ix: key belongs to no index (unknown index id)",
+		"ix: key belongs to no index (unknown index id)",
+		"runs: key belongs to no record kind or index (no run part, or unknown tag)",
+		"runs: key belongs to no record kind or index (no run part, or unknown tag)",
 		`fan_out_group: value does not decode: bolt: malformed record value: kind tag is not 0x04`,
 		`ix_attempt_identity: (identity="ident") is shared by attempt (run="r", node="n", activation="a", attempt=1) and attempt (run="r", node="n", activation="c", attempt=1)`,
 		`ix_link_root: entry has a 1-byte value; index values are empty`,
