@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -16,9 +15,6 @@ type stmt struct {
 	w    backend.Write
 	sql  string
 	args []any
-	// unique: the statement can fail with a unique violation (an Attempt
-	// Replace moving to an Identity another attempt has).
-	unique bool
 }
 
 // prepareWrite translates w, or fails with ErrUnsupported.
@@ -43,7 +39,6 @@ func (q *queries) prepareWrite(w backend.Write) (stmt, error) {
 	case backend.Attempt:
 		ws, args, nkey = q.attemptsW, attemptArgs(r), tAttempts.nkey
 		ok[backend.Replace] = true
-		s.unique = w.Op == backend.Replace
 	case backend.Lease:
 		ws, args, nkey = q.leases, leaseArgs(r), tLeases.nkey
 		ok[backend.Replace] = true
@@ -71,14 +66,6 @@ func (q *queries) prepareWrite(w backend.Write) (stmt, error) {
 	return s, nil
 }
 
-// missing is the error of a write that matched no row as it should have.
-func (s stmt) missing() error {
-	if s.w.Op == backend.Insert {
-		return fmt.Errorf("postgres: insert %s %s: %w", s.w.Record.Kind(), keyOf(s.w.Record), backend.ErrConflict)
-	}
-	return fmt.Errorf("postgres: %s %s %s: %w", s.w.Op, s.w.Record.Kind(), keyOf(s.w.Record), backend.ErrNotFound)
-}
-
 func keyOf(r backend.Record) string {
 	switch r := r.(type) {
 	case backend.Run:
@@ -101,14 +88,15 @@ func keyOf(r backend.Record) string {
 	return "?"
 }
 
-const savepoint = "wfstore_apply"
-
-// Apply implements backend.Tx. All writes go to the server in one batch
-// (one round trip) and every result is checked. The writes act as if
-// applied one by one: when write i fails, writes before it stay applied and
-// writes after it do not. With more than one write the batch opens a
-// savepoint first, so a failure in the middle is undone to exactly that
-// point (one more round trip, on failure only).
+// Apply implements backend.Tx. It sends nothing: it checks and encodes the
+// writes and queues them in the transaction. The next read sends them ahead
+// of its own statements in the same batch, or, when fn returns nil, the
+// commit sends them ahead of COMMIT (see deferred). A queued write that
+// fails then fails that read, or Update, with the error Apply would have
+// returned (backend.ErrConflict, backend.ErrNotFound), and nothing commits.
+// A write Apply refuses at once (backend.ErrUnsupported), or an Apply whose
+// ctx is done, queues none of its writes and dooms the transaction: every
+// later call fails and Update does not commit.
 func (t *txn) Apply(ctx context.Context, writes ...backend.Write) error {
 	if t.readOnly {
 		return errors.New("postgres: Apply in a read-only View")
@@ -116,156 +104,101 @@ func (t *txn) Apply(ctx context.Context, writes ...backend.Write) error {
 	if len(writes) == 0 {
 		return nil
 	}
-	stmts := make([]stmt, 0, len(writes))
-	var unsupported error
-	for _, w := range writes {
-		s, err := t.b.q.prepareWrite(w)
-		if err != nil {
-			unsupported = err
-			break
-		}
-		stmts = append(stmts, s)
-	}
-	if len(stmts) > 0 {
-		if err := t.applyStmts(ctx, stmts); err != nil {
-			return err
-		}
-	}
-	return unsupported
-}
-
-func (t *txn) applyStmts(ctx context.Context, stmts []stmt) error {
-	useSP := len(stmts) > 1 || stmts[0].unique
-	failAt := -1
-	var sqlErr error // the server's error for stmts[failAt], if it raised one
-	err := t.exchange(ctx,
-		func(b *pgx.Batch) {
-			if useSP {
-				b.Queue("SAVEPOINT " + savepoint)
-			}
-			for _, s := range stmts {
-				b.Queue(s.sql, s.args...)
-			}
-		},
-		func(br pgx.BatchResults) error {
-			if useSP {
-				if _, err := br.Exec(); err != nil {
-					return err
-				}
-			}
-			for i := range stmts {
-				tag, err := br.Exec()
-				if err != nil {
-					if failAt < 0 {
-						failAt, sqlErr = i, err
-					}
-					return err
-				}
-				if tag.RowsAffected() != 1 && failAt < 0 {
-					failAt = i
-				}
-			}
-			return nil
-		})
-	if err != nil && (!useSP || failAt < 0 || t.retryErr != nil || !recoverable(sqlErr)) {
-		// The transaction is aborted (exchange marked it), or the failure
-		// was before any write.
-		if failAt >= 0 && pgCode(sqlErr) == "23505" {
-			return fmt.Errorf("postgres: %s %s %s: %w: %w", stmts[failAt].w.Op, stmts[failAt].w.Record.Kind(), keyOf(stmts[failAt].w.Record), backend.ErrConflict, err)
-		}
-		return fmt.Errorf("postgres: apply: %w", err)
-	}
-	if failAt < 0 {
-		return nil
-	}
-	var result error
-	if sqlErr != nil {
-		if pgCode(sqlErr) == "23505" {
-			result = fmt.Errorf("postgres: %s %s %s: %w: %w", stmts[failAt].w.Op, stmts[failAt].w.Record.Kind(), keyOf(stmts[failAt].w.Record), backend.ErrConflict, sqlErr)
-		} else {
-			result = fmt.Errorf("postgres: %s %s %s: %w", stmts[failAt].w.Op, stmts[failAt].w.Record.Kind(), keyOf(stmts[failAt].w.Record), sqlErr)
-		}
-	} else {
-		result = stmts[failAt].missing()
-	}
-	if !useSP || (sqlErr == nil && failAt == len(stmts)-1) {
-		// Nothing after the failed write ran.
-		return result
-	}
-	// Undo the batch to its savepoint and redo the writes before failAt.
-	if err := t.rewind(ctx, stmts[:failAt]); err != nil {
-		return fmt.Errorf("postgres: apply: undoing writes after a failed one: %w (the failed write: %w)", err, result)
-	}
-	return result
-}
-
-// recoverable: a statement error that leaves the transaction usable after
-// ROLLBACK TO SAVEPOINT (not a serialization failure, deadlock or lost
-// connection).
-func recoverable(err error) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return false
-	}
-	switch pe.Code {
-	case "40001", "40P01":
-		return false
-	}
-	return pe.Severity == "ERROR"
-}
-
-// rewind rolls back to the Apply savepoint and re-applies prefix, which
-// succeeded a moment ago in the same transaction and must again. The
-// ROLLBACK TO SAVEPOINT goes alone over the simple protocol: an aborted
-// transaction refuses to even parse (prepare) anything else.
-func (t *txn) rewind(ctx context.Context, prefix []stmt) error {
 	t.mu.Lock()
-	if t.done || t.conn == nil {
-		t.mu.Unlock()
-		return errors.New("postgres: transaction ended")
+	defer t.mu.Unlock()
+	if t.done {
+		return errors.New("postgres: transaction used after its fn returned")
+	}
+	if t.broken != nil {
+		return fmt.Errorf("postgres: transaction is aborted by an earlier failure: %w", t.broken)
 	}
 	octx, stop := t.opCtx(ctx)
-	_, err := t.conn.Exec(octx, "ROLLBACK TO SAVEPOINT "+savepoint)
-	t.rts++
+	err := octx.Err()
 	if err != nil {
-		err = t.fail(octx, err)
-		stop()
-		t.mu.Unlock()
-		return err
+		err = ctxWrap(octx, fmt.Errorf("postgres: apply: %w", err))
 	}
 	stop()
-	t.broken = nil // the transaction is usable again
-	t.mu.Unlock()
-	if len(prefix) == 0 {
-		return nil
+	stmts := make([]stmt, 0, len(writes))
+	for _, w := range writes {
+		if err != nil {
+			break
+		}
+		var s stmt
+		if s, err = t.b.q.prepareWrite(w); err == nil {
+			s.args = detach(s.args)
+			stmts = append(stmts, s)
+		}
 	}
-	bad := -1
-	err = t.exchange(ctx,
-		func(b *pgx.Batch) {
-			for _, s := range prefix {
-				b.Queue(s.sql, s.args...)
-			}
-		},
-		func(br pgx.BatchResults) error {
-			for i := range prefix {
-				tag, err := br.Exec()
-				if err != nil {
-					return err
-				}
-				if tag.RowsAffected() != 1 && bad < 0 {
-					bad = i
-				}
-			}
-			return nil
-		})
 	if err != nil {
+		t.broken = err
 		return err
 	}
-	if bad >= 0 {
-		t.mu.Lock()
-		t.broken = fmt.Errorf("postgres: apply: write %d gave a different result when re-applied", bad)
-		t.mu.Unlock()
-		return t.broken
-	}
+	t.pending = append(t.pending, stmts...)
 	return nil
+}
+
+// detach copies what an encoded write shares with the caller's record
+// (byte slices, pointers into an Authority or GroupMember), so that the
+// queued write sends the record as it was when Apply was called.
+func detach(args []any) []any {
+	for i, a := range args {
+		switch v := a.(type) {
+		case []byte:
+			if v != nil {
+				args[i] = append([]byte{}, v...)
+			}
+		case *string:
+			if v != nil {
+				c := *v
+				args[i] = &c
+			}
+		case *int64:
+			if v != nil {
+				c := *v
+				args[i] = &c
+			}
+		}
+	}
+	return args
+}
+
+// queueWrites adds deferred writes to a batch.
+func queueWrites(b *pgx.Batch, writes []stmt) {
+	for _, s := range writes {
+		b.Queue(s.sql, s.args...)
+	}
+}
+
+// readWrites reads the results of writes queued by queueWrites and returns
+// the first failure as that write's error. Every write statement is guarded
+// (see guardWrite): one that matches no row raises division_by_zero
+// (22012), which makes the server abort the transaction and skip the rest
+// of the batch (later writes, the read, COMMIT); the adapter reports it as
+// backend.ErrConflict (Insert) or backend.ErrNotFound (Replace, Delete). A
+// unique violation (23505: a Replace onto another attempt's Identity) is
+// backend.ErrConflict too. The errors wrap the server's, so that a
+// serialization failure keeps its SQLSTATE. raw is the error as pgx
+// returned it.
+func readWrites(br pgx.BatchResults, writes []stmt) (mapped, raw error) {
+	for _, s := range writes {
+		if _, err := br.Exec(); err != nil {
+			return s.failure(err), err
+		}
+	}
+	return nil, nil
+}
+
+// failure maps the server's error for s.
+func (s stmt) failure(err error) error {
+	what := fmt.Sprintf("deferred %s %s %s", s.w.Op, s.w.Record.Kind(), keyOf(s.w.Record))
+	switch pgCode(err) {
+	case "22012":
+		if s.w.Op == backend.Insert {
+			return fmt.Errorf("%s: %w", what, backend.ErrConflict)
+		}
+		return fmt.Errorf("%s: %w", what, backend.ErrNotFound)
+	case "23505":
+		return fmt.Errorf("%s: %w: %w", what, backend.ErrConflict, err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }

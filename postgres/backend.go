@@ -98,6 +98,7 @@ type stats struct {
 	connLost      atomic.Int64 // re-runs after a connection lost before commit
 	exhausted     atomic.Int64 // Updates that returned ErrBusy
 	maxRuns       atomic.Int64 // most runs one Update needed
+	roundTrips    atomic.Int64 // round trips of transactions (reads, commits, rollbacks)
 }
 
 // hooks are test hooks; nil in production.

@@ -205,32 +205,54 @@ func TestWriteErrors(t *testing.T) {
 	}
 }
 
-// A failing write in the middle of one Apply leaves earlier writes applied
-// and later ones not, and the transaction stays usable, for every failing
-// shape.
+// A failing write in the middle of one Apply dooms the transaction, for
+// every failing shape: Apply refuses an unsupported write at once, the
+// others are deferred and fail the next read with their error kind; every
+// later call fails, Update refuses to commit even when fn returns nil, and
+// nothing of the transaction is stored.
 func TestApplyFailureShapes(t *testing.T) {
 	t.Parallel()
 	b, _, _ := openFresh(t)
 	apply(t, b, backend.Ins(backend.Run{ID: "exists"}))
-	shapes := map[string]backend.Write{
-		"conflict":    backend.Ins(backend.Run{ID: "exists"}),
-		"notfound":    backend.Rep(backend.Run{ID: "absent"}),
-		"unsupported": {Op: backend.Delete, Record: backend.Run{ID: "x"}},
-		"servererror": backend.Ins(backend.Run{ID: "bad\x00nul"}),
+	shapes := map[string]struct {
+		w    backend.Write
+		want error // nil: any error
+	}{
+		"conflict":    {backend.Ins(backend.Run{ID: "exists"}), backend.ErrConflict},
+		"notfound":    {backend.Rep(backend.Run{ID: "absent"}), backend.ErrNotFound},
+		"unsupported": {backend.Write{Op: backend.Delete, Record: backend.Run{ID: "x"}}, backend.ErrUnsupported},
+		"servererror": {backend.Ins(backend.Run{ID: "bad\x00nul"}), nil},
 	}
-	for name, failing := range shapes {
+	for name, c := range shapes {
+		is := func(err error, msg string) {
+			t.Helper()
+			require.Error(t, err, "%s: %s", name, msg)
+			if c.want != nil {
+				require.ErrorIs(t, err, c.want, "%s: %s", name, msg)
+			}
+		}
 		before, after, later := name+"-before", name+"-after", name+"-later"
-		require.NoError(t, b.Update(ctxT(t), func(tx backend.Tx) error {
-			err := tx.Apply(context.Background(), backend.Ins(backend.Run{ID: before}), failing, backend.Ins(backend.Run{ID: after}))
-			require.Error(t, err, name)
-			f, err := tx.Load(context.Background(), backend.Lookup{Runs: []string{before, after}})
-			require.NoError(t, err, name)
-			require.Contains(t, f.Runs, before, name)
-			require.NotContains(t, f.Runs, after, name)
-			return tx.Apply(context.Background(), backend.Ins(backend.Run{ID: later}))
-		}), name)
-		f := load(t, b, backend.Lookup{Runs: []string{before, after, later}})
-		require.Len(t, f.Runs, 2, name)
-		require.Contains(t, f.Runs, later, name)
+		for _, readFirst := range []bool{true, false} {
+			err := b.Update(ctxT(t), func(tx backend.Tx) error {
+				err := tx.Apply(context.Background(), backend.Ins(backend.Run{ID: before}), c.w, backend.Ins(backend.Run{ID: after}))
+				if c.want == backend.ErrUnsupported {
+					is(err, "Apply refuses at once")
+				} else {
+					require.NoError(t, err, "%s: Apply defers", name)
+					if readFirst {
+						_, err = tx.Load(context.Background(), backend.Lookup{Runs: []string{before, after}})
+						is(err, "the next Load fails with the deferred write's error")
+					}
+				}
+				if readFirst {
+					_, err = tx.Load(context.Background(), backend.Lookup{Runs: []string{before}})
+					require.Error(t, err, "%s: the transaction is doomed", name)
+					require.Error(t, tx.Apply(context.Background(), backend.Ins(backend.Run{ID: later})), name)
+				}
+				return nil // breaks the contract on purpose: Update must refuse to commit
+			})
+			is(err, "Update")
+			require.Empty(t, load(t, b, backend.Lookup{Runs: []string{before, after, later}}).Runs, name)
+		}
 	}
 }

@@ -63,25 +63,38 @@
 // trips, not statements:
 //
 //   - BEGIN and the SET LOCAL settings travel in the same batch as fn's first
-//     statement; an fn that sends nothing costs nothing.
+//     read, or with the commit; an fn that sends nothing costs nothing.
 //   - Load answers a whole Lookup in one round trip: one statement per
 //     non-empty key set (= ANY($1) for string keys, a join against unnest of
 //     parallel arrays for composite keys), sent as one pgx.Batch.
-//   - Apply sends every write in one batch and checks every result: Insert
-//     is INSERT ... ON CONFLICT DO NOTHING, 0 rows = backend.ErrConflict
-//     (the primary key or Attempt.Identity exists); Replace and Delete are
-//     UPDATE/DELETE by key, 0 rows = backend.ErrNotFound; an operation
+//   - Apply sends nothing: it checks and encodes the writes (an operation
 //     outside the table in package backend's documentation is
-//     backend.ErrUnsupported. Writes act one by one: with more than one write
-//     the batch starts with a savepoint, and when write i fails the
-//     transaction is rewound to it and writes before i are re-applied (two
-//     more round trips, on failure only), so writes after i never stick and
-//     the transaction stays usable.
-//   - COMMIT is one more round trip.
+//     backend.ErrUnsupported at once) and queues them. The next read sends
+//     them first, in its own batch, so it sees them; the writes still queued
+//     when fn returns nil go in one batch with COMMIT. Every write is guarded
+//     so that matching no row is a server error (WITH w AS (... RETURNING 1)
+//     SELECT 1 / count(*) FROM w: division_by_zero), which aborts the
+//     transaction and makes the server skip the rest of the batch, COMMIT
+//     included: an Insert whose primary key or Attempt.Identity exists is
+//     backend.ErrConflict (INSERT ... ON CONFLICT DO NOTHING matched
+//     nothing), a Replace or Delete of a missing key backend.ErrNotFound, a
+//     Replace onto another attempt's Identity (unique violation)
+//     backend.ErrConflict. A deferred write that fails fails the read that
+//     carried it, or Update itself, with that error, and nothing commits.
+//   - A failed write dooms the transaction: every later call fails and
+//     Update rolls back even if fn returns nil (the backend contract has fn
+//     return an error after a failed call, so no savepoint is needed).
+//   - COMMIT travels with the last writes. An fn that only read still pays a
+//     round trip for COMMIT: under SERIALIZABLE its reads are only known to
+//     be consistent once COMMIT succeeds.
 //
-// A typical read-decide-write Update is therefore three round trips. Every
-// statement is prepared once per connection (pgx's statement cache) and
-// planned for its actual parameters every time (plan_cache_mode =
+// A typical read-decide-write Update is therefore two round trips
+// (BEGIN + settings + reads; writes + COMMIT), a write-only Update one. A
+// serialization failure anywhere in the commit batch re-runs fn, and so
+// does a FATAL termination answering a statement before COMMIT (the server
+// never reached COMMIT); a connection lost with COMMIT in flight leaves the
+// outcome unknown, as above. Every statement is prepared once per
+// connection (pgx's statement cache) and planned for its actual parameters every time (plan_cache_mode =
 // force_custom_plan, per transaction), so a plan chosen while tables were
 // small never sticks.
 //
@@ -119,8 +132,12 @@
 //   - SET LOCAL plan_cache_mode and enable_seqscan: PostgreSQL planner
 //     settings, unknown elsewhere (drop them); SET LOCAL synchronous_commit
 //     (PostgreSQL and YugabyteDB only).
-//   - SAVEPOINT / ROLLBACK TO SAVEPOINT inside Apply (CockroachDB supports
-//     them, YugabyteDB too).
+//   - No savepoints. Writes are deferred and pipelined with the next read or
+//     with COMMIT (extended-protocol pipelining with one Sync, or one
+//     multi-statement simple query), relying on the server skipping the rest
+//     of a batch after a failed statement; the guard on each write is a
+//     data-modifying CTE (WITH ... RETURNING) whose division by zero turns
+//     "no row" into an error (CockroachDB supports both; YugabyteDB too).
 //   - pg_advisory_xact_lock during migrations (stubbed on some engines; the
 //     version-row compare-and-set keeps migrations safe without it).
 //   - Catalog reads in pg_catalog (pg_namespace, pg_class, pg_proc,

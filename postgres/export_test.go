@@ -16,6 +16,9 @@ func (b *Backend) SetAfterRoundTrip(h func(pid uint32, n int)) { b.hooks.afterRo
 // Stats is a snapshot of the re-run counters.
 type Stats struct {
 	Updates, Runs, Serialization, Deadlock, ConnLost, Exhausted, MaxRuns int64
+	// RoundTrips counts every transaction round trip: reads, commits and
+	// rollbacks (not pgx's one-off statement preparation).
+	RoundTrips int64
 }
 
 // StatsForTest returns b's counters.
@@ -28,6 +31,7 @@ func (b *Backend) StatsForTest() Stats {
 		ConnLost:      b.stats.connLost.Load(),
 		Exhausted:     b.stats.exhausted.Load(),
 		MaxRuns:       b.stats.maxRuns.Load(),
+		RoundTrips:    b.stats.roundTrips.Load(),
 	}
 }
 

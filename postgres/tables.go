@@ -92,7 +92,8 @@ func dollars(from, n int) string {
 	return sb.String()
 }
 
-// writeSQL holds the insert, replace and delete statements of one table.
+// writeSQL holds the insert, replace and delete statements of one table,
+// each guarded by guardWrite.
 type writeSQL struct {
 	insert, replace, delete string
 }
@@ -125,5 +126,17 @@ func buildWriteSQL(qual func(string) string, t table) writeSQL {
 		where.WriteString(c + " = $" + strconv.Itoa(i+1))
 	}
 	w.delete = "DELETE FROM " + qual(t.name) + " WHERE " + where.String()
+	w.insert, w.replace, w.delete = guardWrite(w.insert), guardWrite(w.replace), guardWrite(w.delete)
 	return w
+}
+
+// guardWrite makes a write that matches no row (an Insert whose key or
+// unique Identity exists, a Replace or Delete of a missing key) fail on the
+// server with division_by_zero (SQLSTATE 22012) instead of reporting 0
+// rows. A failed statement aborts the transaction and makes the server skip
+// the rest of the batch, so a write deferred to the batch carrying COMMIT
+// can never let the other writes commit without it. count(*) is not a
+// constant, so the division is evaluated at run time only.
+func guardWrite(sql string) string {
+	return "WITH w AS (" + sql + " RETURNING 1) SELECT 1 / count(*) FROM w"
 }

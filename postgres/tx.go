@@ -22,8 +22,10 @@ const (
 
 // Update implements backend.Backend. Every run of fn is one SERIALIZABLE
 // transaction on one pooled connection. BEGIN and the SET LOCAL settings
-// travel in the same round trip as fn's first statement; an fn that sends
-// nothing costs no round trip at all. fn is run again (up to WithMaxRuns
+// travel in the same round trip as fn's first read; Apply sends nothing and
+// its writes travel with the next read or with COMMIT, so an fn that reads
+// then writes costs two round trips, one that only writes costs one, and
+// one that does neither costs none. fn is run again (up to WithMaxRuns
 // times, with jittered exponential backoff bounded by ctx) when the server
 // reports a serialization failure (40001) or deadlock (40P01), or the
 // connection is lost before COMMIT was sent; a loss during COMMIT leaves the
@@ -125,11 +127,12 @@ type txn struct {
 
 	mu        sync.Mutex
 	conn      *pgxpool.Conn
-	began     bool  // BEGIN was sent
-	done      bool  // fn returned; further use fails
-	rts       int   // round trips so far
-	broken    error // the server transaction is aborted or the connection is gone
-	retryErr  error // a transient failure: this run must be rolled back and re-run
+	began     bool   // BEGIN was sent
+	done      bool   // fn returned; further use fails
+	rts       int    // round trips so far
+	pending   []stmt // writes Apply queued, not yet sent (see Apply)
+	broken    error  // the server transaction is aborted or the connection is gone
+	retryErr  error  // a transient failure: this run must be rolled back and re-run
 	retryKind string
 }
 
@@ -154,12 +157,12 @@ func (t *txn) run(fn func(*txn) error) (retry bool, err error) {
 		t.rollback()
 		return t.ctx.Err() == nil, t.retryErr
 	case ferr != nil:
-		t.rollback()
+		t.rollback() // queued writes are dropped unsent
 		return false, ferr
 	case t.broken != nil:
 		t.rollback()
-		return false, fmt.Errorf("postgres: transaction rolled back: fn returned nil after a statement failed: %w", t.broken)
-	case !t.began:
+		return false, fmt.Errorf("postgres: transaction rolled back: fn returned nil after a call failed: %w", t.broken)
+	case !t.began && len(t.pending) == 0:
 		return false, nil
 	}
 	return t.commit()
@@ -171,24 +174,97 @@ func (t *txn) finish() {
 	t.mu.Unlock()
 }
 
+// commit ends the transaction in one round trip: BEGIN and the settings
+// when nothing was sent yet, the deferred writes, then COMMIT, in one batch.
+// A read-only fn (or a View) pays for the COMMIT alone: under SERIALIZABLE
+// what fn read is only known to be consistent once COMMIT succeeds.
+//
+// Outcomes: the server refusing a statement before COMMIT (a write's
+// ErrConflict or ErrNotFound guard, a serialization failure, a FATAL
+// termination) makes it skip COMMIT, so nothing committed: the transaction
+// is rolled back and the write's error returned, or fn re-run when the
+// failure is transient. A serialization failure from COMMIT itself is
+// re-run too. Any other failure once the batch may have reached the server
+// (connection lost, ctx interrupted) leaves the outcome unknown: that error
+// is returned and fn is not run again.
 func (t *txn) commit() (retry bool, err error) {
-	tag, err := t.conn.Exec(t.ctx, "COMMIT")
-	if err != nil {
-		if code := pgCode(err); code == "40001" || code == "40P01" {
+	if err := t.ctx.Err(); err != nil {
+		t.rollback()
+		return false, ctxWrap(t.ctx, fmt.Errorf("postgres: commit not sent: %w", err))
+	}
+	if t.conn == nil {
+		c, err := t.b.pool.Acquire(t.ctx)
+		if err != nil {
+			return false, ctxWrap(t.ctx, fmt.Errorf("postgres: acquire connection: %w", err))
+		}
+		t.conn = c
+	}
+	writes := t.pending
+	t.pending = nil
+	batch := &pgx.Batch{}
+	prefix := t.queueBegin(batch)
+	queueWrites(batch, writes)
+	batch.Queue("COMMIT")
+	br := t.conn.SendBatch(t.ctx, batch)
+	var tag pgconn.CommandTag
+	var raw error // the server's or connection's error, before mapping
+	committing, err := func() (bool, error) {
+		for i := 0; i < prefix; i++ {
+			if _, err := br.Exec(); err != nil {
+				raw = err
+				return false, err
+			}
+		}
+		var err error
+		if err, raw = readWrites(br, writes); err != nil {
+			return false, err
+		}
+		tag, raw = br.Exec()
+		return true, raw
+	}()
+	// Once COMMIT's answer is read, a failure to read the rest of the
+	// stream (the closing Sync) changes nothing.
+	_ = br.Close()
+	t.rts++
+	t.b.stats.roundTrips.Add(1)
+
+	var pe *pgconn.PgError
+	switch {
+	case err == nil:
+		t.began = false
+		if tag.String() != "COMMIT" {
+			return false, fmt.Errorf("postgres: commit: the server answered %q: the transaction was rolled back", tag.String())
+		}
+		return false, nil
+	case !committing && errors.As(raw, &pe):
+		// The server refused a statement before COMMIT and skipped COMMIT:
+		// nothing committed.
+		werr := ctxWrap(t.ctx, fmt.Errorf("postgres: commit: %w", err))
+		if code := pe.Code; code == "40001" || code == "40P01" {
 			t.retryKind = code
-			t.began = false
-			return t.ctx.Err() == nil, fmt.Errorf("postgres: commit: %w", err)
+			t.rollback()
+			return t.ctx.Err() == nil, werr
 		}
-		if t.ctx.Err() != nil {
-			return false, ctxWrap(t.ctx, fmt.Errorf("postgres: commit interrupted, outcome unknown: %w", err))
+		if t.conn.Conn().IsClosed() { // FATAL: the server rolled back and hung up
+			t.retryKind = "connection"
+			t.rollback()
+			return t.ctx.Err() == nil, werr
 		}
-		return false, fmt.Errorf("postgres: commit failed, outcome unknown if the connection was lost: %w", err)
+		t.rollback()
+		return false, werr
+	case !committing && pgconn.SafeToRetry(raw) && t.conn.Conn().IsClosed():
+		// The batch was never sent and the connection is gone, which rolled
+		// back whatever had been sent before: as if lost before COMMIT.
+		t.retryKind = "connection"
+		return t.ctx.Err() == nil, ctxWrap(t.ctx, fmt.Errorf("postgres: commit not sent: %w", err))
+	case committing && (pgCode(err) == "40001" || pgCode(err) == "40P01"):
+		t.retryKind = pgCode(err)
+		t.began = false
+		return t.ctx.Err() == nil, fmt.Errorf("postgres: commit: %w", err)
+	case t.ctx.Err() != nil:
+		return false, ctxWrap(t.ctx, fmt.Errorf("postgres: commit interrupted, outcome unknown: %w", err))
 	}
-	t.began = false
-	if tag.String() != "COMMIT" {
-		return false, fmt.Errorf("postgres: commit: the server answered %q: the transaction was rolled back", tag.String())
-	}
-	return false, nil
+	return false, fmt.Errorf("postgres: commit failed, outcome unknown if the connection was lost: %w", err)
 }
 
 // rollback ends a begun transaction. A failure closes the connection, which
@@ -203,6 +279,7 @@ func (t *txn) rollback() {
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(t.ctx), 5*time.Second)
 	defer cancel()
+	t.b.stats.roundTrips.Add(1)
 	if _, err := t.conn.Exec(ctx, "ROLLBACK"); err != nil {
 		_ = t.conn.Conn().Close(ctx)
 	}
@@ -236,11 +313,14 @@ func (t *txn) opCtx(ctx context.Context) (context.Context, func()) {
 	return cctx, func() { stop(); cancel(context.Canceled) }
 }
 
-// exchange sends one batch (with BEGIN and the SET LOCAL settings first when
-// the transaction has not begun) and reads its results with read. It is one
-// round trip once the connection's statements are prepared. Errors from the
-// server or the connection mark the transaction broken (and, when
-// transient, to be re-run); read's own errors (ErrConflict, ...) do not.
+// exchange sends one batch (BEGIN and the SET LOCAL settings first when the
+// transaction has not begun, then the writes Apply deferred, then queue's
+// statements) and reads its results with read. It is one round trip once
+// the connection's statements are prepared. A deferred write that fails
+// fails the exchange with that write's error (ErrConflict, ErrNotFound, see
+// readWrites) before read runs. Errors from the server or the connection,
+// deferred writes' included, mark the transaction broken (and, when
+// transient, to be re-run); read's own errors (errDecode) do not.
 func (t *txn) exchange(ctx context.Context, queue func(*pgx.Batch), read func(pgx.BatchResults) error) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
@@ -265,19 +345,10 @@ func (t *txn) exchange(ctx context.Context, queue func(*pgx.Batch), read func(pg
 		t.conn = c
 	}
 	batch := &pgx.Batch{}
-	prefix := 0
-	if !t.began {
-		if t.readOnly {
-			batch.Queue(beginRO)
-		} else {
-			batch.Queue(beginRW)
-		}
-		for _, s := range t.b.setLocal {
-			batch.Queue(s)
-		}
-		prefix = batch.Len()
-		t.began = true
-	}
+	prefix := t.queueBegin(batch)
+	writes := t.pending
+	t.pending = nil
+	queueWrites(batch, writes)
 	queue(batch)
 	br := t.conn.SendBatch(ctx, batch)
 	var readErr error
@@ -287,11 +358,15 @@ func (t *txn) exchange(ctx context.Context, queue func(*pgx.Batch), read func(pg
 				return err
 			}
 		}
+		if err, _ := readWrites(br, writes); err != nil {
+			return err
+		}
 		readErr = read(br)
 		return nil
 	}()
 	cerr := br.Close()
 	t.rts++
+	t.b.stats.roundTrips.Add(1)
 	switch {
 	case dbErr != nil:
 	case readErr != nil && isDBError(readErr):
@@ -306,6 +381,24 @@ func (t *txn) exchange(ctx context.Context, queue func(*pgx.Batch), read func(pg
 		h(t.conn.Conn().PgConn().PID(), t.rts)
 	}
 	return readErr
+}
+
+// queueBegin adds BEGIN and the SET LOCAL settings to b when the
+// transaction has not begun, and returns how many statements it added.
+func (t *txn) queueBegin(b *pgx.Batch) int {
+	if t.began {
+		return 0
+	}
+	if t.readOnly {
+		b.Queue(beginRO)
+	} else {
+		b.Queue(beginRW)
+	}
+	for _, s := range t.b.setLocal {
+		b.Queue(s)
+	}
+	t.began = true
+	return b.Len()
 }
 
 // fail records a server or connection error and returns it wrapped.

@@ -128,13 +128,22 @@ func TestCallerPoolInSimpleProtocolMode(t *testing.T) {
 	require.Equal(t, act, f.Activations[act.Key])
 	require.Equal(t, att, f.Identities[att.Identity])
 	require.Equal(t, run, f.Runs[run.ID])
+	// A deferred write is sent ahead of the next read, which sees it.
 	require.NoError(t, b.Update(ctxT(t), func(tx backend.Tx) error {
-		err := tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "x"}), backend.Ins(run), backend.Ins(backend.Run{ID: "y"}))
-		require.ErrorIs(t, err, backend.ErrConflict)
+		require.NoError(t, tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "w"})))
+		f, err := tx.Load(context.Background(), backend.Lookup{Runs: []string{"w"}})
+		require.NoError(t, err)
+		require.Contains(t, f.Runs, "w")
 		return nil
 	}))
-	got := load(t, b, backend.Lookup{Runs: []string{"x", "y"}}).Runs
-	require.Contains(t, got, "x")
+	// A deferred conflict fails Update, and nothing of it commits.
+	err = b.Update(ctxT(t), func(tx backend.Tx) error {
+		return tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "x"}), backend.Ins(run), backend.Ins(backend.Run{ID: "y"}))
+	})
+	require.ErrorIs(t, err, backend.ErrConflict)
+	got := load(t, b, backend.Lookup{Runs: []string{"w", "x", "y"}}).Runs
+	require.Contains(t, got, "w")
+	require.NotContains(t, got, "x")
 	require.NotContains(t, got, "y")
 }
 
@@ -197,15 +206,24 @@ func TestViewIsOneSnapshot(t *testing.T) {
 	}))
 }
 
-// Load answers a whole Lookup in one round trip, Apply sends all writes in
-// one; BEGIN rides with the first, COMMIT is the only other.
+// Load answers a whole Lookup in one round trip and BEGIN rides with it;
+// Apply sends nothing, its writes ride with COMMIT: a read-decide-write
+// Update is two round trips, a write-only one is one.
 func TestRoundTrips(t *testing.T) {
 	t.Parallel()
 	b, _, _ := openFresh(t)
 	run, link, act, group, att, lease, sched, ev := fullRecords("r")
-	apply(t, b, backend.Ins(run), backend.Ins(link), backend.Ins(act), backend.Ins(group), backend.Ins(att), backend.Ins(lease), backend.Ins(sched), backend.Ins(ev))
+	rts := func(fn func(tx backend.Tx) error) int64 {
+		t.Helper()
+		before := b.StatsForTest().RoundTrips
+		require.NoError(t, b.Update(ctxT(t), fn))
+		return b.StatsForTest().RoundTrips - before
+	}
+	require.Equal(t, int64(1), rts(func(tx backend.Tx) error {
+		return tx.Apply(context.Background(), backend.Ins(run), backend.Ins(link), backend.Ins(act), backend.Ins(group), backend.Ins(att), backend.Ins(lease), backend.Ins(sched), backend.Ins(ev))
+	}), "a write-only Update: BEGIN, eight writes and COMMIT in one batch")
 	for i := 0; i < 2; i++ { // the second pass runs on prepared statements
-		require.NoError(t, b.Update(ctxT(t), func(tx backend.Tx) error {
+		require.Equal(t, int64(2), rts(func(tx backend.Tx) error {
 			f, err := tx.Load(context.Background(), lookupAll(run, act, att, lease))
 			require.NoError(t, err)
 			require.Len(t, f.Runs, 1)
@@ -216,14 +234,36 @@ func TestRoundTrips(t *testing.T) {
 			a2.Status = backend.AttemptRunning
 			require.NoError(t, tx.Apply(context.Background(), backend.Rep(r2), backend.Rep(a2),
 				backend.Ins(backend.Event{RunID: "r", Seq: int64(100 + i)}), backend.Rep(lease)))
-			require.Equal(t, 2, postgres.RoundTrips(tx), "four writes in one batch")
+			require.Equal(t, 1, postgres.RoundTrips(tx), "Apply defers its writes")
 			return nil
-		}))
+		}), "read-decide-write: BEGIN+Load, then four writes+COMMIT")
 	}
-	require.NoError(t, b.Update(ctxT(t), func(tx backend.Tx) error {
+	require.Equal(t, int64(2), rts(func(tx backend.Tx) error {
+		require.NoError(t, tx.Apply(context.Background(), backend.Ins(backend.Event{RunID: "r", Seq: 200})))
+		f, err := tx.Load(context.Background(), backend.Lookup{Runs: []string{"r"}})
+		require.NoError(t, err)
+		require.Equal(t, 1, postgres.RoundTrips(tx), "the deferred write rides with the Load")
+		r2 := f.Runs["r"]
+		r2.LastEventSeq = 200
+		return tx.Apply(context.Background(), backend.Rep(r2))
+	}), "write, read, write: two round trips")
+	require.Equal(t, int64(2), rts(func(tx backend.Tx) error {
+		_, err := tx.Load(context.Background(), backend.Lookup{Runs: []string{"r"}})
+		return err
+	}), "a read-only Update still commits (SERIALIZABLE reads are only valid once COMMIT succeeds)")
+	require.Equal(t, int64(0), rts(func(tx backend.Tx) error {
 		require.Equal(t, 0, postgres.RoundTrips(tx), "nothing is sent before fn's first statement")
 		return nil
+	}), "an Update that neither reads nor writes sends nothing")
+	// fn's error after Apply only: the queued writes are dropped unsent.
+	before := b.StatsForTest().RoundTrips
+	boom := errors.New("boom")
+	require.Same(t, boom, b.Update(ctxT(t), func(tx backend.Tx) error {
+		require.NoError(t, tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "dropped"})))
+		return boom
 	}))
+	require.Equal(t, before, b.StatsForTest().RoundTrips)
+	require.Empty(t, load(t, b, backend.Lookup{Runs: []string{"dropped"}}).Runs)
 }
 
 // Concurrent read-modify-write increments from several goroutines over two
