@@ -58,16 +58,19 @@ func (t *tx) apply(w backend.Write) error {
 	if !(w.Op == backend.Insert || w.Op == backend.Replace && k.replace || w.Op == backend.Delete && k.delete) {
 		return fmt.Errorf("bolt: %s does not accept %s: %w", k.name, w.Op, backend.ErrUnsupported)
 	}
-	bk, err := t.bucket(k.bucket)
+	pk := k.key(w.Record)
+	spk := k.stored(pk)
+	bk, bkey, err := t.at(&k.space, spk, false)
 	if err != nil {
 		return err
 	}
-	pk := k.key(w.Record)
-	spk := k.stored(pk)
 
 	// The stored record, whose index entries the write replaces.
 	var old backend.Record
-	oldV := bk.Get(spk)
+	var oldV []byte
+	if bk != nil {
+		oldV = bk.Get(bkey)
+	}
 	switch {
 	case w.Op == backend.Insert && oldV != nil:
 		return fmt.Errorf("bolt: %s %s exists: %w", k.name, k.schema.format(pk), backend.ErrConflict)
@@ -95,32 +98,24 @@ func (t *tx) apply(w backend.Write) error {
 		return err
 	}
 
-	ixbs := make([]*bbolt.Bucket, len(changes))
-	for i, c := range changes {
-		if ixbs[i], err = t.bucket(c.ix.bucket); err != nil {
-			return err
-		}
-	}
-
 	// From here on the store changes.
 	t.wrote = true
-	for i, c := range changes {
-		ixb := ixbs[i]
+	for _, c := range changes {
 		if c.del != nil {
-			if err := ixb.Delete(c.del); err != nil {
+			if err := t.del(&c.ix.space, c.del); err != nil {
 				return t.fail(err)
 			}
 		}
 		if c.put != nil {
-			if err := ixb.Put(c.put, nil); err != nil {
+			if err := t.put(&c.ix.space, c.put, nil); err != nil {
 				return t.fail(err)
 			}
 		}
 	}
 	if rec == nil {
-		err = bk.Delete(spk)
+		err = t.del(&k.space, spk)
 	} else {
-		err = bk.Put(spk, value)
+		err = t.put(&k.space, spk, value)
 	}
 	if err != nil {
 		return t.fail(err)
@@ -193,6 +188,25 @@ func (t *tx) checkUnique(ix *index, b *bbolt.Bucket, entry, pk key) error {
 		}
 	}
 	return nil
+}
+
+// put stores value under stored key sk of s, making the run's bucket if
+// it has none.
+func (t *tx) put(s *space, sk, value []byte) error {
+	bk, k, err := t.at(s, sk, true)
+	if err != nil {
+		return err
+	}
+	return bk.Put(k, value)
+}
+
+// del deletes stored key sk of s.
+func (t *tx) del(s *space, sk []byte) error {
+	bk, k, err := t.at(s, sk, false)
+	if err != nil || bk == nil {
+		return err
+	}
+	return bk.Delete(k)
 }
 
 // fail marks the transaction broken after a storage error part-way through

@@ -225,7 +225,9 @@ func TestOpenDBWithCallersHandle(t *testing.T) {
 	require.ErrorIs(t, b.Update(ctx, func(backend.Tx) error { return nil }), backend.ErrClosed)
 	// The caller's handle is still open and holds the store.
 	require.NoError(t, db.View(func(tx *bbolt.Tx) error {
-		require.NotNil(t, tx.Bucket(kindRun.bucket).Get(kindRun.stored(runKey("r"))))
+		bk, k, err := locate(tx, &kindRun.space, kindRun.stored(runKey("r")), false)
+		require.NoError(t, err)
+		require.NotNil(t, bk.Get(k))
 		return nil
 	}))
 	b2, err := OpenDB(ctx, db)

@@ -21,33 +21,38 @@
 //
 // # Layout
 //
-// Three top-level buckets. "runs" holds every record and the entries of
-// every per-run index; "ix" holds the indexes whose scans order across runs;
-// "meta" the marker and version. A key of "runs" is the run id (the first
-// part of every record key and per-run index key, a self-delimiting
-// string), then a one-byte tag naming the record kind or index, then the
-// rest of the key: so all of one run's keys are adjacent, and within a run
-// each kind or index is one contiguous range. A key of "ix" is the index's
-// one-byte id, then the index key, so each cross-run index is one range.
-// Index entries have an empty value, never a list in one value; a record
-// has at most one entry per index, written and deleted in the same
-// transaction as the record. An index key ends with the primary key parts
-// it does not already hold, so it names its record.
+// Three top-level buckets. "runs" holds one nested bucket per run, named
+// by the encoded run id, and it holds all of that run's records and per-run
+// index entries; "ix" holds the indexes whose scans order across runs;
+// "meta" the marker and version. A key in a run's bucket is a one-byte tag
+// naming the record kind or index, then the rest of the key (the record or
+// index key after its first part, the run id), so within a run each kind or
+// index is one contiguous range. A key of "ix" is the index's one-byte id,
+// then the index key, so each cross-run index is one range. Index entries
+// have an empty value, never a list in one value; a record has at most one
+// entry per index, written and deleted in the same transaction as the
+// record. An index key ends with the primary key parts it does not already
+// hold, so it names its record. The code handles a per-run key as one
+// "stored key", run part | tag | rest (layout.go); locate splits it into
+// the run's bucket and the key in it.
 //
 // Why: bbolt rewrites every page on the path from a tree's root to each
 // leaf a commit touches. With a bucket per kind (format 1) an admission
 // touched about ten leaves in as many deep ranges (attempt, activation,
 // event, run, five attempt indexes...), each with its own root path, so at
 // 100k historical attempts it wrote twice the pages it wrote on a fresh
-// store. Clustered by run, what one admission writes to its run lands on a
-// few adjacent leaves of one tree, sharing the branch pages above them;
-// only the cross-run indexes (pending, identity, status, prepared) are
-// elsewhere (TestAdmissionPages, pages per admission: history 0 35.4 →
-// 35.4, 1000 47.0 → 37.5, 100000 70.6 → 50.0).
+// store. In a bucket of its own, what one admission writes to its run lands
+// on a few leaves of a small tree whose depth does not grow with the rest
+// of the store (a new run's bucket starts inline in its parent's leaf);
+// only the cross-run indexes (pending, identity, status, prepared) and the
+// parent "runs" (one key per run) are elsewhere. TestAdmissionPages, pages
+// per admission, history 0 / 1000 / 100000: format 1 35.4 / 47.0 / 70.6;
+// one "runs" tree keyed run | tag | rest 35.4 / 37.5 / 50.0; a bucket per
+// run 33.1 / 34.8 / 47.3.
 //
 //	record kind or index (tag)    key parts, in order                                       value          scan or lookup
 //	meta                          "store" | "version"                                       marker | 2     Open
-//	runs: (key = run, tag, then the remaining key parts)
+//	runs/<run>: (a bucket per run; key = tag, then the remaining key parts)
 //	  run                    0x40  id                                                        Run            Load
 //	  run_link               0x41  child                                                     RunLink        Load
 //	  activation             0x42  run, node, act                                            Activation     Load, Activations
@@ -79,7 +84,7 @@
 //
 // Each scan is one key range of one bucket, read in bbolt's key order, so it
 // reads only the entries it returns: a per-run scan is the range of its
-// run and tag in "runs", a cross-run scan the range of its id in "ix"; a
+// tag in the run's bucket, a cross-run scan the range of its id in "ix"; a
 // cursor ("after") is a seek, DueBy is the range's end. CountAttempts
 // counts keys of the run's attempt range without decoding a value.
 //
@@ -112,11 +117,13 @@
 // # Durability and concurrency
 //
 // Open fsyncs every commit (bbolt's default). It does not write bbolt's
-// freelist at each commit (NoFreelistSync, with the hashmap freelist):
+// freelist at each commit (NoFreelistSync):
 // synced, the whole freelist is rewritten by every commit, which in a large
 // store is as many pages as the commit's data. Durability does not depend
 // on it: bbolt rebuilds the freelist on Open by walking the tree, also after
-// a crash, so Open costs a read of the whole file instead. A caller's
+// a crash, so Open costs a read of the whole file instead. It uses the
+// array freelist, which keeps a commit's pages together in the file, so
+// an fsync in a large store writes a few runs of pages (open.go). A caller's
 // handle (OpenDB) keeps the caller's options. Relaxed (tests and
 // benchmarks) sets NoSync, which survives a process crash but not a power
 // loss. OpenDB refuses a NoSync handle unless AllowNoSync is passed. An

@@ -4,28 +4,31 @@ import (
 	"bytes"
 	"fmt"
 
+	"go.etcd.io/bbolt"
+
 	"github.com/wfstore/wfstore/backend"
 )
 
-// This file is the store's layout: the bucket "runs" holds every record and
-// every per-run index entry, keyed run | tag | rest of the key, so what one
-// admission writes (its run's records and per-run index entries) lands on a
-// few adjacent leaves of one tree; the bucket "ix" holds the indexes that
+// This file is the store's layout: the bucket "runs" holds a bucket per
+// run with the run's records and per-run index entries, keyed tag | rest of
+// the key, so what one admission writes to its run lands on a few leaves of
+// one small tree; the bucket "ix" holds the indexes that
 // order across runs (indexes.go), and "meta" the marker and version
 // (meta.go). The kinds table below is the only place that ties a record
 // kind to its space, codec, allowed operations and indexes; apply.go and
 // verify.go are written against it.
 
-// bucketRuns holds every record, and the entries of per-run indexes.
+// bucketRuns holds a bucket per run, named by the encoded run id, with
+// every record and per-run index entry of the run.
 var bucketRuns = []byte("runs")
 
 // space is where a record kind's records or an index's entries are stored.
 //
 // A per-run space lives in bucketRuns: a codec key k, whose first part is
-// always the run id (a string, so self-delimiting), is stored as k's run
-// part, then the space's tag byte, then the rest of k. A run's keys of one
-// space are therefore one contiguous range, and all of a run's keys are
-// adjacent. A global space lives in bucketIndex: k is stored after the
+// always the run id (a string, so self-delimiting), has the stored key k's
+// run part, then the space's tag byte, then the rest of k; locate finds the
+// run's bucket (named by the run part) and the key in it (tag | rest). A
+// run's keys of one space are therefore one contiguous range. A global space lives in bucketIndex: k is stored after the
 // space's tag (the index id) byte, so the whole index is one range.
 type space struct {
 	bucket []byte
@@ -47,7 +50,40 @@ func runPartLen(k []byte) int {
 	return -1
 }
 
-// stored returns the key under which codec key k is stored in s.bucket.
+// locate returns the bucket that holds stored key sk of space s, and sk's
+// key in it. A per-run space's keys live in the run's own bucket inside
+// bucketRuns, named by the run part and keyed tag | rest: nil when the run
+// has no keys yet, unless create (a write transaction) makes it.
+func locate(tx *bbolt.Tx, s *space, sk []byte, create bool) (*bbolt.Bucket, []byte, error) {
+	top := tx.Bucket(s.bucket)
+	if top == nil {
+		return nil, nil, fmt.Errorf("bolt: bucket %q is missing", s.bucket)
+	}
+	if tx.Writable() {
+		top.FillPercent = fillPercent
+	}
+	if !s.perRun {
+		return top, sk, nil
+	}
+	n := runPartLen(sk)
+	if n < 0 {
+		return nil, nil, fmt.Errorf("bolt: a per-run key without a run part: %x", sk)
+	}
+	rb := top.Bucket(sk[:n])
+	if rb == nil && create {
+		var err error
+		if rb, err = top.CreateBucket(sk[:n]); err != nil {
+			return nil, nil, fmt.Errorf("bolt: create run bucket %x: %w", sk[:n], err)
+		}
+	}
+	if rb != nil && tx.Writable() {
+		rb.FillPercent = fillPercent
+	}
+	return rb, sk[n:], nil
+}
+
+// stored returns the key under which codec key k is stored in s (for a
+// per-run space, its run part then its key in the run's bucket: locate).
 func (s *space) stored(k key) []byte {
 	out := make([]byte, 0, 1+len(k))
 	if !s.perRun {

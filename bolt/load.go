@@ -5,8 +5,6 @@ import (
 	"context"
 	"fmt"
 
-	"go.etcd.io/bbolt"
-
 	"github.com/wfstore/wfstore/backend"
 )
 
@@ -58,13 +56,16 @@ func loadAll[K comparable, R any](t *readTx, kd *kind, keys []K, enc func(K) key
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	bk, err := t.bucket(kd.bucket)
-	if err != nil {
-		return nil, err
-	}
 	out := make(map[K]R, len(keys))
 	for _, k := range keys {
-		v := bk.Get(kd.stored(enc(k)))
+		bk, bkey, err := t.at(&kd.space, kd.stored(enc(k)), false)
+		if err != nil {
+			return nil, err
+		}
+		if bk == nil {
+			continue
+		}
+		v := bk.Get(bkey)
 		if v == nil {
 			continue
 		}
@@ -79,10 +80,17 @@ func loadAll[K comparable, R any](t *readTx, kd *kind, keys []K, enc func(K) key
 
 // getRecord reads and decodes the record of kind kd under pk, which an
 // index entry named; a missing record means the index is damaged.
-func getRecord[R any](t *readTx, bk *bbolt.Bucket, kd *kind, pk []byte, dec func([]byte) (R, error)) (R, error) {
-	v := bk.Get(kd.stored(pk))
+func getRecord[R any](t *readTx, kd *kind, pk []byte, dec func([]byte) (R, error)) (R, error) {
+	var zero R
+	bk, bkey, err := t.at(&kd.space, kd.stored(pk), false)
+	if err != nil {
+		return zero, err
+	}
+	var v []byte
+	if bk != nil {
+		v = bk.Get(bkey)
+	}
 	if v == nil {
-		var zero R
 		return zero, fmt.Errorf("bolt: an index entry names missing record %x (run Verify)", pk)
 	}
 	return dec(v)
@@ -93,10 +101,6 @@ func (t *readTx) loadIdentities(ids []string) (map[string]backend.Attempt, error
 		return nil, nil
 	}
 	ix, err := t.bucket(ixAttemptIdentity.bucket)
-	if err != nil {
-		return nil, err
-	}
-	attempts, err := t.bucket(kindAttempt.bucket)
 	if err != nil {
 		return nil, err
 	}
@@ -112,7 +116,7 @@ func (t *readTx) loadIdentities(ids []string) (map[string]backend.Attempt, error
 		if err != nil {
 			return nil, fmt.Errorf("bolt: load identity %q: %w", id, err)
 		}
-		a, err := getRecord(t, attempts, kindAttempt, pk, decodeAttempt)
+		a, err := getRecord(t, kindAttempt, pk, decodeAttempt)
 		if err != nil {
 			return nil, fmt.Errorf("bolt: load identity %q: %w", id, err)
 		}
@@ -125,26 +129,18 @@ func (t *readTx) loadResources(refs []backend.ResourceRef) (map[backend.Resource
 	if len(refs) == 0 {
 		return nil, nil
 	}
-	ix, err := t.bucket(ixLeaseResource.bucket)
-	if err != nil {
-		return nil, err
-	}
-	leases, err := t.bucket(kindLease.bucket)
-	if err != nil {
-		return nil, err
-	}
 	out := make(map[backend.ResourceRef][]backend.Lease, len(refs))
 	for _, ref := range refs {
 		prefix := key(nil).str(ref.RunID).str(ref.Resource)
 		from, until := ixLeaseResource.runSpan(ref.RunID, prefix, prefixEnd(prefix))
 		var got []backend.Lease
-		err := t.scan(ix, from, until, func(k, _ []byte) (bool, error) {
+		err := t.scanSpace(&ixLeaseResource.space, from, until, func(k, _ []byte) (bool, error) {
 			e, _ := ixLeaseResource.unstored(k)
 			pk, err := ixLeaseResource.primary(e)
 			if err != nil {
 				return false, err
 			}
-			l, err := getRecord(t, leases, kindLease, pk, decodeLease)
+			l, err := getRecord(t, kindLease, pk, decodeLease)
 			if err != nil {
 				return false, err
 			}

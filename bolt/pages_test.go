@@ -52,6 +52,12 @@ import (
 //	  history 0                  11.8             35.4             142
 //	  history 1000               12.5             37.5             150
 //	  history 100000             16.7             50.0             200            328.2 MB
+//	+ a bucket per run in runs, keyed tag | rest (format 2)
+//	  history 0                  11.0             33.1             132
+//	  history 1000               11.6             34.8             139
+//	  history 100000             15.8             47.3             189            318.8 MB
+//	+ array freelist (same pages; fsync on, 1000 admissions: history 1000
+//	  603–667/s either way, history 100000 388/s hashmap → 496–565/s array)
 
 type pagesOwner struct{}
 

@@ -49,12 +49,8 @@ func recordScan[R any](t *readTx, kd *kind, sfrom, suntil []byte, limit int, dec
 	if limit <= 0 {
 		return nil, nil
 	}
-	bk, err := t.bucket(kd.bucket)
-	if err != nil {
-		return nil, err
-	}
 	var out []R
-	err = t.scan(bk, sfrom, suntil, func(_, v []byte) (bool, error) {
+	err := t.scanSpace(&kd.space, sfrom, suntil, func(_, v []byte) (bool, error) {
 		rec, err := dec(v)
 		if err != nil {
 			return false, err
@@ -72,22 +68,14 @@ func indexScan[R any](t *readTx, ix *index, k *kind, sfrom, suntil []byte, limit
 	if limit <= 0 {
 		return nil, nil
 	}
-	ixb, err := t.bucket(ix.bucket)
-	if err != nil {
-		return nil, err
-	}
-	recs, err := t.bucket(k.bucket)
-	if err != nil {
-		return nil, err
-	}
 	var out []R
-	err = t.scan(ixb, sfrom, suntil, func(sk, _ []byte) (bool, error) {
+	err := t.scanSpace(&ix.space, sfrom, suntil, func(sk, _ []byte) (bool, error) {
 		ik, _ := ix.unstored(sk)
 		pk, err := ix.primary(ik)
 		if err != nil {
 			return false, fmt.Errorf("bolt: index %s: %w", ix.name, err)
 		}
-		rec, err := getRecord(t, recs, k, pk, dec)
+		rec, err := getRecord(t, k, pk, dec)
 		if err != nil {
 			return false, err
 		}
@@ -189,13 +177,9 @@ func (t *readTx) CountAttempts(ctx context.Context, runID string, limit int) (in
 	if limit <= 0 {
 		return 0, nil
 	}
-	bk, err := t.bucket(kindAttempt.bucket)
-	if err != nil {
-		return 0, err
-	}
 	sfrom, suntil := kindAttempt.runSpan(runID, nil, nil)
 	n := 0
-	err = t.scan(bk, sfrom, suntil, func(_, _ []byte) (bool, error) {
+	err := t.scanSpace(&kindAttempt.space, sfrom, suntil, func(_, _ []byte) (bool, error) {
 		n++
 		return n < limit, nil
 	})

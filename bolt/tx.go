@@ -52,6 +52,36 @@ func (t *readTx) bucket(name []byte) (*bbolt.Bucket, error) {
 	return bk, nil
 }
 
+// at returns the bucket that holds stored key sk of s and sk's key in it
+// (locate); create is for writes.
+func (t *readTx) at(s *space, sk []byte, create bool) (*bbolt.Bucket, []byte, error) {
+	return locate(t.btx, s, sk, create)
+}
+
+// scanSpace visits the stored keys of s in [sfrom, suntil), which for a
+// per-run space lie in one run (runSpan), as scan does; visit gets each
+// stored key whole (run part included).
+func (t *readTx) scanSpace(s *space, sfrom, suntil []byte, visit func(sk, v []byte) (more bool, err error)) error {
+	if !s.perRun {
+		bk, err := t.bucket(s.bucket)
+		if err != nil {
+			return err
+		}
+		return t.scan(bk, sfrom, suntil, visit)
+	}
+	bk, from, err := t.at(s, sfrom, false)
+	if err != nil || bk == nil {
+		return err // no run bucket: the run has no keys
+	}
+	runPart := sfrom[:len(sfrom)-len(from)]
+	until := suntil[len(runPart):]
+	sk := append([]byte(nil), runPart...)
+	return t.scan(bk, from, until, func(k, v []byte) (bool, error) {
+		sk = append(sk[:len(runPart)], k...)
+		return visit(sk, v)
+	})
+}
+
 // step counts one cursor position for tests (see Backend.steps).
 func (t *readTx) step() {
 	if t.b.steps != nil {

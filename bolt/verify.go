@@ -21,8 +21,9 @@ import (
 //     times, run, identity... — match the record);
 //   - unique index values (Attempt.Identity) are unique;
 //   - every key of the ix bucket starts with the id of a cross-run index,
-//     and every key of the runs bucket is a run part then the tag of a
-//     record kind or per-run index;
+//     every key of the runs bucket is a run's bucket, named by an encoded
+//     run id, and every key in one starts with the tag of a record kind or
+//     per-run index;
 //   - the meta bucket is intact and no unknown bucket exists.
 
 // Discrepancy is one thing Verify found wrong.
@@ -31,7 +32,8 @@ type Discrepancy struct {
 	// or the bucket ("runs", "ix") for a key that belongs to neither.
 	Bucket string
 	// Key is the bad key: for a record or index entry, its codec key,
-	// without the tag or id byte it is stored with; else the stored key.
+	// without the tag or id byte it is stored with; else the stored key
+	// (in a run's bucket: run part | the key in the run's bucket).
 	Key     []byte
 	KeyText string // the key decoded under the bucket's or index's schema
 	Problem string // what is wrong
@@ -186,43 +188,73 @@ func (v *verifier) run() error {
 }
 
 // bucket checks every key of one bucket, as a record or an index entry of
-// the kind or index its tag names.
+// the kind or index its tag names. In bucketRuns every key is a run's
+// bucket, whose keys are tag | rest.
 func (v *verifier) bucket(name []byte, own map[byte]any) error {
 	c := v.tx.Bucket(name).Cursor()
 	for sk, val := c.First(); sk != nil; sk, val = c.Next() {
 		if err := v.tick(); err != nil {
 			return err
 		}
-		var tag byte
-		ok := false
 		if bytes.Equal(name, bucketIndex) {
-			if len(sk) > 0 {
-				tag, ok = sk[0], true
-			}
-		} else if n := runPartLen(sk); n >= 0 && n < len(sk) {
-			tag, ok = sk[n], true
+			v.key(name, own, sk, 0, val)
+			continue
 		}
-		var about any
-		if ok {
-			about = own[tag]
-		}
-		switch o := about.(type) {
-		case *kind:
-			k, _ := o.unstored(sk)
-			v.record(o, k, val)
-		case *index:
-			e, _ := o.unstored(sk)
-			v.entry(kindOfIndex(o), o, e, val)
-		default:
-			problem := "key belongs to no index (unknown index id)"
-			if !bytes.Equal(name, bucketIndex) {
-				problem = "key belongs to no record kind or index (no run part, or unknown tag)"
-			}
+		rb := v.tx.Bucket(name).Bucket(sk)
+		if val != nil || rb == nil || runPartLen(sk) != len(sk) {
 			v.add(nil, Discrepancy{Bucket: string(name), Key: append([]byte(nil), sk...),
-				KeyText: fmt.Sprintf("%x", sk), Problem: problem})
+				KeyText: fmt.Sprintf("%x", sk), Problem: "is not a run's bucket (a nested bucket named by an encoded run id)"})
+			continue
+		}
+		runPart := append([]byte(nil), sk...)
+		rc := rb.Cursor()
+		for k, val := rc.First(); k != nil; k, val = rc.Next() {
+			if err := v.tick(); err != nil {
+				return err
+			}
+			v.key(name, own, append(runPart[:len(runPart):len(runPart)], k...), len(runPart), val)
 		}
 	}
 	return nil
+}
+
+// key checks stored key sk of bucket name, whose tag is at sk[tagAt].
+func (v *verifier) key(name []byte, own map[byte]any, sk []byte, tagAt int, val []byte) {
+	var about any
+	if tagAt < len(sk) {
+		about = own[sk[tagAt]]
+	}
+	switch o := about.(type) {
+	case *kind:
+		k, _ := o.unstored(sk)
+		v.record(o, k, val)
+	case *index:
+		e, _ := o.unstored(sk)
+		v.entry(kindOfIndex(o), o, e, val)
+	default:
+		problem := "key belongs to no index (unknown index id)"
+		if !bytes.Equal(name, bucketIndex) {
+			problem = "key belongs to no record kind or index (unknown tag)"
+		}
+		v.add(nil, Discrepancy{Bucket: string(name), Key: append([]byte(nil), sk...),
+			KeyText: fmt.Sprintf("%x", sk), Problem: problem})
+	}
+}
+
+// has reports whether s holds stored key sk (index values are empty, so
+// this does not go by Get's nil).
+func (v *verifier) has(s *space, sk []byte) bool {
+	bk, k, err := locate(v.tx, s, sk, false)
+	return err == nil && bk != nil && has(bk, k)
+}
+
+// get returns the value under stored key sk of s, or nil.
+func (v *verifier) get(s *space, sk []byte) []byte {
+	bk, k, err := locate(v.tx, s, sk, false)
+	if err != nil || bk == nil {
+		return nil
+	}
+	return bk.Get(k)
 }
 
 // record checks one record of k, stored under pk, and that its index
@@ -242,7 +274,7 @@ func (v *verifier) record(k *kind, pk, val []byte) {
 	}
 	for _, ix := range k.indexes {
 		e, ok := ix.entry(rec)
-		if ok && !has(v.tx.Bucket(ix.bucket), ix.stored(e)) {
+		if ok && !v.has(&ix.space, ix.stored(e)) {
 			v.report(k, k.name, k.schema, pk, "missing its %s entry %s", ix.name, ix.schema.format(e))
 		}
 	}
@@ -271,7 +303,7 @@ func (v *verifier) entry(k *kind, ix *index, e, val []byte) {
 		}
 		v.unique[ix] = uniqueSeen{value: u, pk: pk}
 	}
-	recV := v.tx.Bucket(k.bucket).Get(k.stored(pk))
+	recV := v.get(&k.space, k.stored(pk))
 	if recV == nil {
 		v.report(ix, ix.name, ix.schema, e, "names %s %s, which does not exist", k.name, k.schema.format(pk))
 		return

@@ -36,6 +36,23 @@ func damage(t *testing.T, b *Backend, fn func(tx *bbolt.Tx) error) {
 	require.NoError(t, b.db.Update(fn))
 }
 
+// putAt and deleteAt write stored key sk of s behind the adapter's back.
+func putAt(tx *bbolt.Tx, s *space, sk, v []byte) error {
+	bk, k, err := locate(tx, s, sk, true)
+	if err != nil {
+		return err
+	}
+	return bk.Put(k, v)
+}
+
+func deleteAt(tx *bbolt.Tx, s *space, sk []byte) error {
+	bk, k, err := locate(tx, s, sk, false)
+	if err != nil {
+		return err
+	}
+	return bk.Delete(k)
+}
+
 // problems runs Verify and returns what it found.
 func problems(t *testing.T, b *Backend) []Discrepancy {
 	t.Helper()
@@ -53,7 +70,7 @@ func TestVerifyReportsMissingIndexEntry(t *testing.T) {
 	b, att := seeded(t)
 	entry, _ := ixAttemptStatus.entry(att)
 	damage(t, b, func(tx *bbolt.Tx) error {
-		return tx.Bucket(ixAttemptStatus.bucket).Delete(ixAttemptStatus.stored(entry))
+		return deleteAt(tx, &ixAttemptStatus.space, ixAttemptStatus.stored(entry))
 	})
 	ds := problems(t, b)
 	require.Len(t, ds, 1)
@@ -67,7 +84,7 @@ func TestVerifyReportsStrayIndexEntry(t *testing.T) {
 	t.Parallel()
 	b, _ := seeded(t)
 	stray := activationKey(actKey("r", "ghost", "a"))
-	damage(t, b, func(tx *bbolt.Tx) error { return tx.Bucket(ixPending.bucket).Put(ixPending.stored(stray), nil) })
+	damage(t, b, func(tx *bbolt.Tx) error { return putAt(tx, &ixPending.space, ixPending.stored(stray), nil) })
 	ds := problems(t, b)
 	require.Len(t, ds, 1)
 	require.Equal(t, Discrepancy{
@@ -84,7 +101,7 @@ func TestVerifyReportsIndexedFieldChangedBehindIndex(t *testing.T) {
 	changed := att
 	changed.Status = backend.AttemptRunning
 	damage(t, b, func(tx *bbolt.Tx) error {
-		return tx.Bucket(kindAttempt.bucket).Put(kindAttempt.stored(attemptKey(att.Key)), encodeAttempt(changed))
+		return putAt(tx, &kindAttempt.space, kindAttempt.stored(attemptKey(att.Key)), encodeAttempt(changed))
 	})
 	ds := problems(t, b)
 	var got []string
@@ -104,7 +121,7 @@ func TestVerifyReportsMembershipChangedBehindIndex(t *testing.T) {
 	b, _ := seeded(t)
 	a := activation(actKey("r", "n", "a"), false) // was admissible
 	damage(t, b, func(tx *bbolt.Tx) error {
-		return tx.Bucket(kindActivation.bucket).Put(kindActivation.stored(activationKey(a.Key)), encodeActivation(a))
+		return putAt(tx, &kindActivation.space, kindActivation.stored(activationKey(a.Key)), encodeActivation(a))
 	})
 	ds := problems(t, b)
 	require.Len(t, ds, 1)
@@ -120,21 +137,21 @@ func TestVerifyReportsOtherDamage(t *testing.T) {
 	damage(t, b, func(tx *bbolt.Tx) error {
 		for _, ix := range kindAttempt.indexes {
 			e, _ := ix.entry(dup)
-			if err := tx.Bucket(ix.bucket).Put(ix.stored(e), nil); err != nil {
+			if err := putAt(tx, &ix.space, ix.stored(e), nil); err != nil {
 				return err
 			}
 		}
-		if err := tx.Bucket(kindAttempt.bucket).Put(kindAttempt.stored(attemptKey(dup.Key)), encodeAttempt(dup)); err != nil {
+		if err := putAt(tx, &kindAttempt.space, kindAttempt.stored(attemptKey(dup.Key)), encodeAttempt(dup)); err != nil {
 			return err
 		}
 		e, _ := ixLinkRoot.entry(link("child", "r", 5))
-		if err := tx.Bucket(ixLinkRoot.bucket).Put(ixLinkRoot.stored(e), []byte("x")); err != nil {
+		if err := putAt(tx, &ixLinkRoot.space, ixLinkRoot.stored(e), []byte("x")); err != nil {
 			return err
 		}
-		if err := tx.Bucket(kindGroup.bucket).Put(kindGroup.stored(key(nil).str("g")), []byte{0xee}); err != nil {
+		if err := putAt(tx, &kindGroup.space, kindGroup.stored(key(nil).str("g")), []byte{0xee}); err != nil {
 			return err
 		}
-		if err := tx.Bucket(kindSchedule.bucket).Put(kindSchedule.stored(wrongKey), encodeSchedule(schedule(actKey("r", "n", "zzz"), 1))); err != nil {
+		if err := putAt(tx, &kindSchedule.space, kindSchedule.stored(wrongKey), encodeSchedule(schedule(actKey("r", "n", "zzz"), 1))); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketIndex).Put([]byte{0xee, 1, 2}, nil); err != nil {
@@ -143,11 +160,11 @@ func TestVerifyReportsOtherDamage(t *testing.T) {
 		if err := tx.Bucket(bucketIndex).Put(ixAttemptRun.stored(key(nil).str("r")), nil); err != nil {
 			return err // a per-run index's id in ix
 		}
-		if err := tx.Bucket(bucketRuns).Put(append(key(nil).str("r"), 0xee), nil); err != nil {
+		if err := tx.Bucket(bucketRuns).Bucket(key(nil).str("r")).Put([]byte{0xee}, nil); err != nil {
 			return err // an unknown tag
 		}
 		if err := tx.Bucket(bucketRuns).Put([]byte{0x61, 0x62}, nil); err != nil {
-			return err // no run part
+			return err // not a run's bucket
 		}
 		_, err := tx.CreateBucket([]byte("extra"))
 		return err
@@ -161,8 +178,8 @@ func TestVerifyReportsOtherDamage(t *testing.T) {
 		"extra: unknown bucket",
 		"ix: key belongs to no index (unknown index id)",
 		"ix: key belongs to no index (unknown index id)",
-		"runs: key belongs to no record kind or index (no run part, or unknown tag)",
-		"runs: key belongs to no record kind or index (no run part, or unknown tag)",
+		"runs: key belongs to no record kind or index (unknown tag)",
+		"runs: is not a run's bucket (a nested bucket named by an encoded run id)",
 		`fan_out_group: value does not decode: bolt: malformed record value: kind tag is not 0x04`,
 		`ix_attempt_identity: (identity="ident") is shared by attempt (run="r", node="n", activation="a", attempt=1) and attempt (run="r", node="n", activation="c", attempt=1)`,
 		`ix_link_root: entry has a 1-byte value; index values are empty`,
