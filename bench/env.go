@@ -159,7 +159,7 @@ func openBolt(ctx context.Context, dir string, _ int) (*Env, error) {
 		return nil, err
 	}
 	db, err := bbolt.Open(filepath.Join(dir, "bare.bolt"), 0o600, &bbolt.Options{
-		Timeout: bolt.DefaultLockTimeout, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType, // as bolt.Open
+		Timeout: bolt.DefaultLockTimeout, NoFreelistSync: true, FreelistType: bbolt.FreelistArrayType, // as bolt.Open
 	})
 	if err == nil {
 		err = db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("bare")); return err })
