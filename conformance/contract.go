@@ -6,6 +6,7 @@ func contractTier() []Case {
 	var all []Case
 	for _, group := range [][]Case{
 		roundTripCases(),
+		loadCases(),
 		writeCases(),
 		scanCases(),
 		transactionCases(),

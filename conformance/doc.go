@@ -103,6 +103,7 @@
 //	ActiveLeases / Load Resources: unreleased,    active_leases_scan_orders_by_lease_key_and_skips_released,
 //	  LeaseKey order                              load_resources_returns_unreleased_leases_of_that_run_and_resource
 //	missing keys are absent, not errors           load_of_missing_keys_finds_nothing_without_error
+//	Load: key sets of any size, repeats, absents  load_finds_exactly_the_present_keys_in_key_sets_of_every_size
 //	fn error rolls everything back                update_error_rolls_back_every_write,
 //	                                              failed_apply_rolls_back_the_whole_transaction
 //	panic rolls back and is re-raised             update_panic_rolls_back_and_repanics,
