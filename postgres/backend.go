@@ -76,8 +76,8 @@ type Backend struct {
 	q       *queries
 	cfg     config
 	version string
-	// setLocal is sent with BEGIN in every transaction.
-	setLocal []string
+	// settings is sent with BEGIN in every transaction.
+	settings string
 
 	mu       sync.Mutex
 	closed   bool
@@ -136,8 +136,8 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Backend, error) {
 }
 
 // OpenPool uses the caller's pool as given (its connections get every
-// setting per transaction, with SET LOCAL; no connection hook is needed)
-// and never closes it. It creates or migrates the store's schema.
+// setting per transaction, with set_config(..., true); no connection hook
+// is needed) and never closes it. It creates or migrates the store's schema.
 func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Backend, error) {
 	if pool == nil {
 		return nil, errors.New("postgres: OpenPool: nil pool")
@@ -186,18 +186,20 @@ func open(ctx context.Context, pool *pgxpool.Pool, own bool, cfg config) (*Backe
 	if cfg.relaxed {
 		sync = "off"
 	}
-	// plan_cache_mode: plans are made for the actual parameters every time,
-	// so a plan chosen while tables were empty never sticks (DESIGN §9).
-	// enable_seqscan: every statement has an index path, and under
-	// SERIALIZABLE a sequential scan takes a relation-wide predicate lock
-	// (the PostgreSQL manual, "Serializable Isolation Level"), which turns
-	// every concurrent write to the table into a serialization failure. On
-	// small tables the planner would pick exactly that.
-	b.setLocal = []string{
-		"SET LOCAL synchronous_commit = " + sync,
-		"SET LOCAL plan_cache_mode = force_custom_plan",
-		"SET LOCAL enable_seqscan = off",
-	}
+	// One statement after BEGIN sets, for this transaction only:
+	// synchronous_commit, the durability of COMMIT; plan_cache_mode = auto,
+	// so that a statement whose generic plan is as good as its custom plan
+	// (every key lookup and write) is planned a few times per connection and
+	// then runs from the cached plan, while a statement whose generic plan
+	// looks worse (the array forms of Load) keeps being planned for its
+	// actual parameters, whatever the pool's own setting; enable_seqscan =
+	// off, so that no plan, generic or custom, made on small or empty tables
+	// is a sequential scan: every statement has an index path, and under
+	// SERIALIZABLE a sequential scan takes a relation-wide predicate lock (the
+	// PostgreSQL manual, "Serializable Isolation Level"), which turns every
+	// concurrent write to the table into a serialization failure.
+	b.settings = "SELECT set_config('synchronous_commit', '" + sync + "', true), " +
+		"set_config('plan_cache_mode', 'auto', true), set_config('enable_seqscan', 'off', true)"
 	b.closeCtx, b.closeFn = context.WithCancelCause(context.Background())
 	return b, nil
 }
@@ -227,7 +229,8 @@ func (b *Backend) Info() backend.Info {
 			"isolation":          "serializable",
 			"view_isolation":     "repeatable read, read only",
 			"synchronous_commit": sync,
-			"plan_cache_mode":    "force_custom_plan",
+			"plan_cache_mode":    "auto",
+			"enable_seqscan":     "off",
 			"max_runs":           strconv.Itoa(b.cfg.maxRuns),
 		},
 	}

@@ -7,7 +7,7 @@
 // Open takes a pgx connection string (pool settings such as pool_max_conns
 // are honoured); OpenPool takes the caller's *pgxpool.Pool, uses it as given
 // (no connection hooks are needed: every setting is made per transaction
-// with SET LOCAL) and never closes it. All objects live in one schema
+// with set_config(..., true)) and never closes it. All objects live in one schema
 // (WithSchema, default "wfstore"; the name must match
 // ^[a-z_][a-z0-9_]{0,62}$ and is always quoted), so several stores, and
 // parallel tests, share one database.
@@ -62,11 +62,12 @@
 // On loopback each statement costs 0.1–0.2 ms, so the adapter counts round
 // trips, not statements:
 //
-//   - BEGIN and the SET LOCAL settings travel in the same batch as fn's first
+//   - BEGIN and the settings statement travel in the same batch as fn's first
 //     read, or with the commit; an fn that sends nothing costs nothing.
-//   - Load answers a whole Lookup in one round trip: one statement per
-//     non-empty key set (= ANY($1) for string keys, a join against unnest of
-//     parallel arrays for composite keys), sent as one pgx.Batch.
+//   - Load answers a whole Lookup in one round trip, sent as one pgx.Batch:
+//     one statement per key of a key set of up to eight keys, one per key
+//     set above that (= ANY($1) for string keys, a join against unnest of
+//     parallel arrays for composite keys); see below for why.
 //   - Apply sends nothing: it checks and encodes the writes (an operation
 //     outside the table in package backend's documentation is
 //     backend.ErrUnsupported at once) and queues them. The next read sends
@@ -94,9 +95,17 @@
 // does a FATAL termination answering a statement before COMMIT (the server
 // never reached COMMIT); a connection lost with COMMIT in flight leaves the
 // outcome unknown, as above. Every statement is prepared once per
-// connection (pgx's statement cache) and planned for its actual parameters every time (plan_cache_mode =
-// force_custom_plan, per transaction), so a plan chosen while tables were
-// small never sticks.
+// connection (pgx's statement cache). Load reads a key set of up to eight
+// keys with one primary-key (or unique-key) statement per key, a larger set
+// with one array statement (= ANY, or unnest joined to the table). Under
+// plan_cache_mode = auto (set per transaction) the server caches the generic
+// plan of a statement whose generic plan costs what its custom plans cost,
+// which is every key statement and every write: planning them on each call
+// cost about as much as running them. Sequential scans are disabled per
+// transaction, so no plan, even one made while the tables were empty, walks
+// a whole table; the first autoanalyze of a table invalidates the plans
+// made without statistics (TestExplainUsesIndexes checks the generic plans
+// on empty tables and both plans on 10k-row tables).
 //
 // # Schema
 //
@@ -112,8 +121,8 @@
 // run_links by (root_run_id, created_ms, child_run_id); retry_schedules by
 // (run_id, due_ms, node_id, activation_id); events by their key (run_id,
 // seq); partial indexes over unreleased leases by key and by resource.
-// Sequential scans are disabled per transaction (SET LOCAL enable_seqscan =
-// off): every statement has an index path, and under SERIALIZABLE a
+// Sequential scans are disabled per transaction (enable_seqscan = off):
+// every statement has an index path, and under SERIALIZABLE a
 // sequential scan takes a relation-wide predicate lock that would turn every
 // concurrent write to that table into a serialization failure.
 //
@@ -129,9 +138,9 @@
 //     SERIALIZABLE enabled explicitly.
 //   - REPEATABLE READ READ ONLY for View (CockroachDB: use SERIALIZABLE or
 //     AS OF SYSTEM TIME follower reads).
-//   - SET LOCAL plan_cache_mode and enable_seqscan: PostgreSQL planner
-//     settings, unknown elsewhere (drop them); SET LOCAL synchronous_commit
-//     (PostgreSQL and YugabyteDB only).
+//   - set_config(..., true) of plan_cache_mode and enable_seqscan, in one
+//     statement after BEGIN: PostgreSQL planner settings, unknown elsewhere
+//     (drop them); of synchronous_commit (PostgreSQL and YugabyteDB only).
 //   - No savepoints. Writes are deferred and pipelined with the next read or
 //     with COMMIT (extended-protocol pipelining with one Sync, or one
 //     multi-statement simple query), relying on the server skipping the rest

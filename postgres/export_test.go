@@ -59,8 +59,20 @@ func (b *Backend) NamedSQL() map[string]string {
 		"countAttempts":     q.countAttempts,
 		"loadResources":     q.loadResources,
 		"loadActivations":   q.loadActivations,
+		"loadRun":           q.loadRun,
+		"loadLink":          q.loadLink,
+		"loadActivation":    q.loadActivation,
+		"loadGroup":         q.loadGroup,
+		"loadSchedule":      q.loadSchedule,
+		"loadAttempt":       q.loadAttempt,
+		"loadIdentity":      q.loadIdentity,
+		"loadLease":         q.loadLease,
+		"loadResource":      q.loadResource,
 	}
 }
+
+// Settings returns the statement sent after BEGIN in every transaction.
+func (b *Backend) Settings() string { return b.settings }
 
 // Tables lists the tables of the current schema version.
 var Tables = ourTables

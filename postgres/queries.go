@@ -5,9 +5,12 @@ package postgres
 // (start / resume, filtered / not) whose WHERE and ORDER BY match one index
 // column for column, so the planner can walk the index and stop at LIMIT.
 type queries struct {
-	// Load (one statement per non-empty key set, all in one batch).
+	// Load, array form: one statement reads a whole key set.
 	loadRuns, loadLinks, loadActivations, loadGroups, loadAttempts string
 	loadIdentities, loadLeases, loadSchedules, loadResources       string
+	// Load, key form: one statement reads one key (see smallKeySet).
+	loadRun, loadLink, loadActivation, loadGroup, loadAttempt string
+	loadIdentity, loadLease, loadSchedule, loadResource       string
 
 	// PendingActivations: global/run × start/after/afterRun.
 	pendingStart, pendingAfter, pendingAfterRun          string
@@ -58,6 +61,18 @@ func buildQueries(quotedSchema string) *queries {
 		"unnest($1::text[], $2::text[]) AS k(r, s)",
 		"x.run_id = k.r AND x.resource = k.s AND x.released_ms = 0") +
 		" ORDER BY x.run_id, x.resource, x.node_id, x.activation_id, x.attempt, x.mode"
+
+	actKey := " WHERE run_id = $1 AND node_id = $2 AND activation_id = $3"
+	q.loadRun = sel(tRuns) + " WHERE id = $1"
+	q.loadLink = sel(tLinks) + " WHERE child_run_id = $1"
+	q.loadActivation = sel(tActivations) + actKey
+	q.loadGroup = sel(tGroups) + actKey
+	q.loadSchedule = sel(tSchedules) + actKey
+	q.loadAttempt = sel(tAttempts) + actKey + " AND attempt = $4"
+	q.loadIdentity = sel(tAttempts) + " WHERE identity = $1"
+	q.loadLease = sel(tLeases) + actKey + " AND attempt = $4 AND resource = $5 AND mode = $6"
+	q.loadResource = sel(tLeases) + " WHERE run_id = $1 AND resource = $2 AND released_ms = 0" +
+		" ORDER BY run_id, resource, node_id, activation_id, attempt, mode"
 
 	// Pending discovery walks the partial index activations_admissible.
 	pend := sel(tActivations) + " WHERE admissible"

@@ -41,7 +41,50 @@ func query[T any](ctx context.Context, t *txn, what, sql string, scan func(pgx.R
 	return out, nil
 }
 
-// Load implements backend.ReadTx: one statement per non-empty key set, all
+// smallKeySet is the largest key set Load reads with one statement per key.
+// A key statement (WHERE key = $1 ...) has a generic plan exactly as good as
+// a custom one, so the server plans it a few times per connection and then
+// reuses the cached plan; the array form's row estimate never matches a
+// custom plan's, so the server plans it again on every call (about 30–70 µs
+// measured here, more than reading a few keys one statement each).
+const smallKeySet = 8
+
+// loader collects the statements of one Load and how to read each result.
+type loader struct {
+	queued []func(*pgx.Batch)
+	reads  []func(pgx.BatchResults) error
+}
+
+func (l *loader) add(sql string, args []any, read func(pgx.BatchResults) error) {
+	l.queued = append(l.queued, func(b *pgx.Batch) { b.Queue(sql, args...) })
+	l.reads = append(l.reads, read)
+}
+
+// keySet is how one table's key set is read: keySQL with keyArgs(k) reads
+// one key, setSQL with setArgs(keys) reads them all.
+type keySet[K, R any] struct {
+	keySQL  string
+	keyArgs func(K) []any
+	setSQL  string
+	setArgs func([]K) []any
+	scan    func(pgx.Row) (R, error)
+}
+
+// load queues the statements reading keys into l: one per key when there
+// are at most smallKeySet, else one for the whole set. put receives every
+// record read.
+func (s keySet[K, R]) load(l *loader, keys []K, put func(R)) {
+	read := func(br pgx.BatchResults) error { return readRows(br, s.scan, put) }
+	if len(keys) > smallKeySet {
+		l.add(s.setSQL, s.setArgs(keys), read)
+		return
+	}
+	for _, k := range keys {
+		l.add(s.keySQL, s.keyArgs(k), read)
+	}
+}
+
+// Load implements backend.ReadTx: all its statements (see keySet.load) are
 // sent in one batch, so a whole Lookup costs one round trip.
 func (t *txn) Load(ctx context.Context, l backend.Lookup) (backend.Found, error) {
 	f := backend.Found{
@@ -56,89 +99,48 @@ func (t *txn) Load(ctx context.Context, l backend.Lookup) (backend.Found, error)
 		Resources:   make(map[backend.ResourceRef][]backend.Lease, len(l.Resources)),
 	}
 	q := t.b.q
-	var reads []func(pgx.BatchResults) error
-	var queued []func(*pgx.Batch)
-	add := func(sql string, args []any, read func(pgx.BatchResults) error) {
-		queued = append(queued, func(b *pgx.Batch) { b.Queue(sql, args...) })
-		reads = append(reads, read)
-	}
-	if len(l.Runs) > 0 {
-		add(q.loadRuns, []any{l.Runs}, func(br pgx.BatchResults) error {
-			return readRows(br, scanRun, func(r backend.Run) { f.Runs[r.ID] = r })
-		})
-	}
-	if len(l.Links) > 0 {
-		add(q.loadLinks, []any{l.Links}, func(br pgx.BatchResults) error {
-			return readRows(br, scanLink, func(r backend.RunLink) { f.Links[r.ChildRunID] = r })
-		})
-	}
-	if len(l.Activations) > 0 {
-		add(q.loadActivations, actKeyArgs(l.Activations), func(br pgx.BatchResults) error {
-			return readRows(br, scanActivation, func(r backend.Activation) { f.Activations[r.Key] = r })
-		})
-	}
-	if len(l.Groups) > 0 {
-		add(q.loadGroups, actKeyArgs(l.Groups), func(br pgx.BatchResults) error {
-			return readRows(br, scanGroup, func(r backend.FanOutGroup) { f.Groups[r.Controller] = r })
-		})
-	}
-	if len(l.Attempts) > 0 {
-		runs, nodes, acts, nums := make([]string, len(l.Attempts)), make([]string, len(l.Attempts)), make([]string, len(l.Attempts)), make([]int64, len(l.Attempts))
-		for i, k := range l.Attempts {
-			runs[i], nodes[i], acts[i], nums[i] = k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt)
+	var ld loader
+	keySet[string, backend.Run]{q.loadRun, idArg, q.loadRuns, idsArg, scanRun}.
+		load(&ld, l.Runs, func(r backend.Run) { f.Runs[r.ID] = r })
+	keySet[string, backend.RunLink]{q.loadLink, idArg, q.loadLinks, idsArg, scanLink}.
+		load(&ld, l.Links, func(r backend.RunLink) { f.Links[r.ChildRunID] = r })
+	keySet[backend.ActivationKey, backend.Activation]{q.loadActivation, actKeyArg, q.loadActivations, actKeyArgs, scanActivation}.
+		load(&ld, l.Activations, func(r backend.Activation) { f.Activations[r.Key] = r })
+	keySet[backend.ActivationKey, backend.FanOutGroup]{q.loadGroup, actKeyArg, q.loadGroups, actKeyArgs, scanGroup}.
+		load(&ld, l.Groups, func(r backend.FanOutGroup) { f.Groups[r.Controller] = r })
+	keySet[backend.AttemptKey, backend.Attempt]{q.loadAttempt, attemptKeyArg, q.loadAttempts, attemptKeyArgs, scanAttempt}.
+		load(&ld, l.Attempts, func(r backend.Attempt) { f.Attempts[r.Key] = r })
+	keySet[string, backend.Attempt]{q.loadIdentity, idArg, q.loadIdentities, idsArg, scanAttempt}.
+		load(&ld, l.Identities, func(r backend.Attempt) { f.Identities[r.Identity] = r })
+	keySet[backend.LeaseKey, backend.Lease]{q.loadLease, leaseKeyArg, q.loadLeases, leaseKeyArgs, scanLease}.
+		load(&ld, l.Leases, func(r backend.Lease) { f.Leases[r.Key] = r })
+	keySet[backend.ActivationKey, backend.RetrySchedule]{q.loadSchedule, actKeyArg, q.loadSchedules, actKeyArgs, scanSchedule}.
+		load(&ld, l.Schedules, func(r backend.RetrySchedule) { f.Schedules[r.Key] = r })
+	// Each distinct resource once, so that its leases are not repeated.
+	var refs []backend.ResourceRef
+	seen := make(map[backend.ResourceRef]bool, len(l.Resources))
+	for _, r := range l.Resources {
+		if !seen[r] {
+			seen[r] = true
+			refs = append(refs, r)
 		}
-		add(q.loadAttempts, []any{runs, nodes, acts, nums}, func(br pgx.BatchResults) error {
-			return readRows(br, scanAttempt, func(r backend.Attempt) { f.Attempts[r.Key] = r })
-		})
 	}
-	if len(l.Identities) > 0 {
-		add(q.loadIdentities, []any{l.Identities}, func(br pgx.BatchResults) error {
-			return readRows(br, scanAttempt, func(r backend.Attempt) { f.Identities[r.Identity] = r })
+	keySet[backend.ResourceRef, backend.Lease]{q.loadResource, resourceArg, q.loadResources, resourceArgs, scanLease}.
+		load(&ld, refs, func(r backend.Lease) {
+			ref := backend.ResourceRef{RunID: r.Key.RunID, Resource: r.Key.Resource}
+			f.Resources[ref] = append(f.Resources[ref], r)
 		})
-	}
-	if len(l.Leases) > 0 {
-		n := len(l.Leases)
-		runs, nodes, acts, nums, res, modes := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([]string, n), make([]string, n)
-		for i, k := range l.Leases {
-			runs[i], nodes[i], acts[i], nums[i], res[i], modes[i] = k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt), k.Resource, string(k.Mode)
-		}
-		add(q.loadLeases, []any{runs, nodes, acts, nums, res, modes}, func(br pgx.BatchResults) error {
-			return readRows(br, scanLease, func(r backend.Lease) { f.Leases[r.Key] = r })
-		})
-	}
-	if len(l.Schedules) > 0 {
-		add(q.loadSchedules, actKeyArgs(l.Schedules), func(br pgx.BatchResults) error {
-			return readRows(br, scanSchedule, func(r backend.RetrySchedule) { f.Schedules[r.Key] = r })
-		})
-	}
-	if len(l.Resources) > 0 {
-		// Each distinct resource once, so its leases are not repeated.
-		seen := make(map[backend.ResourceRef]bool, len(l.Resources))
-		var runs, res []string
-		for _, r := range l.Resources {
-			if !seen[r] {
-				seen[r] = true
-				runs, res = append(runs, r.RunID), append(res, r.Resource)
-			}
-		}
-		add(q.loadResources, []any{runs, res}, func(br pgx.BatchResults) error {
-			return readRows(br, scanLease, func(r backend.Lease) {
-				ref := backend.ResourceRef{RunID: r.Key.RunID, Resource: r.Key.Resource}
-				f.Resources[ref] = append(f.Resources[ref], r)
-			})
-		})
-	}
-	if len(queued) == 0 {
+	if len(ld.queued) == 0 {
 		return f, nil
 	}
 	err := t.exchange(ctx,
 		func(b *pgx.Batch) {
-			for _, q := range queued {
+			for _, q := range ld.queued {
 				q(b)
 			}
 		},
 		func(br pgx.BatchResults) error {
-			for _, r := range reads {
+			for _, r := range ld.reads {
 				if err := r(br); err != nil {
 					return err
 				}
@@ -151,12 +153,56 @@ func (t *txn) Load(ctx context.Context, l backend.Lookup) (backend.Found, error)
 	return f, nil
 }
 
+// The arguments of the key and array statements of Load, in column order.
+
+func idArg(id string) []any     { return []any{id} }
+func idsArg(ids []string) []any { return []any{ids} }
+func actKeyArg(k backend.ActivationKey) []any {
+	return []any{k.RunID, k.NodeID, k.ActivationID}
+}
+
 func actKeyArgs(keys []backend.ActivationKey) []any {
 	runs, nodes, acts := make([]string, len(keys)), make([]string, len(keys)), make([]string, len(keys))
 	for i, k := range keys {
 		runs[i], nodes[i], acts[i] = k.RunID, k.NodeID, k.ActivationID
 	}
 	return []any{runs, nodes, acts}
+}
+
+func attemptKeyArg(k backend.AttemptKey) []any {
+	return []any{k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt)}
+}
+
+func attemptKeyArgs(keys []backend.AttemptKey) []any {
+	n := len(keys)
+	runs, nodes, acts, nums := make([]string, n), make([]string, n), make([]string, n), make([]int64, n)
+	for i, k := range keys {
+		runs[i], nodes[i], acts[i], nums[i] = k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt)
+	}
+	return []any{runs, nodes, acts, nums}
+}
+
+func leaseKeyArg(k backend.LeaseKey) []any {
+	return []any{k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt), k.Resource, string(k.Mode)}
+}
+
+func leaseKeyArgs(keys []backend.LeaseKey) []any {
+	n := len(keys)
+	runs, nodes, acts, nums, res, modes := make([]string, n), make([]string, n), make([]string, n), make([]int64, n), make([]string, n), make([]string, n)
+	for i, k := range keys {
+		runs[i], nodes[i], acts[i], nums[i], res[i], modes[i] = k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt), k.Resource, string(k.Mode)
+	}
+	return []any{runs, nodes, acts, nums, res, modes}
+}
+
+func resourceArg(r backend.ResourceRef) []any { return []any{r.RunID, r.Resource} }
+
+func resourceArgs(refs []backend.ResourceRef) []any {
+	runs, res := make([]string, len(refs)), make([]string, len(refs))
+	for i, r := range refs {
+		runs[i], res[i] = r.RunID, r.Resource
+	}
+	return []any{runs, res}
 }
 
 // PendingActivations implements backend.ReadTx. It walks the partial index

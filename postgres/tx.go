@@ -21,7 +21,7 @@ const (
 )
 
 // Update implements backend.Backend. Every run of fn is one SERIALIZABLE
-// transaction on one pooled connection. BEGIN and the SET LOCAL settings
+// transaction on one pooled connection. BEGIN and the transaction's settings
 // travel in the same round trip as fn's first read; Apply sends nothing and
 // its writes travel with the next read or with COMMIT, so an fn that reads
 // then writes costs two round trips, one that only writes costs one, and
@@ -313,7 +313,7 @@ func (t *txn) opCtx(ctx context.Context) (context.Context, func()) {
 	return cctx, func() { stop(); cancel(context.Canceled) }
 }
 
-// exchange sends one batch (BEGIN and the SET LOCAL settings first when the
+// exchange sends one batch (BEGIN and the transaction's settings first when the
 // transaction has not begun, then the writes Apply deferred, then queue's
 // statements) and reads its results with read. It is one round trip once
 // the connection's statements are prepared. A deferred write that fails
@@ -383,7 +383,7 @@ func (t *txn) exchange(ctx context.Context, queue func(*pgx.Batch), read func(pg
 	return readErr
 }
 
-// queueBegin adds BEGIN and the SET LOCAL settings to b when the
+// queueBegin adds BEGIN and the transaction's settings to b when the
 // transaction has not begun, and returns how many statements it added.
 func (t *txn) queueBegin(b *pgx.Batch) int {
 	if t.began {
@@ -394,9 +394,7 @@ func (t *txn) queueBegin(b *pgx.Batch) int {
 	} else {
 		b.Queue(beginRW)
 	}
-	for _, s := range t.b.setLocal {
-		b.Queue(s)
-	}
+	b.Queue(t.b.settings)
 	t.began = true
 	return b.Len()
 }
