@@ -28,6 +28,9 @@ var (
 	// ErrUnsupported: a write named an operation the record kind does not
 	// accept (see the package documentation's table).
 	ErrUnsupported = errors.New("backend: unsupported operation for record kind")
+	// ErrChanged: an Expect write found the record missing or different from
+	// the expected one.
+	ErrChanged = errors.New("backend: record is not the expected one")
 )
 
 // SchemaVersionError reports the version found in a store this adapter
@@ -145,8 +148,9 @@ type Tx interface {
 	ReadTx
 	// Apply applies writes in order. Later reads in the same transaction see
 	// them. On the first failing write Apply returns its error (ErrConflict,
-	// ErrNotFound, ErrUnsupported, or a storage error); the caller is expected
-	// to return an error from fn, which rolls the whole transaction back.
+	// ErrNotFound, ErrChanged, ErrUnsupported, or a storage error); the
+	// caller is expected to return an error from fn, which rolls the whole
+	// transaction back.
 	//
 	// An adapter that pays per round trip may defer writes: send them with
 	// the next read, or with the commit when fn returns nil. A deferred write
@@ -171,6 +175,17 @@ const (
 	Replace
 	// Delete removes a record named by its key fields; ErrNotFound if absent.
 	Delete
+	// Expect writes nothing: it fails with ErrChanged unless a record with
+	// the key of the given one is stored (as of this point of the
+	// transaction) and equals it in every field, byte slices and lists
+	// compared exactly (nil differs from empty). A transaction can so decide
+	// on records an earlier transaction read or wrote, without reading them
+	// again: if they are unchanged when it commits, its decision is the one
+	// it would have made reading them, and the serializability of Update
+	// covers the check. An adapter that pays per round trip defers it like
+	// any write, so an Update of Expects and writes alone costs it one round
+	// trip.
+	Expect
 )
 
 func (o Op) String() string {
@@ -181,6 +196,8 @@ func (o Op) String() string {
 		return "replace"
 	case Delete:
 		return "delete"
+	case Expect:
+		return "expect"
 	}
 	return fmt.Sprintf("op(%d)", uint8(o))
 }

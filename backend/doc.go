@@ -24,19 +24,21 @@
 //
 // Which operations each record kind accepts:
 //
-//	kind           Insert  Replace  Delete  primary key
-//	Run            yes     yes      -       ID
-//	RunLink        yes     -        -       ChildRunID
-//	Activation     yes     yes      -       Key (run, node, activation)
-//	FanOutGroup    yes     yes      -       Controller (run, node, activation)
-//	Attempt        yes     yes      -       Key (run, node, activation, attempt); Identity is unique too
-//	Lease          yes     yes      -       Key (attempt key, resource, mode)
-//	RetrySchedule  yes     yes      yes     Key (run, node, activation)
-//	Event          yes     -        -       (RunID, Seq)
+//	kind           Insert  Replace  Delete  Expect  primary key
+//	Run            yes     yes      -       yes     ID
+//	RunLink        yes     -        -       -       ChildRunID
+//	Activation     yes     yes      -       yes     Key (run, node, activation)
+//	FanOutGroup    yes     yes      -       -       Controller (run, node, activation)
+//	Attempt        yes     yes      -       yes     Key (run, node, activation, attempt); Identity is unique too
+//	Lease          yes     yes      -       -       Key (attempt key, resource, mode)
+//	RetrySchedule  yes     yes      yes     -       Key (run, node, activation)
+//	Event          yes     -        -       -       (RunID, Seq)
 //
 // Insert fails with ErrConflict when the primary key (or Attempt.Identity)
-// exists; Replace and Delete fail with ErrNotFound when it does not. An
-// operation outside the table fails with ErrUnsupported.
+// exists; Replace and Delete fail with ErrNotFound when it does not; Expect
+// writes nothing and fails with ErrChanged unless the stored record equals
+// the given one in every field. An operation outside the table fails with
+// ErrUnsupported.
 //
 // # Order
 //

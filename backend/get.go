@@ -3,6 +3,7 @@ package backend
 import (
 	"context"
 	"fmt"
+	"reflect"
 )
 
 // GetRun loads one run; ErrNotFound when it does not exist.
@@ -66,3 +67,48 @@ func Rep(rec Record) Write { return Write{Op: Replace, Record: rec} }
 
 // Del returns a Delete write for rec (only its key fields matter).
 func Del(rec Record) Write { return Write{Op: Delete, Record: rec} }
+
+// Exp returns an Expect write for rec.
+func Exp(rec Record) Write { return Write{Op: Expect, Record: rec} }
+
+// CheckExpected implements Expect for an adapter that reads cheaply inside
+// its transactions: it loads the record with rec's key through r and
+// compares every field (reflect.DeepEqual: nil and empty slices differ, so
+// an adapter must return them as they were written, as the contract
+// requires anyway). It returns an error wrapping ErrChanged when the
+// record is missing or differs, ErrUnsupported for a kind Expect does not
+// accept.
+func CheckExpected(ctx context.Context, r ReadTx, rec Record) error {
+	var l Lookup
+	switch v := rec.(type) {
+	case Run:
+		l.Runs = []string{v.ID}
+	case Activation:
+		l.Activations = []ActivationKey{v.Key}
+	case Attempt:
+		l.Attempts = []AttemptKey{v.Key}
+	default:
+		return fmt.Errorf("expect of a %T: %w", rec, ErrUnsupported)
+	}
+	f, err := r.Load(ctx, l)
+	if err != nil {
+		return err
+	}
+	var stored Record
+	var ok bool
+	switch v := rec.(type) {
+	case Run:
+		stored, ok = f.Runs[v.ID]
+	case Activation:
+		stored, ok = f.Activations[v.Key]
+	case Attempt:
+		stored, ok = f.Attempts[v.Key]
+	}
+	if !ok {
+		return fmt.Errorf("expected %s is missing: %w", rec.Kind(), ErrChanged)
+	}
+	if !reflect.DeepEqual(stored, rec) {
+		return fmt.Errorf("expected %s differs from the stored one: %w", rec.Kind(), ErrChanged)
+	}
+	return nil
+}

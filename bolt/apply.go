@@ -55,7 +55,7 @@ func (t *tx) apply(w backend.Write) error {
 	if err != nil {
 		return err
 	}
-	if !(w.Op == backend.Insert || w.Op == backend.Replace && k.replace || w.Op == backend.Delete && k.delete) {
+	if !(w.Op == backend.Insert || w.Op == backend.Replace && k.replace || w.Op == backend.Delete && k.delete || w.Op == backend.Expect && k.expect) {
 		return fmt.Errorf("bolt: %s does not accept %s: %w", k.name, w.Op, backend.ErrUnsupported)
 	}
 	pk := k.key(w.Record)
@@ -70,6 +70,14 @@ func (t *tx) apply(w backend.Write) error {
 	var oldV []byte
 	if bk != nil {
 		oldV = bk.Get(bkey)
+	}
+	if w.Op == backend.Expect {
+		// The codec writes equal records as equal bytes and unequal ones
+		// (nil and empty slices included) as unequal bytes.
+		if oldV == nil || !bytes.Equal(k.encode(w.Record), oldV) {
+			return fmt.Errorf("bolt: %s %s is missing or differs: %w", k.name, k.schema.format(pk), backend.ErrChanged)
+		}
+		return nil
 	}
 	switch {
 	case w.Op == backend.Insert && oldV != nil:

@@ -165,6 +165,7 @@ type kind struct {
 	schema  schema // of the primary key
 	replace bool   // accepts Replace (every kind accepts Insert)
 	delete  bool   // accepts Delete
+	expect  bool   // accepts Expect
 	key     func(backend.Record) key
 	encode  func(backend.Record) []byte
 	decode  func([]byte) (backend.Record, error)
@@ -174,7 +175,7 @@ type kind struct {
 // The record kinds, in the order of the table in backend's package doc.
 var (
 	kindRun = &kind{
-		name: "run", schema: schema{{"id", partStr}}, replace: true,
+		name: "run", schema: schema{{"id", partStr}}, replace: true, expect: true,
 		key:    func(r backend.Record) key { return runKey(r.(backend.Run).ID) },
 		encode: func(r backend.Record) []byte { return encodeRun(r.(backend.Run)) },
 		decode: func(b []byte) (backend.Record, error) { return decodeRun(b) },
@@ -187,7 +188,7 @@ var (
 		indexes: []*index{ixLinkRoot},
 	}
 	kindActivation = &kind{
-		name: "activation", schema: activationSchema, replace: true,
+		name: "activation", schema: activationSchema, replace: true, expect: true,
 		key:     func(r backend.Record) key { return activationKey(r.(backend.Activation).Key) },
 		encode:  func(r backend.Record) []byte { return encodeActivation(r.(backend.Activation)) },
 		decode:  func(b []byte) (backend.Record, error) { return decodeActivation(b) },
@@ -200,7 +201,7 @@ var (
 		decode: func(b []byte) (backend.Record, error) { return decodeGroup(b) },
 	}
 	kindAttempt = &kind{
-		name: "attempt", schema: attemptSchema, replace: true,
+		name: "attempt", schema: attemptSchema, replace: true, expect: true,
 		key:     func(r backend.Record) key { return attemptKey(r.(backend.Attempt).Key) },
 		encode:  func(r backend.Record) []byte { return encodeAttempt(r.(backend.Attempt)) },
 		decode:  func(b []byte) (backend.Record, error) { return decodeAttempt(b) },

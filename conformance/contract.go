@@ -7,6 +7,7 @@ func contractTier() []Case {
 	for _, group := range [][]Case{
 		roundTripCases(),
 		loadCases(),
+		expectCases(),
 		writeCases(),
 		scanCases(),
 		transactionCases(),

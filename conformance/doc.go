@@ -85,6 +85,10 @@
 //	                                              delete_of_a_missing_schedule_is_not_found
 //	operations outside the table → ErrUnsupported operations_outside_the_table_are_unsupported
 //	Replace overwrites every field                replace_changes_every_field_of_every_kind
+//	Expect: passes only for an equal stored       expect_of_an_equal_record_passes_and_the_writes_after_it_commit,
+//	  record (every field, nil ≠ empty), sees     expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits,
+//	  the transaction's own writes, else          expect_of_a_missing_record_fails_with_err_changed,
+//	  ErrChanged and nothing commits              expect_sees_the_transactions_own_earlier_writes
 //	Delete removes from Load and scans            delete_schedule_removes_it_from_load_and_due_schedules
 //	Apply applies writes in order                 writes_in_one_apply_take_effect_in_order
 //	reads in Update see its own writes            reads_in_an_update_see_its_own_earlier_writes

@@ -43,6 +43,8 @@ var mutants = map[string][]string{
 	"child_runs_tie_reversed": {"child_runs_scan_orders_by_created_then_child_and_pages"},
 	"status_filter_ignored":   {"attempts_scan_filters_by_run_and_status_and_pages", "attempt_status_change_moves_it_between_status_scans"},
 	"keep_caller_slices":      {"stored_records_do_not_alias_caller_memory"},
+	"expect_always_passes":    {"expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits", "expect_of_a_missing_record_fails_with_err_changed", "expect_sees_the_transactions_own_earlier_writes"},
+	"expect_key_only":         {"expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits"},
 }
 
 const envMutant = "WFSTORE_TEST_MUTANT"
@@ -354,6 +356,27 @@ func (t *mutantTx) Apply(ctx context.Context, writes ...backend.Write) error {
 				}
 				t.m.kept[r.ID] = r.Metadata
 				t.m.mu.Unlock()
+			}
+		}
+		if w.Op == backend.Expect && m == "expect_always_passes" {
+			continue
+		}
+		if w.Op == backend.Expect && m == "expect_key_only" {
+			// Checks that a record with the key exists, not that it is
+			// equal: expects whatever is stored under the key.
+			var err error
+			switch r := w.Record.(type) {
+			case backend.Run:
+				w.Record, err = backend.GetRun(ctx, t.tx, r.ID)
+			case backend.Activation:
+				w.Record, err = backend.GetActivation(ctx, t.tx, r.Key)
+			case backend.Attempt:
+				w.Record, err = backend.GetAttempt(ctx, t.tx, r.Key)
+			}
+			if errors.Is(err, backend.ErrNotFound) {
+				return fmt.Errorf("%w: %w", backend.ErrChanged, err)
+			} else if err != nil {
+				return err
 			}
 		}
 		if m == "unsupported_is_noop" {

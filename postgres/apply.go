@@ -27,18 +27,18 @@ func (q *queries) prepareWrite(w backend.Write) (stmt, error) {
 	switch r := w.Record.(type) {
 	case backend.Run:
 		ws, args, nkey = q.runs, runArgs(r), tRuns.nkey
-		ok[backend.Replace] = true
+		ok[backend.Replace], ok[backend.Expect] = true, true
 	case backend.RunLink:
 		ws, args, nkey = q.links, linkArgs(r), tLinks.nkey
 	case backend.Activation:
 		ws, args, nkey = q.activations, activationArgs(r), tActivations.nkey
-		ok[backend.Replace] = true
+		ok[backend.Replace], ok[backend.Expect] = true, true
 	case backend.FanOutGroup:
 		ws, args, nkey = q.groups, groupArgs(r), tGroups.nkey
 		ok[backend.Replace] = true
 	case backend.Attempt:
 		ws, args, nkey = q.attemptsW, attemptArgs(r), tAttempts.nkey
-		ok[backend.Replace] = true
+		ok[backend.Replace], ok[backend.Expect] = true, true
 	case backend.Lease:
 		ws, args, nkey = q.leases, leaseArgs(r), tLeases.nkey
 		ok[backend.Replace] = true
@@ -62,6 +62,8 @@ func (q *queries) prepareWrite(w backend.Write) (stmt, error) {
 		s.sql, s.args = ws.replace, args
 	case backend.Delete:
 		s.sql, s.args = ws.delete, args[:nkey]
+	case backend.Expect:
+		s.sql, s.args = ws.expect, args
 	}
 	return s, nil
 }
@@ -174,7 +176,8 @@ func queueWrites(b *pgx.Batch, writes []stmt) {
 // (see guardWrite): one that matches no row raises division_by_zero
 // (22012), which makes the server abort the transaction and skip the rest
 // of the batch (later writes, the read, COMMIT); the adapter reports it as
-// backend.ErrConflict (Insert) or backend.ErrNotFound (Replace, Delete). A
+// backend.ErrConflict (Insert), backend.ErrNotFound (Replace, Delete) or
+// backend.ErrChanged (Expect, whose row must also hold every value). A
 // unique violation (23505: a Replace onto another attempt's Identity) is
 // backend.ErrConflict too. The errors wrap the server's, so that a
 // serialization failure keeps its SQLSTATE. raw is the error as pgx
@@ -193,8 +196,11 @@ func (s stmt) failure(err error) error {
 	what := fmt.Sprintf("deferred %s %s %s", s.w.Op, s.w.Record.Kind(), keyOf(s.w.Record))
 	switch pgCode(err) {
 	case "22012":
-		if s.w.Op == backend.Insert {
+		switch s.w.Op {
+		case backend.Insert:
 			return fmt.Errorf("%s: %w", what, backend.ErrConflict)
+		case backend.Expect:
+			return fmt.Errorf("%s: missing or different: %w", what, backend.ErrChanged)
 		}
 		return fmt.Errorf("%s: %w", what, backend.ErrNotFound)
 	case "23505":

@@ -149,6 +149,23 @@ func explained(b *postgres.Backend) []explainedStmt {
 	} {
 		add(k.name, named[k.name], k.args, k.index, false)
 	}
+	// Expect statements, with a row's worth of (made-up) values.
+	vals := func(key []any, n int) []any {
+		for len(key) < n {
+			key = append(key, nil)
+		}
+		return key
+	}
+	for _, k := range []struct {
+		name, index string
+		args        []any
+	}{
+		{"expectRun", "runs_pkey", vals([]any{"run-3"}, 24)},
+		{"expectActivation", "activations_pkey", vals([]any{"run-3", "node-1", "act-1"}, 23)},
+		{"expectAttempt", "attempts_pkey", vals([]any{"run-3", "node-1", "act-1", int64(1)}, 15)},
+	} {
+		add(k.name, named[k.name], k.args, k.index, false)
+	}
 	return stmts
 }
 
@@ -203,6 +220,8 @@ func literal(t *testing.T, a any) string {
 		return quote(v)
 	case int64:
 		return fmt.Sprint(v)
+	case nil:
+		return "NULL"
 	case []string:
 		q := make([]string, len(v))
 		for i, s := range v {

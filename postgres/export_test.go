@@ -68,6 +68,9 @@ func (b *Backend) NamedSQL() map[string]string {
 		"loadIdentity":      q.loadIdentity,
 		"loadLease":         q.loadLease,
 		"loadResource":      q.loadResource,
+		"expectRun":         q.runs.expect,
+		"expectActivation":  q.activations.expect,
+		"expectAttempt":     q.attemptsW.expect,
 	}
 }
 

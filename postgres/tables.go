@@ -93,9 +93,10 @@ func dollars(from, n int) string {
 }
 
 // writeSQL holds the insert, replace and delete statements of one table,
-// each guarded by guardWrite.
+// each guarded by guardWrite, and the expect statement, which fails the
+// same way unless the row with the key holds exactly the given values.
 type writeSQL struct {
-	insert, replace, delete string
+	insert, replace, delete, expect string
 }
 
 func buildWriteSQL(qual func(string) string, t table) writeSQL {
@@ -127,6 +128,11 @@ func buildWriteSQL(qual func(string) string, t table) writeSQL {
 	}
 	w.delete = "DELETE FROM " + qual(t.name) + " WHERE " + where.String()
 	w.insert, w.replace, w.delete = guardWrite(w.insert), guardWrite(w.replace), guardWrite(w.delete)
+	// IS NOT DISTINCT FROM: NULL (a nil list or JSON) equals only NULL.
+	for i, c := range t.nonKey() {
+		where.WriteString(" AND " + c + " IS NOT DISTINCT FROM $" + strconv.Itoa(t.nkey+i+1))
+	}
+	w.expect = "SELECT 1 / count(*) FROM " + qual(t.name) + " WHERE " + where.String()
 	return w
 }
 

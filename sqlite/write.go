@@ -42,6 +42,9 @@ func (t *writeTx) Apply(ctx context.Context, writes ...backend.Write) error {
 }
 
 func (t *writeTx) apply(ctx context.Context, w backend.Write) error {
+	if w.Op == backend.Expect {
+		return backend.CheckExpected(ctx, t, w.Record)
+	}
 	var ins, rep, del stmtID = -1, -1, -1
 	var args []any
 	var nkey int

@@ -17,7 +17,7 @@ func (w *writer) Apply(ctx context.Context, writes ...backend.Write) error {
 		return err
 	}
 	for i, wr := range writes {
-		if err := w.apply(wr); err != nil {
+		if err := w.apply(ctx, wr); err != nil {
 			return fmt.Errorf("memstore: write %d (%v %T): %w", i, wr.Op, wr.Record, err)
 		}
 	}
@@ -49,9 +49,12 @@ func put[K comparable, V any](s *state, m int, table *map[K]V, op backend.Op, k 
 	return nil
 }
 
-func (w *writer) apply(wr backend.Write) error {
+func (w *writer) apply(ctx context.Context, wr backend.Write) error {
 	s := w.st
 	op := wr.Op
+	if op == backend.Expect {
+		return backend.CheckExpected(ctx, w, wr.Record)
+	}
 	if op != backend.Insert && op != backend.Replace && op != backend.Delete {
 		return fmt.Errorf("%v: %w", op, backend.ErrUnsupported)
 	}
