@@ -145,6 +145,15 @@ func TestCallerPoolInSimpleProtocolMode(t *testing.T) {
 	require.Contains(t, got, "w")
 	require.NotContains(t, got, "x")
 	require.NotContains(t, got, "y")
+	// Expect compares every column with values pgx interpolates into the
+	// SQL text (byte strings, text arrays, NULLs).
+	apply(t, b, backend.Exp(run), backend.Exp(act), backend.Exp(att))
+	other := act
+	other.Claims = nil
+	require.ErrorIs(t, b.Update(ctxT(t), func(tx backend.Tx) error {
+		return tx.Apply(context.Background(), backend.Exp(other), backend.Ins(backend.Run{ID: "z"}))
+	}), backend.ErrChanged)
+	require.NotContains(t, load(t, b, backend.Lookup{Runs: []string{"z"}}).Runs, "z")
 }
 
 func TestCancelledContext(t *testing.T) {
@@ -251,6 +260,13 @@ func TestRoundTrips(t *testing.T) {
 		_, err := tx.Load(context.Background(), backend.Lookup{Runs: []string{"r"}})
 		return err
 	}), "a read-only Update still commits (SERIALIZABLE reads are only valid once COMMIT succeeds)")
+	cur := load(t, b, backend.Lookup{Runs: []string{"r"}, Activations: []backend.ActivationKey{act.Key}, Attempts: []backend.AttemptKey{att.Key}})
+	require.Equal(t, int64(1), rts(func(tx backend.Tx) error {
+		r2 := cur.Runs["r"]
+		r2.LastEventSeq = 300
+		return tx.Apply(context.Background(), backend.Exp(cur.Runs["r"]), backend.Exp(cur.Activations[act.Key]),
+			backend.Exp(cur.Attempts[att.Key]), backend.Ins(backend.Event{RunID: "r", Seq: 300}), backend.Rep(r2))
+	}), "expect-decide-write: BEGIN, three Expects, two writes and COMMIT in one batch")
 	require.Equal(t, int64(0), rts(func(tx backend.Tx) error {
 		require.Equal(t, 0, postgres.RoundTrips(tx), "nothing is sent before fn's first statement")
 		return nil

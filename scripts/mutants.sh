@@ -20,6 +20,7 @@ mutants=(
   receipt-conflict       # a conflicting receipt overwrites the stored one
   never-dispatched-proof # reconcile ignores the never-dispatched proof
   prepare-attempt-effect # low-level prepare ignores a different side effect
+  known-unchecked        # handoff/receipt decide on known records without expecting them unchanged
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
 go test -tags wfmutant -c -o /tmp/wfstore-mutant.test "$pkg" || exit 2

@@ -40,7 +40,8 @@ func (s *Store) PreparePending(ctx context.Context, k ActivationKey, plan Plan, 
 	if err != nil {
 		return nil, err
 	}
-	return s.prepare(ctx, k, plan, authorityCheck{mode: authSnapshot, want: snap, what: "preparation"}, h, now)
+	p, _, err := s.prepare(ctx, k, plan, authorityCheck{mode: authSnapshot, want: snap, what: "preparation"}, h, now)
+	return p, err
 }
 
 func checkPlan(plan Plan) ([]byte, error) {
@@ -85,18 +86,21 @@ func (h prepareHint) lookup(l *backend.Lookup, k ActivationKey) {
 	}
 }
 
-func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check authorityCheck, hint prepareHint, now time.Time) (*PreparedDispatch, error) {
+// prepare implements PreparePending after the hint was read. It returns, with
+// the prepared dispatch, the records it committed (see known).
+func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check authorityCheck, hint prepareHint, now time.Time) (*PreparedDispatch, *known, error) {
 	intent, err := checkPlan(plan)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	at, err := toMS("now", now)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	var out *PreparedDispatch
+	var kn *known
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
-		out = nil
+		out, kn = nil, nil
 		// One read of everything prepare decides on, shaped by the hint.
 		l := backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k}}
 		hint.lookup(&l, k)
@@ -166,10 +170,11 @@ func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check a
 		act.UpdatedMS = at
 		w.replace(act)
 		identity := DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, attempt)
-		w.insert(backend.Attempt{
+		att := backend.Attempt{
 			Key: akey, Identity: identity, Status: backend.AttemptPrepared, SideEffect: plan.SideEffect,
 			Intent: intent, IntentChecksum: Checksum(intent), Handoff: backend.HandoffPending, PreparedMS: at,
-		})
+		}
+		w.insert(att)
 		run.AttemptCount++
 		run.ActiveCount++
 		if root.ID == run.ID {
@@ -183,15 +188,16 @@ func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check a
 		w.replace(run)
 		out = &PreparedDispatch{Activation: act, Attempt: attempt, Identity: identity,
 			SideEffect: plan.SideEffect, Intent: intent, PreparedAt: fromMS(at)}
+		kn = &known{run: run, act: act, att: att}
 		return nil
 	})
 	if err == errNoop {
-		return nil, nil
+		return nil, nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return out, nil
+	return out, kn, nil
 }
 
 // enforceAttemptLimits applies the limits in upstream order: run status,

@@ -143,7 +143,7 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act 
 	if plan == nil {
 		return "", outUnsupported, nil
 	}
-	p, err := s.prepare(ctx, act.Key, *plan, check.with("preparation"), hintFrom(run, act), now)
+	p, kn, err := s.prepare(ctx, act.Key, *plan, check.with("preparation"), hintFrom(run, act), now)
 	switch {
 	case err == nil && p == nil:
 		return "", outRaced, nil
@@ -165,7 +165,7 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act 
 	if err := runFault(ctx, fault, IntentCommitted, *p); err != nil {
 		return "", outFailed, err
 	}
-	if err := s.handoff(ctx, p.Key(), check.with("dispatch handoff"), false, now); err != nil {
+	if kn, err = s.handoff(ctx, p.Key(), check.with("dispatch handoff"), false, now, kn); err != nil {
 		return "", outFailed, err
 	}
 	receipt, err := owner.Dispatch(ctx, *p)
@@ -175,7 +175,7 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act 
 	if err := runFault(ctx, fault, OwnerAccepted, *p); err != nil {
 		return "", outFailed, err
 	}
-	if err := s.persistReceipt(ctx, p.Key(), p.Identity, receipt, check.with("receipt"), now); err != nil {
+	if err := s.persistReceipt(ctx, p.Key(), p.Identity, receipt, check.with("receipt"), now, kn); err != nil {
 		return "", outFailed, err
 	}
 	if err := runFault(ctx, fault, ReceiptCommitted, *p); err != nil {

@@ -15,6 +15,14 @@
 // dispatched" (HandoffPending) from "maybe dispatched" (HandoffRecorded);
 // ReconcilePrepared and Redispatch use it.
 //
+// Each of the three commits is its own transaction. The handoff and the
+// receipt decide on the records the step before committed, without reading
+// them again: their transaction first expects those records unchanged
+// (backend.Expect), so the decision is the one a fresh read would give, and
+// when another transaction changed any of them (ErrChanged) the step reads
+// them and decides again with the same code. On Postgres this makes the
+// handoff and receipt transactions one round trip each.
+//
 // # Errors
 //
 // Every error a caller can cause matches one sentinel with errors.Is and

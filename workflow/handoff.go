@@ -22,38 +22,32 @@ func (s *Store) Handoff(ctx context.Context, k AttemptKey, auth *Authority, now 
 	if err := validateAuthority(auth); err != nil {
 		return err
 	}
-	return s.handoff(ctx, k, ownedBy(auth, "dispatch handoff"), false, now)
+	_, err := s.handoff(ctx, k, ownedBy(auth, "dispatch handoff"), false, now, nil)
+	return err
 }
 
 // handoff implements Handoff. reHandoff allows an already recorded handoff
 // of a read-only attempt to be re-verified (redispatch with the same
-// identity); it never flips anything for a mutating attempt.
-func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck, reHandoff bool, now time.Time) error {
+// identity); it never flips anything for a mutating attempt. kn, when set,
+// holds the records prepare committed (see known); the returned known holds
+// the records the handoff committed, for the receipt.
+func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck, reHandoff bool, now time.Time, kn *known) (*known, error) {
 	if err := ctx.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	at, err := toMS("now", now)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
-		f, err := tx.Load(ctx, backend.Lookup{
-			Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k.ActivationKey},
-			Attempts: []backend.AttemptKey{k},
-		})
-		if err != nil {
-			return err
-		}
-		run, ok := f.Runs[k.RunID]
-		if !ok {
-			return stateErr(ErrNotFound, "run %q", k.RunID)
-		}
+	var next *known
+	// decide is the whole decision, on the run, the activation and the
+	// attempt (found reports whether the attempt exists).
+	decide := func(tx backend.Tx, w *batch, run backend.Run, act backend.Activation, att backend.Attempt, found bool) error {
+		next = nil
 		if err := check.verify(run); err != nil && !mutated("handoff-authority") {
 			return err
 		}
-		att, ok := f.Attempts[k]
-		act := f.Activations[k.ActivationKey]
-		if !ok || att.Status != backend.AttemptPrepared || act.Status != backend.ActivationRunning ||
+		if !found || att.Status != backend.AttemptPrepared || act.Status != backend.ActivationRunning ||
 			run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
 			return stateErr(ErrIneligible, "dispatch handoff is no longer eligible: %v", k)
 		}
@@ -81,12 +75,39 @@ func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck,
 		w.replace(att)
 		w.event(&run, "dispatch_handed_off", map[string]any{"dispatch_identity": att.Identity}, at)
 		w.replace(run)
-		return nil
-	})
-	if err == errNoop {
+		next = &known{run: run, act: act, att: att}
 		return nil
 	}
-	return err
+	if kn != nil {
+		done, err := s.decideKnown(ctx, []backend.Record{kn.run, kn.act, kn.att}, func(tx backend.Tx, w *batch) error {
+			return decide(tx, w, kn.run, kn.act, kn.att, true)
+		})
+		if done || err != nil {
+			return next, err
+		}
+	}
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		f, err := tx.Load(ctx, backend.Lookup{
+			Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k.ActivationKey},
+			Attempts: []backend.AttemptKey{k},
+		})
+		if err != nil {
+			return err
+		}
+		run, ok := f.Runs[k.RunID]
+		if !ok {
+			return stateErr(ErrNotFound, "run %q", k.RunID)
+		}
+		att, found := f.Attempts[k]
+		return decide(tx, w, run, f.Activations[k.ActivationKey], att, found)
+	})
+	if err == errNoop {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return next, nil
 }
 
 // retirementPending reports whether act is a fan-out member whose group has

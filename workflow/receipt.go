@@ -23,10 +23,12 @@ func (s *Store) PersistReceipt(ctx context.Context, k AttemptKey, identity strin
 	if err := validateAuthority(auth); err != nil {
 		return err
 	}
-	return s.persistReceipt(ctx, k, identity, receipt, ownedBy(auth, "receipt"), now)
+	return s.persistReceipt(ctx, k, identity, receipt, ownedBy(auth, "receipt"), now, nil)
 }
 
-func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity string, receipt json.RawMessage, check authorityCheck, now time.Time) error {
+// persistReceipt implements PersistReceipt. kn, when set, holds the records
+// the handoff committed (see known).
+func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity string, receipt json.RawMessage, check authorityCheck, now time.Time, kn *known) error {
 	if len(receipt) == 0 {
 		return invalid("dispatch receipt", "is required")
 	}
@@ -41,20 +43,13 @@ func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity strin
 	if err != nil {
 		return err
 	}
-	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
-		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Attempts: []backend.AttemptKey{k}})
-		if err != nil {
-			return err
-		}
-		run, ok := f.Runs[k.RunID]
-		if !ok {
-			return stateErr(ErrNotFound, "run %q", k.RunID)
-		}
+	// decide is the whole decision, on the run and the attempt (found
+	// reports whether the attempt exists).
+	decide := func(tx backend.Tx, w *batch, run backend.Run, att backend.Attempt, found bool) error {
 		if err := check.verify(run); err != nil {
 			return err
 		}
-		att, ok := f.Attempts[k]
-		if !ok {
+		if !found {
 			return stateErr(ErrNotFound, "attempt %s", identity)
 		}
 		if att.Receipt != nil {
@@ -102,6 +97,26 @@ func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity strin
 		run.UpdatedMS = at
 		w.replace(run)
 		return nil
+	}
+	if kn != nil {
+		done, err := s.decideKnown(ctx, []backend.Record{kn.run, kn.att}, func(tx backend.Tx, w *batch) error {
+			return decide(tx, w, kn.run, kn.att, true)
+		})
+		if done || err != nil {
+			return err
+		}
+	}
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Attempts: []backend.AttemptKey{k}})
+		if err != nil {
+			return err
+		}
+		run, ok := f.Runs[k.RunID]
+		if !ok {
+			return stateErr(ErrNotFound, "run %q", k.RunID)
+		}
+		att, found := f.Attempts[k]
+		return decide(tx, w, run, att, found)
 	})
 	if err == errNoop {
 		return nil

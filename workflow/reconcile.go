@@ -65,7 +65,7 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 				return sum, fmt.Errorf("%w: receipt lookup %s: %w", ErrOwner, att.Identity, err)
 			}
 			if found {
-				if err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now); err != nil {
+				if err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now, nil); err != nil {
 					return sum, err
 				}
 				sum.Recovered = append(sum.Recovered, att.Identity)
@@ -187,7 +187,7 @@ func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptio
 		}); err != nil {
 			return sum, err
 		}
-		if err := s.handoff(ctx, att.Key, check.with("dispatch handoff"), true, now); err != nil {
+		if _, err := s.handoff(ctx, att.Key, check.with("dispatch handoff"), true, now, nil); err != nil {
 			if isIneligible(err) || errors.Is(err, ErrConflict) {
 				sum.Skipped = append(sum.Skipped, att.Identity)
 				continue
@@ -200,7 +200,7 @@ func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptio
 		if err != nil {
 			return sum, fmt.Errorf("%w: redispatch %s: %w", ErrOwner, att.Identity, err)
 		}
-		if err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now); err != nil {
+		if err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now, nil); err != nil {
 			return sum, err
 		}
 		sum.Admitted = append(sum.Admitted, att.Identity)
