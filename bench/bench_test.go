@@ -5,10 +5,14 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow"
 )
 
 // targets are the backends the tests and benchmarks run on: sqlite and
@@ -201,6 +205,60 @@ func BenchmarkAdmission(b *testing.B) {
 					b.ReportMetric(r.P50US, "p50-µs")
 					b.ReportMetric(r.P99US, "p99-µs")
 				})
+			}
+		})
+	}
+}
+
+// The raw baseline writes exactly the rows a Store admission writes: the
+// same run, activation, attempt and events, field for field, when both
+// admit the same seeded activation at the same time.
+func TestRawWritesWhatTheStoreWrites(t *testing.T) {
+	for _, tg := range targets() {
+		t.Run(tg.Name, func(t *testing.T) {
+			t.Parallel()
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			now := time.UnixMilli(1_800_000_000_000)
+			var got [2]backend.Found
+			var events [2][]backend.Event
+			for i := range 2 {
+				env, err := tg.Open(ctx, t.TempDir(), 2)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer env.Close()
+				keys, err := seedRuns(ctx, env, "same", 1, 1, nil, now)
+				if err != nil {
+					t.Fatal(err)
+				}
+				k := keys[0]
+				if i == 0 {
+					sum, err := env.Store.Dispatch(ctx, &noopOwner{}, workflow.DispatchOptions{RunID: k.RunID, Limit: 1}, now)
+					if err != nil || len(sum.Admitted) != 1 {
+						t.Fatalf("store admission: %v %+v", err, sum)
+					}
+				} else if err := rawAdmit(ctx, env.Backend, k, now); err != nil {
+					t.Fatal(err)
+				}
+				err = env.Backend.View(ctx, func(r backend.ReadTx) error {
+					got[i], err = r.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k},
+						Attempts: []backend.AttemptKey{{ActivationKey: k, Attempt: 1}}})
+					if err != nil {
+						return err
+					}
+					events[i], err = r.Events(ctx, backend.EventQuery{RunID: k.RunID, Limit: 100})
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			if !reflect.DeepEqual(got[0], got[1]) {
+				t.Errorf("records differ:\nstore %+v\nraw   %+v", got[0], got[1])
+			}
+			if !reflect.DeepEqual(events[0], events[1]) {
+				t.Errorf("events differ:\nstore %+v\nraw   %+v", events[0], events[1])
 			}
 		})
 	}

@@ -12,8 +12,10 @@ import (
 // rawAdmit is the raw baseline: the rows one Store admission writes,
 // written by three minimal hand-coded transactions on the same Backend, with
 // none of the Store's checks (no discovery scan, no limits, no authority,
-// no leases, no validation). It is what any admission over this contract
-// must cost at least, so store ÷ raw is the price of the Store's logic.
+// no leases, no validation, no Expect): the first reads the run and the
+// activation, the other two write blindly from the records the one before
+// wrote. It is what any admission over this contract must cost at least,
+// so store ÷ raw is the price of the Store's logic.
 //
 //	intent:  activation pending→running, attempt inserted (handoff pending),
 //	         run counters, event attempt_prepared
@@ -25,12 +27,15 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 	ak := backend.AttemptKey{ActivationKey: k, Attempt: 1}
 	id := workflow.DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, 1)
 
+	var run backend.Run
+	var att backend.Attempt
 	err := b.Update(ctx, func(tx backend.Tx) error {
 		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k}})
 		if err != nil {
 			return err
 		}
-		run, act := f.Runs[k.RunID], f.Activations[k]
+		run = f.Runs[k.RunID]
+		act := f.Activations[k]
 		if act.Status != backend.ActivationPending {
 			return errors.New("raw: activation is not pending")
 		}
@@ -39,11 +44,12 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 		run.ActiveCount++
 		run.TreeAttemptCount++
 		run.UpdatedMS = at
+		att = backend.Attempt{Key: ak, Identity: id, Status: backend.AttemptPrepared,
+			SideEffect: workflow.ReadOnly, Intent: benchIntent, IntentChecksum: workflow.Checksum(benchIntent),
+			Handoff: backend.HandoffPending, PreparedMS: at}
 		return tx.Apply(ctx,
 			backend.Rep(act),
-			backend.Ins(backend.Attempt{Key: ak, Identity: id, Status: backend.AttemptPrepared,
-				SideEffect: workflow.ReadOnly, Intent: benchIntent, IntentChecksum: workflow.Checksum(benchIntent),
-				Handoff: backend.HandoffPending, PreparedMS: at}),
+			backend.Ins(att),
 			rawEvent(&run, "attempt_prepared", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
 				"activation_id": k.ActivationID, "attempt": 1, "side_effect": workflow.ReadOnly,
 				"intent": benchIntent, "prepared_at_ms": at}, at),
@@ -53,34 +59,26 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 		return err
 	}
 
+	att.Handoff = backend.HandoffRecorded
 	err = b.Update(ctx, func(tx backend.Tx) error {
-		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Attempts: []backend.AttemptKey{ak}})
-		if err != nil {
-			return err
-		}
-		run, att := f.Runs[k.RunID], f.Attempts[ak]
-		att.Handoff = backend.HandoffRecorded
+		r := run
 		return tx.Apply(ctx, backend.Rep(att),
-			rawEvent(&run, "dispatch_handed_off", map[string]any{"dispatch_identity": id}, at),
-			backend.Rep(run))
+			rawEvent(&r, "dispatch_handed_off", map[string]any{"dispatch_identity": id}, at),
+			backend.Rep(r))
 	})
 	if err != nil {
 		return err
 	}
+	run.LastEventSeq++
 
+	att.Status, att.Receipt, att.AdmittedMS = backend.AttemptAdmitted, benchReceipt, at
 	return b.Update(ctx, func(tx backend.Tx) error {
-		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Attempts: []backend.AttemptKey{ak}})
-		if err != nil {
-			return err
-		}
-		run, att := f.Runs[k.RunID], f.Attempts[ak]
-		att.Status, att.Receipt, att.AdmittedMS = backend.AttemptAdmitted, benchReceipt, at
-		run.UpdatedMS = at
+		r := run
 		return tx.Apply(ctx, backend.Rep(att),
-			rawEvent(&run, "attempt_admitted", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
+			rawEvent(&r, "attempt_admitted", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
 				"activation_id": k.ActivationID, "attempt": 1, "dispatch_identity": id,
 				"receipt": benchReceipt, "admitted_at_ms": at}, at),
-			backend.Rep(run))
+			backend.Rep(r))
 	})
 }
 
