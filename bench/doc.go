@@ -7,7 +7,8 @@
 //	bare        one tiny write transaction through the same driver and
 //	            settings (the ceiling; see each Target's BareNote)
 //	raw         the rows one admission writes, by three hand-coded
-//	            transactions on the same Backend (raw.go)
+//	            transactions on the same Backend with no checks: one read,
+//	            then blind writes (raw.go)
 //	sequential  one dispatcher admitting through workflow.Store.Dispatch
 //	            with a no-op owner (three commits per admission)
 //	parallel    Workers dispatchers, each on its own runs
