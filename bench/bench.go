@@ -81,6 +81,11 @@ type Result struct {
 	MaxUS       float64 `json:"max_us"`
 	AllocsPerOp float64 `json:"allocs_per_op"`
 	BytesPerOp  float64 `json:"bytes_per_op"`
+	// CPUPerOpUS is the CPU time (user + system, all threads) of this
+	// process per operation: the client side, which for SQLite and bbolt is
+	// the whole engine and for Postgres leaves out the server's CPU. 0 where
+	// the platform does not report it.
+	CPUPerOpUS float64 `json:"cpu_us_per_op"`
 
 	// Sequential: admissions/s ÷ (bare commits/s ÷ 3), and ÷ raw admissions/s.
 	CeilingRatio *float64 `json:"ceiling_ratio,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -52,8 +53,9 @@ func TestRunSmoke(t *testing.T) {
 				if w == WRetry {
 					want = 6
 				}
-				if r.Ops != want || r.OpsPerSec <= 0 || r.P50US <= 0 || r.P99US < r.P50US || r.AllocsPerOp <= 0 {
-					t.Errorf("%s: ops %d (want %d), %.0f/s, p50 %.0f p99 %.0f, allocs %.0f", w, r.Ops, want, r.OpsPerSec, r.P50US, r.P99US, r.AllocsPerOp)
+				if r.Ops != want || r.OpsPerSec <= 0 || r.P50US <= 0 || r.P99US < r.P50US || r.AllocsPerOp <= 0 ||
+					(runtime.GOOS == "linux" && r.CPUPerOpUS <= 0) {
+					t.Errorf("%s: ops %d (want %d), %.0f/s, p50 %.0f p99 %.0f, allocs %.0f, cpu %.0f µs", w, r.Ops, want, r.OpsPerSec, r.P50US, r.P99US, r.AllocsPerOp, r.CPUPerOpUS)
 				}
 			}
 			seq, race, grow := byName[WSequential], byName[WRacing], byName[WGrowth]
@@ -87,7 +89,7 @@ func TestRunSmoke(t *testing.T) {
 				t.Fatalf("%d JSON rows, want %d", len(rows), len(Workloads))
 			}
 			for _, row := range rows {
-				for _, f := range []string{"backend", "workload", "ops", "ops_per_sec", "p50_us", "p99_us", "allocs_per_op"} {
+				for _, f := range []string{"backend", "workload", "ops", "ops_per_sec", "p50_us", "p99_us", "allocs_per_op", "cpu_us_per_op"} {
 					if _, ok := row[f]; !ok {
 						t.Errorf("%v: no %s", row["workload"], f)
 					}

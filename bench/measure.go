@@ -11,14 +11,16 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-// recorder collects one workload's operations: latency of each, wall time
-// and the allocations of the process while it ran.
+// recorder collects one workload's operations: latency of each, wall time,
+// and the allocations and CPU time of the process while it ran.
 type recorder struct {
 	lat     []time.Duration
 	ops     int
 	elapsed time.Duration
 	mallocs uint64
 	bytes   uint64
+	cpu     time.Duration
+	noCPU   bool  // the platform does not report process CPU time
 	tick    *tick // progress, may be nil (shared by a phase's workers)
 }
 
@@ -38,13 +40,18 @@ type phase interface {
 	run(ctx context.Context, k int, rec *recorder) error
 }
 
-// measure runs k operations of p, adding wall time and allocations to rec.
+// measure runs k operations of p, adding wall time, allocations and CPU
+// time to rec.
 func measure(ctx context.Context, p phase, k int, rec *recorder) error {
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	c0, ok0 := processCPU()
 	t0 := time.Now()
 	err := p.run(ctx, k, rec)
 	rec.elapsed += time.Since(t0)
+	c1, ok1 := processCPU()
+	rec.cpu += c1 - c0
+	rec.noCPU = rec.noCPU || !ok0 || !ok1
 	runtime.ReadMemStats(&m1)
 	rec.mallocs += m1.Mallocs - m0.Mallocs
 	rec.bytes += m1.TotalAlloc - m0.TotalAlloc
@@ -71,6 +78,9 @@ func (r *recorder) result(backendName, workload string, workers int) Result {
 		res.MeanUS = us(r.elapsed / time.Duration(r.ops))
 		res.AllocsPerOp = float64(r.mallocs) / float64(r.ops)
 		res.BytesPerOp = float64(r.bytes) / float64(r.ops)
+		if !r.noCPU {
+			res.CPUPerOpUS = us(r.cpu) / float64(r.ops)
+		}
 	}
 	res.P50US, res.P95US, res.P99US = us(percentile(s, 50)), us(percentile(s, 95)), us(percentile(s, 99))
 	if len(s) > 0 {
