@@ -2,6 +2,7 @@ package backend
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 )
@@ -79,35 +80,24 @@ func Exp(rec Record) Write { return Write{Op: Expect, Record: rec} }
 // record is missing or differs, ErrUnsupported for a kind Expect does not
 // accept.
 func CheckExpected(ctx context.Context, r ReadTx, rec Record) error {
-	var l Lookup
+	var stored Record
+	var err error
 	switch v := rec.(type) {
 	case Run:
-		l.Runs = []string{v.ID}
+		stored, err = GetRun(ctx, r, v.ID)
 	case Activation:
-		l.Activations = []ActivationKey{v.Key}
+		stored, err = GetActivation(ctx, r, v.Key)
 	case Attempt:
-		l.Attempts = []AttemptKey{v.Key}
+		stored, err = GetAttempt(ctx, r, v.Key)
 	default:
 		return fmt.Errorf("expect of a %T: %w", rec, ErrUnsupported)
 	}
-	f, err := r.Load(ctx, l)
-	if err != nil {
-		return err
-	}
-	var stored Record
-	var ok bool
-	switch v := rec.(type) {
-	case Run:
-		stored, ok = f.Runs[v.ID]
-	case Activation:
-		stored, ok = f.Activations[v.Key]
-	case Attempt:
-		stored, ok = f.Attempts[v.Key]
-	}
-	if !ok {
+	switch {
+	case errors.Is(err, ErrNotFound):
 		return fmt.Errorf("expected %s is missing: %w", rec.Kind(), ErrChanged)
-	}
-	if !reflect.DeepEqual(stored, rec) {
+	case err != nil:
+		return err
+	case !reflect.DeepEqual(stored, rec):
 		return fmt.Errorf("expected %s differs from the stored one: %w", rec.Kind(), ErrChanged)
 	}
 	return nil

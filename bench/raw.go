@@ -59,27 +59,23 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 		return err
 	}
 
+	// The last two transactions' writes are built before Update, so that a
+	// re-run of fn applies the same values.
 	att.Handoff = backend.HandoffRecorded
-	err = b.Update(ctx, func(tx backend.Tx) error {
-		r := run
-		return tx.Apply(ctx, backend.Rep(att),
-			rawEvent(&r, "dispatch_handed_off", map[string]any{"dispatch_identity": id}, at),
-			backend.Rep(r))
-	})
-	if err != nil {
+	ws := []backend.Write{backend.Rep(att),
+		rawEvent(&run, "dispatch_handed_off", map[string]any{"dispatch_identity": id}, at),
+		backend.Rep(run)}
+	if err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, ws...) }); err != nil {
 		return err
 	}
-	run.LastEventSeq++
 
 	att.Status, att.Receipt, att.AdmittedMS = backend.AttemptAdmitted, benchReceipt, at
-	return b.Update(ctx, func(tx backend.Tx) error {
-		r := run
-		return tx.Apply(ctx, backend.Rep(att),
-			rawEvent(&r, "attempt_admitted", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
-				"activation_id": k.ActivationID, "attempt": 1, "dispatch_identity": id,
-				"receipt": benchReceipt, "admitted_at_ms": at}, at),
-			backend.Rep(r))
-	})
+	ws = []backend.Write{backend.Rep(att),
+		rawEvent(&run, "attempt_admitted", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
+			"activation_id": k.ActivationID, "attempt": 1, "dispatch_identity": id,
+			"receipt": benchReceipt, "admitted_at_ms": at}, at),
+		backend.Rep(run)}
+	return b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, ws...) })
 }
 
 // rawEvent appends the run's next event.
