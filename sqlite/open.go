@@ -208,8 +208,14 @@ func (b *Backend) setup(ctx context.Context, owned bool) error {
 	if !owned {
 		db = b.callerDB
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
+	// Opening a connection applies its PRAGMAs, which read the schema and
+	// so can find the file locked by another opener creating or migrating
+	// it; the writer's short busy_timeout makes that a retry of ours.
+	var conn *sql.Conn
+	if err := b.retryBusy(ctx, "writer connection", func() (err error) {
+		conn, err = db.Conn(ctx)
+		return err
+	}); err != nil {
 		return fmt.Errorf("sqlite: writer connection: %w", err)
 	}
 	b.w = &writer{conn: conn}
@@ -230,7 +236,7 @@ func (b *Backend) setup(ctx context.Context, owned bool) error {
 			"PRAGMA synchronous = " + strconv.FormatInt(syn, 10),
 		}
 	}
-	if err := configureWriter(ctx, conn, b.cfg); err != nil {
+	if err := b.configureWriter(ctx, conn); err != nil {
 		return err
 	}
 
@@ -247,7 +253,7 @@ func (b *Backend) setup(ctx context.Context, owned bool) error {
 	if err := b.migrate(ctx, conn); err != nil {
 		return err
 	}
-	if err := b.w.prepare(ctx); err != nil {
+	if err := b.prepare(ctx, b.w); err != nil {
 		return err
 	}
 
@@ -256,7 +262,9 @@ func (b *Backend) setup(ctx context.Context, owned bool) error {
 	if err := conn.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&version); err != nil {
 		return fmt.Errorf("sqlite: sqlite_version: %w", err)
 	}
-	if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syn); err != nil {
+	if err := b.retryBusy(ctx, "read synchronous", func() error {
+		return conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syn)
+	}); err != nil {
 		return fmt.Errorf("sqlite: read synchronous: %w", err)
 	}
 	synNames := map[int64]string{0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
@@ -282,12 +290,18 @@ func (b *Backend) setup(ctx context.Context, owned bool) error {
 	return nil
 }
 
-func configureWriter(ctx context.Context, conn *sql.Conn, cfg config) error {
+// configureWriter sets the writer's busy_timeout and synchronous. Setting
+// synchronous reads the schema, so it retries while another connection
+// holds the file locked.
+func (b *Backend) configureWriter(ctx context.Context, conn *sql.Conn) error {
 	for _, p := range []string{
 		"PRAGMA busy_timeout = " + strconv.Itoa(writerBusyTimeoutMS),
-		"PRAGMA synchronous = " + cfg.durability.synchronous(),
+		"PRAGMA synchronous = " + b.cfg.durability.synchronous(),
 	} {
-		if _, err := conn.ExecContext(ctx, p); err != nil {
+		if err := b.retryBusy(ctx, p, func() error {
+			_, err := conn.ExecContext(ctx, p)
+			return err
+		}); err != nil {
 			return fmt.Errorf("sqlite: %s: %w", p, err)
 		}
 	}
@@ -305,13 +319,16 @@ func driverVersion() string {
 	return "modernc.org/sqlite"
 }
 
-func (w *writer) prepare(ctx context.Context) error {
+// prepare prepares the writer's statements. Preparing reads the schema,
+// so each retries while another connection holds the file locked.
+func (b *Backend) prepare(ctx context.Context, w *writer) error {
 	for i, q := range stmtSQL {
-		s, err := w.conn.PrepareContext(ctx, q)
-		if err != nil {
+		if err := b.retryBusy(ctx, "prepare", func() (err error) {
+			w.stmts[i], err = w.conn.PrepareContext(ctx, q)
+			return err
+		}); err != nil {
 			return fmt.Errorf("sqlite: prepare %q: %w", q, err)
 		}
-		w.stmts[i] = s
 	}
 	return nil
 }
@@ -353,16 +370,19 @@ func (b *Backend) reconnect(ctx context.Context) error {
 	if db == nil {
 		db = b.callerDB
 	}
-	conn, err := db.Conn(ctx)
-	if err != nil {
+	var conn *sql.Conn
+	if err := b.retryBusy(ctx, "reconnect writer", func() (err error) {
+		conn, err = db.Conn(ctx)
+		return err
+	}); err != nil {
 		return fmt.Errorf("sqlite: reconnect writer: %w", err)
 	}
 	nw := &writer{conn: conn, broken: true}
 	b.w = nw
-	if err := configureWriter(ctx, conn, b.cfg); err != nil {
+	if err := b.configureWriter(ctx, conn); err != nil {
 		return err
 	}
-	if err := nw.prepare(ctx); err != nil {
+	if err := b.prepare(ctx, nw); err != nil {
 		return err
 	}
 	nw.broken = false
