@@ -84,7 +84,10 @@ const historyBatch = 20
 // perRun activations, shaped as the Store leaves them after a successful
 // admission and completion: run (completed, counters), activation
 // (completed, output), attempt (succeeded, handoff recorded, receipt) and
-// the five events of its life. Runs are named prefix-NNNNNNN from first on;
+// the five events of its life. Each attempt has its own time, one
+// millisecond after the one before, the last one a millisecond before now,
+// so the indexes ordered by time fill in time order as in a store that
+// admitted them one by one. Runs are named prefix-NNNNNNN from first on;
 // it returns the next free run number. Writes go through backend.Tx.Apply
 // in large transactions (historyBatch runs each).
 func loadHistory(ctx context.Context, env *Env, prefix string, first, attempts int, now time.Time, progress func(done int)) (int, error) {
@@ -98,26 +101,32 @@ func loadHistory(ctx context.Context, env *Env, prefix string, first, attempts i
 		for b := 0; b < historyBatch && done < attempts; b++ {
 			runID := fmt.Sprintf("%s-%07d", prefix, r)
 			r++
+			// Attempt g of this load happened at now - (attempts - g) ms:
+			// times grow through the history, one attempt per millisecond,
+			// as in a store that admitted them one after another.
+			t := at - int64(attempts-done)
 			run := backend.Run{ID: runID, RootID: runID, Depth: 1, Status: backend.RunCompleted,
-				Limits: benchLimits, CreatedMS: at, UpdatedMS: at}
+				Limits: benchLimits, CreatedMS: t, UpdatedMS: t}
 			ev := func(typ string, payload map[string]any) {
 				run.LastEventSeq++
 				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: typ,
-					Payload: workflow.MustCanonical(payload), CreatedMS: at}))
+					Payload: workflow.MustCanonical(payload), CreatedMS: t}))
 			}
 			ev("run_created", map[string]any{"run_id": runID})
 			m := min(perRun, attempts-done)
 			for i := range m {
+				t = at - int64(attempts-done-i)
+				run.UpdatedMS = t
 				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
 				id := workflow.DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, 1)
 				ws = append(ws,
 					backend.Ins(backend.Activation{Key: k, Status: backend.ActivationCompleted, Input: benchInput,
 						Output: output, Effect: workflow.ReadOnly, Reconciliation: workflow.RepairRequired,
-						LastAttempt: 1, CreatedMS: at, UpdatedMS: at}),
+						LastAttempt: 1, CreatedMS: t, UpdatedMS: t}),
 					backend.Ins(backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1}, Identity: id,
 						Status: backend.AttemptSucceeded, SideEffect: workflow.ReadOnly, Intent: benchIntent,
 						IntentChecksum: intentSum, Receipt: benchReceipt, Handoff: backend.HandoffRecorded,
-						PreparedMS: at, AdmittedMS: at, TerminalMS: at}))
+						PreparedMS: t, AdmittedMS: t, TerminalMS: t}))
 				base := map[string]any{"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID}
 				ev("activation_created", base)
 				ev("attempt_prepared", map[string]any{"dispatch_identity": id, "intent": benchIntent})
