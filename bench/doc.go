@@ -15,7 +15,8 @@
 //	racing      Workers dispatchers on the same activations; duplicates
 //	            (extra owner calls or attempts) must be 0
 //	growth      sequential admission into a store holding SmallHistory vs
-//	            History historical attempts, loaded in bulk
+//	            History historical attempts, loaded in bulk, one attempt
+//	            per millisecond in load order (loadHistory)
 //	retry       retryable failure → schedule → consume → attempt 2
 //
 // bare, raw and sequential run interleaved in rounds, and so do the two
