@@ -208,15 +208,9 @@ func (b *Backend) setup(ctx context.Context, owned bool) error {
 	if !owned {
 		db = b.callerDB
 	}
-	// Opening a connection applies its PRAGMAs, which read the schema and
-	// so can find the file locked by another opener creating or migrating
-	// it; the writer's short busy_timeout makes that a retry of ours.
-	var conn *sql.Conn
-	if err := b.retryBusy(ctx, "writer connection", func() (err error) {
-		conn, err = db.Conn(ctx)
+	conn, err := b.pinWriter(ctx, db)
+	if err != nil {
 		return err
-	}); err != nil {
-		return fmt.Errorf("sqlite: writer connection: %w", err)
 	}
 	b.w = &writer{conn: conn}
 	if _, err := b.inspect(ctx, conn); err != nil {
@@ -262,10 +256,10 @@ func (b *Backend) setup(ctx context.Context, owned bool) error {
 	if err := conn.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&version); err != nil {
 		return fmt.Errorf("sqlite: sqlite_version: %w", err)
 	}
-	if err := b.retryBusy(ctx, "read synchronous", func() error {
+	if err := b.retrySetup(ctx, "read synchronous", func() error {
 		return conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syn)
 	}); err != nil {
-		return fmt.Errorf("sqlite: read synchronous: %w", err)
+		return err
 	}
 	synNames := map[int64]string{0: "OFF", 1: "NORMAL", 2: "FULL", 3: "EXTRA"}
 	b.info.Version = version
@@ -290,6 +284,28 @@ func (b *Backend) setup(ctx context.Context, owned bool) error {
 	return nil
 }
 
+// pinWriter takes the writer connection from db. Opening a connection
+// applies its PRAGMAs, which read the schema and so can find the file
+// locked by another opener creating or migrating it: retried like a busy
+// write lock.
+func (b *Backend) pinWriter(ctx context.Context, db *sql.DB) (conn *sql.Conn, err error) {
+	err = b.retrySetup(ctx, "writer connection", func() (err error) {
+		conn, err = db.Conn(ctx)
+		return err
+	})
+	return conn, err
+}
+
+// retrySetup runs one step of opening the writer through retryBusy and
+// names the step in an error retryBusy did not already explain.
+func (b *Backend) retrySetup(ctx context.Context, what string, f func() error) error {
+	err := b.retryBusy(ctx, what, f)
+	if err != nil && !errors.Is(err, backend.ErrBusy) && !errors.Is(err, backend.ErrClosed) {
+		return fmt.Errorf("sqlite: %s: %w", what, err)
+	}
+	return err
+}
+
 // configureWriter sets the writer's busy_timeout and synchronous. Setting
 // synchronous reads the schema, so it retries while another connection
 // holds the file locked.
@@ -298,11 +314,11 @@ func (b *Backend) configureWriter(ctx context.Context, conn *sql.Conn) error {
 		"PRAGMA busy_timeout = " + strconv.Itoa(writerBusyTimeoutMS),
 		"PRAGMA synchronous = " + b.cfg.durability.synchronous(),
 	} {
-		if err := b.retryBusy(ctx, p, func() error {
+		if err := b.retrySetup(ctx, p, func() error {
 			_, err := conn.ExecContext(ctx, p)
 			return err
 		}); err != nil {
-			return fmt.Errorf("sqlite: %s: %w", p, err)
+			return err
 		}
 	}
 	return nil
@@ -323,11 +339,11 @@ func driverVersion() string {
 // so each retries while another connection holds the file locked.
 func (b *Backend) prepare(ctx context.Context, w *writer) error {
 	for i, q := range stmtSQL {
-		if err := b.retryBusy(ctx, "prepare", func() (err error) {
+		if err := b.retrySetup(ctx, fmt.Sprintf("prepare %q", q), func() (err error) {
 			w.stmts[i], err = w.conn.PrepareContext(ctx, q)
 			return err
 		}); err != nil {
-			return fmt.Errorf("sqlite: prepare %q: %w", q, err)
+			return err
 		}
 	}
 	return nil
@@ -370,12 +386,9 @@ func (b *Backend) reconnect(ctx context.Context) error {
 	if db == nil {
 		db = b.callerDB
 	}
-	var conn *sql.Conn
-	if err := b.retryBusy(ctx, "reconnect writer", func() (err error) {
-		conn, err = db.Conn(ctx)
+	conn, err := b.pinWriter(ctx, db)
+	if err != nil {
 		return err
-	}); err != nil {
-		return fmt.Errorf("sqlite: reconnect writer: %w", err)
 	}
 	nw := &writer{conn: conn, broken: true}
 	b.w = nw
