@@ -97,7 +97,16 @@ func CheckExpected(ctx context.Context, r ReadTx, rec Record) error {
 		return fmt.Errorf("expected %s is missing: %w", rec.Kind(), ErrChanged)
 	case err != nil:
 		return err
-	case !reflect.DeepEqual(stored, rec):
+	}
+	return CompareExpected(stored, rec)
+}
+
+// CompareExpected is Expect's comparison, for an adapter that knows the
+// stored value of rec's row without reading it: nil when stored equals rec
+// in every field (reflect.DeepEqual), an error wrapping ErrChanged
+// otherwise.
+func CompareExpected(stored, rec Record) error {
+	if !reflect.DeepEqual(stored, rec) {
 		return fmt.Errorf("expected %s differs from the stored one: %w", rec.Kind(), ErrChanged)
 	}
 	return nil

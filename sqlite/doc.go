@@ -71,6 +71,15 @@
 // non-indexed column) rewrite all five attempt indexes. A Replace of a row
 // the Update has not read sets every column.
 //
+// The rows the last committed Update loaded or wrote (up to 64) are carried
+// to the next Update while nothing else has committed to the file: under
+// its write lock each Update reads PRAGMA data_version, which changes when
+// any other connection or process commits, and starts with those rows only
+// if it has not changed. A Replace or an Expect of such a row then needs no
+// read (the handoff and receipt commits of an admission expect the run,
+// activation and attempt the commit before wrote). An Update that does not
+// commit carries nothing.
+//
 // # Handles
 //
 // OpenDB uses a caller's *sql.DB (opened with this driver) as given: writes

@@ -189,3 +189,59 @@ func (w *writer) partialStmt(ctx context.Context, id stmtID, tb *table, mask uin
 	w.partial[k] = s
 	return s, nil
 }
+
+// Images across transactions. PRAGMA data_version, read on one connection,
+// changes when another connection (of this process or another) has
+// committed to the database since that connection last read it, and stays
+// the same across the connection's own commits. So the writer keeps the
+// images of its last committed Update with the data_version read under
+// that Update's write lock, and the next Update, once it holds the write
+// lock, reads data_version again: unchanged, nothing but the writer has
+// committed in between, the images are still the stored rows, and the
+// Update starts with them (an Expect or Replace of the same row then needs
+// no read). Changed, unreadable, or after an Update that did not commit,
+// the next Update starts with none.
+
+// maxCarried bounds the images one Update passes to the next.
+const maxCarried = 64
+
+// carried is what one committed Update passes to the next.
+type carried struct {
+	img     map[rowKey]backend.Record
+	version int64
+}
+
+// takeImages is called by an Update holding the write lock: it returns the
+// images the Update may start with and the data_version it read (ok false
+// when it could not read it; then nothing is passed on either).
+func (w *writer) takeImages() (img map[rowKey]backend.Record, version int64, ok bool) {
+	c := w.carried
+	w.carried = carried{}
+	if err := w.stmts[sDataVersion].QueryRowContext(context.Background()).Scan(&version); err != nil {
+		return nil, 0, false
+	}
+	if c.img != nil && c.version == version {
+		return c.img, version, true
+	}
+	return nil, version, true
+}
+
+// keepImages passes the images of an Update that committed to the next.
+func (w *writer) keepImages(img map[rowKey]backend.Record, version int64) {
+	if len(img) > 0 && len(img) <= maxCarried {
+		w.carried = carried{img: img, version: version}
+	}
+}
+
+// image returns the row image of an expectable record (one Expect
+// accepts), if the transaction has one.
+func (t *readTx) image(r backend.Record) (backend.Record, bool) {
+	switch r.(type) {
+	case backend.Run, backend.Activation, backend.Attempt:
+	default:
+		return nil, false
+	}
+	k, _, _ := rowOf(r)
+	old, ok := t.img[k]
+	return old, ok
+}

@@ -189,3 +189,109 @@ func TestReplaceImagesDoNotOutliveTheirTransaction(t *testing.T) {
 		require.Equal(t, loaded, f.Runs["r"])
 	})
 }
+
+// loadRun reads run id in a View.
+func loadRun(t *testing.T, b *Backend, id string) backend.Run {
+	t.Helper()
+	var got backend.Run
+	view(t, b, func(r backend.ReadTx) {
+		f, err := r.Load(context.Background(), backend.Lookup{Runs: []string{id}})
+		require.NoError(t, err)
+		got = f.Runs[id]
+	})
+	return got
+}
+
+// An Update starts with the images its predecessor committed: a Replace of
+// a row the previous Update wrote sets only the changed columns without
+// reading the row, and an Expect compares with the carried image.
+func TestImagesCarryToTheNextUpdate(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	ctx := context.Background()
+	att := attempt(akey("r", "n", "a"), 1, "id-1", backend.AttemptPrepared, 5)
+	update(t, b, backend.Ins(att))
+
+	next := att
+	next.Handoff = backend.HandoffRecorded
+	update(t, b, backend.Rep(next))
+	handoff := uint64(1) << (10 - attemptsT.nkey) // column 10 is handoff
+	require.Equal(t, map[partialKey]bool{{sAttRep, handoff}: true}, keysOf(b.w.partial), "the replace used the carried image")
+
+	// The carried image is the row as stored: expecting an older value fails.
+	err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, backend.Exp(att)) })
+	require.ErrorIs(t, err, backend.ErrChanged)
+	update(t, b, backend.Exp(next))
+	view(t, b, func(r backend.ReadTx) {
+		f, err := r.Load(ctx, backend.Lookup{Attempts: []backend.AttemptKey{att.Key}})
+		require.NoError(t, err)
+		require.Equal(t, next, f.Attempts[att.Key])
+	})
+}
+
+func keysOf[K comparable, V any](m map[K]V) map[K]bool {
+	out := make(map[K]bool, len(m))
+	for k := range m {
+		out[k] = true
+	}
+	return out
+}
+
+// A commit by another connection (here a second Backend on the same file;
+// another process is the same to SQLite) voids the carried images: the
+// next Expect reads the row, and the next Replace sets every column.
+func TestCarriedImagesYieldToOtherConnections(t *testing.T) {
+	t.Parallel()
+	path := newPath(t)
+	b := openAt(t, path)
+	other := openAt(t, path)
+	ctx := context.Background()
+	run := backend.Run{ID: "r", Status: backend.RunRunning, AttemptCount: 1}
+	update(t, b, backend.Ins(run))
+
+	changed := run
+	changed.Status, changed.UpdatedMS = backend.RunCancelled, 9
+	update(t, other, backend.Rep(changed))
+
+	err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, backend.Exp(run)) })
+	require.ErrorIs(t, err, backend.ErrChanged, "an image older than the other connection's commit was trusted")
+	update(t, b, backend.Exp(changed))
+
+	// Same again, then a blind Replace: it must write every column.
+	update(t, other, backend.Rep(run))
+	mine := run
+	mine.AttemptCount = 2
+	update(t, b, backend.Rep(mine))
+	require.Equal(t, mine, loadRun(t, b, "r"))
+	require.Equal(t, mine, loadRun(t, other, "r"))
+	integrityOK(t, b)
+}
+
+// An Update that does not commit passes no images on, and takes with it
+// those it was given.
+func TestImagesOfAnUpdateThatDidNotCommitAreNotCarried(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	ctx := context.Background()
+	run := backend.Run{ID: "r", Status: backend.RunRunning, AttemptCount: 1}
+	update(t, b, backend.Ins(run))
+	v2 := run
+	v2.AttemptCount = 2
+	err := b.Update(ctx, func(tx backend.Tx) error {
+		require.NoError(t, tx.Apply(ctx, backend.Exp(run), backend.Rep(v2), backend.Exp(v2)))
+		return context.Canceled
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	err = b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, backend.Exp(v2)) })
+	require.ErrorIs(t, err, backend.ErrChanged, "the rolled-back value was carried")
+	update(t, b, backend.Exp(run))
+
+	// A blind Replace after a rolled-back Update writes every column.
+	err = b.Update(ctx, func(tx backend.Tx) error {
+		require.NoError(t, tx.Apply(ctx, backend.Rep(v2)))
+		return context.Canceled
+	})
+	require.ErrorIs(t, err, context.Canceled)
+	update(t, b, backend.Rep(v2))
+	require.Equal(t, v2, loadRun(t, b, "r"))
+}

@@ -56,6 +56,9 @@ type writer struct {
 	// use (see image.go).
 	partial map[partialKey]*sql.Stmt
 	broken  bool // a ROLLBACK failed: replace the connection before reuse
+	// carried: the row images of the last committed Update, valid while
+	// no other connection has committed (see image.go).
+	carried carried
 }
 
 var _ backend.Backend = (*Backend)(nil)

@@ -147,6 +147,7 @@ const (
 	sSchedRep
 	sSchedDel
 	sEventIns
+	sDataVersion
 
 	numStmts
 )
@@ -250,5 +251,6 @@ func buildStmts() [numStmts]string {
 	s[sSchedRep] = schedulesT.replace()
 	s[sSchedDel] = schedulesT.delete()
 	s[sEventIns] = eventsT.insert()
+	s[sDataVersion] = "PRAGMA data_version"
 	return s
 }

@@ -162,6 +162,9 @@ func (b *Backend) updateOnce(ctx context.Context, fn func(tx backend.Tx) error) 
 		return false, err
 	}
 	t := &writeTx{readTx{b: b, w: w, writable: true}}
+	var version int64
+	var carry bool
+	t.img, version, carry = w.takeImages()
 	ended := false
 	defer func() {
 		t.done = true
@@ -191,6 +194,9 @@ func (b *Backend) updateOnce(ctx context.Context, fn func(tx backend.Tx) error) 
 		return false, fmt.Errorf("sqlite: update: commit: %w", cerr)
 	}
 	b.stats.commits.Add(1)
+	if carry {
+		w.keepImages(t.img, version)
+	}
 	return false, nil
 }
 

@@ -43,6 +43,9 @@ func (t *writeTx) Apply(ctx context.Context, writes ...backend.Write) error {
 
 func (t *writeTx) apply(ctx context.Context, w backend.Write) error {
 	if w.Op == backend.Expect {
+		if stored, ok := t.image(w.Record); ok {
+			return backend.CompareExpected(stored, w.Record)
+		}
 		return backend.CheckExpected(ctx, t, w.Record)
 	}
 	var ins, rep, del stmtID = -1, -1, -1
