@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/wfstore/wfstore/backend"
@@ -20,8 +21,8 @@ import (
 // writes 4 WAL frames instead of 9).
 //
 // An image is exact: it is the row as scanned in this transaction, or as
-// written by it, and nothing else writes while the transaction holds the
-// write lock. A write that fails leaves the row (and its image) as it was; a
+// written by it, or carried from the last committed Update (below), and
+// nothing else writes while the transaction holds the write lock. A write that fails leaves the row (and its image) as it was; a
 // Replace with no image falls back to setting every column.
 
 // rowKey names one row: the table's replace statement and its key.
@@ -227,10 +228,43 @@ func (w *writer) takeImages() (img map[rowKey]backend.Record, version int64, ok 
 }
 
 // keepImages passes the images of an Update that committed to the next.
+// The records are copied, so that a caller changing a byte slice or a
+// pointed-to value of a record it wrote or read, once the Update has
+// returned, cannot change what the next Update takes for the stored row.
 func (w *writer) keepImages(img map[rowKey]backend.Record, version int64) {
-	if len(img) > 0 && len(img) <= maxCarried {
-		w.carried = carried{img: img, version: version}
+	if len(img) == 0 || len(img) > maxCarried {
+		return
 	}
+	for k, r := range img {
+		img[k] = cloneRecord(r)
+	}
+	w.carried = carried{img: img, version: version}
+}
+
+// cloneRecord returns a copy of r sharing no memory with it (nil and
+// empty slices stay as they are: Expect tells them apart).
+func cloneRecord(r backend.Record) backend.Record {
+	switch r := r.(type) {
+	case backend.Run:
+		if r.Authority != nil {
+			a := *r.Authority
+			r.Authority = &a
+		}
+		r.Metadata = bytes.Clone(r.Metadata)
+		return r
+	case backend.Activation:
+		r.Input, r.Output, r.RetryPolicy = bytes.Clone(r.Input), bytes.Clone(r.Output), bytes.Clone(r.RetryPolicy)
+		r.Claims, r.Predecessors = slices.Clone(r.Claims), slices.Clone(r.Predecessors)
+		if r.Group != nil {
+			g := *r.Group
+			r.Group = &g
+		}
+		return r
+	case backend.Attempt:
+		r.Intent, r.Receipt, r.Detail = bytes.Clone(r.Intent), bytes.Clone(r.Receipt), bytes.Clone(r.Detail)
+		return r
+	}
+	return r // the other replaceable records hold no references
 }
 
 // image returns the row image of an expectable record (one Expect

@@ -295,3 +295,21 @@ func TestImagesOfAnUpdateThatDidNotCommitAreNotCarried(t *testing.T) {
 	update(t, b, backend.Rep(v2))
 	require.Equal(t, v2, loadRun(t, b, "r"))
 }
+
+// Carried images share no memory with the caller's records: changing a
+// written record's bytes in place after its Update returned, then
+// replacing the row with it, still writes the change.
+func TestCarriedImagesAreCopies(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	att := attempt(akey("r", "n", "a"), 1, "id-1", backend.AttemptPrepared, 5)
+	att.Receipt = []byte(`{"a":1}`)
+	update(t, b, backend.Ins(att))
+	att.Receipt[5] = '2'
+	update(t, b, backend.Rep(att))
+	view(t, b, func(r backend.ReadTx) {
+		f, err := r.Load(context.Background(), backend.Lookup{Attempts: []backend.AttemptKey{att.Key}})
+		require.NoError(t, err)
+		require.Equal(t, `{"a":2}`, string(f.Attempts[att.Key].Receipt))
+	})
+}
