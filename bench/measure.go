@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wfstore/wfstore/internal/benchdata"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -100,7 +101,7 @@ type noopOwner struct {
 	calls *callCounter // racing only: owner calls per identity
 }
 
-var noopPlan = workflow.Plan{SideEffect: workflow.ReadOnly, Intent: benchIntent}
+var noopPlan = workflow.Plan{SideEffect: workflow.ReadOnly, Intent: benchdata.Intent}
 
 func (o *noopOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan, error) {
 	o.start = time.Now()
@@ -112,7 +113,7 @@ func (o *noopOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (js
 	if o.calls != nil {
 		o.calls.add(p.Identity)
 	}
-	return benchReceipt, nil
+	return benchdata.Receipt, nil
 }
 
 func (o *noopOwner) fault(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {

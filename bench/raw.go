@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/benchdata"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -45,14 +46,14 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 		run.TreeAttemptCount++
 		run.UpdatedMS = at
 		att = backend.Attempt{Key: ak, Identity: id, Status: backend.AttemptPrepared,
-			SideEffect: workflow.ReadOnly, Intent: benchIntent, IntentChecksum: workflow.Checksum(benchIntent),
+			SideEffect: workflow.ReadOnly, Intent: benchdata.Intent, IntentChecksum: workflow.Checksum(benchdata.Intent),
 			Handoff: backend.HandoffPending, PreparedMS: at}
 		return tx.Apply(ctx,
 			backend.Rep(act),
 			backend.Ins(att),
 			rawEvent(&run, "attempt_prepared", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
 				"activation_id": k.ActivationID, "attempt": 1, "side_effect": workflow.ReadOnly,
-				"intent": benchIntent, "prepared_at_ms": at}, at),
+				"intent": benchdata.Intent, "prepared_at_ms": at}, at),
 			backend.Rep(run))
 	})
 	if err != nil {
@@ -69,11 +70,11 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 		return err
 	}
 
-	att.Status, att.Receipt, att.AdmittedMS = backend.AttemptAdmitted, benchReceipt, at
+	att.Status, att.Receipt, att.AdmittedMS = backend.AttemptAdmitted, benchdata.Receipt, at
 	ws = []backend.Write{backend.Rep(att),
 		rawEvent(&run, "attempt_admitted", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
 			"activation_id": k.ActivationID, "attempt": 1, "dispatch_identity": id,
-			"receipt": benchReceipt, "admitted_at_ms": at}, at),
+			"receipt": benchdata.Receipt, "admitted_at_ms": at}, at),
 		backend.Rep(run)}
 	return b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, ws...) })
 }

@@ -2,148 +2,26 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
-	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/benchdata"
 	"github.com/wfstore/wfstore/workflow"
 )
 
-// perRun is how many activations a seeded run holds: runs of a hundred
-// nodes, like a real workflow, rather than one giant run.
-const perRun = 100
+// perRun is how many activations a seeded run holds (benchdata.PerRun).
+const perRun = benchdata.PerRun
 
-// benchLimits lets a seeded run admit every activation it holds.
-var benchLimits = workflow.Limits{NodeExecutionCap: 100_000, ConcurrencyCap: 100_000, CycleCap: 100, RetryCap: 3}
-
-// The documents every benchmark admission carries, already canonical.
-var (
-	benchInput   = json.RawMessage(`{"input":"bench","n":1}`)
-	benchIntent  = json.RawMessage(`{"op":"bench","target":"noop"}`)
-	benchReceipt = json.RawMessage(`{"accepted":true,"owner":"bench"}`)
-	benchOutput  = json.RawMessage(`{"ok":true,"result":"bench history"}`)
-)
-
-// seedRuns creates runs named prefix-0000.. through the Store (one CreateRun
-// each) and fills them with n pending activations in bulk: one Update per
-// run writes exactly what AddActivation would (the activation, admissible,
-// and its activation_created event). It returns the activation keys in the
-// order discovery returns them.
+// seedRuns creates n pending activations in runs of per (benchdata.SeedRuns).
 func seedRuns(ctx context.Context, env *Env, prefix string, n, per int, policy *workflow.RetryPolicy, now time.Time) ([]workflow.ActivationKey, error) {
-	at := now.UnixMilli()
-	var keys []workflow.ActivationKey
-	var pol []byte
-	recon := workflow.RepairRequired
-	if policy != nil {
-		pol = workflow.MustCanonical(policy)
-		recon = workflow.IdempotentReplay
-	}
-	for r := 0; len(keys) < n; r++ {
-		runID := fmt.Sprintf("%s-%05d", prefix, r)
-		if _, err := env.Store.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: benchLimits}, now); err != nil {
-			return nil, err
-		}
-		m := min(per, n-len(keys))
-		err := env.Backend.Update(ctx, func(tx backend.Tx) error {
-			run, err := backend.GetRun(ctx, tx, runID)
-			if err != nil {
-				return err
-			}
-			ws := make([]backend.Write, 0, 2*m+1)
-			for i := range m {
-				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
-				ws = append(ws, backend.Ins(backend.Activation{
-					Key: k, Status: backend.ActivationPending, Admissible: true, Input: benchInput,
-					Effect: workflow.ReadOnly, Reconciliation: recon, RetryPolicy: pol,
-					CreatedMS: at, UpdatedMS: at,
-				}))
-				run.LastEventSeq++
-				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: "activation_created",
-					Payload: workflow.MustCanonical(map[string]any{
-						"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID, "generation": 0,
-					}), CreatedMS: at}))
-			}
-			return tx.Apply(ctx, append(ws, backend.Rep(run))...)
-		})
-		if err != nil {
-			return nil, err
-		}
-		for i := range m {
-			keys = append(keys, workflow.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)})
-		}
-	}
-	return keys, nil
+	return benchdata.SeedRuns(ctx, env.Store, env.Backend, prefix, n, per, policy, now)
 }
 
-// historyBatch is how many historical runs one bulk Update writes
-// (perRun attempts and about 7 rows per attempt each).
-const historyBatch = 20
-
-// loadHistory writes attempts historical attempts in completed runs of
-// perRun activations, shaped as the Store leaves them after a successful
-// admission and completion: run (completed, counters), activation
-// (completed, output), attempt (succeeded, handoff recorded, receipt) and
-// the five events of its life. Each attempt has its own time, one
-// millisecond after the one before, the last one a millisecond before now,
-// so the indexes ordered by time fill in time order as in a store that
-// admitted them one by one. Runs are named prefix-NNNNNNN from first on;
-// it returns the next free run number. Writes go through backend.Tx.Apply
-// in large transactions (historyBatch runs each).
+// loadHistory writes completed history (benchdata.LoadHistory).
 func loadHistory(ctx context.Context, env *Env, prefix string, first, attempts int, now time.Time, progress func(done int)) (int, error) {
-	at := now.UnixMilli()
-	output := benchOutput
-	intentSum := workflow.Checksum(benchIntent)
-	done := 0
-	r := first
-	for done < attempts {
-		var ws []backend.Write
-		for b := 0; b < historyBatch && done < attempts; b++ {
-			runID := fmt.Sprintf("%s-%07d", prefix, r)
-			r++
-			// Attempt g of this load happened at now - (attempts - g) ms:
-			// times grow through the history, one attempt per millisecond,
-			// as in a store that admitted them one after another.
-			t := at - int64(attempts-done)
-			run := backend.Run{ID: runID, RootID: runID, Depth: 1, Status: backend.RunCompleted,
-				Limits: benchLimits, CreatedMS: t, UpdatedMS: t}
-			ev := func(typ string, payload map[string]any) {
-				run.LastEventSeq++
-				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: typ,
-					Payload: workflow.MustCanonical(payload), CreatedMS: t}))
-			}
-			ev("run_created", map[string]any{"run_id": runID})
-			m := min(perRun, attempts-done)
-			for i := range m {
-				t = at - int64(attempts-done-i)
-				run.UpdatedMS = t
-				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
-				id := workflow.DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, 1)
-				ws = append(ws,
-					backend.Ins(backend.Activation{Key: k, Status: backend.ActivationCompleted, Input: benchInput,
-						Output: output, Effect: workflow.ReadOnly, Reconciliation: workflow.RepairRequired,
-						LastAttempt: 1, CreatedMS: t, UpdatedMS: t}),
-					backend.Ins(backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1}, Identity: id,
-						Status: backend.AttemptSucceeded, SideEffect: workflow.ReadOnly, Intent: benchIntent,
-						IntentChecksum: intentSum, Receipt: benchReceipt, Handoff: backend.HandoffRecorded,
-						PreparedMS: t, AdmittedMS: t, TerminalMS: t}))
-				base := map[string]any{"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID}
-				ev("activation_created", base)
-				ev("attempt_prepared", map[string]any{"dispatch_identity": id, "intent": benchIntent})
-				ev("dispatch_handed_off", map[string]any{"dispatch_identity": id})
-				ev("attempt_admitted", map[string]any{"dispatch_identity": id, "receipt": benchReceipt})
-				ev("attempt_succeeded", map[string]any{"dispatch_identity": id, "output": output})
-			}
-			run.AttemptCount, run.TreeAttemptCount = int64(m), int64(m)
-			ws = append(ws, backend.Ins(run))
-			done += m
-		}
-		if err := env.Backend.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, ws...) }); err != nil {
-			return r, fmt.Errorf("bench: load history: %w", err)
-		}
-		if progress != nil {
-			progress(done)
-		}
+	n, err := benchdata.LoadHistory(ctx, env.Backend, prefix, first, attempts, now, progress)
+	if err != nil {
+		err = fmt.Errorf("bench: %w", err)
 	}
-	return r, nil
+	return n, err
 }

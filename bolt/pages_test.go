@@ -14,14 +14,16 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
 
-	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/benchdata"
 	"github.com/wfstore/wfstore/workflow"
 )
 
 // This file measures what a workflow admission costs bbolt: commits, page
 // writes and bytes, from bbolt's own Stats, shaped like the bench package's
-// sequential and growth workloads (runs of 100 pending activations, a no-op
-// owner, Dispatch batches of 100, optional completed history).
+// sequential and growth workloads, with the same seeding and history
+// (internal/benchdata: runs of 100 pending activations, completed history
+// timed one attempt per millisecond), a no-op owner and Dispatch batches of
+// 100.
 //
 //	WFSTORE_BOLT_PAGES=1 go test -run TestAdmissionPages -v ./bolt/
 //	  WFSTORE_BOLT_PAGES_N        admissions (default 500)
@@ -61,20 +63,12 @@ import (
 
 type pagesOwner struct{}
 
-var (
-	pagesIntent  = json.RawMessage(`{"op":"bench","target":"noop"}`)
-	pagesReceipt = json.RawMessage(`{"accepted":true,"owner":"bench"}`)
-	pagesInput   = json.RawMessage(`{"input":"bench","n":1}`)
-	pagesOutput  = json.RawMessage(`{"ok":true,"result":"bench history"}`)
-	pagesLimits  = workflow.Limits{NodeExecutionCap: 100_000, ConcurrencyCap: 100_000, CycleCap: 100, RetryCap: 3}
-)
-
 func (pagesOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan, error) {
-	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: pagesIntent}, nil
+	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: benchdata.Intent}, nil
 }
 
 func (pagesOwner) Dispatch(context.Context, workflow.PreparedDispatch) (json.RawMessage, error) {
-	return pagesReceipt, nil
+	return benchdata.Receipt, nil
 }
 
 // pageStats is a difference of bbolt Stats plus commits and file size.
@@ -167,9 +161,11 @@ func TestAdmissionPages(t *testing.T) {
 		s := workflow.New(b)
 		now := time.Now()
 		if h > 0 {
-			pagesHistory(t, b, h, now)
+			_, err := benchdata.LoadHistory(ctx, b, "hist", 0, h, now, nil)
+			require.NoError(t, err)
 		}
-		pagesSeed(t, s, b, n, now)
+		_, err = benchdata.SeedRuns(ctx, s, b, "grow", n, benchdata.PerRun, nil, now)
+		require.NoError(t, err)
 		fi0, err := os.Stat(path)
 		require.NoError(t, err)
 		admitted := 0
@@ -216,87 +212,4 @@ func splitComma(s string) []string {
 		}
 	}
 	return out
-}
-
-// pagesSeed creates runs of 100 pending admissible activations, as the
-// bench package's seedRuns does.
-func pagesSeed(t testing.TB, s *workflow.Store, b *Backend, n int, now time.Time) {
-	ctx := context.Background()
-	at := now.UnixMilli()
-	for r := 0; n > 0; r++ {
-		runID := fmt.Sprintf("grow-%05d", r)
-		_, err := s.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: pagesLimits}, now)
-		require.NoError(t, err)
-		m := min(100, n)
-		n -= m
-		require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
-			run, err := backend.GetRun(ctx, tx, runID)
-			if err != nil {
-				return err
-			}
-			var ws []backend.Write
-			for i := range m {
-				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
-				ws = append(ws, backend.Ins(backend.Activation{
-					Key: k, Status: backend.ActivationPending, Admissible: true, Input: pagesInput,
-					Effect: workflow.ReadOnly, Reconciliation: workflow.RepairRequired, CreatedMS: at, UpdatedMS: at,
-				}))
-				run.LastEventSeq++
-				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: "activation_created",
-					Payload: workflow.MustCanonical(map[string]any{"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID, "generation": 0}), CreatedMS: at}))
-			}
-			return tx.Apply(ctx, append(ws, backend.Rep(run))...)
-		}))
-	}
-}
-
-// pagesHistory loads completed runs as the bench package's loadHistory
-// does: per attempt an activation, an attempt and five events.
-func pagesHistory(t testing.TB, b *Backend, attempts int, now time.Time) {
-	ctx := context.Background()
-	at := now.UnixMilli()
-	sum := workflow.Checksum(pagesIntent)
-	done, r := 0, 0
-	for done < attempts {
-		var ws []backend.Write
-		for range 20 {
-			if done >= attempts {
-				break
-			}
-			runID := fmt.Sprintf("hist-%07d", r)
-			r++
-			// One attempt per millisecond, in load order, as the bench
-			// package's history (bench/seed.go).
-			ms := at - int64(attempts-done)
-			run := backend.Run{ID: runID, RootID: runID, Depth: 1, Status: backend.RunCompleted, Limits: pagesLimits, CreatedMS: ms, UpdatedMS: ms}
-			ev := func(typ string, payload map[string]any) {
-				run.LastEventSeq++
-				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: typ, Payload: workflow.MustCanonical(payload), CreatedMS: ms}))
-			}
-			ev("run_created", map[string]any{"run_id": runID})
-			m := min(100, attempts-done)
-			for i := range m {
-				ms = at - int64(attempts-done-i)
-				run.UpdatedMS = ms
-				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
-				id := workflow.DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, 1)
-				ws = append(ws,
-					backend.Ins(backend.Activation{Key: k, Status: backend.ActivationCompleted, Input: pagesInput, Output: pagesOutput,
-						Effect: workflow.ReadOnly, Reconciliation: workflow.RepairRequired, LastAttempt: 1, CreatedMS: ms, UpdatedMS: ms}),
-					backend.Ins(backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1}, Identity: id,
-						Status: backend.AttemptSucceeded, SideEffect: workflow.ReadOnly, Intent: pagesIntent, IntentChecksum: sum,
-						Receipt: pagesReceipt, Handoff: backend.HandoffRecorded, PreparedMS: ms, AdmittedMS: ms, TerminalMS: ms}))
-				base := map[string]any{"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID}
-				ev("activation_created", base)
-				ev("attempt_prepared", map[string]any{"dispatch_identity": id, "intent": pagesIntent})
-				ev("dispatch_handed_off", map[string]any{"dispatch_identity": id})
-				ev("attempt_admitted", map[string]any{"dispatch_identity": id, "receipt": pagesReceipt})
-				ev("attempt_succeeded", map[string]any{"dispatch_identity": id, "output": pagesOutput})
-			}
-			run.AttemptCount, run.TreeAttemptCount = int64(m), int64(m)
-			ws = append(ws, backend.Ins(run))
-			done += m
-		}
-		require.NoError(t, b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, ws...) }))
-	}
 }
