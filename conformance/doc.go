@@ -117,8 +117,11 @@
 //	                                              view_never_observes_a_partial_update,
 //	                                              view_started_after_a_commit_sees_it
 //	Update is serializable (goroutines,           no_lost_update_across_goroutines, no_lost_update_across_instances,
-//	  instances, processes)                       no_lost_update_across_processes, no_write_skew_across_goroutines,
-//	                                              no_write_skew_across_instances,
+//	  instances, processes), also for writes      no_lost_update_across_processes,
+//	  that Expect a row known from an earlier     no_lost_update_expecting_known_rows_across_goroutines,
+//	  transaction instead of reading it (an       no_lost_update_expecting_known_rows_across_instances,
+//	  adapter caching rows across transactions    no_lost_update_expecting_known_rows_across_processes,
+//	  must see every other writer's commit)       no_write_skew_across_goroutines, no_write_skew_across_instances,
 //	                                              racing_inserts_of_one_key_admit_exactly_one,
 //	                                              racing_inserts_across_processes_admit_exactly_one,
 //	                                              concurrent_inserts_of_distinct_keys_all_commit,
