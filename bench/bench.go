@@ -86,6 +86,14 @@ type Result struct {
 	// the whole engine and for Postgres leaves out the server's CPU. 0 where
 	// the platform does not report it.
 	CPUPerOpUS float64 `json:"cpu_us_per_op"`
+	// MachineCPUPerOpUS is the CPU time every process on the machine spent
+	// busy per operation while the workload ran (Linux, from /proc/stat, in
+	// 10 ms ticks): with a local PostgreSQL it includes the server's, and it
+	// includes anything else the machine ran meanwhile. MachineBusyPct is
+	// that busy time as a share of all CPUs' time: near 100, the workload
+	// was CPU-bound on this machine. Both 0 where not measured.
+	MachineCPUPerOpUS float64 `json:"machine_cpu_us_per_op,omitempty"`
+	MachineBusyPct    float64 `json:"machine_busy_pct,omitempty"`
 
 	// Sequential: admissions/s ÷ (bare commits/s ÷ 3), and ÷ raw admissions/s.
 	CeilingRatio *float64 `json:"ceiling_ratio,omitempty"`

@@ -21,7 +21,11 @@
 //
 // bare, raw and sequential run interleaved in rounds, and so do the two
 // growth stores, so that each ratio is measured under the same machine
-// noise. The same phase definitions (newPhase) serve go test -bench:
+// noise. Besides latency, allocations and the process's CPU time, every
+// workload records the whole machine's busy CPU time while it ran (Linux,
+// /proc/stat): with a local PostgreSQL server it counts the server too, and
+// its share of all CPUs tells whether the workload was CPU-bound here (or
+// whether something else was running). The same phase definitions (newPhase) serve go test -bench:
 //
 //	go test -run '^$' -bench . ./bench/
 //	WFSTORE_POSTGRES_DSN=postgres://... go test -run '^$' -bench 'Admission/postgres' ./bench/

@@ -13,7 +13,8 @@ import (
 )
 
 // recorder collects one workload's operations: latency of each, wall time,
-// and the allocations and CPU time of the process while it ran.
+// the allocations and CPU time of the process while it ran, and the busy and
+// total CPU time of the whole machine meanwhile.
 type recorder struct {
 	lat     []time.Duration
 	ops     int
@@ -21,8 +22,11 @@ type recorder struct {
 	mallocs uint64
 	bytes   uint64
 	cpu     time.Duration
-	noCPU   bool  // the platform does not report process CPU time
-	tick    *tick // progress, may be nil (shared by a phase's workers)
+	noCPU   bool // the platform does not report process CPU time
+	// Machine-wide CPU clock ticks (busy and total) while it ran.
+	mBusy, mTotal uint64
+	noMachine     bool  // the platform does not report machine CPU time
+	tick          *tick // progress, may be nil (shared by a phase's workers)
 }
 
 func (r *recorder) add(d time.Duration) {
@@ -41,18 +45,23 @@ type phase interface {
 	run(ctx context.Context, k int, rec *recorder) error
 }
 
-// measure runs k operations of p, adding wall time, allocations and CPU
-// time to rec.
+// measure runs k operations of p, adding wall time, allocations, process
+// CPU time and machine CPU time to rec.
 func measure(ctx context.Context, p phase, k int, rec *recorder) error {
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
+	b0, t0m, okm0 := machineCPU()
 	c0, ok0 := processCPU()
 	t0 := time.Now()
 	err := p.run(ctx, k, rec)
 	rec.elapsed += time.Since(t0)
 	c1, ok1 := processCPU()
+	b1, t1m, okm1 := machineCPU()
 	rec.cpu += c1 - c0
 	rec.noCPU = rec.noCPU || !ok0 || !ok1
+	rec.mBusy += b1 - b0
+	rec.mTotal += t1m - t0m
+	rec.noMachine = rec.noMachine || !okm0 || !okm1
 	runtime.ReadMemStats(&m1)
 	rec.mallocs += m1.Mallocs - m0.Mallocs
 	rec.bytes += m1.TotalAlloc - m0.TotalAlloc
@@ -81,6 +90,10 @@ func (r *recorder) result(backendName, workload string, workers int) Result {
 		res.BytesPerOp = float64(r.bytes) / float64(r.ops)
 		if !r.noCPU {
 			res.CPUPerOpUS = us(r.cpu) / float64(r.ops)
+		}
+		if !r.noMachine && r.mTotal > 0 {
+			res.MachineBusyPct = 100 * float64(r.mBusy) / float64(r.mTotal)
+			res.MachineCPUPerOpUS = float64(r.mBusy) * 1e6 / userHZ / float64(r.ops)
 		}
 	}
 	res.P50US, res.P95US, res.P99US = us(percentile(s, 50)), us(percentile(s, 95)), us(percentile(s, 99))

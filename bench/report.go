@@ -22,16 +22,20 @@ const (
 
 // WriteTable writes the results as one markdown table.
 func (r *Report) WriteTable(w io.Writer) {
-	fmt.Fprintln(w, "| backend | workload | workers | ops | ops/s | p50 µs | p95 µs | p99 µs | allocs/op | KB/op | CPU µs/op | ratio and notes |")
-	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	fmt.Fprintln(w, "| backend | workload | workers | ops | ops/s | p50 µs | p95 µs | p99 µs | allocs/op | KB/op | CPU µs/op | machine CPU µs/op (busy) | ratio and notes |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	for _, x := range r.Results {
 		if x.Ops == 0 {
-			fmt.Fprintf(w, "| %s | %s | | | | | | | | | | %s |\n", x.Backend, x.Workload, x.Note)
+			fmt.Fprintf(w, "| %s | %s | | | | | | | | | | | %s |\n", x.Backend, x.Workload, x.Note)
 			continue
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %s |\n",
+		machine := ""
+		if x.MachineBusyPct > 0 {
+			machine = fmt.Sprintf("%.0f (%.0f%%)", x.MachineCPUPerOpUS, x.MachineBusyPct)
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %s | %s |\n",
 			x.Backend, x.Workload, x.Workers, x.Ops, x.OpsPerSec, x.P50US, x.P95US, x.P99US,
-			x.AllocsPerOp, x.BytesPerOp/1024, x.CPUPerOpUS, r.notes(x))
+			x.AllocsPerOp, x.BytesPerOp/1024, x.CPUPerOpUS, machine, r.notes(x))
 	}
 }
 
@@ -204,7 +208,7 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) {
 	}
 	fmt.Fprintf(w, "\n## Results\n\n")
 	r.WriteTable(w)
-	fmt.Fprintf(w, "\nLatency is per admission (per commit for bare, per round trip for retry), from the owner's Plan call to the receipt commit. allocs/op, KB/op and CPU µs/op (user + system time) count the whole benchmark process while the workload ran: the client side, which for SQLite and bbolt includes the engine and for Postgres leaves out the server.\n")
+	fmt.Fprintf(w, "\nLatency is per admission (per commit for bare, per round trip for retry), from the owner's Plan call to the receipt commit. allocs/op, KB/op and CPU µs/op (user + system time) count the whole benchmark process while the workload ran: the client side, which for SQLite and bbolt includes the engine and for Postgres leaves out the server. Machine CPU µs/op (Linux) is the busy CPU time of every process on the machine per operation, a local PostgreSQL server's included (and anything else that ran meanwhile), with the busy share of all CPUs in parentheses: near 100%%, the workload was CPU-bound here.\n")
 	fmt.Fprintf(w, "\n## %s\n\n", targetsSection)
 	r.WriteChecks(w)
 	fmt.Fprintln(w)
