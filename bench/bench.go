@@ -91,7 +91,9 @@ type Result struct {
 	// 10 ms ticks): with a local PostgreSQL it includes the server's, and it
 	// includes anything else the machine ran meanwhile. MachineBusyPct is
 	// that busy time as a share of all CPUs' time: near 100, the workload
-	// was CPU-bound on this machine. Both 0 where not measured.
+	// was CPU-bound on this machine. The kernel samples these times at its
+	// timer tick, so they are approximate (they can read below CPUPerOpUS,
+	// which getrusage measures exactly). Both 0 where not measured.
 	MachineCPUPerOpUS float64 `json:"machine_cpu_us_per_op,omitempty"`
 	MachineBusyPct    float64 `json:"machine_busy_pct,omitempty"`
 

@@ -208,7 +208,7 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) {
 	}
 	fmt.Fprintf(w, "\n## Results\n\n")
 	r.WriteTable(w)
-	fmt.Fprintf(w, "\nLatency is per admission (per commit for bare, per round trip for retry), from the owner's Plan call to the receipt commit. allocs/op, KB/op and CPU µs/op (user + system time) count the whole benchmark process while the workload ran: the client side, which for SQLite and bbolt includes the engine and for Postgres leaves out the server. Machine CPU µs/op (Linux) is the busy CPU time of every process on the machine per operation, a local PostgreSQL server's included (and anything else that ran meanwhile), with the busy share of all CPUs in parentheses: near 100%%, the workload was CPU-bound here.\n")
+	fmt.Fprintf(w, "\nLatency is per admission (per commit for bare, per round trip for retry), from the owner's Plan call to the receipt commit. allocs/op, KB/op and CPU µs/op (user + system time) count the whole benchmark process while the workload ran: the client side, which for SQLite and bbolt includes the engine and for Postgres leaves out the server. Machine CPU µs/op (Linux) is the busy CPU time of every process on the machine per operation, a local PostgreSQL server's included (and anything else that ran meanwhile), with the busy share of all CPUs in parentheses: near 100%%, the workload was CPU-bound here. The kernel samples it at its timer tick, so it is approximate (it can read below the process's own CPU µs/op).\n")
 	fmt.Fprintf(w, "\n## %s\n\n", targetsSection)
 	r.WriteChecks(w)
 	fmt.Fprintln(w)
