@@ -22,8 +22,9 @@ import (
 //
 // An image is exact: it is the row as scanned in this transaction, or as
 // written by it, or carried from the last committed Update (below), and
-// nothing else writes while the transaction holds the write lock. A write that fails leaves the row (and its image) as it was; a
-// Replace with no image falls back to setting every column.
+// nothing else writes while the transaction holds the write lock. A write
+// that fails leaves the row (and its image) as it was; a Replace with no
+// image falls back to setting every column.
 
 // rowKey names one row: the table's replace statement and its key.
 type rowKey struct {
