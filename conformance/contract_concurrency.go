@@ -101,7 +101,7 @@ func increment(ctx context.Context, b backend.Backend, runID string, known *back
 // row: more than every other writer's increments together.
 const maxChanged = 1000
 
-// incrementMode names increment's two ways in case names and messages.
+// incrementMode names increment's two ways in failure messages.
 func incrementMode(expect bool) string {
 	if expect {
 		return "expecting the row last committed"
