@@ -67,3 +67,22 @@ func (s spin) run(_ context.Context, k int, rec *recorder) error {
 	}
 	return nil
 }
+
+// The Postgres speedup check says whether the machine had CPU to spare.
+func TestSpeedupCheckSaysWhetherTheMachineWasCPUBound(t *testing.T) {
+	for _, c := range []struct {
+		busy float64
+		want string
+	}{
+		{93, "2.00× (machine 93% busy: CPU-bound here)"},
+		{50, "2.00× (machine 50% busy)"},
+		{0, "2.00×"},
+	} {
+		sp := 2.0
+		r := &Report{Results: []Result{{Backend: "postgres", Workload: WParallel, Workers: 8, Ops: 10, Speedup: &sp, MachineBusyPct: c.busy}}}
+		checks := r.Checks()
+		if len(checks) != 1 || checks[0].Value != c.want || checks[0].Met {
+			t.Errorf("busy %v: %+v, want value %q, missed", c.busy, checks, c.want)
+		}
+	}
+}

@@ -90,6 +90,10 @@ func count(n int) string {
 	return fmt.Sprint(n)
 }
 
+// cpuBoundPct is the machine busy share from which a workload is reported
+// as CPU-bound on the machine it ran on.
+const cpuBoundPct = 85
+
 // Check is one target's status on one backend.
 type Check struct {
 	Backend, Target, Value string
@@ -116,8 +120,17 @@ func (r *Report) Checks() []Check {
 			out = append(out, Check{x.Backend, "racing: 0 duplicates", fmt.Sprintf("%d (raced %d)", *x.Duplicates, *x.Raced), *x.Duplicates == 0})
 		}
 		if x.Speedup != nil && x.Backend == "postgres" {
+			v := fmt.Sprintf("%.2f×", *x.Speedup)
+			if x.MachineBusyPct > 0 {
+				// Whether the machine had CPU to spare says what a miss means.
+				v += fmt.Sprintf(" (machine %.0f%% busy", x.MachineBusyPct)
+				if x.MachineBusyPct >= cpuBoundPct {
+					v += ": CPU-bound here"
+				}
+				v += ")"
+			}
 			out = append(out, Check{x.Backend, fmt.Sprintf("%d dispatchers ≥ %.1f× sequential", x.Workers, TargetPGSpeed),
-				fmt.Sprintf("%.2f×", *x.Speedup), *x.Speedup >= TargetPGSpeed})
+				v, *x.Speedup >= TargetPGSpeed})
 		}
 	}
 	return out
