@@ -109,6 +109,7 @@ func (t *readTx) remember(r backend.Record) {
 		t.img = make(map[rowKey]backend.Record, 8)
 	}
 	t.img[k] = r
+	t.touched = append(t.touched, k)
 }
 
 // forget drops a row's image (after a Delete).
@@ -228,18 +229,30 @@ func (w *writer) takeImages() (img map[rowKey]backend.Record, version int64, ok 
 	return nil, version, true
 }
 
-// keepImages passes the images of an Update that committed to the next.
-// The records are copied, so that a caller changing a byte slice or a
-// pointed-to value of a record it wrote or read, once the Update has
-// returned, cannot change what the next Update takes for the stored row.
-func (w *writer) keepImages(img map[rowKey]backend.Record, version int64) {
-	if len(img) == 0 || len(img) > maxCarried {
+// keepImages passes to the next Update the images of the rows an Update
+// that committed loaded or wrote itself (touched); rows it was only handed
+// by the Update before are left behind, so that what is carried stays the
+// last step's rows and does not pile up. The records are copied, so that a
+// caller changing a byte slice or a pointed-to value of a record it wrote
+// or read, once the Update has returned, cannot change what the next Update
+// takes for the stored row.
+func (w *writer) keepImages(img map[rowKey]backend.Record, touched []rowKey, version int64) {
+	if len(touched) == 0 || len(touched) > 4*maxCarried {
 		return
 	}
-	for k, r := range img {
-		img[k] = cloneRecord(r)
+	out := make(map[rowKey]backend.Record, len(touched))
+	for _, k := range touched {
+		if _, done := out[k]; done {
+			continue
+		}
+		if r, ok := img[k]; ok { // not deleted since
+			out[k] = cloneRecord(r)
+			if len(out) > maxCarried {
+				return
+			}
+		}
 	}
-	w.carried = carried{img: img, version: version}
+	w.carried = carried{img: out, version: version}
 }
 
 // cloneRecord returns a copy of r sharing no memory with it (nil and

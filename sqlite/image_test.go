@@ -313,3 +313,24 @@ func TestCarriedImagesAreCopies(t *testing.T) {
 		require.Equal(t, `{"a":2}`, string(f.Attempts[att.Key].Receipt))
 	})
 }
+
+// Only the rows the last committed Update loaded or wrote itself are
+// carried: images do not pile up over a run of Updates.
+func TestCarriedImagesAreTheLastUpdatesOwnRows(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	att := attempt(akey("r", "n", "a"), 1, "id-1", backend.AttemptPrepared, 5)
+	update(t, b, backend.Ins(att))
+	update(t, b, backend.Ins(backend.Run{ID: "other", Status: backend.RunRunning}))
+	next := att
+	next.Handoff = backend.HandoffRecorded
+	update(t, b, backend.Rep(next))
+	for k := range b.w.partial {
+		require.NotEqual(t, sAttRep, k.tbl, "the attempt's image outlived the Update after the one that wrote it")
+	}
+	view(t, b, func(r backend.ReadTx) {
+		f, err := r.Load(context.Background(), backend.Lookup{Attempts: []backend.AttemptKey{att.Key}})
+		require.NoError(t, err)
+		require.Equal(t, next, f.Attempts[att.Key])
+	})
+}

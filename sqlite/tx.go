@@ -27,8 +27,10 @@ type readTx struct {
 	// BUSY, INTERRUPT), so nothing more may run in it and it never commits.
 	poison error
 	busy   bool
-	// img holds row images of a read-write transaction (image.go).
-	img map[rowKey]backend.Record
+	// img holds row images of a read-write transaction (image.go), touched
+	// the keys of the rows this transaction itself loaded or wrote.
+	img     map[rowKey]backend.Record
+	touched []rowKey
 }
 
 // writeTx implements backend.Tx.
@@ -195,7 +197,7 @@ func (b *Backend) updateOnce(ctx context.Context, fn func(tx backend.Tx) error) 
 	}
 	b.stats.commits.Add(1)
 	if carry {
-		w.keepImages(t.img, version)
+		w.keepImages(t.img, t.touched, version)
 	}
 	return false, nil
 }
