@@ -71,8 +71,9 @@
 // non-indexed column) rewrite all five attempt indexes. A Replace of a row
 // the Update has not read sets every column.
 //
-// The rows the last committed Update loaded or wrote (up to 64) are carried
-// to the next Update while nothing else has committed to the file: under
+// The rows the last committed Update itself loaded, wrote or expected (up
+// to 64, copied) are carried to the next Update while nothing else has
+// committed to the file: under
 // its write lock each Update reads PRAGMA data_version, which changes when
 // any other connection or process commits, and starts with those rows only
 // if it has not changed. A Replace or an Expect of such a row then needs no
