@@ -25,7 +25,9 @@
 // workload records the whole machine's busy CPU time while it ran (Linux,
 // /proc/stat): with a local PostgreSQL server it counts the server too, and
 // its share of all CPUs tells whether the workload was CPU-bound here (or
-// whether something else was running). The same phase definitions (newPhase) serve go test -bench:
+// whether something else was running).
+//
+// The same phase definitions (newPhase) serve go test -bench:
 //
 //	go test -run '^$' -bench . ./bench/
 //	WFSTORE_POSTGRES_DSN=postgres://... go test -run '^$' -bench 'Admission/postgres' ./bench/

@@ -183,11 +183,7 @@ func TestReplaceImagesDoNotOutliveTheirTransaction(t *testing.T) {
 	// it equals what the rolled-back transaction saw.
 	update(t, b, backend.Rep(backend.Run{ID: "r", Status: backend.RunRunning, AttemptCount: 3}))
 	update(t, b, backend.Rep(loaded))
-	view(t, b, func(r backend.ReadTx) {
-		f, err := r.Load(ctx, backend.Lookup{Runs: []string{"r"}})
-		require.NoError(t, err)
-		require.Equal(t, loaded, f.Runs["r"])
-	})
+	require.Equal(t, loaded, loadRun(t, b, "r"))
 }
 
 // loadRun reads run id in a View.
