@@ -11,14 +11,6 @@ import (
 	"pgregory.net/rapid"
 )
 
-// A tuple under test: a schema and one value per part.
-type tuple struct {
-	s    schema
-	vals []any
-}
-
-func (tp tuple) encode() key { return tp.s.encode(tp.vals, nil) }
-
 // compareTuples is the order the codec must preserve: part by part, strings
 // bytewise.
 func compareTuples(a, b []any) int {

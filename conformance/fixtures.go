@@ -318,48 +318,48 @@ func (e *Env) checkFullSet(b backend.Backend, what string, s fullSet) {
 		if s.Act.Admissible {
 			got, err := rtx.PendingActivations(ctx, backend.PendingQuery{RunID: s.Act.Key.RunID, Limit: 10})
 			if err != nil {
-				return fmt.Errorf("PendingActivations: %w", err)
+				return fmt.Errorf("scan PendingActivations: %w", err)
 			}
 			e.equal(what+": PendingActivations(run)", []backend.Activation{s.Act}, got)
 			got, err = rtx.PendingActivations(ctx, backend.PendingQuery{Limit: 1000})
 			if err != nil {
-				return fmt.Errorf("PendingActivations: %w", err)
+				return fmt.Errorf("scan PendingActivations: %w", err)
 			}
 			e.equal(what+": PendingActivations(global)", []backend.Activation{s.Act}, pick(got, func(a backend.Activation) bool { return a.Key == s.Act.Key }))
 		}
 		acts, err := rtx.Activations(ctx, backend.ActivationQuery{RunID: s.Act.Key.RunID, Limit: 10})
 		if err != nil {
-			return fmt.Errorf("Activations: %w", err)
+			return fmt.Errorf("scan Activations: %w", err)
 		}
 		e.equal(what+": Activations", []backend.Activation{s.Act}, acts)
 		atts, err := rtx.Attempts(ctx, backend.AttemptQuery{RunID: s.Attempt.Key.RunID, Limit: 10})
 		if err != nil {
-			return fmt.Errorf("Attempts: %w", err)
+			return fmt.Errorf("scan Attempts: %w", err)
 		}
 		e.equal(what+": Attempts(run)", []backend.Attempt{s.Attempt}, atts)
 		atts, err = rtx.Attempts(ctx, backend.AttemptQuery{Status: s.Attempt.Status, Limit: 1000})
 		if err != nil {
-			return fmt.Errorf("Attempts: %w", err)
+			return fmt.Errorf("scan Attempts: %w", err)
 		}
 		e.equal(what+": Attempts(status)", []backend.Attempt{s.Attempt}, pick(atts, func(a backend.Attempt) bool { return a.Key == s.Attempt.Key }))
 		links, err := rtx.ChildRuns(ctx, backend.ChildRunQuery{RootRunID: s.Link.RootRunID, Limit: 10})
 		if err != nil {
-			return fmt.Errorf("ChildRuns: %w", err)
+			return fmt.Errorf("scan ChildRuns: %w", err)
 		}
 		e.equal(what+": ChildRuns", []backend.RunLink{s.Link}, links)
 		scheds, err := rtx.DueSchedules(ctx, backend.ScheduleQuery{RunID: s.Schedule.Key.RunID, DueBy: s.Schedule.DueMS, Limit: 10})
 		if err != nil {
-			return fmt.Errorf("DueSchedules: %w", err)
+			return fmt.Errorf("scan DueSchedules: %w", err)
 		}
 		e.equal(what+": DueSchedules", []backend.RetrySchedule{s.Schedule}, scheds)
 		evs, err := rtx.Events(ctx, backend.EventQuery{RunID: run, Limit: 10})
 		if err != nil {
-			return fmt.Errorf("Events: %w", err)
+			return fmt.Errorf("scan Events: %w", err)
 		}
 		e.equal(what+": Events", []backend.Event{s.Event}, evs)
 		leases, err := rtx.ActiveLeases(ctx, backend.LeaseQuery{RunID: s.Lease.Key.RunID, Limit: 10})
 		if err != nil {
-			return fmt.Errorf("ActiveLeases: %w", err)
+			return fmt.Errorf("scan ActiveLeases: %w", err)
 		}
 		e.equal(what+": ActiveLeases", []backend.Lease{s.Lease}, leases)
 		return nil

@@ -99,6 +99,7 @@ func caseChildRequiresPrepared(e *Env) {
 	before := digest(e, "p")
 	_, _, err := s.CreateChildRun(e.Ctx, nc(a), ms(10))
 	requireIs(e.T, err, workflow.ErrIneligible, "no parent attempt")
+	unchanged(e, before, "child of an activation without an attempt", "p")
 	// A low-level prepared attempt leaves its activation pending.
 	_, err = s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(b, 1), SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(11))
 	require.NoError(e.T, err)
