@@ -1,7 +1,8 @@
-// Command wfstore runs wfstore's demo and benchmarks.
+// Command wfstore runs wfstore's demo, benchmarks and conformance suite.
 //
 //	wfstore demo  [flags]   admit a demo workflow on an embedded SQLite file
 //	wfstore bench [flags]   benchmark the backends side by side
+//	wfstore conform [flags] run the conformance suite against a live store
 //
 // Run "wfstore <command> -help" for a command's flags.
 package main
@@ -15,6 +16,10 @@ import (
 )
 
 func main() {
+	if isConformChild() {
+		conformChild() // the test process of `wfstore conform`; exits
+		return
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -31,6 +36,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = demo(ctx, args[1:], stdout, stderr)
 	case "bench":
 		err = bench(ctx, args[1:], stdout, stderr)
+	case "conform":
+		err = conform(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -55,6 +62,7 @@ func usage(w io.Writer) {
 Usage:
   wfstore demo  [flags]   admit a demo workflow on an embedded SQLite file
   wfstore bench [flags]   benchmark the backends side by side
+  wfstore conform [flags] run the conformance suite against a live store
 
 Run "wfstore <command> -help" for a command's flags.
 `)

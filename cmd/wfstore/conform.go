@@ -1,0 +1,217 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"time"
+)
+
+// conformConfig is what `wfstore conform` was asked to do.
+type conformConfig struct {
+	backend  string
+	dsn      string
+	dir      string
+	run      string
+	json     bool
+	relaxed  bool
+	parallel int
+	timeout  time.Duration
+}
+
+// Environment of the child process that runs the suite (see conformChild).
+// The names must not start with WFSTORE_CONFORMANCE_: the suite strips
+// those from the environment of its own child processes.
+const (
+	envConformBackend = "WFSTORE_CLI_CONFORM_BACKEND"
+	envConformDSN     = "WFSTORE_CLI_CONFORM_DSN"
+	envConformRelaxed = "WFSTORE_CLI_CONFORM_RELAXED"
+)
+
+func conform(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var c conformConfig
+	fs := flag.NewFlagSet("conform", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&c.backend, "backend", "sqlite", "adapter to certify: sqlite, postgres or bolt")
+	fs.StringVar(&c.dsn, "dsn", "", "postgres: connection string of the database to work in (each case gets a scratch schema, dropped afterwards)")
+	fs.StringVar(&c.dir, "dir", "", "sqlite, bolt: directory for the scratch store files (default: the system temp dir; removed afterwards)")
+	fs.StringVar(&c.run, "run", "", "only cases whose name matches this pattern (e.g. 'contract/' or 'store/admission'); '/' separates tier and case")
+	fs.BoolVar(&c.json, "json", false, "print the report as JSON instead of markdown")
+	fs.BoolVar(&c.relaxed, "relaxed", false, "open the scratch stores in the adapter's relaxed durability mode (faster; the semantics are the same, only fsync differs)")
+	fs.IntVar(&c.parallel, "parallel", 2, "cases run at once")
+	fs.DurationVar(&c.timeout, "timeout", 30*time.Minute, "stop the suite after this long")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `wfstore conform: run the conformance suite against a live store and print a report.
+
+Every case works on its own scratch store (a temp file, or a fresh Postgres
+schema) that is removed when the case ends. The report lists each case with
+pass, fail or skip (a skip names the adapter capability that explains it),
+the adapter's capabilities and settings. The exit status is 1 when a case
+failed.
+
+  wfstore conform --backend sqlite
+  wfstore conform --backend postgres --dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+  wfstore conform --backend bolt --run store/ --json
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "wfstore conform: unexpected argument %q\n", fs.Arg(0))
+		return errUsage
+	}
+	switch c.backend {
+	case "sqlite", "bolt":
+		if c.dsn != "" {
+			return fmt.Errorf("--dsn is for --backend postgres, not %s", c.backend)
+		}
+	case "postgres":
+		if c.dsn == "" {
+			return errors.New("--backend postgres needs --dsn")
+		}
+		if c.dir != "" {
+			return errors.New("--dir is for the file backends (sqlite, bolt)")
+		}
+	default:
+		return fmt.Errorf("unknown --backend %q (want sqlite, postgres or bolt)", c.backend)
+	}
+	if c.parallel < 1 {
+		return errors.New("--parallel must be at least 1")
+	}
+	if c.dir != "" {
+		if st, err := os.Stat(c.dir); err != nil || !st.IsDir() {
+			return fmt.Errorf("--dir %s is not a directory", c.dir)
+		}
+	}
+
+	started := time.Now()
+	info, caps, err := probeAdapter(ctx, c)
+	if err != nil {
+		return fmt.Errorf("opening a scratch %s store: %w", c.backend, err)
+	}
+	res, childErr := runConformChild(ctx, c, stderr)
+	rep := conformReport{
+		Backend: c.backend, Adapter: newReportAdapter(info),
+		Capabilities: reportCapabilities{MultiInstance: caps.MultiInstance, MultiProcess: caps.MultiProcess}, Durability: durabilityName(c.relaxed),
+		Filter: c.run, Go: goVersion(), Wfstore: moduleVersion(), Started: started.UTC(),
+		Seconds: time.Since(started).Seconds(), Cases: res.cases,
+	}
+	rep.count()
+	if ctx.Err() != nil {
+		rep.Partial = true
+	}
+	if c.json {
+		err = rep.writeJSON(stdout)
+	} else {
+		err = rep.writeMarkdown(stdout)
+	}
+	if err != nil {
+		return err
+	}
+	switch {
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case rep.Summary.Failed > 0:
+		return errConformFailed{n: rep.Summary.Failed}
+	case childErr != nil:
+		return childErr
+	case len(rep.Cases) == 0:
+		return fmt.Errorf("no case matched --run %q", c.run)
+	}
+	return nil
+}
+
+// errConformFailed reports failed cases; the report already lists them.
+type errConformFailed struct{ n int }
+
+func (e errConformFailed) Error() string {
+	if e.n == 1 {
+		return "1 case failed"
+	}
+	return strconv.Itoa(e.n) + " cases failed"
+}
+
+func durabilityName(relaxed bool) string {
+	if relaxed {
+		return "relaxed"
+	}
+	return "durable"
+}
+
+// childResults is what the child process reported.
+type childResults struct {
+	cases []conformCase
+}
+
+// runConformChild re-executes this binary as the suite's test process and
+// collects each case's result from its verbose test output.
+func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (childResults, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return childResults{}, fmt.Errorf("finding this executable: %w", err)
+	}
+	pattern := "^TestConformance$"
+	if c.run != "" {
+		pattern += "/" + c.run
+	}
+	cmd := exec.CommandContext(ctx, exe,
+		"-test.v=test2json", "-test.run="+pattern, "-test.count=1",
+		"-test.parallel="+strconv.Itoa(c.parallel), "-test.timeout="+c.timeout.String())
+	cmd.Env = append(os.Environ(), envConformBackend+"="+c.backend, envConformDSN+"="+c.dsn)
+	if c.relaxed {
+		cmd.Env = append(cmd.Env, envConformRelaxed+"=1")
+	}
+	if c.dir != "" {
+		cmd.Env = append(cmd.Env, "TMPDIR="+c.dir)
+	}
+	cmd.WaitDelay = 10 * time.Second
+	var errBuf bytes.Buffer
+	cmd.Stderr = &errBuf
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return childResults{}, err
+	}
+	if err := cmd.Start(); err != nil {
+		return childResults{}, fmt.Errorf("starting the suite: %w", err)
+	}
+	p := newTestOutputParser("TestConformance")
+	readErr := p.read(out)
+	waitErr := cmd.Wait()
+	res := childResults{cases: p.results()}
+	if readErr != nil {
+		return res, fmt.Errorf("reading the suite's output: %w", readErr)
+	}
+	if waitErr != nil && ctx.Err() == nil {
+		failed := false
+		for _, cs := range res.cases {
+			failed = failed || cs.Result == resultFail
+		}
+		if !failed {
+			// The process failed outside any case (build of a harness,
+			// a panic, a timeout): show what it said.
+			io.Copy(stderr, &errBuf)
+			if tail := p.unattributed(); tail != "" {
+				fmt.Fprintln(stderr, tail)
+			}
+			return res, fmt.Errorf("the suite's process failed: %w", waitErr)
+		}
+	}
+	return res, nil
+}
+
+// isConformChild reports whether this process is the suite's test process
+// (or one of the suite's own child processes, which inherit the variable).
+func isConformChild() bool { return os.Getenv(envConformBackend) != "" }

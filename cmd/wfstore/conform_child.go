@@ -1,0 +1,198 @@
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"runtime/debug"
+	"strings"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/bolt"
+	"github.com/wfstore/wfstore/conformance"
+	"github.com/wfstore/wfstore/postgres"
+	"github.com/wfstore/wfstore/sqlite"
+)
+
+// conformChild runs the conformance suite in this process as a test binary
+// would: `wfstore conform` starts it with -test.* flags and reads its
+// verbose output. The suite's own multi-process cases re-execute this
+// binary again; they inherit the environment and land here too.
+func conformChild() {
+	h, err := conformHarness(os.Getenv(envConformBackend), os.Getenv(envConformDSN), os.Getenv(envConformRelaxed) != "")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "wfstore conform:", err)
+		os.Exit(2)
+	}
+	testing.Main(regexp.MatchString, []testing.InternalTest{{
+		Name: "TestConformance",
+		F:    func(t *testing.T) { conformance.Run(t, h) },
+	}}, nil, nil)
+}
+
+// conformHarness is the suite's harness for one of our adapters, opened in
+// its default (durable) mode unless relaxed.
+func conformHarness(name, dsn string, relaxed bool) (conformance.Harness, error) {
+	file := func(t testing.TB) string { return filepath.Join(t.TempDir(), "store.db") }
+	switch name {
+	case "sqlite":
+		var opts []sqlite.Option
+		if relaxed {
+			opts = append(opts, sqlite.WithDurability(sqlite.Relaxed))
+		}
+		return conformance.Harness{Name: "sqlite", New: file,
+			Open: func(ctx context.Context, loc string) (backend.Backend, error) { return sqlite.Open(ctx, loc, opts...) },
+		}, nil
+	case "bolt":
+		var opts []bolt.Option
+		if relaxed {
+			opts = append(opts, bolt.Relaxed())
+		}
+		return conformance.Harness{Name: "bolt", New: file,
+			Open: func(ctx context.Context, loc string) (backend.Backend, error) { return bolt.Open(ctx, loc, opts...) },
+			Verify: func(ctx context.Context, b backend.Backend) error {
+				bb, ok := b.(*bolt.Backend)
+				if !ok {
+					return fmt.Errorf("verify: %T is not a *bolt.Backend", b)
+				}
+				return bb.Verify(ctx)
+			},
+		}, nil
+	case "postgres":
+		if dsn == "" {
+			return conformance.Harness{}, fmt.Errorf("postgres needs a DSN")
+		}
+		var opts []postgres.Option
+		if relaxed {
+			opts = append(opts, postgres.WithRelaxedDurability())
+		}
+		return conformance.Harness{Name: "postgres",
+			New: func(t testing.TB) string {
+				schema, err := createScratchSchema(context.Background(), dsn)
+				if err != nil {
+					t.Fatalf("creating a scratch schema: %v", err)
+				}
+				t.Cleanup(func() {
+					if err := dropScratchSchema(context.Background(), dsn, schema); err != nil {
+						t.Errorf("dropping scratch schema %s: %v", schema, err)
+					}
+				})
+				return schema
+			},
+			Open: func(ctx context.Context, schema string) (backend.Backend, error) {
+				return postgres.Open(ctx, withPoolSize(dsn, 4), append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
+			},
+		}, nil
+	}
+	return conformance.Harness{}, fmt.Errorf("unknown backend %q", name)
+}
+
+// scratchPrefix names the schemas conform creates; it drops only those.
+const scratchPrefix = "wfstore_conform_"
+
+func createScratchSchema(ctx context.Context, dsn string) (string, error) {
+	var b [8]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	schema := scratchPrefix + hex.EncodeToString(b[:])
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return "", fmt.Errorf("connecting to %s: %w", redactDSN(dsn), err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+		return "", err
+	}
+	return schema, nil
+}
+
+func dropScratchSchema(ctx context.Context, dsn, schema string) error {
+	if !strings.HasPrefix(schema, scratchPrefix) {
+		return fmt.Errorf("refusing to drop %q: not a conform scratch schema", schema)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return fmt.Errorf("connecting to %s: %w", redactDSN(dsn), err)
+	}
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
+	return err
+}
+
+// withPoolSize bounds each instance's pool so that the cases running at once
+// stay well inside the server's connection limit, unless the DSN sets it.
+func withPoolSize(dsn string, n int) string {
+	if strings.Contains(dsn, "pool_max_conns") {
+		return dsn
+	}
+	if u, err := url.Parse(dsn); err == nil && (u.Scheme == "postgres" || u.Scheme == "postgresql") {
+		q := u.Query()
+		q.Set("pool_max_conns", fmt.Sprint(n))
+		u.RawQuery = q.Encode()
+		return u.String()
+	}
+	return dsn + fmt.Sprintf(" pool_max_conns=%d", n)
+}
+
+// redactDSN is dsn without its password, for messages.
+func redactDSN(dsn string) string {
+	if u, err := url.Parse(dsn); err == nil && u.User != nil {
+		if _, has := u.User.Password(); has {
+			u.User = url.UserPassword(u.User.Username(), "xxxxx")
+		}
+		return u.String()
+	}
+	return regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`).ReplaceAllString(dsn, "${1}xxxxx")
+}
+
+// probeAdapter opens one scratch store of the chosen backend to read the
+// adapter's description and capabilities for the report, and removes it.
+func probeAdapter(ctx context.Context, c conformConfig) (backend.Info, backend.Capabilities, error) {
+	h, err := conformHarness(c.backend, c.dsn, c.relaxed)
+	if err != nil {
+		return backend.Info{}, backend.Capabilities{}, err
+	}
+	var loc string
+	var cleanup func()
+	switch c.backend {
+	case "postgres":
+		schema, err := createScratchSchema(ctx, c.dsn)
+		if err != nil {
+			return backend.Info{}, backend.Capabilities{}, err
+		}
+		loc, cleanup = schema, func() { _ = dropScratchSchema(context.Background(), c.dsn, schema) }
+	default:
+		dir, err := os.MkdirTemp(c.dir, "wfstore-conform-probe-")
+		if err != nil {
+			return backend.Info{}, backend.Capabilities{}, err
+		}
+		loc, cleanup = filepath.Join(dir, "store.db"), func() { _ = os.RemoveAll(dir) }
+	}
+	defer cleanup()
+	b, err := h.Open(ctx, loc)
+	if err != nil {
+		return backend.Info{}, backend.Capabilities{}, err
+	}
+	defer b.Close()
+	return b.Info(), b.Capabilities(), nil
+}
+
+// goVersion and moduleVersion describe this build for reports.
+func goVersion() string { return runtime.Version() }
+
+func moduleVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(unknown)"
+}

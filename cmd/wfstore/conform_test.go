@@ -1,0 +1,211 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/internal/pgtest"
+)
+
+var (
+	buildOnce sync.Map // build tags → *builtBinary
+)
+
+type builtBinary struct {
+	once sync.Once
+	path string
+	err  error
+}
+
+// wfstoreBinary builds cmd/wfstore once per set of build tags, as a user
+// would get it from go build.
+func wfstoreBinary(t *testing.T, tags string) string {
+	t.Helper()
+	v, _ := buildOnce.LoadOrStore(tags, &builtBinary{})
+	b := v.(*builtBinary)
+	b.once.Do(func() {
+		dir, err := os.MkdirTemp("", "wfstore-cli-test-")
+		if err != nil {
+			b.err = err
+			return
+		}
+		b.path = filepath.Join(dir, "wfstore")
+		args := []string{"build", "-o", b.path}
+		if tags != "" {
+			args = append(args, "-tags", tags)
+		}
+		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
+		if err != nil {
+			b.err = err
+			b.path = string(out)
+		}
+	})
+	require.NoError(t, b.err, "go build: %s", b.path)
+	return b.path
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	buildOnce.Range(func(_, v any) bool {
+		if b := v.(*builtBinary); b.err == nil && b.path != "" {
+			os.RemoveAll(filepath.Dir(b.path))
+		}
+		return true
+	})
+	pgtest.StopAll()
+	os.Exit(code)
+}
+
+// runCLI runs the built binary and returns stdout, stderr and the exit code.
+func runCLI(t *testing.T, bin string, env []string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Dir = t.TempDir()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else {
+		require.NoError(t, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func decodeReport(t *testing.T, stdout string) conformReport {
+	t.Helper()
+	var r conformReport
+	require.NoError(t, json.Unmarshal([]byte(stdout), &r), "report: %s", stdout)
+	return r
+}
+
+func TestConformCertifiesSQLiteAsJSON(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	stdout, stderr, code := runCLI(t, bin, nil, "conform", "--backend", "sqlite", "--relaxed", "--run", "contract/insert", "--json")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	r := decodeReport(t, stdout)
+	assert.Equal(t, "sqlite", r.Backend)
+	assert.Equal(t, "sqlite", r.Adapter.Name)
+	assert.True(t, r.Capabilities.MultiInstance)
+	assert.True(t, r.Capabilities.MultiProcess)
+	assert.Equal(t, "relaxed", r.Durability)
+	require.NotEmpty(t, r.Cases)
+	for _, c := range r.Cases {
+		assert.Contains(t, c.Name, "insert")
+		assert.True(t, strings.HasPrefix(c.Name, "contract/"), c.Name)
+		assert.Equal(t, resultPass, c.Result, c.Name)
+	}
+	assert.Equal(t, len(r.Cases), r.Summary.Passed)
+	// The multi-process case ran in child processes of the suite's process.
+	names := map[string]bool{}
+	for _, c := range r.Cases {
+		names[c.Name] = true
+	}
+	assert.True(t, names["contract/racing_inserts_across_processes_admit_exactly_one"], "cases: %v", names)
+}
+
+func TestConformReportsSkipsWithTheCapability(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	stdout, stderr, code := runCLI(t, bin, nil, "conform", "--backend", "bolt", "--relaxed", "--run", "contract/no_lost_update_across")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	assert.Contains(t, stdout, "# wfstore conformance: bolt PASSED")
+	assert.Contains(t, stdout, "## Skips")
+	assert.Contains(t, stdout, "capability MultiInstance=false")
+	assert.Contains(t, stdout, "capability MultiProcess=false")
+	assert.Contains(t, stdout, "| contract/no_lost_update_across_goroutines | pass |")
+}
+
+// A Store mutant that admits a non-pending activation must not be certified.
+func TestConformFailsOnASeededMutant(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "wfmutant")
+	stdout, stderr, code := runCLI(t, bin, []string{"WFSTORE_MUTANT=pending-guard"},
+		"conform", "--backend", "sqlite", "--relaxed", "--run", "store/admission")
+	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	assert.Contains(t, stdout, "# wfstore conformance: sqlite FAILED")
+	assert.Contains(t, stdout, "## Failures")
+	assert.Contains(t, stdout, "| fail |")
+	assert.Contains(t, stderr, "failed")
+}
+
+func TestConformPostgresUsesScratchSchemasAndDropsThem(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	bin := wfstoreBinary(t, "")
+	stdout, stderr, code := runCLI(t, bin, nil, "conform", "--backend", "postgres", "--dsn", dsn, "--run", "contract/insert", "--json")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	r := decodeReport(t, stdout)
+	require.NotEmpty(t, r.Cases)
+	assert.Equal(t, len(r.Cases), r.Summary.Passed)
+	assert.Equal(t, "on", r.Adapter.Settings["synchronous_commit"])
+	ctx := context.Background()
+	conn, err := pgx.Connect(ctx, dsn)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	var left int
+	// Other tests of this package may run conform at the same time; none
+	// of ours is running now (this test is the only postgres one).
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'wfstore\\_conform\\_%'").Scan(&left))
+	assert.Zero(t, left, "scratch schemas left behind")
+}
+
+func TestConformRejectsBadArguments(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	for _, tc := range []struct {
+		args []string
+		want string
+		code int
+	}{
+		{[]string{"conform", "--backend", "oracle"}, `unknown --backend "oracle"`, 1},
+		{[]string{"conform", "--backend", "postgres"}, "needs --dsn", 1},
+		{[]string{"conform", "--backend", "sqlite", "--dsn", "x"}, "--dsn is for --backend postgres", 1},
+		{[]string{"conform", "extra"}, `unexpected argument "extra"`, 2},
+		{[]string{"conform", "--backend", "sqlite", "--run", "no_such_case_anywhere"}, "no case matched", 1},
+	} {
+		_, stderr, code := runCLI(t, bin, nil, tc.args...)
+		assert.Equal(t, tc.code, code, "%v: %s", tc.args, stderr)
+		assert.Contains(t, stderr, tc.want, "%v", tc.args)
+	}
+}
+
+func TestTestOutputParserAttributesOutputToEachCase(t *testing.T) {
+	const out = "\x16=== RUN   TestConformance\n" +
+		"\x16=== RUN   TestConformance/store/a\n" +
+		"\x16=== PAUSE TestConformance/store/a\n" +
+		"\x16=== NAME  TestConformance\n" +
+		"\x16=== RUN   TestConformance/contract/b\n" +
+		"\x16=== PAUSE TestConformance/contract/b\n" +
+		"\x16=== CONT  TestConformance/store/a\n" +
+		"    x.go:10: hello\n" +
+		"        world\n" +
+		"\x16=== CONT  TestConformance/contract/b\n" +
+		"    y.go:3: capability MultiProcess=false: no\n" +
+		"\x16=== NAME  TestConformance/store/a\n" +
+		"    x.go:12: bad\n" +
+		"\x16--- FAIL: TestConformance/store/a (0.25s)\n" +
+		"\x16--- SKIP: TestConformance/contract/b (0.00s)\n" +
+		"\x16--- FAIL: TestConformance (0.25s)\n" +
+		"\x16FAIL\n"
+	p := newTestOutputParser("TestConformance")
+	require.NoError(t, p.read(strings.NewReader(out)))
+	assert.Equal(t, []conformCase{
+		{Name: "store/a", Result: resultFail, Seconds: 0.25, Output: "x.go:10: hello\n    world\nx.go:12: bad\n"},
+		{Name: "contract/b", Result: resultSkip, Output: "y.go:3: capability MultiProcess=false: no\n"},
+	}, p.results())
+}
