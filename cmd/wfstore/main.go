@@ -3,6 +3,7 @@
 //	wfstore demo  [flags]   admit a demo workflow on an embedded SQLite file
 //	wfstore bench [flags]   benchmark the backends side by side
 //	wfstore conform [flags] run the conformance suite against a live store
+//	wfstore backup  [flags] write a consistent copy of a SQLite or bbolt store
 //
 // Run "wfstore <command> -help" for a command's flags.
 package main
@@ -38,6 +39,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = bench(ctx, args[1:], stdout, stderr)
 	case "conform":
 		err = conform(ctx, args[1:], stdout, stderr)
+	case "backup":
+		err = backupCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -63,6 +66,7 @@ Usage:
   wfstore demo  [flags]   admit a demo workflow on an embedded SQLite file
   wfstore bench [flags]   benchmark the backends side by side
   wfstore conform [flags] run the conformance suite against a live store
+  wfstore backup  [flags] write a consistent copy of a SQLite or bbolt store
 
 Run "wfstore <command> -help" for a command's flags.
 `)

@@ -1,0 +1,61 @@
+package sqlite
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+func backupRun(id string) backend.Run {
+	return backend.Run{ID: id, RootID: id, Depth: 1, Status: backend.RunRunning,
+		Limits: backend.Limits{NodeExecutionCap: 10, ConcurrencyCap: 2, CycleCap: 3, RetryCap: 1}, CreatedMS: 1, UpdatedMS: 1}
+}
+
+func runIDs(t *testing.T, b *Backend, ids ...string) map[string]bool {
+	t.Helper()
+	found := map[string]bool{}
+	view(t, b, func(r backend.ReadTx) {
+		f, err := r.Load(context.Background(), backend.Lookup{Runs: ids})
+		require.NoError(t, err)
+		for id := range f.Runs {
+			found[id] = true
+		}
+	})
+	return found
+}
+
+func TestBackupIsAConsistentStoreOfWhatWasCommitted(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	update(t, b, backend.Ins(backupRun("before")))
+	dst := filepath.Join(t.TempDir(), "copy.db")
+	require.NoError(t, b.Backup(context.Background(), dst))
+	update(t, b, backend.Ins(backupRun("after")))
+
+	c := openAt(t, dst)
+	assert.Equal(t, map[string]bool{"before": true}, runIDs(t, c, "before", "after"))
+	// The copy is a store of its own: it takes writes without touching the source.
+	update(t, c, backend.Ins(backupRun("only-in-copy")))
+	assert.Equal(t, map[string]bool{"before": true, "after": true}, runIDs(t, b, "before", "after", "only-in-copy"))
+}
+
+func TestBackupNeverOverwritesAndFailsOnAClosedStore(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	dst := filepath.Join(t.TempDir(), "taken.db")
+	require.NoError(t, os.WriteFile(dst, []byte("keep me"), 0o600))
+	err := b.Backup(context.Background(), dst)
+	require.ErrorIs(t, err, os.ErrExist)
+	assert.Contains(t, err.Error(), dst)
+	got, _ := os.ReadFile(dst)
+	assert.Equal(t, "keep me", string(got))
+
+	require.NoError(t, b.Close())
+	require.ErrorIs(t, b.Backup(context.Background(), filepath.Join(t.TempDir(), "x.db")), backend.ErrClosed)
+}
