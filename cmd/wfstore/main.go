@@ -4,6 +4,7 @@
 //	wfstore bench [flags]   benchmark the backends side by side
 //	wfstore conform [flags] run the conformance suite against a live store
 //	wfstore backup  [flags] write a consistent copy of a SQLite or bbolt store
+//	wfstore migrate status|up [flags] show or apply schema migrations
 //
 // Run "wfstore <command> -help" for a command's flags.
 package main
@@ -41,6 +42,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = conform(ctx, args[1:], stdout, stderr)
 	case "backup":
 		err = backupCmd(ctx, args[1:], stdout, stderr)
+	case "migrate":
+		err = migrateCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -67,6 +70,7 @@ Usage:
   wfstore bench [flags]   benchmark the backends side by side
   wfstore conform [flags] run the conformance suite against a live store
   wfstore backup  [flags] write a consistent copy of a SQLite or bbolt store
+  wfstore migrate status|up [flags] show or apply schema migrations
 
 Run "wfstore <command> -help" for a command's flags.
 `)

@@ -1,0 +1,74 @@
+package main
+
+import (
+	"context"
+	"database/sql"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	_ "modernc.org/sqlite"
+
+	"github.com/wfstore/wfstore/internal/pgtest"
+)
+
+func TestMigrateCommandOnSQLite(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	path := filepath.Join(t.TempDir(), "m.db")
+	stdout, stderr, code := runCLI(t, bin, nil, "migrate", "status", "--db", path)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, path+": no store yet (this build creates schema version 1)\n", stdout)
+	_, err := os.Stat(path)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+
+	stdout, stderr, code = runCLI(t, bin, nil, "migrate", "up", "--db", path)
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, path+": created the store at schema version 1\n", stdout)
+	stdout, _, code = runCLI(t, bin, nil, "migrate", "status", "--db", path)
+	require.Equal(t, 0, code)
+	assert.Equal(t, path+": schema version 1, current\n", stdout)
+
+	// A store written by a newer version is refused and left untouched.
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	_, err = db.ExecContext(context.Background(), "UPDATE wfstore_meta SET value = '5' WHERE key = 'schema_version'")
+	require.NoError(t, err)
+	_, err = db.ExecContext(context.Background(), "PRAGMA wal_checkpoint(TRUNCATE)")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, verb := range []string{"status", "up"} {
+		_, stderr, code = runCLI(t, bin, nil, "migrate", verb, "--db", path)
+		assert.Equal(t, 1, code, verb)
+		assert.Contains(t, stderr, "schema version 5 is not supported", verb)
+	}
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, before, after)
+
+	_, _, code = runCLI(t, bin, nil, "migrate", "sideways", "--db", path)
+	assert.Equal(t, 2, code)
+	_, stderr, code = runCLI(t, bin, nil, "migrate", "status", "--db", path, "extra")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `unexpected argument "extra"`)
+}
+
+func TestMigrateCommandOnPostgres(t *testing.T) {
+	t.Parallel()
+	dsn, schema := pgtest.SchemaName(t)
+	bin := wfstoreBinary(t, "")
+	stdout, stderr, code := runCLI(t, bin, nil, "migrate", "status", "--backend", "postgres", "--dsn", dsn, "--schema", schema)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "no store yet")
+	stdout, stderr, code = runCLI(t, bin, nil, "migrate", "up", "--backend", "postgres", "--dsn", dsn, "--schema", schema)
+	require.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, "created the store at schema version 1")
+	assert.Contains(t, stdout, "schema "+schema)
+	stdout, _, code = runCLI(t, bin, nil, "migrate", "status", "--backend", "postgres", "--dsn", dsn, "--schema", schema)
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, "schema version 1, current")
+}
