@@ -476,6 +476,15 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if mr.Schedule != nil {
 			w += fmt.Sprintf(" schedule=%d->%d due+%d", mr.Schedule.Failed, mr.Schedule.Next, mr.Schedule.DueMS-sq.at())
 		}
+		if r := wr.NotScheduled; r != nil {
+			g += " not_scheduled=" + string(r.Reason)
+			if r.Ineligible != "" {
+				g += "/" + string(r.Ineligible)
+			}
+		}
+		if mr.NotScheduled != "" {
+			w += " not_scheduled=" + mr.NotScheduled
+		}
 		sq.agree(rt, "observe "+kind, g, werr, w, merr)
 		return fmt.Sprintf("%s %s: %s err=%q", att, kind, w, merr)
 	case opConsume, opRetryFailed:
