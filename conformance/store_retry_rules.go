@@ -1,6 +1,7 @@
 package conformance
 
 import (
+	"encoding/json"
 	"sync"
 
 	"github.com/stretchr/testify/assert"
@@ -27,9 +28,61 @@ func retryRuleCases() []Case {
 
 func caseRetryCapZero(e *Env) {
 	s := store(e)
-	_, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: "zero", Limits: workflow.Limits{RetryCap: 0}}, ms(0))
+	_, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: "zero", Limits: workflow.RunLimits{RetryCap: workflow.RetryCap(0)}}, ms(0))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, int64(0), getRun(e, s, "zero").Limits.RetryCap, "an explicit retry cap of 0 is stored as 0")
+	assert.Contains(e.T, payloadsOf(e, s, "zero", "run_created")[0], `"retry_cap":0`)
+	_, err = s.CreateRun(e.Ctx, workflow.NewRun{ID: "unset"}, ms(0))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, int64(workflow.DefaultRetryCap), getRun(e, s, "unset").Limits.RetryCap, "an unset retry cap takes the default")
+	// The stored limits requested again are the identical run; unset is not 0.
+	before := digest(e, "zero")
+	created, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: "zero", Limits: workflow.ExactLimits(getRun(e, s, "zero").Limits)}, ms(1))
+	require.NoError(e.T, err)
+	assert.False(e.T, created)
+	_, err = s.CreateRun(e.Ctx, workflow.NewRun{ID: "zero"}, ms(1))
+	requireIs(e.T, err, workflow.ErrConflict, "unset retry cap against a stored 0")
+	unchanged(e, before, "CreateRun again", "zero")
+
+	// Never retry: no automatic schedule, with the decision's reason, and no
+	// explicit retry; the first attempt is admitted as usual.
+	k := key("zero", "n", "a")
+	mkAct(e, s, k, withPolicy(retryPolicy(3, 100)), withEffect(workflow.ReadOnly, workflow.IdempotentReplay))
+	admitOnly(e, s, newOwner(), ms(10), identity(k, 1))
+	res := observe(e, s, identity(k, 1), obs(workflow.ObservedRetryableFailure), ms(20))
+	assert.Equal(e.T, backend.AttemptFailed, res.Status)
+	assert.Nil(e.T, res.Schedule)
+	require.NotNil(e.T, res.NotScheduled)
+	assert.Equal(e.T, workflow.RetryRefusal{Reason: workflow.RefusedIneligible, Ineligible: workflow.ReasonInvalidLimit}, *res.NotScheduled)
+	before = digest(e, "zero")
+	_, err = s.RetryFailedNode(e.Ctx, k, 1, ms(30))
+	requireIs(e.T, err, workflow.ErrIneligible, "explicit retry under retry cap 0")
+	_, err = s.ScheduleRetryForFailedAttempt(e.Ctx, k, workflow.FailureOwnerUnavailableBeforeAcceptance, workflow.ReadOnly, workflow.IdempotentReplay, 3, 5, ms(30))
+	requireIs(e.T, err, workflow.ErrIneligible, "direct schedule under retry cap 0")
+	unchanged(e, before, "retries refused under retry cap 0", "zero")
+
+	// Children: unset inherits the parent's value, 0 narrows any parent,
+	// and nothing widens a parent's 0.
+	mkRun(e, s, "p", workflow.Limits{RetryCap: 2}, nil)
+	child := func(parent workflow.ActivationKey, l workflow.RunLimits) (string, error) {
+		e.T.Helper()
+		mkAct(e, s, parent)
+		prep(e, s, parent, workflow.ReadOnly, ms(40))
+		id, _, err := s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(parent, 1), Target: json.RawMessage(`{}`), Limits: l}, ms(41))
+		return id, err
+	}
+	inherit, err := child(key("p", "n", "inherit"), workflow.RunLimits{})
+	require.NoError(e.T, err)
+	assert.Equal(e.T, int64(2), getRun(e, s, inherit).Limits.RetryCap)
+	never, err := child(key("p", "n", "never"), workflow.RunLimits{RetryCap: workflow.RetryCap(0)})
+	require.NoError(e.T, err)
+	assert.Equal(e.T, int64(0), getRun(e, s, never).Limits.RetryCap)
+	grand, err := child(key(never, "n", "inherit"), workflow.RunLimits{})
+	require.NoError(e.T, err)
+	assert.Equal(e.T, int64(0), getRun(e, s, grand).Limits.RetryCap, "a parent's 0 is inherited")
+	_, err = child(key(never, "n", "wider"), workflow.RunLimits{RetryCap: workflow.RetryCap(1)})
+	requireIs(e.T, err, workflow.ErrInvalidInput, "1 widens a parent's 0")
+	assert.Equal(e.T, backend.AttemptPrepared, getAttempt(e, s, key(never, "n", "wider"), 1).Status, "the refused child changes nothing")
 }
 
 func caseRetryExistingSchedule(e *Env) {

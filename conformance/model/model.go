@@ -98,7 +98,8 @@ type Funcs struct {
 	ChildID  func(root, parentRun, parentAct string, attempt uint32, target string) string
 }
 
-// Limits of a run (already normalised: no zero fields).
+// Limits of a run, as stored: no zero caps, but RetryCap may be 0 (no
+// automatic retry, no explicit retry).
 type Limits struct {
 	NodeCap, ConcurrencyCap, CycleCap, RetryCap int64
 }
