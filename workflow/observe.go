@@ -52,9 +52,9 @@ type ObservationResult struct {
 	// NotScheduled says why a RetryableFailure that settled its attempt as
 	// failed scheduled nothing (no policy, the policy does not admit the
 	// kind, the decision table refused, or a different schedule exists).
-	// Exactly one of Schedule and NotScheduled is set after a
-	// RetryableFailure observation settles an attempt; both are nil
-	// otherwise.
+	// Exactly one of Schedule and NotScheduled is set when a
+	// RetryableFailure observation fails its attempt; both are nil
+	// otherwise (a repeated observation of a settled attempt included).
 	NotScheduled *RetryRefusal
 	// Unresolved: an Unknown observation of a read-only attempt, left as is.
 	Unresolved bool

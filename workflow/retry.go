@@ -302,14 +302,17 @@ func (s *Store) GetRetrySchedule(ctx context.Context, k ActivationKey) (*RetrySc
 // Why a due schedule that can never be consumed is discarded (the reason
 // of its automatic_retry_discarded event).
 const (
-	discardNextAttemptMismatch  = "next_attempt_mismatch"     // next_attempt is not failed_attempt+1
-	discardRetryCapExceeded     = "retry_cap_exceeded"        // next_attempt exceeds retry_cap+1
-	discardSuccessorsExist      = "successors_exist"          // an activation names this one as predecessor
-	discardAttemptMovedOn       = "attempt_moved_on"          // a later attempt exists
-	discardLatestNotFailed      = "latest_attempt_not_failed" // the attempt settled otherwise (succeeded, paused, cancelled, abandoned)
-	discardActivationNotFailed  = "activation_not_failed"     // the activation left failed (requeued, completed, cancelled)
-	maxSchedulesSkippedPerCheck = MaxPageLimit
+	discardNextAttemptMismatch = "next_attempt_mismatch"     // next_attempt is not failed_attempt+1
+	discardRetryCapExceeded    = "retry_cap_exceeded"        // next_attempt exceeds retry_cap+1
+	discardSuccessorsExist     = "successors_exist"          // an activation names this one as predecessor
+	discardAttemptMovedOn      = "attempt_moved_on"          // a later attempt exists
+	discardLatestNotFailed     = "latest_attempt_not_failed" // the attempt settled otherwise (succeeded, paused, cancelled, abandoned)
+	discardActivationNotFailed = "activation_not_failed"     // the activation left failed (requeued, completed, cancelled)
 )
+
+// maxSchedulesPassedOver bounds how many waiting due schedules one
+// ConsumeNextDueRetry passes over before it reports nothing consumed.
+const maxSchedulesPassedOver = MaxPageLimit
 
 func discardJSON(s backend.RetrySchedule, reason string) map[string]any {
 	out := scheduleJSON(s)
@@ -389,7 +392,7 @@ func (s *Store) ConsumeNextDueRetry(ctx context.Context, runID string, now time.
 		out = nil
 		var run backend.Run
 		loaded := false
-		for skipped := 0; skipped < maxSchedulesSkippedPerCheck; {
+		for skipped := 0; skipped < maxSchedulesPassedOver; {
 			due, err := tx.DueSchedules(ctx, backend.ScheduleQuery{RunID: runID, DueBy: at, Limit: skipped + 1})
 			if err != nil {
 				return err

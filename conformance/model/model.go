@@ -805,9 +805,9 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 	return res, OK
 }
 
-// retrySchedule decides an observation-driven automatic retry (SEMANTICS
-// §3's table with the policy's max_attempts and the run's retry_cap); why
-// names the refusal when it schedules nothing.
+// retrySchedule decides an observation-driven automatic retry (the decision
+// table with the policy's max_attempts and the run's retry_cap); why names
+// the refusal when it schedules nothing.
 func (m *Model) retrySchedule(run *Run, act *Act, attempt uint32, now int64) (s Schedule, why string) {
 	p := act.Def.Policy
 	if p == nil {
