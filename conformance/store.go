@@ -11,6 +11,7 @@ func storeTier() []Case {
 		receiptCases(),
 		reconcileCases(),
 		retryCases(),
+		retryRuleCases(),
 		fanoutCases(),
 		modelCases(),
 		linearizabilityCases(),

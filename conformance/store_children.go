@@ -171,9 +171,9 @@ func caseChildLimits(e *Env) {
 	mkAct(e, s, k)
 	prep(e, s, k, workflow.ReadOnly, ms(10))
 	before := digest(e, "p")
-	for _, l := range []workflow.Limits{
-		{NodeExecutionCap: 11}, {ConcurrencyCap: 5}, {CycleCap: 6}, {RetryCap: 3},
-		{NodeExecutionCap: -1}, {ConcurrencyCap: 1, RetryCap: 4},
+	for _, l := range []workflow.RunLimits{
+		{NodeExecutionCap: 11}, {ConcurrencyCap: 5}, {CycleCap: 6}, {RetryCap: workflow.RetryCap(3)},
+		{NodeExecutionCap: -1}, {ConcurrencyCap: 1, RetryCap: workflow.RetryCap(4)},
 	} {
 		_, _, err := s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`), Limits: l}, ms(20))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "limits %+v widen the parent's", l)
@@ -181,7 +181,7 @@ func caseChildLimits(e *Env) {
 	}
 	assert.Equal(e.T, backend.AttemptPrepared, getAttempt(e, s, k, 1).Status)
 	child, _, err := s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`),
-		Limits: workflow.Limits{NodeExecutionCap: 5, ConcurrencyCap: 4, RetryCap: 1}}, ms(21))
+		Limits: workflow.RunLimits{NodeExecutionCap: 5, ConcurrencyCap: 4, RetryCap: workflow.RetryCap(1)}}, ms(21))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, workflow.Limits{NodeExecutionCap: 5, ConcurrencyCap: 4, CycleCap: 5, RetryCap: 1}, getRun(e, s, child).Limits)
 }

@@ -26,11 +26,22 @@ func ms(n int64) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) 
 
 func store(e *Env) *workflow.Store { return workflow.New(e.B) }
 
-// run creates a root run with the given limits (zero = defaults).
+// mkRun creates a root run with the given limits, every zero field taking
+// its default (RetryCap too: for an explicit retry cap of 0 call CreateRun
+// with workflow.RetryCap(0)).
 func mkRun(e *Env, s *workflow.Store, id string, l workflow.Limits, auth *workflow.Authority) {
 	e.T.Helper()
-	_, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: id, Limits: l, Authority: auth}, ms(0))
+	_, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: id, Limits: defaulted(l), Authority: auth}, ms(0))
 	require.NoError(e.T, err, "create run %q", id)
+}
+
+// defaulted requests l with every zero field unset (so taking its default).
+func defaulted(l workflow.Limits) workflow.RunLimits {
+	r := workflow.ExactLimits(l)
+	if l.RetryCap == 0 {
+		r.RetryCap = nil
+	}
+	return r
 }
 
 func key(run, node, act string) workflow.ActivationKey {

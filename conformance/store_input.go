@@ -240,7 +240,7 @@ func caseInputLimits(e *Env) {
 
 func caseInputCreateRunIdempotent(e *Env) {
 	s := store(e)
-	base := workflow.NewRun{ID: "r", Limits: workflow.Limits{ConcurrencyCap: 3}, Deadline: ms(1000),
+	base := workflow.NewRun{ID: "r", Limits: workflow.RunLimits{ConcurrencyCap: 3}, Deadline: ms(1000),
 		Authority: authority(1, "a"), Metadata: json.RawMessage(`{"b":1,"a":[true,null]}`)}
 	created, err := s.CreateRun(e.Ctx, base, ms(0))
 	require.NoError(e.T, err)
@@ -248,7 +248,7 @@ func caseInputCreateRunIdempotent(e *Env) {
 	before := digest(e, "r")
 	same := base
 	same.Metadata = json.RawMessage(`{ "a" : [ true , null ], "b" : 1 }`)
-	same.Limits = workflow.Limits{ConcurrencyCap: 3, NodeExecutionCap: workflow.DefaultNodeExecutionCap, RetryCap: workflow.DefaultRetryCap}
+	same.Limits = workflow.RunLimits{ConcurrencyCap: 3, NodeExecutionCap: workflow.DefaultNodeExecutionCap, RetryCap: workflow.RetryCap(workflow.DefaultRetryCap)}
 	created, err = s.CreateRun(e.Ctx, same, ms(5))
 	require.NoError(e.T, err)
 	assert.False(e.T, created, "identical (canonical metadata, defaults spelled out, later time)")
@@ -261,7 +261,7 @@ func caseInputCreateRunIdempotent(e *Env) {
 		"no authority":  func(n *workflow.NewRun) { n.Authority = nil },
 		"metadata":      func(n *workflow.NewRun) { n.Metadata = json.RawMessage(`{"b":1.0,"a":[true,null]}`) },
 		"no metadata":   func(n *workflow.NewRun) { n.Metadata = nil },
-		"retry cap":     func(n *workflow.NewRun) { n.Limits.RetryCap = 1 },
+		"retry cap":     func(n *workflow.NewRun) { n.Limits.RetryCap = workflow.RetryCap(1) },
 		"execution cap": func(n *workflow.NewRun) { n.Limits.NodeExecutionCap = 999 },
 	} {
 		nr := base
@@ -270,7 +270,7 @@ func caseInputCreateRunIdempotent(e *Env) {
 		requireIs(e.T, err, workflow.ErrConflict, "different %s", name)
 		unchanged(e, before, "conflicting CreateRun: "+name, "r")
 	}
-	for _, l := range []workflow.Limits{{NodeExecutionCap: -1}, {ConcurrencyCap: -1}, {CycleCap: -1}, {RetryCap: -1}, {RetryCap: math.MaxUint32 + 1}} {
+	for _, l := range []workflow.RunLimits{{NodeExecutionCap: -1}, {ConcurrencyCap: -1}, {CycleCap: -1}} {
 		_, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: "bad", Limits: l}, ms(5))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "limits %+v", l)
 	}

@@ -415,7 +415,7 @@ func checkLinearizable(t reporter, ctx context.Context, instances []backend.Back
 		r := &linRun{id: fmt.Sprintf("%s.r%d", prefix, i)}
 		r.gen.Store(1)
 		if _, err := s0.CreateRun(ctx, workflow.NewRun{ID: r.id, Authority: linAuth(1),
-			Limits: workflow.Limits{RetryCap: linRetryCap, NodeExecutionCap: 1000}}, ms(0)); err != nil {
+			Limits: workflow.RunLimits{RetryCap: workflow.RetryCap(linRetryCap), NodeExecutionCap: 1000}}, ms(0)); err != nil {
 			t.Errorf("linearizability: create run: %v", err)
 			return false
 		}

@@ -181,6 +181,7 @@ var modelLimits = []model.Limits{
 	{NodeCap: 1000, ConcurrencyCap: 8, CycleCap: 100, RetryCap: 3},
 	{NodeCap: 3, ConcurrencyCap: 1, CycleCap: 100, RetryCap: 1},
 	{NodeCap: 5, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 2},
+	{NodeCap: 4, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 0}, // never retry
 }
 
 func wfAuth(a *model.Auth) *workflow.Authority {
@@ -231,8 +232,8 @@ func (sq *sequence) createRun(rt *rapid.T, limits int, withAuth bool) {
 	if withAuth {
 		a = &model.Auth{Gen: 1, Tag: "g1"}
 	}
-	wc, werr := sq.s.CreateRun(sq.ctx, workflow.NewRun{ID: id, Authority: wfAuth(a), Limits: workflow.Limits{
-		NodeExecutionCap: l.NodeCap, ConcurrencyCap: l.ConcurrencyCap, CycleCap: l.CycleCap, RetryCap: l.RetryCap}}, ms(sq.at()))
+	wc, werr := sq.s.CreateRun(sq.ctx, workflow.NewRun{ID: id, Authority: wfAuth(a), Limits: workflow.RunLimits{
+		NodeExecutionCap: l.NodeCap, ConcurrencyCap: l.ConcurrencyCap, CycleCap: l.CycleCap, RetryCap: workflow.RetryCap(uint32(l.RetryCap))}}, ms(sq.at()))
 	mc, merr := sq.m.CreateRun(id, l, a)
 	sq.agree(rt, "create_run", fmt.Sprint(wc), werr, fmt.Sprint(mc), merr)
 	if merr == model.OK {
@@ -475,6 +476,15 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		}
 		if mr.Schedule != nil {
 			w += fmt.Sprintf(" schedule=%d->%d due+%d", mr.Schedule.Failed, mr.Schedule.Next, mr.Schedule.DueMS-sq.at())
+		}
+		if r := wr.NotScheduled; r != nil {
+			g += " not_scheduled=" + string(r.Reason)
+			if r.Ineligible != "" {
+				g += "/" + string(r.Ineligible)
+			}
+		}
+		if mr.NotScheduled != "" {
+			w += " not_scheduled=" + mr.NotScheduled
 		}
 		sq.agree(rt, "observe "+kind, g, werr, w, merr)
 		return fmt.Sprintf("%s %s: %s err=%q", att, kind, w, merr)

@@ -172,7 +172,7 @@ func TestMultiProcessDispatchRace(t *testing.T) {
 	var all []workflow.ActivationKey
 	for r := 0; r < raceRuns; r++ {
 		runID := fmt.Sprintf("run-%02d", r)
-		_, err := store.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: workflow.Limits{NodeExecutionCap: 100000, ConcurrencyCap: 100000}}, now)
+		_, err := store.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: workflow.RunLimits{NodeExecutionCap: 100000, ConcurrencyCap: 100000}}, now)
 		require.NoError(t, err)
 		for a := 0; a < racePerRun; a++ {
 			k := workflow.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%02d", a%5), ActivationID: fmt.Sprintf("act-%03d", a)}

@@ -16,6 +16,7 @@ mutants=(
   lease-release          # leases never released on settle
   lease-conflict         # incompatible leases granted
   schedule-consume-twice # a retry schedule survives its consumption
+  consume-abandoned      # a schedule consumes an abandoned latest attempt
   retry-downstream       # retry allowed after downstream activation
   receipt-conflict       # a conflicting receipt overwrites the stored one
   never-dispatched-proof # reconcile ignores the never-dispatched proof

@@ -14,9 +14,9 @@ type NewChildRun struct {
 	Parent AttemptKey
 	// Target is the exact call target (JSON, required).
 	Target json.RawMessage
-	// Limits only narrow the parent's: zero fields inherit the parent's
-	// value; a wider value is rejected.
-	Limits   Limits
+	// Limits only narrow the parent's: unset fields (zero caps, nil
+	// RetryCap) inherit the parent's stored value; a wider value is rejected.
+	Limits   RunLimits
 	Deadline time.Time
 	// Authority, when set, fences the child; when nil it inherits the parent's.
 	Authority *Authority
@@ -149,9 +149,9 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 	return childID, created, err
 }
 
-func narrowLimits(parent, child Limits) (Limits, error) {
-	pick := func(field string, p, c int64) (int64, error) {
-		if c == 0 {
+func narrowLimits(parent Limits, child RunLimits) (Limits, error) {
+	pick := func(field string, p, c int64, set bool) (int64, error) {
+		if !set {
 			return p, nil
 		}
 		if c < 0 || c > p {
@@ -161,16 +161,20 @@ func narrowLimits(parent, child Limits) (Limits, error) {
 	}
 	var out Limits
 	var err error
-	if out.NodeExecutionCap, err = pick("node execution cap", parent.NodeExecutionCap, child.NodeExecutionCap); err != nil {
+	if out.NodeExecutionCap, err = pick("node execution cap", parent.NodeExecutionCap, child.NodeExecutionCap, child.NodeExecutionCap != 0); err != nil {
 		return out, err
 	}
-	if out.ConcurrencyCap, err = pick("concurrency cap", parent.ConcurrencyCap, child.ConcurrencyCap); err != nil {
+	if out.ConcurrencyCap, err = pick("concurrency cap", parent.ConcurrencyCap, child.ConcurrencyCap, child.ConcurrencyCap != 0); err != nil {
 		return out, err
 	}
-	if out.CycleCap, err = pick("cycle cap", parent.CycleCap, child.CycleCap); err != nil {
+	if out.CycleCap, err = pick("cycle cap", parent.CycleCap, child.CycleCap, child.CycleCap != 0); err != nil {
 		return out, err
 	}
-	if out.RetryCap, err = pick("retry cap", parent.RetryCap, child.RetryCap); err != nil {
+	var retry int64
+	if child.RetryCap != nil {
+		retry = int64(*child.RetryCap)
+	}
+	if out.RetryCap, err = pick("retry cap", parent.RetryCap, retry, child.RetryCap != nil); err != nil {
 		return out, err
 	}
 	return out, nil

@@ -60,6 +60,16 @@
 //   - Retry consumption accepts a running run as well as a failed one (a
 //     sibling's retry may have requeued it); an explicit retry supersedes a
 //     pending schedule, so no schedule ever requeues twice.
+//   - Retry visibility and stuck schedules: a RetryableFailure always
+//     settles its attempt; when it schedules nothing, ObservationResult's
+//     NotScheduled and an automatic_retry_not_scheduled event give the
+//     reason (a different schedule for the attempt is kept:
+//     schedule_exists). ConsumeNextDueRetry reads and consumes in one
+//     transaction, discards due schedules that can never be consumed
+//     (automatic_retry_discarded) and passes over those whose attempt has
+//     not settled. A schedule consumes only a failed attempt: an abandoned
+//     mutation is retried only explicitly. RunLimits.RetryCap(0) means
+//     never retry.
 //   - Repair: after an abandon or a confirmed failure the run goes to failed
 //     (so RetryFailedNode applies); after a confirmed success or
 //     cancellation it goes back to running.

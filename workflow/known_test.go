@@ -82,7 +82,7 @@ func newCounted(t *testing.T) (*workflow.Store, *loadCounter, time.Time) {
 	c := &loadCounter{Backend: b}
 	s := workflow.New(c)
 	now := time.UnixMilli(1_700_000_000_000)
-	_, err = s.CreateRun(ctx, workflow.NewRun{ID: "run", Limits: workflow.Limits{NodeExecutionCap: 10, ConcurrencyCap: 10, CycleCap: 10, RetryCap: 1}}, now)
+	_, err = s.CreateRun(ctx, workflow.NewRun{ID: "run", Limits: workflow.RunLimits{NodeExecutionCap: 10, ConcurrencyCap: 10, CycleCap: 10, RetryCap: workflow.RetryCap(1)}}, now)
 	require.NoError(t, err)
 	for _, a := range []string{"a1", "a2"} {
 		_, err = s.AddActivation(ctx, workflow.NewActivation{Key: workflow.ActivationKey{RunID: "run", NodeID: "node-" + a, ActivationID: a}, Input: json.RawMessage(`{}`)}, now)

@@ -46,8 +46,16 @@ type Observation struct {
 type ObservationResult struct {
 	// Status is the attempt's status afterwards.
 	Status AttemptStatus
-	// Schedule is the automatic retry scheduled by a RetryableFailure, if any.
+	// Schedule is the automatic retry scheduled by a RetryableFailure, if
+	// any (or the identical one already stored).
 	Schedule *RetrySchedule
+	// NotScheduled says why a RetryableFailure that settled its attempt as
+	// failed scheduled nothing (no policy, the policy does not admit the
+	// kind, the decision table refused, or a different schedule exists).
+	// Exactly one of Schedule and NotScheduled is set when a
+	// RetryableFailure observation fails its attempt; both are nil
+	// otherwise (a repeated observation of a settled attempt included).
+	NotScheduled *RetryRefusal
 	// Unresolved: an Unknown observation of a read-only attempt, left as is.
 	Unresolved bool
 }
@@ -206,11 +214,11 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 			w.replace(act)
 			w.event(&run, "attempt_failed", map[string]any{"dispatch_identity": identity, "retryable": kind == ObservedRetryableFailure}, at)
 			if kind == ObservedRetryableFailure {
-				sched, err := scheduleFromPolicy(ctx, tx, w, &run, act, att.Key.Attempt, at)
+				sched, refusal, err := scheduleFromPolicy(ctx, tx, w, &run, act, identity, att.Key.Attempt, at)
 				if err != nil {
 					return err
 				}
-				res.Schedule = sched
+				res.Schedule, res.NotScheduled = sched, refusal
 			}
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
 				return err

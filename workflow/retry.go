@@ -68,42 +68,107 @@ func putSchedule(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.
 	return sched, true, nil
 }
 
-// scheduleFromPolicy schedules an automatic retry of a RetryableFailure
-// from the activation's own policy, in the failing transaction. It returns
-// nil when the activation has no policy, the policy does not admit the
-// kind, or the decision is ineligible.
-func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, attempt uint32, at int64) (*RetrySchedule, error) {
+// RefusalReason says why a RetryableFailure observation scheduled no
+// automatic retry.
+type RefusalReason string
+
+// Refusal reasons, in the order they are checked.
+const (
+	// RefusedNoPolicy: the activation has no retry policy.
+	RefusedNoPolicy RefusalReason = "no_policy"
+	// RefusedKindNotAdmitted: the policy's eligible failures do not list
+	// owner_reported_retryable.
+	RefusedKindNotAdmitted RefusalReason = "failure_kind_not_admitted"
+	// RefusedIneligible: DecideRetry refused; RetryRefusal.Ineligible holds
+	// the decision table's reason (for example
+	// unsafe_effect_or_reconciliation under the default RepairRequired
+	// reconciliation, or invalid_limit under a retry cap of 0).
+	RefusedIneligible RefusalReason = "ineligible"
+	// RefusedBackoffOverflow: the policy's backoff for the next attempt, or
+	// its due time, does not fit.
+	RefusedBackoffOverflow RefusalReason = "backoff_overflow"
+	// RefusedScheduleExists: the activation already has a different
+	// schedule for this or a later attempt; it is kept unchanged
+	// (RetryRefusal.Existing) and no second one is made.
+	RefusedScheduleExists RefusalReason = "schedule_exists"
+)
+
+// RetryRefusal is why a RetryableFailure observation settled its attempt
+// as failed without scheduling an automatic retry. The same reason is
+// recorded in an automatic_retry_not_scheduled event in the observation's
+// transaction.
+type RetryRefusal struct {
+	Reason RefusalReason
+	// Ineligible is the decision table's reason when Reason is
+	// RefusedIneligible, else empty.
+	Ineligible IneligibleReason
+	// Existing is the schedule kept when Reason is RefusedScheduleExists.
+	Existing *RetrySchedule
+}
+
+// scheduleFromPolicy decides an automatic retry of a RetryableFailure from
+// the activation's own policy, in the failing transaction. It returns the
+// schedule made (or the identical one already stored), or the refusal,
+// which it records in an automatic_retry_not_scheduled event. An existing
+// schedule for an earlier attempt can never be consumed and is replaced
+// (with an automatic_retry_discarded event); any other different schedule
+// is kept and the new one refused (RefusedScheduleExists).
+func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, identity string, attempt uint32, at int64) (*RetrySchedule, *RetryRefusal, error) {
+	refuse := func(r RetryRefusal) (*RetrySchedule, *RetryRefusal, error) {
+		payload := map[string]any{
+			"run_id": act.Key.RunID, "node_id": act.Key.NodeID, "activation_id": act.Key.ActivationID,
+			"dispatch_identity": identity, "failed_attempt": attempt, "reason": r.Reason,
+		}
+		if r.Ineligible != "" {
+			payload["ineligible_reason"] = r.Ineligible
+		}
+		w.event(run, "automatic_retry_not_scheduled", payload, at)
+		return nil, &r, nil
+	}
 	if act.RetryPolicy == nil {
-		return nil, nil
+		return refuse(RetryRefusal{Reason: RefusedNoPolicy})
 	}
 	var p RetryPolicy
 	if err := json.Unmarshal(act.RetryPolicy, &p); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !p.Admits(FailureOwnerReportedRetryable) {
-		return nil, nil
+		return refuse(RetryRefusal{Reason: RefusedKindNotAdmitted})
 	}
 	e := RetryEligibility{
 		Version: RetryPolicyVersion, Effect: act.Effect, Reconciliation: act.Reconciliation,
 		Failure: FailureOwnerReportedRetryable, AttemptsCompleted: attempt,
 		MaxAttempts: p.MaxAttempts, RetryCap: uint32(run.Limits.RetryCap),
 	}
-	if !DecideRetry(e).Eligible {
-		return nil, nil
+	if d := DecideRetry(e); !d.Eligible {
+		return refuse(RetryRefusal{Reason: RefusedIneligible, Ineligible: d.Reason})
 	}
 	backoff, err := p.Backoff(attempt + 1)
 	if err != nil {
-		return nil, nil
+		return refuse(RetryRefusal{Reason: RefusedBackoffOverflow})
 	}
 	sched, err := buildSchedule(e, act.Key, FailureOwnerReportedRetryable, backoff, at)
 	if err != nil {
-		return nil, nil
+		return refuse(RetryRefusal{Reason: RefusedBackoffOverflow})
 	}
-	stored, _, err := putSchedule(ctx, tx, w, run, sched, at)
+	f, err := tx.Load(ctx, backend.Lookup{Schedules: []backend.ActivationKey{act.Key}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &stored, nil
+	if old, ok := f.Schedules[act.Key]; ok {
+		switch {
+		case old == sched:
+			return &old, nil, nil
+		case old.FailedAttempt < attempt:
+			w.delete(old)
+			w.event(run, "automatic_retry_discarded", discardJSON(old, discardAttemptMovedOn), at)
+		default:
+			return refuse(RetryRefusal{Reason: RefusedScheduleExists, Existing: &old})
+		}
+	}
+	w.insert(sched)
+	w.event(run, "automatic_retry_scheduled", scheduleJSON(sched), at)
+	return &sched, nil, nil
 }
 
 // ScheduleRetry persists an automatic retry schedule decided from e. It is
@@ -234,8 +299,86 @@ func (s *Store) GetRetrySchedule(ctx context.Context, k ActivationKey) (*RetrySc
 	return out, err
 }
 
-// ConsumeNextDueRetry consumes the run's first due schedule (by due time,
-// node, activation) and requeues its activation; nil when none is due.
+// Why a due schedule that can never be consumed is discarded (the reason
+// of its automatic_retry_discarded event).
+const (
+	discardNextAttemptMismatch = "next_attempt_mismatch"     // next_attempt is not failed_attempt+1
+	discardRetryCapExceeded    = "retry_cap_exceeded"        // next_attempt exceeds retry_cap+1
+	discardSuccessorsExist     = "successors_exist"          // an activation names this one as predecessor
+	discardAttemptMovedOn      = "attempt_moved_on"          // a later attempt exists
+	discardLatestNotFailed     = "latest_attempt_not_failed" // the attempt settled otherwise (succeeded, paused, cancelled, abandoned)
+	discardActivationNotFailed = "activation_not_failed"     // the activation left failed (requeued, completed, cancelled)
+)
+
+// maxSchedulesPassedOver bounds how many waiting due schedules one
+// ConsumeNextDueRetry passes over before it reports nothing consumed.
+const maxSchedulesPassedOver = MaxPageLimit
+
+func discardJSON(s backend.RetrySchedule, reason string) map[string]any {
+	out := scheduleJSON(s)
+	out["reason"] = reason
+	return out
+}
+
+type scheduleVerdict int
+
+const (
+	scheduleConsumable scheduleVerdict = iota // consumable now
+	scheduleWaiting                           // its attempt has not settled yet (or does not exist yet)
+	scheduleStale                             // can never be consumed
+)
+
+// consumesAttempt reports whether a schedule may consume an attempt in
+// status st: only a failed one. An abandoned mutation is retried only
+// explicitly (RetryFailedNode).
+func consumesAttempt(st AttemptStatus) bool {
+	return st == backend.AttemptFailed || (st == backend.AttemptAbandoned && mutated("consume-abandoned"))
+}
+
+// judgeSchedule decides, from the activation and its latest attempt (nil
+// when the schedule's failed attempt does not exist), whether sched can be
+// consumed now, may become consumable, or never can (with the reason). Run
+// state (status, cancellation) is judged by the caller.
+func judgeSchedule(run backend.Run, act backend.Activation, att *backend.Attempt, sched backend.RetrySchedule) (scheduleVerdict, string) {
+	next := sched.FailedAttempt + 1
+	switch {
+	case sched.FailedAttempt == 0 || sched.NextAttempt != next:
+		return scheduleStale, discardNextAttemptMismatch
+	case int64(next) > run.Limits.RetryCap+1:
+		return scheduleStale, discardRetryCapExceeded
+	case act.HasSuccessors && !mutated("retry-downstream"):
+		return scheduleStale, discardSuccessorsExist
+	case act.LastAttempt > sched.FailedAttempt:
+		return scheduleStale, discardAttemptMovedOn
+	case act.LastAttempt < sched.FailedAttempt || att == nil:
+		return scheduleWaiting, ""
+	case consumesAttempt(att.Status):
+		if act.Status != backend.ActivationFailed || act.Output != nil {
+			return scheduleStale, discardActivationNotFailed
+		}
+		return scheduleConsumable, ""
+	case isSettled(att.Status):
+		return scheduleStale, discardLatestNotFailed
+	}
+	return scheduleWaiting, "" // active or repair_required: it may still fail
+}
+
+// ConsumeNextDueRetry consumes the run's first consumable due schedule (by
+// due time, node, activation) and requeues its activation, all in one
+// transaction; it returns nil when nothing was consumed. Racing callers
+// never both consume one schedule: exactly one requeues, the others see nil
+// and no error.
+//
+// On the way it discards every due schedule that can never be consumed —
+// its next attempt is not failed_attempt+1 or exceeds retry_cap+1, the
+// activation has successors, a later attempt exists, the attempt settled
+// other than failed (an abandoned mutation is retried only explicitly), or
+// the activation is no longer failed — deleting it with an
+// automatic_retry_discarded event naming the reason, so a stuck schedule
+// never blocks a later one. A due schedule whose attempt has not settled
+// yet is left in place and passed over. When the run itself cannot be
+// retried (neither failed nor running, or cancellation requested) and a
+// schedule is due, it fails with ErrIneligible and changes nothing.
 func (s *Store) ConsumeNextDueRetry(ctx context.Context, runID string, now time.Time) (*RetryRequeue, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
@@ -244,27 +387,80 @@ func (s *Store) ConsumeNextDueRetry(ctx context.Context, runID string, now time.
 	if err != nil {
 		return nil, err
 	}
-	var due []backend.RetrySchedule
-	err = s.view(ctx, func(r backend.ReadTx) error {
-		var err error
-		due, err = r.DueSchedules(ctx, backend.ScheduleQuery{RunID: runID, DueBy: at, Limit: 1})
-		return err
+	var out *RetryRequeue
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		out = nil
+		var run backend.Run
+		loaded := false
+		for skipped := 0; skipped < maxSchedulesPassedOver; {
+			due, err := tx.DueSchedules(ctx, backend.ScheduleQuery{RunID: runID, DueBy: at, Limit: skipped + 1})
+			if err != nil {
+				return err
+			}
+			if len(due) <= skipped {
+				break
+			}
+			sched := due[skipped]
+			if !loaded {
+				if run, err = backend.GetRun(ctx, tx, runID); err != nil {
+					return notFoundFrom(err, "run %q", runID)
+				}
+				if (run.Status != backend.RunFailed && run.Status != backend.RunRunning) || run.CancelRequestedMS != 0 {
+					return stateErr(ErrIneligible, "workflow run is not eligible for node retry (%s)", run.Status)
+				}
+				loaded = true
+			}
+			ak := backend.AttemptKey{ActivationKey: sched.Key, Attempt: sched.FailedAttempt}
+			f, err := tx.Load(ctx, backend.Lookup{Activations: []backend.ActivationKey{sched.Key}, Attempts: []backend.AttemptKey{ak}})
+			if err != nil {
+				return err
+			}
+			act, ok := f.Activations[sched.Key]
+			if !ok {
+				return stateErr(ErrNotFound, "activation %v", sched.Key)
+			}
+			var att *backend.Attempt
+			if a, ok := f.Attempts[ak]; ok {
+				att = &a
+			}
+			verdict, reason := judgeSchedule(run, act, att, sched)
+			switch verdict {
+			case scheduleWaiting:
+				skipped++
+			case scheduleStale:
+				w.delete(sched)
+				w.event(&run, "automatic_retry_discarded", discardJSON(sched, reason), at)
+				run.UpdatedMS = at
+				w.replace(run)
+				if err := flush(ctx, tx, w); err != nil {
+					return err
+				}
+			case scheduleConsumable:
+				rq, err := retryFailedNode(ctx, tx, w, sched.Key, sched.FailedAttempt, &sched, at)
+				if err != nil {
+					return err
+				}
+				out = &rq
+				return nil
+			}
+		}
+		return nil
 	})
-	if err != nil || len(due) == 0 {
-		return nil, err
-	}
-	rq, err := s.ConsumeDueRetry(ctx, due[0].Key, now)
 	if err != nil {
 		return nil, err
 	}
-	return &rq, nil
+	return out, nil
 }
 
 // ConsumeDueRetry consumes one due schedule exactly once: in one
 // transaction it requeues the failed activation (failed→pending, run
 // failed→running) and deletes the schedule. A second consumption fails with
-// ErrNotFound; a stale schedule (the latest attempt moved on) fails with
-// ErrConflict; a schedule not yet due fails with ErrIneligible.
+// ErrNotFound; a schedule not yet due fails with ErrIneligible, as does a
+// run that cannot be retried. A schedule that does not match the latest
+// failed attempt (a later attempt exists, the attempt has not failed or was
+// abandoned) fails with ErrConflict; this exact form changes nothing on any
+// error and so leaves such a schedule in place: ConsumeNextDueRetry is the
+// pass that discards schedules that can never be consumed.
 func (s *Store) ConsumeDueRetry(ctx context.Context, k ActivationKey, now time.Time) (RetryRequeue, error) {
 	if err := validateActivationKey(k); err != nil {
 		return RetryRequeue{}, err
@@ -342,7 +538,8 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k ActivationK
 		return RetryRequeue{}, stateErr(ErrIneligible, "workflow activation is not an output-free failed activation")
 	}
 	att, ok := f.Attempts[backend.AttemptKey{ActivationKey: k, Attempt: failed}]
-	if !ok || act.LastAttempt != failed || (att.Status != backend.AttemptFailed && att.Status != backend.AttemptAbandoned) {
+	if !ok || act.LastAttempt != failed || (sched != nil && !consumesAttempt(att.Status)) ||
+		(att.Status != backend.AttemptFailed && att.Status != backend.AttemptAbandoned) {
 		if sched != nil {
 			return RetryRequeue{}, stateErr(ErrConflict, "automatic retry schedule next attempt became stale")
 		}

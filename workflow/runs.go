@@ -12,10 +12,9 @@ import (
 // NewRun describes a run to create.
 type NewRun struct {
 	ID string
-	// Limits: zero fields take the defaults. RetryCap is used twice
-	// (DESIGN §5.14): a manual retry may reach attempt RetryCap+1, while an
-	// automatic retry stops at min(policy max_attempts, RetryCap) attempts.
-	Limits Limits
+	// Limits: unset fields take the defaults (see DefaultRetryCap for every
+	// limit, its default and what RetryCap 0 means).
+	Limits RunLimits
 	// Deadline: attempts prepared at or after it are rejected. Zero = none.
 	Deadline time.Time
 	// Authority, when set, fences every owned operation on the run.
@@ -24,7 +23,8 @@ type NewRun struct {
 	Metadata json.RawMessage
 }
 
-func normalizeLimits(l Limits) (Limits, error) {
+func normalizeLimits(r RunLimits) (Limits, error) {
+	l := Limits{NodeExecutionCap: r.NodeExecutionCap, ConcurrencyCap: r.ConcurrencyCap, CycleCap: r.CycleCap, RetryCap: DefaultRetryCap}
 	if l.NodeExecutionCap == 0 {
 		l.NodeExecutionCap = DefaultNodeExecutionCap
 	}
@@ -34,8 +34,8 @@ func normalizeLimits(l Limits) (Limits, error) {
 	if l.CycleCap == 0 {
 		l.CycleCap = DefaultCycleCap
 	}
-	if l.RetryCap == 0 {
-		l.RetryCap = DefaultRetryCap
+	if r.RetryCap != nil {
+		l.RetryCap = int64(*r.RetryCap)
 	}
 	switch {
 	case l.NodeExecutionCap < 0:
@@ -44,8 +44,6 @@ func normalizeLimits(l Limits) (Limits, error) {
 		return l, invalid("concurrency cap", "must be positive")
 	case l.CycleCap < 0:
 		return l, invalid("cycle cap", "must be positive")
-	case l.RetryCap < 0 || l.RetryCap > int64(^uint32(0)):
-		return l, invalid("retry cap", "must fit u32")
 	}
 	return l, nil
 }

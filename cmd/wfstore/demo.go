@@ -119,7 +119,7 @@ func runDemo(ctx context.Context, s *workflow.Store, c demoConfig, stdout io.Wri
 	if cap == 0 {
 		cap = int64(c.activations+c.members) + 5
 	}
-	if _, err := s.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: workflow.Limits{NodeExecutionCap: cap, ConcurrencyCap: 8}}, tick()); err != nil {
+	if _, err := s.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: workflow.RunLimits{NodeExecutionCap: cap, ConcurrencyCap: 8}}, tick()); err != nil {
 		return err
 	}
 	policy := &workflow.RetryPolicy{Version: 1, MaxAttempts: 3, EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},

@@ -98,7 +98,8 @@ type Funcs struct {
 	ChildID  func(root, parentRun, parentAct string, attempt uint32, target string) string
 }
 
-// Limits of a run (already normalised: no zero fields).
+// Limits of a run, as stored: no zero caps, but RetryCap may be 0 (no
+// automatic retry, no explicit retry).
 type Limits struct {
 	NodeCap, ConcurrencyCap, CycleCap, RetryCap int64
 }
@@ -701,9 +702,13 @@ const (
 
 // ObsResult is what an observation did.
 type ObsResult struct {
-	Status     string
-	Schedule   *Schedule
-	Unresolved bool
+	Status   string
+	Schedule *Schedule
+	// NotScheduled is why a retryable failure scheduled nothing: "no_policy",
+	// "failure_kind_not_admitted", "ineligible/<decision reason>" or
+	// "schedule_exists"; empty otherwise.
+	NotScheduled string
+	Unresolved   bool
 }
 
 func compatible(st, kind string) bool {
@@ -754,10 +759,16 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 		act.Output = true
 	case ObsFailed, ObsRetryable:
 		if kind == ObsRetryable {
-			if s, ok := m.retrySchedule(run, act, k.N, now); ok {
-				if old, had := m.Sched[k.ActKey]; had && old != s {
-					return ObsResult{Status: att.Status}, Conflict
-				}
+			// The failure always settles. A different schedule left for an
+			// earlier attempt is replaced; one for this attempt is kept.
+			s, why := m.retrySchedule(run, act, k.N, now)
+			old, had := m.Sched[k.ActKey]
+			switch {
+			case why != "":
+				res.NotScheduled = why
+			case had && old != s && old.Failed >= k.N:
+				res.NotScheduled = "schedule_exists"
+			default:
 				m.Sched[k.ActKey] = s
 				res.Schedule = &s
 			}
@@ -794,22 +805,29 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 	return res, OK
 }
 
-// retrySchedule decides an observation-driven automatic retry (SEMANTICS
-// §3's table with the policy's max_attempts and the run's retry_cap).
-func (m *Model) retrySchedule(run *Run, act *Act, attempt uint32, now int64) (Schedule, bool) {
+// retrySchedule decides an observation-driven automatic retry (the decision
+// table with the policy's max_attempts and the run's retry_cap); why names
+// the refusal when it schedules nothing.
+func (m *Model) retrySchedule(run *Run, act *Act, attempt uint32, now int64) (s Schedule, why string) {
 	p := act.Def.Policy
-	if p == nil || !p.Retryable {
-		return Schedule{}, false
+	if p == nil {
+		return Schedule{}, "no_policy"
+	}
+	if !p.Retryable {
+		return Schedule{}, "failure_kind_not_admitted"
+	}
+	if p.MaxAttempts == 0 || run.Limits.RetryCap == 0 {
+		return Schedule{}, "ineligible/invalid_limit"
 	}
 	limit := min(int64(p.MaxAttempts), run.Limits.RetryCap)
 	if int64(attempt)+1 > limit {
-		return Schedule{}, false
+		return Schedule{}, "ineligible/attempts_exhausted"
 	}
 	switch {
 	case act.Def.Effect == ReadOnly && (act.Def.Recon == IdempotentReplay || act.Def.Recon == ReceiptStatus):
 	case act.Def.Effect == Mutating && act.Def.Recon == ReceiptStatus:
 	default:
-		return Schedule{}, false
+		return Schedule{}, "ineligible/unsafe_effect_or_reconciliation"
 	}
 	next := attempt + 1
 	backoff := p.InitialMS
@@ -821,7 +839,7 @@ func (m *Model) retrySchedule(run *Run, act *Act, attempt uint32, now int64) (Sc
 		}
 	}
 	backoff = min(backoff, p.MaximumMS)
-	return Schedule{Failed: attempt, Next: next, BackoffMS: backoff, DueMS: now + backoff}, true
+	return Schedule{Failed: attempt, Next: next, BackoffMS: backoff, DueMS: now + backoff}, ""
 }
 
 // ---- retries ----
@@ -849,25 +867,48 @@ func (m *Model) ConsumeDueRetry(k ActKey, now int64) (Requeue, Err) {
 	return m.retry(k, s.Failed, &s)
 }
 
-// ConsumeNextDueRetry consumes the run's first due schedule (by due time,
-// node, activation); ok is false when none is due.
+// ConsumeNextDueRetry consumes the run's first consumable due schedule (by
+// due time, node, activation); ok is false when none was consumed. Due
+// schedules that can never be consumed are discarded on the way; those
+// whose attempt has not settled are passed over. A run that cannot be
+// retried refuses (Ineligible) when any schedule is due.
 func (m *Model) ConsumeNextDueRetry(runID string, now int64) (Requeue, bool, Err) {
-	var best *ActKey
-	var bs Schedule
+	var due []ActKey
 	for k, s := range m.Sched {
-		if k.Run != runID || s.DueMS > now {
-			continue
-		}
-		if best == nil || cmp.Or(cmp.Compare(s.DueMS, bs.DueMS), cmpKey(k, *best)) < 0 {
-			kk := k
-			best, bs = &kk, s
+		if k.Run == runID && s.DueMS <= now {
+			due = append(due, k)
 		}
 	}
-	if best == nil {
+	if len(due) == 0 {
 		return Requeue{}, false, OK
 	}
-	rq, e := m.ConsumeDueRetry(*best, now)
-	return rq, true, e
+	slices.SortFunc(due, func(a, b ActKey) int {
+		return cmp.Or(cmp.Compare(m.Sched[a].DueMS, m.Sched[b].DueMS), cmpKey(a, b))
+	})
+	run := m.Runs[runID]
+	if (run.Status != RunFailed && run.Status != RunRunning) || run.Cancel {
+		return Requeue{}, false, Ineligible
+	}
+	for _, k := range due {
+		s, act := m.Sched[k], m.Acts[k]
+		att := m.Atts[AttKey{k, s.Failed}]
+		switch {
+		case s.Failed == 0 || s.Next != s.Failed+1, int64(s.Next) > run.Limits.RetryCap+1, act.HasSucc, act.Last > s.Failed:
+			delete(m.Sched, k) // can never be consumed
+		case act.Last < s.Failed || att == nil:
+			// its attempt does not exist yet: passed over
+		case att.Status == AttFailed:
+			if act.Status != ActFailed || act.Output {
+				delete(m.Sched, k)
+				continue
+			}
+			rq, e := m.retry(k, s.Failed, &s)
+			return rq, e == OK, e
+		case settled(att.Status):
+			delete(m.Sched, k) // settled other than failed (abandoned included)
+		}
+	}
+	return Requeue{}, false, OK
 }
 
 func (m *Model) retry(k ActKey, failed uint32, sched *Schedule) (Requeue, Err) {
@@ -886,7 +927,9 @@ func (m *Model) retry(k ActKey, failed uint32, sched *Schedule) (Requeue, Err) {
 		return Requeue{}, Ineligible
 	}
 	att, ok := m.Atts[AttKey{k, failed}]
-	if !ok || act.Last != failed || (att.Status != AttFailed && att.Status != AttAbandoned) {
+	// A schedule consumes only a failed attempt: an abandoned mutation is
+	// retried only explicitly.
+	if !ok || act.Last != failed || (sched != nil && att.Status != AttFailed) || (att.Status != AttFailed && att.Status != AttAbandoned) {
 		if sched != nil {
 			return Requeue{}, Conflict
 		}

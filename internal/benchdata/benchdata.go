@@ -46,7 +46,7 @@ func SeedRuns(ctx context.Context, s *workflow.Store, b backend.Backend, prefix 
 	}
 	for r := 0; len(keys) < n; r++ {
 		runID := fmt.Sprintf("%s-%05d", prefix, r)
-		if _, err := s.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: Limits}, now); err != nil {
+		if _, err := s.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: workflow.ExactLimits(Limits)}, now); err != nil {
 			return nil, err
 		}
 		m := min(per, n-len(keys))
