@@ -18,6 +18,7 @@ func storeTier() []Case {
 		limitsCases(),
 		childCases(),
 		inputCases(),
+		fencingCases(),
 	} {
 		out = append(out, group...)
 	}
