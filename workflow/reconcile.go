@@ -38,9 +38,9 @@ type ReconcileSummary struct {
 }
 
 // ReconcilePrepared examines prepared attempts after a restart, using the
-// never-dispatched proof. An attempt whose handoff was never
-// recorded is left as it is and listed NeverDispatched. One whose handoff
-// was recorded (or is unknown) and has no receipt is ambiguous: the owner's
+// never-dispatched proof. An attempt whose handoff was never recorded is
+// left as it is and listed NeverDispatched. One whose handoff was recorded
+// (or is unknown) and has no receipt is ambiguous: the owner's
 // ReceiptLookup is asked first (recorded handoffs only); a receipt found is
 // persisted; otherwise a mutating attempt goes to repair_required with its
 // run, and a read-only one is listed SafeReadOnly.
