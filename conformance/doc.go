@@ -155,6 +155,9 @@
 //	successors atomic with Succeeded (§5.12)               admission_succeeded_adds_successors_atomically
 //	authority fencing at every boundary (inv. 4, §5.8)     authority_* (transfer CAS, owned up front, before prepare,
 //	                                                      before handoff, before receipt)
+//	recovery passes fenced; authority equal field by field fencing_* (transfer or one-field change during
+//	                                                      redispatch, receipt lookup, repair; one-field
+//	                                                      difference at every boundary; retirement mid-admission)
 //	receipts: duplicate no-op, conflict, identity (inv. 5) receipt_*
 //	owner admission check / receipt recovery (§2.5)        receipt_check_owner_admission_recovers_verifies_and_refuses
 //	never-dispatched proof, receipt lookup (§5.7)          reconcile_never_dispatched_*, reconcile_receipt_lookup_*,

@@ -19,6 +19,7 @@ func storeTier() []Case {
 		limitsCases(),
 		childCases(),
 		inputCases(),
+		fencingCases(),
 	} {
 		out = append(out, group...)
 	}

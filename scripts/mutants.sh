@@ -22,6 +22,13 @@ mutants=(
   never-dispatched-proof # reconcile ignores the never-dispatched proof
   prepare-attempt-effect # low-level prepare ignores a different side effect
   known-unchecked        # handoff/receipt decide on known records without expecting them unchanged
+  prepare-authority      # prepare skips the authority check
+  receipt-authority      # receipt persisted without the authority check
+  exhaustion-authority   # exhaustion recorded without the authority check
+  redispatch-authority   # redispatch hands off and persists receipts without authority checks
+  reconcile-authority    # reconciliation writes receipts and repair_required without authority checks
+  retirement-ignored     # prepare, handoff and owner admission ignore a pending fan-out retirement
+  authority-partial-compare # authorities compared by generation and daemon id only
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
 go test -tags wfmutant -c -o /tmp/wfstore-mutant.test "$pkg" || exit 2

@@ -36,6 +36,7 @@
 //	different fields/intent/receipt/schedule for an id      ErrConflict                  batch fails
 //	second handoff of one identity                          ErrConflict                  -
 //	authority missing, stale, changed mid-batch             ErrStaleAuthority            batch fails
+//	authority changed during Redispatch/ReconcilePrepared   ErrStaleAuthority            - (the pass stops; attempt kept prepared)
 //	run paused/cancelling/not running, deadline, retry cap  ErrIneligible                Rejected (batch goes on)
 //	retirement pending, downstream activation, policy       ErrIneligible                - (prepare: not discovered)
 //	run's node_execution_cap reached                        ErrNodeAllowanceExhausted    Exhausted (+ one event per run)

@@ -113,7 +113,7 @@ func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck,
 // retirementPending reports whether act is a fan-out member whose group has
 // a retirement intent recorded and not settled.
 func retirementPending(ctx context.Context, r backend.ReadTx, act backend.Activation) (bool, error) {
-	if act.Group == nil {
+	if act.Group == nil || mutated("retirement-ignored") {
 		return false, nil
 	}
 	f, err := r.Load(ctx, backend.Lookup{Groups: []backend.ActivationKey{act.Group.Controller}})

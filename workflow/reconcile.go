@@ -38,23 +38,34 @@ type ReconcileSummary struct {
 }
 
 // ReconcilePrepared examines prepared attempts after a restart, using the
-// never-dispatched proof (DESIGN §5.7). An attempt whose handoff was never
-// recorded is left as it is and listed NeverDispatched. One whose handoff
-// was recorded (or is unknown) and has no receipt is ambiguous: the owner's
+// never-dispatched proof. An attempt whose handoff was never recorded is
+// left as it is and listed NeverDispatched. One whose handoff was recorded
+// (or is unknown) and has no receipt is ambiguous: the owner's
 // ReceiptLookup is asked first (recorded handoffs only); a receipt found is
 // persisted; otherwise a mutating attempt goes to repair_required with its
 // run, and a read-only one is listed SafeReadOnly.
+//
+// Every write of the pass is fenced. With opts.Authority set, it must be
+// the run's current authority at every write; without it, each run's
+// authority is read together with its attempts and must be unchanged at
+// every write. A change (a transfer while the owner's lookup ran, say)
+// stops the pass with ErrStaleAuthority and writes nothing for that
+// attempt, which stays prepared for the current authority to recover.
 func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, now time.Time) (ReconcileSummary, error) {
 	var sum ReconcileSummary
-	check, err := s.passCheck(ctx, opts.RunID, opts.Authority, opts.Limit, now)
+	owned, err := s.passCheck(ctx, opts.RunID, opts.Authority, opts.Limit, now)
 	if err != nil {
 		return sum, err
 	}
-	attempts, err := s.preparedAttempts(ctx, opts.RunID, opts.Limit)
+	attempts, err := s.preparedAttempts(ctx, opts.RunID, opts.Limit, owned)
 	if err != nil {
 		return sum, err
 	}
-	for _, att := range attempts {
+	for _, pa := range attempts {
+		att, check := pa.att, pa.check
+		if mutated("reconcile-authority") {
+			check = authorityCheck{}
+		}
 		switch {
 		case att.Handoff == backend.HandoffPending && !mutated("never-dispatched-proof"):
 			sum.NeverDispatched = append(sum.NeverDispatched, att.Identity)
@@ -76,7 +87,7 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 			sum.SafeReadOnly = append(sum.SafeReadOnly, att.Identity)
 			continue
 		}
-		changed, err := s.markRepairRequired(ctx, att.Identity, check, now)
+		changed, err := s.markRepairRequired(ctx, att.Identity, check.with("reconciliation"), now)
 		if err != nil {
 			return sum, err
 		}
@@ -87,7 +98,8 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 	return sum, nil
 }
 
-// passCheck validates a pass's options and returns its authority check.
+// passCheck validates a pass's options and returns its owned authority
+// check (mode none when the pass is unowned).
 func (s *Store) passCheck(ctx context.Context, runID string, auth *Authority, limit int, now time.Time) (authorityCheck, error) {
 	if err := validateLimit("reconciliation limit", limit); err != nil {
 		return authorityCheck{}, err
@@ -114,12 +126,48 @@ func (s *Store) passCheck(ctx context.Context, runID string, auth *Authority, li
 	return ownedBy(auth, "reconciliation"), nil
 }
 
-func (s *Store) preparedAttempts(ctx context.Context, runID string, limit int) ([]Attempt, error) {
-	var out []Attempt
+// passAttempt is one prepared attempt a recovery pass examines, with the
+// authority check every write the pass makes for it must pass.
+type passAttempt struct {
+	att   Attempt
+	check authorityCheck
+}
+
+// preparedAttempts reads up to limit prepared attempts in one snapshot. An
+// owned pass checks owned at every write; an unowned one snapshots the
+// authority of each attempt's run in the same read and requires it
+// unchanged at every write.
+func (s *Store) preparedAttempts(ctx context.Context, runID string, limit int, owned authorityCheck) ([]passAttempt, error) {
+	var out []passAttempt
 	err := s.view(ctx, func(r backend.ReadTx) error {
-		var err error
-		out, err = r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Status: backend.AttemptPrepared, Limit: limit})
-		return err
+		out = nil
+		atts, err := r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Status: backend.AttemptPrepared, Limit: limit})
+		if err != nil || len(atts) == 0 {
+			return err
+		}
+		var runs backend.Found
+		if owned.mode != authOwned {
+			var ids []string
+			seen := map[string]bool{}
+			for _, a := range atts {
+				if !seen[a.Key.RunID] {
+					seen[a.Key.RunID] = true
+					ids = append(ids, a.Key.RunID)
+				}
+			}
+			if runs, err = r.Load(ctx, backend.Lookup{Runs: ids}); err != nil {
+				return err
+			}
+		}
+		out = make([]passAttempt, len(atts))
+		for i, a := range atts {
+			check := owned
+			if owned.mode != authOwned {
+				check = authorityCheck{mode: authSnapshot, want: runs.Runs[a.Key.RunID].Authority, what: owned.what}
+			}
+			out[i] = passAttempt{att: a, check: check}
+		}
+		return nil
 	})
 	return out, err
 }
@@ -164,17 +212,29 @@ type RedispatchSummary struct {
 // recorded (mutating or not, through the 0→1 handoff), and read-only
 // attempts whose handoff is recorded or unknown (the owner dedupes by
 // identity). It never redispatches an ambiguous mutating attempt.
+//
+// It is fenced as Dispatch is. With opts.Authority set, it must be the
+// run's current authority at the handoff and at the receipt; without it,
+// each run's authority is read together with its attempts and must be
+// unchanged at both. A change stops the pass with ErrStaleAuthority: a
+// change before the handoff leaves the attempt untouched and the owner
+// uncalled; one during the owner call leaves it prepared with its handoff
+// recorded and no receipt, for the current authority to reconcile.
 func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptions, now time.Time) (RedispatchSummary, error) {
 	var sum RedispatchSummary
-	check, err := s.passCheck(ctx, opts.RunID, opts.Authority, opts.Limit, now)
+	owned, err := s.passCheck(ctx, opts.RunID, opts.Authority, opts.Limit, now)
 	if err != nil {
 		return sum, err
 	}
-	attempts, err := s.preparedAttempts(ctx, opts.RunID, opts.Limit)
+	attempts, err := s.preparedAttempts(ctx, opts.RunID, opts.Limit, owned)
 	if err != nil {
 		return sum, err
 	}
-	for _, att := range attempts {
+	for _, pa := range attempts {
+		att, check := pa.att, pa.check
+		if mutated("redispatch-authority") {
+			check = authorityCheck{}
+		}
 		if att.Receipt != nil || (att.Handoff != backend.HandoffPending && att.SideEffect != ReadOnly) {
 			sum.Skipped = append(sum.Skipped, att.Identity)
 			continue
