@@ -31,10 +31,12 @@ mutants=(
   authority-partial-compare # authorities compared by generation and daemon id only
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
-go test -tags wfmutant -c -o /tmp/wfstore-mutant.test "$pkg" || exit 2
+bin="$(mktemp -d)/wfstore-mutant.test"
+trap 'rm -rf "$(dirname "$bin")"' EXIT
+go test -tags wfmutant -c -o "$bin" "$pkg" || exit 2
 survivors=()
 for m in "${mutants[@]}"; do
-  out=$(WFSTORE_MUTANT="$m" /tmp/wfstore-mutant.test -test.run 'Conformance' -test.count=1 -test.timeout 10m 2>&1)
+  out=$(WFSTORE_MUTANT="$m" "$bin" -test.run 'Conformance' -test.count=1 -test.timeout 10m 2>&1)
   if [ $? -eq 0 ]; then
     printf 'SURVIVED %-24s\n' "$m"
     survivors+=("$m")
@@ -43,6 +45,5 @@ for m in "${mutants[@]}"; do
     printf 'caught   %-24s by %s\n' "$m" "${caught:-(suite failed)}"
   fi
 done
-rm -f /tmp/wfstore-mutant.test
 echo "${#mutants[@]} mutants, $(( ${#mutants[@]} - ${#survivors[@]} )) caught, ${#survivors[@]} survived"
 [ ${#survivors[@]} -eq 0 ]
