@@ -18,6 +18,7 @@ func storeTier() []Case {
 		limitsCases(),
 		childCases(),
 		inputCases(),
+		discoveryCases(),
 	} {
 		out = append(out, group...)
 	}
