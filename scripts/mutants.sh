@@ -21,6 +21,10 @@ mutants=(
   never-dispatched-proof # reconcile ignores the never-dispatched proof
   prepare-attempt-effect # low-level prepare ignores a different side effect
   known-unchecked        # handoff/receipt decide on known records without expecting them unchanged
+  handoff-refusal-fatal  # a run-state refusal at handoff stops the Dispatch batch
+  capacity-before-allowance # discovery calls a run full before its allowance and deadline checks
+  discovery-unbounded    # discovery reads the pending index without a row budget
+  discovery-restarts     # every pass over all runs restarts at the beginning of the index
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
 go test -tags wfmutant -c -o /tmp/wfstore-mutant.test "$pkg" || exit 2
