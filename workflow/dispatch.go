@@ -73,12 +73,12 @@ type DispatchSummary struct {
 //
 // Each pass reads a bounded part of the pending index (see
 // DispatchOptions.Limit). A pass over all runs (RunID empty) that stopped
-// on a bound before the end of the index leaves its position in the
-// Store: the next such pass of the same Store resumes after it, and the
-// pass that reaches the end makes the following one start over. So runs
-// without concurrency room, however many, delay work behind them by a
-// bounded number of passes and never hide it. Passes of other Store
-// values, and passes restricted to one run, start at the beginning.
+// on a bound before it saw the whole index leaves its position in the
+// Store: the next such pass of the same Store resumes after it and, at the
+// end of the index, goes on from the beginning. Every pass moves that
+// position forward, so runs without concurrency room, however many, delay
+// the work behind them by some passes but never hide it. A new Store, and
+// every pass restricted to one run, starts at the beginning.
 func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions, now time.Time) (DispatchSummary, error) {
 	var sum DispatchSummary
 	if opts.Limit == 0 {
@@ -252,6 +252,21 @@ type pendingPos struct {
 	afterRun bool
 }
 
+// covers reports whether a pass that began at p has already seen k: k is
+// after p in index order.
+func (p pendingPos) covers(k ActivationKey) bool {
+	if p.afterRun {
+		return k.RunID > p.after.RunID
+	}
+	switch {
+	case k.RunID != p.after.RunID:
+		return k.RunID > p.after.RunID
+	case k.NodeID != p.after.NodeID:
+		return k.NodeID > p.after.NodeID
+	}
+	return k.ActivationID > p.after.ActivationID
+}
+
 // discoveryCursor is where the next pass over all runs resumes.
 type discoveryCursor struct {
 	mu  sync.Mutex
@@ -282,8 +297,9 @@ func (c *discoveryCursor) save(p pendingPos) {
 // an activation is planned like any other and preparation reports the
 // refusal. It reads at most discoveryRowsPerLimit*limit index rows and the
 // runs (and roots) they name. A pass over all runs starts where the
-// previous one of this Store stopped, and the next starts over when this
-// one reached the end of the index.
+// previous one of this Store stopped and, at the end of the index, goes on
+// from the beginning up to that place; a pass that saw the whole index
+// makes the next one start at the beginning.
 func (s *Store) discover(ctx context.Context, runID string, limit int, at int64) ([]candidate, error) {
 	var start pendingPos
 	if runID == "" {
@@ -304,8 +320,11 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			rowsLeft = 1 << 30
 		}
 		pos := start
-		skip := "" // the run whose remaining activations are passed over
+		wrap := start != (pendingPos{}) // the scan may wrap to the beginning
+		inWrap := false
+		skipped := map[string]bool{} // runs whose remaining activations are passed over
 		q := backend.PendingQuery{RunID: runID, After: start.after, AfterRun: start.afterRun}
+	scan:
 		for planned < limit && rowsLeft > 0 {
 			q.Limit = min(limit-planned, rowsLeft)
 			page, err := r.PendingActivations(ctx, q)
@@ -318,8 +337,13 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			}
 			for _, act := range page {
 				id := act.Key.RunID
+				if inWrap && start.covers(act.Key) {
+					// Back where this pass began: the whole index is seen.
+					pos = pendingPos{}
+					break scan
+				}
 				pos = pendingPos{after: act.Key}
-				if id == skip {
+				if skipped[id] {
 					pos.afterRun = true
 					continue
 				}
@@ -345,14 +369,21 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 				case reported < limit:
 					out = append(out, candidate{act: act, run: run, authority: run.Authority, full: true})
 					reported++
-					skip, pos.afterRun = id, true
+					skipped[id], pos.afterRun = true, true
 				default:
-					skip, pos.afterRun = id, true
+					skipped[id], pos.afterRun = true, true
 				}
 			}
 			if len(page) < q.Limit {
-				pos = pendingPos{} // the end: the next pass starts over
-				break
+				if !wrap || inWrap {
+					pos = pendingPos{} // the end: the next pass starts over
+					break
+				}
+				// The end of the index: go on from its beginning up to
+				// where this pass began.
+				inWrap = true
+				q = backend.PendingQuery{RunID: runID}
+				continue
 			}
 			q.After, q.AfterRun = pos.after, pos.afterRun
 		}
