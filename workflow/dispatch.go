@@ -22,8 +22,8 @@ type DispatchOptions struct {
 	// Limit bounds one pass (1..=1000; 0 means 100): at most Limit
 	// activations are planned, at most Limit runs without concurrency room
 	// are reported raced, and discovery reads at most 4×Limit pending
-	// activations and the runs they belong to, however many the store
-	// holds. A pass may therefore plan fewer than Limit activations while
+	// activations and the runs (and roots) they belong to, however many
+	// the store holds. A pass may therefore plan fewer than Limit activations while
 	// more are pending; see Dispatch for how later passes reach them.
 	Limit int
 	// Fault, when set, is called at every boundary.
