@@ -151,6 +151,10 @@
 //	bytewise order (§5.2)                                  admission_discovery_order_is_bytewise
 //	one bad run never blocks the others (§5.9)             admission_discovery_skips_a_run_without_capacity,
 //	                                                      limits_elapsed_deadline_rejects_without_blocking_other_runs
+//	a refusal at handoff is Rejected, the batch goes on    discovery_handoff_refusal_is_rejected_and_the_batch_goes_on
+//	allowance and deadline come before capacity            discovery_allowance_and_deadline_precede_the_capacity_shortcut
+//	discovery reads O(limit), passes resume and wrap       discovery_reads_are_bounded_by_the_limit_and_reach_every_run,
+//	                                                      discovery_passes_over_all_runs_resume_and_wrap
 //	events in commit order, bounded pages (§5.5)           admission_events_after_prepare_are_in_commit_order
 //	successors atomic with Succeeded (§5.12)               admission_succeeded_adds_successors_atomically
 //	authority fencing at every boundary (inv. 4, §5.8)     authority_* (transfer CAS, owned up front, before prepare,

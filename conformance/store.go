@@ -20,6 +20,7 @@ func storeTier() []Case {
 		childCases(),
 		inputCases(),
 		fencingCases(),
+		discoveryCases(),
 	} {
 		out = append(out, group...)
 	}

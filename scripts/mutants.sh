@@ -29,6 +29,10 @@ mutants=(
   reconcile-authority    # reconciliation writes receipts and repair_required without authority checks
   retirement-ignored     # prepare, handoff and owner admission ignore a pending fan-out retirement
   authority-partial-compare # authorities compared by generation and daemon id only
+  handoff-refusal-fatal  # a run-state refusal at handoff stops the Dispatch batch
+  capacity-before-allowance # discovery calls a run full before its allowance and deadline checks
+  discovery-unbounded    # discovery reads the pending index without a row budget
+  discovery-restarts     # every pass over all runs restarts at the beginning of the index
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
 bin="$(mktemp -d)/wfstore-mutant.test"

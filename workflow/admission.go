@@ -204,6 +204,20 @@ func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check a
 // cancellation, deadline, retry cap, node allowance, root allowance,
 // concurrency capacity.
 func enforceAttemptLimits(run, root backend.Run, attempt uint32, at int64) error {
+	if err := limitsBeforeCapacity(run, root, attempt, at, 0, 0); err != nil {
+		return err
+	}
+	if run.ActiveCount >= run.Limits.ConcurrencyCap && !mutated("concurrency-cap") {
+		return stateErr(ErrConcurrencyCapacity, "run %q has %d active attempts (cap %d)", run.ID, run.ActiveCount, run.Limits.ConcurrencyCap)
+	}
+	return nil
+}
+
+// limitsBeforeCapacity applies every limit that comes before concurrency
+// capacity, in order, counting runMore and treeMore attempts beyond the
+// run's and the root's durable counters (discovery's planned ones). It
+// is what discovery asks before it calls a run full.
+func limitsBeforeCapacity(run, root backend.Run, attempt uint32, at, runMore, treeMore int64) error {
 	if run.Status != backend.RunRunning {
 		return stateErr(ErrIneligible, "workflow run does not accept attempts while %s", run.Status)
 	}
@@ -216,14 +230,11 @@ func enforceAttemptLimits(run, root backend.Run, attempt uint32, at int64) error
 	if int64(attempt) > run.Limits.RetryCap+1 {
 		return stateErr(ErrIneligible, "workflow retry cap exceeded")
 	}
-	if run.AttemptCount >= run.Limits.NodeExecutionCap && !mutated("node-cap") {
-		return stateErr(ErrNodeAllowanceExhausted, "run %q has %d of %d attempts", run.ID, run.AttemptCount, run.Limits.NodeExecutionCap)
+	if run.AttemptCount+runMore >= run.Limits.NodeExecutionCap && !mutated("node-cap") {
+		return stateErr(ErrNodeAllowanceExhausted, "run %q has %d of %d attempts", run.ID, run.AttemptCount+runMore, run.Limits.NodeExecutionCap)
 	}
-	if root.TreeAttemptCount >= root.Limits.NodeExecutionCap && !mutated("root-cap") {
-		return stateErr(ErrRootAllowanceExhausted, "root %q has %d of %d attempts", root.ID, root.TreeAttemptCount, root.Limits.NodeExecutionCap)
-	}
-	if run.ActiveCount >= run.Limits.ConcurrencyCap && !mutated("concurrency-cap") {
-		return stateErr(ErrConcurrencyCapacity, "run %q has %d active attempts (cap %d)", run.ID, run.ActiveCount, run.Limits.ConcurrencyCap)
+	if root.TreeAttemptCount+treeMore >= root.Limits.NodeExecutionCap && !mutated("root-cap") {
+		return stateErr(ErrRootAllowanceExhausted, "root %q has %d of %d attempts", root.ID, root.TreeAttemptCount+treeMore, root.Limits.NodeExecutionCap)
 	}
 	return nil
 }

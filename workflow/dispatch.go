@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -18,14 +19,21 @@ type DispatchOptions struct {
 	// authority is snapshotted at discovery and must not change until the
 	// receipt commits.
 	Authority *Authority
-	// Limit bounds the activations taken from discovery (1..=1000; 0 means 100).
+	// Limit bounds one pass (1..=1000; 0 means 100): at most Limit
+	// activations are planned, at most Limit runs without concurrency room
+	// are reported raced, and discovery reads at most 4×Limit pending
+	// activations and the runs (and roots) they belong to, however many
+	// the store holds. A pass may therefore plan fewer than Limit activations while
+	// more are pending; see Dispatch for how later passes reach them.
 	Limit int
 	// Fault, when set, is called at every boundary.
 	Fault FaultHook
 }
 
-// Rejection is one activation discovery returned that cannot be admitted for
-// a reason of its own run (DESIGN §5.9); the batch went on.
+// Rejection is one discovered activation that cannot be admitted for a
+// reason of its own run (deadline elapsed, retry cap exceeded, run paused,
+// cancelling or no longer running, at preparation or at handoff); the
+// batch went on without it. Err matches ErrIneligible.
 type Rejection struct {
 	Key ActivationKey
 	Err error
@@ -37,21 +45,40 @@ type DispatchSummary struct {
 	Admitted []string
 	// Unsupported lists activations the owner declined to plan.
 	Unsupported []ActivationKey
-	// Raced lists activations another dispatcher took first, or that lost to
-	// concurrency capacity or a conflicting resource lease.
+	// Raced lists activations another dispatcher took first (prepared or
+	// handed off), or that lost to concurrency capacity or a conflicting
+	// resource lease. A run without concurrency room is listed once, by
+	// the first activation discovery met, and the rest of it is passed
+	// over.
 	Raced []ActivationKey
 	// Exhausted lists activations blocked by the run's or the root's
-	// execution allowance; they stay pending and no attempt exists.
+	// execution allowance; they stay pending and no attempt exists. The
+	// allowance is checked before concurrency capacity, so an exhausted
+	// activation is listed here whatever its run's capacity.
 	Exhausted []ActivationKey
 	// Rejected lists activations refused for a durable reason of their run.
+	// One refused at handoff keeps its prepared attempt, handoff pending
+	// and provably never dispatched: ReconcilePrepared lists it as
+	// NeverDispatched, and CancelNeverDispatched or Redispatch recover it.
 	Rejected []Rejection
 }
 
 // Dispatch admits pending activations: for each one discovered it plans with
 // the owner, commits the attempt intent, records the handoff, calls the
-// owner, and commits the receipt. Storage errors, authority changes and
-// owner or fault-hook errors stop the batch and are returned with the
-// summary so far; everything committed before stays durable.
+// owner, and commits the receipt. Only storage errors, a stale or changed
+// authority, and owner or fault-hook errors (and invalid plans) stop the
+// batch; they are returned with the summary so far, and everything
+// committed before stays durable. A refusal that belongs to one run, at
+// preparation or at handoff, is a Rejected entry and the batch goes on.
+//
+// Each pass reads a bounded part of the pending index (see
+// DispatchOptions.Limit). A pass over all runs (RunID empty) that stopped
+// on a bound before it saw the whole index leaves its position in the
+// Store: the next such pass of the same Store resumes after it and, at the
+// end of the index, goes on from the beginning. Every pass moves that
+// position forward, so runs without concurrency room, however many, delay
+// the work behind them by some passes but never hide it. A new Store, and
+// every pass restricted to one run, starts at the beginning.
 func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions, now time.Time) (DispatchSummary, error) {
 	var sum DispatchSummary
 	if opts.Limit == 0 {
@@ -81,7 +108,8 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 			return sum, err
 		}
 	}
-	cands, err := s.discover(ctx, opts.RunID, opts.Limit)
+	at, _ := toMS("now", now)
+	cands, err := s.discover(ctx, opts.RunID, opts.Limit, at)
 	if err != nil {
 		return sum, err
 	}
@@ -166,6 +194,16 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act 
 		return "", outFailed, err
 	}
 	if kn, err = s.handoff(ctx, p.Key(), check.with("dispatch handoff"), false, now, kn); err != nil {
+		switch {
+		case errors.Is(err, ErrIneligible) && !mutated("handoff-refusal-fatal"):
+			// The run (or the attempt) changed since prepare: the attempt
+			// stays prepared with its handoff pending, provably never
+			// dispatched, for reconciliation to recover.
+			return "", outRejected, err
+		case errors.Is(err, ErrConflict):
+			// Another caller recorded this attempt's handoff first.
+			return "", outRaced, nil
+		}
 		return "", outFailed, err
 	}
 	receipt, err := owner.Dispatch(ctx, *p)
@@ -202,54 +240,163 @@ type candidate struct {
 	full      bool        // the run had no concurrency room left at discovery
 }
 
-// discover reads up to limit admissible activations in one snapshot. When a
-// run has no concurrency room left, its first extra activation is returned
-// as full (it will be reported raced) and the rest of the run is skipped,
-// so one busy run does not hold every place of the batch.
-func (s *Store) discover(ctx context.Context, runID string, limit int) ([]candidate, error) {
-	var out []candidate
+// discoveryRowsPerLimit bounds the pending-index rows one pass reads, as a
+// multiple of its limit.
+const discoveryRowsPerLimit = 4
+
+// pendingPos is a position in the pending index: strictly after after, or
+// after every activation of after's run when afterRun is set. The zero
+// value is the beginning.
+type pendingPos struct {
+	after    ActivationKey
+	afterRun bool
+}
+
+// covers reports whether a pass that began at p has already seen k: k is
+// after p in index order.
+func (p pendingPos) covers(k ActivationKey) bool {
+	if p.afterRun {
+		return k.RunID > p.after.RunID
+	}
+	switch {
+	case k.RunID != p.after.RunID:
+		return k.RunID > p.after.RunID
+	case k.NodeID != p.after.NodeID:
+		return k.NodeID > p.after.NodeID
+	}
+	return k.ActivationID > p.after.ActivationID
+}
+
+// discoveryCursor is where the next pass over all runs resumes.
+type discoveryCursor struct {
+	mu  sync.Mutex
+	pos pendingPos
+}
+
+func (c *discoveryCursor) load() pendingPos {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.pos
+}
+
+func (c *discoveryCursor) save(p pendingPos) {
+	if mutated("discovery-restarts") {
+		p = pendingPos{}
+	}
+	c.mu.Lock()
+	c.pos = p
+	c.mu.Unlock()
+}
+
+// discover reads, in one snapshot, the activations one pass takes: up to
+// limit to plan, and up to limit runs without concurrency room, each
+// reported once (its first activation, as full) and the rest of it passed
+// over, so that one busy run holds one place. A run counts as full only
+// when no check that comes before concurrency capacity (deadline, retry
+// cap, node and root allowance) would refuse its activation first; such
+// an activation is planned like any other and preparation reports the
+// refusal. It reads at most discoveryRowsPerLimit*limit index rows and the
+// runs (and roots) they name. A pass over all runs starts where the
+// previous one of this Store stopped and, at the end of the index, goes on
+// from the beginning up to that place; a pass that saw the whole index
+// makes the next one start at the beginning.
+func (s *Store) discover(ctx context.Context, runID string, limit int, at int64) ([]candidate, error) {
+	var start pendingPos
+	if runID == "" {
+		start = s.disc.load()
+	}
+	var (
+		out  []candidate
+		next pendingPos
+	)
 	err := s.view(ctx, func(r backend.ReadTx) error {
 		out = out[:0]
 		runs := map[string]backend.Run{}
-		taken := map[string]int64{}
-		q := backend.PendingQuery{RunID: runID}
-		taken0 := 0
-		for taken0 < limit {
-			q.Limit = limit - taken0
+		takenRun := map[string]int64{}  // planned, by run
+		takenTree := map[string]int64{} // planned, by root
+		planned, reported := 0, 0
+		rowsLeft := discoveryRowsPerLimit * limit
+		if mutated("discovery-unbounded") {
+			rowsLeft = 1 << 30
+		}
+		pos := start
+		wrap := start != (pendingPos{}) // the scan may wrap to the beginning
+		inWrap := false
+		skipped := map[string]bool{} // runs whose remaining activations are passed over
+		q := backend.PendingQuery{RunID: runID, After: start.after, AfterRun: start.afterRun}
+	scan:
+		for planned < limit && rowsLeft > 0 {
+			q.Limit = min(limit-planned, rowsLeft)
 			page, err := r.PendingActivations(ctx, q)
 			if err != nil {
 				return err
 			}
+			rowsLeft -= len(page)
 			if err := loadRuns(ctx, r, runs, page); err != nil {
 				return err
 			}
-			skipped := false
 			for _, act := range page {
-				q.After, q.AfterRun = act.Key, false
-				run, ok := runs[act.Key.RunID]
+				id := act.Key.RunID
+				if inWrap && start.covers(act.Key) {
+					// Back where this pass began: the whole index is seen.
+					pos = pendingPos{}
+					break scan
+				}
+				pos = pendingPos{after: act.Key}
+				if skipped[id] {
+					pos.afterRun = true
+					continue
+				}
+				run, ok := runs[id]
 				if !ok {
 					continue
 				}
-				room := run.Limits.ConcurrencyCap - run.ActiveCount - taken[run.ID]
-				c := candidate{act: act, run: run, authority: run.Authority, full: room <= 0}
-				out = append(out, c)
-				if c.full {
-					q.AfterRun = true
-					skipped = true
+				root, ok := runs[run.RootID]
+				refusedFirst := !ok // a missing root: let preparation report it
+				if ok && !mutated("capacity-before-allowance") {
+					refusedFirst = act.LastAttempt == ^uint32(0) ||
+						limitsBeforeCapacity(run, root, act.LastAttempt+1, at, takenRun[id], takenTree[run.RootID]) != nil
+				}
+				room := run.Limits.ConcurrencyCap - run.ActiveCount - takenRun[id]
+				switch {
+				case refusedFirst || room > 0:
+					out = append(out, candidate{act: act, run: run, authority: run.Authority})
+					planned++
+					if !refusedFirst {
+						takenRun[id]++
+						takenTree[run.RootID]++
+					}
+				case reported < limit:
+					out = append(out, candidate{act: act, run: run, authority: run.Authority, full: true})
+					reported++
+					skipped[id], pos.afterRun = true, true
+				default:
+					skipped[id], pos.afterRun = true, true
+				}
+			}
+			if len(page) < q.Limit {
+				if !wrap || inWrap {
+					pos = pendingPos{} // the end: the next pass starts over
 					break
 				}
-				taken[run.ID]++
-				taken0++
+				// The end of the index: go on from its beginning up to
+				// where this pass began.
+				inWrap = true
+				q = backend.PendingQuery{RunID: runID}
+				continue
 			}
-			if !skipped && len(page) < q.Limit {
-				break
-			}
+			q.After, q.AfterRun = pos.after, pos.afterRun
 		}
+		next = pos
 		return nil
 	})
+	if err == nil && runID == "" {
+		s.disc.save(next)
+	}
 	return out, err
 }
 
+// loadRuns adds to runs the runs of acts, and their roots, not loaded yet.
 func loadRuns(ctx context.Context, r backend.ReadTx, runs map[string]backend.Run, acts []Activation) error {
 	var ids []string
 	for _, a := range acts {
@@ -258,6 +405,24 @@ func loadRuns(ctx context.Context, r backend.ReadTx, runs map[string]backend.Run
 			runs[a.Key.RunID] = backend.Run{} // placeholder; replaced below
 		}
 	}
+	if err := loadInto(ctx, r, runs, ids); err != nil {
+		return err
+	}
+	var roots []string
+	for _, id := range ids {
+		if run, ok := runs[id]; ok {
+			if _, loaded := runs[run.RootID]; !loaded {
+				roots = append(roots, run.RootID)
+				runs[run.RootID] = backend.Run{}
+			}
+		}
+	}
+	return loadInto(ctx, r, runs, roots)
+}
+
+// loadInto loads the runs ids (placeholders in runs) and deletes the
+// placeholders of those that do not exist.
+func loadInto(ctx context.Context, r backend.ReadTx, runs map[string]backend.Run, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}

@@ -34,14 +34,14 @@
 //	canonical JSON > 1 MiB                                  ErrTooLarge (+ErrInvalidInput) batch fails (intent from Plan)
 //	run, activation, attempt, schedule missing              ErrNotFound                  -
 //	different fields/intent/receipt/schedule for an id      ErrConflict                  batch fails
-//	second handoff of one identity                          ErrConflict                  -
+//	second handoff of one identity                          ErrConflict                  Raced (another caller has it)
 //	authority missing, stale, changed mid-batch             ErrStaleAuthority            batch fails
 //	authority changed during Redispatch/ReconcilePrepared   ErrStaleAuthority            - (the pass stops; attempt kept prepared)
-//	run paused/cancelling/not running, deadline, retry cap  ErrIneligible                Rejected (batch goes on)
-//	retirement pending, downstream activation, policy       ErrIneligible                - (prepare: not discovered)
+//	run paused/cancelling/not running, deadline, retry cap  ErrIneligible                Rejected (batch goes on), at prepare or handoff
+//	retirement pending, downstream activation, policy       ErrIneligible                - (not discovered; at handoff: Rejected)
 //	run's node_execution_cap reached                        ErrNodeAllowanceExhausted    Exhausted (+ one event per run)
 //	root's tree-wide cap reached                            ErrRootAllowanceExhausted    Exhausted (+ one event per run)
-//	concurrency_cap active attempts                         ErrConcurrencyCapacity       Raced
+//	concurrency_cap active attempts (checked last)          ErrConcurrencyCapacity       Raced
 //	resource leased incompatibly                            ErrResourceConflict          Raced
 //	already taken by another dispatcher                     (PreparePending returns nil) Raced
 //	Owner.Plan/Dispatch, ReceiptLookup or fault hook error  ErrOwner (wraps the cause)   batch fails
@@ -52,7 +52,11 @@
 //     paused, cancelling, failed and exhausted runs, retiring fan-out groups
 //     and activations rejected for a durable reason do not hold the first
 //     places of a scan; a run without concurrency room is skipped after one
-//     activation reported raced.
+//     activation reported raced, unless an earlier check (deadline, retry
+//     cap, allowance) refuses that activation first.
+//   - Discovery is bounded: a pass reads a constant multiple of its limit,
+//     and consecutive passes over all runs of one Store resume where the
+//     previous one stopped, so full runs delay later work but never hide it.
 //   - The never-dispatched proof is used: a prepared attempt whose handoff is
 //     pending is left prepared by ReconcilePrepared and may be redispatched
 //     with the same identity; an ambiguous one asks the owner's ReceiptLookup

@@ -12,7 +12,8 @@ import (
 // Stores (in any number of processes, where the backend allows) may share
 // one backend store.
 type Store struct {
-	b backend.Backend
+	b    backend.Backend
+	disc discoveryCursor // where the next Dispatch over all runs resumes
 }
 
 // New returns a Store over b. The caller keeps ownership of b.

@@ -477,13 +477,18 @@ func (m *Model) Dispatch(runID string, limit int, mode OwnerMode, owned *Auth, n
 		return sum, OK
 	}
 	// Discovery: admissible activations in key order; a run without
-	// concurrency room contributes its next one as raced and stops.
+	// concurrency room contributes its next one as raced and stops, unless
+	// a check that comes before capacity (retry cap, node allowance, root
+	// allowance, counting the activations already taken) refuses that
+	// activation first: then it is taken like any other.
 	type cand struct {
 		act  *Act
 		full bool
 	}
 	var cands []cand
-	room := run.Limits.ConcurrencyCap - m.counts(run).Active
+	c0 := m.counts(run)
+	room := run.Limits.ConcurrencyCap - c0.Active
+	attempts, tree := c0.Attempts, m.counts(m.root(run)).Tree
 	for _, a := range m.actsOf(runID) {
 		if len(cands) >= limit {
 			break
@@ -491,11 +496,19 @@ func (m *Model) Dispatch(runID string, limit int, mode OwnerMode, owned *Auth, n
 		if !a.Admissible {
 			continue
 		}
+		refused := int64(a.Last+1) > run.Limits.RetryCap+1 || attempts >= run.Limits.NodeCap ||
+			tree >= m.root(run).Limits.NodeCap
+		if refused {
+			cands = append(cands, cand{a, false})
+			continue
+		}
 		if room <= 0 {
 			cands = append(cands, cand{a, true})
 			break
 		}
 		room--
+		attempts++
+		tree++
 		cands = append(cands, cand{a, false})
 	}
 	snap := cloneAuth(run.Auth)
