@@ -548,8 +548,11 @@ func caseFenceRetirement(e *Env) {
 		}
 		return nil
 	}}
-	_, err = s.Dispatch(e.Ctx, o2, opts, ms(20))
-	requireIs(e.T, err, workflow.ErrIneligible, "handoff while retirement is pending")
+	sum2, err := s.Dispatch(e.Ctx, o2, opts, ms(20))
+	require.NoError(e.T, err, "a refused handoff is rejected and the batch goes on")
+	require.Len(e.T, sum2.Rejected, 1, "handoff while retirement is pending")
+	assert.Equal(e.T, member, sum2.Rejected[0].Key)
+	requireIs(e.T, sum2.Rejected[0].Err, workflow.ErrIneligible, "handoff while retirement is pending")
 	assert.Equal(e.T, after, digest(e, "r2"), "the refused handoff writes nothing")
 	p := getAttempt(e, s, member, 1)
 	requireReceiptless(e, s, p.Key, backend.HandoffPending, "retiring member")
