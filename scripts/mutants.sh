@@ -21,6 +21,7 @@ mutants=(
   never-dispatched-proof # reconcile ignores the never-dispatched proof
   prepare-attempt-effect # low-level prepare ignores a different side effect
   known-unchecked        # handoff/receipt decide on known records without expecting them unchanged
+  deadline-inclusive     # work and attempts still accepted at the deadline millisecond
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
 go test -tags wfmutant -c -o /tmp/wfstore-mutant.test "$pkg" || exit 2
