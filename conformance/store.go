@@ -18,6 +18,7 @@ func storeTier() []Case {
 		limitsCases(),
 		childCases(),
 		inputCases(),
+		boundaryCases(),
 	} {
 		out = append(out, group...)
 	}

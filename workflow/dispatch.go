@@ -18,7 +18,8 @@ type DispatchOptions struct {
 	// authority is snapshotted at discovery and must not change until the
 	// receipt commits.
 	Authority *Authority
-	// Limit bounds the activations taken from discovery (1..=1000; 0 means 100).
+	// Limit bounds the activations taken from discovery: 1..=MaxPageLimit,
+	// 0 means DefaultPageLimit.
 	Limit int
 	// Fault, when set, is called at every boundary.
 	Fault FaultHook
@@ -54,12 +55,14 @@ type DispatchSummary struct {
 // summary so far; everything committed before stays durable.
 func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions, now time.Time) (DispatchSummary, error) {
 	var sum DispatchSummary
-	if opts.Limit == 0 {
-		opts.Limit = 100
-	}
-	if err := validateLimit("dispatch limit", opts.Limit); err != nil {
+	if err := requireOwner(owner); err != nil {
 		return sum, err
 	}
+	limit, err := pageLimit("dispatch limit", opts.Limit)
+	if err != nil {
+		return sum, err
+	}
+	opts.Limit = limit
 	if opts.RunID != "" {
 		if err := ValidateID("run id", opts.RunID); err != nil {
 			return sum, err

@@ -16,10 +16,12 @@ type ReconcileOptions struct {
 	RunID string
 	// Authority, when set (RunID required), must be the run's current one.
 	Authority *Authority
-	// Limit bounds the attempts examined (1..=1000).
+	// Limit bounds the attempts examined: 1..=MaxPageLimit, 0 means
+	// DefaultPageLimit.
 	Limit int
 	// Lookup, when set, is asked for a receipt of every attempt whose
-	// handoff was recorded before deciding it is ambiguous.
+	// handoff was recorded before deciding it is ambiguous (ReconcilePrepared
+	// only). A typed nil (an interface holding a nil pointer) is rejected.
 	Lookup ReceiptLookup
 }
 
@@ -46,7 +48,15 @@ type ReconcileSummary struct {
 // run, and a read-only one is listed SafeReadOnly.
 func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, now time.Time) (ReconcileSummary, error) {
 	var sum ReconcileSummary
-	check, err := s.passCheck(ctx, opts.RunID, opts.Authority, opts.Limit, now)
+	if opts.Lookup != nil && isNil(opts.Lookup) {
+		return sum, invalid("receipt lookup", "must not be a typed nil")
+	}
+	limit, err := pageLimit("reconciliation limit", opts.Limit)
+	if err != nil {
+		return sum, err
+	}
+	opts.Limit = limit
+	check, err := s.passCheck(ctx, opts.RunID, opts.Authority, now)
 	if err != nil {
 		return sum, err
 	}
@@ -88,10 +98,7 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 }
 
 // passCheck validates a pass's options and returns its authority check.
-func (s *Store) passCheck(ctx context.Context, runID string, auth *Authority, limit int, now time.Time) (authorityCheck, error) {
-	if err := validateLimit("reconciliation limit", limit); err != nil {
-		return authorityCheck{}, err
-	}
+func (s *Store) passCheck(ctx context.Context, runID string, auth *Authority, now time.Time) (authorityCheck, error) {
 	if runID != "" {
 		if err := ValidateID("run id", runID); err != nil {
 			return authorityCheck{}, err
@@ -166,7 +173,15 @@ type RedispatchSummary struct {
 // identity). It never redispatches an ambiguous mutating attempt.
 func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptions, now time.Time) (RedispatchSummary, error) {
 	var sum RedispatchSummary
-	check, err := s.passCheck(ctx, opts.RunID, opts.Authority, opts.Limit, now)
+	if err := requireOwner(owner); err != nil {
+		return sum, err
+	}
+	limit, err := pageLimit("reconciliation limit", opts.Limit)
+	if err != nil {
+		return sum, err
+	}
+	opts.Limit = limit
+	check, err := s.passCheck(ctx, opts.RunID, opts.Authority, now)
 	if err != nil {
 		return sum, err
 	}
