@@ -276,6 +276,12 @@ func caseBoundaryNilArguments(e *Env) {
 			_, err := s.ApplyObservation(e.Ctx, identity(adm, 1), workflow.Observation{}, now)
 			return err
 		}},
+		{"ApplyObservation successor with nil input", func() error {
+			withSucc := obsOK
+			withSucc.Successors = []workflow.NewActivation{{Key: key("r", "n", "succ")}}
+			_, err := s.ApplyObservation(e.Ctx, identity(adm, 1), withSucc, now)
+			return err
+		}},
 		{"ApplyObservation empty identity", func() error { _, err := s.ApplyObservation(e.Ctx, "", obsOK, now); return err }},
 		{"Repair confirm succeeded with nil output", func() error {
 			return s.Repair(e.Ctx, identity(adm, 1), workflow.RepairConfirmSucceeded, nil, nil, now)
