@@ -103,3 +103,19 @@ func TestDemoProcessesStartedTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestDemoRunIDsDifferAtOneInstant: two demos starting in the same
+// millisecond (the race the process test above can only hit by chance) get
+// different run ids, each a valid id.
+func TestDemoRunIDsDifferAtOneInstant(t *testing.T) {
+	at := time.UnixMilli(1_700_000_000_123).UTC()
+	seen := map[string]bool{}
+	for range 100 {
+		id, err := demoRunID(at)
+		require.NoError(t, err)
+		require.NoError(t, workflow.ValidateID("run id", id))
+		assert.Contains(t, id, "20231114T221320.123Z", "the start time stays readable")
+		assert.False(t, seen[id], "run id %s repeated", id)
+		seen[id] = true
+	}
+}
