@@ -180,6 +180,9 @@
 //	allowance observation boundaries 0/1000/1001/cap/>1000 limits_allowance_observation_*, limits_allowance_exhausted_*
 //	capacity and resource leases (§5.10, §5.13)            limits_concurrency_cap_*, limits_*_claims_*, limits_leases_*
 //	child runs: narrowing, depth, descendants (§1.2)       child_run_*
+//	deadline exclusive at the millisecond                  boundaries_deadline_is_exclusive_at_the_millisecond
+//	nil, typed-nil, zero arguments at every entry          boundaries_nil_and_zero_arguments_are_invalid_input_at_every_entry
+//	page limits: 0 = default, 1..=1000, else invalid       boundaries_every_page_limit_takes_0_as_default_and_1_to_1000_as_given
 //	random sequences agree with a reference model          model_random_sequences_match_the_reference_model
 //
 // The suite must be able to fail: scripts/mutants.sh runs it once per seeded

@@ -21,6 +21,7 @@ func storeTier() []Case {
 		inputCases(),
 		fencingCases(),
 		discoveryCases(),
+		boundaryCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -360,8 +360,8 @@ func caseEventsOrder(e *Env) {
 	assert.Equal(e.T, "activation_created", page[0].Type)
 	_, err = s.Events(e.Ctx, "r", 0, 1001)
 	requireIs(e.T, err, workflow.ErrInvalidInput, "limit 1001")
-	_, err = s.Events(e.Ctx, "r", 0, 0)
-	requireIs(e.T, err, workflow.ErrInvalidInput, "limit 0")
+	_, err = s.Events(e.Ctx, "r", 0, -1)
+	requireIs(e.T, err, workflow.ErrInvalidInput, "limit -1")
 }
 
 func caseSuccessors(e *Env) {

@@ -20,7 +20,7 @@ func inputCases() []Case {
 		{Name: "input_boundary_ids_are_accepted_and_kept_as_given", Run: caseInputGoodIDs},
 		{Name: "input_invalid_json_is_rejected_with_state_unchanged", Run: caseInputBadJSON},
 		{Name: "input_times_at_or_before_the_epoch_are_rejected", Run: caseInputTimes},
-		{Name: "input_page_limits_are_1_to_1000", Run: caseInputLimits},
+		{Name: "input_page_limits_above_1000_or_negative_are_rejected", Run: caseInputLimits},
 		{Name: "input_create_run_is_idempotent_only_when_identical", Run: caseInputCreateRunIdempotent},
 		{Name: "input_add_activation_is_idempotent_only_when_identical", Run: caseInputAddActivationIdempotent},
 		{Name: "input_closed_backend_reports_err_closed_through_the_store", Run: caseInputClosed},
@@ -202,7 +202,7 @@ func caseInputTimes(e *Env) {
 func caseInputLimits(e *Env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
-	for _, n := range []int{0, -1, workflow.MaxPageLimit + 1} {
+	for _, n := range []int{-1, workflow.MaxPageLimit + 1} { // 0 is the default (see the boundaries cases)
 		_, err := s.Events(e.Ctx, "r", 0, n)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Events limit %d", n)
 		_, err = s.Attempts(e.Ctx, workflow.AttemptPage{RunID: "r", Limit: n})
@@ -215,10 +215,8 @@ func caseInputLimits(e *Env) {
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ReconcilePrepared limit %d", n)
 		_, err = s.Redispatch(e.Ctx, newOwner(), workflow.ReconcileOptions{Limit: n}, ms(5))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Redispatch limit %d", n)
-		if n != 0 { // Dispatch treats 0 as its default batch
-			_, err = s.Dispatch(e.Ctx, newOwner(), workflow.DispatchOptions{Limit: n}, ms(5))
-			requireIs(e.T, err, workflow.ErrInvalidInput, "Dispatch limit %d", n)
-		}
+		_, err = s.Dispatch(e.Ctx, newOwner(), workflow.DispatchOptions{Limit: n}, ms(5))
+		requireIs(e.T, err, workflow.ErrInvalidInput, "Dispatch limit %d", n)
 	}
 	_, err := s.Events(e.Ctx, "r", -1, 10)
 	requireIs(e.T, err, workflow.ErrInvalidInput, "negative event sequence")

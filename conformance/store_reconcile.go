@@ -57,8 +57,8 @@ func caseAmbiguousMutation(e *Env) {
 	assert.Equal(e.T, backend.AttemptRepairRequired, getAttempt(e, s, p.Activation.Key, 1).Status)
 	assert.Equal(e.T, backend.RunRepairRequired, getRun(e, s, "r").Status)
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "attempt_repair_required"))
-	_, err = s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 0}, ms(21))
-	requireIs(e.T, err, workflow.ErrInvalidInput, "limit must be positive")
+	_, err = s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: -1}, ms(21))
+	requireIs(e.T, err, workflow.ErrInvalidInput, "a negative limit is rejected")
 }
 
 func caseReceiptLookup(e *Env) {

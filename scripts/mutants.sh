@@ -33,6 +33,7 @@ mutants=(
   capacity-before-allowance # discovery calls a run full before its allowance and deadline checks
   discovery-unbounded    # discovery reads the pending index without a row budget
   discovery-restarts     # every pass over all runs restarts at the beginning of the index
+  deadline-inclusive     # work and attempts still accepted at the deadline millisecond
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
 bin="$(mktemp -d)/wfstore-mutant.test"

@@ -231,7 +231,7 @@ func acceptsWork(run backend.Run, at int64) error {
 	if run.CancelRequestedMS != 0 {
 		return stateErr(ErrIneligible, "workflow cancellation has been requested")
 	}
-	if run.DeadlineMS != 0 && at >= run.DeadlineMS {
+	if deadlineElapsed(run.DeadlineMS, at) {
 		return stateErr(ErrIneligible, "workflow wall-clock deadline has elapsed")
 	}
 	return nil

@@ -200,6 +200,16 @@ func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check a
 	return out, kn, nil
 }
 
+// deadlineElapsed reports whether a run's wall-clock deadline (unix ms, 0 =
+// none) has passed at at. The deadline is exclusive: at the deadline
+// millisecond itself the run no longer accepts work or attempts.
+func deadlineElapsed(deadlineMS, at int64) bool {
+	if mutated("deadline-inclusive") {
+		return deadlineMS != 0 && at > deadlineMS
+	}
+	return deadlineMS != 0 && at >= deadlineMS
+}
+
 // enforceAttemptLimits applies the limits in upstream order: run status,
 // cancellation, deadline, retry cap, node allowance, root allowance,
 // concurrency capacity.
@@ -224,7 +234,7 @@ func limitsBeforeCapacity(run, root backend.Run, attempt uint32, at, runMore, tr
 	if run.CancelRequestedMS != 0 && !mutated("cancel-gate") {
 		return stateErr(ErrIneligible, "workflow cancellation has been requested")
 	}
-	if run.DeadlineMS != 0 && at >= run.DeadlineMS {
+	if deadlineElapsed(run.DeadlineMS, at) {
 		return stateErr(ErrIneligible, "workflow wall-clock deadline has elapsed")
 	}
 	if int64(attempt) > run.Limits.RetryCap+1 {

@@ -67,16 +67,18 @@ func cancelUnstarted(ctx context.Context, tx backend.Tx, w *batch, runID string,
 }
 
 // ActiveAttempts returns up to limit active attempts of the run: the work a
-// cancelling engine must signal to its owners.
+// cancelling engine must signal to its owners. limit is 1..=MaxPageLimit;
+// 0 means DefaultPageLimit.
 func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]Attempt, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
 	}
-	if err := validateLimit("attempt limit", limit); err != nil {
+	limit, err := pageLimit("attempt limit", limit)
+	if err != nil {
 		return nil, err
 	}
 	var out []Attempt
-	err := s.view(ctx, func(r backend.ReadTx) error {
+	err = s.view(ctx, func(r backend.ReadTx) error {
 		for _, st := range []AttemptStatus{backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning} {
 			page, err := r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Status: st, Limit: limit - len(out)})
 			if err != nil {

@@ -19,12 +19,13 @@ type DispatchOptions struct {
 	// authority is snapshotted at discovery and must not change until the
 	// receipt commits.
 	Authority *Authority
-	// Limit bounds one pass (1..=1000; 0 means 100): at most Limit
-	// activations are planned, at most Limit runs without concurrency room
-	// are reported raced, and discovery reads at most 4×Limit pending
-	// activations and the runs (and roots) they belong to, however many
-	// the store holds. A pass may therefore plan fewer than Limit activations while
-	// more are pending; see Dispatch for how later passes reach them.
+	// Limit bounds one pass (1..=MaxPageLimit; 0 means DefaultPageLimit):
+	// at most Limit activations are planned, at most Limit runs without
+	// concurrency room are reported raced, and discovery reads at most
+	// 4×Limit pending activations and the runs (and roots) they belong to,
+	// however many the store holds. A pass may therefore plan fewer than
+	// Limit activations while more are pending; see Dispatch for how later
+	// passes reach them.
 	Limit int
 	// Fault, when set, is called at every boundary.
 	Fault FaultHook
@@ -81,12 +82,14 @@ type DispatchSummary struct {
 // every pass restricted to one run, starts at the beginning.
 func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions, now time.Time) (DispatchSummary, error) {
 	var sum DispatchSummary
-	if opts.Limit == 0 {
-		opts.Limit = 100
-	}
-	if err := validateLimit("dispatch limit", opts.Limit); err != nil {
+	if err := requireOwner(owner); err != nil {
 		return sum, err
 	}
+	limit, err := pageLimit("dispatch limit", opts.Limit)
+	if err != nil {
+		return sum, err
+	}
+	opts.Limit = limit
 	if opts.RunID != "" {
 		if err := ValidateID("run id", opts.RunID); err != nil {
 			return sum, err

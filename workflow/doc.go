@@ -31,13 +31,15 @@
 //
 //	condition                                              sentinel                     in a Dispatch summary
 //	bad id, time, limit, policy, JSON (invalid, dup keys)   ErrInvalidInput              batch fails before any work
+//	nil or typed-nil Owner / ReceiptLookup, zero time.Time  ErrInvalidInput              batch fails before any work
 //	canonical JSON > 1 MiB                                  ErrTooLarge (+ErrInvalidInput) batch fails (intent from Plan)
 //	run, activation, attempt, schedule missing              ErrNotFound                  -
 //	different fields/intent/receipt/schedule for an id      ErrConflict                  batch fails
 //	second handoff of one identity                          ErrConflict                  Raced (another caller has it)
 //	authority missing, stale, changed mid-batch             ErrStaleAuthority            batch fails
 //	authority changed during Redispatch/ReconcilePrepared   ErrStaleAuthority            - (the pass stops; attempt kept prepared)
-//	run paused/cancelling/not running, deadline, retry cap  ErrIneligible                Rejected (batch goes on), at prepare or handoff
+//	run paused/cancelling/not running, retry cap            ErrIneligible                Rejected (batch goes on), at prepare or handoff
+//	now at or after the run's deadline (now >= deadline)    ErrIneligible                Rejected (batch goes on)
 //	retirement pending, downstream activation, policy       ErrIneligible                - (not discovered; at handoff: Rejected)
 //	run's node_execution_cap reached                        ErrNodeAllowanceExhausted    Exhausted (+ one event per run)
 //	root's tree-wide cap reached                            ErrRootAllowanceExhausted    Exhausted (+ one event per run)
@@ -45,6 +47,27 @@
 //	resource leased incompatibly                            ErrResourceConflict          Raced
 //	already taken by another dispatcher                     (PreparePending returns nil) Raced
 //	Owner.Plan/Dispatch, ReceiptLookup or fault hook error  ErrOwner (wraps the cause)   batch fails
+//
+// # Boundaries
+//
+// Every page or batch limit (Dispatch, ReconcilePrepared, Redispatch,
+// Events, Attempts, ActiveAttempts, ActiveLeases) takes 0 as
+// DefaultPageLimit and 1..=MaxPageLimit as given; a negative limit or one
+// above MaxPageLimit is ErrInvalidInput. Zero fields of a run's Limits take
+// the defaults, and zero fields of a child run's Limits inherit the
+// parent's.
+//
+// A run's wall-clock deadline is exclusive at the millisecond: from the
+// deadline millisecond on (now >= deadline) no attempt is prepared (pending
+// or low-level), no activation added and no child run created, each
+// refused with ErrIneligible; one millisecond earlier they are accepted.
+//
+// Arguments a call cannot work without are validated before any write and
+// any owner call: a nil Owner, an interface holding a nil pointer (a typed
+// nil Owner or ReceiptLookup), the zero time.Time for now, and nil or
+// empty JSON where JSON is required are ErrInvalidInput. Optional pointers
+// (*Authority, a nil ReceiptLookup, a nil FaultHook, a zero Deadline) mean
+// "none". New panics on a nil backend: that is a programming error.
 //
 // # Decisions beyond upstream
 //

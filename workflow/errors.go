@@ -12,7 +12,7 @@ import (
 // from the backend are wrapped as they are (backend.ErrClosed, ErrBusy, ...).
 var (
 	// ErrInvalidInput: an argument failed validation (id, time, JSON, limit,
-	// policy). Nothing was read or written.
+	// policy, a nil or typed-nil owner). Nothing was written.
 	ErrInvalidInput = errors.New("workflow: invalid input")
 	// ErrTooLarge: a JSON document's canonical form exceeds MaxJSONBytes.
 	// Also matches ErrInvalidInput.

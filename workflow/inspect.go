@@ -6,20 +6,21 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-// Events returns up to limit (1..=1000) of the run's events after afterSeq,
-// in commit order.
+// Events returns up to limit of the run's events after afterSeq, in commit
+// order. limit is 1..=MaxPageLimit; 0 means DefaultPageLimit.
 func (s *Store) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]Event, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
 	}
-	if err := validateLimit("history limit", limit); err != nil {
+	limit, err := pageLimit("history limit", limit)
+	if err != nil {
 		return nil, err
 	}
 	if afterSeq < 0 {
 		return nil, invalid("event sequence", "must not be negative")
 	}
 	var out []Event
-	err := s.view(ctx, func(r backend.ReadTx) error {
+	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
 		out, err = r.Events(ctx, backend.EventQuery{RunID: runID, AfterSeq: afterSeq, Limit: limit})
 		return err
@@ -35,7 +36,7 @@ type AttemptPage struct {
 	Status AttemptStatus
 	// After resumes after this attempt (from the previous page's last).
 	After *Attempt
-	// Limit is 1..=1000.
+	// Limit is 1..=MaxPageLimit; 0 means DefaultPageLimit.
 	Limit int
 }
 
@@ -46,15 +47,17 @@ func (s *Store) Attempts(ctx context.Context, p AttemptPage) ([]Attempt, error) 
 			return nil, err
 		}
 	}
-	if err := validateLimit("history limit", p.Limit); err != nil {
+	limit, err := pageLimit("history limit", p.Limit)
+	if err != nil {
 		return nil, err
 	}
+	p.Limit = limit
 	q := backend.AttemptQuery{RunID: p.RunID, Status: p.Status, Limit: p.Limit}
 	if p.After != nil {
 		q.After = &backend.AttemptCursor{PreparedMS: p.After.PreparedMS, Identity: p.After.Identity}
 	}
 	var out []Attempt
-	err := s.view(ctx, func(r backend.ReadTx) error {
+	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
 		out, err = r.Attempts(ctx, q)
 		return err

@@ -70,16 +70,18 @@ func releaseLeases(ctx context.Context, tx backend.ReadTx, w *batch, act backend
 	return nil
 }
 
-// ActiveLeases returns up to limit (1..=1000) unreleased leases of a run.
+// ActiveLeases returns up to limit unreleased leases of a run. limit is
+// 1..=MaxPageLimit; 0 means DefaultPageLimit.
 func (s *Store) ActiveLeases(ctx context.Context, runID string, limit int) ([]Lease, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
 	}
-	if err := validateLimit("lease limit", limit); err != nil {
+	limit, err := pageLimit("lease limit", limit)
+	if err != nil {
 		return nil, err
 	}
 	var out []Lease
-	err := s.view(ctx, func(r backend.ReadTx) error {
+	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
 		out, err = r.ActiveLeases(ctx, backend.LeaseQuery{RunID: runID, Limit: limit})
 		return err

@@ -142,6 +142,9 @@ func (s *Store) CheckOwnerAdmission(ctx context.Context, req OwnerAdmission, aut
 	if err := validateAttemptKey(req.Key); err != nil {
 		return nil, err
 	}
+	if err := ValidateID("dispatch identity", req.Identity); err != nil {
+		return nil, err
+	}
 	if err := validateAuthority(&auth); err != nil {
 		return nil, err
 	}

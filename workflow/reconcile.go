@@ -16,10 +16,12 @@ type ReconcileOptions struct {
 	RunID string
 	// Authority, when set (RunID required), must be the run's current one.
 	Authority *Authority
-	// Limit bounds the attempts examined (1..=1000).
+	// Limit bounds the attempts examined: 1..=MaxPageLimit, 0 means
+	// DefaultPageLimit.
 	Limit int
 	// Lookup, when set, is asked for a receipt of every attempt whose
-	// handoff was recorded before deciding it is ambiguous.
+	// handoff was recorded before deciding it is ambiguous (ReconcilePrepared
+	// only). A typed nil (an interface holding a nil pointer) is rejected.
 	Lookup ReceiptLookup
 }
 
@@ -53,7 +55,15 @@ type ReconcileSummary struct {
 // attempt, which stays prepared for the current authority to recover.
 func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, now time.Time) (ReconcileSummary, error) {
 	var sum ReconcileSummary
-	owned, err := s.passCheck(ctx, opts.RunID, opts.Authority, opts.Limit, now)
+	if opts.Lookup != nil && isNil(opts.Lookup) {
+		return sum, invalid("receipt lookup", "must not be a typed nil")
+	}
+	limit, err := pageLimit("reconciliation limit", opts.Limit)
+	if err != nil {
+		return sum, err
+	}
+	opts.Limit = limit
+	owned, err := s.passCheck(ctx, opts.RunID, opts.Authority, now)
 	if err != nil {
 		return sum, err
 	}
@@ -100,10 +110,7 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 
 // passCheck validates a pass's options and returns its owned authority
 // check (mode none when the pass is unowned).
-func (s *Store) passCheck(ctx context.Context, runID string, auth *Authority, limit int, now time.Time) (authorityCheck, error) {
-	if err := validateLimit("reconciliation limit", limit); err != nil {
-		return authorityCheck{}, err
-	}
+func (s *Store) passCheck(ctx context.Context, runID string, auth *Authority, now time.Time) (authorityCheck, error) {
 	if runID != "" {
 		if err := ValidateID("run id", runID); err != nil {
 			return authorityCheck{}, err
@@ -222,7 +229,15 @@ type RedispatchSummary struct {
 // recorded and no receipt, for the current authority to reconcile.
 func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptions, now time.Time) (RedispatchSummary, error) {
 	var sum RedispatchSummary
-	owned, err := s.passCheck(ctx, opts.RunID, opts.Authority, opts.Limit, now)
+	if err := requireOwner(owner); err != nil {
+		return sum, err
+	}
+	limit, err := pageLimit("reconciliation limit", opts.Limit)
+	if err != nil {
+		return sum, err
+	}
+	opts.Limit = limit
+	owned, err := s.passCheck(ctx, opts.RunID, opts.Authority, now)
 	if err != nil {
 		return sum, err
 	}

@@ -217,6 +217,9 @@ func (s *Store) ScheduleRetryForFailedAttempt(ctx context.Context, k ActivationK
 	if err := validateActivationKey(k); err != nil {
 		return RetrySchedule{}, err
 	}
+	if _, err := toMS("now", now); err != nil {
+		return RetrySchedule{}, err
+	}
 	var e RetryEligibility
 	err := s.view(ctx, func(r backend.ReadTx) error {
 		f, err := r.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k}})
@@ -266,6 +269,12 @@ func FailureKindOf(o Observation) (FailureKind, bool) {
 // ScheduleRetryFromObservation schedules a retry for an observed failure:
 // nil for non-failures, ErrIneligible for every kind but RetryableFailure.
 func (s *Store) ScheduleRetryFromObservation(ctx context.Context, k ActivationKey, o Observation, effect Effect, recon Reconciliation, maxAttempts uint32, backoffMS int64, now time.Time) (*RetrySchedule, error) {
+	if err := validateActivationKey(k); err != nil {
+		return nil, err
+	}
+	if _, err := toMS("now", now); err != nil {
+		return nil, err
+	}
 	kind, ok := FailureKindOf(o)
 	if !ok {
 		return nil, nil

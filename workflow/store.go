@@ -16,8 +16,16 @@ type Store struct {
 	disc discoveryCursor // where the next Dispatch over all runs resumes
 }
 
-// New returns a Store over b. The caller keeps ownership of b.
-func New(b backend.Backend) *Store { return &Store{b: b} }
+// New returns a Store over b. The caller keeps ownership of b. A nil b (or
+// an interface holding a nil pointer) is a programming error, not a
+// runtime condition: New panics at once with a message saying so, rather
+// than returning a Store that fails on its first call.
+func New(b backend.Backend) *Store {
+	if isNil(b) {
+		panic("workflow: New called with a nil backend.Backend")
+	}
+	return &Store{b: b}
+}
 
 // Backend returns the underlying backend.
 func (s *Store) Backend() backend.Backend { return s.b }

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -109,7 +111,10 @@ func runDemo(ctx context.Context, s *workflow.Store, c demoConfig, stdout io.Wri
 	start := time.Now().UTC()
 	clock := start
 	tick := func() time.Time { clock = clock.Add(5 * time.Millisecond); return clock }
-	runID := "demo-" + start.Format("20060102T150405.000Z")
+	runID, err := demoRunID(start)
+	if err != nil {
+		return err
+	}
 	seed := c.seed
 	if seed == "" {
 		seed = runID
@@ -178,6 +183,17 @@ func runDemo(ctx context.Context, s *workflow.Store, c demoConfig, stdout io.Wri
 		}
 	}
 	return printDemo(ctx, s, runID, c, t, stdout)
+}
+
+// demoRunID names a new demo run: its start time, readable, and 64 random
+// bits, so demos started in the same millisecond (on one file or not) never
+// share a run.
+func demoRunID(start time.Time) (string, error) {
+	var suffix [8]byte
+	if _, err := rand.Read(suffix[:]); err != nil {
+		return "", fmt.Errorf("demo run id: %w", err)
+	}
+	return "demo-" + start.Format("20060102T150405.000Z") + "-" + hex.EncodeToString(suffix[:]), nil
 }
 
 // demoRound races dispatchers over the run, then reports each admitted
