@@ -18,6 +18,7 @@ func storeTier() []Case {
 		limitsCases(),
 		childCases(),
 		inputCases(),
+		opsCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -35,6 +37,8 @@ type AttemptPage struct {
 	Status AttemptStatus
 	// After resumes after this attempt (from the previous page's last).
 	After *Attempt
+	// Descending is not implemented yet.
+	Descending bool
 	// Limit is 1..=1000.
 	Limit int
 }
@@ -74,4 +78,44 @@ func (s *Store) GetAttempt(ctx context.Context, identity string) (Attempt, error
 		return notFoundFrom(err, "attempt %s", identity)
 	})
 	return out, err
+}
+
+// SummaryReadBudget bounds each count of a RunSummary.
+const SummaryReadBudget = 1000
+
+// CommittedIntent is a committed dispatch intent.
+type CommittedIntent struct {
+	Key        AttemptKey
+	Identity   string
+	SideEffect Effect
+	Intent     json.RawMessage
+	Checksum   string
+	PreparedAt time.Time
+}
+
+// DispatchIntent is not implemented yet.
+func (s *Store) DispatchIntent(ctx context.Context, identity string) (CommittedIntent, error) {
+	return CommittedIntent{}, nil
+}
+
+// DispatchReceipt is not implemented yet.
+func (s *Store) DispatchReceipt(ctx context.Context, identity string) (json.RawMessage, bool, error) {
+	return nil, false, nil
+}
+
+// RunSummary is a bounded summary of one run.
+type RunSummary struct {
+	Run                 Run
+	Activations         map[ActivationStatus]int
+	ActivationsComplete bool
+	Attempts            map[AttemptStatus]int
+	AttemptsComplete    bool
+	Allowance           Allowance
+	Leases              []Lease
+	LeasesComplete      bool
+}
+
+// RunSummary is not implemented yet.
+func (s *Store) RunSummary(ctx context.Context, runID string) (RunSummary, error) {
+	return RunSummary{}, nil
 }
