@@ -260,12 +260,13 @@ func exhaustedEvents(e *Env, s *workflow.Store, run string) int {
 func caseIncreaseReadmits(e *Env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{NodeExecutionCap: 1}, nil)
-	mkAct(e, s, key("r", "n", "a"))
-	mkAct(e, s, key("r", "n", "b"))
+	for _, a := range []string{"a", "b", "c"} {
+		mkAct(e, s, key("r", "n", a))
+	}
 	o := newOwner()
 	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(10))
 	assert.Equal(e.T, []string{identity(key("r", "n", "a"), 1)}, sum.Admitted)
-	assert.Equal(e.T, []workflow.ActivationKey{key("r", "n", "b")}, sum.Exhausted)
+	assert.Equal(e.T, []workflow.ActivationKey{key("r", "n", "b"), key("r", "n", "c")}, sum.Exhausted)
 	assert.Equal(e.T, 1, exhaustedEvents(e, s, "r"))
 	sum = dispatch(e, s, o, workflow.DispatchOptions{}, ms(11))
 	assert.Empty(e.T, sum.Exhausted, "an exhausted run's activations are not discovered")
@@ -277,14 +278,15 @@ func caseIncreaseReadmits(e *Env) {
 	assert.JSONEq(e.T, `{"previous_cap":1,"target_cap":2}`, string(last.Payload))
 	assert.Equal(e.T, int64(2), getRun(e, s, "r").Limits.NodeExecutionCap)
 	assert.True(e.T, getAct(e, s, key("r", "n", "b")).Admissible, "discoverable again")
+	// Admitted up to the new cap; the second exhaustion parks again and
+	// writes no second event.
 	sum = dispatch(e, s, o, workflow.DispatchOptions{}, ms(13))
 	assert.Equal(e.T, []string{identity(key("r", "n", "b"), 1)}, sum.Admitted, "admitted up to the new cap")
-	// A second exhaustion parks again and writes no second event.
-	mkAct(e, s, key("r", "n", "c"))
-	sum = dispatch(e, s, o, workflow.DispatchOptions{}, ms(14))
 	assert.Equal(e.T, []workflow.ActivationKey{key("r", "n", "c")}, sum.Exhausted)
 	assert.Equal(e.T, 1, exhaustedEvents(e, s, "r"), "one exhaustion event per run, ever")
 	assert.False(e.T, getAct(e, s, key("r", "n", "c")).Admissible, "parked again")
+	mkAct(e, s, key("r", "n", "d"))
+	assert.False(e.T, getAct(e, s, key("r", "n", "d")).Admissible, "new work of an exhausted run is not discoverable")
 	sum = dispatch(e, s, o, workflow.DispatchOptions{}, ms(15))
 	assert.Empty(e.T, sum.Exhausted)
 	assert.Empty(e.T, sum.Admitted)
