@@ -194,6 +194,20 @@ func caseReceiptPassCancelled(e *Env) {
 	}
 	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, "r").Status, "cancellation finalised")
 	assert.Zero(e.T, countType(eventTypes(e, s, "r"), "attempt_repair_required"))
+	// Cancellation requested after the owner was asked: its Unknown is
+	// applied as Cancelled all the same.
+	late := admittedIn(e, s, "late", workflow.Mutating, nil, "a")
+	o.answer[late[0]] = workflow.Observation{Kind: workflow.ObservedUnknown}
+	o.hook = func(ctx context.Context, _ workflow.Attempt) {
+		o.hook = nil
+		_, err := s.RequestCancellation(ctx, "late", nil, ms(21))
+		require.NoError(e.T, err)
+	}
+	sum = receiptPass(e, s, o, workflow.ReceiptPassOptions{RunID: "late"}, 22)
+	assert.Equal(e.T, []string{late[0]}, o.askedAbout())
+	out, _ := outcomeOf(sum, late[0])
+	assert.Equal(e.T, backend.AttemptCancelled, out.Status, "terminal, not repair_required")
+	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, "late").Status)
 }
 
 func caseReceiptPassScoped(e *Env) {
