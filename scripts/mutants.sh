@@ -21,6 +21,12 @@ mutants=(
   never-dispatched-proof # reconcile ignores the never-dispatched proof
   prepare-attempt-effect # low-level prepare ignores a different side effect
   known-unchecked        # handoff/receipt decide on known records without expecting them unchanged
+  intent-checksum-unverified    # DispatchIntent returns an intent that fails its checksum
+  exhaustion-parks-forever      # an allowance increase never readmits exhausted work
+  increase-raises-root          # a child's allowance increase raises its root's cap too
+  cancelled-unknown-to-repair   # an Unknown observation under cancellation goes to repair_required
+  receipt-pass-cancel-asks-owner # the receipt-backed pass asks the owner about a cancelling run
+  receipt-pass-skips-snapshot   # the unowned receipt-backed pass ignores an authority change
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
 go test -tags wfmutant -c -o /tmp/wfstore-mutant.test "$pkg" || exit 2
