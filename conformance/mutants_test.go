@@ -19,33 +19,33 @@ import (
 // Seeded mutants: memstore wrapped so that it breaks one contract rule. The
 // contract tier must fail on each, in the cases listed.
 var mutants = map[string][]string{
-	"drop_authority":              {"every_field_of_every_kind_round_trips", "reopen_keeps_every_record_byte_exact"},
-	"json_null_is_absent":         {"present_zero_like_values_stay_present"},
-	"truncate_large_json":         {"one_mib_json_in_every_json_field_round_trips"},
-	"case_insensitive_order":      {"pending_scan_returns_only_admissible_rows_in_bytewise_key_order"},
-	"limit_plus_one":              {"pending_scan_pages_with_after_and_limit", "pending_scan_after_run_skips_the_rest_of_that_run"},
-	"lease_after_ignored":         {"active_leases_scan_orders_by_lease_key_and_skips_released"},
-	"pending_any_status":          {"pending_scan_returns_only_admissible_rows_in_bytewise_key_order", "pending_index_follows_replace_of_admissible"},
-	"no_rollback":                 {"update_error_rolls_back_every_write", "failed_apply_rolls_back_the_whole_transaction"},
-	"swallow_panic":               {"update_panic_rolls_back_and_repanics"},
-	"reads_outside_tx":            {"no_lost_update_across_goroutines", "no_lost_update_across_instances", "no_write_skew_across_goroutines", "reads_in_an_update_see_its_own_earlier_writes"},
-	"view_per_read":               {"view_never_observes_a_partial_update", "view_reads_one_snapshot_while_an_update_commits"},
-	"ignore_close":                {"closed_backend_rejects_view_and_update_with_err_closed"},
-	"swallow_conflict":            {"insert_of_an_existing_key_conflicts_for_every_kind", "racing_inserts_of_one_key_admit_exactly_one"},
-	"unsupported_is_noop":         {"operations_outside_the_table_are_unsupported"},
-	"opaque_fn_error":             {"update_and_view_return_the_fn_error_as_is"},
-	"ignore_cancel":               {"cancelled_context_fails_update_and_writes_nothing"},
-	"reopen_forgets":              {"reopen_keeps_every_record_byte_exact", "commit_is_visible_to_another_instance"},
-	"reuse_load_buffer":           {"loaded_bytes_stay_valid_after_later_writes"},
-	"count_limit_zero_counts":     {"count_attempts_is_min_of_count_and_limit"},
-	"due_by_exclusive":            {"due_schedules_are_bounded_by_due_by_and_ordered"},
-	"events_after_inclusive":      {"events_scan_returns_seq_after_cursor_in_order"},
-	"child_runs_tie_reversed":     {"child_runs_scan_orders_by_created_then_child_and_pages"},
-	"status_filter_ignored":       {"attempts_scan_filters_by_run_and_status_and_pages", "attempt_status_change_moves_it_between_status_scans"},
-	"descending_cursor_inclusive": {"attempts_scan_descending_reverses_the_order_and_pages_before_the_cursor"},
-	"keep_caller_slices":          {"stored_records_do_not_alias_caller_memory"},
-	"expect_always_passes":        {"expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits", "expect_of_a_missing_record_fails_with_err_changed", "expect_sees_the_transactions_own_earlier_writes"},
-	"expect_key_only":             {"expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits"},
+	"drop_authority":          {"every_field_of_every_kind_round_trips", "reopen_keeps_every_record_byte_exact"},
+	"json_null_is_absent":     {"present_zero_like_values_stay_present"},
+	"truncate_large_json":     {"one_mib_json_in_every_json_field_round_trips"},
+	"case_insensitive_order":  {"pending_scan_returns_only_admissible_rows_in_bytewise_key_order"},
+	"limit_plus_one":          {"pending_scan_pages_with_after_and_limit", "pending_scan_after_run_skips_the_rest_of_that_run"},
+	"lease_after_ignored":     {"active_leases_scan_orders_by_lease_key_and_skips_released"},
+	"pending_any_status":      {"pending_scan_returns_only_admissible_rows_in_bytewise_key_order", "pending_index_follows_replace_of_admissible"},
+	"no_rollback":             {"update_error_rolls_back_every_write", "failed_apply_rolls_back_the_whole_transaction"},
+	"swallow_panic":           {"update_panic_rolls_back_and_repanics"},
+	"reads_outside_tx":        {"no_lost_update_across_goroutines", "no_lost_update_across_instances", "no_write_skew_across_goroutines", "reads_in_an_update_see_its_own_earlier_writes"},
+	"view_per_read":           {"view_never_observes_a_partial_update", "view_reads_one_snapshot_while_an_update_commits"},
+	"ignore_close":            {"closed_backend_rejects_view_and_update_with_err_closed"},
+	"swallow_conflict":        {"insert_of_an_existing_key_conflicts_for_every_kind", "racing_inserts_of_one_key_admit_exactly_one"},
+	"unsupported_is_noop":     {"operations_outside_the_table_are_unsupported"},
+	"opaque_fn_error":         {"update_and_view_return_the_fn_error_as_is"},
+	"ignore_cancel":           {"cancelled_context_fails_update_and_writes_nothing"},
+	"reopen_forgets":          {"reopen_keeps_every_record_byte_exact", "commit_is_visible_to_another_instance"},
+	"reuse_load_buffer":       {"loaded_bytes_stay_valid_after_later_writes"},
+	"count_limit_zero_counts": {"count_attempts_is_min_of_count_and_limit"},
+	"due_by_exclusive":        {"due_schedules_are_bounded_by_due_by_and_ordered"},
+	"events_after_inclusive":  {"events_scan_returns_seq_after_cursor_in_order"},
+	"child_runs_tie_reversed": {"child_runs_scan_orders_by_created_then_child_and_pages"},
+	"status_filter_ignored":   {"attempts_scan_filters_by_run_and_status_and_pages", "attempt_status_change_moves_it_between_status_scans"},
+	"desc_cursor_inclusive":   {"attempts_scan_descending_reverses_the_order_and_pages_before_the_cursor"},
+	"keep_caller_slices":      {"stored_records_do_not_alias_caller_memory"},
+	"expect_always_passes":    {"expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits", "expect_of_a_missing_record_fails_with_err_changed", "expect_sees_the_transactions_own_earlier_writes"},
+	"expect_key_only":         {"expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits"},
 }
 
 const envMutant = "WFSTORE_TEST_MUTANT"
@@ -277,8 +277,7 @@ func (r *mutantReader) Attempts(ctx context.Context, q backend.AttemptQuery) (ou
 	if r.m.m == "status_filter_ignored" {
 		q.Status = ""
 	}
-	desc := q.Descending && r.m.m == "descending_cursor_inclusive"
-	if desc && q.After != nil {
+	if r.m.m == "desc_cursor_inclusive" && q.Descending && q.After != nil {
 		// Resume at the cursor instead of strictly before it.
 		c := *q.After
 		c.Identity += "\x00"
