@@ -55,15 +55,21 @@ type AttemptCursor struct {
 	Identity   string
 }
 
-// AttemptQuery scans attempts ordered by (PreparedMS, Identity).
+// AttemptQuery scans attempts ordered by (PreparedMS, Identity), ascending
+// unless Descending.
 type AttemptQuery struct {
 	// RunID restricts to one run when not empty.
 	RunID string
 	// Status restricts to one status when not empty.
 	Status AttemptStatus
-	// After resumes strictly after this position; nil starts at the beginning.
+	// After resumes strictly after this position in the scan's order (so,
+	// when Descending, strictly before it in ascending order); nil starts at
+	// the beginning of that order.
 	After *AttemptCursor
-	Limit int
+	// Descending returns the same rows in descending (PreparedMS, Identity)
+	// order: the reverse of the ascending scan with the same filters.
+	Descending bool
+	Limit      int
 }
 
 // ChildRunQuery scans links of one root ordered by (CreatedMS, ChildRunID).

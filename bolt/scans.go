@@ -43,6 +43,32 @@ func (t *readTx) scan(bk *bbolt.Bucket, from, until []byte, visit func(k, v []by
 	return nil
 }
 
+// scanDesc visits the keys of bk in [from, until) in descending order until
+// visit returns false. A nil from has no lower bound; a nil until starts at
+// the last key.
+func (t *readTx) scanDesc(bk *bbolt.Bucket, from, until []byte, visit func(k, v []byte) (more bool, err error)) error {
+	c := bk.Cursor()
+	var k, v []byte
+	if until == nil {
+		k, v = c.Last()
+	} else if k, v = c.Seek(until); k == nil {
+		k, v = c.Last()
+	} else {
+		k, v = c.Prev()
+	}
+	for ; k != nil; k, v = c.Prev() {
+		t.step()
+		if from != nil && bytes.Compare(k, from) < 0 {
+			return nil
+		}
+		more, err := visit(k, v)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
 // recordScan returns up to limit records of kind kd stored in [sfrom,
 // suntil) (stored keys, from kd.runSpan).
 func recordScan[R any](t *readTx, kd *kind, sfrom, suntil []byte, limit int, dec func([]byte) (R, error)) ([]R, error) {
@@ -65,11 +91,16 @@ func recordScan[R any](t *readTx, kd *kind, sfrom, suntil []byte, limit int, dec
 // in [sfrom, suntil) (from ix.span or ix.runSpan), reading each record of
 // kind k.
 func indexScan[R any](t *readTx, ix *index, k *kind, sfrom, suntil []byte, limit int, dec func([]byte) (R, error)) ([]R, error) {
+	return indexScanDir(t, ix, k, sfrom, suntil, false, limit, dec)
+}
+
+// indexScanDir is indexScan in ascending or (desc) descending key order.
+func indexScanDir[R any](t *readTx, ix *index, k *kind, sfrom, suntil []byte, desc bool, limit int, dec func([]byte) (R, error)) ([]R, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	var out []R
-	err := t.scanSpace(&ix.space, sfrom, suntil, func(sk, _ []byte) (bool, error) {
+	err := t.scanSpaceDir(&ix.space, sfrom, suntil, desc, func(sk, _ []byte) (bool, error) {
 		ik, _ := ix.unstored(sk)
 		pk, err := ix.primary(ik)
 		if err != nil {
@@ -150,22 +181,32 @@ func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 	default:
 		ix = ixAttemptPrepared
 	}
+	// The filter's whole range is [prefix, end); a cursor cuts it after
+	// its position (ascending) or before it (descending). An index entry
+	// extends its (prepared_ms, identity) part, so the cursor's own
+	// entries sort at or after that part and before its prefixEnd.
 	from := []byte(prefix)
+	var end []byte // nil: the end of the run or the space
+	if q.RunID == "" || q.Status != "" {
+		if len(prefix) > 0 {
+			end = prefixEnd(prefix)
+		}
+	}
 	if q.After != nil {
-		from = prefixEnd(prefix.clone().i64(q.After.PreparedMS).str(q.After.Identity))
+		at := prefix.clone().i64(q.After.PreparedMS).str(q.After.Identity)
+		if q.Descending {
+			end = at
+		} else {
+			from = prefixEnd(at)
+		}
 	}
 	var sfrom, suntil []byte
-	switch {
-	case q.RunID != "" && q.Status != "":
-		sfrom, suntil = ix.runSpan(q.RunID, from, prefixEnd(prefix))
-	case q.RunID != "":
-		sfrom, suntil = ix.runSpan(q.RunID, from, nil)
-	case q.Status != "":
-		sfrom, suntil = ix.span(from, prefixEnd(prefix))
-	default:
-		sfrom, suntil = ix.span(from, nil)
+	if q.RunID != "" {
+		sfrom, suntil = ix.runSpan(q.RunID, from, end)
+	} else {
+		sfrom, suntil = ix.span(from, end)
 	}
-	return indexScan(t, ix, kindAttempt, sfrom, suntil, q.Limit, decodeAttempt)
+	return indexScanDir(t, ix, kindAttempt, sfrom, suntil, q.Descending, q.Limit, decodeAttempt)
 }
 
 // CountAttempts counts keys of the run's prefix of the attempt bucket, up

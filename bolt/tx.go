@@ -62,12 +62,21 @@ func (t *readTx) at(s *space, sk []byte, create bool) (*bbolt.Bucket, []byte, er
 // per-run space lie in one run (runSpan), as scan does; visit gets each
 // stored key whole (run part included).
 func (t *readTx) scanSpace(s *space, sfrom, suntil []byte, visit func(sk, v []byte) (more bool, err error)) error {
+	return t.scanSpaceDir(s, sfrom, suntil, false, visit)
+}
+
+// scanSpaceDir is scanSpace in ascending or (desc) descending key order.
+func (t *readTx) scanSpaceDir(s *space, sfrom, suntil []byte, desc bool, visit func(sk, v []byte) (more bool, err error)) error {
+	scan := t.scan
+	if desc {
+		scan = t.scanDesc
+	}
 	if !s.perRun {
 		bk, err := t.bucket(s.bucket)
 		if err != nil {
 			return err
 		}
-		return t.scan(bk, sfrom, suntil, visit)
+		return scan(bk, sfrom, suntil, visit)
 	}
 	bk, from, err := t.at(s, sfrom, false)
 	if err != nil || bk == nil {
@@ -76,7 +85,7 @@ func (t *readTx) scanSpace(s *space, sfrom, suntil []byte, visit func(sk, v []by
 	runPart := sfrom[:len(sfrom)-len(from)]
 	until := suntil[len(runPart):]
 	sk := append([]byte(nil), runPart...)
-	return t.scan(bk, from, until, func(k, v []byte) (bool, error) {
+	return scan(bk, from, until, func(k, v []byte) (bool, error) {
 		sk = append(sk[:len(runPart)], k...)
 		return visit(sk, v)
 	})

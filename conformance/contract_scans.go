@@ -19,6 +19,7 @@ func scanCases() []Case {
 		{Name: "attempts_scan_orders_by_prepared_ms_then_identity", Run: testAttemptsOrder},
 		{Name: "attempts_scan_filters_by_run_and_status_and_pages", Run: testAttemptsFiltersAndPaging},
 		{Name: "attempt_status_change_moves_it_between_status_scans", Run: testAttemptStatusMoves},
+		{Name: "attempts_scan_descending_reverses_the_order_and_pages_before_the_cursor", Run: testAttemptsDescending},
 		{Name: "count_attempts_is_min_of_count_and_limit", Run: testCountAttempts},
 		{Name: "child_runs_scan_orders_by_created_then_child_and_pages", Run: testChildRuns},
 		{Name: "due_schedules_are_bounded_by_due_by_and_ordered", Run: testDueSchedules},

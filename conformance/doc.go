@@ -100,6 +100,8 @@
 //	Attempts: (PreparedMS, Identity), filters     attempts_scan_orders_by_prepared_ms_then_identity,
 //	                                              attempts_scan_filters_by_run_and_status_and_pages,
 //	                                              attempt_status_change_moves_it_between_status_scans
+//	Attempts Descending: reverse order, pages     attempts_scan_descending_reverses_the_order_and_pages_before_the_cursor
+//	  strictly before the cursor
 //	CountAttempts = min(count, limit)             count_attempts_is_min_of_count_and_limit
 //	ChildRuns: (CreatedMS, ChildRunID), cursor    child_runs_scan_orders_by_created_then_child_and_pages
 //	DueSchedules: DueMS <= DueBy, order           due_schedules_are_bounded_by_due_by_and_ordered
@@ -183,6 +185,12 @@
 //	deadline exclusive at the millisecond                  boundaries_deadline_is_exclusive_at_the_millisecond
 //	nil, typed-nil, zero arguments at every entry          boundaries_nil_and_zero_arguments_are_invalid_input_at_every_entry
 //	page limits: 0 = default, 1..=1000, else invalid       boundaries_every_page_limit_takes_0_as_default_and_1_to_1000_as_given
+//	receipt-backed pass: mapping, cancel without owner,    ops_receipt_pass_*
+//	  run scope, fencing, bounds
+//	allowance increase: fenced CAS, readmits, one event,   ops_allowance_increase_*
+//	  never raises the root
+//	inspection: checksum-verified intent, receipt,         ops_inspect_*
+//	  history both orders, bounded run summary
 //	random sequences agree with a reference model          model_random_sequences_match_the_reference_model
 //
 // The suite must be able to fail: scripts/mutants.sh runs it once per seeded

@@ -42,6 +42,7 @@ var mutants = map[string][]string{
 	"events_after_inclusive":  {"events_scan_returns_seq_after_cursor_in_order"},
 	"child_runs_tie_reversed": {"child_runs_scan_orders_by_created_then_child_and_pages"},
 	"status_filter_ignored":   {"attempts_scan_filters_by_run_and_status_and_pages", "attempt_status_change_moves_it_between_status_scans"},
+	"desc_cursor_inclusive":   {"attempts_scan_descending_reverses_the_order_and_pages_before_the_cursor"},
 	"keep_caller_slices":      {"stored_records_do_not_alias_caller_memory"},
 	"expect_always_passes":    {"expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits", "expect_of_a_missing_record_fails_with_err_changed", "expect_sees_the_transactions_own_earlier_writes"},
 	"expect_key_only":         {"expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits"},
@@ -275,6 +276,12 @@ func (r *mutantReader) Activations(ctx context.Context, q backend.ActivationQuer
 func (r *mutantReader) Attempts(ctx context.Context, q backend.AttemptQuery) (out []backend.Attempt, err error) {
 	if r.m.m == "status_filter_ignored" {
 		q.Status = ""
+	}
+	if r.m.m == "desc_cursor_inclusive" && q.Descending && q.After != nil {
+		// Resume at the cursor instead of strictly before it.
+		c := *q.After
+		c.Identity += "\x00"
+		q.After = &c
 	}
 	err = r.rtx(ctx, func(rtx backend.ReadTx) error { out, err = rtx.Attempts(ctx, q); return err })
 	return out, err

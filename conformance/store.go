@@ -22,6 +22,7 @@ func storeTier() []Case {
 		fencingCases(),
 		discoveryCases(),
 		boundaryCases(),
+		opsCases(),
 	} {
 		out = append(out, group...)
 	}

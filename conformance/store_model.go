@@ -76,7 +76,7 @@ func checkModel(t rapid.TB, ctx context.Context, b backend.Backend, steps int) {
 	var total atomic.Int64
 	defer func() { t.Logf("model tier: %d steps in sequences of up to %d", total.Load(), maxLen) }()
 	rapid.Check(t, func(rt *rapid.T) {
-		limits := rapid.IntRange(0, 2).Draw(rt, "limits")
+		limits := rapid.IntRange(0, len(modelLimits)-1).Draw(rt, "limits")
 		n := rapid.IntRange(1, maxLen).Draw(rt, "steps")
 		sq := newSequence(ctx, b, fmt.Sprintf("m%d", modelSeq.Add(1)))
 		sq.createRun(rt, limits, true)
@@ -113,13 +113,19 @@ const (
 	opSettleOrphan
 	opSignal
 	opRepair
+	opReceiptPass
+	opIncrease
+	opSummary
+	opHistory
+	opInspect
 	numOpKinds
 )
 
 var opNames = [...]string{"new_run", "add_activation", "dispatch", "observe", "consume_due_retry", "consume_next_due_retry",
 	"retry_failed_node", "transfer_authority", "request_cancellation", "pause", "resume", "reconcile_prepared",
 	"redispatch", "handoff", "persist_receipt", "create_child_run", "cancel_never_dispatched",
-	"settle_orphaned_cancellation", "mark_cancellation_signalled", "repair"}
+	"settle_orphaned_cancellation", "mark_cancellation_signalled", "repair", "reconcile_receipt_backed",
+	"increase_allowance", "run_summary", "attempt_history", "inspect_intent_and_receipt"}
 
 // op is an abstract operation: indices are taken modulo the runs,
 // activations or attempts that exist when it runs, so any sequence is valid
@@ -135,7 +141,7 @@ func opGen() *rapid.Generator[op] {
 	// Weighted: admission and observation are what the interesting states
 	// come from.
 	kinds := []opKind{opDispatch, opDispatch, opDispatch, opDispatch, opAddAct, opAddAct, opAddAct,
-		opObserve, opObserve, opObserve, opObserve}
+		opObserve, opObserve, opObserve, opObserve, opIncrease, opReceiptPass}
 	for k := opNewRun; k < numOpKinds; k++ {
 		kinds = append(kinds, k)
 	}
@@ -182,6 +188,7 @@ var modelLimits = []model.Limits{
 	{NodeCap: 3, ConcurrencyCap: 1, CycleCap: 100, RetryCap: 1},
 	{NodeCap: 5, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 2},
 	{NodeCap: 4, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 0}, // never retry
+	{NodeCap: 1, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 1}, // exhausts at the second attempt
 }
 
 func wfAuth(a *model.Auth) *workflow.Authority {
@@ -670,8 +677,150 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		merr := sq.m.Repair(identity, action, a)
 		sq.agree(rt, "repair", "", werr, "", merr)
 		return fmt.Sprintf("%s %s auth=%v: err=%q", att, action, a, merr)
+	case opReceiptPass, opIncrease, opSummary, opHistory, opInspect:
+		return sq.execOps(rt, o)
 	}
 	return "unknown op"
+}
+
+// execOps runs the operations beyond admission (the receipt-backed pass,
+// the allowance increase, inspection) on both sides.
+func (sq *sequence) execOps(rt *rapid.T, o op) string {
+	ctx, now := sq.ctx, ms(sq.at())
+	switch o.K {
+	case opReceiptPass:
+		runID, ok := sq.run(o.A)
+		if !ok {
+			return "skip"
+		}
+		a := sq.fenced(runID, o.D)
+		obs := &passObserver{kind: obsKinds[o.B%len(obsKinds)], fail: o.C%5 == 4}
+		ws, werr := sq.s.ReconcileReceiptBacked(ctx, obs, workflow.ReceiptPassOptions{RunID: runID, Authority: wfAuth(a), Limit: 1 + o.C%3}, now)
+		var got []model.PassOutcome
+		for _, r := range ws.Attempts {
+			got = append(got, model.PassOutcome{Identity: r.Identity, OwnerAsked: r.OwnerAsked, Applied: string(r.Applied),
+				Status: string(r.Status), Unresolved: r.Unresolved})
+		}
+		want, merr := sq.m.ReceiptPass(runID, a, 1+o.C%3, func(string) (string, bool) { return obs.kind, !obs.fail }, sq.at())
+		sq.agree(rt, "reconcile_receipt_backed", fmt.Sprintf("%+v", got), werr, fmt.Sprintf("%+v", want), merr)
+		return fmt.Sprintf("%s %s fail=%v auth=%v: %+v err=%q", runID, obs.kind, obs.fail, a, want, merr)
+	case opIncrease:
+		runID, ok := sq.run(o.A)
+		if !ok {
+			return "skip"
+		}
+		expected := sq.m.Runs[runID].Limits.NodeCap
+		target := expected + int64(1+o.C%3)
+		switch o.B % 6 {
+		case 4:
+			target = expected // invalid: not an increase
+		case 5:
+			expected-- // conflict (or invalid at 0)
+		}
+		a := sq.fenced(runID, o.D)
+		werr := sq.s.IncreaseAllowance(ctx, runID, expected, target, wfAuth(a), now)
+		merr := sq.m.IncreaseAllowance(runID, expected, target, a)
+		sq.agree(rt, "increase_allowance", "", werr, "", merr)
+		return fmt.Sprintf("%s %d->%d auth=%v: err=%q", runID, expected, target, a, merr)
+	case opSummary:
+		runID, ok := sq.run(o.A)
+		if !ok {
+			return "skip"
+		}
+		rs, werr := sq.s.RunSummary(ctx, runID)
+		got := model.RunCounts{Activations: map[string]int{}, Attempts: map[string]int{}, Leases: len(rs.Leases), RunCap: rs.Allowance.RunCap}
+		for st, n := range rs.Activations {
+			got.Activations[string(st)] = n
+		}
+		for st, n := range rs.Attempts {
+			got.Attempts[string(st)] = n
+		}
+		if werr == nil && (!rs.ActivationsComplete || !rs.AttemptsComplete || !rs.LeasesComplete) {
+			rt.Fatalf("run_summary: a small run's summary is incomplete")
+		}
+		want, merr := sq.m.Summary(runID)
+		sq.agree(rt, "run_summary", fmt.Sprintf("%+v", got), werr, fmt.Sprintf("%+v", want), merr)
+		return fmt.Sprintf("%s: %+v err=%q", runID, want, merr)
+	case opHistory:
+		runID, ok := sq.run(o.A)
+		if !ok {
+			return "skip"
+		}
+		desc := o.B%2 == 1
+		p := workflow.AttemptPage{RunID: runID, Descending: desc, Limit: 1 + o.C%3}
+		var got []string
+		var werr error
+		for range 1000 {
+			page, err := sq.s.Attempts(ctx, p)
+			if err != nil {
+				werr = err
+				break
+			}
+			for _, a := range page {
+				got = append(got, a.Identity)
+			}
+			if len(page) < p.Limit {
+				break
+			}
+			p.After = &page[len(page)-1]
+		}
+		want := sq.m.History(runID, desc)
+		sq.agree(rt, "attempt_history", fmt.Sprint(got), werr, fmt.Sprint(want), model.OK)
+		return fmt.Sprintf("%s descending=%v: %d attempts", runID, desc, len(want))
+	case opInspect:
+		if len(sq.atts) == 0 {
+			return "skip"
+		}
+		att := sq.atts[o.A%len(sq.atts)]
+		identity := sq.m.Atts[att].Identity
+		g := ""
+		in, werr := sq.s.DispatchIntent(ctx, identity)
+		if werr == nil {
+			var raw []byte
+			var found bool
+			raw, found, werr = sq.s.DispatchReceipt(ctx, identity)
+			g = fmt.Sprintf("%s %s %s found=%v", in.SideEffect, in.Intent, receiptKind(identity, raw), found)
+			if in.Identity != identity || in.Key != wfAttKey(att) {
+				rt.Fatalf("inspect: the intent names another attempt")
+			}
+		}
+		effect, receipt, merr := sq.m.Intent(identity)
+		w := fmt.Sprintf(`%s {"do":"%s"} %s found=%v`, effect, att.Node, receipt, receipt != "")
+		sq.agree(rt, "inspect_intent_and_receipt", g, werr, w, merr)
+		return fmt.Sprintf("%s: %s err=%q", att, w, merr)
+	}
+	return "unknown op"
+}
+
+// fenced picks the authority of a fenced operation: mostly the run's
+// current one (nil when it has none), sometimes a stale one (opt 2).
+func (sq *sequence) fenced(runID string, opt int) *model.Auth {
+	if opt%3 == 2 {
+		return sq.auth(runID, 2)
+	}
+	if cur := sq.m.Runs[runID].Auth; cur != nil {
+		c := *cur
+		return &c
+	}
+	return nil
+}
+
+// passObserver answers every attempt of one receipt-backed pass the same
+// way, or fails.
+type passObserver struct {
+	kind string
+	fail bool
+}
+
+func (p *passObserver) Observe(ctx context.Context, a workflow.Attempt) (workflow.Observation, error) {
+	if p.fail {
+		return workflow.Observation{}, errInjected
+	}
+	obs := workflow.Observation{Kind: workflow.ObservationKind(p.kind)}
+	if p.kind == model.ObsSucceeded {
+		obs.Output = json.RawMessage(`{"out":1}`)
+	}
+	return obs, nil
 }
 
 func ownerReceipt(identity string) json.RawMessage {

@@ -18,8 +18,8 @@ type queries struct {
 
 	activationsStart, activationsAfter string
 
-	// Attempts: [run][status][after].
-	attempts [2][2][2]string
+	// Attempts: [run][status][after][descending].
+	attempts [2][2][2][2]string
 
 	countAttempts string
 
@@ -89,35 +89,42 @@ func buildQueries(quotedSchema string) *queries {
 	q.activationsAfter = acts + " AND (node_id, activation_id) > ($2, $3)" + pendOrder + " LIMIT $4"
 
 	// Attempts: each shape matches one of the four attempt order indexes.
+	// A descending scan walks the same index backwards.
 	for run := 0; run < 2; run++ {
 		for status := 0; status < 2; status++ {
 			for after := 0; after < 2; after++ {
-				s := sel(tAttempts)
-				var conds []string
-				n := 0
-				next := func() string { n++; return "$" + itoa(n) }
-				order := " ORDER BY "
-				if run == 1 {
-					conds = append(conds, "run_id = "+next())
-					order += "run_id, "
-				}
-				if status == 1 {
-					conds = append(conds, "status = "+next())
-					order += "status, "
-				}
-				if after == 1 {
-					a, b := next(), next()
-					conds = append(conds, "(prepared_ms, identity) > ("+a+", "+b+")")
-				}
-				order += "prepared_ms, identity"
-				for i, c := range conds {
-					if i == 0 {
-						s += " WHERE " + c
-					} else {
-						s += " AND " + c
+				for desc := 0; desc < 2; desc++ {
+					s := sel(tAttempts)
+					var conds []string
+					n := 0
+					next := func() string { n++; return "$" + itoa(n) }
+					dir, cmp := "", ">"
+					if desc == 1 {
+						dir, cmp = " DESC", "<"
 					}
+					order := " ORDER BY "
+					if run == 1 {
+						conds = append(conds, "run_id = "+next())
+						order += "run_id" + dir + ", "
+					}
+					if status == 1 {
+						conds = append(conds, "status = "+next())
+						order += "status" + dir + ", "
+					}
+					if after == 1 {
+						a, b := next(), next()
+						conds = append(conds, "(prepared_ms, identity) "+cmp+" ("+a+", "+b+")")
+					}
+					order += "prepared_ms" + dir + ", identity" + dir
+					for i, c := range conds {
+						if i == 0 {
+							s += " WHERE " + c
+						} else {
+							s += " AND " + c
+						}
+					}
+					q.attempts[run][status][after][desc] = s + order + " LIMIT " + next()
 				}
-				q.attempts[run][status][after] = s + order + " LIMIT " + next()
 			}
 		}
 	}

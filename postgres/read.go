@@ -270,7 +270,11 @@ func (q *queries) attemptQuery(a backend.AttemptQuery) (string, []any) {
 		after = 1
 		args = append(args, a.After.PreparedMS, a.After.Identity)
 	}
-	return q.attempts[run][status][after], append(args, int64(a.Limit))
+	desc := 0
+	if a.Descending {
+		desc = 1
+	}
+	return q.attempts[run][status][after][desc], append(args, int64(a.Limit))
 }
 
 // CountAttempts implements backend.ReadTx, reading at most limit index

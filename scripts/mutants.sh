@@ -34,6 +34,12 @@ mutants=(
   discovery-unbounded    # discovery reads the pending index without a row budget
   discovery-restarts     # every pass over all runs restarts at the beginning of the index
   deadline-inclusive     # work and attempts still accepted at the deadline millisecond
+  intent-checksum-unverified    # DispatchIntent returns an intent that fails its checksum
+  exhaustion-parks-forever      # an allowance increase never readmits exhausted work
+  increase-raises-root          # a child's allowance increase raises its root's cap too
+  cancelled-unknown-to-repair   # an Unknown observation under cancellation goes to repair_required
+  receipt-pass-cancel-asks-owner # the receipt-backed pass asks the owner about a cancelling run
+  receipt-pass-skips-snapshot   # the unowned receipt-backed pass ignores an authority change
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
 bin="$(mktemp -d)/wfstore-mutant.test"

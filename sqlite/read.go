@@ -261,7 +261,11 @@ func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 		args = append(args, q.After.PreparedMS, q.After.Identity)
 	}
 	args = append(args, int64(q.Limit))
-	return list(ctx, t, sAttScan+stmtID(v), "attempts", q.Limit, scanAttempt, args...)
+	base := sAttScan
+	if q.Descending {
+		base = sAttScanDesc
+	}
+	return list(ctx, t, base+stmtID(v), "attempts", q.Limit, scanAttempt, args...)
 }
 
 // CountAttempts implements backend.ReadTx, reading at most limit index

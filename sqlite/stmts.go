@@ -123,6 +123,15 @@ const (
 	_
 	_
 	_
+	// sAttScanDesc + the same bits: the eight descending attempt scans.
+	sAttScanDesc
+	_
+	_
+	_
+	_
+	_
+	_
+	_
 
 	sCountAttempts
 	sChildren
@@ -209,14 +218,19 @@ func buildStmts() [numStmts]string {
 		if v&attStatus != 0 {
 			where = append(where, "status = ?")
 		}
-		if v&attAfter != 0 {
-			where = append(where, "(prepared_ms, identity) > (?, ?)")
+		scan := func(cmp, order string) string {
+			w := where
+			if v&attAfter != 0 {
+				w = append(w[:len(w):len(w)], "(prepared_ms, identity) "+cmp+" (?, ?)")
+			}
+			q := "SELECT " + attemptsT.list() + " FROM attempts INDEXED BY " + index
+			if len(w) > 0 {
+				q += " WHERE " + strings.Join(w, " AND ")
+			}
+			return q + " ORDER BY " + order + " LIMIT ?"
 		}
-		q := "SELECT " + attemptsT.list() + " FROM attempts INDEXED BY " + index
-		if len(where) > 0 {
-			q += " WHERE " + strings.Join(where, " AND ")
-		}
-		s[sAttScan+stmtID(v)] = q + " ORDER BY prepared_ms, identity LIMIT ?"
+		s[sAttScan+stmtID(v)] = scan(">", "prepared_ms, identity")
+		s[sAttScanDesc+stmtID(v)] = scan("<", "prepared_ms DESC, identity DESC")
 	}
 
 	s[sCountAttempts] = "SELECT count(*) FROM (SELECT 1 FROM attempts WHERE run_id = ? LIMIT ?)"

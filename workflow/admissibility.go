@@ -16,13 +16,51 @@ func admissible(run backend.Run, act backend.Activation, group *backend.FanOutGr
 	if act.Status != backend.ActivationPending {
 		return false
 	}
-	if run.Status != backend.RunRunning || run.CancelRequestedMS != 0 || run.ExhaustionRecorded {
+	if run.Status != backend.RunRunning || run.CancelRequestedMS != 0 || exhaustionHolds(run) {
 		return false
 	}
 	if group != nil && group.Retiring {
 		return false
 	}
 	return true
+}
+
+// exhaustionHolds reports whether the run's recorded exhaustion still holds
+// as far as its own record tells: its attempts fill its node execution cap,
+// or (a root run) its tree's attempts fill it. An allowance increase lifts
+// it; ExhaustionRecorded itself stays set, since it stands for the one
+// execution_allowance_exhausted event. A child run whose root's tree-wide
+// cap is full is not told here (its record does not say so): the dispatch
+// that meets that exhaustion parks the child's activations (parkPending).
+func exhaustionHolds(run backend.Run) bool {
+	if !run.ExhaustionRecorded {
+		return false
+	}
+	if mutated("exhaustion-parks-forever") {
+		return true
+	}
+	return run.AttemptCount >= run.Limits.NodeExecutionCap ||
+		(run.RootID == run.ID && run.TreeAttemptCount >= run.Limits.NodeExecutionCap)
+}
+
+// parkPending clears the Admissible flag of every activation of the run
+// that has it, whatever admissible says: an exhaustion the dispatch just
+// met keeps them out of discovery until the run's state changes again. It
+// reports whether it parked any.
+func parkPending(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64) (bool, error) {
+	var parked []backend.Activation
+	err := eachActivation(ctx, tx, w, runID, func(act backend.Activation) error {
+		if act.Admissible {
+			act.Admissible = false
+			act.UpdatedMS = at
+			parked = append(parked, act)
+		}
+		return nil
+	})
+	for _, act := range parked {
+		w.replace(act)
+	}
+	return len(parked) > 0, err
 }
 
 // reindexRun rewrites the Admissible flag of every pending activation of run

@@ -284,7 +284,8 @@ func (s *Store) park(ctx context.Context, k ActivationKey, now time.Time) error 
 
 // recordExhaustion confirms an allowance exhaustion inside a write
 // transaction and, the first time for the run, appends the one
-// execution_allowance_exhausted event. It parks the exhausted runs' pending
+// execution_allowance_exhausted event; a later exhaustion (after an
+// allowance increase) appends none. Either way it parks the run's pending
 // activations. An exhaustion not confirmed (a race) writes nothing.
 func (s *Store) recordExhaustion(ctx context.Context, runID string, check authorityCheck, now time.Time) error {
 	at, err := toMS("now", now)
@@ -310,15 +311,19 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 		if !local && !tree {
 			return errNoop
 		}
-		if run.ExhaustionRecorded && !mutated("exhaustion-event-twice") {
-			return errNoop
+		event := !run.ExhaustionRecorded || mutated("exhaustion-event-twice")
+		if event {
+			run.ExhaustionRecorded = true
+			w.event(&run, "execution_allowance_exhausted", map[string]any{"version": 1, "additional_work_admitted": false}, at)
 		}
-		run.ExhaustionRecorded = true
-		run.UpdatedMS = at
-		if err := reindexRun(ctx, tx, w, run); err != nil {
+		parked, err := parkPending(ctx, tx, w, run.ID, at)
+		if err != nil {
 			return err
 		}
-		w.event(&run, "execution_allowance_exhausted", map[string]any{"version": 1, "additional_work_admitted": false}, at)
+		if !event && !parked {
+			return errNoop
+		}
+		run.UpdatedMS = at
 		w.replace(run)
 		return nil
 	})

@@ -47,57 +47,65 @@ func (s *Store) AllowanceObservation(ctx context.Context, runID string) (Allowan
 	if err := ValidateID("run id", runID); err != nil {
 		return out, err
 	}
-	const b = AllowanceReadBudget
 	err := s.view(ctx, func(r backend.ReadTx) error {
 		run, err := backend.GetRun(ctx, r, runID)
 		if err != nil {
 			return notFoundFrom(err, "run %q", runID)
 		}
-		root := run
-		if run.RootID != run.ID {
-			if root, err = backend.GetRun(ctx, r, run.RootID); err != nil {
-				return notFoundFrom(err, "root run %q", run.RootID)
-			}
-		}
-		out.RunCap, out.RootCap = run.Limits.NodeExecutionCap, root.Limits.NodeExecutionCap
-		if out.RunCap <= 0 || out.RootCap <= 0 {
-			return stateErr(ErrConflict, "execution allowance cap must be positive")
-		}
-		c, err := r.CountAttempts(ctx, runID, int(min(out.RunCap, b+1)))
-		if err != nil {
-			return err
-		}
-		if n := int64(c); n <= b || n == out.RunCap {
-			out.RunConsumed = &n
-		}
-		links, err := r.ChildRuns(ctx, backend.ChildRunQuery{RootRunID: root.ID, Limit: b + 1})
-		if err != nil {
-			return err
-		}
-		if len(links) > b {
-			return nil
-		}
-		consumed := int64(0)
-		ids := make([]string, 0, len(links)+1)
-		ids = append(ids, root.ID)
-		for _, l := range links {
-			ids = append(ids, l.ChildRunID)
-		}
-		for _, id := range ids {
-			if consumed >= out.RootCap || consumed > b {
-				break
-			}
-			limit := min(out.RootCap-consumed, b+1-consumed)
-			n, err := r.CountAttempts(ctx, id, int(limit))
-			if err != nil {
-				return err
-			}
-			consumed += int64(n)
-		}
-		if consumed <= b || consumed == out.RootCap {
-			out.RootConsumed = &consumed
-		}
-		return nil
+		out, err = allowanceIn(ctx, r, run)
+		return err
 	})
 	return out, err
+}
+
+// allowanceIn is AllowanceObservation of run inside the snapshot r.
+func allowanceIn(ctx context.Context, r backend.ReadTx, run backend.Run) (Allowance, error) {
+	var out Allowance
+	const b = AllowanceReadBudget
+	root := run
+	if run.RootID != run.ID {
+		var err error
+		if root, err = backend.GetRun(ctx, r, run.RootID); err != nil {
+			return out, notFoundFrom(err, "root run %q", run.RootID)
+		}
+	}
+	out.RunCap, out.RootCap = run.Limits.NodeExecutionCap, root.Limits.NodeExecutionCap
+	if out.RunCap <= 0 || out.RootCap <= 0 {
+		return out, stateErr(ErrConflict, "execution allowance cap must be positive")
+	}
+	c, err := r.CountAttempts(ctx, run.ID, int(min(out.RunCap, b+1)))
+	if err != nil {
+		return out, err
+	}
+	if n := int64(c); n <= b || n == out.RunCap {
+		out.RunConsumed = &n
+	}
+	links, err := r.ChildRuns(ctx, backend.ChildRunQuery{RootRunID: root.ID, Limit: b + 1})
+	if err != nil {
+		return out, err
+	}
+	if len(links) > b {
+		return out, nil
+	}
+	consumed := int64(0)
+	ids := make([]string, 0, len(links)+1)
+	ids = append(ids, root.ID)
+	for _, l := range links {
+		ids = append(ids, l.ChildRunID)
+	}
+	for _, id := range ids {
+		if consumed >= out.RootCap || consumed > b {
+			break
+		}
+		limit := min(out.RootCap-consumed, b+1-consumed)
+		n, err := r.CountAttempts(ctx, id, int(limit))
+		if err != nil {
+			return out, err
+		}
+		consumed += int64(n)
+	}
+	if consumed <= b || consumed == out.RootCap {
+		out.RootConsumed = &consumed
+	}
+	return out, nil
 }

@@ -47,6 +47,9 @@
 //	resource leased incompatibly                            ErrResourceConflict          Raced
 //	already taken by another dispatcher                     (PreparePending returns nil) Raced
 //	Owner.Plan/Dispatch, ReceiptLookup or fault hook error  ErrOwner (wraps the cause)   batch fails
+//	Observer error or invalid observation (receipt pass)    ErrOwner (wraps the cause)   -
+//	stored intent fails its checksum (DispatchIntent)       ErrCorrupt                   -
+//	allowance increase: stored cap is not the expected one  ErrConflict                  -
 //
 // # Boundaries
 //
@@ -103,4 +106,14 @@
 //     cancellation it goes back to running.
 //   - Fan-out member failure fails the run like any activation (no
 //     fail-fast sibling cancellation).
+//   - IncreaseAllowance raises one run's node execution cap by a fenced
+//     compare-and-set; a child's increase never raises its root's tree-wide
+//     allowance. Work an exhaustion took out of discovery is discoverable
+//     again once the run has room. The run keeps at most one
+//     execution_allowance_exhausted event ever: exhausting a raised cap
+//     parks the run's work again (Dispatch reports it Exhausted) and writes
+//     no second event.
+//   - ReconcileReceiptBacked also selects sibling_cancelling attempts, and
+//     applies Cancelled without asking the observer when the run's
+//     cancellation is requested.
 package workflow

@@ -40,6 +40,10 @@ var (
 	// ErrOwner: the owner's Plan or Dispatch (or a fault hook) failed; the
 	// original error is wrapped too.
 	ErrOwner = errors.New("workflow: owner call failed")
+	// ErrCorrupt: a stored record fails its own integrity check (a dispatch
+	// intent that no longer matches its checksum). Nothing is written; the
+	// record needs an operator.
+	ErrCorrupt = errors.New("workflow: stored record fails its integrity check")
 )
 
 // InputError describes one rejected argument. It matches ErrInvalidInput

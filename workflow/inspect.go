@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
+	"time"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -36,11 +38,17 @@ type AttemptPage struct {
 	Status AttemptStatus
 	// After resumes after this attempt (from the previous page's last).
 	After *Attempt
+	// Descending returns the page in descending (prepared time, identity)
+	// order; After then resumes strictly before the given attempt.
+	Descending bool
 	// Limit is 1..=MaxPageLimit; 0 means DefaultPageLimit.
 	Limit int
 }
 
-// Attempts returns a page of attempts ordered by (prepared time, identity).
+// Attempts returns a page of attempts ordered by (prepared time, identity),
+// ascending or descending: the attempt history, paged by a keyset cursor
+// (the previous page's last attempt), so a page costs its limit whatever
+// the history's length.
 func (s *Store) Attempts(ctx context.Context, p AttemptPage) ([]Attempt, error) {
 	if p.RunID != "" {
 		if err := ValidateID("run id", p.RunID); err != nil {
@@ -52,7 +60,7 @@ func (s *Store) Attempts(ctx context.Context, p AttemptPage) ([]Attempt, error) 
 		return nil, err
 	}
 	p.Limit = limit
-	q := backend.AttemptQuery{RunID: p.RunID, Status: p.Status, Limit: p.Limit}
+	q := backend.AttemptQuery{RunID: p.RunID, Status: p.Status, Descending: p.Descending, Limit: p.Limit}
 	if p.After != nil {
 		q.After = &backend.AttemptCursor{PreparedMS: p.After.PreparedMS, Identity: p.After.Identity}
 	}
@@ -75,6 +83,119 @@ func (s *Store) GetAttempt(ctx context.Context, identity string) (Attempt, error
 		a, err := backend.GetAttemptByIdentity(ctx, r, identity)
 		out = a
 		return notFoundFrom(err, "attempt %s", identity)
+	})
+	return out, err
+}
+
+// CommittedIntent is a committed dispatch intent, as DispatchIntent
+// returns it after checking it against its checksum.
+type CommittedIntent struct {
+	Key        AttemptKey
+	Identity   string
+	SideEffect Effect
+	// Intent is the canonical JSON committed at prepare.
+	Intent json.RawMessage
+	// Checksum is the stored checksum, equal to Checksum(Intent).
+	Checksum   string
+	PreparedAt time.Time
+}
+
+// DispatchIntent returns the committed intent of the attempt with this
+// dispatch identity after verifying it against its stored checksum: a
+// mismatch fails with ErrCorrupt (and changes nothing), a missing attempt
+// with ErrNotFound.
+func (s *Store) DispatchIntent(ctx context.Context, identity string) (CommittedIntent, error) {
+	var out CommittedIntent
+	att, err := s.GetAttempt(ctx, identity)
+	if err != nil {
+		return out, err
+	}
+	if Checksum(att.Intent) != att.IntentChecksum && !mutated("intent-checksum-unverified") {
+		return out, stateErr(ErrCorrupt, "dispatch intent of %s does not match its checksum", identity)
+	}
+	return CommittedIntent{Key: att.Key, Identity: att.Identity, SideEffect: att.SideEffect,
+		Intent: att.Intent, Checksum: att.IntentChecksum, PreparedAt: fromMS(att.PreparedMS)}, nil
+}
+
+// DispatchReceipt returns the committed receipt of the attempt with this
+// dispatch identity: found is false (and the receipt nil) while none is
+// committed; a missing attempt fails with ErrNotFound.
+func (s *Store) DispatchReceipt(ctx context.Context, identity string) (receipt json.RawMessage, found bool, err error) {
+	att, err := s.GetAttempt(ctx, identity)
+	if err != nil || att.Receipt == nil {
+		return nil, false, err
+	}
+	return att.Receipt, true, nil
+}
+
+// SummaryReadBudget bounds each part of a RunSummary: it reads at most this
+// many activations, attempts and leases of the run (plus one, to tell
+// whether there are more).
+const SummaryReadBudget = 1000
+
+// RunSummary is a bounded view of one run, read in one snapshot.
+type RunSummary struct {
+	Run Run
+	// Activations counts the run's activations by status. When
+	// ActivationsComplete is false the run has more than
+	// SummaryReadBudget of them and the counts cover the first
+	// SummaryReadBudget in key order only; they are never estimated.
+	Activations         map[ActivationStatus]int
+	ActivationsComplete bool
+	// Attempts counts the run's attempts by status, bounded the same way
+	// (the first SummaryReadBudget in prepared-time order).
+	Attempts         map[AttemptStatus]int
+	AttemptsComplete bool
+	// Allowance is the run's allowance observation (see
+	// AllowanceObservation), from the same snapshot.
+	Allowance Allowance
+	// Leases are the run's unreleased leases in key order, at most
+	// SummaryReadBudget; LeasesComplete is false when there are more.
+	Leases         []Lease
+	LeasesComplete bool
+}
+
+// RunSummary returns a bounded summary of the run: its record, counts of
+// its activations and attempts by status, its allowance observation and
+// its active leases. It reads at most about 3*SummaryReadBudget rows plus
+// the allowance observation's budget, and writes nothing.
+func (s *Store) RunSummary(ctx context.Context, runID string) (RunSummary, error) {
+	var out RunSummary
+	if err := ValidateID("run id", runID); err != nil {
+		return out, err
+	}
+	const b = SummaryReadBudget
+	err := s.view(ctx, func(r backend.ReadTx) error {
+		out = RunSummary{Activations: map[ActivationStatus]int{}, Attempts: map[AttemptStatus]int{}}
+		run, err := backend.GetRun(ctx, r, runID)
+		if err != nil {
+			return notFoundFrom(err, "run %q", runID)
+		}
+		out.Run = run
+		acts, err := r.Activations(ctx, backend.ActivationQuery{RunID: runID, Limit: b + 1})
+		if err != nil {
+			return err
+		}
+		out.ActivationsComplete = len(acts) <= b
+		for _, a := range acts[:min(len(acts), b)] {
+			out.Activations[a.Status]++
+		}
+		atts, err := r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Limit: b + 1})
+		if err != nil {
+			return err
+		}
+		out.AttemptsComplete = len(atts) <= b
+		for _, a := range atts[:min(len(atts), b)] {
+			out.Attempts[a.Status]++
+		}
+		leases, err := r.ActiveLeases(ctx, backend.LeaseQuery{RunID: runID, Limit: b + 1})
+		if err != nil {
+			return err
+		}
+		out.LeasesComplete = len(leases) <= b
+		out.Leases = leases[:min(len(leases), b)]
+		out.Allowance, err = allowanceIn(ctx, r, run)
+		return err
 	})
 	return out, err
 }

@@ -132,7 +132,29 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 		return res, err
 	}
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
-		res = ObservationResult{}
+		var err error
+		res, err = applyObservation(ctx, tx, w, identity, obs, validObservation{output, detail, succ}, authorityCheck{}, at)
+		return err
+	})
+	if err == errNoop {
+		return res, nil
+	}
+	return res, err
+}
+
+// validObservation is an Observation's validated JSON and successors.
+type validObservation struct {
+	output, detail []byte
+	succ           []backend.Activation
+}
+
+// applyObservation applies one validated observation inside tx, after
+// check accepts the run's authority. It returns errNoop, having added
+// nothing to w, when the observation changes nothing.
+func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity string, obs Observation, v validObservation, check authorityCheck, at int64) (ObservationResult, error) {
+	var res ObservationResult
+	output, detail, succ := v.output, v.detail, v.succ
+	err := func() error {
 		att, err := backend.GetAttemptByIdentity(ctx, tx, identity)
 		if err != nil {
 			return notFoundFrom(err, "attempt %s", identity)
@@ -143,6 +165,9 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 			return err
 		}
 		run, act := f.Runs[k.RunID], f.Activations[k.ActivationKey]
+		if err := check.verify(run); err != nil {
+			return err
+		}
 		res.Status = att.Status
 		if isSettled(att.Status) || att.Status == backend.AttemptRepairRequired {
 			if compatibleSettled(att.Status, obs.Kind) {
@@ -157,7 +182,7 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 		if run.CancelRequestedMS != 0 || att.Status == backend.AttemptSiblingCancelling {
 			switch kind {
 			case ObservedSucceeded, ObservedFailed, ObservedRetryableFailure, ObservedUnknown:
-				if run.CancelRequestedMS != 0 {
+				if run.CancelRequestedMS != 0 && !(kind == ObservedUnknown && mutated("cancelled-unknown-to-repair")) {
 					kind = ObservedCancelled
 				}
 			default:
@@ -280,9 +305,6 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 		res.Status = att.Status
 		w.replace(run)
 		return nil
-	})
-	if err == errNoop {
-		return res, nil
-	}
+	}()
 	return res, err
 }

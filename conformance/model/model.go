@@ -301,8 +301,21 @@ func snapshotOK(run *Run, snap *Auth) bool {
 	return *run.Auth == *snap
 }
 
-func admissible(run *Run, a *Act) bool {
-	return a.Status == ActPending && run.Status == RunRunning && !run.Cancel && !run.Exhausted
+// admissible: discovery returns pending activations of a running run
+// without cancellation whose recorded exhaustion (if any) no longer holds
+// on the run's own counts: its attempts below its cap and, for a root, its
+// tree's attempts below it too. (A child's root-wide exhaustion parks its
+// activations when a dispatch meets it; see recordExhaustion.)
+func (m *Model) admissible(run *Run, a *Act) bool {
+	return a.Status == ActPending && run.Status == RunRunning && !run.Cancel && !m.exhaustionHolds(run)
+}
+
+func (m *Model) exhaustionHolds(run *Run) bool {
+	if !run.Exhausted {
+		return false
+	}
+	c := m.counts(run)
+	return c.Attempts >= run.Limits.NodeCap || (run.Root == run.ID && c.Tree >= run.Limits.NodeCap)
 }
 
 // reindex recomputes the pending index of a run's activations (what the
@@ -310,7 +323,7 @@ func admissible(run *Run, a *Act) bool {
 func (m *Model) reindex(run *Run) {
 	for _, a := range m.actsOf(run.ID) {
 		if a.Status == ActPending || a.Admissible {
-			a.Admissible = admissible(run, a)
+			a.Admissible = m.admissible(run, a)
 		}
 	}
 }
@@ -397,7 +410,7 @@ func (m *Model) AddActivation(na NewAct) (bool, Err) {
 		m.Acts[p].HasSucc = true
 	}
 	a := &Act{Def: na, Status: ActPending}
-	a.Admissible = admissible(run, a)
+	a.Admissible = m.admissible(run, a)
 	m.Acts[na.Key] = a
 	return true, OK
 }
@@ -624,15 +637,20 @@ func (m *Model) prepare(run *Run, act *Act, check func() Err, now int64) (*Attem
 	return att, OK
 }
 
+// recordExhaustion: a confirmed exhaustion writes the run's one exhaustion
+// event the first time (Exhausted) and, every time, parks the run's
+// admissible activations.
 func (m *Model) recordExhaustion(run *Run) {
 	root := m.root(run)
 	local := m.counts(run).Attempts >= run.Limits.NodeCap
 	tree := m.counts(root).Tree >= root.Limits.NodeCap
-	if (!local && !tree) || run.Exhausted {
+	if !local && !tree {
 		return
 	}
 	run.Exhausted = true
-	m.reindex(run)
+	for _, a := range m.actsOf(run.ID) {
+		a.Admissible = false
+	}
 }
 
 // ---- handoff and receipts ----

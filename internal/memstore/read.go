@@ -180,14 +180,21 @@ func (r *reader) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 		if q.Status != "" && a.Status != q.Status {
 			continue
 		}
-		if q.After != nil && cmpAttemptPos(backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}, *q.After) <= 0 {
-			continue
+		if q.After != nil {
+			c := cmpAttemptPos(backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}, *q.After)
+			if (!q.Descending && c <= 0) || (q.Descending && c >= 0) {
+				continue
+			}
 		}
 		out = append(out, a)
 	}
 	slices.SortFunc(out, func(a, b backend.Attempt) int {
-		return cmpAttemptPos(backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity},
+		c := cmpAttemptPos(backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity},
 			backend.AttemptCursor{PreparedMS: b.PreparedMS, Identity: b.Identity})
+		if q.Descending {
+			return -c
+		}
+		return c
 	})
 	out = bounded(out, q.Limit)
 	for i := range out {

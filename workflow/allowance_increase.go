@@ -1,0 +1,119 @@
+package workflow
+
+import (
+	"context"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// IncreaseAllowance raises one run's node execution cap from expectedCap to
+// targetCap by compare-and-set, and appends an
+// execution_allowance_increased event with both caps, in one transaction.
+//
+// The increase is fenced: when the run has an execution authority, auth
+// must be exactly it; when it has none, auth must be nil (otherwise
+// ErrStaleAuthority). The stored cap must equal expectedCap (otherwise
+// ErrConflict, so a replayed or raced increase changes nothing), and
+// targetCap must exceed expectedCap (ErrInvalidInput). A completed or
+// cancelled run, or one whose cancellation is requested, is refused with
+// ErrIneligible.
+//
+// Only this run's own cap changes. A child run's increase never raises its
+// composition root's tree-wide allowance, which keeps binding; raising a
+// root's cap raises the tree-wide allowance too.
+//
+// Pending activations the run's exhaustion had taken out of discovery are
+// discoverable again once it has room (for a root, its descendants' too)
+// and are admitted up to the new cap. The run's one
+// execution_allowance_exhausted event stays the only one: when the run
+// exhausts its raised cap, Dispatch reports its activations Exhausted and
+// takes them out of discovery again, and no second event is written.
+func (s *Store) IncreaseAllowance(ctx context.Context, runID string, expectedCap, targetCap int64, auth *Authority, now time.Time) error {
+	if err := ValidateID("run id", runID); err != nil {
+		return err
+	}
+	if err := validateAuthority(auth); err != nil {
+		return err
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return err
+	}
+	if expectedCap <= 0 {
+		return invalid("expected node execution cap", "must be positive")
+	}
+	if targetCap <= expectedCap {
+		return invalid("target node execution cap", "must exceed the expected cap %d", expectedCap)
+	}
+	return s.update(ctx, func(tx backend.Tx, w *batch) error {
+		run, err := backend.GetRun(ctx, tx, runID)
+		if err != nil {
+			return notFoundFrom(err, "run %q", runID)
+		}
+		if auth == nil && run.Authority != nil {
+			return stateErr(ErrStaleAuthority, "run %q has an execution authority; an allowance increase must present it", runID)
+		}
+		if err := ownedBy(auth, "allowance increase").verify(run); err != nil {
+			return err
+		}
+		switch {
+		case run.Status == backend.RunCompleted || run.Status == backend.RunCancelled:
+			return stateErr(ErrIneligible, "run %q is %s; its allowance cannot be increased", runID, run.Status)
+		case run.CancelRequestedMS != 0:
+			return stateErr(ErrIneligible, "run %q has cancellation requested; its allowance cannot be increased", runID)
+		}
+		if run.Limits.NodeExecutionCap != expectedCap {
+			return stateErr(ErrConflict, "run %q node execution cap is %d, not the expected %d", runID, run.Limits.NodeExecutionCap, expectedCap)
+		}
+		run.Limits.NodeExecutionCap = targetCap
+		if mutated("increase-raises-root") && run.RootID != run.ID {
+			root, err := backend.GetRun(ctx, tx, run.RootID)
+			if err != nil {
+				return err
+			}
+			root.Limits.NodeExecutionCap += targetCap - expectedCap
+			w.replace(root)
+		}
+		run.UpdatedMS = at
+		w.event(&run, "execution_allowance_increased", map[string]any{"previous_cap": expectedCap, "target_cap": targetCap}, at)
+		if err := reindexRun(ctx, tx, w, run); err != nil {
+			return err
+		}
+		w.replace(run)
+		if run.RootID != run.ID {
+			return nil
+		}
+		// The tree-wide allowance rose too: the descendants' work parked
+		// by its exhaustion may be discoverable again.
+		return reindexDescendants(ctx, tx, w, run.ID)
+	})
+}
+
+// reindexDescendants runs reindexRun on every run linked to root.
+func reindexDescendants(ctx context.Context, tx backend.Tx, w *batch, root string) error {
+	q := backend.ChildRunQuery{RootRunID: root, Limit: MaxPageLimit}
+	for {
+		links, err := tx.ChildRuns(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, l := range links {
+			if err := flush(ctx, tx, w); err != nil {
+				return err
+			}
+			child, err := backend.GetRun(ctx, tx, l.ChildRunID)
+			if err != nil {
+				return err
+			}
+			if err := reindexRun(ctx, tx, w, child); err != nil {
+				return err
+			}
+		}
+		if len(links) < q.Limit {
+			return nil
+		}
+		last := links[len(links)-1]
+		q.AfterCreatedMS, q.AfterChildID = last.CreatedMS, last.ChildRunID
+	}
+}
