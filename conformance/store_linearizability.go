@@ -381,7 +381,16 @@ func (w *linWorker) dispatch(ctx context.Context, r *linRun, gen int64) {
 	w.run, w.gen, w.started, w.curIn = r.id, gen, false, nil
 	call := w.h.now()
 	sum, err := w.s.Dispatch(ctx, w, workflow.DispatchOptions{RunID: r.id, Authority: linAuth(gen), Limit: 1, Fault: w.fault}, w.now())
+	// A handoff refused inside Dispatch is reported in the summary, not as
+	// an error: a run-state refusal as Rejected, a handoff another caller
+	// recorded first as Raced. The handoff operation itself failed with
+	// ErrIneligible or ErrConflict.
+	handoff := w.curIn != nil && w.curIn.Op == "handoff"
 	switch {
+	case handoff && err == nil && len(sum.Rejected) > 0:
+		w.end(linOut{Kind: string(model.Ineligible)})
+	case handoff && err == nil && len(sum.Raced) > 0:
+		w.end(linOut{Kind: string(model.Conflict)})
 	case w.curIn != nil && err == nil && len(sum.Raced) > 0:
 		w.end(linOut{Kind: "raced"})
 	case w.curIn != nil && err == nil && len(sum.Rejected) > 0:
