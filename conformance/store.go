@@ -18,6 +18,7 @@ func storeTier() []Case {
 		limitsCases(),
 		childCases(),
 		inputCases(),
+		treeCases(),
 	} {
 		out = append(out, group...)
 	}

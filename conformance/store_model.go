@@ -113,13 +113,14 @@ const (
 	opSettleOrphan
 	opSignal
 	opRepair
+	opTreeCancel
 	numOpKinds
 )
 
 var opNames = [...]string{"new_run", "add_activation", "dispatch", "observe", "consume_due_retry", "consume_next_due_retry",
 	"retry_failed_node", "transfer_authority", "request_cancellation", "pause", "resume", "reconcile_prepared",
 	"redispatch", "handoff", "persist_receipt", "create_child_run", "cancel_never_dispatched",
-	"settle_orphaned_cancellation", "mark_cancellation_signalled", "repair"}
+	"settle_orphaned_cancellation", "mark_cancellation_signalled", "repair", "request_tree_cancellation"}
 
 // op is an abstract operation: indices are taken modulo the runs,
 // activations or attempts that exist when it runs, so any sequence is valid
@@ -135,7 +136,7 @@ func opGen() *rapid.Generator[op] {
 	// Weighted: admission and observation are what the interesting states
 	// come from.
 	kinds := []opKind{opDispatch, opDispatch, opDispatch, opDispatch, opAddAct, opAddAct, opAddAct,
-		opObserve, opObserve, opObserve, opObserve}
+		opObserve, opObserve, opObserve, opObserve, opObserve, opObserve, opChild, opChild, opTreeCancel}
 	for k := opNewRun; k < numOpKinds; k++ {
 		kinds = append(kinds, k)
 	}
@@ -199,6 +200,9 @@ func (sq *sequence) run(i int) (string, bool) {
 	if i < 4 {
 		i = 0 // half the operations go to the first run, so its states get deep
 	}
+	if i == 7 {
+		i = len(sq.runs) - 1 // and some to the newest, often a child run
+	}
 	return sq.runs[i%len(sq.runs)], true
 }
 
@@ -244,18 +248,7 @@ func (sq *sequence) step(rt *rapid.T, i int, o op) {
 	sq.now += 10
 	desc := sq.exec(rt, o)
 	rt.Logf("step %d: %s: %s", i, o, desc)
-	// New attempts become addressable by later steps.
-	var fresh []model.AttKey
-	for k := range sq.m.Atts {
-		if !sq.seen[k] {
-			fresh = append(fresh, k)
-		}
-	}
-	slices.SortFunc(fresh, func(a, b model.AttKey) int { return strings.Compare(a.String(), b.String()) })
-	for _, k := range fresh {
-		sq.seen[k] = true
-		sq.atts = append(sq.atts, k)
-	}
+	sq.addFresh()
 	want := sq.m.View(sq.runs)
 	got, err := sq.storeView()
 	if err != nil {
@@ -267,6 +260,21 @@ func (sq *sequence) step(rt *rapid.T, i int, o op) {
 		// compares messages); the details go to the log.
 		rt.Logf("step %d (%s): durable state differs from the model\n%s", i, o, lineDiff(got, want))
 		rt.Fatalf("durable state differs from the model after %s", opNames[o.K])
+	}
+}
+
+// addFresh makes new attempts addressable by later steps.
+func (sq *sequence) addFresh() {
+	var fresh []model.AttKey
+	for k := range sq.m.Atts {
+		if !sq.seen[k] {
+			fresh = append(fresh, k)
+		}
+	}
+	slices.SortFunc(fresh, func(a, b model.AttKey) int { return strings.Compare(a.String(), b.String()) })
+	for _, k := range fresh {
+		sq.seen[k] = true
+		sq.atts = append(sq.atts, k)
 	}
 }
 
@@ -410,6 +418,22 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		identity = sq.m.Atts[att].Identity
 		return true
 	}
+	// needIn picks, when some attempt is in one of the statuses, one of
+	// those instead (so children and settlements happen often enough).
+	needIn := func(statuses ...string) bool {
+		var in []model.AttKey
+		for _, k := range sq.atts {
+			if slices.Contains(statuses, sq.m.Atts[k].Status) {
+				in = append(in, k)
+			}
+		}
+		if len(in) == 0 {
+			return needAtt()
+		}
+		att = in[o.A%len(in)]
+		identity = sq.m.Atts[att].Identity
+		return true
+	}
 	switch o.K {
 	case opNewRun:
 		sq.createRun(rt, o.B, o.C%2 == 0)
@@ -438,30 +462,16 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			owned = sq.auth(runID, o.C)
 		}
 		limit := 1 + o.D
-		sq.o.mode = mode
-		opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuth(owned), Limit: limit, Fault: sq.o.fault}
-		ws, werr := sq.s.Dispatch(ctx, sq.o, opts, now)
-		msum, merr := sq.m.Dispatch(runID, limit, mode, owned, sq.at())
-		got := model.Summary{Admitted: ws.Admitted, Unsupported: mKeys(ws.Unsupported), Raced: mKeys(ws.Raced), Exhausted: mKeys(ws.Exhausted)}
-		for _, r := range ws.Rejected {
-			got.Rejected = append(got.Rejected, mKey(r.Key))
-			if c := errClass(r.Err); c != model.Ineligible {
-				rt.Logf("dispatch: rejection of %v has error class %q (%v)", r.Key, c, r.Err)
-				rt.Fatalf("dispatch: a rejection has error class %s", c)
-			}
-		}
-		// The summary so far is returned with a batch error too.
-		sq.agree(rt, "dispatch", fmt.Sprintf("%+v", got), werr, fmt.Sprintf("%+v", msum), merr)
-		if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", msum); g != w {
-			rt.Logf("dispatch: store summary %s, model %s", g, w)
-			rt.Fatalf("dispatch: summary differs from the model")
-		}
+		msum, merr := sq.dispatch(rt, runID, mode, owned, limit)
 		return fmt.Sprintf("%s mode %d owned=%v limit %d: %+v err=%q", runID, mode, owned, limit, msum, merr)
 	case opObserve:
-		if !needAtt() {
+		if o.D == 0 && !needAtt() || o.D != 0 && !needIn(model.AttAdmitted, model.AttRunning, model.AttCancelling) {
 			return "skip"
 		}
 		kind := obsKinds[o.B%len(obsKinds)]
+		if o.D == 2 {
+			kind = model.ObsSucceeded
+		}
 		obs := workflow.Observation{Kind: workflow.ObservationKind(kind)}
 		if kind == model.ObsSucceeded {
 			obs.Output = json.RawMessage(`{"out":1}`)
@@ -532,7 +542,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		merr := sq.m.TransferAuthority(runID, *exp, rep)
 		sq.agree(rt, "transfer_authority", "", werr, "", merr)
 		return fmt.Sprintf("%s from %v: err=%q", runID, *exp, merr)
-	case opCancel, opPause, opResume:
+	case opCancel, opPause, opResume, opTreeCancel:
 		runID, ok := sq.run(o.A)
 		if !ok {
 			return "skip"
@@ -542,6 +552,11 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		var werr error
 		var merr model.Err
 		switch o.K {
+		case opTreeCancel:
+			var st workflow.RunStatus
+			st, werr = sq.s.RequestTreeCancellation(ctx, runID, wfAuth(a), now)
+			g = string(st)
+			w, merr = sq.m.RequestTreeCancellation(runID, a)
 		case opCancel:
 			var st workflow.RunStatus
 			st, werr = sq.s.RequestCancellation(ctx, runID, wfAuth(a), now)
@@ -610,7 +625,13 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		sq.agree(rt, "persist_receipt", "", werr, "", merr)
 		return fmt.Sprintf("%s %s auth=%v: err=%q", att, kind, a, merr)
 	case opChild:
-		if !needAtt() {
+		if runID, ok := sq.run(o.A); ok && !slices.ContainsFunc(sq.atts, func(k model.AttKey) bool { return sq.m.Atts[k].Status == model.AttPrepared }) {
+			// A dispatch that stops after the intent leaves a prepared
+			// attempt to start the child from.
+			sq.dispatch(rt, runID, model.FaultIntent, nil, 1)
+			sq.addFresh()
+		}
+		if !needIn(model.AttPrepared) {
 			return "skip"
 		}
 		target := fmt.Sprintf(`{"t":%d}`, o.B%2)
@@ -662,6 +683,31 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		return fmt.Sprintf("%s %s auth=%v: err=%q", att, action, a, merr)
 	}
 	return "unknown op"
+}
+
+// dispatch runs one Dispatch restricted to runID on both sides and
+// compares the summaries.
+func (sq *sequence) dispatch(rt *rapid.T, runID string, mode model.OwnerMode, owned *model.Auth, limit int) (model.Summary, model.Err) {
+	ctx, now := sq.ctx, ms(sq.at())
+	sq.o.mode = mode
+	opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuth(owned), Limit: limit, Fault: sq.o.fault}
+	ws, werr := sq.s.Dispatch(ctx, sq.o, opts, now)
+	msum, merr := sq.m.Dispatch(runID, limit, mode, owned, sq.at())
+	got := model.Summary{Admitted: ws.Admitted, Unsupported: mKeys(ws.Unsupported), Raced: mKeys(ws.Raced), Exhausted: mKeys(ws.Exhausted)}
+	for _, r := range ws.Rejected {
+		got.Rejected = append(got.Rejected, mKey(r.Key))
+		if c := errClass(r.Err); c != model.Ineligible {
+			rt.Logf("dispatch: rejection of %v has error class %q (%v)", r.Key, c, r.Err)
+			rt.Fatalf("dispatch: a rejection has error class %s", c)
+		}
+	}
+	// The summary so far is returned with a batch error too.
+	sq.agree(rt, "dispatch", fmt.Sprintf("%+v", got), werr, fmt.Sprintf("%+v", msum), merr)
+	if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", msum); g != w {
+		rt.Logf("dispatch: store summary %s, model %s", g, w)
+		rt.Fatalf("dispatch: summary differs from the model")
+	}
+	return msum, merr
 }
 
 func ownerReceipt(identity string) json.RawMessage {

@@ -146,6 +146,12 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 			return stateErr(ErrIneligible, "attempt %s has no receipt; observations apply to admitted attempts", identity)
 		}
 		kind := obs.Kind
+		if handled, err := cancellingChildParent(ctx, tx, w, &run, &att, kind, detail, at); handled || err != nil {
+			res.Status = att.Status
+			w.replace(run)
+			return err
+		}
+		was := run.Status
 		if run.CancelRequestedMS != 0 || att.Status == backend.AttemptSiblingCancelling {
 			switch kind {
 			case ObservedSucceeded, ObservedFailed, ObservedRetryableFailure, ObservedUnknown:
@@ -195,6 +201,9 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 				if err := flush(ctx, tx, w); err != nil {
 					return err
 				}
+			}
+			if err := completeIfSettled(ctx, tx, w, &run, at); err != nil {
+				return err
 			}
 		case ObservedFailed, ObservedRetryableFailure:
 			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptFailed, at); err != nil {
@@ -268,6 +277,9 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
 			}
+		}
+		if err := failedRunSettled(ctx, tx, w, &run, was, at); err != nil {
+			return err
 		}
 		res.Status = att.Status
 		w.replace(run)

@@ -76,6 +76,12 @@ func (s *Store) Repair(ctx context.Context, identity string, action RepairAction
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}
-		return resolveRepair(ctx, tx, w, run, to, at)
+		if err := resolveRepair(ctx, tx, w, run, to, at); err != nil {
+			return err
+		}
+		if action == RepairConfirmSucceeded {
+			return completeIfSettled(ctx, tx, w, run, at)
+		}
+		return nil
 	})
 }
