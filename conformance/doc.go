@@ -173,6 +173,7 @@
 //	allowance observation boundaries 0/1000/1001/cap/>1000 limits_allowance_observation_*, limits_allowance_exhausted_*
 //	capacity and resource leases (§5.10, §5.13)            limits_concurrency_cap_*, limits_*_claims_*, limits_leases_*
 //	child runs: narrowing, depth, descendants (§1.2)       child_run_*
+//	tree cancellation, child-aware finalisation, completion tree_*
 //	random sequences agree with a reference model          model_random_sequences_match_the_reference_model
 //
 // The suite must be able to fail: scripts/mutants.sh runs it once per seeded

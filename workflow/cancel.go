@@ -13,8 +13,14 @@ import (
 // it is never cleared) before anything else: from then on nothing is
 // admitted or handed off, unstarted activations are cancelled, and the run
 // becomes cancelled as soon as no active or repair_required attempt
-// remains. It returns the run's status afterwards. Requesting it again is a
-// no-op; a completed or failed run cannot be cancelled (ErrIneligible).
+// remains and every child run it started is completed, failed or
+// cancelled. It returns the run's status afterwards. Requesting it again is
+// a no-op; a completed or failed run cannot be cancelled (ErrIneligible).
+//
+// It cancels this run only, not its child runs: the owner of each
+// child-run parent attempt settles its child (an Admitted or Running
+// observation of such an attempt makes it cancelling, not cancelled). Use
+// RequestTreeCancellation to cancel a whole composition tree at once.
 func (s *Store) RequestCancellation(ctx context.Context, runID string, auth *Authority, now time.Time) (RunStatus, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return "", err

@@ -28,6 +28,8 @@ type NewChildRun struct {
 // MaxRunDepth or with MaxDescendants, and a root whose tree-wide allowance
 // is used up. The child's id is derived from the root, the parent and the
 // target, so a repeated identical request returns it with created=false.
+// The parent attempt stays admitted until its owner reports on it; a
+// cancelling parent run finalises only once its child runs are terminal.
 func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Time) (childID string, created bool, err error) {
 	if err := validateAttemptKey(nc.Parent); err != nil {
 		return "", false, err

@@ -65,4 +65,14 @@
 //     cancellation it goes back to running.
 //   - Fan-out member failure fails the run like any activation (no
 //     fail-fast sibling cancellation).
+//   - A run completes: when an activation completes and nothing of the run
+//     is open any more (no pending, waiting or running activation, no active
+//     or repair_required attempt, no retry schedule), it becomes completed
+//     with run_completed in the same transaction, and takes no new work.
+//   - A cancelling run finalises only once the child runs it started are
+//     completed, failed or cancelled; a child's settlement finalises its
+//     cancelling parent chain in the same transaction. RequestCancellation
+//     cancels one run; RequestTreeCancellation cancels a root and every
+//     linked run (failed ones included, so nothing in the tree can retry) in
+//     one transaction.
 package workflow

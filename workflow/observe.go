@@ -106,10 +106,23 @@ func compatibleSettled(st AttemptStatus, k ObservationKind) bool {
 // one transaction (SEMANTICS §2.12.12). A RetryableFailure schedules an
 // automatic retry in the same transaction when the activation's policy
 // admits it; a Succeeded completes the activation and adds its successors
-// atomically. While the run's cancellation is requested every observation
-// but a terminal one counts as Cancelled. An observation that contradicts a
-// settled attempt fails with ErrConflict; one for an attempt without a
-// receipt fails with ErrIneligible.
+// atomically; when that completion leaves nothing of the run open (see
+// below) the run becomes completed in the same transaction. While the
+// run's cancellation is requested, an Admitted or Running observation of a
+// child run's parent attempt makes it cancelling (the run waits for the
+// owner to settle the child); every other observation counts as Cancelled.
+//
+// Completion: after an activation completes (a Succeeded observation, a
+// fan-out member's included, or a repair confirming success), a running
+// run with no pending, waiting or running activation, no active or
+// repair_required attempt and no retry schedule left to consume becomes
+// completed and run_completed is appended. A completed run takes no new
+// work. A child run's completion does not settle its parent attempt (that
+// is its owner's report); it only lets a cancelling parent finalise.
+//
+// An observation that contradicts a settled attempt fails with
+// ErrConflict; one for an attempt without a receipt fails with
+// ErrIneligible.
 func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Observation, now time.Time) (ObservationResult, error) {
 	var res ObservationResult
 	if err := ValidateID("dispatch identity", identity); err != nil {
