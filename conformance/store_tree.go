@@ -16,6 +16,7 @@ func treeCases() []Case {
 		{Name: "tree_root_cancellation_waits_for_its_child_runs", Run: caseTreeRootWaitsForChildren},
 		{Name: "tree_cancellation_reaches_every_descendant_once", Run: caseTreeCancelEveryDescendant},
 		{Name: "tree_cancellation_finalises_the_parent_chain_with_the_last_child", Run: caseTreeParentChain},
+		{Name: "tree_cancellation_stops_retries_of_failed_descendants", Run: caseTreeFailedDescendant},
 		{Name: "tree_run_completes_when_its_last_activation_completes", Run: caseTreeRunCompletes},
 		{Name: "tree_run_completion_waits_for_retry_schedules_repairs_and_members", Run: caseTreeCompletionWaits},
 	}
@@ -49,11 +50,16 @@ func caseTreeRootWaitsForChildren(e *Env) {
 	assert.Equal(e.T, backend.AttemptCancelling, res.Status, "admitted keeps it cancelling")
 	unchanged(e, before, "a second running/admitted observation of a cancelling parent attempt", "r", child)
 
-	// An ordinary attempt of a cancelling run is still forced to cancelled.
+	// An ordinary attempt of a cancelling run is still forced to cancelled,
+	// even when its owner's receipt imitates a child receipt.
 	mkRun(e, s, "plain", workflow.Limits{}, nil)
 	pk := key("plain", "n", "a")
 	mkAct(e, s, pk)
+	o.receipt = func(p workflow.PreparedDispatch) json.RawMessage {
+		return json.RawMessage(`{"owner":"wfstore.workflow-child/v1","child_run_id":"` + child + `","root_run_id":"r"}`)
+	}
 	admitOnly(e, s, o, ms(33), identity(pk, 1))
+	o.receipt = nil
 	_, err = s.RequestCancellation(e.Ctx, "plain", nil, ms(34))
 	require.NoError(e.T, err)
 	res = observe(e, s, identity(pk, 1), obs(workflow.ObservedRunning), ms(35))
@@ -213,6 +219,33 @@ func caseTreeParentChain(e *Env) {
 	assert.Equal(e.T, backend.RunCancelled, st)
 	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, qc).Status)
 	assert.Equal(e.T, []string{"cancellation_requested", "run_cancelled"}, lastTypes(e, s, "q", 2))
+}
+
+func caseTreeFailedDescendant(e *Env) {
+	s := store(e)
+	mkRun(e, s, "r", workflow.Limits{}, nil)
+	mkAct(e, s, key("r", "n", "keep"))
+	f := spawn(e, s, "r", "a", 10)
+	fk := key(f, "n", "x")
+	mkAct(e, s, fk, withPolicy(retryPolicy(3, 100)), withEffect(workflow.ReadOnly, workflow.IdempotentReplay))
+	o := newOwner()
+	admitOnly(e, s, o, ms(20), identity(key("r", "n", "keep"), 1), identity(fk, 1))
+	require.NotNil(e.T, observe(e, s, identity(fk, 1), obs(workflow.ObservedRetryableFailure), ms(21)).Schedule)
+	require.Equal(e.T, backend.RunFailed, getRun(e, s, f).Status)
+
+	_, err := s.RequestTreeCancellation(e.Ctx, "r", nil, ms(30))
+	require.NoError(e.T, err)
+	run := getRun(e, s, f)
+	assert.Equal(e.T, ms(30).UnixMilli(), run.CancelRequestedMS, "a failed descendant gets the intent too")
+	assert.Equal(e.T, backend.RunCancelled, run.Status, "and, quiescent, is cancelled")
+	assert.Equal(e.T, backend.ActivationFailed, getAct(e, s, fk).Status, "its failed activation stays failed")
+	before := digest(e, "r", f)
+	_, err = s.ConsumeDueRetry(e.Ctx, fk, ms(200))
+	requireIs(e.T, err, workflow.ErrIneligible, "no automatic retry in a cancelled tree")
+	_, err = s.RetryFailedNode(e.Ctx, fk, 1, ms(201))
+	requireIs(e.T, err, workflow.ErrIneligible, "no explicit retry in a cancelled tree")
+	admitOnly(e, s, o, ms(202))
+	unchanged(e, before, "retries in a cancelled tree", "r", f)
 }
 
 func caseTreeRunCompletes(e *Env) {
