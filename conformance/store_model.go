@@ -114,13 +114,14 @@ const (
 	opSignal
 	opRepair
 	opTreeCancel
+	opGrow
 	numOpKinds
 )
 
 var opNames = [...]string{"new_run", "add_activation", "dispatch", "observe", "consume_due_retry", "consume_next_due_retry",
 	"retry_failed_node", "transfer_authority", "request_cancellation", "pause", "resume", "reconcile_prepared",
 	"redispatch", "handoff", "persist_receipt", "create_child_run", "cancel_never_dispatched",
-	"settle_orphaned_cancellation", "mark_cancellation_signalled", "repair", "request_tree_cancellation"}
+	"settle_orphaned_cancellation", "mark_cancellation_signalled", "repair", "request_tree_cancellation", "grow_child_run"}
 
 // op is an abstract operation: indices are taken modulo the runs,
 // activations or attempts that exist when it runs, so any sequence is valid
@@ -136,7 +137,7 @@ func opGen() *rapid.Generator[op] {
 	// Weighted: admission and observation are what the interesting states
 	// come from.
 	kinds := []opKind{opDispatch, opDispatch, opDispatch, opDispatch, opAddAct, opAddAct, opAddAct,
-		opObserve, opObserve, opObserve, opObserve, opObserve, opObserve, opChild, opChild, opTreeCancel}
+		opObserve, opObserve, opObserve, opObserve, opObserve, opObserve, opChild, opGrow, opGrow, opTreeCancel}
 	for k := opNewRun; k < numOpKinds; k++ {
 		kinds = append(kinds, k)
 	}
@@ -420,10 +421,10 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 	}
 	// needIn picks, when some attempt is in one of the statuses, one of
 	// those instead (so children and settlements happen often enough).
-	needIn := func(statuses ...string) bool {
+	needWhere := func(want func(*model.Attempt) bool) bool {
 		var in []model.AttKey
 		for _, k := range sq.atts {
-			if slices.Contains(statuses, sq.m.Atts[k].Status) {
+			if want(sq.m.Atts[k]) {
 				in = append(in, k)
 			}
 		}
@@ -434,6 +435,9 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		identity = sq.m.Atts[att].Identity
 		return true
 	}
+	needIn := func(statuses ...string) bool {
+		return needWhere(func(a *model.Attempt) bool { return slices.Contains(statuses, a.Status) })
+	}
 	switch o.K {
 	case opNewRun:
 		sq.createRun(rt, o.B, o.C%2 == 0)
@@ -443,14 +447,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if !ok {
 			return "skip"
 		}
-		na := actVariant(model.ActKey{Run: runID, Node: fmt.Sprintf("n%d", o.B%4), Act: "x"}, o.C)
-		wc, werr := sq.s.AddActivation(ctx, wfActivation(na), now)
-		mc, merr := sq.m.AddActivation(na)
-		sq.agree(rt, "add_activation", fmt.Sprint(wc), werr, fmt.Sprint(mc), merr)
-		if merr == model.OK && mc {
-			sq.acts = append(sq.acts, na.Key)
-		}
-		return fmt.Sprintf("%s variant %d: created=%v err=%q", na.Key, o.C%6, mc, merr)
+		return sq.addAct(rt, runID, o.B, o.C)
 	case opDispatch:
 		runID, ok := sq.run(o.A)
 		if !ok {
@@ -464,8 +461,44 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		limit := 1 + o.D
 		msum, merr := sq.dispatch(rt, runID, mode, owned, limit)
 		return fmt.Sprintf("%s mode %d owned=%v limit %d: %+v err=%q", runID, mode, owned, limit, msum, merr)
+	case opGrow:
+		// A child run with an admitted attempt of its own, under the
+		// newest live run: an activation there, a dispatch that stops
+		// after the intent (a prepared parent attempt), the child, an
+		// activation in the child and its dispatch, each step compared.
+		var parent string
+		for i := len(sq.runs) - 1; i >= 0 && parent == ""; i-- {
+			if r := sq.m.Runs[sq.runs[i]]; r.Status == model.RunRunning && !r.Cancel {
+				parent = r.ID
+			}
+		}
+		if parent == "" {
+			return "skip"
+		}
+		desc := sq.addAct(rt, parent, o.B, 0)
+		sq.dispatch(rt, parent, model.FaultIntent, nil, 1)
+		sq.addFresh()
+		desc += "; " + sq.exec(rt, op{K: opChild, A: o.A, B: o.B})
+		if child := sq.runs[len(sq.runs)-1]; sq.m.Runs[child].Parent != "" {
+			sq.addAct(rt, child, o.C, 0)
+			sq.dispatch(rt, child, model.OwnerOK, nil, 1)
+			desc += "; child " + child + " dispatched"
+		}
+		return desc
 	case opObserve:
-		if o.D == 0 && !needAtt() || o.D != 0 && !needIn(model.AttAdmitted, model.AttRunning, model.AttCancelling) {
+		var pick bool
+		switch o.D {
+		case 0:
+			pick = needAtt()
+		case 1:
+			// Observations of cancelling runs' work.
+			pick = needWhere(func(a *model.Attempt) bool {
+				return sq.m.Runs[a.Key.Run].Cancel && (a.Status == model.AttAdmitted || a.Status == model.AttRunning || a.Status == model.AttCancelling)
+			})
+		default:
+			pick = needIn(model.AttAdmitted, model.AttRunning, model.AttCancelling)
+		}
+		if !pick {
 			return "skip"
 		}
 		kind := obsKinds[o.B%len(obsKinds)]
@@ -553,6 +586,9 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		var merr model.Err
 		switch o.K {
 		case opTreeCancel:
+			if o.C%2 == 0 {
+				runID = sq.m.Runs[runID].Root // most often at a root
+			}
 			var st workflow.RunStatus
 			st, werr = sq.s.RequestTreeCancellation(ctx, runID, wfAuth(a), now)
 			g = string(st)
@@ -683,6 +719,18 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		return fmt.Sprintf("%s %s auth=%v: err=%q", att, action, a, merr)
 	}
 	return "unknown op"
+}
+
+// addAct adds activation variant v of node n<b%4> to runID on both sides.
+func (sq *sequence) addAct(rt *rapid.T, runID string, b, v int) string {
+	na := actVariant(model.ActKey{Run: runID, Node: fmt.Sprintf("n%d", b%4), Act: "x"}, v)
+	wc, werr := sq.s.AddActivation(sq.ctx, wfActivation(na), ms(sq.at()))
+	mc, merr := sq.m.AddActivation(na)
+	sq.agree(rt, "add_activation", fmt.Sprint(wc), werr, fmt.Sprint(mc), merr)
+	if merr == model.OK && mc {
+		sq.acts = append(sq.acts, na.Key)
+	}
+	return fmt.Sprintf("%s variant %d: created=%v err=%q", na.Key, v%6, mc, merr)
 }
 
 // dispatch runs one Dispatch restricted to runID on both sides and
