@@ -243,10 +243,11 @@ func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
 // completed nor cancelled and has no cancellation requested yet gets the
 // durable intent and a cancellation_requested event, and its unstarted
 // activations are cancelled; then every run that is already quiescent is
-// finalised, children before their parents. A failed descendant is
-// cancelled too, so no retry can restart work in the tree. From then on
-// nothing in the tree is admitted or handed off. It returns the root's
-// status afterwards; calling it again changes nothing.
+// finalised, children before their parents. A failed descendant gets the
+// intent too (and so becomes cancelled once quiescent): no retry can
+// restart work in the tree. From then on nothing in the tree is admitted
+// or handed off. It returns the root's status afterwards; calling it again
+// changes nothing.
 //
 // auth, when set, must be the root's current authority. A run that is not a
 // composition root fails with ErrIneligible, as does a completed or failed
