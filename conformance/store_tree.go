@@ -280,6 +280,16 @@ func caseTreeRunCompletes(e *Env) {
 	s = workflow.New(e.Reopen())
 	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, "r").Status, "durably")
 
+	// A run paused while its last activation runs completes all the same.
+	mkRun(e, s, "z", workflow.Limits{}, nil)
+	zk := key("z", "n", "a")
+	mkAct(e, s, zk)
+	admitOnly(e, s, o, ms(45), identity(zk, 1))
+	require.NoError(e.T, s.PauseRun(e.Ctx, "z", nil, ms(46)))
+	observe(e, s, identity(zk, 1), obs(workflow.ObservedSucceeded), ms(47))
+	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, "z").Status, "a paused run with nothing open completes")
+	requireIs(e.T, s.ResumeRun(e.Ctx, "z", nil, ms(48)), workflow.ErrIneligible, "a completed run does not resume")
+
 	// A completed child run is terminal for its cancelling parent.
 	mkRun(e, s, "p", workflow.Limits{}, nil)
 	child := spawn(e, s, "p", "a", 50)

@@ -65,8 +65,8 @@
 //     cancellation it goes back to running.
 //   - Fan-out member failure fails the run like any activation (no
 //     fail-fast sibling cancellation).
-//   - A run completes: when an activation completes and nothing of the run
-//     is open any more (no pending, waiting or running activation, no active
+//   - A run completes: when an activation completes and nothing of the
+//     running or paused run is open any more (no pending, waiting or running activation, no active
 //     or repair_required attempt, no retry schedule), it becomes completed
 //     with run_completed in the same transaction, and takes no new work.
 //   - A cancelling run finalises only once the child runs it started are

@@ -114,7 +114,7 @@ func compatibleSettled(st AttemptStatus, k ObservationKind) bool {
 //
 // Completion: after an activation completes (a Succeeded observation, a
 // fan-out member's included, or a repair confirming success), a running
-// run with no pending, waiting or running activation, no active or
+// or paused run with no pending, waiting or running activation, no active or
 // repair_required attempt and no retry schedule left to consume becomes
 // completed and run_completed is appended. A completed run takes no new
 // work. A child run's completion does not settle its parent attempt (that

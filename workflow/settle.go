@@ -139,14 +139,16 @@ func settleParents(ctx context.Context, tx backend.Tx, w *batch, child *backend.
 	return nil
 }
 
-// completeIfSettled completes a running run once one of its activations
-// completed and nothing of it is open any more: no pending, waiting or
-// running activation, no active or repair_required attempt and no retry
-// schedule still to be consumed. The run becomes completed and
+// completeIfSettled completes a running (or paused) run once one of its
+// activations completed and nothing of it is open any more: no pending,
+// waiting or running activation, no active or repair_required attempt and
+// no retry schedule still to be consumed. The run becomes completed and
 // run_completed is appended in the same transaction; a cancelling parent
-// may then finalise. The caller writes run.
+// may then finalise. A run paused by PauseRun completes too: it has
+// nothing left to admit, and would otherwise never complete. The caller
+// writes run.
 func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) error {
-	if run.Status != backend.RunRunning || run.CancelRequestedMS != 0 || run.ActiveCount > 0 {
+	if (run.Status != backend.RunRunning && run.Status != backend.RunPaused) || run.CancelRequestedMS != 0 || run.ActiveCount > 0 {
 		return nil
 	}
 	if err := flush(ctx, tx, w); err != nil {

@@ -371,11 +371,11 @@ func (m *Model) settleParents(child *Run) {
 	}
 }
 
-// complete: after an activation completes, a running run with nothing open
-// (no pending or running activation, no active or repair_required attempt,
-// no retry schedule) is completed.
+// complete: after an activation completes, a running or paused run with
+// nothing open (no pending or running activation, no active or
+// repair_required attempt, no retry schedule) is completed.
 func (m *Model) complete(run *Run) {
-	if run.Status != RunRunning || run.Cancel || m.counts(run).Active > 0 || m.hasRepairRequired(run.ID) {
+	if (run.Status != RunRunning && run.Status != RunPaused) || run.Cancel || m.counts(run).Active > 0 || m.hasRepairRequired(run.ID) {
 		return
 	}
 	for k := range m.Sched {
