@@ -191,6 +191,7 @@
 //	  never raises the root
 //	inspection: checksum-verified intent, receipt,         ops_inspect_*
 //	  history both orders, bounded run summary
+//	tree cancellation, child-aware finalisation, completion tree_*
 //	random sequences agree with a reference model          model_random_sequences_match_the_reference_model
 //
 // The suite must be able to fail: scripts/mutants.sh runs it once per seeded

@@ -23,6 +23,7 @@ func storeTier() []Case {
 		discoveryCases(),
 		boundaryCases(),
 		opsCases(),
+		treeCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -118,6 +118,8 @@ const (
 	opSummary
 	opHistory
 	opInspect
+	opTreeCancel
+	opGrow
 	numOpKinds
 )
 
@@ -125,7 +127,8 @@ var opNames = [...]string{"new_run", "add_activation", "dispatch", "observe", "c
 	"retry_failed_node", "transfer_authority", "request_cancellation", "pause", "resume", "reconcile_prepared",
 	"redispatch", "handoff", "persist_receipt", "create_child_run", "cancel_never_dispatched",
 	"settle_orphaned_cancellation", "mark_cancellation_signalled", "repair", "reconcile_receipt_backed",
-	"increase_allowance", "run_summary", "attempt_history", "inspect_intent_and_receipt"}
+	"increase_allowance", "run_summary", "attempt_history", "inspect_intent_and_receipt",
+	"request_tree_cancellation", "grow_child_run"}
 
 // op is an abstract operation: indices are taken modulo the runs,
 // activations or attempts that exist when it runs, so any sequence is valid
@@ -141,7 +144,8 @@ func opGen() *rapid.Generator[op] {
 	// Weighted: admission and observation are what the interesting states
 	// come from.
 	kinds := []opKind{opDispatch, opDispatch, opDispatch, opDispatch, opAddAct, opAddAct, opAddAct,
-		opObserve, opObserve, opObserve, opObserve, opIncrease, opReceiptPass}
+		opObserve, opObserve, opObserve, opObserve, opObserve, opObserve, opChild, opGrow, opGrow, opTreeCancel,
+		opIncrease, opReceiptPass}
 	for k := opNewRun; k < numOpKinds; k++ {
 		kinds = append(kinds, k)
 	}
@@ -207,6 +211,9 @@ func (sq *sequence) run(i int) (string, bool) {
 	if i < 4 {
 		i = 0 // half the operations go to the first run, so its states get deep
 	}
+	if i == 7 {
+		i = len(sq.runs) - 1 // and some to the newest, often a child run
+	}
 	return sq.runs[i%len(sq.runs)], true
 }
 
@@ -252,18 +259,7 @@ func (sq *sequence) step(rt *rapid.T, i int, o op) {
 	sq.now += 10
 	desc := sq.exec(rt, o)
 	rt.Logf("step %d: %s: %s", i, o, desc)
-	// New attempts become addressable by later steps.
-	var fresh []model.AttKey
-	for k := range sq.m.Atts {
-		if !sq.seen[k] {
-			fresh = append(fresh, k)
-		}
-	}
-	slices.SortFunc(fresh, func(a, b model.AttKey) int { return strings.Compare(a.String(), b.String()) })
-	for _, k := range fresh {
-		sq.seen[k] = true
-		sq.atts = append(sq.atts, k)
-	}
+	sq.addFresh()
 	want := sq.m.View(sq.runs)
 	got, err := sq.storeView()
 	if err != nil {
@@ -275,6 +271,21 @@ func (sq *sequence) step(rt *rapid.T, i int, o op) {
 		// compares messages); the details go to the log.
 		rt.Logf("step %d (%s): durable state differs from the model\n%s", i, o, lineDiff(got, want))
 		rt.Fatalf("durable state differs from the model after %s", opNames[o.K])
+	}
+}
+
+// addFresh makes new attempts addressable by later steps.
+func (sq *sequence) addFresh() {
+	var fresh []model.AttKey
+	for k := range sq.m.Atts {
+		if !sq.seen[k] {
+			fresh = append(fresh, k)
+		}
+	}
+	slices.SortFunc(fresh, func(a, b model.AttKey) int { return strings.Compare(a.String(), b.String()) })
+	for _, k := range fresh {
+		sq.seen[k] = true
+		sq.atts = append(sq.atts, k)
 	}
 }
 
@@ -418,6 +429,25 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		identity = sq.m.Atts[att].Identity
 		return true
 	}
+	// needIn picks, when some attempt is in one of the statuses, one of
+	// those instead (so children and settlements happen often enough).
+	needWhere := func(want func(*model.Attempt) bool) bool {
+		var in []model.AttKey
+		for _, k := range sq.atts {
+			if want(sq.m.Atts[k]) {
+				in = append(in, k)
+			}
+		}
+		if len(in) == 0 {
+			return needAtt()
+		}
+		att = in[o.A%len(in)]
+		identity = sq.m.Atts[att].Identity
+		return true
+	}
+	needIn := func(statuses ...string) bool {
+		return needWhere(func(a *model.Attempt) bool { return slices.Contains(statuses, a.Status) })
+	}
 	switch o.K {
 	case opNewRun:
 		sq.createRun(rt, o.B, o.C%2 == 0)
@@ -427,14 +457,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if !ok {
 			return "skip"
 		}
-		na := actVariant(model.ActKey{Run: runID, Node: fmt.Sprintf("n%d", o.B%4), Act: "x"}, o.C)
-		wc, werr := sq.s.AddActivation(ctx, wfActivation(na), now)
-		mc, merr := sq.m.AddActivation(na)
-		sq.agree(rt, "add_activation", fmt.Sprint(wc), werr, fmt.Sprint(mc), merr)
-		if merr == model.OK && mc {
-			sq.acts = append(sq.acts, na.Key)
-		}
-		return fmt.Sprintf("%s variant %d: created=%v err=%q", na.Key, o.C%6, mc, merr)
+		return sq.addAct(rt, runID, o.B, o.C)
 	case opDispatch:
 		runID, ok := sq.run(o.A)
 		if !ok {
@@ -446,30 +469,52 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			owned = sq.auth(runID, o.C)
 		}
 		limit := 1 + o.D
-		sq.o.mode = mode
-		opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuth(owned), Limit: limit, Fault: sq.o.fault}
-		ws, werr := sq.s.Dispatch(ctx, sq.o, opts, now)
-		msum, merr := sq.m.Dispatch(runID, limit, mode, owned, sq.at())
-		got := model.Summary{Admitted: ws.Admitted, Unsupported: mKeys(ws.Unsupported), Raced: mKeys(ws.Raced), Exhausted: mKeys(ws.Exhausted)}
-		for _, r := range ws.Rejected {
-			got.Rejected = append(got.Rejected, mKey(r.Key))
-			if c := errClass(r.Err); c != model.Ineligible {
-				rt.Logf("dispatch: rejection of %v has error class %q (%v)", r.Key, c, r.Err)
-				rt.Fatalf("dispatch: a rejection has error class %s", c)
+		msum, merr := sq.dispatch(rt, runID, mode, owned, limit)
+		return fmt.Sprintf("%s mode %d owned=%v limit %d: %+v err=%q", runID, mode, owned, limit, msum, merr)
+	case opGrow:
+		// A child run with an admitted attempt of its own, under the
+		// newest live run: an activation there, a dispatch that stops
+		// after the intent (a prepared parent attempt), the child, an
+		// activation in the child and its dispatch, each step compared.
+		var parent string
+		for i := len(sq.runs) - 1; i >= 0 && parent == ""; i-- {
+			if r := sq.m.Runs[sq.runs[i]]; r.Status == model.RunRunning && !r.Cancel {
+				parent = r.ID
 			}
 		}
-		// The summary so far is returned with a batch error too.
-		sq.agree(rt, "dispatch", fmt.Sprintf("%+v", got), werr, fmt.Sprintf("%+v", msum), merr)
-		if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", msum); g != w {
-			rt.Logf("dispatch: store summary %s, model %s", g, w)
-			rt.Fatalf("dispatch: summary differs from the model")
+		if parent == "" {
+			return "skip"
 		}
-		return fmt.Sprintf("%s mode %d owned=%v limit %d: %+v err=%q", runID, mode, owned, limit, msum, merr)
+		desc := sq.addAct(rt, parent, o.B, 0)
+		sq.dispatch(rt, parent, model.FaultIntent, nil, 1)
+		sq.addFresh()
+		desc += "; " + sq.exec(rt, op{K: opChild, A: o.A, B: o.B})
+		if child := sq.runs[len(sq.runs)-1]; sq.m.Runs[child].Parent != "" {
+			sq.addAct(rt, child, o.C, 0)
+			sq.dispatch(rt, child, model.OwnerOK, nil, 1)
+			desc += "; child " + child + " dispatched"
+		}
+		return desc
 	case opObserve:
-		if !needAtt() {
+		var pick bool
+		switch o.D {
+		case 0:
+			pick = needAtt()
+		case 1:
+			// Observations of cancelling runs' work.
+			pick = needWhere(func(a *model.Attempt) bool {
+				return sq.m.Runs[a.Key.Run].Cancel && (a.Status == model.AttAdmitted || a.Status == model.AttRunning || a.Status == model.AttCancelling)
+			})
+		default:
+			pick = needIn(model.AttAdmitted, model.AttRunning, model.AttCancelling)
+		}
+		if !pick {
 			return "skip"
 		}
 		kind := obsKinds[o.B%len(obsKinds)]
+		if o.D == 2 {
+			kind = model.ObsSucceeded
+		}
 		obs := workflow.Observation{Kind: workflow.ObservationKind(kind)}
 		if kind == model.ObsSucceeded {
 			obs.Output = json.RawMessage(`{"out":1}`)
@@ -549,7 +594,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		merr := sq.m.TransferAuthority(runID, *exp, rep)
 		sq.agree(rt, "transfer_authority", "", werr, "", merr)
 		return fmt.Sprintf("%s from %v: err=%q", runID, *exp, merr)
-	case opCancel, opPause, opResume:
+	case opCancel, opPause, opResume, opTreeCancel:
 		runID, ok := sq.run(o.A)
 		if !ok {
 			return "skip"
@@ -559,6 +604,14 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		var werr error
 		var merr model.Err
 		switch o.K {
+		case opTreeCancel:
+			if o.C%2 == 0 {
+				runID = sq.m.Runs[runID].Root // most often at a root
+			}
+			var st workflow.RunStatus
+			st, werr = sq.s.RequestTreeCancellation(ctx, runID, wfAuth(a), now)
+			g = string(st)
+			w, merr = sq.m.RequestTreeCancellation(runID, a)
 		case opCancel:
 			var st workflow.RunStatus
 			st, werr = sq.s.RequestCancellation(ctx, runID, wfAuth(a), now)
@@ -627,7 +680,13 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		sq.agree(rt, "persist_receipt", "", werr, "", merr)
 		return fmt.Sprintf("%s %s auth=%v: err=%q", att, kind, a, merr)
 	case opChild:
-		if !needAtt() {
+		if runID, ok := sq.run(o.A); ok && !slices.ContainsFunc(sq.atts, func(k model.AttKey) bool { return sq.m.Atts[k].Status == model.AttPrepared }) {
+			// A dispatch that stops after the intent leaves a prepared
+			// attempt to start the child from.
+			sq.dispatch(rt, runID, model.FaultIntent, nil, 1)
+			sq.addFresh()
+		}
+		if !needIn(model.AttPrepared) {
 			return "skip"
 		}
 		target := fmt.Sprintf(`{"t":%d}`, o.B%2)
@@ -821,6 +880,43 @@ func (p *passObserver) Observe(ctx context.Context, a workflow.Attempt) (workflo
 		obs.Output = json.RawMessage(`{"out":1}`)
 	}
 	return obs, nil
+}
+
+// addAct adds activation variant v of node n<b%4> to runID on both sides.
+func (sq *sequence) addAct(rt *rapid.T, runID string, b, v int) string {
+	na := actVariant(model.ActKey{Run: runID, Node: fmt.Sprintf("n%d", b%4), Act: "x"}, v)
+	wc, werr := sq.s.AddActivation(sq.ctx, wfActivation(na), ms(sq.at()))
+	mc, merr := sq.m.AddActivation(na)
+	sq.agree(rt, "add_activation", fmt.Sprint(wc), werr, fmt.Sprint(mc), merr)
+	if merr == model.OK && mc {
+		sq.acts = append(sq.acts, na.Key)
+	}
+	return fmt.Sprintf("%s variant %d: created=%v err=%q", na.Key, v%6, mc, merr)
+}
+
+// dispatch runs one Dispatch restricted to runID on both sides and
+// compares the summaries.
+func (sq *sequence) dispatch(rt *rapid.T, runID string, mode model.OwnerMode, owned *model.Auth, limit int) (model.Summary, model.Err) {
+	ctx, now := sq.ctx, ms(sq.at())
+	sq.o.mode = mode
+	opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuth(owned), Limit: limit, Fault: sq.o.fault}
+	ws, werr := sq.s.Dispatch(ctx, sq.o, opts, now)
+	msum, merr := sq.m.Dispatch(runID, limit, mode, owned, sq.at())
+	got := model.Summary{Admitted: ws.Admitted, Unsupported: mKeys(ws.Unsupported), Raced: mKeys(ws.Raced), Exhausted: mKeys(ws.Exhausted)}
+	for _, r := range ws.Rejected {
+		got.Rejected = append(got.Rejected, mKey(r.Key))
+		if c := errClass(r.Err); c != model.Ineligible {
+			rt.Logf("dispatch: rejection of %v has error class %q (%v)", r.Key, c, r.Err)
+			rt.Fatalf("dispatch: a rejection has error class %s", c)
+		}
+	}
+	// The summary so far is returned with a batch error too.
+	sq.agree(rt, "dispatch", fmt.Sprintf("%+v", got), werr, fmt.Sprintf("%+v", msum), merr)
+	if g, w := fmt.Sprintf("%+v", got), fmt.Sprintf("%+v", msum); g != w {
+		rt.Logf("dispatch: store summary %s, model %s", g, w)
+		rt.Fatalf("dispatch: summary differs from the model")
+	}
+	return msum, merr
 }
 
 func ownerReceipt(identity string) json.RawMessage {

@@ -130,7 +130,7 @@ func caseRepair(e *Env) {
 	assert.Equal(e.T, backend.AttemptSucceeded, getAttempt(e, s, p.Activation.Key, 1).Status)
 	act := getAct(e, s, p.Activation.Key)
 	assert.Equal(e.T, backend.ActivationCompleted, act.Status)
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status)
+	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, "r").Status, "the repaired activation was the run's last")
 	o := newOwner()
 	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(23))
 	assert.Empty(e.T, sum.Admitted)
@@ -166,7 +166,7 @@ func caseObservationMapping(e *Env) {
 	}{
 		{workflow.Observation{Kind: workflow.ObservedRunning}, workflow.Mutating, backend.AttemptRunning, backend.ActivationRunning, backend.RunRunning},
 		{workflow.Observation{Kind: workflow.ObservedDeferred}, workflow.Mutating, backend.AttemptAdmitted, backend.ActivationRunning, backend.RunRunning},
-		{workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`1`)}, workflow.Mutating, backend.AttemptSucceeded, backend.ActivationCompleted, backend.RunRunning},
+		{workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`1`)}, workflow.Mutating, backend.AttemptSucceeded, backend.ActivationCompleted, backend.RunCompleted},
 		{workflow.Observation{Kind: workflow.ObservedFailed}, workflow.Mutating, backend.AttemptFailed, backend.ActivationFailed, backend.RunFailed},
 		{workflow.Observation{Kind: workflow.ObservedPaused}, workflow.Mutating, backend.AttemptPaused, backend.ActivationPending, backend.RunPaused},
 		{workflow.Observation{Kind: workflow.ObservedCancelled}, workflow.Mutating, backend.AttemptCancelled, backend.ActivationCancelled, backend.RunRunning},

@@ -40,6 +40,8 @@ mutants=(
   cancelled-unknown-to-repair   # an Unknown observation under cancellation goes to repair_required
   receipt-pass-cancel-asks-owner # the receipt-backed pass asks the owner about a cancelling run
   receipt-pass-skips-snapshot   # the unowned receipt-backed pass ignores an authority change
+  tree-cancel-skips-children # tree cancellation records the intent on the root only
+  finalize-ignores-children  # a cancelling run finalises while its child runs still run
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
 bin="$(mktemp -d)/wfstore-mutant.test"

@@ -1,7 +1,9 @@
 package workflow
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -11,8 +13,14 @@ import (
 // it is never cleared) before anything else: from then on nothing is
 // admitted or handed off, unstarted activations are cancelled, and the run
 // becomes cancelled as soon as no active or repair_required attempt
-// remains. It returns the run's status afterwards. Requesting it again is a
-// no-op; a completed or failed run cannot be cancelled (ErrIneligible).
+// remains and every child run it started is completed, failed or
+// cancelled. It returns the run's status afterwards. Requesting it again is
+// a no-op; a completed or failed run cannot be cancelled (ErrIneligible).
+//
+// It cancels this run only, not its child runs: the owner of each
+// child-run parent attempt settles its child (an Admitted or Running
+// observation of such an attempt makes it cancelling, not cancelled). Use
+// RequestTreeCancellation to cancel a whole composition tree at once.
 func (s *Store) RequestCancellation(ctx context.Context, runID string, auth *Authority, now time.Time) (RunStatus, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return "", err
@@ -230,4 +238,109 @@ func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
 		return nil
 	}
 	return err
+}
+
+// RequestTreeCancellation cancels a composition root and every run linked
+// to it, at any depth, in one transaction: each run that is neither
+// completed nor cancelled and has no cancellation requested yet gets the
+// durable intent and a cancellation_requested event, and its unstarted
+// activations are cancelled; then every run that is already quiescent is
+// finalised, children before their parents. A failed descendant gets the
+// intent too (and so becomes cancelled once quiescent): no retry can
+// restart work in the tree. From then on nothing in the tree is admitted
+// or handed off. It returns the root's status afterwards; calling it again
+// changes nothing.
+//
+// auth, when set, must be the root's current authority. A run that is not a
+// composition root fails with ErrIneligible, as does a completed or failed
+// root without cancellation requested. RequestCancellation, by contrast,
+// cancels one run only: the owners of its child-run parent attempts
+// decide about the children, and the run finalises once they are terminal.
+func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth *Authority, now time.Time) (RunStatus, error) {
+	if err := ValidateID("run id", rootID); err != nil {
+		return "", err
+	}
+	if err := validateAuthority(auth); err != nil {
+		return "", err
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return "", err
+	}
+	var status RunStatus
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		root, err := backend.GetRun(ctx, tx, rootID)
+		if err != nil {
+			return notFoundFrom(err, "run %q", rootID)
+		}
+		if err := ownedBy(auth, "cancellation").verify(root); err != nil {
+			return err
+		}
+		status = root.Status
+		if root.RootID != root.ID {
+			return stateErr(ErrIneligible, "run %q is not a composition root (its root is %q)", rootID, root.RootID)
+		}
+		if root.CancelRequestedMS == 0 {
+			switch root.Status {
+			case backend.RunRunning, backend.RunPaused, backend.RunRepairRequired:
+			default:
+				return stateErr(ErrIneligible, "run %q is %s and cannot be cancelled", rootID, root.Status)
+			}
+		}
+		runs := []*backend.Run{&root}
+		if !mutated("tree-cancel-skips-children") {
+			links, err := treeLinks(ctx, tx, w, rootID)
+			if err != nil {
+				return err
+			}
+			ids := make([]string, len(links))
+			for i, l := range links {
+				ids[i] = l.ChildRunID
+			}
+			f, err := tx.Load(ctx, backend.Lookup{Runs: ids})
+			if err != nil {
+				return err
+			}
+			for _, id := range ids {
+				if r, ok := f.Runs[id]; ok {
+					runs = append(runs, &r)
+				}
+			}
+		}
+		dirty := map[string]bool{}
+		for _, r := range runs {
+			if r.CancelRequestedMS != 0 || r.Status == backend.RunCompleted || r.Status == backend.RunCancelled {
+				continue
+			}
+			r.CancelRequestedMS = at
+			r.UpdatedMS = at
+			w.event(r, "cancellation_requested", map[string]any{"run_id": r.ID, "root_run_id": rootID, "tree": true}, at)
+			if err := cancelUnstarted(ctx, tx, w, r.ID, at); err != nil {
+				return err
+			}
+			dirty[r.ID] = true
+		}
+		// Deepest first, each written before its parent decides, so a
+		// parent sees its children's final status.
+		slices.SortStableFunc(runs, func(a, b *backend.Run) int { return cmp.Compare(b.Depth, a.Depth) })
+		for _, r := range runs {
+			done, err := finalizeRun(ctx, tx, w, r, at)
+			if err != nil {
+				return err
+			}
+			if done || dirty[r.ID] {
+				dirty[r.ID] = true
+				w.replace(*r)
+			}
+		}
+		if len(dirty) == 0 {
+			return errNoop
+		}
+		status = root.Status
+		return nil
+	})
+	if err == errNoop {
+		err = nil
+	}
+	return status, err
 }

@@ -28,6 +28,8 @@ type NewChildRun struct {
 // MaxRunDepth or with MaxDescendants, and a root whose tree-wide allowance
 // is used up. The child's id is derived from the root, the parent and the
 // target, so a repeated identical request returns it with created=false.
+// The parent attempt stays admitted until its owner reports on it; a
+// cancelling parent run finalises only once its child runs are terminal.
 func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Time) (childID string, created bool, err error) {
 	if err := validateAttemptKey(nc.Parent); err != nil {
 		return "", false, err
@@ -120,7 +122,7 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 		w.insert(child)
 		w.insert(backend.RunLink{ChildRunID: childID, RootRunID: root.ID, Parent: pk, Target: target, Depth: child.Depth, CreatedMS: at})
 		receipt := MustCanonical(map[string]any{
-			"owner": "wfstore.workflow-child/v1", "child_run_id": childID, "root_run_id": root.ID,
+			"owner": childReceiptOwner, "child_run_id": childID, "root_run_id": root.ID,
 			"depth": child.Depth, "target": json.RawMessage(target),
 		})
 		att.Status = backend.AttemptAdmitted
@@ -147,6 +149,53 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 		return childID, false, nil
 	}
 	return childID, created, err
+}
+
+// childReceiptOwner marks the synthetic receipt CreateChildRun gives the
+// parent attempt.
+const childReceiptOwner = "wfstore.workflow-child/v1"
+
+// startedChildRun reports whether att is the exact parent attempt of a
+// child run: its receipt is the synthetic child receipt and the link of the
+// child it names points back at att. One keyed read, whatever the tree's
+// size; a receipt that merely looks like one is not enough.
+func startedChildRun(ctx context.Context, tx backend.ReadTx, att backend.Attempt) (bool, error) {
+	var rc struct {
+		Owner string `json:"owner"`
+		Child string `json:"child_run_id"`
+	}
+	if att.Receipt == nil || json.Unmarshal(att.Receipt, &rc) != nil || rc.Owner != childReceiptOwner || rc.Child == "" {
+		return false, nil
+	}
+	f, err := tx.Load(ctx, backend.Lookup{Links: []string{rc.Child}})
+	if err != nil {
+		return false, err
+	}
+	link, ok := f.Links[rc.Child]
+	return ok && link.Parent == att.Key, nil
+}
+
+// cancellingChildParent applies an Admitted or Running observation of a
+// child run's parent attempt while the parent run's cancellation is
+// requested: the attempt becomes (or stays) cancelling instead of
+// cancelled, so the parent waits for the owner to settle the child. It
+// reports false, changing nothing, for any other observation or attempt.
+func cancellingChildParent(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, att *backend.Attempt, kind ObservationKind, detail []byte, at int64) (bool, error) {
+	if run.CancelRequestedMS == 0 || (kind != ObservedAdmitted && kind != ObservedRunning) {
+		return false, nil
+	}
+	if ok, err := startedChildRun(ctx, tx, *att); err != nil || !ok {
+		return false, err
+	}
+	if att.Status == backend.AttemptCancelling && detail == nil {
+		return true, errNoop
+	}
+	if detail != nil {
+		att.Detail = detail
+	}
+	setAttemptStatus(run, att, backend.AttemptCancelling, at)
+	w.replace(*att)
+	return true, nil
 }
 
 func narrowLimits(parent Limits, child RunLimits) (Limits, error) {

@@ -116,4 +116,14 @@
 //   - ReconcileReceiptBacked also selects sibling_cancelling attempts, and
 //     applies Cancelled without asking the observer when the run's
 //     cancellation is requested.
+//   - A run completes: when an activation completes and nothing of the
+//     running or paused run is open any more (no pending, waiting or running activation, no active
+//     or repair_required attempt, no retry schedule), it becomes completed
+//     with run_completed in the same transaction, and takes no new work.
+//   - A cancelling run finalises only once the child runs it started are
+//     completed, failed or cancelled; a child's settlement finalises its
+//     cancelling parent chain in the same transaction. RequestCancellation
+//     cancels one run; RequestTreeCancellation cancels a root and every
+//     linked run (failed ones included, so nothing in the tree can retry) in
+//     one transaction.
 package workflow

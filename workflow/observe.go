@@ -114,10 +114,23 @@ func compatibleSettled(st AttemptStatus, k ObservationKind) bool {
 // one transaction (SEMANTICS §2.12.12). A RetryableFailure schedules an
 // automatic retry in the same transaction when the activation's policy
 // admits it; a Succeeded completes the activation and adds its successors
-// atomically. While the run's cancellation is requested every observation
-// but a terminal one counts as Cancelled. An observation that contradicts a
-// settled attempt fails with ErrConflict; one for an attempt without a
-// receipt fails with ErrIneligible.
+// atomically; when that completion leaves nothing of the run open (see
+// below) the run becomes completed in the same transaction. While the
+// run's cancellation is requested, an Admitted or Running observation of a
+// child run's parent attempt makes it cancelling (the run waits for the
+// owner to settle the child); every other observation counts as Cancelled.
+//
+// Completion: after an activation completes (a Succeeded observation, a
+// fan-out member's included, or a repair confirming success), a running
+// or paused run with no pending, waiting or running activation, no active or
+// repair_required attempt and no retry schedule left to consume becomes
+// completed and run_completed is appended. A completed run takes no new
+// work. A child run's completion does not settle its parent attempt (that
+// is its owner's report); it only lets a cancelling parent finalise.
+//
+// An observation that contradicts a settled attempt fails with
+// ErrConflict; one for an attempt without a receipt fails with
+// ErrIneligible.
 func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Observation, now time.Time) (ObservationResult, error) {
 	var res ObservationResult
 	if err := ValidateID("dispatch identity", identity); err != nil {
@@ -179,6 +192,12 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			return stateErr(ErrIneligible, "attempt %s has no receipt; observations apply to admitted attempts", identity)
 		}
 		kind := obs.Kind
+		if handled, err := cancellingChildParent(ctx, tx, w, &run, &att, kind, detail, at); handled || err != nil {
+			res.Status = att.Status
+			w.replace(run)
+			return err
+		}
+		was := run.Status
 		if run.CancelRequestedMS != 0 || att.Status == backend.AttemptSiblingCancelling {
 			switch kind {
 			case ObservedSucceeded, ObservedFailed, ObservedRetryableFailure, ObservedUnknown:
@@ -228,6 +247,9 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 				if err := flush(ctx, tx, w); err != nil {
 					return err
 				}
+			}
+			if err := completeIfSettled(ctx, tx, w, &run, at); err != nil {
+				return err
 			}
 		case ObservedFailed, ObservedRetryableFailure:
 			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptFailed, at); err != nil {
@@ -301,6 +323,9 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
 			}
+		}
+		if err := failedRunSettled(ctx, tx, w, &run, was, at); err != nil {
+			return err
 		}
 		res.Status = att.Status
 		w.replace(run)

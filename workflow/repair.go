@@ -28,8 +28,9 @@ const (
 // anything. Once no repair_required attempt remains, the run leaves
 // repair_required: to failed after an abandon or a confirmed failure (so
 // RetryFailedNode applies), to running otherwise (or cancelled when its
-// cancellation is requested and nothing is active). auth, when set, must
-// be the run's current authority.
+// cancellation is requested and nothing is active). A confirmed success
+// that leaves nothing of the run open completes the run, as a Succeeded
+// observation does. auth, when set, must be the run's current authority.
 func (s *Store) Repair(ctx context.Context, identity string, action RepairAction, output json.RawMessage, auth *Authority, now time.Time) error {
 	if err := validateAuthority(auth); err != nil {
 		return err
@@ -76,6 +77,12 @@ func (s *Store) Repair(ctx context.Context, identity string, action RepairAction
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}
-		return resolveRepair(ctx, tx, w, run, to, at)
+		if err := resolveRepair(ctx, tx, w, run, to, at); err != nil {
+			return err
+		}
+		if action == RepairConfirmSucceeded {
+			return completeIfSettled(ctx, tx, w, run, at)
+		}
+		return nil
 	})
 }

@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"context"
+	"errors"
+	"math"
 	"slices"
 
 	"github.com/wfstore/wfstore/backend"
@@ -55,23 +57,198 @@ func memberSettled(ctx context.Context, tx backend.ReadTx, w *batch, run *backen
 	return nil
 }
 
-// finalizeCancellation ends a run whose cancellation was requested once no
-// attempt outside the settled statuses remains: the run becomes cancelled,
-// its non-completed activations cancelled, and run_cancelled is appended.
+// finalizeCancellation ends a run whose cancellation was requested once it
+// is quiescent: no attempt outside the settled statuses remains and every
+// child run it started is terminal. The run becomes cancelled, its
+// non-completed activations cancelled, and run_cancelled is appended; then
+// its parent chain is finalised in the same transaction where it can be.
 func finalizeCancellation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) error {
-	if run.CancelRequestedMS == 0 || run.Status == backend.RunCancelled || run.ActiveCount > 0 {
-		return nil
+	done, err := finalizeRun(ctx, tx, w, run, at)
+	if err != nil || !done {
+		return err
+	}
+	return settleParents(ctx, tx, w, run, at)
+}
+
+// finalizeRun is finalizeCancellation for run alone; it reports whether the
+// run became cancelled. The caller writes run.
+func finalizeRun(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) (bool, error) {
+	if run.CancelRequestedMS == 0 || run.Status == backend.RunCancelled || run.Status == backend.RunCompleted || run.ActiveCount > 0 {
+		return false, nil
 	}
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
-		return err
+		return false, err
+	}
+	if !mutated("finalize-ignores-children") {
+		if open, err := hasOpenChildRun(ctx, tx, w, *run); err != nil || open {
+			return false, err
+		}
 	}
 	if err := cancelOpenActivations(ctx, tx, w, run.ID, at); err != nil {
-		return err
+		return false, err
 	}
 	run.Status = backend.RunCancelled
 	run.UpdatedMS = at
 	w.event(run, "run_cancelled", map[string]any{"run_id": run.ID}, at)
+	return true, nil
+}
+
+// runTerminal reports whether a run's status ends its work: completed,
+// failed or cancelled. A cancelling parent waits for its child runs to
+// reach one of these.
+func runTerminal(st RunStatus) bool {
+	switch st {
+	case backend.RunCompleted, backend.RunFailed, backend.RunCancelled:
+		return true
+	}
+	return false
+}
+
+// settleParents is called once child reached a terminal status: it writes
+// child, then finalises its parent if that parent's cancellation is
+// requested and it is now quiescent, and so on up the chain (at most
+// MaxRunDepth runs).
+func settleParents(ctx context.Context, tx backend.Tx, w *batch, child *backend.Run, at int64) error {
+	if child.ParentID == "" {
+		return nil
+	}
+	w.replace(*child)
+	cur := *child
+	for range MaxRunDepth {
+		if cur.ParentID == "" {
+			return nil
+		}
+		if err := flush(ctx, tx, w); err != nil {
+			return err
+		}
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{cur.ParentID}})
+		if err != nil {
+			return err
+		}
+		parent, ok := f.Runs[cur.ParentID]
+		if !ok {
+			return nil
+		}
+		done, err := finalizeRun(ctx, tx, w, &parent, at)
+		if err != nil || !done {
+			return err
+		}
+		w.replace(parent)
+		cur = parent
+	}
 	return nil
+}
+
+// completeIfSettled completes a running (or paused) run once one of its
+// activations completed and nothing of it is open any more: no pending,
+// waiting or running activation, no active or repair_required attempt and
+// no retry schedule still to be consumed. The run becomes completed and
+// run_completed is appended in the same transaction; a cancelling parent
+// may then finalise. A run paused by PauseRun completes too: it has
+// nothing left to admit, and would otherwise never complete. The caller
+// writes run.
+func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) error {
+	if (run.Status != backend.RunRunning && run.Status != backend.RunPaused) || run.CancelRequestedMS != 0 || run.ActiveCount > 0 {
+		return nil
+	}
+	if err := flush(ctx, tx, w); err != nil {
+		return err
+	}
+	if p, err := tx.PendingActivations(ctx, backend.PendingQuery{RunID: run.ID, Limit: 1}); err != nil || len(p) > 0 {
+		return err
+	}
+	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
+		return err
+	}
+	if due, err := tx.DueSchedules(ctx, backend.ScheduleQuery{RunID: run.ID, DueBy: math.MaxInt64, Limit: 1}); err != nil || len(due) > 0 {
+		return err
+	}
+	open := false
+	err := eachActivation(ctx, tx, w, run.ID, func(act backend.Activation) error {
+		switch act.Status {
+		case backend.ActivationPending, backend.ActivationWaiting, backend.ActivationRunning:
+			open = true
+			return errStopScan
+		}
+		return nil
+	})
+	if err != nil && err != errStopScan {
+		return err
+	}
+	if open {
+		return nil
+	}
+	run.Status = backend.RunCompleted
+	run.UpdatedMS = at
+	w.event(run, "run_completed", map[string]any{"run_id": run.ID}, at)
+	return settleParents(ctx, tx, w, run, at)
+}
+
+// failedRunSettled lets a cancelling parent finalise once run has just
+// failed (was is its status before).
+func failedRunSettled(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, was RunStatus, at int64) error {
+	if was == backend.RunFailed || run.Status != backend.RunFailed {
+		return nil
+	}
+	return settleParents(ctx, tx, w, run, at)
+}
+
+// errStopScan ends an eachActivation scan early.
+var errStopScan = errors.New("workflow: stop scan")
+
+// hasOpenChildRun reports whether a child run that run started is not yet
+// terminal. It scans the links of run's composition root (at most
+// MaxDescendants of them are ever created).
+func hasOpenChildRun(ctx context.Context, tx backend.Tx, w *batch, run backend.Run) (bool, error) {
+	if run.RootID == run.ID && run.DescendantCount == 0 {
+		return false, nil
+	}
+	links, err := treeLinks(ctx, tx, w, run.RootID)
+	if err != nil {
+		return false, err
+	}
+	var ids []string
+	for _, l := range links {
+		if l.Parent.RunID == run.ID {
+			ids = append(ids, l.ChildRunID)
+		}
+	}
+	if len(ids) == 0 {
+		return false, nil
+	}
+	f, err := tx.Load(ctx, backend.Lookup{Runs: ids})
+	if err != nil {
+		return false, err
+	}
+	for _, id := range ids {
+		if c, ok := f.Runs[id]; ok && !runTerminal(c.Status) {
+			return true, nil
+		}
+	}
+	return false, nil
+}
+
+// treeLinks returns every link of the composition root rootID in link
+// order, after applying w's pending writes.
+func treeLinks(ctx context.Context, tx backend.Tx, w *batch, rootID string) ([]backend.RunLink, error) {
+	if err := flush(ctx, tx, w); err != nil {
+		return nil, err
+	}
+	const page = 100
+	q := backend.ChildRunQuery{RootRunID: rootID, Limit: page}
+	var out []backend.RunLink
+	for {
+		links, err := tx.ChildRuns(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, links...)
+		if len(links) < page {
+			return out, nil
+		}
+		last := links[len(links)-1]
+		q.AfterCreatedMS, q.AfterChildID = last.CreatedMS, last.ChildRunID
+	}
 }
 
 // cancelOpenActivations cancels every activation of the run that is not
@@ -154,6 +331,11 @@ func resolveRepair(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 	run.UpdatedMS = at
 	if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
 		return err
+	}
+	if run.Status == backend.RunFailed {
+		if err := settleParents(ctx, tx, w, run, at); err != nil {
+			return err
+		}
 	}
 	return reindexRun(ctx, tx, w, *run)
 }

@@ -44,6 +44,7 @@ const (
 	RunFailed         = "failed"
 	RunRepairRequired = "repair_required"
 	RunCancelled      = "cancelled"
+	RunCompleted      = "completed"
 )
 
 // Activation statuses.
@@ -337,11 +338,35 @@ func (m *Model) hasRepairRequired(run string) bool {
 	return false
 }
 
+// terminal: a run in one of these statuses does no more work; a cancelling
+// parent waits for its child runs to reach one.
+func terminal(st string) bool {
+	return st == RunCompleted || st == RunFailed || st == RunCancelled
+}
+
+// openChild reports whether a child run started by run is not terminal.
+func (m *Model) openChild(run *Run) bool {
+	for _, r := range m.Runs {
+		if r.Parent == run.ID && !terminal(r.Status) {
+			return true
+		}
+	}
+	return false
+}
+
 // finalize: a run whose cancellation is requested becomes cancelled as soon
-// as no active or repair_required attempt remains.
+// as no active or repair_required attempt remains and every child run it
+// started is terminal; then its parent may finalise in turn.
 func (m *Model) finalize(run *Run) {
-	if !run.Cancel || run.Status == RunCancelled || m.counts(run).Active > 0 || m.hasRepairRequired(run.ID) {
-		return
+	if m.finalizeOne(run) {
+		m.settleParents(run)
+	}
+}
+
+func (m *Model) finalizeOne(run *Run) bool {
+	if !run.Cancel || run.Status == RunCancelled || run.Status == RunCompleted || m.counts(run).Active > 0 ||
+		m.hasRepairRequired(run.ID) || m.openChild(run) {
+		return false
 	}
 	for _, a := range m.actsOf(run.ID) {
 		if a.Status == ActPending || a.Status == ActRunning {
@@ -350,6 +375,46 @@ func (m *Model) finalize(run *Run) {
 		}
 	}
 	run.Status = RunCancelled
+	return true
+}
+
+// settleParents: a child run just became terminal; its parent chain
+// finalises as far as it can.
+func (m *Model) settleParents(child *Run) {
+	for p := m.Runs[child.Parent]; p != nil && m.finalizeOne(p); p = m.Runs[p.Parent] {
+	}
+}
+
+// complete: after an activation completes, a running or paused run with
+// nothing open (no pending or running activation, no active or
+// repair_required attempt, no retry schedule) is completed.
+func (m *Model) complete(run *Run) {
+	if (run.Status != RunRunning && run.Status != RunPaused) || run.Cancel || m.counts(run).Active > 0 || m.hasRepairRequired(run.ID) {
+		return
+	}
+	for k := range m.Sched {
+		if k.Run == run.ID {
+			return
+		}
+	}
+	for _, a := range m.actsOf(run.ID) {
+		if a.Status == ActPending || a.Status == ActRunning {
+			return
+		}
+	}
+	run.Status = RunCompleted
+	m.settleParents(run)
+}
+
+// startedChild reports whether the attempt is the parent attempt of a
+// child run.
+func (m *Model) startedChild(k AttKey) bool {
+	for _, p := range m.childs {
+		if p == k {
+			return true
+		}
+	}
+	return false
 }
 
 // resolveRepair: once no repair_required attempt remains, the run leaves
@@ -360,6 +425,9 @@ func (m *Model) resolveRepair(run *Run, to string) {
 	}
 	run.Status = to
 	m.finalize(run)
+	if run.Status == RunFailed {
+		m.settleParents(run)
+	}
 	m.reindex(run)
 }
 
@@ -777,9 +845,16 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 	if att.Receipt == "" {
 		return res, Ineligible
 	}
+	if run.Cancel && (kind == ObsAdmitted || kind == ObsRunning) && att.Receipt == ReceiptChild && m.startedChild(k) {
+		// The owner settles the child run first.
+		att.Status = AttCancelling
+		res.Status = att.Status
+		return res, OK
+	}
 	if run.Cancel {
 		kind = ObsCancelled
 	}
+	was := run.Status
 	switch kind {
 	case ObsAdmitted, ObsRunning:
 		att.Status = map[string]string{ObsAdmitted: AttAdmitted, ObsRunning: AttRunning}[kind]
@@ -788,6 +863,7 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 		att.Status = AttSucceeded
 		act.Status = ActCompleted
 		act.Output = true
+		m.complete(run)
 	case ObsFailed, ObsRetryable:
 		if kind == ObsRetryable {
 			// The failure always settles. A different schedule left for an
@@ -831,6 +907,9 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 		att.Status = AttRepairRequired
 		run.Status = RunRepairRequired
 		m.reindex(run)
+	}
+	if was != RunFailed && run.Status == RunFailed {
+		m.settleParents(run)
 	}
 	res.Status = att.Status
 	return res, OK
@@ -1065,6 +1144,53 @@ func (m *Model) RequestCancellation(runID string, auth *Auth) (string, Err) {
 	return run.Status, OK
 }
 
+// RequestTreeCancellation records the cancellation intent on a composition
+// root and every run of its tree that is neither completed nor cancelled
+// (failed ones included), cancels their pending activations, and finalises
+// the quiescent ones deepest first. It returns the root's status.
+func (m *Model) RequestTreeCancellation(rootID string, auth *Auth) (string, Err) {
+	root, ok := m.Runs[rootID]
+	if !ok {
+		return "", NotFound
+	}
+	if e := verify(root, auth); e != OK {
+		return "", e
+	}
+	if root.Root != root.ID {
+		return root.Status, Ineligible
+	}
+	if !root.Cancel {
+		switch root.Status {
+		case RunRunning, RunPaused, RunRepairRequired:
+		default:
+			return root.Status, Ineligible
+		}
+	}
+	var tree []*Run
+	for _, r := range m.Runs {
+		if r.Root == rootID {
+			tree = append(tree, r)
+		}
+	}
+	for _, r := range tree {
+		if r.Cancel || r.Status == RunCompleted || r.Status == RunCancelled {
+			continue
+		}
+		r.Cancel = true
+		for _, a := range m.actsOf(r.ID) {
+			if a.Status == ActPending {
+				a.Status = ActCancelled
+				a.Admissible = false
+			}
+		}
+	}
+	slices.SortFunc(tree, func(a, b *Run) int { return cmp.Or(cmp.Compare(b.Depth, a.Depth), strings.Compare(a.ID, b.ID)) })
+	for _, r := range tree {
+		m.finalizeOne(r)
+	}
+	return root.Status, OK
+}
+
 // MarkCancellationSignalled moves an active attempt of a cancelling run to
 // cancelling.
 func (m *Model) MarkCancellationSignalled(identity string) Err {
@@ -1170,6 +1296,9 @@ func (m *Model) Repair(identity, action string, auth *Auth) Err {
 	act.Status = as
 	act.Output = action == RepairSucceeded
 	m.resolveRepair(run, to)
+	if action == RepairSucceeded {
+		m.complete(run)
+	}
 	return OK
 }
 

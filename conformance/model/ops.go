@@ -118,7 +118,7 @@ func (m *Model) IncreaseAllowance(runID string, expected, target int64, auth *Au
 	if (auth == nil) != (run.Auth == nil) || (auth != nil && *auth != *run.Auth) {
 		return Stale
 	}
-	if run.Status == RunCancelled || run.Cancel {
+	if run.Status == RunCancelled || run.Status == RunCompleted || run.Cancel {
 		return Ineligible
 	}
 	if run.Limits.NodeCap != expected {
