@@ -90,7 +90,7 @@ func TestNewerSchemaVersionRefusedByteIdentical(t *testing.T) {
 	update(t, b, backend.Ins(backend.Run{ID: "r"}))
 	require.NoError(t, b.Close())
 	db := rawDB(t, path)
-	_, err := db.Exec("UPDATE wfstore_meta SET value = '2' WHERE key = 'schema_version'")
+	_, err := db.Exec("UPDATE wfstore_meta SET value = '3' WHERE key = 'schema_version'")
 	require.NoError(t, err)
 	_, err = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	require.NoError(t, err)
@@ -101,7 +101,7 @@ func TestNewerSchemaVersionRefusedByteIdentical(t *testing.T) {
 	require.ErrorIs(t, err, backend.ErrSchemaVersion)
 	var sv *backend.SchemaVersionError
 	require.ErrorAs(t, err, &sv)
-	require.Equal(t, backend.SchemaVersionError{Found: 2, Supported: SchemaVersion}, *sv)
+	require.Equal(t, backend.SchemaVersionError{Found: 3, Supported: SchemaVersion}, *sv)
 	require.Equal(t, before, fileHash(t, path))
 	if st, err := os.Stat(path + "-wal"); err == nil {
 		require.Zero(t, st.Size(), "nothing written to the WAL")
