@@ -12,6 +12,7 @@ func storeTier() []Case {
 		reconcileCases(),
 		retryCases(),
 		fanoutCases(),
+		fanoutSettlementCases(),
 		modelCases(),
 		linearizabilityCases(),
 		cancelCases(),

@@ -147,14 +147,9 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 		}
 		kind := obs.Kind
 		if run.CancelRequestedMS != 0 || att.Status == backend.AttemptSiblingCancelling {
-			switch kind {
-			case ObservedSucceeded, ObservedFailed, ObservedRetryableFailure, ObservedUnknown:
-				if run.CancelRequestedMS != 0 {
-					kind = ObservedCancelled
-				}
-			default:
-				kind = ObservedCancelled
-			}
+			// A cancelling run's attempts and a fail-fast group's stopped
+			// siblings settle as cancelled, whatever the owner reports.
+			kind = ObservedCancelled
 		}
 		if detail != nil {
 			att.Detail = detail
@@ -212,12 +207,8 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 				}
 				res.Schedule = sched
 			}
-			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
+			if err := activationFailed(ctx, tx, w, &run, act, res.Schedule != nil, at); err != nil {
 				return err
-			}
-			if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
-				// A repair_required run stays so until its repair is resolved.
-				run.Status = backend.RunFailed
 			}
 			run.UpdatedMS = at
 			if err := reindexRun(ctx, tx, w, run); err != nil {
