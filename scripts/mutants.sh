@@ -21,6 +21,8 @@ mutants=(
   never-dispatched-proof # reconcile ignores the never-dispatched proof
   prepare-attempt-effect # low-level prepare ignores a different side effect
   known-unchecked        # handoff/receipt decide on known records without expecting them unchanged
+  fanout-settled-accounting     # a retried fan-out member is requeued without adjusting the group's accounting
+  fanout-failfast-skips-siblings # a fail-fast member failure leaves its siblings running
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
 go test -tags wfmutant -c -o /tmp/wfstore-mutant.test "$pkg" || exit 2

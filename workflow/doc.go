@@ -63,6 +63,15 @@
 //   - Repair: after an abandon or a confirmed failure the run goes to failed
 //     (so RetryFailedNode applies); after a confirmed success or
 //     cancellation it goes back to running.
-//   - Fan-out member failure fails the run like any activation (no
-//     fail-fast sibling cancellation).
+//   - Fan-out: MaxConcurrency bounds the members pending or running,
+//     retried members included (a member requeued into a full group waits
+//     and is promoted in index order). A member's terminal failure settles
+//     by the group's policy: wait-all (the default, since it never
+//     interrupts work an owner holds) fails the run once every member has
+//     settled; fail-fast, in the failing transaction, moves the siblings'
+//     active attempts to sibling_cancelling, cancels unstarted siblings
+//     (and prepared attempts that provably never reached their owner),
+//     retires the group and fails the run. A failure with an automatic
+//     retry scheduled fails the run as for any activation. Members of a
+//     retiring or retired group are not requeued (ErrIneligible).
 package workflow
