@@ -528,8 +528,10 @@ func caseFanOutPolicyInput(e *Env) {
 	assert.False(e.T, created, "identical re-add")
 	unchanged(e, before, "identical re-add", "r")
 	mkAct(e, s, key("r", "ctl2", "c2"))
+	before = digest(e, "r")
 	_, err = s.AddFanOut(e.Ctx, workflow.NewFanOut{Controller: key("r", "ctl2", "c2"), Members: memberInputs(1), MaxConcurrency: 1, OnFailure: "fail_slowly"}, ms(4))
 	requireIs(e.T, err, workflow.ErrInvalidInput, "unknown policy")
+	unchanged(e, before, "unknown policy", "r")
 	_, err = s.GetActivation(e.Ctx, workflow.MemberKey(key("r", "ctl2", "c2"), 0))
 	requireIs(e.T, err, workflow.ErrNotFound, "nothing materialised")
 }

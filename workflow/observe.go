@@ -106,10 +106,13 @@ func compatibleSettled(st AttemptStatus, k ObservationKind) bool {
 // one transaction (SEMANTICS §2.12.12). A RetryableFailure schedules an
 // automatic retry in the same transaction when the activation's policy
 // admits it; a Succeeded completes the activation and adds its successors
-// atomically. While the run's cancellation is requested every observation
-// but a terminal one counts as Cancelled. An observation that contradicts a
-// settled attempt fails with ErrConflict; one for an attempt without a
-// receipt fails with ErrIneligible.
+// atomically. While the run's cancellation is requested, and for a
+// sibling_cancelling attempt (stopped by a fail-fast fan-out sibling's
+// failure), every observation of an unsettled attempt counts as Cancelled.
+// A fan-out member's failure settles by its group's policy (see
+// FanOutFailure). An observation that contradicts a settled attempt fails
+// with ErrConflict; one for an attempt without a receipt fails with
+// ErrIneligible.
 func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Observation, now time.Time) (ObservationResult, error) {
 	var res ObservationResult
 	if err := ValidateID("dispatch identity", identity); err != nil {
