@@ -23,6 +23,7 @@ func fanoutSettlementCases() []Case {
 		{Name: "fanout_wait_all_fails_the_run_only_after_every_member_settles", Run: caseFanOutWaitAll},
 		{Name: "fanout_fail_fast_cancels_siblings_in_the_failing_transaction", Run: caseFanOutFailFast},
 		{Name: "fanout_settlement_policy_is_validated_and_part_of_the_group", Run: caseFanOutPolicyInput},
+		{Name: "fanout_member_failure_with_a_scheduled_retry_is_not_terminal_and_its_requeue_waits_for_a_place", Run: caseFanOutScheduledMemberFailure},
 	}
 }
 
@@ -534,4 +535,42 @@ func caseFanOutPolicyInput(e *Env) {
 	unchanged(e, before, "unknown policy", "r")
 	_, err = s.GetActivation(e.Ctx, workflow.MemberKey(key("r", "ctl2", "c2"), 0))
 	requireIs(e.T, err, workflow.ErrNotFound, "nothing materialised")
+}
+
+func caseFanOutScheduledMemberFailure(e *Env) {
+	s := store(e)
+	o := fanOutOwner()
+	mkRun(e, s, "r", workflow.Limits{}, nil)
+	c := key("r", "ctl", "c")
+	mkAct(e, s, c)
+	_, err := s.AddFanOut(e.Ctx, workflow.NewFanOut{Controller: c, Members: memberInputs(3), MaxConcurrency: 2, OnFailure: workflow.FailFast,
+		Reconciliation: workflow.IdempotentReplay, RetryPolicy: retryPolicy(3, 5)}, ms(2))
+	require.NoError(e.T, err)
+	m := []workflow.ActivationKey{workflow.MemberKey(c, 0), workflow.MemberKey(c, 1), workflow.MemberKey(c, 2)}
+	admitOnly(e, s, o, ms(10), identity(m[0], 1), identity(m[1], 1))
+
+	res := observe(e, s, identity(m[0], 1), obs(workflow.ObservedRetryableFailure), ms(20))
+	require.NotNil(e.T, res.Schedule, "the member's policy schedules a retry")
+	assert.Equal(e.T, backend.RunFailed, getRun(e, s, "r").Status, "as for any activation with a retry scheduled")
+	assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, m[1], 1).Status, "a scheduled retry stops no sibling")
+	assert.Equal(e.T, []backend.ActivationStatus{backend.ActivationFailed, stRun, stPend}, memberStatuses(e, s, m), "member 2 took the place")
+	assert.Zero(e.T, getGroup(e, c).RetiredMS)
+	assert.Empty(e.T, payloadsOf(e, s, "r", "fan_out_failed"))
+
+	rq, err := s.ConsumeDueRetry(e.Ctx, m[0], ms(25))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, uint32(2), rq.NextAttempt)
+	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status)
+	assert.Equal(e.T, []backend.ActivationStatus{stWait, stRun, stPend}, memberStatuses(e, s, m), "the group is full: the requeued member waits")
+	assert.Len(e.T, payloadsOf(e, s, "r", "fan_out_member_waiting"), 1)
+	s = workflow.New(e.Reopen())
+	admitOnly(e, s, o, ms(26), identity(m[2], 1))
+	observe(e, s, identity(m[1], 1), obs(workflow.ObservedSucceeded), ms(27))
+	assert.Equal(e.T, []backend.ActivationStatus{stPend, stDone, stRun}, memberStatuses(e, s, m), "promoted into the freed place")
+	admitOnly(e, s, o, ms(28), identity(m[0], 2))
+
+	observe(e, s, identity(m[0], 2), obs(workflow.ObservedFailed), ms(29))
+	assert.Equal(e.T, backend.RunFailed, getRun(e, s, "r").Status)
+	assert.Equal(e.T, backend.AttemptSiblingCancelling, getAttempt(e, s, m[2], 1).Status, "a terminal failure stops the siblings")
+	assert.Equal(e.T, ms(29).UnixMilli(), getGroup(e, c).RetiredMS)
 }
