@@ -38,6 +38,7 @@
 //	authority missing, stale, changed mid-batch             ErrStaleAuthority            batch fails
 //	run paused/cancelling/not running, deadline, retry cap  ErrIneligible                Rejected (batch goes on)
 //	retirement pending, downstream activation, policy       ErrIneligible                - (prepare: not discovered)
+//	requeue of a retiring or retired fan-out member         ErrIneligible                -
 //	run's node_execution_cap reached                        ErrNodeAllowanceExhausted    Exhausted (+ one event per run)
 //	root's tree-wide cap reached                            ErrRootAllowanceExhausted    Exhausted (+ one event per run)
 //	concurrency_cap active attempts                         ErrConcurrencyCapacity       Raced
