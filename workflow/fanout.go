@@ -261,7 +261,7 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 		return err
 	}
 	if g.Retiring || g.RetiredMS != 0 {
-		return stateErr(ErrIneligible, "fan-out group %v is retired; its members are not requeued", g.Controller)
+		return stateErr(ErrIneligible, "fan-out group %v is retiring or retired; its members are not requeued", g.Controller)
 	}
 	if mutated("fanout-settled-accounting") {
 		return nil
