@@ -237,14 +237,22 @@ type FanOutGroup struct {
 	Controller     ActivationKey
 	Size           int64
 	MaxConcurrency int64
-	// Promoted: members [0, Promoted) have left the waiting state.
+	// Promoted counts members not in the waiting state (a retried member
+	// may return to waiting), so Promoted-Settled is the number of members
+	// pending or running.
 	Promoted int64
-	// Settled counts members in a terminal status.
+	// Settled counts members in a terminal status (completed, failed,
+	// cancelled); a retried member leaves it again.
 	Settled int64
 	// Retiring: retirement intent recorded and not yet settled.
-	Retiring  bool
+	Retiring bool
+	// RetiredMS: when the group's unstarted members were cancelled by a
+	// settled retirement or a fail-fast failure; 0 = not retired.
 	RetiredMS int64
 	CreatedMS int64
+	// FailFast: a member's terminal failure cancels its siblings at once;
+	// false (wait-all) lets every member settle before the group fails.
+	FailFast bool
 }
 
 // Kind implements Record.

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
+
+	"github.com/wfstore/wfstore/backend"
 )
 
 // compareTuples is the order the codec must preserve: part by part, strings
@@ -165,4 +167,20 @@ func FuzzKeyCodec(f *testing.F) {
 			t.Fatalf("prefix: %x and %x", ka, kb)
 		}
 	})
+}
+
+func TestGroupWrittenBeforeTheFanOutPolicyDecodesAsWaitAll(t *testing.T) {
+	g := backend.FanOutGroup{
+		Controller: backend.ActivationKey{RunID: "r", NodeID: "ctl", ActivationID: "c"},
+		Size:       3, MaxConcurrency: 2, Promoted: 2, Settled: 1, RetiredMS: 5, CreatedMS: 4,
+	}
+	old := encodeGroup(g)
+	old = old[:len(old)-1] // the earlier layout ended at CreatedMS
+	got, err := decodeGroup(old)
+	require.NoError(t, err)
+	require.Equal(t, g, got)
+	g.FailFast = true
+	got, err = decodeGroup(encodeGroup(g))
+	require.NoError(t, err)
+	require.Equal(t, g, got)
 }

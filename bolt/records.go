@@ -235,6 +235,7 @@ func encodeGroup(v backend.FanOutGroup) []byte {
 	w.bool(v.Retiring)
 	w.varint(v.RetiredMS)
 	w.varint(v.CreatedMS)
+	w.bool(v.FailFast)
 	return w.b
 }
 
@@ -250,6 +251,11 @@ func decodeGroup(b []byte) (backend.FanOutGroup, error) {
 		Retiring:       r.bool(),
 		RetiredMS:      r.varint(),
 		CreatedMS:      r.varint(),
+	}
+	if len(r.b) > 0 {
+		// Groups written before the settlement policy existed end here
+		// and read as wait-all.
+		v.FailFast = r.bool()
 	}
 	return v, r.end()
 }

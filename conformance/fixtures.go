@@ -149,6 +149,7 @@ func fullGroup(k backend.ActivationKey) backend.FanOutGroup {
 		Retiring:       true,
 		RetiredMS:      1_700_000_000_030,
 		CreatedMS:      1_700_000_000_031,
+		FailFast:       true,
 	}
 }
 
@@ -162,6 +163,7 @@ func altGroup(g backend.FanOutGroup) backend.FanOutGroup {
 		Retiring:       false,
 		RetiredMS:      0,
 		CreatedMS:      g.CreatedMS + 1,
+		FailFast:       !g.FailFast,
 	}
 }
 

@@ -13,6 +13,7 @@ func storeTier() []Case {
 		retryCases(),
 		retryRuleCases(),
 		fanoutCases(),
+		fanoutSettlementCases(),
 		modelCases(),
 		linearizabilityCases(),
 		cancelCases(),

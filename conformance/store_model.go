@@ -120,6 +120,7 @@ const (
 	opInspect
 	opTreeCancel
 	opGrow
+	opAddFanOut
 	numOpKinds
 )
 
@@ -128,7 +129,7 @@ var opNames = [...]string{"new_run", "add_activation", "dispatch", "observe", "c
 	"redispatch", "handoff", "persist_receipt", "create_child_run", "cancel_never_dispatched",
 	"settle_orphaned_cancellation", "mark_cancellation_signalled", "repair", "reconcile_receipt_backed",
 	"increase_allowance", "run_summary", "attempt_history", "inspect_intent_and_receipt",
-	"request_tree_cancellation", "grow_child_run"}
+	"request_tree_cancellation", "grow_child_run", "add_fan_out"}
 
 // op is an abstract operation: indices are taken modulo the runs,
 // activations or attempts that exist when it runs, so any sequence is valid
@@ -182,6 +183,7 @@ func newSequence(ctx context.Context, b backend.Backend, prefix string) *sequenc
 		ChildID: func(root, parent, act string, n uint32, target string) string {
 			return workflow.ChildRunID(root, parent, act, n, []byte(target))
 		},
+		MemberID: workflow.FanOutMemberID,
 	}
 	return &sequence{ctx: ctx, s: workflow.New(b), b: b, m: model.New(f), o: newModelOwner(), prefix: prefix,
 		seen: map[model.AttKey]bool{}}
@@ -356,6 +358,20 @@ func actVariant(k model.ActKey, v int) model.NewAct {
 		if k.Node != "n0" {
 			na.Preds = []model.ActKey{{Run: k.Run, Node: "n0", Act: "x"}}
 		}
+	}
+	return na
+}
+
+// memberVariant returns fan-out member definition variant v: read-only,
+// read-only with an automatic retry policy, or mutating.
+func memberVariant(v int) model.NewAct {
+	na := model.NewAct{Effect: model.ReadOnly, Recon: model.RepairRequired}
+	switch v % 3 {
+	case 1:
+		p := modelPolicy
+		na.Recon, na.Policy = model.IdempotentReplay, &p
+	case 2:
+		na.Effect = model.Mutating
 	}
 	return na
 }
@@ -722,6 +738,31 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		merr := sq.m.MarkCancellationSignalled(identity)
 		sq.agree(rt, "mark_cancellation_signalled", "", werr, "", merr)
 		return fmt.Sprintf("%s: err=%q", att, merr)
+	case opAddFanOut:
+		if len(sq.acts) == 0 {
+			return "skip"
+		}
+		ctl := sq.acts[o.A%len(sq.acts)]
+		n, max, failFast := 1+o.B%4, 1+(o.B/4)%2, o.D%2 == 1
+		def := memberVariant(o.C)
+		nf := workflow.NewFanOut{Controller: wfKey(ctl), MaxConcurrency: int64(max), Effect: workflow.Effect(def.Effect),
+			Reconciliation: workflow.Reconciliation(def.Recon)}
+		if failFast {
+			nf.OnFailure = workflow.FailFast
+		}
+		if def.Policy != nil {
+			nf.RetryPolicy = wfActivation(def).RetryPolicy
+		}
+		for i := range n {
+			nf.Members = append(nf.Members, json.RawMessage(fmt.Sprintf(`{"member":%d}`, i)))
+		}
+		wc, werr := sq.s.AddFanOut(ctx, nf, now)
+		mc, merr := sq.m.AddFanOut(ctl, n, max, failFast, def)
+		sq.agree(rt, "add_fan_out", fmt.Sprint(wc), werr, fmt.Sprint(mc), merr)
+		if merr == model.OK && mc {
+			sq.acts = append(sq.acts, sq.m.Groups[ctl].Members...)
+		}
+		return fmt.Sprintf("%s n=%d max=%d fail_fast=%v variant %d: created=%v err=%q", ctl, n, max, failFast, o.C%3, mc, merr)
 	case opRepair:
 		if !needAtt() {
 			return "skip"
@@ -959,9 +1000,13 @@ func (sq *sequence) storeView() (string, error) {
 					Admissible: a.Admissible, Output: a.Output != nil, HasSucc: a.HasSuccessors})
 			}
 			if len(keys) > 0 {
-				g, err := r.Load(ctx, backend.Lookup{Schedules: keys})
+				g, err := r.Load(ctx, backend.Lookup{Schedules: keys, Groups: keys})
 				if err != nil {
 					return err
+				}
+				for k, v := range g.Groups {
+					st.Groups = append(st.Groups, model.GroupView{Ctl: mKey(k), Size: int(v.Size), Max: int(v.MaxConcurrency),
+						FailFast: v.FailFast, Retired: v.RetiredMS != 0})
 				}
 				for k, s := range g.Schedules {
 					st.Scheds = append(st.Scheds, model.SchedView{Key: mKey(k), Schedule: model.Schedule{

@@ -158,7 +158,7 @@ func scanActivation(row pgx.Row) (backend.Activation, error) {
 func groupArgs(g backend.FanOutGroup) []any {
 	return []any{
 		g.Controller.RunID, g.Controller.NodeID, g.Controller.ActivationID,
-		g.Size, g.MaxConcurrency, g.Promoted, g.Settled, g.Retiring, g.RetiredMS, g.CreatedMS,
+		g.Size, g.MaxConcurrency, g.Promoted, g.Settled, g.Retiring, g.RetiredMS, g.CreatedMS, g.FailFast,
 	}
 }
 
@@ -166,7 +166,7 @@ func scanGroup(row pgx.Row) (backend.FanOutGroup, error) {
 	var g backend.FanOutGroup
 	err := row.Scan(
 		&g.Controller.RunID, &g.Controller.NodeID, &g.Controller.ActivationID,
-		&g.Size, &g.MaxConcurrency, &g.Promoted, &g.Settled, &g.Retiring, &g.RetiredMS, &g.CreatedMS,
+		&g.Size, &g.MaxConcurrency, &g.Promoted, &g.Settled, &g.Retiring, &g.RetiredMS, &g.CreatedMS, &g.FailFast,
 	)
 	return g, err
 }

@@ -3,7 +3,7 @@ package postgres
 import "strings"
 
 // SchemaVersion is the schema version this build creates and accepts.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // storeMark is written to the version row; a meta table holding anything
 // else marks a foreign store.
@@ -180,6 +180,11 @@ CREATE TABLE {{s}}.events (
 	created_ms bigint NOT NULL,
 	PRIMARY KEY (run_id, seq)
 );
+`,
+	// 1 -> 2: a fan-out group's settlement policy (false = wait-all, the
+	// default, and what every group created before this version is).
+	`
+ALTER TABLE {{s}}.fan_out_groups ADD COLUMN fail_fast boolean NOT NULL DEFAULT false;
 `,
 }
 

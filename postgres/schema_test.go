@@ -71,7 +71,7 @@ func TestOpenCreatesSchemaAndReopenWritesNothing(t *testing.T) {
 	apply(t, b, backend.Ins(backend.Run{ID: "r"}))
 	require.Equal(t, wantTables(), tablesOf(t, schema))
 	before, meta := catalog(t, schema), metaRow(t, schema)
-	require.Contains(t, meta, ":1:wfstore")
+	require.Contains(t, meta, fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))
 	b2 := openOn(t, dsn, schema)
 	require.Equal(t, before, catalog(t, schema))
 	require.Equal(t, meta, metaRow(t, schema))
@@ -126,7 +126,7 @@ func TestSchemaNameValidation(t *testing.T) {
 
 // Several Backends opening one new schema at once, half of them without
 // the advisory lock (as on engines that stub it): all succeed, one schema
-// at version 1.
+// at SchemaVersion.
 func TestConcurrentMigrationInProcess(t *testing.T) {
 	t.Parallel()
 	dsn, schema := pgtest.SchemaName(t)
@@ -156,7 +156,7 @@ func TestConcurrentMigrationInProcess(t *testing.T) {
 		require.NoError(t, err)
 	}
 	require.Equal(t, wantTables(), tablesOf(t, schema))
-	require.Contains(t, metaRow(t, schema), ":1:wfstore")
+	require.Contains(t, metaRow(t, schema), fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))
 }
 
 // Only compare-and-set (no advisory lock anywhere): still one schema.
@@ -209,7 +209,7 @@ func init() {
 }
 
 // Several OS processes (this test binary re-executed) migrate one new
-// schema at the same moment: one schema at version 1.
+// schema at the same moment: one schema at SchemaVersion.
 func TestConcurrentMigrationAcrossProcesses(t *testing.T) {
 	t.Parallel()
 	dsn, schema := pgtest.SchemaName(t)
@@ -224,7 +224,7 @@ func TestConcurrentMigrationAcrossProcesses(t *testing.T) {
 		require.NoError(t, c.Wait(), "child %d: %s", i, c.Stderr)
 	}
 	require.Equal(t, wantTables(), tablesOf(t, schema))
-	require.Contains(t, metaRow(t, schema), ":1:wfstore")
+	require.Contains(t, metaRow(t, schema), fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))
 }
 
 // childCmd re-executes the test binary as a child playing role.

@@ -59,7 +59,7 @@ var (
 	}}
 	tGroups = table{name: "fan_out_groups", nkey: 3, cols: []string{
 		"run_id", "node_id", "activation_id",
-		"size", "max_concurrency", "promoted", "settled", "retiring", "retired_ms", "created_ms",
+		"size", "max_concurrency", "promoted", "settled", "retiring", "retired_ms", "created_ms", "fail_fast",
 	}}
 	tAttempts = table{name: "attempts", nkey: 4, cols: []string{
 		"run_id", "node_id", "activation_id", "attempt",

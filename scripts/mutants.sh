@@ -42,6 +42,8 @@ mutants=(
   receipt-pass-skips-snapshot   # the unowned receipt-backed pass ignores an authority change
   tree-cancel-skips-children # tree cancellation records the intent on the root only
   finalize-ignores-children  # a cancelling run finalises while its child runs still run
+  fanout-settled-accounting     # a retried fan-out member is requeued without adjusting the group's accounting
+  fanout-failfast-skips-siblings # a fail-fast member failure leaves its siblings running
 )
 pkg="${MUTANT_PKG:-./sqlite/}"
 bin="$(mktemp -d)/wfstore-mutant.test"

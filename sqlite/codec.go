@@ -252,7 +252,7 @@ func scanActivation(s scanner) (backend.Activation, error) {
 func groupArgs(g *backend.FanOutGroup) []any {
 	return []any{
 		g.Controller.RunID, g.Controller.NodeID, g.Controller.ActivationID,
-		g.Size, g.MaxConcurrency, g.Promoted, g.Settled, boolArg(g.Retiring), g.RetiredMS, g.CreatedMS,
+		g.Size, g.MaxConcurrency, g.Promoted, g.Settled, boolArg(g.Retiring), g.RetiredMS, g.CreatedMS, boolArg(g.FailFast),
 	}
 }
 
@@ -260,7 +260,7 @@ func scanGroup(s scanner) (backend.FanOutGroup, error) {
 	var g backend.FanOutGroup
 	err := s.Scan(
 		&g.Controller.RunID, &g.Controller.NodeID, &g.Controller.ActivationID,
-		&g.Size, &g.MaxConcurrency, &g.Promoted, &g.Settled, &g.Retiring, &g.RetiredMS, &g.CreatedMS,
+		&g.Size, &g.MaxConcurrency, &g.Promoted, &g.Settled, &g.Retiring, &g.RetiredMS, &g.CreatedMS, &g.FailFast,
 	)
 	return g, err
 }

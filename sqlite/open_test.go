@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -90,7 +91,7 @@ func TestNewerSchemaVersionRefusedByteIdentical(t *testing.T) {
 	update(t, b, backend.Ins(backend.Run{ID: "r"}))
 	require.NoError(t, b.Close())
 	db := rawDB(t, path)
-	_, err := db.Exec("UPDATE wfstore_meta SET value = '2' WHERE key = 'schema_version'")
+	_, err := db.Exec("UPDATE wfstore_meta SET value = '3' WHERE key = 'schema_version'")
 	require.NoError(t, err)
 	_, err = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
 	require.NoError(t, err)
@@ -101,7 +102,7 @@ func TestNewerSchemaVersionRefusedByteIdentical(t *testing.T) {
 	require.ErrorIs(t, err, backend.ErrSchemaVersion)
 	var sv *backend.SchemaVersionError
 	require.ErrorAs(t, err, &sv)
-	require.Equal(t, backend.SchemaVersionError{Found: 2, Supported: SchemaVersion}, *sv)
+	require.Equal(t, backend.SchemaVersionError{Found: 3, Supported: SchemaVersion}, *sv)
 	require.Equal(t, before, fileHash(t, path))
 	if st, err := os.Stat(path + "-wal"); err == nil {
 		require.Zero(t, st.Size(), "nothing written to the WAL")
@@ -208,4 +209,43 @@ func TestOpenDBSingleConnectionPoolRunsViewsOnTheWriter(t *testing.T) {
 		require.NoError(t, err)
 		require.Equal(t, []backend.Activation{act}, got)
 	})
+}
+
+func TestVersionOneStoreMigratesToTheFanOutPolicy(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newPath(t)
+	b := openAt(t, path)
+	c := backend.ActivationKey{RunID: "r", NodeID: "ctl", ActivationID: "c"}
+	group := backend.FanOutGroup{Controller: c, Size: 3, MaxConcurrency: 2, Promoted: 2, CreatedMS: 1_700_000_000_000}
+	update(t, b, backend.Ins(group))
+	require.NoError(t, b.Close())
+	// Make the file what version 1 wrote: no fail_fast column.
+	db := rawDB(t, path)
+	_, err := db.Exec("ALTER TABLE fan_out_groups DROP COLUMN fail_fast")
+	require.NoError(t, err)
+	_, err = db.Exec("UPDATE wfstore_meta SET value = '1' WHERE key = 'schema_version'")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	b = openAt(t, path)
+	read := func() backend.FanOutGroup {
+		var g backend.FanOutGroup
+		require.NoError(t, b.View(ctx, func(r backend.ReadTx) error {
+			f, err := r.Load(ctx, backend.Lookup{Groups: []backend.ActivationKey{c}})
+			g = f.Groups[c]
+			return err
+		}))
+		return g
+	}
+	require.Equal(t, group, read(), "a version 1 group reads as wait-all")
+	group.FailFast = true
+	update(t, b, backend.Rep(group))
+	require.Equal(t, group, read())
+	require.NoError(t, b.Close())
+	db = rawDB(t, path)
+	var v string
+	require.NoError(t, db.QueryRow("SELECT value FROM wfstore_meta WHERE key = 'schema_version'").Scan(&v))
+	require.Equal(t, strconv.Itoa(SchemaVersion), v)
+	require.NoError(t, db.Close())
 }

@@ -72,7 +72,7 @@ var (
 	}}
 	groupsT = table{name: "fan_out_groups", nkey: 3, cols: []string{
 		"run_id", "node_id", "activation_id", "size", "max_concurrency", "promoted", "settled",
-		"retiring", "retired_ms", "created_ms",
+		"retiring", "retired_ms", "created_ms", "fail_fast",
 	}}
 	attemptsT = table{name: "attempts", nkey: 4, cols: []string{
 		"run_id", "node_id", "activation_id", "attempt", "identity", "status", "side_effect",

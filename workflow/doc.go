@@ -41,6 +41,7 @@
 //	run paused/cancelling/not running, retry cap            ErrIneligible                Rejected (batch goes on), at prepare or handoff
 //	now at or after the run's deadline (now >= deadline)    ErrIneligible                Rejected (batch goes on)
 //	retirement pending, downstream activation, policy       ErrIneligible                - (not discovered; at handoff: Rejected)
+//	requeue of a retiring or retired fan-out member         ErrIneligible                -
 //	run's node_execution_cap reached                        ErrNodeAllowanceExhausted    Exhausted (+ one event per run)
 //	root's tree-wide cap reached                            ErrRootAllowanceExhausted    Exhausted (+ one event per run)
 //	concurrency_cap active attempts (checked last)          ErrConcurrencyCapacity       Raced
@@ -104,8 +105,17 @@
 //   - Repair: after an abandon or a confirmed failure the run goes to failed
 //     (so RetryFailedNode applies); after a confirmed success or
 //     cancellation it goes back to running.
-//   - Fan-out member failure fails the run like any activation (no
-//     fail-fast sibling cancellation).
+//   - Fan-out: MaxConcurrency bounds the members pending or running,
+//     retried members included (a member requeued into a full group waits
+//     and is promoted in index order). A member's terminal failure settles
+//     by the group's policy: wait-all (the default, since it never
+//     interrupts work an owner holds) fails the run once every member has
+//     settled; fail-fast, in the failing transaction, moves the siblings'
+//     active attempts to sibling_cancelling, cancels unstarted siblings
+//     (and prepared attempts that provably never reached their owner),
+//     retires the group and fails the run. A failure with an automatic
+//     retry scheduled fails the run as for any activation. Members of a
+//     retiring or retired group are not requeued (ErrIneligible).
 //   - IncreaseAllowance raises one run's node execution cap by a fenced
 //     compare-and-set; a child's increase never raises its root's tree-wide
 //     allowance. Work an exhaustion took out of discovery is discoverable

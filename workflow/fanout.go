@@ -3,9 +3,34 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+)
+
+// FanOutFailure is a fan-out group's settlement policy: what a member's
+// terminal failure (a failed observation with no automatic retry
+// scheduled) does to the rest of the group.
+type FanOutFailure string
+
+// Settlement policies.
+const (
+	// WaitAll, the default: the failure is recorded on the member, the
+	// other members go on (waiting ones are still promoted and admitted),
+	// and the run fails only once every member has settled with at least
+	// one of them failed. It never interrupts work an owner already holds,
+	// which is why it is the default: cancelling a sibling that may be
+	// mutating the world is a choice the caller must make explicitly.
+	WaitAll FanOutFailure = "wait_all"
+	// FailFast: in the failing member's own transaction every sibling's
+	// active attempt moves to sibling_cancelling (a prepared attempt that
+	// provably never reached its owner is cancelled outright), every
+	// waiting or pending sibling is cancelled, the group is marked retired
+	// and the run fails. The sibling attempts then settle as cancelled
+	// through their observations. A failed member of such a group is
+	// never requeued.
+	FailFast FanOutFailure = "fail_fast"
 )
 
 // NewFanOut describes a fan-out group: members of one controller
@@ -15,8 +40,12 @@ type NewFanOut struct {
 	Controller ActivationKey
 	// Members are the member inputs, by index.
 	Members []json.RawMessage
-	// MaxConcurrency bounds members pending or running at once.
+	// MaxConcurrency bounds the members pending or running at once, retried
+	// members included: a member requeued while the group is full waits
+	// for a free place like any waiting member.
 	MaxConcurrency int64
+	// OnFailure is the settlement policy; empty means WaitAll.
+	OnFailure FanOutFailure
 	// Member node facts, shared by every member.
 	Claims         []ResourceClaim
 	Effect         Effect
@@ -45,6 +74,11 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 	if nf.MaxConcurrency <= 0 {
 		return false, invalid("fan-out max concurrency", "must be positive")
 	}
+	switch nf.OnFailure {
+	case "", WaitAll, FailFast:
+	default:
+		return false, invalid("fan-out settlement policy", "unknown policy %q", nf.OnFailure)
+	}
 	at, err := toMS("now", now)
 	if err != nil {
 		return false, err
@@ -67,7 +101,7 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 	}
 	group := backend.FanOutGroup{
 		Controller: nf.Controller, Size: int64(len(members)), MaxConcurrency: nf.MaxConcurrency,
-		Promoted: min(nf.MaxConcurrency, int64(len(members))), CreatedMS: at,
+		Promoted: min(nf.MaxConcurrency, int64(len(members))), CreatedMS: at, FailFast: nf.OnFailure == FailFast,
 	}
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		f, err := tx.Load(ctx, backend.Lookup{
@@ -85,7 +119,7 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 			return stateErr(ErrNotFound, "fan-out controller %v", nf.Controller)
 		}
 		if old, ok := f.Groups[nf.Controller]; ok {
-			if old.Size == group.Size && old.MaxConcurrency == group.MaxConcurrency {
+			if old.Size == group.Size && old.MaxConcurrency == group.MaxConcurrency && old.FailFast == group.FailFast {
 				keys := make([]backend.ActivationKey, len(members))
 				for i, m := range members {
 					keys[i] = m.Key
@@ -134,29 +168,280 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 	return created, err
 }
 
-// promoteMembers moves waiting members to pending, in index order, while
-// fewer than MaxConcurrency members are unsettled. A retiring group
-// promotes nothing.
-func promoteMembers(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, g *backend.FanOutGroup, at int64) error {
-	for !g.Retiring && g.Promoted < g.Size && g.Promoted-g.Settled < g.MaxConcurrency {
-		k := MemberKey(g.Controller, g.Promoted)
-		g.Promoted++
-		act, err := backend.GetActivation(ctx, tx, k)
-		if err != nil {
-			return err
+// Group accounting. Promoted counts the members that are not waiting and
+// Settled the members in a terminal status, so Promoted-Settled is the
+// number of members pending or running: the places MaxConcurrency bounds.
+// Every transition of a member keeps both true: promotion (waiting →
+// pending), settlement (pending/running → terminal), a retry requeue
+// (failed → pending, or back to waiting when the group is full) and the
+// cancellations of retirement and fail-fast.
+
+// occupied returns the number of members pending or running.
+func occupied(g *backend.FanOutGroup) int64 { return g.Promoted - g.Settled }
+
+// loadGroup reads the group act belongs to; ok is false for an activation
+// that is not a member (or whose group record is missing).
+func loadGroup(ctx context.Context, tx backend.ReadTx, act backend.Activation) (backend.FanOutGroup, bool, error) {
+	if act.Group == nil {
+		return backend.FanOutGroup{}, false, nil
+	}
+	f, err := tx.Load(ctx, backend.Lookup{Groups: []backend.ActivationKey{act.Group.Controller}})
+	if err != nil {
+		return backend.FanOutGroup{}, false, err
+	}
+	g, ok := f.Groups[act.Group.Controller]
+	return g, ok, nil
+}
+
+// loadMembers returns the group's member activations in index order, after
+// applying w's pending writes so it sees them. A group has at most
+// MaxPageLimit members, so this is one bounded read.
+func loadMembers(ctx context.Context, tx backend.Tx, w *batch, g *backend.FanOutGroup) ([]backend.Activation, error) {
+	if err := flush(ctx, tx, w); err != nil {
+		return nil, err
+	}
+	keys := make([]backend.ActivationKey, g.Size)
+	for i := range keys {
+		keys[i] = MemberKey(g.Controller, int64(i))
+	}
+	f, err := tx.Load(ctx, backend.Lookup{Activations: keys})
+	if err != nil {
+		return nil, err
+	}
+	out := make([]backend.Activation, len(keys))
+	for i, k := range keys {
+		act, ok := f.Activations[k]
+		if !ok {
+			return nil, fmt.Errorf("workflow: fan-out group %v lacks member %d", g.Controller, i)
+		}
+		out[i] = act
+	}
+	return out, nil
+}
+
+// promoteMembers moves waiting members to pending, lowest index first,
+// while fewer than MaxConcurrency members are pending or running. A
+// retiring group promotes nothing. The caller writes g.
+func promoteMembers(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, g *backend.FanOutGroup, at int64) error {
+	if g.Retiring || g.Promoted >= g.Size || occupied(g) >= g.MaxConcurrency {
+		return nil
+	}
+	members, err := loadMembers(ctx, tx, w, g)
+	if err != nil {
+		return err
+	}
+	for i, act := range members {
+		if g.Promoted >= g.Size || occupied(g) >= g.MaxConcurrency {
+			break
 		}
 		if act.Status != backend.ActivationWaiting {
 			continue
 		}
+		g.Promoted++
 		act.Status = backend.ActivationPending
 		act.Admissible = admissible(*run, act, g)
 		act.UpdatedMS = at
 		w.replace(act)
 		w.event(run, "fan_out_member_promoted", map[string]any{
-			"run_id": k.RunID, "node_id": k.NodeID, "activation_id": k.ActivationID, "member_index": g.Promoted - 1,
+			"run_id": act.Key.RunID, "node_id": act.Key.NodeID, "activation_id": act.Key.ActivationID, "member_index": int64(i),
 		}, at)
 	}
 	return nil
+}
+
+// memberRequeued adjusts the group of a failed member that a retry is
+// requeueing (act already set to pending, not yet written): the member
+// leaves Settled, and when the group already has MaxConcurrency members
+// pending or running it goes back to waiting, to be promoted in index
+// order. A member of a retiring or retired group (fail-fast included) is
+// not requeued: ErrIneligible.
+func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act *backend.Activation, at int64) error {
+	g, ok, err := loadGroup(ctx, tx, *act)
+	if err != nil || !ok {
+		return err
+	}
+	if g.Retiring || g.RetiredMS != 0 {
+		return stateErr(ErrIneligible, "fan-out group %v is retiring or retired; its members are not requeued", g.Controller)
+	}
+	if mutated("fanout-settled-accounting") {
+		return nil
+	}
+	g.Settled--
+	if occupied(&g) > g.MaxConcurrency {
+		g.Promoted--
+		act.Status = backend.ActivationWaiting
+		w.event(run, "fan_out_member_waiting", map[string]any{
+			"run_id": act.Key.RunID, "node_id": act.Key.NodeID, "activation_id": act.Key.ActivationID, "member_index": act.Group.Index,
+		}, at)
+	}
+	w.replace(g)
+	return nil
+}
+
+// activationFailed settles a failed activation's effect on its run (act is
+// already failed and written to w). A plain activation fails the run. A
+// fan-out member settles as a member; with an automatic retry scheduled
+// the run fails as for any activation (consuming the schedule requeues
+// both), otherwise the group's policy decides: fail-fast cancels the
+// siblings and fails the run now, wait-all fails the run once every member
+// has settled. A repair_required run stays so until its repair resolves.
+func activationFailed(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, scheduled bool, at int64) error {
+	g, ok, err := loadGroup(ctx, tx, act)
+	if err != nil {
+		return err
+	}
+	if !ok || scheduled {
+		if ok {
+			if err := settleMember(ctx, tx, w, run, &g, at); err != nil {
+				return err
+			}
+		}
+		failRun(run)
+		return nil
+	}
+	if !g.FailFast {
+		return settleMember(ctx, tx, w, run, &g, at)
+	}
+	g.Settled++
+	if !mutated("fanout-failfast-skips-siblings") {
+		if err := cancelSiblings(ctx, tx, w, run, &g, act, at); err != nil {
+			return err
+		}
+	}
+	if g.RetiredMS == 0 {
+		g.RetiredMS = at
+	}
+	w.replace(g)
+	w.event(run, "fan_out_failed", map[string]any{
+		"controller_activation_id": g.Controller.ActivationID, "member_index": act.Group.Index, "policy": string(FailFast),
+	}, at)
+	failRun(run)
+	return nil
+}
+
+// failRun fails a running or paused run; any other status is kept.
+func failRun(run *backend.Run) {
+	if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
+		run.Status = backend.RunFailed
+	}
+}
+
+// settleMember counts one more settled member of g, promotes waiting
+// members into the freed place and, for a wait-all group whose members
+// have now all settled, fails the run when any member failed. It writes g.
+func settleMember(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, g *backend.FanOutGroup, at int64) error {
+	g.Settled++
+	if err := promoteMembers(ctx, tx, w, run, g, at); err != nil {
+		return err
+	}
+	w.replace(*g)
+	if g.FailFast || g.Settled < g.Size {
+		return nil
+	}
+	members, err := loadMembers(ctx, tx, w, g)
+	if err != nil {
+		return err
+	}
+	var failed []int64
+	for i, m := range members {
+		if m.Status == backend.ActivationFailed {
+			failed = append(failed, int64(i))
+		}
+	}
+	if len(failed) == 0 {
+		return nil
+	}
+	w.event(run, "fan_out_failed", map[string]any{
+		"controller_activation_id": g.Controller.ActivationID, "failed_members": failed, "policy": string(WaitAll),
+	}, at)
+	if run.Status != backend.RunRunning && run.Status != backend.RunPaused {
+		return nil
+	}
+	failRun(run)
+	return reindexRun(ctx, tx, w, *run)
+}
+
+// cancelSiblings is a fail-fast failure of member failed: every other
+// member that has not settled is stopped. A waiting or pending member is
+// cancelled; a running member's active attempt moves to sibling_cancelling
+// (one event per attempt), except a prepared attempt that provably never
+// reached its owner (handoff pending, no receipt), which is cancelled with
+// its member at once. It updates g's counters; the caller writes g.
+func cancelSiblings(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, g *backend.FanOutGroup, failed backend.Activation, at int64) error {
+	members, err := loadMembers(ctx, tx, w, g)
+	if err != nil {
+		return err
+	}
+	var running []backend.AttemptKey
+	for _, m := range members {
+		if m.Key == failed.Key {
+			continue
+		}
+		switch m.Status {
+		case backend.ActivationWaiting, backend.ActivationPending:
+			if m.Status == backend.ActivationWaiting {
+				g.Promoted++
+			}
+			g.Settled++
+			cancelMember(w, run, m, "fail_fast", at)
+		case backend.ActivationRunning:
+			running = append(running, backend.AttemptKey{ActivationKey: m.Key, Attempt: m.LastAttempt})
+		}
+	}
+	if len(running) == 0 {
+		return nil
+	}
+	f, err := tx.Load(ctx, backend.Lookup{Attempts: running})
+	if err != nil {
+		return err
+	}
+	for _, k := range running {
+		att, ok := f.Attempts[k]
+		if !ok {
+			continue
+		}
+		m := members[memberIndex(members, k.ActivationKey)]
+		switch att.Status {
+		case backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning:
+		default:
+			continue // cancelling or repair_required: settled by their own paths
+		}
+		if att.Status == backend.AttemptPrepared && att.Receipt == nil && att.Handoff == backend.HandoffPending {
+			if err := settleAttempt(ctx, tx, w, run, m, &att, backend.AttemptCancelled, at); err != nil {
+				return err
+			}
+			w.replace(att)
+			w.event(run, "attempt_cancelled", map[string]any{"dispatch_identity": att.Identity, "reason": "never_dispatched"}, at)
+			g.Settled++
+			cancelMember(w, run, m, "fail_fast", at)
+			continue
+		}
+		setAttemptStatus(run, &att, backend.AttemptSiblingCancelling, at)
+		w.replace(att)
+		w.event(run, "attempt_sibling_cancelling", map[string]any{"dispatch_identity": att.Identity}, at)
+	}
+	return nil
+}
+
+func memberIndex(members []backend.Activation, k backend.ActivationKey) int {
+	for i, m := range members {
+		if m.Key == k {
+			return i
+		}
+	}
+	return -1
+}
+
+// cancelMember writes member m cancelled with an event saying why.
+func cancelMember(w *batch, run *backend.Run, m backend.Activation, reason string, at int64) {
+	m.Status = backend.ActivationCancelled
+	m.Admissible = false
+	m.UpdatedMS = at
+	w.replace(m)
+	w.event(run, "fan_out_member_cancelled", map[string]any{
+		"run_id": m.Key.RunID, "node_id": m.Key.NodeID, "activation_id": m.Key.ActivationID,
+		"member_index": m.Group.Index, "reason": reason,
+	}, at)
 }
 
 // RetireFanOut records a durable retirement intent on the group: until

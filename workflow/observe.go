@@ -118,7 +118,11 @@ func compatibleSettled(st AttemptStatus, k ObservationKind) bool {
 // below) the run becomes completed in the same transaction. While the
 // run's cancellation is requested, an Admitted or Running observation of a
 // child run's parent attempt makes it cancelling (the run waits for the
-// owner to settle the child); every other observation counts as Cancelled.
+// owner to settle the child). Otherwise, while the run's cancellation is
+// requested, and for a sibling_cancelling attempt (stopped by a fail-fast
+// fan-out sibling's failure), every observation of an unsettled attempt
+// counts as Cancelled. A fan-out member's failure settles by its group's
+// policy (see FanOutFailure).
 //
 // Completion: after an activation completes (a Succeeded observation, a
 // fan-out member's included, or a repair confirming success), a running
@@ -199,12 +203,9 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 		}
 		was := run.Status
 		if run.CancelRequestedMS != 0 || att.Status == backend.AttemptSiblingCancelling {
-			switch kind {
-			case ObservedSucceeded, ObservedFailed, ObservedRetryableFailure, ObservedUnknown:
-				if run.CancelRequestedMS != 0 && !(kind == ObservedUnknown && mutated("cancelled-unknown-to-repair")) {
-					kind = ObservedCancelled
-				}
-			default:
+			// A cancelling run's attempts and a fail-fast group's stopped
+			// siblings settle as cancelled, whatever the owner reports.
+			if !(kind == ObservedUnknown && run.CancelRequestedMS != 0 && mutated("cancelled-unknown-to-repair")) {
 				kind = ObservedCancelled
 			}
 		}
@@ -267,12 +268,8 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 				}
 				res.Schedule, res.NotScheduled = sched, refusal
 			}
-			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
+			if err := activationFailed(ctx, tx, w, &run, act, res.Schedule != nil, at); err != nil {
 				return err
-			}
-			if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
-				// A repair_required run stays so until its repair is resolved.
-				run.Status = backend.RunFailed
 			}
 			run.UpdatedMS = at
 			if err := reindexRun(ctx, tx, w, run); err != nil {

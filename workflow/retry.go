@@ -566,6 +566,9 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k ActivationK
 	}
 	act.Status = backend.ActivationPending
 	act.UpdatedMS = at
+	if err := memberRequeued(ctx, tx, w, &run, &act, at); err != nil {
+		return RetryRequeue{}, err
+	}
 	w.replace(act)
 	run.Status = backend.RunRunning
 	run.UpdatedMS = at

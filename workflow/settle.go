@@ -35,26 +35,16 @@ func settleAttempt(ctx context.Context, tx backend.ReadTx, w *batch, run *backen
 	return releaseLeases(ctx, tx, w, act, att.Key, at)
 }
 
-// memberSettled records that a fan-out member reached a terminal status and
-// promotes waiting members in index order up to the group's concurrency.
-func memberSettled(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, at int64) error {
-	if act.Group == nil {
-		return nil
-	}
-	f, err := tx.Load(ctx, backend.Lookup{Groups: []backend.ActivationKey{act.Group.Controller}})
-	if err != nil {
+// memberSettled records that a fan-out member reached a terminal status:
+// waiting members are promoted in index order into the freed place, and a
+// wait-all group whose members have all settled fails the run when any of
+// them failed.
+func memberSettled(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, at int64) error {
+	g, ok, err := loadGroup(ctx, tx, act)
+	if err != nil || !ok {
 		return err
 	}
-	g, ok := f.Groups[act.Group.Controller]
-	if !ok {
-		return nil
-	}
-	g.Settled++
-	if err := promoteMembers(ctx, tx, w, run, &g, at); err != nil {
-		return err
-	}
-	w.replace(g)
-	return nil
+	return settleMember(ctx, tx, w, run, &g, at)
 }
 
 // finalizeCancellation ends a run whose cancellation was requested once it

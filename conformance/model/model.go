@@ -54,6 +54,7 @@ const (
 	ActCompleted = "completed"
 	ActFailed    = "failed"
 	ActCancelled = "cancelled"
+	ActWaiting   = "waiting" // a fan-out member held back by its group's concurrency
 )
 
 // Attempt statuses.
@@ -66,6 +67,7 @@ const (
 	AttPaused         = "paused"
 	AttCancelled      = "cancelled"
 	AttCancelling     = "cancelling"
+	AttSiblingCancel  = "sibling_cancelling"
 	AttRepairRequired = "repair_required"
 	AttAbandoned      = "abandoned"
 )
@@ -97,6 +99,7 @@ const (
 type Funcs struct {
 	Identity func(run, node, act string, attempt uint32) string
 	ChildID  func(root, parentRun, parentAct string, attempt uint32, target string) string
+	MemberID func(run, controllerAct string, index int64) string
 }
 
 // Limits of a run, as stored: no zero caps, but RetryCap may be 0 (no
@@ -165,6 +168,19 @@ type Act struct {
 	Admissible bool
 	Output     bool
 	HasSucc    bool
+	Group      *Group // the fan-out group of a member, nil otherwise
+	Index      int    // a member's index
+}
+
+// Group is a fan-out group: its members, by index, share one definition.
+// Its accounting is derived from the members' statuses.
+type Group struct {
+	Ctl      ActKey
+	Members  []ActKey
+	Max      int
+	FailFast bool
+	Retired  bool // a fail-fast failure stopped the group
+	Def      NewAct
 }
 
 // Attempt is an attempt's durable state.
@@ -193,6 +209,7 @@ type Model struct {
 	Acts   map[ActKey]*Act
 	Atts   map[AttKey]*Attempt
 	Sched  map[ActKey]Schedule
+	Groups map[ActKey]*Group // by controller
 	Held   map[string]string // identity → receipt kind the owner holds
 	Calls  map[string]int    // owner Dispatch calls by identity
 	byID   map[string]AttKey
@@ -202,7 +219,7 @@ type Model struct {
 // New returns an empty model.
 func New(f Funcs) *Model {
 	return &Model{F: f, Runs: map[string]*Run{}, Acts: map[ActKey]*Act{}, Atts: map[AttKey]*Attempt{},
-		Sched: map[ActKey]Schedule{}, Held: map[string]string{}, Calls: map[string]int{},
+		Sched: map[ActKey]Schedule{}, Groups: map[ActKey]*Group{}, Held: map[string]string{}, Calls: map[string]int{},
 		byID: map[string]AttKey{}, childs: map[string]AttKey{}}
 }
 
@@ -210,7 +227,7 @@ func New(f Funcs) *Model {
 
 func active(st string) bool {
 	switch st {
-	case AttPrepared, AttAdmitted, AttRunning, AttCancelling:
+	case AttPrepared, AttAdmitted, AttRunning, AttCancelling, AttSiblingCancel:
 		return true
 	}
 	return false
@@ -369,7 +386,7 @@ func (m *Model) finalizeOne(run *Run) bool {
 		return false
 	}
 	for _, a := range m.actsOf(run.ID) {
-		if a.Status == ActPending || a.Status == ActRunning {
+		if a.Status == ActPending || a.Status == ActRunning || a.Status == ActWaiting {
 			a.Status = ActCancelled
 			a.Admissible = false
 		}
@@ -519,6 +536,139 @@ func (m *Model) CreateChildRun(parent AttKey, target string) (string, bool, Err)
 	att.Status = AttAdmitted
 	att.Receipt = ReceiptChild
 	return id, true, OK
+}
+
+// ---- fan-out ----
+
+// AddFanOut materialises a group of n members of controller ctl, at most
+// max pending or running at once; def is the members' shared definition
+// (its key is ignored).
+func (m *Model) AddFanOut(ctl ActKey, n, max int, failFast bool, def NewAct) (bool, Err) {
+	run, ok := m.Runs[ctl.Run]
+	if !ok {
+		return false, NotFound
+	}
+	if _, ok := m.Acts[ctl]; !ok {
+		return false, NotFound
+	}
+	def.Key, def.Preds = ActKey{}, nil
+	if old, ok := m.Groups[ctl]; ok {
+		if len(old.Members) == n && old.Max == max && old.FailFast == failFast && old.Def.same(def) {
+			return false, OK
+		}
+		return false, Conflict
+	}
+	if run.Status != RunRunning || run.Cancel {
+		return false, Ineligible
+	}
+	g := &Group{Ctl: ctl, Max: max, FailFast: failFast, Def: def}
+	for i := range n {
+		k := ActKey{Run: ctl.Run, Node: fmt.Sprintf("%s::member::%d", ctl.Node, i), Act: m.F.MemberID(ctl.Run, ctl.Act, int64(i))}
+		d := def
+		d.Key = k
+		a := &Act{Def: d, Status: ActPending, Group: g, Index: i}
+		if i >= max {
+			a.Status = ActWaiting
+		}
+		a.Admissible = m.admissible(run, a)
+		m.Acts[k] = a
+		g.Members = append(g.Members, k)
+	}
+	m.Groups[ctl] = g
+	return true, OK
+}
+
+// occupied counts the group's members pending or running.
+func (m *Model) occupied(g *Group) int {
+	n := 0
+	for _, k := range g.Members {
+		if s := m.Acts[k].Status; s == ActPending || s == ActRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// promote moves waiting members to pending, lowest index first, while the
+// group has a free place.
+func (m *Model) promote(run *Run, g *Group) {
+	for _, k := range g.Members {
+		if m.occupied(g) >= g.Max {
+			return
+		}
+		if a := m.Acts[k]; a.Status == ActWaiting {
+			a.Status = ActPending
+			a.Admissible = m.admissible(run, a)
+		}
+	}
+}
+
+func terminalAct(st string) bool { return st == ActCompleted || st == ActFailed || st == ActCancelled }
+
+// memberSettled: a member reached a terminal status. Waiting members take
+// the freed place; a wait-all group whose members have all settled fails
+// the run when any of them failed.
+func (m *Model) memberSettled(run *Run, act *Act) {
+	g := act.Group
+	if g == nil {
+		return
+	}
+	m.promote(run, g)
+	if g.FailFast {
+		return
+	}
+	failed := false
+	for _, k := range g.Members {
+		st := m.Acts[k].Status
+		if !terminalAct(st) {
+			return
+		}
+		failed = failed || st == ActFailed
+	}
+	if failed && (run.Status == RunRunning || run.Status == RunPaused) {
+		run.Status = RunFailed
+		m.reindex(run)
+	}
+}
+
+// activationFailed: the activation failed (no automatic retry scheduled
+// unless scheduled). A member of a fail-fast group stops its siblings.
+func (m *Model) activationFailed(run *Run, act *Act, scheduled bool) {
+	g := act.Group
+	switch {
+	case g == nil || scheduled:
+		m.memberSettled(run, act)
+	case !g.FailFast:
+		m.memberSettled(run, act)
+		return
+	default:
+		for _, k := range g.Members {
+			a := m.Acts[k]
+			if a == act {
+				continue
+			}
+			switch a.Status {
+			case ActWaiting, ActPending:
+				a.Status = ActCancelled
+				a.Admissible = false
+			case ActRunning:
+				att := m.Atts[AttKey{k, a.Last}]
+				switch {
+				case att == nil:
+				case att.Status == AttPrepared && att.Receipt == "" && att.Handoff == HandoffPending:
+					att.Status = AttCancelled
+					a.Status = ActCancelled
+				case att.Status == AttPrepared || att.Status == AttAdmitted || att.Status == AttRunning:
+					att.Status = AttSiblingCancel
+				}
+			}
+		}
+		g.Retired = true
+	}
+	if run.Status == RunRunning || run.Status == RunPaused {
+		// A repair_required run stays so until its repair is resolved.
+		run.Status = RunFailed
+	}
 }
 
 // ---- dispatch ----
@@ -759,7 +909,7 @@ func (m *Model) PersistReceipt(k AttKey, receipt string, auth *Auth) Err {
 	}
 	if att.Receipt != "" {
 		switch att.Status {
-		case AttAdmitted, AttRunning, AttCancelling:
+		case AttAdmitted, AttRunning, AttCancelling, AttSiblingCancel:
 			if att.Receipt == receipt {
 				return OK
 			}
@@ -769,7 +919,7 @@ func (m *Model) PersistReceipt(k AttKey, receipt string, auth *Auth) Err {
 	switch att.Status {
 	case AttPrepared:
 		att.Status = AttAdmitted
-	case AttCancelling:
+	case AttCancelling, AttSiblingCancel:
 	case AttRepairRequired:
 		if att.Handoff != HandoffRecorded {
 			return Conflict
@@ -851,7 +1001,7 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 		res.Status = att.Status
 		return res, OK
 	}
-	if run.Cancel {
+	if run.Cancel || att.Status == AttSiblingCancel {
 		kind = ObsCancelled
 	}
 	was := run.Status
@@ -863,6 +1013,7 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 		att.Status = AttSucceeded
 		act.Status = ActCompleted
 		act.Output = true
+		m.memberSettled(run, act)
 		m.complete(run)
 	case ObsFailed, ObsRetryable:
 		if kind == ObsRetryable {
@@ -882,10 +1033,7 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 		}
 		att.Status = AttFailed
 		act.Status = ActFailed
-		if run.Status == RunRunning || run.Status == RunPaused {
-			// A repair_required run stays so until its repair is resolved.
-			run.Status = RunFailed
-		}
+		m.activationFailed(run, act, res.Schedule != nil)
 		m.reindex(run)
 	case ObsPaused:
 		att.Status = AttPaused
@@ -898,6 +1046,7 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 		att.Status = AttCancelled
 		act.Status = ActCancelled
 		act.Admissible = false
+		m.memberSettled(run, act)
 		m.finalize(run)
 	case ObsUnknown:
 		if att.Effect == ReadOnly {
@@ -1053,6 +1202,15 @@ func (m *Model) retry(k ActKey, failed uint32, sched *Schedule) (Requeue, Err) {
 		return Requeue{}, Conflict
 	}
 	act.Status = ActPending
+	if g := act.Group; g != nil {
+		if g.Retired {
+			return Requeue{}, Ineligible
+		}
+		act.Status = ActWaiting
+		if m.occupied(g) < g.Max {
+			act.Status = ActPending
+		}
+	}
 	run.Status = RunRunning
 	delete(m.Sched, k) // consumed, or superseded by the explicit retry
 	m.reindex(run)
@@ -1135,7 +1293,7 @@ func (m *Model) RequestCancellation(runID string, auth *Auth) (string, Err) {
 	}
 	run.Cancel = true
 	for _, a := range m.actsOf(runID) {
-		if a.Status == ActPending {
+		if a.Status == ActPending || a.Status == ActWaiting {
 			a.Status = ActCancelled
 			a.Admissible = false
 		}
@@ -1146,7 +1304,7 @@ func (m *Model) RequestCancellation(runID string, auth *Auth) (string, Err) {
 
 // RequestTreeCancellation records the cancellation intent on a composition
 // root and every run of its tree that is neither completed nor cancelled
-// (failed ones included), cancels their pending activations, and finalises
+// (failed ones included), cancels their pending and waiting activations, and finalises
 // the quiescent ones deepest first. It returns the root's status.
 func (m *Model) RequestTreeCancellation(rootID string, auth *Auth) (string, Err) {
 	root, ok := m.Runs[rootID]
@@ -1178,7 +1336,7 @@ func (m *Model) RequestTreeCancellation(rootID string, auth *Auth) (string, Err)
 		}
 		r.Cancel = true
 		for _, a := range m.actsOf(r.ID) {
-			if a.Status == ActPending {
+			if a.Status == ActPending || a.Status == ActWaiting {
 				a.Status = ActCancelled
 				a.Admissible = false
 			}
@@ -1233,6 +1391,7 @@ func (m *Model) CancelNeverDispatched(identity string, auth *Auth) (bool, Err) {
 	att.Status = AttCancelled
 	act.Status = ActCancelled
 	act.Admissible = false
+	m.memberSettled(run, act)
 	m.finalize(run)
 	return true, OK
 }
@@ -1295,6 +1454,7 @@ func (m *Model) Repair(identity, action string, auth *Auth) Err {
 	att.Status = st
 	act.Status = as
 	act.Output = action == RepairSucceeded
+	m.memberSettled(run, act)
 	m.resolveRepair(run, to)
 	if action == RepairSucceeded {
 		m.complete(run)
@@ -1403,6 +1563,11 @@ func (m *Model) Redispatch(runID string, auth *Auth, limit int, ownerFails bool)
 // style views it builds), so equal strings mean equal states.
 func (m *Model) View(runIDs []string) string {
 	var v State
+	for _, g := range m.Groups {
+		if slices.Contains(runIDs, g.Ctl.Run) {
+			v.Groups = append(v.Groups, GroupView{Ctl: g.Ctl, Size: len(g.Members), Max: g.Max, FailFast: g.FailFast, Retired: g.Retired})
+		}
+	}
 	for _, id := range runIDs {
 		r, ok := m.Runs[id]
 		if !ok {
@@ -1440,6 +1605,14 @@ type State struct {
 	Atts   []AttView
 	Scheds []SchedView
 	Leases []AttKey
+	Groups []GroupView
+}
+
+// GroupView is one fan-out group in a State.
+type GroupView struct {
+	Ctl               ActKey
+	Size, Max         int
+	FailFast, Retired bool
 }
 
 // RunView is one run in a State.
@@ -1497,6 +1670,9 @@ func (s State) String() string {
 	}
 	for _, l := range s.Leases {
 		lines = append(lines, "lease "+l.String())
+	}
+	for _, g := range s.Groups {
+		lines = append(lines, fmt.Sprintf("group %s size=%d max=%d fail_fast=%v retired=%v", g.Ctl, g.Size, g.Max, g.FailFast, g.Retired))
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
