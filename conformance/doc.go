@@ -137,51 +137,52 @@
 //
 // Every operation and invariant of the Store, through workflow.Store over
 // the adapter (cases named store/<group>_<what it proves>). Each rule of
-// DESIGN §5 and SEMANTICS §2–§4 and the cases that check it:
+// the semantics (docs/semantics.md; "inv. N" is invariant N of
+// docs/guarantees.md) and the cases that check it:
 //
 //	rule                                                  cases
-//	one pending activation, one attempt (§4 inv. 1)        admission_prepare_is_single_winner_across_instances,
+//	one pending activation, one attempt (inv. 1)           admission_prepare_is_single_winner_across_instances,
 //	                                                      admission_racing_dispatchers_admit_each_activation_once,
 //	                                                      admission_processes_dispatching_one_store_admit_each_activation_once
-//	failed prepare writes nothing (inv. 6, §5.2–5.4)       admission_oversized_intent_rolls_back_without_writes,
+//	failed prepare writes nothing (inv. 6)                 admission_oversized_intent_rolls_back_without_writes,
 //	                                                      input_* (ids, JSON, times, limits, idempotent create/add)
 //	intent + handoff before owner, receipt after (inv. 2)  admission_intent_and_handoff_commit_before_owner_call_receipt_after
-//	fault-boundary matrix across reopen (§4)               admission_fault_boundaries_hold_across_reopen
+//	fault-boundary matrix across reopen                    admission_fault_boundaries_hold_across_reopen
 //	owner failure never silently redispatched              admission_owner_failure_stays_prepared_and_is_not_redispatched
-//	handoff is a 0→1 compare-and-set (§5.6)                admission_second_handoff_of_one_identity_fails
-//	low-level prepare: idempotent, no proof (§2.8)         admission_low_level_prepare_*
-//	bytewise order (§5.2)                                  admission_discovery_order_is_bytewise
-//	one bad run never blocks the others (§5.9)             admission_discovery_skips_a_run_without_capacity,
+//	handoff is a 0→1 compare-and-set                       admission_second_handoff_of_one_identity_fails
+//	low-level prepare: idempotent, no proof                admission_low_level_prepare_*
+//	bytewise order                                         admission_discovery_order_is_bytewise
+//	one bad run never blocks the others                    admission_discovery_skips_a_run_without_capacity,
 //	                                                      limits_elapsed_deadline_rejects_without_blocking_other_runs
 //	a refusal at handoff is Rejected, the batch goes on    discovery_handoff_refusal_is_rejected_and_the_batch_goes_on
 //	allowance and deadline come before capacity            discovery_allowance_and_deadline_precede_the_capacity_shortcut
 //	discovery reads O(limit), passes resume and wrap       discovery_reads_are_bounded_by_the_limit_and_reach_every_run,
 //	                                                      discovery_passes_over_all_runs_resume_and_wrap
-//	events in commit order, bounded pages (§5.5)           admission_events_after_prepare_are_in_commit_order
-//	successors atomic with Succeeded (§5.12)               admission_succeeded_adds_successors_atomically
-//	authority fencing at every boundary (inv. 4, §5.8)     authority_* (transfer CAS, owned up front, before prepare,
+//	events in commit order, bounded pages                  admission_events_after_prepare_are_in_commit_order
+//	successors atomic with Succeeded                       admission_succeeded_adds_successors_atomically
+//	authority fencing at every boundary (inv. 4)           authority_* (transfer CAS, owned up front, before prepare,
 //	                                                      before handoff, before receipt)
 //	recovery passes fenced; authority equal field by field fencing_* (transfer or one-field change during
 //	                                                      redispatch, receipt lookup, repair; one-field
 //	                                                      difference at every boundary; retirement mid-admission)
 //	receipts: duplicate no-op, conflict, identity (inv. 5) receipt_*
-//	owner admission check / receipt recovery (§2.5)        receipt_check_owner_admission_recovers_verifies_and_refuses
-//	never-dispatched proof, receipt lookup (§5.7)          reconcile_never_dispatched_*, reconcile_receipt_lookup_*,
+//	owner admission check / receipt recovery               receipt_check_owner_admission_recovers_verifies_and_refuses
+//	never-dispatched proof, receipt lookup                 reconcile_never_dispatched_*, reconcile_receipt_lookup_*,
 //	                                                      receipt_late_receipt_admits_repair_required_after_recorded_handoff
 //	no blind mutation redispatch (inv. 3)                  reconcile_ambiguous_mutation_becomes_repair_required,
 //	                                                      reconcile_redispatch_never_selects_ambiguous_mutation
 //	read-only redispatch keeps identity                    reconcile_ambiguous_read_only_is_redispatched_with_same_identity
 //	explicit repair, abandon before retry                  reconcile_explicit_repair_*, reconcile_abandon_then_explicit_retry_*
-//	observation mapping and conflicts (§2.12.12)           reconcile_observations_map_to_attempt_statuses,
+//	observation mapping and conflicts                      reconcile_observations_map_to_attempt_statuses,
 //	                                                      reconcile_observation_conflicting_with_settled_attempt_fails
 //	retry decision, scheduling, consumption once (inv. 7)  retry_* (incl. concurrent consumption, downstream, cap, cancel)
-//	fan-out bounds, promotion, retirement (§5.15)          fanout_*
+//	fan-out bounds, promotion, retirement                  fanout_*
 //	cancellation intent first, finalisation (inv. 8)       cancel_*
 //	allowance: node and root caps, one event (inv. 9)      limits_node_execution_cap_*, limits_root_tree_*,
 //	                                                      child_run_refused_when_the_root_allowance_is_used_up
 //	allowance observation boundaries 0/1000/1001/cap/>1000 limits_allowance_observation_*, limits_allowance_exhausted_*
-//	capacity and resource leases (§5.10, §5.13)            limits_concurrency_cap_*, limits_*_claims_*, limits_leases_*
-//	child runs: narrowing, depth, descendants (§1.2)       child_run_*
+//	capacity and resource leases                           limits_concurrency_cap_*, limits_*_claims_*, limits_leases_*
+//	child runs: narrowing, depth, descendants              child_run_*
 //	deadline exclusive at the millisecond                  boundaries_deadline_is_exclusive_at_the_millisecond
 //	nil, typed-nil, zero arguments at every entry          boundaries_nil_and_zero_arguments_are_invalid_input_at_every_entry
 //	page limits: 0 = default, 1..=1000, else invalid       boundaries_every_page_limit_takes_0_as_default_and_1_to_1000_as_given

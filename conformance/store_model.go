@@ -21,7 +21,7 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-// The model tier (DESIGN §6): random operation sequences run on the adapter
+// The model tier: random operation sequences run on the adapter
 // (through workflow.Store) and on conformance/model; every result, its error
 // class and a digest of the durable state must agree after every step.
 // rapid shrinks a failing sequence and prints it with the seed. One store

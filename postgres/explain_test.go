@@ -19,7 +19,7 @@ import (
 // sequential scan, the intended index. Both plans the server may run are
 // checked, since plan_cache_mode = auto lets it switch a statement to its
 // cached generic plan: the generic plan made while the tables are still
-// empty (the plan that must not stick as they grow, DESIGN §9), then, with
+// empty (the plan that must not stick as they grow), then, with
 // 10k+ rows per table, the custom plan for actual arguments and the
 // generic plan. (Whether the planner walks an index in order or sorts the
 // few rows a bitmap scan found is its cost-based choice; either reads only

@@ -11,7 +11,7 @@ import (
 )
 
 // NewActivation describes an activation to add. It carries the per-node
-// facts the Store needs without a workflow graph (DESIGN §5.12).
+// facts the Store needs without a workflow graph.
 type NewActivation struct {
 	Key        ActivationKey
 	Generation int64

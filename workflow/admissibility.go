@@ -8,7 +8,7 @@ import (
 
 // Discovery scans only admissible activations (backend.Activation.Admissible),
 // so activations that cannot be admitted for a durable reason never hold the
-// first places of a scan (DESIGN §5.9). This file is the one place that
+// first places of a scan. This file is the one place that
 // decides admissibility and keeps the flag true to it.
 
 // admissible reports whether discovery may return act.

@@ -38,7 +38,7 @@ func (a Allowance) Exhausted() (exhausted, known bool) {
 }
 
 // AllowanceObservation observes the run's and its composition root's
-// execution allowance by bounded counting (SEMANTICS §2.6): it never reads
+// execution allowance by bounded counting: it never reads
 // more than AllowanceReadBudget+1 attempts or links per count, and reports
 // a count as unknown rather than estimating it. (Enforcement uses O(1)
 // durable counters instead; this is the independent, bounded view.)

@@ -103,7 +103,7 @@ func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]
 }
 
 // MarkCancellationSignalled records that cancellation was signalled to the
-// owner of a prepared, admitted or running attempt (SEMANTICS §1.5): it
+// owner of a prepared, admitted or running attempt: it
 // becomes cancelling. A receipt that arrives later for a prepared one is
 // stored and the attempt stays cancelling. The run must have cancellation
 // requested.

@@ -8,7 +8,7 @@ import (
 )
 
 // Handoff records, as a 0→1 compare-and-set, that the owner is about to be
-// called for the prepared attempt (DESIGN §5.6). Only the caller whose
+// called for the prepared attempt. Only the caller whose
 // Handoff succeeded may call the owner: a second Handoff of the same
 // identity fails with ErrConflict. It re-checks everything the owner call
 // depends on (attempt prepared, activation and run running, no

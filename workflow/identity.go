@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// Identity derivations (SEMANTICS.md §1.12). Every hash is the lowercase hex
+// Identity derivations. Every hash is the lowercase hex
 // SHA-256 of the UTF-8 parts joined with NUL separators, integers in decimal.
 // The ids passed in are expected to be valid (ValidateID), so no part
 // contains a NUL and the joined form is unambiguous.

@@ -7,7 +7,7 @@ import (
 )
 
 // Leases are keyed by the tuple (run, node, activation, attempt, resource,
-// mode) (DESIGN §5.13). Conflicts are checked within one run: an unreleased
+// mode). Conflicts are checked within one run: an unreleased
 // lease on the same resource conflicts when either side is a write. A
 // released lease never blocks a later attempt. All claims of an activation
 // are taken in the prepare transaction, in resource order, so one conflict

@@ -16,7 +16,7 @@ type AttemptIntent struct {
 	Intent     json.RawMessage
 }
 
-// PrepareAttempt is the low-level bypass (SEMANTICS §2.8): it records a
+// PrepareAttempt is the low-level bypass: it records a
 // prepared attempt at an exact attempt number without taking the pending
 // gate, leases or a handoff state. Attempts it creates have an unknown
 // handoff and never gain the never-dispatched proof; reconciliation treats

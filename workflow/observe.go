@@ -111,7 +111,7 @@ func compatibleSettled(st AttemptStatus, k ObservationKind) bool {
 }
 
 // ApplyObservation applies an owner observation to an admitted attempt in
-// one transaction (SEMANTICS §2.12.12). A RetryableFailure schedules an
+// one transaction. A RetryableFailure schedules an
 // automatic retry in the same transaction when the activation's policy
 // admits it; a Succeeded completes the activation and adds its successors
 // atomically; when that completion leaves nothing of the run open (see

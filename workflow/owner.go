@@ -24,7 +24,7 @@ type Owner interface {
 	Dispatch(ctx context.Context, p PreparedDispatch) (json.RawMessage, error)
 }
 
-// ReceiptLookup is an owner's "receipt status" contract (DESIGN §5.7): it
+// ReceiptLookup is an owner's "receipt status" contract: it
 // answers, by dispatch identity, whether the owner holds a receipt.
 type ReceiptLookup interface {
 	LookupReceipt(ctx context.Context, identity string) (receipt json.RawMessage, found bool, err error)

@@ -12,7 +12,7 @@ import (
 // PersistReceipt commits the owner's receipt for an attempt. A prepared
 // attempt becomes admitted; a cancelling one keeps its status. A
 // repair_required attempt whose handoff was recorded is admitted by a late
-// receipt (the receipt is the proof, DESIGN §5.7). A canonical-identical
+// receipt (the receipt is the proof). A canonical-identical
 // duplicate of the stored receipt is a no-op; a different one fails with
 // ErrConflict. identity must be the attempt's derived dispatch identity.
 // auth, when set, must be the run's current authority.

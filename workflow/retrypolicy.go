@@ -33,7 +33,7 @@ const (
 // FailureKind classifies how an attempt failed, for automatic retry.
 type FailureKind string
 
-// Failure kinds (SEMANTICS.md §3).
+// Failure kinds.
 const (
 	FailureOwnerUnavailableBeforeAcceptance FailureKind = "owner_unavailable_before_acceptance"
 	FailureOwnerReportedRetryable           FailureKind = "owner_reported_retryable"
@@ -59,7 +59,7 @@ func (k FailureKind) Valid() bool {
 // IneligibleReason says why an automatic retry is not allowed.
 type IneligibleReason string
 
-// Ineligibility reasons (SEMANTICS.md §3).
+// Ineligibility reasons.
 const (
 	ReasonUnsupportedPolicyVersion     IneligibleReason = "unsupported_policy_version"
 	ReasonInvalidLimit                 IneligibleReason = "invalid_limit"
@@ -103,7 +103,7 @@ type RetryDecision struct {
 
 func ineligible(r IneligibleReason) RetryDecision { return RetryDecision{Reason: r} }
 
-// DecideRetry is the automatic-retry decision table of SEMANTICS.md §3,
+// DecideRetry is the automatic-retry decision table,
 // evaluated in order, first match wins:
 //
 //  1. version != 1                                    → unsupported_policy_version
@@ -170,7 +170,7 @@ type RetryPolicy struct {
 
 const retryPolicyField = "retry policy"
 
-// Validate checks the rules of SEMANTICS.md §3: version 1; max_attempts > 0;
+// Validate checks the policy rules: version 1; max_attempts > 0;
 // 0 < initial_backoff_ms <= maximum_backoff_ms <= MaxBackoffMS;
 // 1 <= backoff_multiplier <= 100; eligible_failures non-empty, without
 // duplicates, containing only owner_unavailable_before_acceptance and

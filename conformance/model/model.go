@@ -1,5 +1,5 @@
 // Package model is a compact reference model of the wfstore Store semantics
-// (SEMANTICS.md §2–§4 with DESIGN.md §5's decisions), for the conformance
+// (docs/semantics.md and docs/guarantees.md), for the conformance
 // suite's model tier. It imports nothing from workflow/ or backend/: state is
 // plain Go maps, every operation is a method that returns its result and an
 // error class, and View renders the durable state the tier compares against
@@ -242,7 +242,7 @@ func settled(st string) bool {
 }
 
 // holdsLease: leases are taken at prepare and released on every settled
-// status; repair_required keeps them (DESIGN §5.13).
+// status; repair_required keeps them.
 func holdsLease(st string) bool { return active(st) || st == AttRepairRequired }
 
 func (m *Model) attemptsOf(run string) []*Attempt {
