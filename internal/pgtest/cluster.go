@@ -35,7 +35,7 @@ func FindBinaries() (Binaries, error) {
 		if isExec(b.InitDB) && isExec(b.PGCtl) {
 			return b, nil
 		}
-		return Binaries{}, fmt.Errorf("%s=%s: %w", EnvBinDir, d, ErrNoBinaries)
+		return Binaries{}, fmt.Errorf("%w in %s=%s", ErrNoBinaries, EnvBinDir, d)
 	}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
@@ -60,7 +60,7 @@ func FindBinaries() (Binaries, error) {
 			return b, nil
 		}
 	}
-	return Binaries{}, ErrNoBinaries
+	return Binaries{}, fmt.Errorf("%w in PATH or /usr/lib/postgresql/*/bin", ErrNoBinaries)
 }
 
 func pgVersion(binDir string) float64 {

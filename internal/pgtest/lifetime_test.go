@@ -252,3 +252,32 @@ func processesMentioning(dir string) []string {
 func mustAtoi(s string) int { n, _ := strconv.Atoi(s); return n }
 
 func exists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// TestSkipNotice: without a server, the binary ends by saying on stderr how
+// many tests it skipped and how to provide a server (stderr reaches the
+// person in -v mode and on failure; the controlling terminal, when there is
+// one, in package-list mode).
+func TestSkipNotice(t *testing.T) {
+	if os.Getenv(envChildMode) != "" {
+		t.Skip("not in a child")
+	}
+	exe, err := os.Executable()
+	require.NoError(t, err)
+	// -test.v: the child writes nothing to the terminal.
+	cmd := exec.Command(exe, "-test.v", "-test.run=^TestSchemaIsFreshAndDropped$")
+	cmd.Env = append(withoutEnv(withoutEnv(os.Environ(), pgtest.EnvDSN), pgtest.EnvRequire),
+		pgtest.EnvBinDir+"="+t.TempDir(), envChildMode+"=skip")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	require.Contains(t, string(out), "github.com/wfstore/wfstore/internal/pgtest: 2 test(s) SKIPPED: pgtest: NO POSTGRES SERVER: WFSTORE_POSTGRES_DSN is not set and no initdb/pg_ctl found in WFSTORE_POSTGRES_BIN=")
+	require.Contains(t, string(out), "set WFSTORE_POSTGRES_DSN=postgres://")
+
+	// Required: the same run fails instead, and says why.
+	cmd = exec.Command(exe, "-test.v", "-test.run=^TestSchemaIsFreshAndDropped$")
+	cmd.Env = append(cmd.Env[:0:0], withoutEnv(os.Environ(), pgtest.EnvDSN)...)
+	cmd.Env = append(cmd.Env, pgtest.EnvRequire+"=1", pgtest.EnvBinDir+"="+t.TempDir(), envChildMode+"=skip")
+	out, err = cmd.CombinedOutput()
+	require.Error(t, err, "%s", out)
+	require.Contains(t, string(out), "WFSTORE_REQUIRE_POSTGRES=1, so this fails instead of skipping")
+	require.NotContains(t, string(out), "SKIPPED")
+}

@@ -311,4 +311,4 @@ func Admin(t testing.TB) *pgxpool.Pool {
 }
 
 // ErrNoBinaries reports that initdb/pg_ctl were not found.
-var ErrNoBinaries = errors.New("no initdb/pg_ctl found in PATH or /usr/lib/postgresql/*/bin")
+var ErrNoBinaries = errors.New("no initdb/pg_ctl found")
