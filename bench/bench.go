@@ -113,7 +113,11 @@ type Result struct {
 	HistoryLarge   int      `json:"history_large,omitempty"`
 	SmallOpsPerSec float64  `json:"small_ops_per_sec,omitempty"`
 	LoadSeconds    float64  `json:"load_seconds,omitempty"`
-	Note           string   `json:"note,omitempty"`
+	// GrowthCurve: mean cost per admission at each history size measured,
+	// SmallHistory and History (from the interleaved rounds) and the sizes
+	// between (a short run each while the large store was loaded).
+	GrowthCurve []GrowthPoint `json:"growth_curve,omitempty"`
+	Note        string        `json:"note,omitempty"`
 	// Partial: this row is complete, but the run it belongs to was
 	// interrupted (see Report.Partial).
 	Partial bool `json:"partial,omitempty"`
