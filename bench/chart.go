@@ -36,8 +36,9 @@ func (r *Report) writeChartsAs(dir, ext string) ([]string, error) {
 		return nil, nil
 	}
 	// Throughput: one group of bars per workload, one bar per backend.
-	p := newPlot("Throughput per workload (operations/s)")
-	p.Y.Label.Text = "operations/s (admissions; bare: commits; retry: round trips)"
+	// Labels stay short: an SVG viewer may substitute a wider font.
+	p := newPlot("Throughput (admissions/s; bare: commits/s; retry: round trips/s)")
+	p.Y.Label.Text = "operations/s"
 	p.Y.Tick.Marker = readableTicks{plot.DefaultTicks{}}
 	w := vg.Points(60 / float64(len(backends)))
 	top := 0.0

@@ -152,7 +152,7 @@ func curvePoints(small, large int) []int {
 }
 
 // curveOps is how many admissions measure one intermediate point.
-func curveOps(n, rounds int) int { return max(n/max(rounds, 1), 20) }
+func curveOps(n, rounds int) int { return max(n/max(rounds, 1), 100) }
 
 func freeBytes(dir string) (int64, error) {
 	var st syscall.Statfs_t
