@@ -6,13 +6,18 @@
 //  1. the one at WFSTORE_POSTGRES_DSN, when set (a connection failure then
 //     fails the test: an explicit server never skips);
 //  2. a throwaway cluster started once per test binary with the local
-//     initdb and pg_ctl (found in PATH or /usr/lib/postgresql/*/bin), in a
-//     temporary directory, listening on 127.0.0.1 at a random port and on a
-//     unix socket in that directory. When the process runs as root (initdb
-//     refuses root) the cluster is created and run as the "postgres" user.
-//     It is stopped and deleted when the binary exits through Main;
-//  3. none: the test is skipped with a message saying how to provide one,
-//     or fails when WFSTORE_REQUIRE_POSTGRES=1.
+//     initdb and pg_ctl (found in WFSTORE_POSTGRES_BIN when set, else in
+//     PATH or /usr/lib/postgresql/*/bin), in a temporary directory,
+//     listening on 127.0.0.1 at a random port and on a unix socket in that
+//     directory. When the process runs as root (initdb refuses root) the
+//     cluster is created and run as the "postgres" user. It is stopped and
+//     deleted however the binary ends: by Main after the tests or on
+//     SIGINT/SIGTERM, and by the cluster's watchdog process when the binary
+//     dies without running Main's cleanup (a panicking test, a timeout,
+//     SIGKILL);
+//  3. none: the test is skipped with a message saying how to provide one
+//     (and Main reports the skips at the end, see Main), or fails when
+//     WFSTORE_REQUIRE_POSTGRES=1.
 //
 // Use it from a package's TestMain:
 //
