@@ -113,7 +113,14 @@ type Result struct {
 	HistoryLarge   int      `json:"history_large,omitempty"`
 	SmallOpsPerSec float64  `json:"small_ops_per_sec,omitempty"`
 	LoadSeconds    float64  `json:"load_seconds,omitempty"`
-	Note           string   `json:"note,omitempty"`
+	// GrowthCurve: mean cost per admission at each history size measured,
+	// SmallHistory and History (from the interleaved rounds) and the sizes
+	// between (a short run each while the large store was loaded).
+	GrowthCurve []GrowthPoint `json:"growth_curve,omitempty"`
+	Note        string        `json:"note,omitempty"`
+	// Partial: this row is complete, but the run it belongs to was
+	// interrupted (see Report.Partial).
+	Partial bool `json:"partial,omitempty"`
 }
 
 // BackendReport describes one target as it was measured.
@@ -132,6 +139,9 @@ type Report struct {
 	Config   ConfigSummary   `json:"config"`
 	Backends []BackendReport `json:"backends"`
 	Results  []Result        `json:"results"`
+	// Partial, when set, says why the run stopped before measuring
+	// everything (an interruption); the rows present are complete.
+	Partial string `json:"partial,omitempty"`
 }
 
 // ConfigSummary is the part of Config a reader needs to reproduce a run.
@@ -185,7 +195,7 @@ func (c *Config) wants(w string) bool { return slices.Contains(c.Workloads, w) }
 func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br BackendReport, out []Result, err error) {
 	br = BackendReport{Name: t.Name, BareNote: t.BareNote}
 	pg := newProgress(cfg.Progress, t.Name)
-	defer pg.done()
+	defer func() { pg.finish(err) }()
 	open := func() (*Env, error) { return t.Open(ctx, dir, cfg.Workers) }
 	n := cfg.N
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"math"
 	"path/filepath"
 	"syscall"
 	"time"
@@ -43,18 +44,49 @@ func runGrowth(ctx context.Context, cfg Config, open func() (*Env, error), pg *p
 	if _, err := loadHistory(ctx, small, "hist", 0, cfg.SmallHistory, now, nil); err != nil {
 		return res, err
 	}
-	t0 := time.Now()
+	n, w := cfg.N, warmup(cfg.N)
+
+	// The large store is loaded in steps; at each intermediate size a short
+	// sequential measurement adds a point to the growth curve. Each step's
+	// attempts are timed so that the whole history still runs in time
+	// order up to now.
+	var t0 time.Time
+	var loadTime time.Duration
 	tk := pg.phase(fmt.Sprintf("growth: loading %d historical attempts", cfg.History), cfg.History)
-	last := 0
-	if _, err := loadHistory(ctx, large, "hist", 0, cfg.History, now, func(done int) { tk.add(done - last); last = done }); err != nil {
-		return res, err
+	loaded, nextRun, last := 0, 0, 0
+	var curve []GrowthPoint
+	for i, h := range append(curvePoints(cfg.SmallHistory, cfg.History), cfg.History) {
+		t0 = time.Now()
+		stepEnd := now.Add(-time.Duration(cfg.History-h) * time.Millisecond)
+		base := loaded
+		nr, err := loadHistory(ctx, large, "hist", nextRun, h-loaded, stepEnd, func(done int) { tk.add(base + done - last); last = base + done })
+		if err != nil {
+			return res, err
+		}
+		loadTime += time.Since(t0)
+		nextRun, loaded = nr, h
+		if h == cfg.History {
+			break
+		}
+		k := curveOps(n, cfg.Rounds)
+		p, err := newSequential(ctx, large, fmt.Sprintf("curve%d", i), k+w)
+		if err != nil {
+			return res, err
+		}
+		if err := p.run(ctx, w, &recorder{}); err != nil {
+			return res, err
+		}
+		rec := &recorder{}
+		if err := measure(ctx, p, k, rec); err != nil {
+			return res, err
+		}
+		curve = append(curve, GrowthPoint{History: h, MeanUS: rec.result(name, WGrowth, 1).MeanUS, Ops: k})
 	}
-	res.LoadSeconds = time.Since(t0).Seconds()
+	res.LoadSeconds = loadTime.Seconds()
 	if large.dir != "" {
 		res.Note = fmt.Sprintf("large store on disk: %d MB", dirBytes(large.dir)>>20)
 	}
 
-	n, w := cfg.N, warmup(cfg.N)
 	pg.phase("growth: seeding", 0)
 	ps, err := newSequential(ctx, small, "grow", n+w)
 	if err != nil {
@@ -90,8 +122,37 @@ func runGrowth(ctx context.Context, cfg Config, open func() (*Env, error), pg *p
 	if s.MeanUS > 0 {
 		out.GrowthRatio = ptr(out.MeanUS / s.MeanUS)
 	}
+	out.GrowthCurve = append(append([]GrowthPoint{{History: cfg.SmallHistory, MeanUS: s.MeanUS, Ops: s.Ops}}, curve...),
+		GrowthPoint{History: cfg.History, MeanUS: out.MeanUS, Ops: out.Ops})
 	return out, nil
 }
+
+// GrowthPoint is the mean cost of a sequential admission into a store
+// holding History historical attempts, measured over Ops admissions.
+type GrowthPoint struct {
+	History int     `json:"history"`
+	MeanUS  float64 `json:"mean_us"`
+	Ops     int     `json:"ops"`
+}
+
+// curvePoints are the intermediate history sizes of the growth curve:
+// about three per decade (×√10) strictly between small and large.
+func curvePoints(small, large int) []int {
+	var out []int
+	for f := float64(max(small, 1)) * math.Sqrt(10); int(f) < large; f *= math.Sqrt(10) {
+		h := int(f)
+		// Round to two significant digits: readable sizes.
+		mag := int(math.Pow(10, math.Floor(math.Log10(float64(h)))-1))
+		h = (h + mag/2) / max(mag, 1) * max(mag, 1)
+		if h > small && h < large && (len(out) == 0 || h > out[len(out)-1]) {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// curveOps is how many admissions measure one intermediate point.
+func curveOps(n, rounds int) int { return max(n/max(rounds, 1), 100) }
 
 func freeBytes(dir string) (int64, error) {
 	var st syscall.Statfs_t

@@ -20,6 +20,52 @@ const (
 	targetsSection = "Targets (DESIGN §7)"
 )
 
+// MarkPartial records that the run stopped early, and why; every row and
+// every report written afterwards says so.
+func (r *Report) MarkPartial(why string) {
+	r.Partial = why
+	for i := range r.Results {
+		r.Results[i].Partial = true
+	}
+}
+
+// Where names what the run was measuring last: the backend, and the
+// workloads of it measured so far.
+func (r *Report) Where() string {
+	if len(r.Backends) == 0 {
+		return "before the first backend"
+	}
+	b := r.Backends[len(r.Backends)-1].Name
+	var done []string
+	for _, x := range r.Results {
+		if x.Backend == b && x.Ops > 0 {
+			done = append(done, x.Workload)
+		}
+	}
+	if len(done) == 0 {
+		return "measuring " + b + ", none of its workloads finished"
+	}
+	return "measuring " + b + " after " + strings.Join(done, ", ")
+}
+
+// Measured is the number of rows with measurements.
+func (r *Report) Measured() int {
+	n := 0
+	for _, x := range r.Results {
+		if x.Ops > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// WritePartial writes the partial-run banner, when the run was partial.
+func (r *Report) WritePartial(w io.Writer) {
+	if r.Partial != "" {
+		fmt.Fprintf(w, "**PARTIAL REPORT**: the run was %s; what follows is what was measured before.\n\n", r.Partial)
+	}
+}
+
 // WriteTable writes the results as one markdown table.
 func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintln(w, "| backend | workload | workers | ops | ops/s | p50 µs | p95 µs | p99 µs | allocs/op | KB/op | CPU µs/op | machine CPU µs/op (busy) | ratio and notes |")
@@ -194,6 +240,7 @@ func (r *Report) WriteDir(dir, command string) error {
 func (r *Report) WriteMarkdown(w io.Writer, command string) {
 	m := r.Machine
 	fmt.Fprintf(w, "# wfstore bench\n\n")
+	r.WritePartial(w)
 	fmt.Fprintf(w, "- command: `%s`\n", command)
 	fmt.Fprintf(w, "- date: %s (%.0f s)\n", r.Started.UTC().Format(time.RFC3339), r.Seconds)
 	fmt.Fprintf(w, "- machine: %s, %d cores, %s %s, kernel %s, %s\n", m.CPU, m.Cores, m.OS, m.Arch, m.Kernel, m.GoVersion)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"go.etcd.io/bbolt"
@@ -111,7 +112,10 @@ func Open(ctx context.Context, path string, opts ...Option) (*Backend, error) {
 	b, err := newBackend(db, c, true)
 	if err != nil {
 		_ = db.Close()
-		return nil, err
+		if strings.Contains(err.Error(), path) {
+			return nil, err
+		}
+		return nil, &pathError{path: path, err: err}
 	}
 	return b, nil
 }
@@ -177,11 +181,28 @@ func inspectFile(path string, timeout time.Duration) error {
 		return openError(path, timeout, err)
 	}
 	defer db.Close()
-	return db.View(func(tx *bbolt.Tx) error {
+	err = db.View(func(tx *bbolt.Tx) error {
 		_, err := inspect(tx)
 		return err
 	})
+	if err != nil {
+		return &pathError{path: path, err: err}
+	}
+	return nil
 }
+
+// pathError names the file an Open failed on. It unwraps to the cause, so
+// errors.Is and errors.As see through it.
+type pathError struct {
+	path string
+	err  error
+}
+
+func (e *pathError) Error() string {
+	return "bolt: open " + e.path + ": " + strings.TrimPrefix(e.err.Error(), "bolt: ")
+}
+
+func (e *pathError) Unwrap() error { return e.err }
 
 // openError translates bbolt's open errors.
 func openError(path string, timeout time.Duration, err error) error {

@@ -119,18 +119,23 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
+	oe := &openError{dsn: RedactDSN(dsn), schema: cfg.schema}
 	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: parse dsn: %w", err)
+		oe.err = fmt.Errorf("parse dsn: %w", err)
+		return nil, oe
 	}
+	oe.secret = pcfg.ConnConfig.Password
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
-		return nil, fmt.Errorf("postgres: create pool: %w", err)
+		oe.err = fmt.Errorf("create pool: %w", err)
+		return nil, oe
 	}
 	b, err := open(ctx, pool, true, cfg)
 	if err != nil {
 		pool.Close()
-		return nil, err
+		oe.err = err
+		return nil, oe
 	}
 	return b, nil
 }

@@ -119,7 +119,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Backend, error) {
 	b.wdb = wdb
 	if err := b.setup(ctx, true); err != nil {
 		b.abort()
-		return nil, err
+		return nil, &openError{path: abs, err: err}
 	}
 
 	rdb, err := sql.Open("sqlite", fileURI(abs, pragmas(url.Values{},
@@ -138,11 +138,24 @@ func Open(ctx context.Context, path string, opts ...Option) (*Backend, error) {
 	b.rdb, b.ownsRDB = rdb, true
 	if err := b.prepareReaders(ctx); err != nil {
 		b.abort()
-		return nil, err
+		return nil, &openError{path: abs, err: err}
 	}
 	b.info.Settings["path"] = abs
 	return b, nil
 }
+
+// openError names the file an Open failed on. It unwraps to the cause, so
+// errors.Is and errors.As see through it.
+type openError struct {
+	path string
+	err  error
+}
+
+func (e *openError) Error() string {
+	return "sqlite: open " + e.path + ": " + strings.TrimPrefix(e.err.Error(), "sqlite: ")
+}
+
+func (e *openError) Unwrap() error { return e.err }
 
 // inspectFile checks an existing file through a read-only connection.
 func (b *Backend) inspectFile(ctx context.Context, abs string) error {
@@ -154,7 +167,7 @@ func (b *Backend) inspectFile(ctx context.Context, abs string) error {
 	defer db.Close()
 	db.SetMaxOpenConns(1)
 	if _, err = b.inspect(ctx, db); err != nil {
-		return fmt.Errorf("sqlite: open %s: %w", abs, err)
+		return &openError{path: abs, err: err}
 	}
 	return nil
 }

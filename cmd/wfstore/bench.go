@@ -12,9 +12,6 @@ import (
 	wfbench "github.com/wfstore/wfstore/bench"
 )
 
-// errUsage reports a flag error already printed by the flag package.
-var errUsage = errors.New("usage")
-
 // bench runs the benchmark workloads (package bench) on the chosen backends
 // and prints a markdown table; --out adds report.md and SVG charts, --json
 // one object per backend and workload.
@@ -42,9 +39,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return errUsage
 	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "wfstore bench: unexpected arguments %q\n", fs.Args())
-		return errUsage
+	if err := noArgs("bench", fs.Args(), stderr); err != nil {
+		return err
 	}
 	if *workers < 1 || *n < 0 || *history < 0 {
 		fmt.Fprintln(stderr, "wfstore bench: --workers must be positive, --n and --history not negative")
@@ -80,29 +76,53 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(cfg.Targets) == 0 {
 		return errors.New("no backend to measure")
 	}
+	if *dir != "" {
+		if err := os.MkdirAll(*dir, 0o755); err != nil {
+			return fmt.Errorf("--dir: %w", err)
+		}
+	}
 
 	rep, err := wfbench.Run(ctx, cfg)
 	if rep == nil {
 		return err
 	}
+	interrupted := err != nil && context.Cause(ctx) != nil
+	if interrupted {
+		// What was measured stands; the rest was not run.
+		rep.MarkPartial(fmt.Sprintf("%v after %.0f s, %s", context.Cause(ctx), rep.Seconds, rep.Where()))
+		err = nil
+	}
 	for _, s := range skipped {
 		rep.Skip(s[0], s[1])
 	}
+	rep.WritePartial(stdout)
 	rep.WriteTable(stdout)
 	fmt.Fprintln(stdout)
 	rep.WriteChecks(stdout)
 	rep.WriteSkips(stdout)
 	command := "wfstore bench " + strings.Join(args, " ")
+	var wrote []string
 	if *jsonPath != "" {
 		if jerr := rep.WriteJSON(*jsonPath); jerr != nil {
 			return errors.Join(err, jerr)
 		}
+		wrote = append(wrote, *jsonPath)
 	}
 	if *out != "" {
 		if oerr := rep.WriteDir(*out, command); oerr != nil {
 			return errors.Join(err, oerr)
 		}
-		fmt.Fprintf(stderr, "wfstore bench: report in %s\n", *out)
+		wrote = append(wrote, *out)
+		if !interrupted {
+			fmt.Fprintf(stderr, "wfstore bench: report in %s\n", *out)
+		}
+	}
+	if interrupted {
+		left := fmt.Sprintf("partial report of %d measured rows (marked partial) on stdout", rep.Measured())
+		if len(wrote) > 0 {
+			left += " and in " + strings.Join(wrote, ", ")
+		}
+		return &interruptedError{left: left}
 	}
 	return err
 }

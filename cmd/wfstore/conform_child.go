@@ -107,7 +107,7 @@ func createScratchSchema(ctx context.Context, dsn string) (string, error) {
 	schema := scratchPrefix + hex.EncodeToString(b[:])
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return "", fmt.Errorf("connecting to %s: %w", redactDSN(dsn), err)
+		return "", fmt.Errorf("connecting to %s: %w", postgres.RedactDSN(dsn), err)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
@@ -122,7 +122,7 @@ func dropScratchSchema(ctx context.Context, dsn, schema string) error {
 	}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", redactDSN(dsn), err)
+		return fmt.Errorf("connecting to %s: %w", postgres.RedactDSN(dsn), err)
 	}
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
@@ -142,17 +142,6 @@ func withPoolSize(dsn string, n int) string {
 		return u.String()
 	}
 	return dsn + fmt.Sprintf(" pool_max_conns=%d", n)
-}
-
-// redactDSN is dsn without its password, for messages.
-func redactDSN(dsn string) string {
-	if u, err := url.Parse(dsn); err == nil && u.User != nil {
-		if _, has := u.User.Password(); has {
-			u.User = url.UserPassword(u.User.Username(), "xxxxx")
-		}
-		return u.String()
-	}
-	return regexp.MustCompile(`(?i)(password\s*=\s*)('[^']*'|\S+)`).ReplaceAllString(dsn, "${1}xxxxx")
 }
 
 // probeAdapter opens one scratch store of the chosen backend to read the

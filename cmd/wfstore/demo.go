@@ -62,6 +62,9 @@ Flags:
 		}
 		return errUsage
 	}
+	if err := noArgs("demo", fs.Args(), stderr); err != nil {
+		return err
+	}
 	if c.activations < 1 || c.members < 0 || c.dispatchers < 1 || c.failPercent < 0 || c.failPercent > 100 {
 		return errors.New("need -activations ≥ 1, -members ≥ 0, -dispatchers ≥ 1, 0 ≤ -fail ≤ 100")
 	}
@@ -70,7 +73,12 @@ Flags:
 		return err
 	}
 	defer b.Close()
-	return runDemo(ctx, workflow.New(b), c, stdout)
+	err = runDemo(ctx, workflow.New(b), c, stdout)
+	if err != nil && context.Cause(ctx) != nil {
+		// The store's errors now only say that the signal cancelled them.
+		return &interruptedError{left: fmt.Sprintf("the demo stopped part-way through its run; %s is consistent (every change is one transaction) and the next demo adds a new run", c.path)}
+	}
+	return err
 }
 
 // simOwner is the demo's owner: it accepts every dispatch and later reports

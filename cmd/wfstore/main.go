@@ -1,20 +1,29 @@
 // Command wfstore runs wfstore's demo, benchmarks and conformance suite.
 //
-//	wfstore demo  [flags]   admit a demo workflow on an embedded SQLite file
-//	wfstore bench [flags]   benchmark the backends side by side
-//	wfstore conform [flags] run the conformance suite against a live store
-//	wfstore backup  [flags] write a consistent copy of a SQLite or bbolt store
-//	wfstore migrate status|up [flags] show or apply schema migrations
+//	wfstore demo    [flags]         admit a demo workflow on an embedded SQLite file
+//	wfstore bench   [flags]         benchmark the backends side by side
+//	wfstore conform [flags]         run the conformance suite against a live store
+//	wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store
+//	wfstore migrate status|up [flags]  show or apply schema migrations
+//	wfstore version                 print the module, Go and adapter versions
 //
 // Run "wfstore <command> -help" for a command's flags.
+//
+// Exit status: 0 on success, 1 on an error, 2 on a usage error, 130 when
+// interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM; an interrupted command
+// prints one line saying what it left behind. A second signal ends the
+// program at once.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"strings"
+	"syscall"
 )
 
 func main() {
@@ -25,9 +34,48 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// signalled is the cancellation cause of a command stopped by a signal.
+type signalled struct{ sig os.Signal }
+
+func (s signalled) Error() string { return "interrupted by " + signalName(s.sig) }
+
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGINT:
+		return "SIGINT (Ctrl-C)"
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	}
+	return sig.String()
+}
+
+// interruptedError is what a command returns when a signal stopped it: what
+// it left behind, for the one line the user sees.
+type interruptedError struct{ left string }
+
+func (e *interruptedError) Error() string { return e.left }
+
+// errUsage reports a usage error already printed.
+var errUsage = errors.New("usage")
+
 func run(args []string, stdout, stderr io.Writer) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
-	defer stop()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	defer cancel(nil)
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	finished := make(chan struct{})
+	defer close(finished)
+	go func() {
+		select {
+		case sig := <-sigs:
+			// The next signal gets the default action: it ends the program.
+			signal.Stop(sigs)
+			cancel(signalled{sig})
+		case <-finished:
+			signal.Stop(sigs)
+		}
+	}()
+
 	if len(args) == 0 {
 		usage(stderr)
 		return 2
@@ -44,7 +92,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = backupCmd(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		err = migrateCmd(ctx, args[1:], stdout, stderr)
+	case "version":
+		err = version(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 {
+			fmt.Fprintf(stderr, "wfstore help: unexpected arguments %q\n", args[1:])
+			return 2
+		}
 		usage(stdout)
 		return 0
 	default:
@@ -52,25 +106,90 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	if err == errUsage {
+	return exit(ctx, args[0], err, stderr)
+}
+
+// exit prints err, if any, as one message and returns the exit status.
+func exit(ctx context.Context, cmd string, err error, stderr io.Writer) int {
+	var sig signalled
+	if errors.As(context.Cause(ctx), &sig) {
+		msg := fmt.Sprintf("wfstore %s: %s", cmd, sig.Error())
+		var ie *interruptedError
+		switch {
+		case errors.As(err, &ie):
+			msg += "; " + ie.left
+		case err == nil:
+			msg += " after it had finished"
+		}
+		fmt.Fprintln(stderr, msg)
+		if sig.sig == syscall.SIGTERM {
+			return 143
+		}
+		return 130
+	}
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, errUsage):
 		return 2
 	}
-	if err != nil {
-		fmt.Fprintf(stderr, "wfstore %s: %v\n", args[0], err)
-		return 1
+	fmt.Fprintf(stderr, "wfstore %s: %s\n", cmd, errorText(cmd, err))
+	return 1
+}
+
+// errorText renders err for one command's message: a prefix naming the
+// command again is dropped, a segment repeating the one before it
+// ("sqlite: sqlite: ...") is dropped, and identical lines of a joined error
+// are printed once with a count.
+func errorText(cmd string, err error) string {
+	var lines []string
+	count := map[string]int{}
+	for _, line := range strings.Split(err.Error(), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" {
+			continue
+		}
+		segs := strings.Split(line, ": ")
+		var kept []string
+		for i, s := range segs {
+			if (i == 0 && (s == cmd || s == "wfstore "+cmd) && len(segs) > 1) || (len(kept) > 0 && kept[len(kept)-1] == s) {
+				continue
+			}
+			kept = append(kept, s)
+		}
+		line = strings.Join(kept, ": ")
+		if count[line] == 0 {
+			lines = append(lines, line)
+		}
+		count[line]++
 	}
-	return 0
+	for i, l := range lines {
+		if n := count[l]; n > 1 {
+			lines[i] = fmt.Sprintf("%s (×%d)", l, n)
+		}
+	}
+	return strings.Join(lines, "\n  ")
+}
+
+// noArgs rejects positional arguments left after a command's flags.
+func noArgs(cmd string, args []string, stderr io.Writer) error {
+	if len(args) > 0 {
+		fmt.Fprintf(stderr, "wfstore %s: unexpected arguments %q (see \"wfstore %s -help\")\n", cmd, args, cmd)
+		return errUsage
+	}
+	return nil
 }
 
 func usage(w io.Writer) {
 	fmt.Fprint(w, `wfstore: durable, exactly-once admission of workflow work.
 
 Usage:
-  wfstore demo  [flags]   admit a demo workflow on an embedded SQLite file
-  wfstore bench [flags]   benchmark the backends side by side
-  wfstore conform [flags] run the conformance suite against a live store
-  wfstore backup  [flags] write a consistent copy of a SQLite or bbolt store
-  wfstore migrate status|up [flags] show or apply schema migrations
+  wfstore demo    [flags]         admit a demo workflow on an embedded SQLite file
+  wfstore bench   [flags]         benchmark the backends side by side
+  wfstore conform [flags]         run the conformance suite against a live store
+  wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store
+  wfstore migrate status|up [flags]  show or apply schema migrations
+  wfstore version                 print the module, Go and adapter versions
 
 Run "wfstore <command> -help" for a command's flags.
 `)

@@ -74,7 +74,7 @@ Flags:
 	case "postgres":
 		pool, perr := pgxpool.New(ctx, sf.dsn)
 		if perr != nil {
-			return fmt.Errorf("connecting to %s: %w", redactDSN(sf.dsn), perr)
+			return fmt.Errorf("connecting to %s: %w", postgres.RedactDSN(sf.dsn), perr)
 		}
 		defer pool.Close()
 		var st postgres.SchemaStatus

@@ -53,7 +53,7 @@ func (f *storeFlags) check() error {
 // where names the store for messages (a DSN without its password).
 func (f *storeFlags) where() string {
 	if f.backend == "postgres" {
-		s := redactDSN(f.dsn)
+		s := postgres.RedactDSN(f.dsn)
 		if f.schema != "" {
 			s += " schema " + f.schema
 		}

@@ -43,7 +43,8 @@ func TestMain(m *testing.M) {
 		fmt.Println("done")
 		os.Exit(0)
 	}
-	os.Exit(m.Run())
+	// pgtest.Main stops the throwaway cluster the postgres case may start.
+	pgtest.Main(m)
 }
 
 func open(ctx context.Context, kind, loc string) (backend.Backend, error) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/url"
 	"os"
@@ -25,9 +26,17 @@ type Binaries struct {
 	PGCtl  string
 }
 
-// FindBinaries looks for initdb and pg_ctl in PATH, then in the highest
-// version of /usr/lib/postgresql/*/bin.
+// FindBinaries looks for initdb and pg_ctl in the directory named by
+// WFSTORE_POSTGRES_BIN when it is set (and only there), else in PATH, then
+// in the highest version of /usr/lib/postgresql/*/bin.
 func FindBinaries() (Binaries, error) {
+	if d := os.Getenv(EnvBinDir); d != "" {
+		b := Binaries{Dir: d, InitDB: filepath.Join(d, "initdb"), PGCtl: filepath.Join(d, "pg_ctl")}
+		if isExec(b.InitDB) && isExec(b.PGCtl) {
+			return b, nil
+		}
+		return Binaries{}, fmt.Errorf("%w in %s=%s", ErrNoBinaries, EnvBinDir, d)
+	}
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {
 			p = real
@@ -51,7 +60,7 @@ func FindBinaries() (Binaries, error) {
 			return b, nil
 		}
 	}
-	return Binaries{}, ErrNoBinaries
+	return Binaries{}, fmt.Errorf("%w in PATH or /usr/lib/postgresql/*/bin", ErrNoBinaries)
 }
 
 func pgVersion(binDir string) float64 {
@@ -75,6 +84,12 @@ type Cluster struct {
 	// RunAs names the OS user running the server.
 	RunAs string
 
+	// watchdog stops the cluster and removes root when this process dies
+	// without calling Stop; closing watchdogPipe (Stop does) or this
+	// process's death ends it.
+	watchdog     *exec.Cmd
+	watchdogPipe io.WriteCloser
+
 	stopOnce sync.Once
 	stopErr  error
 }
@@ -93,13 +108,37 @@ func (c *Cluster) SocketDSN() string {
 // DataDir returns the cluster's data directory.
 func (c *Cluster) DataDir() string { return c.dataDir }
 
+// Root returns the temporary directory holding the data directory, the
+// socket and the server log; Stop removes it.
+func (c *Cluster) Root() string { return c.root }
+
+// PID returns the server's (postmaster's) process id, or 0 when it is not
+// running.
+func (c *Cluster) PID() int {
+	b, err := os.ReadFile(filepath.Join(c.dataDir, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, _ := strconv.Atoi(strings.TrimSpace(line))
+	return pid
+}
+
 // Port returns the TCP port.
 func (c *Cluster) Port() int { return c.port }
 
 // StartCluster creates and starts a throwaway cluster. When the process is
 // root it runs initdb and the server as the "postgres" OS user. The cluster
 // is registered for StopAll (and so for Main).
+//
+// The cluster does not outlive this process: besides Stop (and Main, which
+// also stops it on SIGINT and SIGTERM), a watchdog process started with it
+// stops the server and removes its directory as soon as this process is
+// gone, however it ended (a panicking test, a signal, SIGKILL). Clusters
+// left behind by processes that died before their watchdog could act are
+// reaped the next time a cluster is started.
 func StartCluster(ctx context.Context, bins Binaries) (*Cluster, error) {
+	ReapOrphans(bins)
 	c := &Cluster{bins: bins}
 	if os.Geteuid() == 0 {
 		u, err := user.Lookup("postgres")
@@ -116,7 +155,7 @@ func StartCluster(ctx context.Context, bins Binaries) (*Cluster, error) {
 	} else if u, err := user.Current(); err == nil {
 		c.RunAs = u.Username
 	}
-	root, err := os.MkdirTemp("", "wfstore-pgtest-")
+	root, err := os.MkdirTemp("", rootPrefix)
 	if err != nil {
 		return nil, err
 	}
@@ -134,6 +173,14 @@ func StartCluster(ctx context.Context, bins Binaries) (*Cluster, error) {
 				return nil, fmt.Errorf("chown %s to postgres: %w", p, err)
 			}
 		}
+	}
+	if err := writeOwner(root); err != nil {
+		c.cleanup()
+		return nil, err
+	}
+	if err := c.startWatchdog(); err != nil {
+		c.cleanup()
+		return nil, fmt.Errorf("pgtest: start the cluster's watchdog: %w", err)
 	}
 	if out, err := c.run(ctx, bins.InitDB, "-D", c.dataDir, "-U", "postgres", "-A", "trust",
 		"-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
@@ -192,10 +239,9 @@ func (c *Cluster) run(ctx context.Context, prog string, args ...string) (string,
 	cmd.Stdin = nil
 	cmd.Stdout = f
 	cmd.Stderr = f
-	cmd.Env = []string{"PATH=" + c.bins.Dir + ":/usr/bin:/bin", "LC_ALL=C", "LANG=C", "TZ=UTC"}
+	cmd.Env = c.env()
 	if c.cred != nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: c.cred}
-		cmd.Env = append(cmd.Env, "HOME="+c.root, "USER=postgres", "LOGNAME=postgres")
 	}
 	err = cmd.Run()
 	out, _ := os.ReadFile(outPath)
@@ -222,6 +268,7 @@ func (c *Cluster) Stop() error {
 			}
 		}
 		c.cleanup()
+		c.stopWatchdog()
 		clusterMu.Lock()
 		for i, o := range clusters {
 			if o == c {
@@ -234,8 +281,11 @@ func (c *Cluster) Stop() error {
 	return c.stopErr
 }
 
+// cleanup removes the cluster's directory (and ends the watchdog, which has
+// nothing left to do). The server must be stopped already.
 func (c *Cluster) cleanup() {
 	if c.root != "" {
 		_ = os.RemoveAll(c.root)
 	}
+	c.stopWatchdog()
 }

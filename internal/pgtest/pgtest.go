@@ -6,13 +6,18 @@
 //  1. the one at WFSTORE_POSTGRES_DSN, when set (a connection failure then
 //     fails the test: an explicit server never skips);
 //  2. a throwaway cluster started once per test binary with the local
-//     initdb and pg_ctl (found in PATH or /usr/lib/postgresql/*/bin), in a
-//     temporary directory, listening on 127.0.0.1 at a random port and on a
-//     unix socket in that directory. When the process runs as root (initdb
-//     refuses root) the cluster is created and run as the "postgres" user.
-//     It is stopped and deleted when the binary exits through Main;
-//  3. none: the test is skipped with a message saying how to provide one,
-//     or fails when WFSTORE_REQUIRE_POSTGRES=1.
+//     initdb and pg_ctl (found in WFSTORE_POSTGRES_BIN when set, else in
+//     PATH or /usr/lib/postgresql/*/bin), in a temporary directory,
+//     listening on 127.0.0.1 at a random port and on a unix socket in that
+//     directory. When the process runs as root (initdb refuses root) the
+//     cluster is created and run as the "postgres" user. It is stopped and
+//     deleted however the binary ends: by Main after the tests or on
+//     SIGINT/SIGTERM, and by the cluster's watchdog process when the binary
+//     dies without running Main's cleanup (a panicking test, a timeout,
+//     SIGKILL);
+//  3. none: the test is skipped with a message saying how to provide one
+//     (and Main reports the skips at the end, see Main), or fails when
+//     WFSTORE_REQUIRE_POSTGRES=1.
 //
 // Use it from a package's TestMain:
 //
@@ -30,12 +35,19 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/signal"
+	"path/filepath"
+	"runtime/debug"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"golang.org/x/term"
 )
 
 // Environment variables.
@@ -44,6 +56,8 @@ const (
 	EnvDSN = "WFSTORE_POSTGRES_DSN"
 	// EnvRequire, when "1", turns a missing server into a test failure.
 	EnvRequire = "WFSTORE_REQUIRE_POSTGRES"
+	// EnvBinDir names the one directory to take initdb and pg_ctl from.
+	EnvBinDir = "WFSTORE_POSTGRES_BIN"
 )
 
 // SchemaPrefix starts the name of every schema Schema creates.
@@ -57,6 +71,8 @@ var (
 
 	clusterMu sync.Mutex
 	clusters  []*Cluster // started by this binary, stopped by Main
+
+	skipped atomic.Int64 // tests skipped for want of a server
 )
 
 type server struct {
@@ -68,14 +84,51 @@ type server struct {
 
 // Main runs the tests and then stops every cluster this binary started.
 // Call it from TestMain.
+//
+// The clusters are stopped and removed on every way out: after the tests,
+// when m.Run panics, and on SIGINT or SIGTERM (the binary then still dies
+// of that signal). A test panicking on its own goroutine, or a SIGKILL,
+// ends the process without running any of that: each cluster's watchdog
+// (see StartCluster) then stops it.
+//
+// When tests were skipped for want of a server, Main says so on stderr
+// and, because "go test ./..." shows nothing of a passing package but its
+// "ok" line, also on the controlling terminal when there is one (see
+// notice).
 func Main(m *testing.M) {
-	code := m.Run()
-	StopAll()
-	os.Exit(code)
+	os.Exit(runMain(m))
 }
 
-// StopAll stops every cluster started by this binary (Main calls it).
-func StopAll() {
+func runMain(m *testing.M) int {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	finished := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			n := StopAll()
+			fmt.Fprintf(os.Stderr, "pgtest: %v: the tests were interrupted; stopped and removed %d throwaway PostgreSQL cluster(s)\n", sig, n)
+			// Die of the signal, as the binary would have without us.
+			signal.Reset(sig)
+			_ = syscall.Kill(os.Getpid(), sig.(syscall.Signal))
+			time.Sleep(time.Second)
+			os.Exit(128 + int(sig.(syscall.Signal)))
+		case <-finished:
+		}
+	}()
+	defer func() {
+		signal.Stop(sigs)
+		close(finished)
+		StopAll()
+	}()
+	code := m.Run()
+	notice()
+	return code
+}
+
+// StopAll stops every cluster started by this binary (Main calls it) and
+// returns how many it stopped.
+func StopAll() int {
 	clusterMu.Lock()
 	cs := clusters
 	clusters = nil
@@ -88,6 +141,38 @@ func StopAll() {
 			fmt.Fprintf(os.Stderr, "pgtest: stopping the throwaway cluster: %v\n", err)
 		}
 	}
+	return len(cs)
+}
+
+// notice reports the tests skipped for want of a server, once per binary:
+// on stderr, where "go test -v" and a failing package show it, and, when
+// go test hides this binary's output (a passing package in package-list
+// mode, not -v), also on the controlling terminal, so that a person running
+// "go test ./..." sees it just above the package's "ok" line. Without a
+// terminal (CI) only stderr carries it: set WFSTORE_REQUIRE_POSTGRES=1
+// there to turn the skip into a failure.
+func notice() {
+	n := skipped.Load()
+	if n == 0 || Required() {
+		return
+	}
+	msg := fmt.Sprintf("%s: %d test(s) SKIPPED: %s\n", testPackage(), n, srvSkip)
+	fmt.Fprint(os.Stderr, msg)
+	if testing.Verbose() || term.IsTerminal(int(os.Stderr.Fd())) {
+		return // stderr already reaches the person
+	}
+	if tty, err := os.OpenFile("/dev/tty", os.O_WRONLY, 0); err == nil {
+		fmt.Fprint(tty, msg)
+		_ = tty.Close()
+	}
+}
+
+// testPackage names the package under test.
+func testPackage() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Path != "" && bi.Path != "command-line-arguments" {
+		return strings.TrimSuffix(bi.Path, ".test")
+	}
+	return strings.TrimSuffix(filepath.Base(os.Args[0]), ".test")
 }
 
 // Required reports whether WFSTORE_REQUIRE_POSTGRES=1.
@@ -149,6 +234,7 @@ func connect(ctx context.Context, dsn string) (*server, error) {
 // noServer skips t, or fails it when a server is required.
 func noServer(t testing.TB, why string) {
 	t.Helper()
+	skipped.Add(1)
 	if Required() {
 		t.Fatalf("%s (%s=1, so this fails instead of skipping)", why, EnvRequire)
 	}
@@ -230,4 +316,4 @@ func Admin(t testing.TB) *pgxpool.Pool {
 }
 
 // ErrNoBinaries reports that initdb/pg_ctl were not found.
-var ErrNoBinaries = errors.New("no initdb/pg_ctl found in PATH or /usr/lib/postgresql/*/bin")
+var ErrNoBinaries = errors.New("no initdb/pg_ctl found")
