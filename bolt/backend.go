@@ -9,6 +9,7 @@ import (
 	"sync/atomic"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -54,7 +55,7 @@ func (b *Backend) enter(ctx context.Context, op string) error {
 
 // beginError translates an error from bbolt's Begin.
 func beginError(op string, err error) error {
-	if errors.Is(err, bbolt.ErrDatabaseNotOpen) {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
 		return fmt.Errorf("bolt: %s: %w: %w", op, backend.ErrClosed, err)
 	}
 	return fmt.Errorf("bolt: %s: %w", op, err)

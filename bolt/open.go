@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -23,7 +24,7 @@ const DefaultLockTimeout = 2 * time.Second
 var (
 	// ErrLocked: Open could not take the file lock within the lock timeout,
 	// because another process or another Backend in this process has the
-	// file open. It wraps bbolt.ErrTimeout.
+	// file open. It wraps berrors.ErrTimeout.
 	ErrLocked = errors.New("bolt: store file is locked by another process or Backend")
 	// ErrNoSync: OpenDB was given a handle with NoSync set. A commit that
 	// is not fsynced breaks the never-dispatched proof, so such a handle is
@@ -207,9 +208,9 @@ func (e *pathError) Unwrap() error { return e.err }
 // openError translates bbolt's open errors.
 func openError(path string, timeout time.Duration, err error) error {
 	switch {
-	case errors.Is(err, bbolt.ErrTimeout):
+	case errors.Is(err, berrors.ErrTimeout):
 		return fmt.Errorf("%w: %s (waited %v): %w", ErrLocked, path, timeout, err)
-	case errors.Is(err, bbolt.ErrInvalid), errors.Is(err, bbolt.ErrVersionMismatch), errors.Is(err, bbolt.ErrChecksum):
+	case errors.Is(err, berrors.ErrInvalid), errors.Is(err, berrors.ErrVersionMismatch), errors.Is(err, berrors.ErrChecksum):
 		return fmt.Errorf("bolt: %s is not a bbolt file: %w: %w", path, backend.ErrForeignStore, err)
 	}
 	return fmt.Errorf("bolt: open %s: %w", path, err)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -138,7 +139,7 @@ func TestSecondOpenTimesOutWithErrLocked(t *testing.T) {
 	start := time.Now()
 	_, err = Open(ctx, path, WithLockTimeout(100*time.Millisecond))
 	require.ErrorIs(t, err, ErrLocked)
-	require.ErrorIs(t, err, bbolt.ErrTimeout)
+	require.ErrorIs(t, err, berrors.ErrTimeout)
 	require.Less(t, time.Since(start), 2*time.Second)
 
 	// A ctx deadline shorter than the lock timeout wins.

@@ -51,7 +51,7 @@ func (t *readTx) scanDesc(bk *bbolt.Bucket, from, until []byte, visit func(k, v 
 	var k, v []byte
 	if until == nil {
 		k, v = c.Last()
-	} else if k, v = c.Seek(until); k == nil {
+	} else if k, _ = c.Seek(until); k == nil {
 		k, v = c.Last()
 	} else {
 		k, v = c.Prev()

@@ -278,10 +278,3 @@ func (b *Backend) enter(ctx context.Context) (context.Context, func(), error) {
 		b.inflight.Done()
 	}, nil
 }
-
-// isClosed reports whether Close has been called.
-func (b *Backend) isClosed() bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.closed
-}

@@ -19,18 +19,8 @@ import (
 )
 
 // buildWfstore builds the command as a user would get it and returns the
-// binary's path (in t's temporary directory).
-func buildWfstore(t *testing.T) string {
-	t.Helper()
-	goTool, err := exec.LookPath("go")
-	if err != nil {
-		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-	}
-	bin := filepath.Join(t.TempDir(), "wfstore")
-	out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
-	require.NoError(t, err, "go build: %s", out)
-	return bin
-}
+// binary's path.
+func buildWfstore(t *testing.T) string { return wfstoreBinary(t, "") }
 
 // result is one run of the binary.
 type result struct {
