@@ -55,11 +55,12 @@
 // # Boundaries
 //
 // Every page or batch limit (Dispatch, ReconcilePrepared, Redispatch,
-// Events, Attempts, ActiveAttempts, ActiveLeases) takes 0 as
-// DefaultPageLimit and 1..=MaxPageLimit as given; a negative limit or one
-// above MaxPageLimit is ErrInvalidInput. Zero fields of a run's Limits take
-// the defaults, and zero fields of a child run's Limits inherit the
-// parent's.
+// ReconcileReceiptBacked, Events, Attempts, ActiveAttempts, ActiveLeases)
+// takes 0 as DefaultPageLimit and 1..=MaxPageLimit as given; a negative
+// limit or one above MaxPageLimit is ErrInvalidInput. Zero caps and a nil
+// RetryCap of a run's RunLimits take the defaults (see DefaultRetryCap), and
+// those of a child run's RunLimits inherit the parent's; RetryCap(0) is
+// stored as 0 (never retry).
 //
 // A run's wall-clock deadline is exclusive at the millisecond: from the
 // deadline millisecond on (now >= deadline) no attempt is prepared (pending
