@@ -22,6 +22,23 @@ func fileHash(t *testing.T, path string) [32]byte {
 }
 
 // rawDB opens path with the driver directly (no wfstore).
+// storeOfVersion returns the path of a store holding one run whose
+// recorded schema version is v (checkpointed, so the main file has it).
+func storeOfVersion(t *testing.T, v int) string {
+	t.Helper()
+	path := newPath(t)
+	b := openAt(t, path)
+	update(t, b, backend.Ins(backend.Run{ID: "r"}))
+	require.NoError(t, b.Close())
+	db := rawDB(t, path)
+	_, err := db.Exec("UPDATE wfstore_meta SET value = ? WHERE key = 'schema_version'", strconv.Itoa(v))
+	require.NoError(t, err)
+	_, err = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+	return path
+}
+
 func rawDB(t *testing.T, path string) *sql.DB {
 	t.Helper()
 	db, err := sql.Open("sqlite", fileURI(path, url.Values{}))
@@ -86,19 +103,10 @@ func TestForeignFilesRefusedByteIdentical(t *testing.T) {
 func TestNewerSchemaVersionRefusedByteIdentical(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := newPath(t)
-	b := openAt(t, path)
-	update(t, b, backend.Ins(backend.Run{ID: "r"}))
-	require.NoError(t, b.Close())
-	db := rawDB(t, path)
-	_, err := db.Exec("UPDATE wfstore_meta SET value = '3' WHERE key = 'schema_version'")
-	require.NoError(t, err)
-	_, err = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
+	path := storeOfVersion(t, 3)
 	before := fileHash(t, path)
 
-	_, err = Open(ctx, path)
+	_, err := Open(ctx, path)
 	require.ErrorIs(t, err, backend.ErrSchemaVersion)
 	var sv *backend.SchemaVersionError
 	require.ErrorAs(t, err, &sv)

@@ -39,16 +39,7 @@ func TestSchemaStatusAndMigrateOfAFreshFile(t *testing.T) {
 func TestSchemaStatusReportsNewerAndForeignStoresWithoutWriting(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := newPath(t)
-	b := openAt(t, path)
-	update(t, b, backend.Ins(backend.Run{ID: "r"}))
-	require.NoError(t, b.Close())
-	db := rawDB(t, path)
-	_, err := db.Exec("UPDATE wfstore_meta SET value = '7' WHERE key = 'schema_version'")
-	require.NoError(t, err)
-	_, err = db.Exec("PRAGMA wal_checkpoint(TRUNCATE)")
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
+	path := storeOfVersion(t, 7)
 	hash := fileHash(t, path)
 
 	st, err := ReadSchemaStatus(ctx, path)

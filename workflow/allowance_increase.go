@@ -30,13 +30,7 @@ import (
 // exhausts its raised cap, Dispatch reports its activations Exhausted and
 // takes them out of discovery again, and no second event is written.
 func (s *Store) IncreaseAllowance(ctx context.Context, runID string, expectedCap, targetCap int64, auth *Authority, now time.Time) error {
-	if err := ValidateID("run id", runID); err != nil {
-		return err
-	}
-	if err := validateAuthority(auth); err != nil {
-		return err
-	}
-	at, err := toMS("now", now)
+	at, err := runCallArgs(runID, auth, now)
 	if err != nil {
 		return err
 	}

@@ -69,6 +69,18 @@ func (c authorityCheck) verify(run backend.Run) error {
 	return nil
 }
 
+// runCallArgs validates the arguments most run-level calls share: the run
+// id, an optional authority and now, returned as stored milliseconds.
+func runCallArgs(runID string, auth *Authority, now time.Time) (int64, error) {
+	if err := ValidateID("run id", runID); err != nil {
+		return 0, err
+	}
+	if err := validateAuthority(auth); err != nil {
+		return 0, err
+	}
+	return toMS("now", now)
+}
+
 func validateAuthority(a *Authority) error {
 	if a == nil {
 		return nil

@@ -22,13 +22,7 @@ import (
 // observation of such an attempt makes it cancelling, not cancelled). Use
 // RequestTreeCancellation to cancel a whole composition tree at once.
 func (s *Store) RequestCancellation(ctx context.Context, runID string, auth *Authority, now time.Time) (RunStatus, error) {
-	if err := ValidateID("run id", runID); err != nil {
-		return "", err
-	}
-	if err := validateAuthority(auth); err != nil {
-		return "", err
-	}
-	at, err := toMS("now", now)
+	at, err := runCallArgs(runID, auth, now)
 	if err != nil {
 		return "", err
 	}
@@ -257,13 +251,7 @@ func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
 // cancels one run only: the owners of its child-run parent attempts
 // decide about the children, and the run finalises once they are terminal.
 func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth *Authority, now time.Time) (RunStatus, error) {
-	if err := ValidateID("run id", rootID); err != nil {
-		return "", err
-	}
-	if err := validateAuthority(auth); err != nil {
-		return "", err
-	}
-	at, err := toMS("now", now)
+	at, err := runCallArgs(rootID, auth, now)
 	if err != nil {
 		return "", err
 	}

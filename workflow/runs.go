@@ -164,13 +164,7 @@ func (s *Store) ResumeRun(ctx context.Context, runID string, auth *Authority, no
 }
 
 func (s *Store) setRunGate(ctx context.Context, runID string, auth *Authority, now time.Time, pause bool) error {
-	if err := ValidateID("run id", runID); err != nil {
-		return err
-	}
-	if err := validateAuthority(auth); err != nil {
-		return err
-	}
-	at, err := toMS("now", now)
+	at, err := runCallArgs(runID, auth, now)
 	if err != nil {
 		return err
 	}
