@@ -36,15 +36,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "wfstore backup: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+	if ok, err := parseFlags(fs, args, stderr); !ok {
+		return err
 	}
 	if err := sf.check(); err != nil {
 		return err

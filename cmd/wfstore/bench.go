@@ -33,13 +33,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 			"bare commit, raw admission, sequential, parallel (distinct runs), racing, history growth, retry round trip.\n\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if err := noArgs("bench", fs.Args(), stderr); err != nil {
+	if ok, err := parseFlags(fs, args, stderr); !ok {
 		return err
 	}
 	if *workers < 1 || *n < 0 || *history < 0 {

@@ -63,15 +63,8 @@ Flags:
 `)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "wfstore conform: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+	if ok, err := parseFlags(fs, args, stderr); !ok {
+		return err
 	}
 	switch c.backend {
 	case "sqlite", "bolt":

@@ -124,7 +124,7 @@ func TestConformRejectsBadArguments(t *testing.T) {
 		{[]string{"conform", "--backend", "oracle"}, `unknown --backend "oracle"`, 1},
 		{[]string{"conform", "--backend", "postgres"}, "needs --dsn", 1},
 		{[]string{"conform", "--backend", "sqlite", "--dsn", "x"}, "--dsn is for --backend postgres", 1},
-		{[]string{"conform", "extra"}, `unexpected argument "extra"`, 2},
+		{[]string{"conform", "extra"}, `unexpected arguments ["extra"]`, 2},
 		{[]string{"conform", "--backend", "sqlite", "--run", "no_such_case_anywhere"}, "no case matched", 1},
 	} {
 		_, stderr, code := runCLI(t, bin, nil, tc.args...)

@@ -18,6 +18,7 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -172,6 +173,22 @@ func errorText(cmd string, err error) string {
 }
 
 // noArgs rejects positional arguments left after a command's flags.
+// parseFlags parses a command's flags and rejects positional arguments. ok
+// is false when the command must stop: after -help (err nil: the usage was
+// printed and the command succeeds) or on a usage error (errUsage).
+func parseFlags(fs *flag.FlagSet, args []string, stderr io.Writer) (ok bool, err error) {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return false, nil
+		}
+		return false, errUsage
+	}
+	if err := noArgs(fs.Name(), fs.Args(), stderr); err != nil {
+		return false, err
+	}
+	return true, nil
+}
+
 func noArgs(cmd string, args []string, stderr io.Writer) error {
 	if len(args) > 0 {
 		fmt.Fprintf(stderr, "wfstore %s: unexpected arguments %q (see \"wfstore %s -help\")\n", cmd, args, cmd)

@@ -45,15 +45,8 @@ Flags:
 		return errUsage
 	}
 	verb := args[0]
-	if err := fs.Parse(args[1:]); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return nil
-		}
-		return errUsage
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "wfstore migrate: unexpected argument %q\n", fs.Arg(0))
-		return errUsage
+	if ok, err := parseFlags(fs, args[1:], stderr); !ok {
+		return err
 	}
 	if err := sf.check(); err != nil {
 		return err

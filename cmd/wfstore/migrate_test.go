@@ -57,7 +57,7 @@ func TestMigrateCommandOnSQLite(t *testing.T) {
 	assert.Equal(t, 2, code)
 	_, stderr, code = runCLI(t, bin, nil, "migrate", "status", "--db", path, "extra")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, `unexpected argument "extra"`)
+	assert.Contains(t, stderr, `unexpected arguments ["extra"]`)
 }
 
 func TestMigrateCommandOnPostgres(t *testing.T) {

@@ -30,13 +30,7 @@ func version(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "Usage: wfstore version\n\nPrints the wfstore module version, the Go version and the adapters' driver versions.")
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return nil
-		}
-		return errUsage
-	}
-	if err := noArgs("version", fs.Args(), stderr); err != nil {
+	if ok, err := parseFlags(fs, args, stderr); !ok {
 		return err
 	}
 	bi, ok := debug.ReadBuildInfo()
