@@ -294,8 +294,8 @@ func demoRace(ctx context.Context, s *workflow.Store, c demoConfig, seed, runID 
 			once++
 		}
 	}
-	st.say("Run %s: %d dispatchers raced for its %d activations, calling Dispatch at the same instants over %d rounds. The Store admitted %d attempts; %d of the %d activations have exactly one attempt, and the losing dispatchers were told \"raced\" %d times (the activation was already taken, or the run had no concurrency room) instead of admitting anything twice.",
-		runID, c.dispatchers, c.activations, rounds, admitted, once, c.activations, raced)
+	st.say("Run %s: %s raced for its %s, calling Dispatch at the same instants over %s. The Store admitted %s; %d of the %d activations have exactly one attempt, and any dispatcher that lost was told \"raced\" %s (the activation was already taken, or the run had no concurrency room) instead of admitting anything twice.",
+		runID, count(c.dispatchers, "1 dispatcher", "%d dispatchers"), count(c.activations, "1 activation", "%d activations"), count(rounds, "1 round", "%d rounds"), count(admitted, "1 attempt", "%d attempts"), once, c.activations, count(raced, "once", "%d times"))
 	if failedID == "" {
 		return fmt.Errorf("demo: activation %v was never admitted", flaky)
 	}
@@ -372,6 +372,14 @@ func demoRace(ctx context.Context, s *workflow.Store, c demoConfig, seed, runID 
 	st.say("%d ms after the failure ConsumeNextDueRetry found nothing due; at %d ms it consumed the schedule, requeuing attempt %d after attempt %d (the run is %s again). The dispatchers raced once more: attempt %d was admitted after the scheduled retry (identity %.12s…), the owner reported it %s, and with nothing left open the run is %s.",
 		early, sched.BackoffMS, rq.NextAttempt, rq.PreviousAttempt, run.Status, second.Key.Attempt, second.Identity, res.Status, final.Status)
 	return nil
+}
+
+// count says n things: one when n is 1, else many with n in place of %d.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return fmt.Sprintf(many, n)
 }
 
 func refusalText(r *workflow.RetryRefusal) string {
@@ -500,9 +508,9 @@ func demoFanOut(ctx context.Context, s *workflow.Store, c demoConfig, seed, runI
 	if err != nil {
 		return err
 	}
-	st.say("Run %s: a fan-out group of %d members under %s/%s with policy %s and at most %d running at once. The owner had started %d members when %s reported a terminal failure (its attempt is now %s). In that same transaction the Store moved %d running siblings to %s, cancelled the %d members that had not started, and failed the run (now %s).",
-		runID, c.members, ctl.NodeID, ctl.ActivationID, workflow.FailFast, width, len(memberIDs), started[failing].Key.NodeID, res.Status,
-		len(stopped), backend.AttemptSiblingCancelling, sum.Activations[backend.ActivationCancelled], sum.Run.Status)
+	st.say("Run %s: a fan-out group of %d members under %s/%s with policy %s and at most %d running at once. The owner had started %s when %s reported a terminal failure (its attempt is now %s). In that same transaction the Store moved %s to %s, cancelled %s that had not started, and failed the run (now %s).",
+		runID, c.members, ctl.NodeID, ctl.ActivationID, workflow.FailFast, width, count(len(memberIDs), "1 member", "%d members"), started[failing].Key.NodeID, res.Status,
+		count(len(stopped), "its running sibling", "its %d running siblings"), backend.AttemptSiblingCancelling, count(sum.Activations[backend.ActivationCancelled], "the member", "the %d members"), sum.Run.Status)
 	cancelled := 0
 	for _, id := range stopped {
 		r, err := observe(ctx, s, id, workflow.ObservedCancelled, clock.step())
@@ -517,7 +525,7 @@ func demoFanOut(ctx context.Context, s *workflow.Store, c demoConfig, seed, runI
 	if err != nil {
 		return err
 	}
-	st.say("The owner then stopped those %d siblings and reported them; the Store settled %d of them as cancelled. The run stays %s.", len(stopped), cancelled, run.Status)
+	st.say("The owner then stopped %s and reported back; the Store settled %d as cancelled. The run stays %s.", count(len(stopped), "that sibling", "those %d siblings"), cancelled, run.Status)
 	return nil
 }
 
@@ -549,6 +557,10 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 	if _, err := s.PreparePending(ctx, keys[2], *plan, clock.step()); err != nil {
 		return err
 	}
+	before, err := s.RunSummary(ctx, runID)
+	if err != nil {
+		return err
+	}
 	status, err := s.RequestCancellation(ctx, runID, nil, clock.step())
 	if err != nil {
 		return err
@@ -565,8 +577,10 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 	if err != nil {
 		return err
 	}
-	st.say("Run %s: %d attempts were running, one more was prepared by a dispatcher that stopped before handing it off, and one activation had not started, when cancellation was requested. The intent is durable first (recorded %d ms after the run was created); the run keeps status %s, cancellation requested, with %d active attempts still to settle, and the unstarted activation is already cancelled (%d cancelled).",
-		runID, len(ids), run.CancelRequestedMS-run.CreatedMS, status, len(active), sum.Activations[backend.ActivationCancelled])
+	st.say("Run %s: cancellation was requested while %s running, %s prepared by a dispatcher that stopped before handing it off, and %s not started. The intent is durable first (recorded %d ms after the run was created): the run keeps status %s, cancellation requested, with %s still to settle, and %s already cancelled.",
+		runID, count(before.Attempts[backend.AttemptRunning], "1 attempt was", "%d attempts were"), count(before.Attempts[backend.AttemptPrepared], "1 attempt was", "%d attempts were"),
+		count(before.Activations[backend.ActivationPending], "1 activation had", "%d activations had"), run.CancelRequestedMS-run.CreatedMS, status,
+		count(len(active), "1 active attempt", "%d active attempts"), count(sum.Activations[backend.ActivationCancelled], "the unstarted activation is", "%d unstarted activations are"))
 	var signalled []string
 	neverDispatched := 0
 	for _, a := range active {
@@ -597,8 +611,8 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 	if err != nil {
 		return err
 	}
-	st.say("The engine cancelled the never-handed-off attempt directly (%d, no owner to ask) and signalled the owner of the %d in flight, which the Store marks %s (%d now); the run is still %s until the owner reports.",
-		neverDispatched, len(signalled), backend.AttemptCancelling, cancelling, run.Status)
+	st.say("The engine cancelled %s that provably never reached its owner (no one to ask) and signalled the owner of the %d in flight, which the Store marks %s (%d now); the run is still %s until the owner reports.",
+		count(neverDispatched, "the attempt", "the %d attempts"), len(signalled), backend.AttemptCancelling, cancelling, run.Status)
 	for _, id := range signalled {
 		if _, err := observe(ctx, s, id, workflow.ObservedCancelled, clock.step()); err != nil {
 			return err
@@ -608,7 +622,7 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 	if err != nil {
 		return err
 	}
-	st.say("The owner reported its %d attempts cancelled; with nothing active left the Store finalised the run as %s.", len(signalled), run.Status)
+	st.say("The owner reported its %s cancelled; with nothing active left the Store finalised the run as %s.", count(len(signalled), "1 attempt", "%d attempts"), run.Status)
 	return nil
 }
 
