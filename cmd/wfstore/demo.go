@@ -134,8 +134,7 @@ func wrap(s string, width int, indent string) string {
 // simClock is the demo's time: it moves only when the story says so.
 type simClock struct{ t time.Time }
 
-func (c *simClock) step() time.Time                 { c.t = c.t.Add(time.Millisecond); return c.t }
-func (c *simClock) after(d time.Duration) time.Time { c.t = c.t.Add(d); return c.t }
+func (c *simClock) step() time.Time { c.t = c.t.Add(time.Millisecond); return c.t }
 
 // pick chooses, from the seed, an index in [0, n).
 func pick(seed, label string, n int) int {
@@ -275,7 +274,7 @@ func demoRace(ctx context.Context, s *workflow.Store, c demoConfig, seed, runID 
 				failedID = id
 				continue // reported last, below
 			}
-			if _, err := observe(ctx, s, id, workflow.ObservedSucceeded, now.Add(time.Microsecond*500)); err != nil {
+			if _, err := observe(ctx, s, id, workflow.ObservedSucceeded, clock.step()); err != nil {
 				return err
 			}
 		}
@@ -475,7 +474,7 @@ func demoFanOut(ctx context.Context, s *workflow.Store, c demoConfig, seed, runI
 				started[id] = a
 				memberIDs = append(memberIDs, id)
 			}
-			if _, err := observe(ctx, s, id, kind, now.Add(time.Microsecond*500)); err != nil {
+			if _, err := observe(ctx, s, id, kind, clock.step()); err != nil {
 				return err
 			}
 		}
@@ -547,7 +546,7 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 		return err
 	}
 	for _, id := range ids {
-		if _, err := observe(ctx, s, id, workflow.ObservedRunning, now.Add(time.Microsecond*500)); err != nil {
+		if _, err := observe(ctx, s, id, workflow.ObservedRunning, clock.step()); err != nil {
 			return err
 		}
 	}
