@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -11,6 +12,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -24,8 +26,6 @@ type demoConfig struct {
 	activations int
 	members     int
 	dispatchers int
-	failPercent int
-	cap         int64
 	events      int
 	seed        string
 }
@@ -34,23 +34,26 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c demoConfig
 	fs := flag.NewFlagSet("demo", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.path, "db", "wfstore-demo.db", "SQLite file to create or reuse (each demo adds a new run)")
-	fs.IntVar(&c.activations, "activations", 30, "plain activations in the run (some claim resources)")
-	fs.IntVar(&c.members, "members", 6, "members of the run's one fan-out group (at most 2 at a time)")
-	fs.IntVar(&c.dispatchers, "dispatchers", 4, "concurrent dispatchers racing for the same activations")
-	fs.IntVar(&c.failPercent, "fail", 30, "percent of first attempts the simulated owner fails retryably")
-	fs.Int64Var(&c.cap, "cap", 0, "the run's node_execution_cap (0 = activations+members+5, so retries can exhaust it)")
-	fs.IntVar(&c.events, "events", 12, "how many of the run's last events to print")
-	fs.StringVar(&c.seed, "seed", "", "seed for the owner's failures (default: the run id)")
+	fs.StringVar(&c.path, "db", "wfstore-demo.db", "SQLite file to create or reuse (each demo adds new runs)")
+	fs.IntVar(&c.activations, "activations", 12, "activations of the first run, raced by the dispatchers")
+	fs.IntVar(&c.members, "members", 6, "members of the fail-fast fan-out group (at least 3; about half start at once)")
+	fs.IntVar(&c.dispatchers, "dispatchers", 4, "concurrent dispatchers racing for the first run's activations")
+	fs.IntVar(&c.events, "events", 0, "also print the last N events of each run (0 = none)")
+	fs.StringVar(&c.seed, "seed", "", "seed choosing which activation and which fan-out member fail (default: the run id)")
 	fs.Usage = func() {
-		fmt.Fprint(stderr, `wfstore demo: start a run on an embedded SQLite file and admit it to a simulated owner.
+		fmt.Fprint(stderr, `wfstore demo: tell a short story of admissions on an embedded SQLite file.
 
-The run has plain activations (some claiming a "db" write lease or a "cache"
-read lease) and one fan-out group. Several dispatchers race for the same
-activations; each is admitted exactly once. The owner fails some attempts
-retryably; the activations' retry policy schedules durable retries that the
-demo consumes when due. The run's execution allowance is small, so late
-retries can be refused as exhausted.
+Each demo adds four new runs to the file and says, in numbered sentences,
+what the Store did with them:
+  1. several dispatchers race for one run's activations; each is admitted once;
+  2. a retryable failure is retried automatically (a durable schedule, consumed
+     when due, attempt 2 succeeds), and one whose node cannot be retried safely
+     is refused with the Store's reason;
+  3. a fail-fast fan-out group: one member fails, its running siblings are
+     stopped and the unstarted ones cancelled, and the run fails;
+  4. a run cancelled while work is in flight;
+  5. a summary of each run, read back from the file.
+Time is simulated, so a demo takes well under a second.
 
 Flags:
 `)
@@ -65,8 +68,9 @@ Flags:
 	if err := noArgs("demo", fs.Args(), stderr); err != nil {
 		return err
 	}
-	if c.activations < 1 || c.members < 0 || c.dispatchers < 1 || c.failPercent < 0 || c.failPercent > 100 {
-		return errors.New("need -activations ≥ 1, -members ≥ 0, -dispatchers ≥ 1, 0 ≤ -fail ≤ 100")
+	if c.activations < 1 || c.members < 3 || c.members > workflow.MaxPageLimit || c.dispatchers < 1 || c.dispatchers > 64 || c.events < 0 {
+		fmt.Fprintf(stderr, "wfstore demo: need -activations ≥ 1, 3 ≤ -members ≤ %d, 1 ≤ -dispatchers ≤ 64, -events ≥ 0 (see \"wfstore demo -help\")\n", workflow.MaxPageLimit)
+		return errUsage
 	}
 	b, err := sqlite.Open(ctx, c.path)
 	if err != nil {
@@ -81,116 +85,577 @@ Flags:
 	return err
 }
 
-// simOwner is the demo's owner: it accepts every dispatch and later reports
-// an outcome; first attempts of some activations fail retryably.
-type simOwner struct {
-	seed        string
-	failPercent int
-}
+// simOwner is the demo's owner: it accepts every dispatch; what it reports
+// afterwards is decided by the story.
+type simOwner struct{}
 
-func (o simOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
+func (simOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
 	intent, _ := json.Marshal(map[string]any{"work": a.Key.NodeID, "activation": a.Key.ActivationID})
-	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: intent}, nil
+	return &workflow.Plan{SideEffect: a.Effect, Intent: intent}, nil
 }
 
-func (o simOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
+func (simOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
 	return json.RawMessage(fmt.Sprintf(`{"owner":"demo","accepted":%q}`, p.Identity)), nil
 }
 
-// fails reports whether the owner fails this attempt: a share of first
-// attempts and a smaller share of second ones; third attempts succeed.
-func (o simOwner) fails(k workflow.ActivationKey, attempt uint32) bool {
-	h := sha256.Sum256([]byte(o.seed + "\x00" + k.ActivationID))
-	roll := int(h[0]) * 100 / 256
-	switch attempt {
-	case 1:
-		return roll < o.failPercent
-	case 2:
-		return roll < o.failPercent/3
+// story numbers the demo's sentences.
+type story struct {
+	w io.Writer
+	n int
+}
+
+func (st *story) say(format string, args ...any) {
+	st.n++
+	fmt.Fprintf(st.w, "%2d. %s\n", st.n, wrap(fmt.Sprintf(format, args...), 76, "    "))
+}
+
+// wrap breaks s at spaces into lines of at most width runes, indenting the
+// continuation lines.
+func wrap(s string, width int, indent string) string {
+	var b strings.Builder
+	line := 0
+	for i, word := range strings.Fields(s) {
+		n := len([]rune(word))
+		if i > 0 {
+			if line+1+n > width {
+				b.WriteString("\n" + indent)
+				line = 0
+			} else {
+				b.WriteByte(' ')
+				line++
+			}
+		}
+		b.WriteString(word)
+		line += n
 	}
-	return false
+	return b.String()
 }
 
-type demoTally struct {
-	admitted, raced, unsupported, exhausted, rejected, retried, failed int
+// simClock is the demo's time: it moves only when the story says so.
+type simClock struct{ t time.Time }
+
+func (c *simClock) step() time.Time { c.t = c.t.Add(time.Millisecond); return c.t }
+
+// pick chooses, from the seed, an index in [0, n).
+func pick(seed, label string, n int) int {
+	h := sha256.Sum256([]byte(seed + "\x00" + label))
+	return int(binary.BigEndian.Uint64(h[:8]) % uint64(n))
 }
 
-func runDemo(ctx context.Context, s *workflow.Store, c demoConfig, stdout io.Writer) error {
-	start := time.Now().UTC()
-	clock := start
-	tick := func() time.Time { clock = clock.Add(5 * time.Millisecond); return clock }
-	runID, err := demoRunID(start)
+func runDemo(ctx context.Context, s *workflow.Store, c demoConfig, w io.Writer) error {
+	start := time.Now().UTC().Truncate(time.Millisecond)
+	clock := &simClock{t: start}
+	base, err := demoRunID(start)
 	if err != nil {
 		return err
 	}
 	seed := c.seed
 	if seed == "" {
-		seed = runID
+		seed = base
 	}
-	owner := simOwner{seed: seed, failPercent: c.failPercent}
-	cap := c.cap
-	if cap == 0 {
-		cap = int64(c.activations+c.members) + 5
-	}
-	if _, err := s.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: workflow.RunLimits{NodeExecutionCap: cap, ConcurrencyCap: 8}}, tick()); err != nil {
+	fmt.Fprintf(w, "wfstore demo — run %s in %s\n\n", base, c.path)
+	st := &story{w: w}
+	runs := []string{base, base + "-refusal", base + "-fanout", base + "-cancel"}
+	if err := demoRace(ctx, s, c, seed, runs[0], clock, st); err != nil {
 		return err
 	}
-	policy := &workflow.RetryPolicy{Version: 1, MaxAttempts: 3, EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
-		InitialBackoffMS: 20, BackoffMultiplier: 2, MaximumBackoffMS: 1000}
-	for i := range c.activations {
-		na := workflow.NewActivation{
-			Key:   workflow.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("step-%02d", i%6), ActivationID: fmt.Sprintf("a%03d", i)},
-			Input: json.RawMessage(fmt.Sprintf(`{"item":%d}`, i)), Reconciliation: workflow.ReceiptStatus, RetryPolicy: policy,
-		}
-		switch i % 5 {
-		case 1:
-			na.Claims = []workflow.ResourceClaim{{Resource: "db", Mode: backend.LeaseWrite}}
-		case 2, 3:
-			na.Claims = []workflow.ResourceClaim{{Resource: "cache", Mode: backend.LeaseRead}}
-		}
-		if _, err := s.AddActivation(ctx, na, tick()); err != nil {
-			return err
-		}
+	if err := demoRefusal(ctx, s, runs[1], clock, st); err != nil {
+		return err
 	}
-	if c.members > 0 {
-		ctl := workflow.ActivationKey{RunID: runID, NodeID: "fan", ActivationID: "controller"}
-		if _, err := s.AddActivation(ctx, workflow.NewActivation{Key: ctl, Input: json.RawMessage(`{}`)}, tick()); err != nil {
-			return err
-		}
-		inputs := make([]json.RawMessage, c.members)
-		for i := range inputs {
-			inputs[i] = json.RawMessage(fmt.Sprintf(`{"member":%d}`, i))
-		}
-		if _, err := s.AddFanOut(ctx, workflow.NewFanOut{Controller: ctl, Members: inputs, MaxConcurrency: 2,
-			Reconciliation: workflow.ReceiptStatus, RetryPolicy: policy}, tick()); err != nil {
-			return err
-		}
+	if err := demoFanOut(ctx, s, c, seed, runs[2], clock, st); err != nil {
+		return err
 	}
+	if err := demoCancel(ctx, s, runs[3], clock, st); err != nil {
+		return err
+	}
+	return demoSummaries(ctx, s, c, runs, st)
+}
 
-	var t demoTally
-	for round := 0; round < 200; round++ {
-		progress, err := demoRound(ctx, s, owner, runID, c.dispatchers, tick(), &t)
+var demoPolicy = &workflow.RetryPolicy{Version: 1, MaxAttempts: 3, EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
+	InitialBackoffMS: 20, BackoffMultiplier: 2, MaximumBackoffMS: 1000}
+
+// race has n dispatchers call Dispatch on the run at the same instant and
+// returns the identities admitted (sorted) and how often one was told raced.
+func race(ctx context.Context, s *workflow.Store, runID string, n, limit int, now time.Time) ([]string, int, error) {
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		admitted []string
+		raced    int
+		firstErr error
+	)
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sum, err := s.Dispatch(ctx, simOwner{}, workflow.DispatchOptions{RunID: runID, Limit: limit}, now)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			admitted = append(admitted, sum.Admitted...)
+			raced += len(sum.Raced)
+		}()
+	}
+	wg.Wait()
+	sort.Strings(admitted)
+	return admitted, raced, firstErr
+}
+
+func observe(ctx context.Context, s *workflow.Store, id string, kind workflow.ObservationKind, now time.Time) (workflow.ObservationResult, error) {
+	obs := workflow.Observation{Kind: kind}
+	switch kind {
+	case workflow.ObservedSucceeded:
+		obs.Output = json.RawMessage(`{"ok":true}`)
+	case workflow.ObservedRetryableFailure, workflow.ObservedFailed:
+		obs.Detail = json.RawMessage(`{"error":"simulated failure"}`)
+	}
+	return s.ApplyObservation(ctx, id, obs, now)
+}
+
+// runAttempts pages through every attempt of the run.
+func runAttempts(ctx context.Context, s *workflow.Store, runID string) ([]workflow.Attempt, error) {
+	p := workflow.AttemptPage{RunID: runID, Limit: workflow.MaxPageLimit}
+	var out []workflow.Attempt
+	for {
+		page, err := s.Attempts(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, page...)
+		if len(page) < p.Limit {
+			return out, nil
+		}
+		p.After = &page[len(page)-1]
+	}
+}
+
+// demoRace: dispatchers race for the run's activations; one first attempt
+// fails retryably and is retried automatically.
+func demoRace(ctx context.Context, s *workflow.Store, c demoConfig, seed, runID string, clock *simClock, st *story) error {
+	if _, err := s.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: workflow.RunLimits{NodeExecutionCap: int64(c.activations) + 5}}, clock.step()); err != nil {
+		return err
+	}
+	key := func(i int) workflow.ActivationKey {
+		return workflow.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("step-%02d", i%6), ActivationID: fmt.Sprintf("a%03d", i)}
+	}
+	for i := range c.activations {
+		if _, err := s.AddActivation(ctx, workflow.NewActivation{Key: key(i), Input: json.RawMessage(fmt.Sprintf(`{"item":%d}`, i)),
+			Reconciliation: workflow.ReceiptStatus, RetryPolicy: demoPolicy}, clock.step()); err != nil {
+			return err
+		}
+	}
+	flaky := key(pick(seed, "flaky", c.activations))
+
+	// Race: every round, all dispatchers call Dispatch at one instant; the
+	// owner then reports on what was admitted (the flaky one fails).
+	var admitted, raced, rounds int
+	var failedID string
+	var failure workflow.ObservationResult
+	for {
+		now := clock.step()
+		ids, r, err := race(ctx, s, runID, c.dispatchers, 16, now)
 		if err != nil {
 			return err
 		}
-		// Consume every due retry (time moves on past the backoff).
-		for {
-			clock = clock.Add(50 * time.Millisecond)
-			rq, err := s.ConsumeNextDueRetry(ctx, runID, clock)
+		if len(ids) == 0 {
+			break
+		}
+		rounds++
+		admitted += len(ids)
+		raced += r
+		for _, id := range ids {
+			a, err := s.GetAttempt(ctx, id)
 			if err != nil {
 				return err
 			}
-			if rq == nil {
-				break
+			if a.Key.ActivationKey == flaky {
+				failedID = id
+				continue // reported last, below
 			}
-			t.retried++
-			progress = true
-		}
-		if !progress {
-			break
+			if _, err := observe(ctx, s, id, workflow.ObservedSucceeded, clock.step()); err != nil {
+				return err
+			}
 		}
 	}
-	return printDemo(ctx, s, runID, c, t, stdout)
+	atts, err := runAttempts(ctx, s, runID)
+	if err != nil {
+		return err
+	}
+	per := map[workflow.ActivationKey]int{}
+	for _, a := range atts {
+		per[a.Key.ActivationKey]++
+	}
+	once := 0
+	for _, n := range per {
+		if n == 1 {
+			once++
+		}
+	}
+	st.say("Run %s: %s raced for its %s, calling Dispatch at the same instants over %s. The Store admitted %s; %d of the %d activations have exactly one attempt, and any dispatcher that lost was told \"raced\" %s (the activation was already taken, or the run had no concurrency room) instead of admitting anything twice.",
+		runID, count(c.dispatchers, "1 dispatcher", "%d dispatchers"), count(c.activations, "1 activation", "%d activations"), count(rounds, "1 round", "%d rounds"), count(admitted, "1 attempt", "%d attempts"), once, c.activations, count(raced, "once", "%d times"))
+	if failedID == "" {
+		return fmt.Errorf("demo: activation %v was never admitted", flaky)
+	}
+
+	fa, err := s.GetAttempt(ctx, failedID)
+	if err != nil {
+		return err
+	}
+	act, err := s.GetActivation(ctx, flaky)
+	if err != nil {
+		return err
+	}
+	failAt := clock.step()
+	failure, err = observe(ctx, s, failedID, workflow.ObservedRetryableFailure, failAt)
+	if err != nil {
+		return err
+	}
+	run, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	sched := failure.Schedule
+	if sched == nil {
+		st.say("Attempt %d of %s/%s failed retryably, and the Store scheduled no retry (%s).", fa.Key.Attempt, flaky.NodeID, flaky.ActivationID, refusalText(failure.NotScheduled))
+		return nil
+	}
+	var pol workflow.RetryPolicy
+	if err := json.Unmarshal(act.RetryPolicy, &pol); err != nil {
+		return fmt.Errorf("demo: stored retry policy: %w", err)
+	}
+	st.say("The owner reported attempt %d of %s/%s as a retryable failure. Its node is %s with reconciliation %s and declares a retry policy (up to %d attempts, first backoff %d ms), so in the same transaction the Store marked the attempt %s and scheduled attempt %d after a backoff of %d ms; meanwhile the run is %s.",
+		fa.Key.Attempt, flaky.NodeID, flaky.ActivationID, act.Effect, act.Reconciliation, pol.MaxAttempts, pol.InitialBackoffMS,
+		failure.Status, sched.NextAttempt, sched.BackoffMS, run.Status)
+
+	early := sched.BackoffMS / 2
+	rq, err := s.ConsumeNextDueRetry(ctx, runID, failAt.Add(time.Duration(early)*time.Millisecond))
+	if err != nil {
+		return err
+	}
+	if rq != nil {
+		return fmt.Errorf("demo: retry consumed %d ms before it was due", sched.BackoffMS-early)
+	}
+	clock.t = time.UnixMilli(sched.DueMS).UTC()
+	rq, err = s.ConsumeNextDueRetry(ctx, runID, clock.t)
+	if err != nil {
+		return err
+	}
+	if rq == nil {
+		return fmt.Errorf("demo: the retry of %v was not consumed when due", flaky)
+	}
+	run, err = s.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	ids, _, err := race(ctx, s, runID, c.dispatchers, 16, clock.step())
+	if err != nil {
+		return err
+	}
+	if len(ids) != 1 {
+		return fmt.Errorf("demo: %d attempts admitted after the retry, want 1", len(ids))
+	}
+	second, err := s.GetAttempt(ctx, ids[0])
+	if err != nil {
+		return err
+	}
+	res, err := observe(ctx, s, ids[0], workflow.ObservedSucceeded, clock.step())
+	if err != nil {
+		return err
+	}
+	final, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	st.say("%d ms after the failure ConsumeNextDueRetry found nothing due; at %d ms it consumed the schedule, requeuing attempt %d after attempt %d (the run is %s again). The dispatchers raced once more: attempt %d was admitted after the scheduled retry (identity %.12s…), the owner reported it %s, and with nothing left open the run is %s.",
+		early, sched.BackoffMS, rq.NextAttempt, rq.PreviousAttempt, run.Status, second.Key.Attempt, second.Identity, res.Status, final.Status)
+	return nil
+}
+
+// count says n things: one when n is 1, else many with n in place of %d.
+func count(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return fmt.Sprintf(many, n)
+}
+
+func refusalText(r *workflow.RetryRefusal) string {
+	if r == nil {
+		return "no reason given"
+	}
+	if r.Ineligible != "" {
+		return fmt.Sprintf("%s: %s", r.Reason, r.Ineligible)
+	}
+	return string(r.Reason)
+}
+
+// demoRefusal: a retryable failure of a node that cannot be retried safely.
+func demoRefusal(ctx context.Context, s *workflow.Store, runID string, clock *simClock, st *story) error {
+	if _, err := s.CreateRun(ctx, workflow.NewRun{ID: runID}, clock.step()); err != nil {
+		return err
+	}
+	k := workflow.ActivationKey{RunID: runID, NodeID: "charge-card", ActivationID: "order-1"}
+	if _, err := s.AddActivation(ctx, workflow.NewActivation{Key: k, Input: json.RawMessage(`{"order":1}`),
+		Effect: workflow.Mutating, Reconciliation: workflow.RepairRequired, RetryPolicy: demoPolicy}, clock.step()); err != nil {
+		return err
+	}
+	ids, _, err := race(ctx, s, runID, 1, 1, clock.step())
+	if err != nil {
+		return err
+	}
+	if len(ids) != 1 {
+		return fmt.Errorf("demo: %d attempts admitted in %s, want 1", len(ids), runID)
+	}
+	a, err := s.GetAttempt(ctx, ids[0])
+	if err != nil {
+		return err
+	}
+	res, err := observe(ctx, s, ids[0], workflow.ObservedRetryableFailure, clock.step())
+	if err != nil {
+		return err
+	}
+	act, err := s.GetActivation(ctx, k)
+	if err != nil {
+		return err
+	}
+	run, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	if res.NotScheduled == nil {
+		st.say("Run %s: attempt %d of %s failed retryably and the Store scheduled attempt %d.", runID, a.Key.Attempt, k.NodeID, res.Schedule.NextAttempt)
+		return nil
+	}
+	st.say("Run %s: node %s is %s with reconciliation %s (an unknown outcome needs a person), though it declares the same retry policy. Its attempt %d also failed retryably, but the Store refused to schedule a retry, reason %q; the attempt is %s, the activation %s and the run %s.",
+		runID, k.NodeID, act.Effect, act.Reconciliation, a.Key.Attempt, refusalText(res.NotScheduled), res.Status, act.Status, run.Status)
+	return nil
+}
+
+// demoFanOut: a fail-fast fan-out group one of whose members fails.
+func demoFanOut(ctx context.Context, s *workflow.Store, c demoConfig, seed, runID string, clock *simClock, st *story) error {
+	if _, err := s.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: workflow.RunLimits{ConcurrencyCap: int64(c.members) + 1}}, clock.step()); err != nil {
+		return err
+	}
+	ctl := workflow.ActivationKey{RunID: runID, NodeID: "resize", ActivationID: "controller"}
+	if _, err := s.AddActivation(ctx, workflow.NewActivation{Key: ctl, Input: json.RawMessage(`{}`)}, clock.step()); err != nil {
+		return err
+	}
+	inputs := make([]json.RawMessage, c.members)
+	for i := range inputs {
+		inputs[i] = json.RawMessage(fmt.Sprintf(`{"image":%d}`, i))
+	}
+	width := int64((c.members + 1) / 2)
+	if _, err := s.AddFanOut(ctx, workflow.NewFanOut{Controller: ctl, Members: inputs, MaxConcurrency: width, OnFailure: workflow.FailFast}, clock.step()); err != nil {
+		return err
+	}
+	// Dispatch everything that can start; the owner reports each member running.
+	started := map[string]workflow.Attempt{}
+	var memberIDs []string
+	for {
+		now := clock.step()
+		ids, _, err := race(ctx, s, runID, 1, workflow.MaxPageLimit, now)
+		if err != nil {
+			return err
+		}
+		if len(ids) == 0 {
+			break
+		}
+		for _, id := range ids {
+			a, err := s.GetAttempt(ctx, id)
+			if err != nil {
+				return err
+			}
+			kind := workflow.ObservedRunning
+			if a.Key.ActivationKey == ctl {
+				kind = workflow.ObservedSucceeded
+			} else {
+				started[id] = a
+				memberIDs = append(memberIDs, id)
+			}
+			if _, err := observe(ctx, s, id, kind, clock.step()); err != nil {
+				return err
+			}
+		}
+	}
+	if len(memberIDs) < 2 {
+		return fmt.Errorf("demo: only %d fan-out members started", len(memberIDs))
+	}
+	sort.Slice(memberIDs, func(i, j int) bool {
+		return started[memberIDs[i]].Key.NodeID < started[memberIDs[j]].Key.NodeID
+	})
+	failing := memberIDs[pick(seed, "member", len(memberIDs))]
+	res, err := observe(ctx, s, failing, workflow.ObservedFailed, clock.step())
+	if err != nil {
+		return err
+	}
+	var stopped []string
+	for _, id := range memberIDs {
+		if id == failing {
+			continue
+		}
+		a, err := s.GetAttempt(ctx, id)
+		if err != nil {
+			return err
+		}
+		if a.Status == backend.AttemptSiblingCancelling {
+			stopped = append(stopped, id)
+		}
+	}
+	sum, err := s.RunSummary(ctx, runID)
+	if err != nil {
+		return err
+	}
+	st.say("Run %s: a fan-out group of %d members under %s/%s with policy %s and at most %d running at once. The owner had started %s when %s reported a terminal failure (its attempt is now %s). In that same transaction the Store moved %s to %s, cancelled %s that had not started, and failed the run (now %s).",
+		runID, c.members, ctl.NodeID, ctl.ActivationID, workflow.FailFast, width, count(len(memberIDs), "1 member", "%d members"), started[failing].Key.NodeID, res.Status,
+		count(len(stopped), "its running sibling", "its %d running siblings"), backend.AttemptSiblingCancelling, count(sum.Activations[backend.ActivationCancelled], "the member", "the %d members"), sum.Run.Status)
+	cancelled := 0
+	for _, id := range stopped {
+		r, err := observe(ctx, s, id, workflow.ObservedCancelled, clock.step())
+		if err != nil {
+			return err
+		}
+		if r.Status == backend.AttemptCancelled {
+			cancelled++
+		}
+	}
+	run, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	st.say("The owner then stopped %s and reported back; the Store settled %d as cancelled. The run stays %s.", count(len(stopped), "that sibling", "those %d siblings"), cancelled, run.Status)
+	return nil
+}
+
+// demoCancel: a run cancelled while work is in flight.
+func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *simClock, st *story) error {
+	if _, err := s.CreateRun(ctx, workflow.NewRun{ID: runID}, clock.step()); err != nil {
+		return err
+	}
+	keys := make([]workflow.ActivationKey, 4)
+	for i := range keys {
+		keys[i] = workflow.ActivationKey{RunID: runID, NodeID: "export", ActivationID: fmt.Sprintf("part-%d", i+1)}
+		if _, err := s.AddActivation(ctx, workflow.NewActivation{Key: keys[i], Input: json.RawMessage(fmt.Sprintf(`{"part":%d}`, i+1))}, clock.step()); err != nil {
+			return err
+		}
+	}
+	now := clock.step()
+	ids, _, err := race(ctx, s, runID, 1, 2, now)
+	if err != nil {
+		return err
+	}
+	for _, id := range ids {
+		if _, err := observe(ctx, s, id, workflow.ObservedRunning, clock.step()); err != nil {
+			return err
+		}
+	}
+	// A dispatcher writes its intent for one more and stops before the
+	// handoff: that attempt provably never reached its owner.
+	plan, _ := simOwner{}.Plan(ctx, workflow.Activation{Key: keys[2], Effect: workflow.ReadOnly})
+	if _, err := s.PreparePending(ctx, keys[2], *plan, clock.step()); err != nil {
+		return err
+	}
+	before, err := s.RunSummary(ctx, runID)
+	if err != nil {
+		return err
+	}
+	status, err := s.RequestCancellation(ctx, runID, nil, clock.step())
+	if err != nil {
+		return err
+	}
+	run, err := s.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	active, err := s.ActiveAttempts(ctx, runID, 0)
+	if err != nil {
+		return err
+	}
+	sum, err := s.RunSummary(ctx, runID)
+	if err != nil {
+		return err
+	}
+	st.say("Run %s: cancellation was requested while %s running, %s prepared by a dispatcher that stopped before handing it off, and %s not started. The intent is durable first (recorded %d ms after the run was created): the run keeps status %s, cancellation requested, with %s still to settle, and %s already cancelled.",
+		runID, count(before.Attempts[backend.AttemptRunning], "1 attempt was", "%d attempts were"), count(before.Attempts[backend.AttemptPrepared], "1 attempt was", "%d attempts were"),
+		count(before.Activations[backend.ActivationPending], "1 activation had", "%d activations had"), run.CancelRequestedMS-run.CreatedMS, status,
+		count(len(active), "1 active attempt", "%d active attempts"), count(sum.Activations[backend.ActivationCancelled], "the unstarted activation is", "%d unstarted activations are"))
+	var signalled []string
+	neverDispatched := 0
+	for _, a := range active {
+		done, err := s.CancelNeverDispatched(ctx, a.Identity, nil, clock.step())
+		if err != nil {
+			return err
+		}
+		if done {
+			neverDispatched++
+			continue
+		}
+		if err := s.MarkCancellationSignalled(ctx, a.Identity, clock.step()); err != nil {
+			return err
+		}
+		signalled = append(signalled, a.Identity)
+	}
+	cancelling := 0
+	for _, id := range signalled {
+		a, err := s.GetAttempt(ctx, id)
+		if err != nil {
+			return err
+		}
+		if a.Status == backend.AttemptCancelling {
+			cancelling++
+		}
+	}
+	run, err = s.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	st.say("The engine cancelled %s that provably never reached its owner (no one to ask) and signalled the owner of the %d in flight, which the Store marks %s (%d now); the run is still %s until the owner reports.",
+		count(neverDispatched, "the attempt", "the %d attempts"), len(signalled), backend.AttemptCancelling, cancelling, run.Status)
+	for _, id := range signalled {
+		if _, err := observe(ctx, s, id, workflow.ObservedCancelled, clock.step()); err != nil {
+			return err
+		}
+	}
+	run, err = s.GetRun(ctx, runID)
+	if err != nil {
+		return err
+	}
+	st.say("The owner reported its %s cancelled; with nothing active left the Store finalised the run as %s.", count(len(signalled), "1 attempt", "%d attempts"), run.Status)
+	return nil
+}
+
+func demoSummaries(ctx context.Context, s *workflow.Store, c demoConfig, runs []string, st *story) error {
+	var lines []string
+	for _, id := range runs {
+		sum, err := s.RunSummary(ctx, id)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, fmt.Sprintf("%s is %s — activations: %s; attempts: %s; %s of %d executions used",
+			id, sum.Run.Status, statusLine(sum.Activations), statusLine(sum.Attempts), countOrUnknown(sum.Allowance.RunConsumed), sum.Allowance.RunCap))
+	}
+	st.say("Read back from %s (RunSummary):", c.path)
+	for _, l := range lines {
+		fmt.Fprintf(st.w, "      %s\n", wrap(l, 72, "        "))
+	}
+	if c.events > 0 {
+		for _, id := range runs {
+			run, err := s.GetRun(ctx, id)
+			if err != nil {
+				return err
+			}
+			evs, err := s.Events(ctx, id, max(run.LastEventSeq-int64(c.events), 0), c.events)
+			if err != nil {
+				return err
+			}
+			fmt.Fprintf(st.w, "\nlast %d events of %s:\n", len(evs), id)
+			for _, ev := range evs {
+				fmt.Fprintf(st.w, "  %4d  %-32s %s\n", ev.Seq, ev.Type, clipJSON(ev.Payload, 72))
+			}
+		}
+	}
+	return nil
 }
 
 // demoRunID names a new demo run: its start time, readable, and 64 random
@@ -202,109 +667,6 @@ func demoRunID(start time.Time) (string, error) {
 		return "", fmt.Errorf("demo run id: %w", err)
 	}
 	return "demo-" + start.Format("20060102T150405.000Z") + "-" + hex.EncodeToString(suffix[:]), nil
-}
-
-// demoRound races dispatchers over the run, then reports each admitted
-// attempt's outcome to the store as the owner would.
-func demoRound(ctx context.Context, s *workflow.Store, o simOwner, runID string, n int, now time.Time, t *demoTally) (bool, error) {
-	var (
-		wg       sync.WaitGroup
-		mu       sync.Mutex
-		admitted []string
-		firstErr error
-	)
-	for range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			sum, err := s.Dispatch(ctx, o, workflow.DispatchOptions{RunID: runID, Limit: 8}, now)
-			mu.Lock()
-			defer mu.Unlock()
-			if err != nil && firstErr == nil {
-				firstErr = err
-			}
-			admitted = append(admitted, sum.Admitted...)
-			t.raced += len(sum.Raced)
-			t.unsupported += len(sum.Unsupported)
-			t.exhausted += len(sum.Exhausted)
-			t.rejected += len(sum.Rejected)
-		}()
-	}
-	wg.Wait()
-	if firstErr != nil {
-		return false, firstErr
-	}
-	t.admitted += len(admitted)
-	sort.Strings(admitted)
-	for _, id := range admitted {
-		a, err := s.GetAttempt(ctx, id)
-		if err != nil {
-			return false, err
-		}
-		obs := workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{"ok":true}`)}
-		if o.fails(a.Key.ActivationKey, a.Key.Attempt) {
-			obs = workflow.Observation{Kind: workflow.ObservedRetryableFailure, Detail: json.RawMessage(`{"error":"simulated transient failure"}`)}
-			t.failed++
-		}
-		if _, err := s.ApplyObservation(ctx, id, obs, now.Add(time.Millisecond)); err != nil {
-			return false, err
-		}
-	}
-	return len(admitted) > 0, nil
-}
-
-func printDemo(ctx context.Context, s *workflow.Store, runID string, c demoConfig, t demoTally, w io.Writer) error {
-	run, err := s.GetRun(ctx, runID)
-	if err != nil {
-		return err
-	}
-	attempts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: runID, Limit: workflow.MaxPageLimit})
-	if err != nil {
-		return err
-	}
-	perStatus := map[workflow.AttemptStatus]int{}
-	for _, a := range attempts {
-		perStatus[a.Status]++
-	}
-	acts := map[workflow.ActivationStatus]int{}
-	for i := range c.activations {
-		a, err := s.GetActivation(ctx, workflow.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("step-%02d", i%6), ActivationID: fmt.Sprintf("a%03d", i)})
-		if err != nil {
-			return err
-		}
-		acts[a.Status]++
-	}
-	for i := range c.members {
-		a, err := s.GetActivation(ctx, workflow.MemberKey(workflow.ActivationKey{RunID: runID, NodeID: "fan", ActivationID: "controller"}, int64(i)))
-		if err != nil {
-			return err
-		}
-		acts[a.Status]++
-	}
-	allow, err := s.AllowanceObservation(ctx, runID)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "wfstore demo — run %s in %s\n\n", runID, c.path)
-	fmt.Fprintf(w, "  admitted     %4d attempts (each activation at most once per attempt number)\n", t.admitted)
-	fmt.Fprintf(w, "  raced        %4d (lost to another dispatcher, capacity or a resource lease)\n", t.raced)
-	fmt.Fprintf(w, "  failed       %4d retryably; %d retries consumed and requeued\n", t.failed, t.retried)
-	fmt.Fprintf(w, "  exhausted    %4d (refused by the run's execution allowance of %d)\n", t.exhausted, run.Limits.NodeExecutionCap)
-	if t.rejected > 0 {
-		fmt.Fprintf(w, "  rejected     %4d\n", t.rejected)
-	}
-	fmt.Fprintf(w, "\n  run status   %s; allowance consumed %s of %d\n", run.Status, countOrUnknown(allow.RunConsumed), allow.RunCap)
-	fmt.Fprintf(w, "  activations  %s\n", statusLine(acts))
-	fmt.Fprintf(w, "  attempts     %s\n", statusLine(perStatus))
-	evs, err := s.Events(ctx, runID, max(run.LastEventSeq-int64(c.events), 0), max(c.events, 1))
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "\nlast %d events:\n", len(evs))
-	for _, ev := range evs {
-		fmt.Fprintf(w, "  %4d  %-32s %s\n", ev.Seq, ev.Type, clipJSON(ev.Payload, 72))
-	}
-	return nil
 }
 
 func countOrUnknown(p *int64) string {
