@@ -1,6 +1,6 @@
 // Command wfstore runs wfstore's demo, benchmarks and conformance suite.
 //
-//	wfstore demo    [flags]         admit a demo workflow on an embedded SQLite file
+//	wfstore demo    [flags]         a short story of admissions on an embedded SQLite file
 //	wfstore bench   [flags]         benchmark the backends side by side
 //	wfstore conform [flags]         run the conformance suite against a live store
 //	wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store
@@ -201,7 +201,7 @@ func usage(w io.Writer) {
 	fmt.Fprint(w, `wfstore: durable, exactly-once admission of workflow work.
 
 Usage:
-  wfstore demo    [flags]         admit a demo workflow on an embedded SQLite file
+  wfstore demo    [flags]         a short story of admissions on an embedded SQLite file
   wfstore bench   [flags]         benchmark the backends side by side
   wfstore conform [flags]         run the conformance suite against a live store
   wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store
