@@ -69,14 +69,23 @@ type memberAction struct {
 func (a memberAction) String() string { return fmt.Sprintf("%s(%d)", a.Kind, a.Member) }
 
 // The search is bounded: each member is retried at most once, and at most
-// interleavingRetries retries happen in one interleaving.
+// interleavingRetries() retries happen in one interleaving.
 const (
 	maxInterleavingAttempts = 2
-	interleavingRetries     = 2
 	// runsPerStore: the search spreads its runs over fresh stores so that
 	// no store grows large (an in-memory store copies its maps per write).
 	runsPerStore = 60
 )
+
+// interleavingRetries is 2, or 1 under the race detector: the search is
+// sequential, so the detector adds nothing to it but time (with 2 retries it
+// runs about 19k transactions).
+func interleavingRetries() int {
+	if raceDetector {
+		return 1
+	}
+	return 2
+}
 
 // explorer runs the interleaving search. Each state is kept as an image of
 // its run's records; an edge clones the image under a fresh run id (member
@@ -319,7 +328,7 @@ func applicable(st groupState, retries int) []memberAction {
 		switch {
 		case m.Status == stRun:
 			out = append(out, memberAction{"fail", i}, memberAction{"succeed", i})
-		case m.Status == backend.ActivationFailed && m.Last < maxInterleavingAttempts && retries < interleavingRetries:
+		case m.Status == backend.ActivationFailed && m.Last < maxInterleavingAttempts && retries < interleavingRetries():
 			out = append(out, memberAction{"retry", i})
 		}
 	}
