@@ -219,6 +219,10 @@ func casePruneDeletes(e *Env) {
 		assert.Equal(e.T, []string{workflow.PruneEventType}, eventTypes(e, s, id), "the run_pruned event is the only one left")
 		assert.Empty(e.T, attemptsOf(e, s, id))
 		assert.Empty(e.T, activeLeases(e, s, id))
+		evs, err := s.Events(e.Ctx, id, 0, 10)
+		require.NoError(e.T, err)
+		require.Len(e.T, evs, 1)
+		assert.Equal(e.T, getRun(e, s, id).LastEventSeq, evs[0].Seq, "the run's event sequence ends at the marker")
 	}
 	assert.JSONEq(e.T, fmt.Sprintf(`{"run_id":"done","deleted":{"events":%d,"attempts":%d,"leases":%d,"schedules":%d}}`,
 		want.Events, want.Attempts, want.Leases, want.Schedules), payloadsOf(e, s, "done", workflow.PruneEventType)[0])
