@@ -29,16 +29,22 @@
 //	RunLink        yes     -        -       -       ChildRunID
 //	Activation     yes     yes      -       yes     Key (run, node, activation)
 //	FanOutGroup    yes     yes      -       -       Controller (run, node, activation)
-//	Attempt        yes     yes      -       yes     Key (run, node, activation, attempt); Identity is unique too
-//	Lease          yes     yes      -       -       Key (attempt key, resource, mode)
+//	Attempt        yes     yes      yes     yes     Key (run, node, activation, attempt); Identity is unique too
+//	Lease          yes     yes      yes     -       Key (attempt key, resource, mode)
 //	RetrySchedule  yes     yes      yes     -       Key (run, node, activation)
-//	Event          yes     -        -       -       (RunID, Seq)
+//	Event          yes     -        yes     -       (RunID, Seq)
 //
 // Insert fails with ErrConflict when the primary key (or Attempt.Identity)
 // exists; Replace and Delete fail with ErrNotFound when it does not; Expect
 // writes nothing and fails with ErrChanged unless the stored record equals
 // the given one in every field. An operation outside the table fails with
 // ErrUnsupported.
+//
+// Delete names the record by its key fields alone (other fields are
+// ignored) and removes it from Load, from every scan and from every index:
+// a deleted attempt's Identity is free for a later Insert. The workflow
+// layer deletes attempts, leases and events only when it prunes a finished
+// run.
 //
 // # Order
 //

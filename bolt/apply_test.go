@@ -18,7 +18,7 @@ func TestApplyOperationTable(t *testing.T) {
 		replace, delete_ bool
 	}{
 		{run, true, false}, {lnk, false, false}, {act, true, false}, {grp, true, false},
-		{att, true, false}, {ls, true, false}, {sch, true, true}, {ev, false, false},
+		{att, true, true}, {ls, true, true}, {sch, true, true}, {ev, false, true},
 	}
 	for _, row := range rows {
 		t.Run(row.rec.Kind(), func(t *testing.T) {

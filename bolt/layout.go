@@ -201,14 +201,14 @@ var (
 		decode: func(b []byte) (backend.Record, error) { return decodeGroup(b) },
 	}
 	kindAttempt = &kind{
-		name: "attempt", schema: attemptSchema, replace: true, expect: true,
+		name: "attempt", schema: attemptSchema, replace: true, delete: true, expect: true,
 		key:     func(r backend.Record) key { return attemptKey(r.(backend.Attempt).Key) },
 		encode:  func(r backend.Record) []byte { return encodeAttempt(r.(backend.Attempt)) },
 		decode:  func(b []byte) (backend.Record, error) { return decodeAttempt(b) },
 		indexes: []*index{ixAttemptIdentity, ixAttemptStatus, ixAttemptRunStatus, ixAttemptRun, ixAttemptPrepared},
 	}
 	kindLease = &kind{
-		name: "lease", schema: leaseSchema, replace: true,
+		name: "lease", schema: leaseSchema, replace: true, delete: true,
 		key:     func(r backend.Record) key { return leaseKey(r.(backend.Lease).Key) },
 		encode:  func(r backend.Record) []byte { return encodeLease(r.(backend.Lease)) },
 		decode:  func(b []byte) (backend.Record, error) { return decodeLease(b) },
@@ -222,7 +222,7 @@ var (
 		indexes: []*index{ixScheduleDue},
 	}
 	kindEvent = &kind{
-		name: "event", schema: schema{{"run", partStr}, {"seq", partI64}},
+		name: "event", schema: schema{{"run", partStr}, {"seq", partI64}}, delete: true,
 		key: func(r backend.Record) key {
 			e := r.(backend.Event)
 			return eventKey(e.RunID, e.Seq)

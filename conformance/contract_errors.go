@@ -126,8 +126,7 @@ func testUnsupported(e *Env) {
 	for _, set := range []fullSet{s, missing} {
 		for _, w := range []backend.Write{
 			backend.Del(set.Run), backend.Rep(set.Link), backend.Del(set.Link), backend.Del(set.Act),
-			backend.Del(set.Group), backend.Del(set.Attempt), backend.Del(set.Lease),
-			backend.Rep(set.Event), backend.Del(set.Event),
+			backend.Del(set.Group), backend.Rep(set.Event),
 			backend.Exp(set.Link), backend.Exp(set.Group), backend.Exp(set.Lease),
 			backend.Exp(set.Schedule), backend.Exp(set.Event),
 			{Op: 0, Record: set.Run}, {Op: 99, Record: set.Schedule},

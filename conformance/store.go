@@ -25,6 +25,7 @@ func storeTier() []Case {
 		boundaryCases(),
 		opsCases(),
 		treeCases(),
+		pruneCases(),
 	} {
 		out = append(out, group...)
 	}

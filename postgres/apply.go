@@ -38,15 +38,16 @@ func (q *queries) prepareWrite(w backend.Write) (stmt, error) {
 		ok[backend.Replace] = true
 	case backend.Attempt:
 		ws, args, nkey = q.attemptsW, attemptArgs(r), tAttempts.nkey
-		ok[backend.Replace], ok[backend.Expect] = true, true
+		ok[backend.Replace], ok[backend.Delete], ok[backend.Expect] = true, true, true
 	case backend.Lease:
 		ws, args, nkey = q.leases, leaseArgs(r), tLeases.nkey
-		ok[backend.Replace] = true
+		ok[backend.Replace], ok[backend.Delete] = true, true
 	case backend.RetrySchedule:
 		ws, args, nkey = q.schedules, scheduleArgs(r), tSchedules.nkey
 		ok[backend.Replace], ok[backend.Delete] = true, true
 	case backend.Event:
 		ws, args, nkey = q.eventsW, eventArgs(r), tEvents.nkey
+		ok[backend.Delete] = true
 	case nil:
 		return s, fmt.Errorf("postgres: apply %s of a nil record: %w", w.Op, backend.ErrUnsupported)
 	default:

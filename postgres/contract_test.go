@@ -194,11 +194,17 @@ func TestWriteErrors(t *testing.T) {
 	} {
 		require.ErrorIs(t, try(backend.Rep(rec)), backend.ErrNotFound, rec.Kind())
 	}
-	require.ErrorIs(t, try(backend.Del(backend.RetrySchedule{Key: missing})), backend.ErrNotFound)
+	for _, rec := range []backend.Record{
+		backend.RetrySchedule{Key: missing}, backend.Attempt{Key: backend.AttemptKey{ActivationKey: missing}},
+		backend.Lease{Key: backend.LeaseKey{AttemptKey: backend.AttemptKey{ActivationKey: missing}}},
+		backend.Event{RunID: "nope", Seq: 1},
+	} {
+		require.ErrorIs(t, try(backend.Del(rec)), backend.ErrNotFound, rec.Kind())
+	}
 
 	for _, w := range []backend.Write{
 		backend.Rep(link), backend.Rep(ev), backend.Del(run), backend.Del(link), backend.Del(act),
-		backend.Del(group), backend.Del(att), backend.Del(lease), backend.Del(ev),
+		backend.Del(group),
 		{Op: 0, Record: run}, {Op: 9, Record: sched}, {Op: backend.Insert, Record: nil}, {Op: backend.Insert, Record: &run},
 	} {
 		require.ErrorIs(t, try(w), backend.ErrUnsupported, "%v %T", w.Op, w.Record)

@@ -47,6 +47,7 @@ mutants=(
   finalize-ignores-children  # a cancelling run finalises while its child runs still run
   fanout-settled-accounting     # a retried fan-out member is requeued without adjusting the group's accounting
   fanout-failfast-skips-siblings # a fail-fast member failure leaves its siblings running
+  prune-live-run                # prune skips the terminal check on the run and its tree
 )
 pkg="${MUTANT_PKG:-./internal/memstore/}"
 bin="$(mktemp -d)/wfstore-mutant.test"

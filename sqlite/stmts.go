@@ -156,6 +156,9 @@ const (
 	sSchedRep
 	sSchedDel
 	sEventIns
+	sAttDel
+	sLeaseDel
+	sEventDel
 	sDataVersion
 
 	numStmts
@@ -265,6 +268,9 @@ func buildStmts() [numStmts]string {
 	s[sSchedRep] = schedulesT.replace()
 	s[sSchedDel] = schedulesT.delete()
 	s[sEventIns] = eventsT.insert()
+	s[sAttDel] = attemptsT.delete()
+	s[sLeaseDel] = leasesT.delete()
+	s[sEventDel] = eventsT.delete()
 	s[sDataVersion] = "PRAGMA data_version"
 	return s
 }

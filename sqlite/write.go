@@ -65,13 +65,13 @@ func (t *writeTx) apply(ctx context.Context, w backend.Write) error {
 	case backend.FanOutGroup:
 		ins, rep, args, nkey = sGroupIns, sGroupRep, groupArgs(&r), groupsT.nkey
 	case backend.Attempt:
-		ins, rep, args, nkey = sAttIns, sAttRep, attemptArgs(&r), attemptsT.nkey
+		ins, rep, del, args, nkey = sAttIns, sAttRep, sAttDel, attemptArgs(&r), attemptsT.nkey
 	case backend.Lease:
-		ins, rep, args, nkey = sLeaseIns, sLeaseRep, leaseArgs(&r), leasesT.nkey
+		ins, rep, del, args, nkey = sLeaseIns, sLeaseRep, sLeaseDel, leaseArgs(&r), leasesT.nkey
 	case backend.RetrySchedule:
 		ins, rep, del, args, nkey = sSchedIns, sSchedRep, sSchedDel, scheduleArgs(&r), schedulesT.nkey
 	case backend.Event:
-		ins, args, nkey = sEventIns, eventArgs(&r), eventsT.nkey
+		ins, del, args, nkey = sEventIns, sEventDel, eventArgs(&r), eventsT.nkey
 	default:
 		return fmt.Errorf("record type %T: %w", w.Record, backend.ErrUnsupported)
 	}

@@ -100,10 +100,10 @@ func TestReplaceOverwritesEveryFieldAndDeleteRemoves(t *testing.T) {
 func TestOperationsOutsideTheTableUnsupported(t *testing.T) {
 	t.Parallel()
 	b := newStore(t)
-	run, link, act, group, att, lease, _, ev := fullRecords("r", []byte(`{}`))
+	run, link, act, group, _, _, _, ev := fullRecords("r", []byte(`{}`))
 	bad := []backend.Write{
 		backend.Rep(link), backend.Rep(ev),
-		backend.Del(run), backend.Del(link), backend.Del(act), backend.Del(group), backend.Del(att), backend.Del(lease), backend.Del(ev),
+		backend.Del(run), backend.Del(link), backend.Del(act), backend.Del(group),
 		{Op: 0, Record: run}, {Op: 9, Record: run},
 		{Op: backend.Insert, Record: nil},
 		backend.Ins(&run), // pointers are not records of the table

@@ -51,6 +51,7 @@
 //	Observer error or invalid observation (receipt pass)    ErrOwner (wraps the cause)   -
 //	stored intent fails its checksum (DispatchIntent)       ErrCorrupt                   -
 //	allowance increase: stored cap is not the expected one  ErrConflict                  -
+//	prune of a run that is not finished, or of a live tree  ErrIneligible                -
 //
 // # Boundaries
 //
@@ -137,4 +138,9 @@
 //     cancels one run; RequestTreeCancellation cancels a root and every
 //     linked run (failed ones included, so nothing in the tree can retry) in
 //     one transaction.
+//   - Retention: Prune deletes the events, attempts, leases and retry
+//     schedules of completed or cancelled runs whose whole tree is completed
+//     or cancelled, in transactions of bounded size, and keeps the run record
+//     and activations with one run_pruned event. Failed runs are never
+//     pruned, since they can still be retried.
 package workflow

@@ -5,6 +5,7 @@
 //	wfstore conform [flags]         run the conformance suite against a live store
 //	wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store
 //	wfstore migrate status|up [flags]  show or apply schema migrations
+//	wfstore prune   [flags]         delete the history of finished runs
 //	wfstore version                 print the module, Go and adapter versions
 //
 // Run "wfstore <command> -help" for a command's flags.
@@ -93,6 +94,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = backupCmd(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		err = migrateCmd(ctx, args[1:], stdout, stderr)
+	case "prune":
+		err = pruneCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		err = version(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
@@ -206,6 +209,7 @@ Usage:
   wfstore conform [flags]         run the conformance suite against a live store
   wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store
   wfstore migrate status|up [flags]  show or apply schema migrations
+  wfstore prune   [flags]         delete the history of finished runs
   wfstore version                 print the module, Go and adapter versions
 
 Run "wfstore <command> -help" for a command's flags.

@@ -49,6 +49,16 @@ func put[K comparable, V any](s *state, m int, table *map[K]V, op backend.Op, k 
 	return nil
 }
 
+// del implements Delete on one map.
+func del[K comparable, V any](s *state, m int, table *map[K]V, k K) error {
+	if _, exists := (*table)[k]; !exists {
+		return fmt.Errorf("key %v: %w", k, backend.ErrNotFound)
+	}
+	s.own(m)
+	delete(*table, k)
+	return nil
+}
+
 func (w *writer) apply(ctx context.Context, wr backend.Write) error {
 	s := w.st
 	op := wr.Op
@@ -81,25 +91,23 @@ func (w *writer) apply(ctx context.Context, wr backend.Write) error {
 		return put(s, mGroups, &s.groups, op, r.Controller, r)
 	case backend.Attempt:
 		if op == backend.Delete {
-			return unsupported(op, r.Kind())
+			return w.deleteAttempt(r.Key)
 		}
 		return w.putAttempt(op, copyAttempt(r))
 	case backend.Lease:
 		if op == backend.Delete {
-			return unsupported(op, r.Kind())
+			return del(s, mLeases, &s.leases, r.Key)
 		}
 		return put(s, mLeases, &s.leases, op, r.Key, r)
 	case backend.RetrySchedule:
 		if op == backend.Delete {
-			if _, ok := s.schedules[r.Key]; !ok {
-				return fmt.Errorf("schedule %v: %w", r.Key, backend.ErrNotFound)
-			}
-			s.own(mSchedules)
-			delete(s.schedules, r.Key)
-			return nil
+			return del(s, mSchedules, &s.schedules, r.Key)
 		}
 		return put(s, mSchedules, &s.schedules, op, r.Key, r)
 	case backend.Event:
+		if op == backend.Delete {
+			return del(s, mEvents, &s.events, eventKey{r.RunID, r.Seq})
+		}
 		if op != backend.Insert {
 			return unsupported(op, r.Kind())
 		}
@@ -137,5 +145,20 @@ func (w *writer) putAttempt(op backend.Op, a backend.Attempt) error {
 	}
 	s.attempts[a.Key] = a
 	s.identities[a.Identity] = a.Key
+	return nil
+}
+
+// deleteAttempt removes an attempt and its identity index entry, which
+// frees the identity for a later Insert.
+func (w *writer) deleteAttempt(k backend.AttemptKey) error {
+	s := w.st
+	old, exists := s.attempts[k]
+	if !exists {
+		return fmt.Errorf("attempt %v: %w", k, backend.ErrNotFound)
+	}
+	s.own(mAttempts)
+	s.own(mIdentities)
+	delete(s.attempts, k)
+	delete(s.identities, old.Identity)
 	return nil
 }

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// runIDs is a repeatable --run flag.
+type runIDs []string
+
+func (r *runIDs) String() string { return strings.Join(*r, ",") }
+
+func (r *runIDs) Set(v string) error {
+	*r = append(*r, v)
+	return nil
+}
+
+func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var sf storeFlags
+	var runs runIDs
+	var before string
+	var batch int
+	var dry, asJSON bool
+	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf.register(fs)
+	fs.Var(&runs, "run", "a run to prune (repeat the flag for several; at most 1000)")
+	fs.StringVar(&before, "finished-before", "", "cut-off, RFC 3339: skip runs last updated at or after it")
+	fs.IntVar(&batch, "batch", 0, "records deleted per transaction, 1..1000 (0 = 100)")
+	fs.BoolVar(&dry, "dry-run", false, "count what would be deleted and write nothing")
+	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, `wfstore prune: delete the history of finished runs.
+
+For each named run, deletes its events, attempts, leases and retry
+schedules in transactions of at most --batch deleted records, and keeps the
+run record and its activations, so the run can still be read; a pruned run
+keeps one run_pruned event counting what went.
+
+Only runs that can never change again are pruned: completed or cancelled
+runs whose whole tree (root and every linked run) is completed or
+cancelled. A failed run can still be retried, so it is refused; cancel it
+first. If any named run is missing or not prunable, nothing is written
+and the command exits 1. --dry-run reports what would be deleted.
+
+  wfstore prune --db wfstore-demo.db --run RUN --dry-run
+  wfstore prune --backend postgres --dsn postgres://... --run A --run B --json
+
+Flags:
+`)
+		fs.PrintDefaults()
+	}
+	if ok, err := parseFlags(fs, args, stderr); !ok {
+		return err
+	}
+	if err := sf.check(); err != nil {
+		return err
+	}
+	if len(runs) == 0 {
+		return errors.New("name the runs to prune with --run ID (repeatable)")
+	}
+	opts := workflow.PruneOptions{Runs: runs, BatchSize: batch, DryRun: dry}
+	if before != "" {
+		t, err := time.Parse(time.RFC3339Nano, before)
+		if err != nil {
+			return fmt.Errorf("--finished-before: %w", err)
+		}
+		opts.FinishedBefore = t
+	}
+	b, err := sf.open(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	rep, err := workflow.New(b).Prune(ctx, opts, time.Now())
+	if err != nil {
+		return err
+	}
+	if asJSON {
+		enc := json.NewEncoder(stdout)
+		enc.SetIndent("", "  ")
+		return enc.Encode(rep)
+	}
+	printPrune(stdout, sf.where(), rep)
+	return nil
+}
+
+func printPrune(w io.Writer, where string, rep workflow.PruneReport) {
+	verb := "pruned"
+	if rep.DryRun {
+		verb = "would delete"
+		fmt.Fprintf(w, "dry run on %s: nothing was written\n", where)
+	} else {
+		fmt.Fprintf(w, "pruned %s\n", where)
+	}
+	var total workflow.PruneCounts
+	for _, r := range rep.Runs {
+		switch {
+		case r.Skipped != "":
+			fmt.Fprintf(w, "  %s (%s): skipped, %s\n", r.RunID, r.Status, r.Skipped)
+		case r.AlreadyPruned:
+			fmt.Fprintf(w, "  %s (%s): already pruned, nothing to delete\n", r.RunID, r.Status)
+		default:
+			d := r.Deleted
+			fmt.Fprintf(w, "  %s (%s): %s %d events, %d attempts, %d leases, %d schedules", r.RunID, r.Status, verb,
+				d.Events, d.Attempts, d.Leases, d.Schedules)
+			if !rep.DryRun {
+				fmt.Fprintf(w, " in %d transactions", r.Transactions)
+			}
+			fmt.Fprintln(w)
+		}
+		total.Events += r.Deleted.Events
+		total.Attempts += r.Deleted.Attempts
+		total.Leases += r.Deleted.Leases
+		total.Schedules += r.Deleted.Schedules
+	}
+	fmt.Fprintf(w, "total: %d records (%d events, %d attempts, %d leases, %d schedules)\n",
+		total.Total(), total.Events, total.Attempts, total.Leases, total.Schedules)
+}

@@ -1,0 +1,502 @@
+package workflow
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// Pruning (retention) deletes the bulky history of finished runs: their
+// events, attempts, leases and retry schedules. It keeps the run record, its
+// link, its activations and fan-out groups, so the run can still be read,
+// and leaves one run_pruned event as the run's only event, whose payload
+// counts what was deleted.
+//
+// Which runs can be pruned: a run that can never change again. That is a
+// completed or cancelled run whose whole tree (its root and every run
+// linked to that root) is completed or cancelled. A failed run is never
+// pruned, and neither is a run whose tree holds a failed run: a failed run
+// can still be retried or repaired, and settling a child run reads its
+// parents. Cancel a failed run first to make its history prunable.
+//
+// What a pruned run still answers: GetRun (the record, with LastEventSeq
+// advanced by the marker), GetActivation, the activations of RunSummary
+// and Events (the run_pruned event). Operations that name one of its
+// attempts (GetAttempt, ApplyObservation, Repair, ...) fail with
+// ErrNotFound, and operations on the run itself keep refusing as they do
+// for any completed or cancelled run (ErrIneligible). The run's counters
+// (AttemptCount, TreeAttemptCount) are kept, so allowances stay as they were.
+
+// PruneEventType is the type of the event a pruned run keeps as its only
+// event. Its payload counts what the prune deleted.
+const PruneEventType = "run_pruned"
+
+// PruneOptions selects the runs to prune and bounds the work.
+type PruneOptions struct {
+	// Runs names the runs to prune: 1..=MaxPageLimit distinct run ids.
+	// Every one must exist and be prunable (see Prune), or the call
+	// refuses as a whole before writing anything.
+	Runs []string
+	// FinishedBefore, when set, is the cut-off: a named run whose record
+	// was last updated (by its terminal transition or later) at or after
+	// it is skipped, not pruned, and reported so. Zero means no cut-off.
+	FinishedBefore time.Time
+	// BatchSize bounds the records one transaction deletes: 0 means
+	// DefaultPageLimit, 1..=MaxPageLimit is taken as given. An attempt is
+	// deleted with its leases in one transaction, so a transaction whose
+	// first attempt has more leases than BatchSize-1 deletes that attempt
+	// and its leases alone.
+	BatchSize int
+	// DryRun counts, per run, what would be deleted, and writes nothing.
+	DryRun bool
+}
+
+// PruneCounts counts the records of one run a prune deleted (or, in a dry
+// run, would delete).
+type PruneCounts struct {
+	Events    int `json:"events"`
+	Attempts  int `json:"attempts"`
+	Leases    int `json:"leases"`
+	Schedules int `json:"schedules"`
+}
+
+// Total is the number of records counted.
+func (c PruneCounts) Total() int { return c.Events + c.Attempts + c.Leases + c.Schedules }
+
+func (c *PruneCounts) add(d PruneCounts) {
+	c.Events += d.Events
+	c.Attempts += d.Attempts
+	c.Leases += d.Leases
+	c.Schedules += d.Schedules
+}
+
+// PrunedRun reports one named run.
+type PrunedRun struct {
+	RunID  string    `json:"run_id"`
+	Status RunStatus `json:"status"`
+	// Skipped says why the run was left alone (it finished at or after
+	// the cut-off); empty when it was pruned (or, in a dry run, would be).
+	Skipped string `json:"skipped,omitempty"`
+	// AlreadyPruned: the run had been pruned before and had nothing left
+	// to delete; nothing was written.
+	AlreadyPruned bool `json:"already_pruned,omitempty"`
+	// Deleted counts what was deleted (in a dry run: what would be).
+	Deleted PruneCounts `json:"deleted"`
+	// Transactions is the number of committed transactions that pruned the
+	// run (0 in a dry run).
+	Transactions int `json:"transactions"`
+}
+
+// PruneReport is what Prune did, run by run in the order named.
+type PruneReport struct {
+	DryRun bool        `json:"dry_run"`
+	Runs   []PrunedRun `json:"runs"`
+}
+
+// Prune deletes the events, attempts, leases and retry schedules of the
+// named finished runs, in transactions of at most BatchSize deleted
+// records each, and leaves each pruned run with one run_pruned event.
+//
+// It first checks every named run in one snapshot: a missing run fails
+// with ErrNotFound; a run that is not completed or cancelled, or whose
+// tree holds a run that is not, fails with ErrIneligible; either way
+// nothing is written. Each transaction checks the run's status again.
+// Runs of other trees, and the records Prune keeps, are not touched. A
+// prune interrupted part-way leaves the run partly pruned (and still
+// terminal); pruning it again finishes the work. Pruning a pruned run
+// writes nothing. now dates the run_pruned event.
+func (s *Store) Prune(ctx context.Context, opts PruneOptions, now time.Time) (PruneReport, error) {
+	rep := PruneReport{DryRun: opts.DryRun}
+	at, err := toMS("now", now)
+	if err != nil {
+		return rep, err
+	}
+	cutoff, err := optionalMS("finished-before cut-off", opts.FinishedBefore)
+	if err != nil {
+		return rep, err
+	}
+	batchSize, err := pageLimit("prune batch size", opts.BatchSize)
+	if err != nil {
+		return rep, err
+	}
+	ids, err := pruneCandidates(opts)
+	if err != nil {
+		return rep, err
+	}
+	runs, err := s.pruneEligible(ctx, ids)
+	if err != nil {
+		return rep, err
+	}
+	for _, run := range runs {
+		pr := PrunedRun{RunID: run.ID, Status: run.Status}
+		if cutoff != 0 && run.UpdatedMS >= cutoff {
+			pr.Skipped = "finished at or after the cut-off"
+			rep.Runs = append(rep.Runs, pr)
+			continue
+		}
+		if opts.DryRun {
+			pr.Deleted, pr.AlreadyPruned, err = s.pruneCount(ctx, run.ID)
+		} else {
+			err = s.pruneRun(ctx, run.ID, batchSize, at, &pr)
+		}
+		if err != nil {
+			return rep, err
+		}
+		rep.Runs = append(rep.Runs, pr)
+	}
+	return rep, nil
+}
+
+// pruneCandidates returns the ids of the runs to prune. Today they must be
+// named. This is the hook where selecting every finished run goes once the
+// backend offers a scan of runs: it would page through the runs in a
+// terminal status finished before opts.FinishedBefore, resuming after a
+// cursor, at most a page per call.
+func pruneCandidates(opts PruneOptions) ([]string, error) {
+	switch {
+	case len(opts.Runs) == 0:
+		return nil, invalid("prune runs", "must name at least one run (pruning every finished run needs a scan of runs)")
+	case len(opts.Runs) > MaxPageLimit:
+		return nil, invalid("prune runs", "must name at most %d runs", MaxPageLimit)
+	}
+	seen := make(map[string]bool, len(opts.Runs))
+	for _, id := range opts.Runs {
+		if err := ValidateID("run id", id); err != nil {
+			return nil, err
+		}
+		if seen[id] {
+			return nil, invalid("prune runs", "name run %q twice", id)
+		}
+		seen[id] = true
+	}
+	return opts.Runs, nil
+}
+
+// prunable reports whether a run in status st can never change again.
+func prunable(st RunStatus) bool {
+	return st == backend.RunCompleted || st == backend.RunCancelled
+}
+
+// pruneEligible reads the named runs and their trees in one snapshot and
+// refuses unless every run and every run of their trees is prunable.
+func (s *Store) pruneEligible(ctx context.Context, ids []string) ([]backend.Run, error) {
+	var out []backend.Run
+	err := s.view(ctx, func(r backend.ReadTx) error {
+		out = out[:0]
+		f, err := r.Load(ctx, backend.Lookup{Runs: ids})
+		if err != nil {
+			return err
+		}
+		checked := map[string]bool{} // roots whose tree is prunable
+		for _, id := range ids {
+			run, ok := f.Runs[id]
+			if !ok {
+				return stateErr(ErrNotFound, "run %q", id)
+			}
+			if !prunable(run.Status) && !mutated("prune-live-run") {
+				return stateErr(ErrIneligible, "run %q is %s: only completed and cancelled runs are pruned", id, run.Status)
+			}
+			if !checked[run.RootID] {
+				if err := pruneTreeSettled(ctx, r, run); err != nil {
+					return err
+				}
+				checked[run.RootID] = true
+			}
+			out = append(out, run)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// pruneTreeSettled fails with ErrIneligible unless the root of run's tree
+// and every run linked to that root are completed or cancelled. It reads
+// the tree a page at a time.
+func pruneTreeSettled(ctx context.Context, r backend.ReadTx, run backend.Run) error {
+	if mutated("prune-live-run") {
+		return nil
+	}
+	root := run.RootID
+	ids := []string{root}
+	q := backend.ChildRunQuery{RootRunID: root, Limit: MaxPageLimit}
+	for {
+		links, err := r.ChildRuns(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, l := range links {
+			ids = append(ids, l.ChildRunID)
+		}
+		f, err := r.Load(ctx, backend.Lookup{Runs: ids})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			t, ok := f.Runs[id]
+			if !ok {
+				continue // a link whose run is not there yet cannot hold work
+			}
+			if !prunable(t.Status) {
+				return stateErr(ErrIneligible, "run %q is in the tree of %q, whose run %q is %s", run.ID, root, id, t.Status)
+			}
+		}
+		if len(links) < q.Limit {
+			return nil
+		}
+		last := links[len(links)-1]
+		q.AfterCreatedMS, q.AfterChildID = last.CreatedMS, last.ChildRunID
+		ids = ids[:0]
+	}
+}
+
+// attemptLeases returns the stored leases of atts: each attempt's leases
+// are keyed by its activation's claims.
+func attemptLeases(ctx context.Context, r backend.ReadTx, atts []backend.Attempt) (map[backend.AttemptKey][]backend.Lease, error) {
+	var actKeys []backend.ActivationKey
+	seen := map[backend.ActivationKey]bool{}
+	for _, a := range atts {
+		if !seen[a.Key.ActivationKey] {
+			seen[a.Key.ActivationKey] = true
+			actKeys = append(actKeys, a.Key.ActivationKey)
+		}
+	}
+	f, err := r.Load(ctx, backend.Lookup{Activations: actKeys})
+	if err != nil {
+		return nil, err
+	}
+	var keys []backend.LeaseKey
+	for _, a := range atts {
+		for _, c := range f.Activations[a.Key.ActivationKey].Claims {
+			keys = append(keys, backend.LeaseKey{AttemptKey: a.Key, Resource: c.Resource, Mode: c.Mode})
+		}
+	}
+	out := map[backend.AttemptKey][]backend.Lease{}
+	if len(keys) == 0 {
+		return out, nil
+	}
+	g, err := r.Load(ctx, backend.Lookup{Leases: keys})
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if l, ok := g.Leases[k]; ok {
+			out[k.AttemptKey] = append(out[k.AttemptKey], l)
+		}
+	}
+	return out, nil
+}
+
+// pruneRun deletes the run's records, at most batchSize per transaction,
+// and writes the run_pruned event in the transaction that deletes the last
+// of them.
+func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at int64, pr *PrunedRun) error {
+	for {
+		var c PruneCounts
+		var done, wrote bool
+		err := s.update(ctx, func(tx backend.Tx, w *batch) error {
+			c, done, wrote = PruneCounts{}, false, false
+			run, err := backend.GetRun(ctx, tx, runID)
+			if err != nil {
+				return notFoundFrom(err, "run %q", runID)
+			}
+			if !prunable(run.Status) && !mutated("prune-live-run") {
+				return stateErr(ErrIneligible, "run %q is %s: only completed and cancelled runs are pruned", runID, run.Status)
+			}
+			budget := batchSize
+
+			scheds, err := tx.DueSchedules(ctx, backend.ScheduleQuery{RunID: runID, DueBy: math.MaxInt64, Limit: budget})
+			if err != nil {
+				return err
+			}
+			schedDone := len(scheds) < budget
+			for _, sc := range scheds {
+				w.delete(backend.RetrySchedule{Key: sc.Key})
+				c.Schedules++
+			}
+			budget -= len(scheds)
+
+			attDone, leaseDone, evDone, marked := false, false, false, false
+			if budget > 0 {
+				atts, err := tx.Attempts(ctx, backend.AttemptQuery{RunID: runID, Limit: budget})
+				if err != nil {
+					return err
+				}
+				attDone = len(atts) < budget
+				held, err := attemptLeases(ctx, tx, atts)
+				if err != nil {
+					return err
+				}
+				for _, a := range atts {
+					ls := held[a.Key]
+					if 1+len(ls) > budget && c.Total() > 0 {
+						attDone = false
+						break
+					}
+					for _, l := range ls {
+						w.delete(backend.Lease{Key: l.Key})
+						c.Leases++
+					}
+					w.delete(backend.Attempt{Key: a.Key})
+					c.Attempts++
+					budget -= 1 + len(ls)
+				}
+			}
+			if attDone && budget > 0 {
+				// Unreleased leases not named by their activation's claims.
+				if err := tx.Apply(ctx, w.writes...); err != nil {
+					return err
+				}
+				w.writes = w.writes[:0]
+				ls, err := tx.ActiveLeases(ctx, backend.LeaseQuery{RunID: runID, Limit: budget})
+				if err != nil {
+					return err
+				}
+				leaseDone = len(ls) < budget
+				for _, l := range ls {
+					w.delete(backend.Lease{Key: l.Key})
+					c.Leases++
+				}
+				budget -= len(ls)
+			}
+			if leaseDone && budget > 0 {
+				evs, err := tx.Events(ctx, backend.EventQuery{RunID: runID, Limit: budget + 1})
+				if err != nil {
+					return err
+				}
+				evDone = len(evs) <= budget
+				for _, ev := range evs {
+					if ev.Type == PruneEventType {
+						marked = true
+						continue
+					}
+					if budget == 0 {
+						evDone = false
+						break
+					}
+					w.delete(backend.Event{RunID: ev.RunID, Seq: ev.Seq})
+					c.Events++
+					budget--
+				}
+			}
+			done = schedDone && attDone && leaseDone && evDone
+			if done && !marked {
+				total := pr.Deleted
+				total.add(c)
+				w.event(&run, PruneEventType, map[string]any{"run_id": runID, "deleted": map[string]any{
+					"events": total.Events, "attempts": total.Attempts, "leases": total.Leases, "schedules": total.Schedules,
+				}}, at)
+				w.replace(run)
+			}
+			if len(w.writes) == 0 && c.Total() == 0 {
+				return errNoop
+			}
+			wrote = true
+			return nil
+		})
+		if err == errNoop {
+			err = nil
+		}
+		if err != nil {
+			return err
+		}
+		if wrote {
+			pr.Transactions++
+		}
+		pr.Deleted.add(c)
+		if done {
+			pr.AlreadyPruned = pr.Transactions == 0
+			return nil
+		}
+	}
+}
+
+// pruneCount counts, in one snapshot, what pruneRun would delete.
+func (s *Store) pruneCount(ctx context.Context, runID string) (c PruneCounts, alreadyPruned bool, err error) {
+	err = s.view(ctx, func(r backend.ReadTx) error {
+		c, alreadyPruned = PruneCounts{}, false
+		page := MaxPageLimit
+		aq := backend.ActivationQuery{RunID: runID, Limit: page}
+		for {
+			acts, err := r.Activations(ctx, aq)
+			if err != nil {
+				return err
+			}
+			keys := make([]backend.ActivationKey, len(acts))
+			for i, a := range acts {
+				keys[i] = a.Key
+			}
+			f, err := r.Load(ctx, backend.Lookup{Schedules: keys})
+			if err != nil {
+				return err
+			}
+			c.Schedules += len(f.Schedules)
+			if len(acts) < page {
+				break
+			}
+			last := acts[len(acts)-1].Key
+			aq.After = backend.NodeRef{NodeID: last.NodeID, ActivationID: last.ActivationID}
+		}
+		counted := map[backend.LeaseKey]bool{}
+		tq := backend.AttemptQuery{RunID: runID, Limit: page}
+		for {
+			atts, err := r.Attempts(ctx, tq)
+			if err != nil {
+				return err
+			}
+			c.Attempts += len(atts)
+			held, err := attemptLeases(ctx, r, atts)
+			if err != nil {
+				return err
+			}
+			for _, ls := range held {
+				for _, l := range ls {
+					counted[l.Key] = true
+				}
+			}
+			if len(atts) < page {
+				break
+			}
+			last := atts[len(atts)-1]
+			tq.After = &backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+		}
+		lq := backend.LeaseQuery{RunID: runID, Limit: page}
+		for {
+			ls, err := r.ActiveLeases(ctx, lq)
+			if err != nil {
+				return err
+			}
+			for _, l := range ls {
+				counted[l.Key] = true
+			}
+			if len(ls) < page {
+				break
+			}
+			k := ls[len(ls)-1].Key
+			lq.After = &k
+		}
+		c.Leases = len(counted)
+		eq := backend.EventQuery{RunID: runID, Limit: page}
+		for {
+			evs, err := r.Events(ctx, eq)
+			if err != nil {
+				return err
+			}
+			for _, ev := range evs {
+				if ev.Type == PruneEventType {
+					alreadyPruned = true
+					continue
+				}
+				c.Events++
+			}
+			if len(evs) < page {
+				break
+			}
+			eq.AfterSeq = evs[len(evs)-1].Seq
+		}
+		alreadyPruned = alreadyPruned && c.Total() == 0
+		return nil
+	})
+	return c, alreadyPruned, err
+}
