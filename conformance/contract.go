@@ -10,6 +10,7 @@ func contractTier() []Case {
 		expectCases(),
 		writeCases(),
 		scanCases(),
+		runScanCases(),
 		transactionCases(),
 		concurrencyCases(),
 		errorCases(),
