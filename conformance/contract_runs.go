@@ -18,9 +18,9 @@ func runScanCases() []Case {
 }
 
 // runScanIDs are run ids whose bytewise order differs from a
-// case-insensitive, locale or length order, with a NUL byte and an id that
+// case-insensitive, locale or length order, with a control byte and an id that
 // extends another: "" sorts nowhere (it is not stored).
-var runScanIDs = []string{"z", "a", "é", "B", "ab", "a!", "Z", "a\x00b", "A", "日本", "a\x00"}
+var runScanIDs = []string{"z", "a", "é", "B", "ab", "a!", "Z", "a\x01b", "A", "日本", "a\x01"}
 
 var runScanStatuses = []backend.RunStatus{
 	backend.RunRunning, backend.RunPaused, backend.RunCompleted, backend.RunFailed,
@@ -87,8 +87,8 @@ func (e *Env) pageRuns(q backend.RunQuery, limit int) []string {
 func testRunsOrder(e *Env) {
 	want := runScanFixture(e)
 	// Stated outright: bytewise, so upper case before lower case, a prefix
-	// before its extensions, NUL before '!', multi-byte UTF-8 last.
-	e.equal("suite order", []string{"A", "B", "Z", "a", "a\x00", "a\x00b", "a!", "ab", "z", "é", "日本"}, runIDs(want))
+	// before its extensions, \x01 before '!', multi-byte UTF-8 last.
+	e.equal("suite order", []string{"A", "B", "Z", "a", "a\x01", "a\x01b", "a!", "ab", "z", "é", "日本"}, runIDs(want))
 	got := e.runs(backend.RunQuery{Limit: 100})
 	e.equal("Runs(all) ids", runIDs(want), runIDs(got))
 	e.equal("Runs(all) records", want, got)
@@ -112,7 +112,7 @@ func testRunsStatusPaging(e *Env) {
 	}
 	// A cursor between stored ids, or one naming a missing run, resumes
 	// strictly after it.
-	for _, after := range []string{"a", "a\x00", "aa", "0", "é", "\xff"} {
+	for _, after := range []string{"a", "a\x01", "aa", "0", "é", "\U0010FFFF"} {
 		w := runIDs(pick(want, func(r backend.Run) bool { return r.ID > after }))
 		e.equal(fmt.Sprintf("Runs(after %q)", after), w, runIDs(e.runs(backend.RunQuery{After: after, Limit: 100})))
 	}
