@@ -5,6 +5,10 @@
 //	wfstore conform [flags] run the conformance suite against a live store
 //	wfstore backup  [flags] write a consistent copy of a SQLite or bbolt store
 //	wfstore migrate status|up [flags] show or apply schema migrations
+//	wfstore inspect runs|run|events [flags] read runs, one run, a run's events
+//	wfstore verify  [flags] check a store's durable invariants
+//	wfstore export  [flags] write a whole store as JSON lines
+//	wfstore import  [flags] load an export into an empty store
 //
 // Run "wfstore <command> -help" for a command's flags.
 package main
@@ -44,6 +48,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = backupCmd(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		err = migrateCmd(ctx, args[1:], stdout, stderr)
+	case "inspect":
+		err = inspectCmd(ctx, args[1:], stdout, stderr)
+	case "verify":
+		err = verifyCmd(ctx, args[1:], stdout, stderr)
+	case "export":
+		err = exportCmd(ctx, args[1:], stdout, stderr)
+	case "import":
+		err = importCmd(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
 		usage(stdout)
 		return 0
@@ -71,6 +83,10 @@ Usage:
   wfstore conform [flags] run the conformance suite against a live store
   wfstore backup  [flags] write a consistent copy of a SQLite or bbolt store
   wfstore migrate status|up [flags] show or apply schema migrations
+  wfstore inspect runs|run|events [flags] read runs, one run, a run's events
+  wfstore verify  [flags] check a store's durable invariants
+  wfstore export  [flags] write a whole store as JSON lines
+  wfstore import  [flags] load an export into an empty store
 
 Run "wfstore <command> -help" for a command's flags.
 `)
