@@ -85,6 +85,9 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	case len(rest) != want:
 		fmt.Fprintf(stderr, "wfstore inspect %s: takes %d argument(s), got %d\n", verb, want, len(rest))
 		return errUsage
+	case !knownRunStatus(backend.RunStatus(*status)):
+		fmt.Fprintf(stderr, "wfstore inspect: unknown --status %q\n", *status)
+		return errUsage
 	case *limit < 1 || *limit > workflow.MaxPageLimit:
 		fmt.Fprintf(stderr, "wfstore inspect: --limit must be 1..%d\n", workflow.MaxPageLimit)
 		return errUsage
@@ -257,6 +260,15 @@ func inspectEvents(ctx context.Context, s *workflow.Store, runID string, after i
 		fmt.Fprintf(w, "next: --after %s\n", next)
 	}
 	return nil
+}
+
+func knownRunStatus(s backend.RunStatus) bool {
+	switch s {
+	case "", backend.RunRunning, backend.RunPaused, backend.RunCompleted, backend.RunFailed,
+		backend.RunCancelled, backend.RunRepairRequired:
+		return true
+	}
+	return false
 }
 
 func orDash(s string) string {
