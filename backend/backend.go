@@ -139,8 +139,15 @@ type ReadTx interface {
 	// Events returns a run's events with Seq > q.AfterSeq in Seq order.
 	Events(ctx context.Context, q EventQuery) ([]Event, error)
 
-	// ActiveLeases returns a run's unreleased leases in LeaseKey order.
+	// ActiveLeases returns a run's unreleased leases in LeaseKey order
+	// (with q.IncludeReleased, its released leases as well).
 	ActiveLeases(ctx context.Context, q LeaseQuery) ([]Lease, error)
+
+	// Runs returns at most q.Limit runs with id > q.After (bytewise), in id
+	// order, restricted to q.Status when it is set. It is the only way to
+	// enumerate the runs of a store (operator listings, verification,
+	// export); a caller pages by passing the last id returned as After.
+	Runs(ctx context.Context, q RunQuery) ([]Run, error)
 }
 
 // Tx is a read-write transaction.

@@ -103,4 +103,17 @@ type LeaseQuery struct {
 	// After resumes strictly after this key; nil = start.
 	After *LeaseKey
 	Limit int
+	// IncludeReleased returns released leases too, in the same order, so
+	// that every lease of a run can be enumerated (export, verify).
+	IncludeReleased bool
+}
+
+// RunQuery scans runs in run id order, bytewise.
+type RunQuery struct {
+	// Status restricts the scan to runs in this status when not empty.
+	Status RunStatus
+	// After resumes strictly after this run id; empty starts at the
+	// beginning.
+	After string
+	Limit int
 }

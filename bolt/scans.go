@@ -275,6 +275,56 @@ func (t *readTx) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]back
 	if q.After != nil {
 		from = later(from, prefixEnd(leaseKey(*q.After)))
 	}
+	if q.IncludeReleased {
+		// The lease bucket's key order is LeaseKey order.
+		sfrom, suntil := kindLease.runSpan(q.RunID, from, nil)
+		return recordScan(t, kindLease, sfrom, suntil, q.Limit, decodeLease)
+	}
 	sfrom, suntil := ixLeaseActive.runSpan(q.RunID, from, nil)
 	return indexScan(t, ixLeaseActive, kindLease, sfrom, suntil, q.Limit, decodeLease)
+}
+
+// Runs walks the run buckets of bucketRuns, named by the encoded run id
+// and so in run id order, reading each run's record. A status filter skips
+// the runs of other statuses on the way (there is no status index).
+func (t *readTx) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, error) {
+	if err := t.check(ctx, "runs"); err != nil {
+		return nil, err
+	}
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	top, err := t.bucket(bucketRuns)
+	if err != nil {
+		return nil, err
+	}
+	var from []byte
+	if q.After != "" {
+		from = prefixEnd(runKey(q.After))
+	}
+	recKey := []byte{kindRun.tag}
+	var out []backend.Run
+	err = t.scan(top, from, nil, func(k, v []byte) (bool, error) {
+		if v != nil {
+			return true, nil // not a run bucket
+		}
+		rb := top.Bucket(k)
+		if rb == nil {
+			return true, nil
+		}
+		raw := rb.Get(recKey)
+		if raw == nil {
+			return true, nil // the run's other records exist, its record does not
+		}
+		run, err := decodeRun(raw)
+		if err != nil {
+			return false, err
+		}
+		if q.Status != "" && run.Status != q.Status {
+			return true, nil
+		}
+		out = append(out, run)
+		return len(out) < q.Limit, nil
+	})
+	return out, err
 }

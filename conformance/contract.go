@@ -11,6 +11,7 @@ func contractTier() []Case {
 		writeCases(),
 		deleteCases(),
 		scanCases(),
+		runScanCases(),
 		transactionCases(),
 		concurrencyCases(),
 		errorCases(),

@@ -115,3 +115,9 @@ type countingTx struct {
 func (t *countingTx) Apply(ctx context.Context, writes ...backend.Write) error {
 	return t.tx.Apply(ctx, writes...)
 }
+
+func (r *countingReader) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, error) {
+	out, err := r.ReadTx.Runs(ctx, q)
+	r.add(len(out))
+	return out, err
+}

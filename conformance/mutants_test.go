@@ -46,6 +46,9 @@ var mutants = map[string][]string{
 	"keep_caller_slices":      {"stored_records_do_not_alias_caller_memory"},
 	"expect_always_passes":    {"expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits", "expect_of_a_missing_record_fails_with_err_changed", "expect_sees_the_transactions_own_earlier_writes"},
 	"expect_key_only":         {"expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits"},
+	"runs_status_ignored":     {"runs_scan_filters_by_status_and_pages_with_after_and_limit", "runs_scan_follows_replace_of_status"},
+	"runs_after_inclusive":    {"runs_scan_filters_by_status_and_pages_with_after_and_limit"},
+	"released_leases_hidden":  {"lease_scan_with_released_returns_every_lease_in_key_order"},
 }
 
 const envMutant = "WFSTORE_TEST_MUTANT"
@@ -328,7 +331,33 @@ func (r *mutantReader) ActiveLeases(ctx context.Context, q backend.LeaseQuery) (
 	if r.m.m == "lease_after_ignored" {
 		q.After = nil
 	}
+	if r.m.m == "released_leases_hidden" {
+		q.IncludeReleased = false
+	}
 	err = r.rtx(ctx, func(rtx backend.ReadTx) error { out, err = rtx.ActiveLeases(ctx, q); return err })
+	return out, err
+}
+
+func (r *mutantReader) Runs(ctx context.Context, q backend.RunQuery) (out []backend.Run, err error) {
+	if r.m.m == "runs_status_ignored" {
+		q.Status = ""
+	}
+	inclusive := r.m.m == "runs_after_inclusive" && q.After != ""
+	err = r.rtx(ctx, func(rtx backend.ReadTx) error {
+		out, err = rtx.Runs(ctx, q)
+		if err != nil || !inclusive {
+			return err
+		}
+		// Resume at the cursor instead of after it.
+		f, err := rtx.Load(ctx, backend.Lookup{Runs: []string{q.After}})
+		if run, ok := f.Runs[q.After]; ok && err == nil && (q.Status == "" || run.Status == q.Status) {
+			out = append([]backend.Run{run}, out...)
+			if len(out) > q.Limit {
+				out = out[:q.Limit]
+			}
+		}
+		return err
+	})
 	return out, err
 }
 

@@ -15,6 +15,7 @@ func storeTier() []Case {
 		fanoutCases(),
 		fanoutSettlementCases(),
 		modelCases(),
+		verifyCases(),
 		linearizabilityCases(),
 		cancelCases(),
 		limitsCases(),

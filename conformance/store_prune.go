@@ -262,6 +262,15 @@ func casePruneDeletes(e *Env) {
 
 	s = workflow.New(e.Reopen())
 	assert.Equal(e.T, []string{workflow.PruneEventType}, eventTypes(e, s, "done"), "durably")
+	requireVerified(e, s, "after pruning")
+}
+
+// requireVerified fails unless Verify finds no violation in the store.
+func requireVerified(e *Env, s *workflow.Store, when string) {
+	e.T.Helper()
+	vr, err := s.Verify(e.Ctx, workflow.VerifyOptions{})
+	require.NoError(e.T, err)
+	assert.True(e.T, vr.OK(), "verify %s: %+v", when, vr.Violations)
 }
 
 func casePruneDryRun(e *Env) {
@@ -454,4 +463,5 @@ func casePruneLiveRunsUnaffected(e *Env) {
 	require.NoError(e.T, err)
 	_, err = s.Prune(e.Ctx, workflow.PruneOptions{Runs: []string{"race"}}, ms(140))
 	requireIs(e.T, err, workflow.ErrIneligible)
+	requireVerified(e, s, "after pruning beside live runs")
 }

@@ -29,6 +29,9 @@ type queries struct {
 	events       string
 
 	activeLeasesStart, activeLeasesAfter string
+	allLeasesStart, allLeasesAfter       string
+
+	runsScan, runsScanStatus string
 
 	// Writes per table.
 	runs, links, activations, groups, attemptsW, leases, schedules, eventsW writeSQL
@@ -145,6 +148,15 @@ func buildQueries(quotedSchema string) *queries {
 	q.activeLeasesStart = leases + leaseOrder + " LIMIT $2"
 	q.activeLeasesAfter = leases + " AND (run_id, node_id, activation_id, attempt, resource, mode) > ($2, $3, $4, $5, $6, $7)" +
 		leaseOrder + " LIMIT $8"
+	allLeases := sel(tLeases) + " WHERE run_id = $1"
+	q.allLeasesStart = allLeases + leaseOrder + " LIMIT $2"
+	q.allLeasesAfter = allLeases + " AND (run_id, node_id, activation_id, attempt, resource, mode) > ($2, $3, $4, $5, $6, $7)" +
+		leaseOrder + " LIMIT $8"
+
+	// Runs walk the primary key in id order; a status filter skips the
+	// rows of other statuses on the way.
+	q.runsScan = sel(tRuns) + " WHERE id > $1 ORDER BY id LIMIT $2"
+	q.runsScanStatus = sel(tRuns) + " WHERE id > $1 AND status = $2 ORDER BY id LIMIT $3"
 
 	q.runs = buildWriteSQL(qual, tRuns)
 	q.links = buildWriteSQL(qual, tLinks)

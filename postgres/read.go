@@ -326,10 +326,25 @@ func (t *txn) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]backend
 	if q.Limit <= 0 {
 		return nil, nil
 	}
+	start, after := t.b.q.activeLeasesStart, t.b.q.activeLeasesAfter
+	if q.IncludeReleased {
+		start, after = t.b.q.allLeasesStart, t.b.q.allLeasesAfter
+	}
 	if q.After == nil {
-		return query(ctx, t, "active leases", t.b.q.activeLeasesStart, scanLease, q.RunID, int64(q.Limit))
+		return query(ctx, t, "active leases", start, scanLease, q.RunID, int64(q.Limit))
 	}
 	k := q.After
-	return query(ctx, t, "active leases", t.b.q.activeLeasesAfter, scanLease,
+	return query(ctx, t, "active leases", after, scanLease,
 		q.RunID, k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt), k.Resource, string(k.Mode), int64(q.Limit))
+}
+
+// Runs implements backend.ReadTx.
+func (t *txn) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, error) {
+	if q.Limit <= 0 {
+		return nil, nil
+	}
+	if q.Status == "" {
+		return query(ctx, t, "runs", t.b.q.runsScan, scanRun, q.After, int64(q.Limit))
+	}
+	return query(ctx, t, "runs", t.b.q.runsScanStatus, scanRun, q.After, string(q.Status), int64(q.Limit))
 }

@@ -41,6 +41,7 @@ mutants=(
   exhaustion-parks-forever      # an allowance increase never readmits exhausted work
   increase-raises-root          # a child's allowance increase raises its root's cap too
   cancelled-unknown-to-repair   # an Unknown observation under cancellation goes to repair_required
+  verify-lease-holder           # Verify accepts an unreleased lease of a settled attempt
   receipt-pass-cancel-asks-owner # the receipt-backed pass asks the owner about a cancelling run
   receipt-pass-skips-snapshot   # the unowned receipt-backed pass ignores an authority change
   tree-cancel-skips-children # tree cancellation records the intent on the root only

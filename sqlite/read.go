@@ -335,13 +335,31 @@ func (t *readTx) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]back
 		return []backend.Lease{}, nil
 	}
 	a := q.After
+	first, after := sActiveLeases, sActiveLeasesAfter
+	if q.IncludeReleased {
+		first, after = sAllLeases, sAllLeasesAfter
+	}
 	switch {
 	case a == nil || a.RunID < q.RunID:
-		return list(ctx, t, sActiveLeases, "active leases", q.Limit, scanLease, q.RunID, int64(q.Limit))
+		return list(ctx, t, first, "active leases", q.Limit, scanLease, q.RunID, int64(q.Limit))
 	case a.RunID > q.RunID:
 		return []backend.Lease{}, nil
 	default:
-		return list(ctx, t, sActiveLeasesAfter, "active leases", q.Limit, scanLease,
+		return list(ctx, t, after, "active leases", q.Limit, scanLease,
 			q.RunID, a.NodeID, a.ActivationID, int64(a.Attempt), a.Resource, string(a.Mode), int64(q.Limit))
 	}
+}
+
+// Runs implements backend.ReadTx.
+func (t *readTx) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, error) {
+	if err := t.ready(ctx); err != nil {
+		return nil, err
+	}
+	if q.Limit <= 0 {
+		return []backend.Run{}, nil
+	}
+	if q.Status == "" {
+		return list(ctx, t, sRuns, "runs", q.Limit, scanRun, q.After, int64(q.Limit))
+	}
+	return list(ctx, t, sRunsStatus, "runs", q.Limit, scanRun, q.After, string(q.Status), int64(q.Limit))
 }

@@ -140,6 +140,10 @@ const (
 	sEvents
 	sActiveLeases
 	sActiveLeasesAfter
+	sAllLeases
+	sAllLeasesAfter
+	sRuns
+	sRunsStatus
 
 	sRunIns
 	sRunRep
@@ -252,6 +256,14 @@ func buildStmts() [numStmts]string {
 	leaseOrder := " ORDER BY node_id, activation_id, attempt, resource, mode LIMIT ?"
 	s[sActiveLeases] = lease + leaseOrder
 	s[sActiveLeasesAfter] = lease + " AND (node_id, activation_id, attempt, resource, mode) > (?, ?, ?, ?, ?)" + leaseOrder
+	allLeases := "SELECT " + leasesT.list() + " FROM leases WHERE run_id = ?"
+	s[sAllLeases] = allLeases + leaseOrder
+	s[sAllLeasesAfter] = allLeases + " AND (node_id, activation_id, attempt, resource, mode) > (?, ?, ?, ?, ?)" + leaseOrder
+
+	// Runs scan the primary key in id order (TEXT compares bytewise); the
+	// status filter skips rows of other statuses along the way.
+	s[sRuns] = "SELECT " + runsT.list() + " FROM runs WHERE id > ? ORDER BY id LIMIT ?"
+	s[sRunsStatus] = "SELECT " + runsT.list() + " FROM runs WHERE id > ? AND status = ? ORDER BY id LIMIT ?"
 
 	s[sRunIns] = runsT.insert()
 	s[sRunRep] = runsT.replace()

@@ -5,6 +5,10 @@
 //	wfstore conform [flags]         run the conformance suite against a live store
 //	wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store
 //	wfstore migrate status|up [flags]  show or apply schema migrations
+//	wfstore inspect runs|run|events [flags]  read runs, one run, a run's events
+//	wfstore verify  [flags]         check a store's durable invariants
+//	wfstore export  [flags]         write a whole store as JSON lines
+//	wfstore import  [flags]         load an export into an empty store
 //	wfstore prune   [flags]         delete the history of finished runs
 //	wfstore version                 print the module, Go and adapter versions
 //
@@ -94,6 +98,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = backupCmd(ctx, args[1:], stdout, stderr)
 	case "migrate":
 		err = migrateCmd(ctx, args[1:], stdout, stderr)
+	case "inspect":
+		err = inspectCmd(ctx, args[1:], stdout, stderr)
+	case "verify":
+		err = verifyCmd(ctx, args[1:], stdout, stderr)
+	case "export":
+		err = exportCmd(ctx, args[1:], stdout, stderr)
+	case "import":
+		err = importCmd(ctx, args[1:], stdout, stderr)
 	case "prune":
 		err = pruneCmd(ctx, args[1:], stdout, stderr)
 	case "version":
@@ -209,6 +221,10 @@ Usage:
   wfstore conform [flags]         run the conformance suite against a live store
   wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store
   wfstore migrate status|up [flags]  show or apply schema migrations
+  wfstore inspect runs|run|events [flags]  read runs, one run, a run's events
+  wfstore verify  [flags]         check a store's durable invariants
+  wfstore export  [flags]         write a whole store as JSON lines
+  wfstore import  [flags]         load an export into an empty store
   wfstore prune   [flags]         delete the history of finished runs
   wfstore version                 print the module, Go and adapter versions
 

@@ -282,7 +282,7 @@ func (r *reader) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]back
 	}
 	var out []backend.Lease
 	for k, l := range r.st.leases {
-		if k.RunID != q.RunID || l.ReleasedMS != 0 {
+		if k.RunID != q.RunID || (l.ReleasedMS != 0 && !q.IncludeReleased) {
 			continue
 		}
 		if q.After != nil && cmpLeaseKey(k, *q.After) <= 0 {
@@ -292,4 +292,23 @@ func (r *reader) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]back
 	}
 	slices.SortFunc(out, func(a, b backend.Lease) int { return cmpLeaseKey(a.Key, b.Key) })
 	return bounded(out, q.Limit), nil
+}
+
+func (r *reader) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, error) {
+	if err := r.check(ctx); err != nil {
+		return nil, err
+	}
+	var out []backend.Run
+	for id, run := range r.st.runs {
+		if id <= q.After || (q.Status != "" && run.Status != q.Status) {
+			continue
+		}
+		out = append(out, run)
+	}
+	slices.SortFunc(out, func(a, b backend.Run) int { return cmp.Compare(a.ID, b.ID) })
+	out = bounded(out, q.Limit)
+	for i := range out {
+		out[i] = copyRun(out[i])
+	}
+	return out, nil
 }

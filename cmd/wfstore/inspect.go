@@ -1,0 +1,388 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"reflect"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+const inspectUsage = `wfstore inspect: read a store's runs, one run, or a run's events. It writes nothing.
+
+  wfstore inspect runs [--status S] [--after ID] [--limit N] [flags]
+  wfstore inspect run ID [--limit N] [flags]
+  wfstore inspect events ID [--after SEQ] [--limit N] [flags]
+
+"runs" lists runs in run id order; "run" shows the run, its allowance and a
+bounded summary (activations, attempts newest first, unreleased leases,
+retry schedules); "events" lists events after a sequence number. Output is
+a table unless --json. A listing cut at --limit prints the cursor of the
+next page ("next: --after ...").
+
+Flags:
+`
+
+// parseInterleaved parses flags that may come before or after positional
+// arguments and returns the positional ones.
+func parseInterleaved(fs *flag.FlagSet, args []string) ([]string, error) {
+	var pos []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			return pos, nil
+		}
+		pos = append(pos, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+}
+
+func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	var sf storeFlags
+	fs := flag.NewFlagSet("inspect", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sf.register(fs)
+	status := fs.String("status", "", "runs: only runs in this status")
+	after := fs.String("after", "", "runs: start after this run id; events: after this sequence number")
+	limit := fs.Int("limit", 50, "rows per listing (1..1000)")
+	asJSON := fs.Bool("json", false, "print JSON instead of a table")
+	fs.Usage = func() {
+		fmt.Fprint(stderr, inspectUsage)
+		fs.PrintDefaults()
+	}
+	pos, err := parseInterleaved(fs, args)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return nil
+		}
+		return errUsage
+	}
+	if len(pos) == 0 {
+		fs.Usage()
+		return errUsage
+	}
+	verb, rest := pos[0], pos[1:]
+	want := 1
+	if verb == "runs" {
+		want = 0
+	}
+	switch {
+	case verb != "runs" && verb != "run" && verb != "events":
+		fmt.Fprintf(stderr, "wfstore inspect: unknown subcommand %q (want runs, run or events)\n", verb)
+		return errUsage
+	case len(rest) != want:
+		fmt.Fprintf(stderr, "wfstore inspect %s: takes %d argument(s), got %d\n", verb, want, len(rest))
+		return errUsage
+	case !knownRunStatus(backend.RunStatus(*status)):
+		fmt.Fprintf(stderr, "wfstore inspect: unknown --status %q\n", *status)
+		return errUsage
+	case *limit < 1 || *limit > workflow.MaxPageLimit:
+		fmt.Fprintf(stderr, "wfstore inspect: --limit must be 1..%d\n", workflow.MaxPageLimit)
+		return errUsage
+	}
+	if err := sf.check(); err != nil {
+		return err
+	}
+	b, err := sf.open(ctx)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", sf.where(), err)
+	}
+	defer b.Close()
+	s := workflow.New(b)
+	switch verb {
+	case "runs":
+		return inspectRuns(ctx, b, backend.RunStatus(*status), *after, *limit, *asJSON, stdout)
+	case "run":
+		return inspectRun(ctx, s, rest[0], *limit, *asJSON, stdout)
+	default:
+		var seq int64
+		if *after != "" {
+			if seq, err = strconv.ParseInt(*after, 10, 64); err != nil || seq < 0 {
+				fmt.Fprintf(stderr, "wfstore inspect events: --after must be a sequence number, got %q\n", *after)
+				return errUsage
+			}
+		}
+		return inspectEvents(ctx, s, rest[0], seq, *limit, *asJSON, stdout)
+	}
+}
+
+func inspectRuns(ctx context.Context, b backend.Backend, status backend.RunStatus, after string, limit int, asJSON bool, w io.Writer) error {
+	var runs []backend.Run
+	if err := b.View(ctx, func(r backend.ReadTx) error {
+		var err error
+		runs, err = r.Runs(ctx, backend.RunQuery{Status: status, After: after, Limit: limit + 1})
+		return err
+	}); err != nil {
+		return err
+	}
+	next := ""
+	if len(runs) > limit {
+		runs = runs[:limit]
+		next = runs[limit-1].ID
+	}
+	if asJSON {
+		return writeJSON(w, map[string]any{"runs": jsonRecords(runs), "next_after": next})
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "RUN\tSTATUS\tROOT\tDEPTH\tATTEMPTS\tACTIVE\tLAST_SEQ\tUPDATED")
+	for _, r := range runs {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.Status, r.RootID, r.Depth, r.AttemptCount, r.ActiveCount, r.LastEventSeq, msTime(r.UpdatedMS))
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(w, "next: --after %s\n", strconv.Quote(next))
+	}
+	return nil
+}
+
+func inspectRun(ctx context.Context, s *workflow.Store, runID string, limit int, asJSON bool, w io.Writer) error {
+	sum, err := s.RunSummary(ctx, runID)
+	if err != nil {
+		return err
+	}
+	atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: runID, Descending: true, Limit: limit})
+	if err != nil {
+		return err
+	}
+	var acts []backend.Activation
+	var scheds []backend.RetrySchedule
+	if err := s.Backend().View(ctx, func(r backend.ReadTx) error {
+		var err error
+		if acts, err = r.Activations(ctx, backend.ActivationQuery{RunID: runID, Limit: limit}); err != nil {
+			return err
+		}
+		scheds, err = r.DueSchedules(ctx, backend.ScheduleQuery{RunID: runID, DueBy: math.MaxInt64, Limit: limit})
+		return err
+	}); err != nil {
+		return err
+	}
+	leases := sum.Leases
+	if len(leases) > limit {
+		leases = leases[:limit]
+	}
+	if asJSON {
+		return writeJSON(w, map[string]any{
+			"run": jsonRecord(sum.Run), "allowance": sum.Allowance,
+			"activation_counts": sum.Activations, "activation_counts_complete": sum.ActivationsComplete,
+			"attempt_counts": sum.Attempts, "attempt_counts_complete": sum.AttemptsComplete,
+			"activations": jsonRecords(acts), "attempts_newest_first": jsonRecords(atts),
+			"leases": jsonRecords(leases), "retry_schedules": jsonRecords(scheds),
+		})
+	}
+	r := sum.Run
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "run\t%s\n", r.ID)
+	fmt.Fprintf(tw, "status\t%s\n", r.Status)
+	fmt.Fprintf(tw, "root / parent / depth\t%s / %s / %d\n", r.RootID, orDash(r.ParentID), r.Depth)
+	fmt.Fprintf(tw, "limits\tnodes %d, concurrency %d, cycles %d, retries %d\n", r.Limits.NodeExecutionCap, r.Limits.ConcurrencyCap, r.Limits.CycleCap, r.Limits.RetryCap)
+	fmt.Fprintf(tw, "counters\tattempts %d, active %d, tree attempts %d, descendants %d, last event %d\n", r.AttemptCount, r.ActiveCount, r.TreeAttemptCount, r.DescendantCount, r.LastEventSeq)
+	fmt.Fprintf(tw, "allowance\trun %s of %d, root %s of %d\n", optCount(sum.Allowance.RunConsumed), sum.Allowance.RunCap, optCount(sum.Allowance.RootConsumed), sum.Allowance.RootCap)
+	fmt.Fprintf(tw, "activations\t%s%s\n", countsText(sum.Activations), incomplete(sum.ActivationsComplete))
+	fmt.Fprintf(tw, "attempts\t%s%s\n", countsText(sum.Attempts), incomplete(sum.AttemptsComplete))
+	fmt.Fprintf(tw, "created / updated\t%s / %s\n", msTime(r.CreatedMS), msTime(r.UpdatedMS))
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	section := func(title string, n int) {
+		fmt.Fprintf(w, "\n%s (%d shown, at most %d)\n", title, n, limit)
+	}
+	section("ACTIVATIONS", len(acts))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tACTIVATION\tSTATUS\tADMISSIBLE\tLAST_ATTEMPT")
+	for _, a := range acts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%d\n", a.Key.NodeID, a.Key.ActivationID, a.Status, a.Admissible, a.LastAttempt)
+	}
+	tw.Flush()
+	section("ATTEMPTS, NEWEST FIRST", len(atts))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "IDENTITY\tSTATUS\tHANDOFF\tRECEIPT\tPREPARED")
+	for _, a := range atts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\n", a.Identity, a.Status, a.Handoff, a.Receipt != nil, msTime(a.PreparedMS))
+	}
+	tw.Flush()
+	section("UNRELEASED LEASES", len(leases))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tACTIVATION\tATTEMPT\tRESOURCE\tMODE\tACQUIRED")
+	for _, l := range leases {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\t%s\n", l.Key.NodeID, l.Key.ActivationID, l.Key.Attempt, l.Key.Resource, l.Key.Mode, msTime(l.AcquiredMS))
+	}
+	tw.Flush()
+	section("RETRY SCHEDULES", len(scheds))
+	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tACTIVATION\tFAILED\tNEXT\tKIND\tDUE")
+	for _, sc := range scheds {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\n", sc.Key.NodeID, sc.Key.ActivationID, sc.FailedAttempt, sc.NextAttempt, sc.FailureKind, msTime(sc.DueMS))
+	}
+	return tw.Flush()
+}
+
+func inspectEvents(ctx context.Context, s *workflow.Store, runID string, after int64, limit int, asJSON bool, w io.Writer) error {
+	if _, err := s.GetRun(ctx, runID); err != nil {
+		return err
+	}
+	// One row more than asked tells whether there is a next page; at the
+	// largest limit a full page is taken to have one.
+	evs, err := s.Events(ctx, runID, after, min(limit+1, workflow.MaxPageLimit))
+	if err != nil {
+		return err
+	}
+	next := ""
+	if len(evs) > limit || len(evs) == workflow.MaxPageLimit {
+		evs = evs[:limit]
+		next = strconv.FormatInt(evs[limit-1].Seq, 10)
+	}
+	if asJSON {
+		return writeJSON(w, map[string]any{"events": jsonRecords(evs), "next_after": next})
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "SEQ\tTYPE\tCREATED\tPAYLOAD")
+	for _, e := range evs {
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\n", e.Seq, e.Type, msTime(e.CreatedMS), e.Payload)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(w, "next: --after %s\n", next)
+	}
+	return nil
+}
+
+func knownRunStatus(s backend.RunStatus) bool {
+	switch s {
+	case "", backend.RunRunning, backend.RunPaused, backend.RunCompleted, backend.RunFailed,
+		backend.RunCancelled, backend.RunRepairRequired:
+		return true
+	}
+	return false
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func optCount(c *int64) string {
+	if c == nil {
+		return "unknown"
+	}
+	return strconv.FormatInt(*c, 10)
+}
+
+func incomplete(complete bool) string {
+	if complete {
+		return ""
+	}
+	return fmt.Sprintf(" (first %d only)", workflow.SummaryReadBudget)
+}
+
+func countsText[K ~string](m map[K]int) string {
+	if len(m) == 0 {
+		return "none"
+	}
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, string(k))
+	}
+	sortStrings(keys)
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		parts[i] = fmt.Sprintf("%s %d", k, m[K(k)])
+	}
+	return strings.Join(parts, ", ")
+}
+
+func sortStrings(xs []string) {
+	for i := 1; i < len(xs); i++ {
+		for j := i; j > 0 && xs[j] < xs[j-1]; j-- {
+			xs[j], xs[j-1] = xs[j-1], xs[j]
+		}
+	}
+}
+
+func msTime(ms int64) string {
+	if ms == 0 {
+		return "-"
+	}
+	return time.UnixMilli(ms).UTC().Format("2006-01-02T15:04:05.000Z")
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// jsonRecord renders a backend record for reading: its fields under their
+// Go names, with JSON byte fields inlined as JSON rather than base64.
+func jsonRecord(rec any) any { return readable(reflect.ValueOf(rec)) }
+
+func jsonRecords[T any](xs []T) []any {
+	out := make([]any, len(xs))
+	for i, x := range xs {
+		out[i] = jsonRecord(x)
+	}
+	return out
+}
+
+func readable(v reflect.Value) any {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if v.IsNil() {
+			return nil
+		}
+		return readable(v.Elem())
+	case reflect.Struct:
+		m := make(map[string]any, v.NumField())
+		t := v.Type()
+		for i := 0; i < v.NumField(); i++ {
+			f := t.Field(i)
+			if !f.IsExported() {
+				continue
+			}
+			if f.Anonymous && f.Type.Kind() == reflect.Struct {
+				if inner, ok := readable(v.Field(i)).(map[string]any); ok {
+					for k, x := range inner {
+						m[k] = x
+					}
+				}
+				continue
+			}
+			m[f.Name] = readable(v.Field(i))
+		}
+		return m
+	case reflect.Slice:
+		if v.Type().Elem().Kind() == reflect.Uint8 {
+			b := v.Bytes()
+			if b == nil {
+				return nil
+			}
+			if json.Valid(b) {
+				return json.RawMessage(b)
+			}
+			return string(b)
+		}
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = readable(v.Index(i))
+		}
+		return out
+	}
+	return v.Interface()
+}

@@ -1,0 +1,365 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/pgtest"
+	"github.com/wfstore/wfstore/sqlite"
+)
+
+// demoStore runs the demo twice on a fresh SQLite file (each run of the
+// demo writes four runs) and returns the file and the run ids in id order.
+func demoStore(t *testing.T, bin string) (string, []string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "demo.db")
+	for range 2 {
+		_, stderr, code := runCLI(t, bin, nil, "demo", "--db", path, "--activations", "8", "--members", "3")
+		require.Equal(t, 0, code, stderr)
+	}
+	stdout, stderr, code := runCLI(t, bin, nil, "inspect", "runs", "--db", path, "--json")
+	require.Equal(t, 0, code, stderr)
+	var page struct {
+		Runs []struct {
+			ID     string
+			Status string
+		} `json:"runs"`
+		Next string `json:"next_after"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &page), stdout)
+	require.Len(t, page.Runs, 8)
+	assert.Empty(t, page.Next)
+	var ids []string
+	for _, r := range page.Runs {
+		ids = append(ids, r.ID)
+	}
+	require.True(t, sort.StringsAreSorted(ids), "runs come in id order: %v", ids)
+	return path, ids
+}
+
+func TestInspectCommandOnADemoStore(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	path, ids := demoStore(t, bin)
+
+	stdout, stderr, code := runCLI(t, bin, nil, "inspect", "runs", "--db", path)
+	require.Equal(t, 0, code, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 1+len(ids), stdout)
+	assert.Regexp(t, `^RUN\s+STATUS\s+ROOT`, lines[0])
+	for i, id := range ids {
+		assert.True(t, strings.HasPrefix(lines[1+i], id+" "), stdout)
+	}
+	assert.NotContains(t, stdout, "next:")
+
+	// Pages of one, with the printed cursor.
+	stdout, _, code = runCLI(t, bin, nil, "inspect", "runs", "--db", path, "--limit", "1")
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, ids[0])
+	assert.NotContains(t, stdout, ids[1]+" ")
+	assert.Contains(t, stdout, `next: --after "`+ids[0]+`"`)
+	stdout, _, code = runCLI(t, bin, nil, "inspect", "runs", "--db", path, "--limit", "1", "--after", ids[0], "--json")
+	require.Equal(t, 0, code)
+	assert.Contains(t, stdout, ids[1])
+	assert.NotContains(t, stdout, `"`+ids[0]+`"`)
+	assert.Contains(t, stdout, `"next_after": "`+ids[1]+`"`)
+
+	// The status filter, against the statuses the JSON listing gave.
+	stdout, _, code = runCLI(t, bin, nil, "inspect", "runs", "--db", path, "--json")
+	require.Equal(t, 0, code)
+	var all struct {
+		Runs []struct{ ID, Status string } `json:"runs"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
+	for _, st := range []string{"running", "paused", "completed", "failed", "cancelled", "repair_required"} {
+		var want []string
+		for _, r := range all.Runs {
+			if r.Status == st {
+				want = append(want, r.ID)
+			}
+		}
+		stdout, _, code = runCLI(t, bin, nil, "inspect", "runs", "--db", path, "--status", st)
+		require.Equal(t, 0, code)
+		lines := strings.Split(strings.TrimSpace(stdout), "\n")[1:]
+		var got []string
+		for _, l := range lines {
+			got = append(got, strings.Fields(l)[0])
+		}
+		assert.Equal(t, want, got, "--status %s", st)
+	}
+
+	// One run, as a table and as JSON; flags may follow the id.
+	stdout, stderr, code = runCLI(t, bin, nil, "inspect", "run", ids[0], "--db", path, "--limit", "3")
+	require.Equal(t, 0, code, stderr)
+	for _, want := range []string{"run ", ids[0], "allowance", "ACTIVATIONS (3 shown, at most 3)", "ATTEMPTS, NEWEST FIRST", "UNRELEASED LEASES", "RETRY SCHEDULES"} {
+		assert.Contains(t, stdout, want)
+	}
+	stdout, _, code = runCLI(t, bin, nil, "inspect", "run", ids[0], "--db", path, "--json", "--limit", "2")
+	require.Equal(t, 0, code)
+	var run struct {
+		Run struct {
+			ID           string
+			AttemptCount int64
+		} `json:"run"`
+		Attempts []struct {
+			PreparedMS int64
+			Intent     json.RawMessage
+		} `json:"attempts_newest_first"`
+		Activations []map[string]any `json:"activations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &run), stdout)
+	assert.Equal(t, ids[0], run.Run.ID)
+	assert.Positive(t, run.Run.AttemptCount)
+	require.Len(t, run.Attempts, 2)
+	assert.GreaterOrEqual(t, run.Attempts[0].PreparedMS, run.Attempts[1].PreparedMS, "newest first")
+	assert.True(t, json.Valid(run.Attempts[0].Intent) && run.Attempts[0].Intent[0] == '{', "intent inlined as JSON: %s", run.Attempts[0].Intent)
+	assert.Len(t, run.Activations, 2)
+
+	// Events after a sequence, with the next cursor.
+	stdout, _, code = runCLI(t, bin, nil, "inspect", "events", ids[1], "--db", path, "--after", "2", "--limit", "3")
+	require.Equal(t, 0, code)
+	seqs := regexp.MustCompile(`(?m)^(\d+)\s`).FindAllStringSubmatch(stdout, -1)
+	require.Len(t, seqs, 3, stdout)
+	assert.Equal(t, []string{"3", "4", "5"}, []string{seqs[0][1], seqs[1][1], seqs[2][1]})
+	assert.Contains(t, stdout, "next: --after 5")
+	stdout, _, code = runCLI(t, bin, nil, "inspect", "events", ids[1], "--db", path, "--after", "5", "--limit", "1", "--json")
+	require.Equal(t, 0, code)
+	var evs struct {
+		Events []struct{ Seq int64 } `json:"events"`
+		Next   string                `json:"next_after"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &evs))
+	require.Len(t, evs.Events, 1)
+	assert.Equal(t, int64(6), evs.Events[0].Seq)
+	assert.Equal(t, "6", evs.Next)
+
+	// Mistakes a user can make.
+	_, stderr, code = runCLI(t, bin, nil, "inspect", "run", "no-such-run", "--db", path)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "not found")
+	_, _, code = runCLI(t, bin, nil, "inspect", "bogus", "--db", path)
+	assert.Equal(t, 2, code)
+	_, stderr, code = runCLI(t, bin, nil, "inspect", "runs", "--db", path, "--status", "Running")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `unknown --status "Running"`)
+	_, _, code = runCLI(t, bin, nil, "inspect", "runs", "--db", path, "--limit", "0")
+	assert.Equal(t, 2, code)
+	_, _, code = runCLI(t, bin, nil, "inspect", "events", ids[0], "--db", path, "--after", "x")
+	assert.Equal(t, 2, code)
+	_, _, code = runCLI(t, bin, nil, "inspect", "run", "--db", path)
+	assert.Equal(t, 2, code)
+}
+
+func TestVerifyCommandPassesAndFailsOnACorruptedSQLiteStore(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	path, ids := demoStore(t, bin)
+	stdout, stderr, code := runCLI(t, bin, nil, "verify", "--db", path)
+	require.Equal(t, 0, code, "%s%s", stdout, stderr)
+	assert.Equal(t, fmt.Sprintf("%d runs checked, 0 violations\n", len(ids)), stdout)
+
+	// Corrupt one counter of the second run through the contract.
+	ctx := context.Background()
+	b, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
+		run, err := backend.GetRun(ctx, tx, ids[1])
+		if err != nil {
+			return err
+		}
+		run.ActiveCount += 2
+		return tx.Apply(ctx, backend.Rep(run))
+	}))
+	require.NoError(t, b.Close())
+
+	stdout, stderr, code = runCLI(t, bin, nil, "verify", "--db", path)
+	assert.Equal(t, 1, code, "%s%s", stdout, stderr)
+	lines := strings.Split(strings.TrimSpace(stdout), "\n")
+	require.Len(t, lines, 2, stdout)
+	assert.Regexp(t, `^run_counters run "`+regexp.QuoteMeta(ids[1])+`" ActiveCount: is (\d+), the run has \d+ active attempts$`, lines[0])
+	assert.Equal(t, fmt.Sprintf("%d runs checked, 1 violations", len(ids)), lines[1])
+	assert.Contains(t, stderr, "violates its invariants")
+
+	stdout, _, code = runCLI(t, bin, nil, "verify", "--db", path, "--json")
+	assert.Equal(t, 1, code)
+	var rep struct {
+		Runs       int `json:"runs"`
+		Violations []struct {
+			Check   string `json:"check"`
+			RunID   string `json:"run_id"`
+			Subject string `json:"subject"`
+		} `json:"violations"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+	assert.Equal(t, len(ids), rep.Runs)
+	require.Len(t, rep.Violations, 1)
+	assert.Equal(t, "run_counters", rep.Violations[0].Check)
+	assert.Equal(t, ids[1], rep.Violations[0].RunID)
+	assert.Equal(t, "ActiveCount", rep.Violations[0].Subject)
+
+	// The clean run alone passes.
+	stdout, _, code = runCLI(t, bin, nil, "verify", "--db", path, "--run", ids[0])
+	assert.Equal(t, 0, code, stdout)
+	_, _, code = runCLI(t, bin, nil, "verify")
+	assert.Equal(t, 1, code, "no --db")
+}
+
+var digestLine = regexp.MustCompile(`(\d+) records, digest ([0-9a-f]{64})`)
+
+func digestOf(t *testing.T, out string) []string {
+	t.Helper()
+	m := digestLine.FindAllStringSubmatch(out, -1)
+	var ds []string
+	for _, x := range m {
+		ds = append(ds, x[1]+" "+x[2])
+	}
+	return ds
+}
+
+func TestExportImportDemoStoreIntoPostgresAndBolt(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	path, _ := demoStore(t, bin)
+	dir := t.TempDir()
+	stream := filepath.Join(dir, "demo.jsonl")
+	_, stderr, code := runCLI(t, bin, nil, "export", "--db", path, "--out", stream, "--verify")
+	require.Equal(t, 0, code, stderr)
+	exported := digestOf(t, stderr)
+	require.Len(t, exported, 2, stderr)
+	assert.Equal(t, exported[0], exported[1], "the store read again gives the stream's digest")
+
+	dsn, schema := pgtest.SchemaName(t)
+	targets := map[string][]string{
+		"postgres": {"--backend", "postgres", "--dsn", dsn, "--schema", schema},
+		"bolt":     {"--backend", "bolt", "--db", filepath.Join(dir, "copy.bolt")},
+	}
+	for name, target := range targets {
+		stdout, stderr, code := runCLI(t, bin, nil, append([]string{"import", "--in", stream}, target...)...)
+		require.Equal(t, 0, code, "%s: %s%s", name, stdout, stderr)
+		ds := digestOf(t, stdout)
+		require.Len(t, ds, 2, stdout)
+		assert.Equal(t, exported[0], ds[0], "%s: stream digest", name)
+		assert.Equal(t, exported[0], ds[1], "%s: imported store digest", name)
+		stdout, stderr, code = runCLI(t, bin, nil, append([]string{"verify"}, target...)...)
+		assert.Equal(t, 0, code, "%s: %s%s", name, stdout, stderr)
+		// The copy exports to the very same stream.
+		again := filepath.Join(dir, name+".jsonl")
+		_, stderr, code = runCLI(t, bin, nil, append([]string{"export", "--out", again}, target...)...)
+		require.Equal(t, 0, code, stderr)
+		assertSameFile(t, stream, again)
+		// A non-empty target is refused, unchanged.
+		_, stderr, code = runCLI(t, bin, nil, append([]string{"import", "--in", stream}, target...)...)
+		assert.Equal(t, 1, code)
+		assert.Contains(t, stderr, "is not empty")
+	}
+}
+
+func assertSameFile(t *testing.T, a, b string) {
+	t.Helper()
+	x, err := os.ReadFile(a)
+	require.NoError(t, err)
+	y, err := os.ReadFile(b)
+	require.NoError(t, err)
+	assert.True(t, string(x) == string(y), "%s and %s differ", a, b)
+}
+
+// everyKind is one record of every kind with every field set (and a
+// released and an unreleased lease), written straight through the
+// contract.
+func everyKind() []backend.Record {
+	ak := backend.ActivationKey{RunID: "run-é", NodeID: "n/1", ActivationID: "A"}
+	mk := backend.ActivationKey{RunID: "run-é", NodeID: "n/1::member::0", ActivationID: "m0"}
+	at := backend.AttemptKey{ActivationKey: ak, Attempt: 3}
+	return []backend.Record{
+		backend.Run{ID: "run-é", RootID: "run-é", Depth: 1, Status: backend.RunPaused,
+			Limits: backend.Limits{NodeExecutionCap: 11, ConcurrencyCap: 12, CycleCap: 13, RetryCap: 14}, DeadlineMS: 1_800_000_000_000,
+			CancelRequestedMS: 1_700_000_000_002,
+			Authority:         &backend.Authority{TargetArtifactID: "art", DaemonInstanceID: "d", Generation: 7, FencingToken: "tok"},
+			Metadata:          []byte(`{"m":"ü"}`), CreatedMS: 1_700_000_000_003, UpdatedMS: 1_700_000_000_004, LastEventSeq: 2,
+			AttemptCount: 22, ActiveCount: 23, TreeAttemptCount: 24, DescendantCount: 25, ExhaustionRecorded: true},
+		backend.Run{ID: "child", RootID: "run-é", ParentID: "run-é", Depth: 2, Status: backend.RunRunning, CreatedMS: 1_700_000_000_005},
+		backend.RunLink{ChildRunID: "child", RootRunID: "run-é", Parent: at, Target: []byte(`{"t":1}`), Depth: 2, CreatedMS: 1_700_000_000_006},
+		backend.Activation{Key: ak, Generation: 4, Status: backend.ActivationRunning, Admissible: true, Input: []byte(`{"i":[1,2]}`),
+			Output: []byte(`{"o":null}`), Claims: []backend.ResourceClaim{{Resource: "r", Mode: backend.LeaseWrite}, {Resource: "R", Mode: backend.LeaseRead}},
+			Effect: backend.Mutating, Reconciliation: backend.ReceiptStatus, RetryPolicy: []byte(`{"v":1}`),
+			Predecessors: []backend.NodeRef{{NodeID: "p", ActivationID: "q"}}, HasSuccessors: true, LastAttempt: 3,
+			CreatedMS: 1_700_000_000_007, UpdatedMS: 1_700_000_000_008},
+		backend.Activation{Key: mk, Status: backend.ActivationWaiting, Input: []byte(`{}`), Effect: backend.ReadOnly,
+			Reconciliation: backend.IdempotentReplay, Group: &backend.GroupMember{Controller: ak, Index: 0}, CreatedMS: 1_700_000_000_009},
+		backend.FanOutGroup{Controller: ak, Size: 1, MaxConcurrency: 1, Promoted: 1, Settled: 1, Retiring: true, RetiredMS: 1_700_000_000_010,
+			CreatedMS: 1_700_000_000_011, FailFast: true},
+		backend.Attempt{Key: at, Identity: "ident-3", Status: backend.AttemptCancelling, SideEffect: backend.Mutating, Intent: []byte(`{"x":1}`),
+			IntentChecksum: "sum", Receipt: []byte(`{"r":true}`), Handoff: backend.HandoffRecorded, Detail: []byte(`{"d":"x"}`),
+			PreparedMS: 1_700_000_000_012, AdmittedMS: 1_700_000_000_013, TerminalMS: 1_700_000_000_014},
+		backend.Lease{Key: backend.LeaseKey{AttemptKey: at, Resource: "r", Mode: backend.LeaseWrite}, AcquiredMS: 1_700_000_000_015},
+		backend.Lease{Key: backend.LeaseKey{AttemptKey: at, Resource: "R", Mode: backend.LeaseRead}, AcquiredMS: 1_700_000_000_016, ReleasedMS: 1_700_000_000_017},
+		backend.RetrySchedule{Key: ak, FailedAttempt: 2, NextAttempt: 3, FailureKind: "owner_reported_retryable", BackoffMS: 1000,
+			DueMS: 1_700_000_001_000, ScheduledMS: 1_700_000_000_018},
+		backend.Event{RunID: "run-é", Seq: 1, Type: "run_created", Payload: []byte(`{"a":1}`), CreatedMS: 1_700_000_000_019},
+		backend.Event{RunID: "run-é", Seq: 2, Type: "other", Payload: []byte(`{}`), CreatedMS: 1_700_000_000_020},
+	}
+}
+
+func TestExportImportRoundTripsEveryRecordKind(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "src.db")
+	ctx := context.Background()
+	b, err := sqlite.Open(ctx, src)
+	require.NoError(t, err)
+	recs := everyKind()
+	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
+		var ws []backend.Write
+		for _, r := range recs {
+			ws = append(ws, backend.Ins(r))
+		}
+		return tx.Apply(ctx, ws...)
+	}))
+	require.NoError(t, b.Close())
+
+	stream := filepath.Join(dir, "all.jsonl")
+	_, stderr, code := runCLI(t, bin, nil, "export", "--db", src, "--out", stream, "--verify")
+	require.Equal(t, 0, code, stderr)
+	data, err := os.ReadFile(stream)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	assert.Len(t, lines, len(recs), "one line per record")
+	kinds := map[string]int{}
+	for _, l := range lines {
+		rec, err := decodeLine([]byte(l))
+		require.NoError(t, err)
+		kinds[rec.Kind()]++
+		assert.Contains(t, recs, rec, "the stream's %s is a stored record, field for field", rec.Kind())
+	}
+	assert.Equal(t, map[string]int{"run": 2, "run_link": 1, "activation": 2, "fan_out_group": 1, "attempt": 1, "lease": 2, "retry_schedule": 1, "event": 2}, kinds)
+
+	dst := filepath.Join(dir, "dst.bolt")
+	stdout, stderr, code := runCLI(t, bin, nil, "import", "--backend", "bolt", "--db", dst, "--in", stream)
+	require.Equal(t, 0, code, "%s%s", stdout, stderr)
+	ds := digestOf(t, stdout)
+	require.Len(t, ds, 2)
+	assert.Equal(t, ds[0], ds[1])
+	again := filepath.Join(dir, "again.jsonl")
+	_, stderr, code = runCLI(t, bin, nil, "export", "--backend", "bolt", "--db", dst, "--out", again)
+	require.Equal(t, 0, code, stderr)
+	assertSameFile(t, stream, again)
+
+	// A stream with a damaged line is refused, naming the line.
+	bad := filepath.Join(dir, "bad.jsonl")
+	require.NoError(t, os.WriteFile(bad, []byte(lines[0]+"\n{\"kind\":\"nope\",\"record\":{}}\n"), 0o600))
+	_, stderr, code = runCLI(t, bin, nil, "import", "--backend", "bolt", "--db", filepath.Join(dir, "bad.bolt"), "--in", bad)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, `line 2: unknown record kind "nope"`)
+}
