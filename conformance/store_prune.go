@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"sort"
 	"sync"
 	"time"
 
@@ -25,6 +26,7 @@ func pruneCases() []Case {
 		{Name: "prune_refuses_a_live_run_or_a_run_of_a_live_tree", Run: casePruneRefusesLive},
 		{Name: "prune_cut_off_skips_runs_finished_later", Run: casePruneCutOff},
 		{Name: "prune_keeps_every_guarantee_for_live_runs", Run: casePruneLiveRunsUnaffected},
+		{Name: "prune_all_finished_pages_through_the_runs_of_finished_trees", Run: casePruneAllFinished},
 	}
 }
 
@@ -464,4 +466,50 @@ func casePruneLiveRunsUnaffected(e *Env) {
 	_, err = s.Prune(e.Ctx, workflow.PruneOptions{Runs: []string{"race"}}, ms(140))
 	requireIs(e.T, err, workflow.ErrIneligible)
 	requireVerified(e, s, "after pruning beside live runs")
+}
+
+// casePruneAllFinished: with AllFinished, Prune chooses the runs itself, a
+// bounded page at a time: completed and cancelled runs of finished trees
+// that finished before the cut-off, and nothing else.
+func casePruneAllFinished(e *Env) {
+	s := store(e)
+	o := newOwner()
+	finishedRun(e, s, "a-done", o, 10)
+	child := cancelledRun(e, s, "b-tree", o, 30)
+	finishedRun(e, s, "c-done", o, 60)
+	finishedRun(e, s, "z-late", o, 500)
+	mkRun(e, s, "m-live", workflow.Limits{}, nil)
+	mkAct(e, s, key("m-live", "n", "a"))
+	keep := []string{"z-late", "m-live"}
+	before := digest(e, keep...)
+
+	_, err := s.Prune(e.Ctx, workflow.PruneOptions{AllFinished: true}, ms(1000))
+	requireIs(e.T, err, workflow.ErrInvalidInput, "a cut-off is required")
+	_, err = s.Prune(e.Ctx, workflow.PruneOptions{AllFinished: true, Runs: []string{"a-done"}, FinishedBefore: ms(400)}, ms(1000))
+	requireIs(e.T, err, workflow.ErrInvalidInput, "named runs and AllFinished")
+
+	var pruned []string
+	opts := workflow.PruneOptions{AllFinished: true, FinishedBefore: ms(400), Limit: 1}
+	for calls := 0; ; calls++ {
+		require.Less(e.T, calls, 20, "the pages end")
+		rep, err := s.Prune(e.Ctx, opts, ms(1000))
+		require.NoError(e.T, err)
+		assert.LessOrEqual(e.T, len(rep.Runs), 1, "at most Limit runs a call")
+		for _, r := range rep.Runs {
+			pruned = append(pruned, r.RunID)
+		}
+		if rep.Next == "" {
+			break
+		}
+		opts.After = rep.Next
+	}
+	sort.Strings(pruned)
+	want := []string{"a-done", "b-tree", "c-done", child}
+	sort.Strings(want)
+	assert.Equal(e.T, want, pruned, "every finished run before the cut-off, each once")
+	unchanged(e, before, "runs finished later or still running", keep...)
+	for _, id := range want {
+		assert.Equal(e.T, []string{workflow.PruneEventType}, eventTypes(e, s, id), "%s pruned", id)
+	}
+	requireVerified(e, s, "after pruning every finished run")
 }

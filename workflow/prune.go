@@ -51,6 +51,16 @@ type PruneOptions struct {
 	BatchSize int
 	// DryRun counts, per run, what would be deleted, and writes nothing.
 	DryRun bool
+	// AllFinished, with Runs empty, lets Prune choose the runs: it reads
+	// the store's runs in id order, strictly after After, and takes the
+	// completed or cancelled ones whose whole tree is completed or
+	// cancelled and that finished before FinishedBefore (a required
+	// cut-off in this mode), at most Limit of them (0 means
+	// DefaultPageLimit). Runs it passes over are not refused. It reads at
+	// most 10×Limit runs per call; PruneReport.Next resumes after them.
+	AllFinished bool
+	After       string
+	Limit       int
 }
 
 // PruneCounts counts the records of one run a prune deleted (or, in a dry
@@ -93,6 +103,9 @@ type PrunedRun struct {
 type PruneReport struct {
 	DryRun bool        `json:"dry_run"`
 	Runs   []PrunedRun `json:"runs"`
+	// Next, in AllFinished mode, is the After of the next call: empty when
+	// the scan reached the last run.
+	Next string `json:"next,omitempty"`
 }
 
 // Prune deletes the events, attempts, leases and retry schedules of the
@@ -121,13 +134,19 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions, now time.Time) (Pr
 	if err != nil {
 		return rep, err
 	}
-	ids, err := pruneCandidates(opts)
-	if err != nil {
-		return rep, err
-	}
-	runs, err := s.pruneEligible(ctx, ids)
-	if err != nil {
-		return rep, err
+	var runs []backend.Run
+	if opts.AllFinished {
+		if runs, rep.Next, err = s.finishedRuns(ctx, opts, cutoff); err != nil {
+			return rep, err
+		}
+	} else {
+		ids, err := pruneCandidates(opts)
+		if err != nil {
+			return rep, err
+		}
+		if runs, err = s.pruneEligible(ctx, ids); err != nil {
+			return rep, err
+		}
 	}
 	for _, run := range runs {
 		pr := PrunedRun{RunID: run.ID, Status: run.Status}
@@ -149,15 +168,11 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions, now time.Time) (Pr
 	return rep, nil
 }
 
-// pruneCandidates returns the ids of the runs to prune. Today they must be
-// named. This is the hook where selecting every finished run goes once the
-// backend offers a scan of runs: it would page through the runs in a
-// terminal status finished before opts.FinishedBefore, resuming after a
-// cursor, at most a page per call.
+// pruneCandidates validates the named runs (Runs mode).
 func pruneCandidates(opts PruneOptions) ([]string, error) {
 	switch {
 	case len(opts.Runs) == 0:
-		return nil, invalid("prune runs", "must name at least one run (pruning every finished run needs a scan of runs)")
+		return nil, invalid("prune runs", "must name at least one run, or set AllFinished")
 	case len(opts.Runs) > MaxPageLimit:
 		return nil, invalid("prune runs", "must name at most %d runs", MaxPageLimit)
 	}
@@ -172,6 +187,69 @@ func pruneCandidates(opts PruneOptions) ([]string, error) {
 		seen[id] = true
 	}
 	return opts.Runs, nil
+}
+
+// finishedRuns selects, in one snapshot, up to opts.Limit prunable runs of
+// finished trees that finished before cutoff, after opts.After in id order,
+// reading at most 10×Limit runs. It returns them and the cursor of the
+// next call ("" once the last run was read).
+func (s *Store) finishedRuns(ctx context.Context, opts PruneOptions, cutoff int64) ([]backend.Run, string, error) {
+	if len(opts.Runs) > 0 {
+		return nil, "", invalid("prune runs", "name runs or set AllFinished, not both")
+	}
+	if cutoff == 0 {
+		return nil, "", invalid("finished-before cut-off", "is required to prune every finished run")
+	}
+	if opts.After != "" {
+		if err := ValidateID("prune cursor", opts.After); err != nil {
+			return nil, "", err
+		}
+	}
+	limit, err := pageLimit("prune run limit", opts.Limit)
+	if err != nil {
+		return nil, "", err
+	}
+	var out []backend.Run
+	var next string
+	err = s.view(ctx, func(r backend.ReadTx) error {
+		out, next = out[:0], ""
+		settled := map[string]bool{} // root → whole tree prunable
+		q := backend.RunQuery{After: opts.After, Limit: limit}
+		for read := 0; read < 10*limit && len(out) < limit; {
+			page, err := r.Runs(ctx, q)
+			if err != nil {
+				return err
+			}
+			for _, run := range page {
+				read++
+				q.After, next = run.ID, run.ID
+				if !prunable(run.Status) || run.UpdatedMS >= cutoff {
+					continue
+				}
+				ok, seen := settled[run.RootID]
+				if !seen {
+					err := pruneTreeSettled(ctx, r, run)
+					if err != nil && !isIneligible(err) {
+						return err
+					}
+					ok = err == nil
+					settled[run.RootID] = ok
+				}
+				if ok {
+					out = append(out, run)
+				}
+				if len(out) == limit || read == 10*limit {
+					return nil
+				}
+			}
+			if len(page) < q.Limit {
+				next = ""
+				return nil
+			}
+		}
+		return nil
+	})
+	return out, next, err
 }
 
 // prunable reports whether a run in status st can never change again.

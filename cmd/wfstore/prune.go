@@ -28,7 +28,9 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var runs runIDs
 	var before string
 	var batch int
-	var dry, asJSON bool
+	var dry, asJSON, all bool
+	var after string
+	var limit int
 	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sf.register(fs)
@@ -37,6 +39,9 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&batch, "batch", 0, "records deleted per transaction, 1..1000 (0 = 100)")
 	fs.BoolVar(&dry, "dry-run", false, "count what would be deleted and write nothing")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
+	fs.BoolVar(&all, "all-finished", false, "instead of --run: every completed or cancelled run of a finished tree that finished before --finished-before (required), a page at a time")
+	fs.StringVar(&after, "after", "", "with --all-finished: resume after this run id (the next: cursor a call prints)")
+	fs.IntVar(&limit, "limit", 0, "with --all-finished: runs pruned per call, 1..1000 (0 = 100)")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `wfstore prune: delete the history of finished runs.
 
@@ -52,6 +57,7 @@ first. If any named run is missing or not prunable, nothing is written
 and the command exits 1. --dry-run reports what would be deleted.
 
   wfstore prune --db wfstore-demo.db --run RUN --dry-run
+  wfstore prune --db wfstore-demo.db --all-finished --finished-before 2026-12-01T00:00:00Z
   wfstore prune --backend postgres --dsn postgres://... --run A --run B --json
 
 Flags:
@@ -64,10 +70,17 @@ Flags:
 	if err := sf.check(); err != nil {
 		return err
 	}
-	if len(runs) == 0 {
-		return errors.New("name the runs to prune with --run ID (repeatable)")
+	switch {
+	case all && len(runs) > 0:
+		return errors.New("give --run or --all-finished, not both")
+	case !all && len(runs) == 0:
+		return errors.New("name the runs to prune with --run ID (repeatable), or use --all-finished")
+	case all && before == "":
+		return errors.New("--all-finished needs --finished-before")
+	case !all && (after != "" || limit != 0):
+		return errors.New("--after and --limit go with --all-finished")
 	}
-	opts := workflow.PruneOptions{Runs: runs, BatchSize: batch, DryRun: dry}
+	opts := workflow.PruneOptions{Runs: runs, BatchSize: batch, DryRun: dry, AllFinished: all, After: after, Limit: limit}
 	if before != "" {
 		t, err := time.Parse(time.RFC3339Nano, before)
 		if err != nil {
@@ -124,4 +137,7 @@ func printPrune(w io.Writer, where string, rep workflow.PruneReport) {
 	}
 	fmt.Fprintf(w, "total: %d records (%d events, %d attempts, %d leases, %d schedules)\n",
 		total.Total(), total.Events, total.Attempts, total.Leases, total.Schedules)
+	if rep.Next != "" {
+		fmt.Fprintf(w, "next: --after %q\n", rep.Next)
+	}
 }

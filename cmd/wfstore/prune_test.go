@@ -162,3 +162,46 @@ func TestPruneCommandUsage(t *testing.T) {
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, "wfstore prune")
 }
+
+func TestPruneCommandAllFinishedPagesThroughTheStore(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	db := filepath.Join(t.TempDir(), "demo.db")
+	_, stderr, code := runCLI(t, bin, nil, "demo", "-db", db)
+	require.Equal(t, 0, code, stderr)
+	future := time.Now().Add(time.Hour).UTC().Format(time.RFC3339)
+
+	_, stderr, code = runCLI(t, bin, nil, "prune", "--db", db, "--all-finished")
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "--all-finished needs --finished-before")
+	_, stderr, code = runCLI(t, bin, nil, "prune", "--db", db, "--all-finished", "--run", "x", "--finished-before", future)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, stderr, "not both")
+
+	// One run a call, following the printed cursor; the demo's completed and
+	// cancelled runs go, its failed ones stay.
+	var pruned []string
+	after := ""
+	for calls := 0; ; calls++ {
+		require.Less(t, calls, 10)
+		args := []string{"prune", "--db", db, "--all-finished", "--finished-before", future, "--limit", "1", "--json"}
+		if after != "" {
+			args = append(args, "--after", after)
+		}
+		stdout, stderr, code := runCLI(t, bin, nil, args...)
+		require.Equal(t, 0, code, stderr)
+		var rep workflow.PruneReport
+		require.NoError(t, json.Unmarshal([]byte(stdout), &rep), stdout)
+		for _, r := range rep.Runs {
+			pruned = append(pruned, string(r.Status))
+		}
+		if rep.Next == "" {
+			break
+		}
+		after = rep.Next
+	}
+	assert.ElementsMatch(t, []string{"completed", "cancelled"}, pruned)
+	stdout, stderr, code := runCLI(t, bin, nil, "verify", "--db", db)
+	assert.Equal(t, 0, code, stderr)
+	assert.Contains(t, stdout, " 0 violations")
+}
