@@ -158,3 +158,22 @@ func TestTestOutputParserAttributesOutputToEachCase(t *testing.T) {
 		{Name: "contract/b", Result: resultSkip, Output: "y.go:3: capability MultiProcess=false: no\n"},
 	}, p.results())
 }
+
+// A broken adapter (an SQLite whose Expect never fails) must not be
+// certified either: the contract tier catches it.
+func TestConformFailsOnASeededMutantAdapter(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "wfmutant")
+	stdout, stderr, code := runCLI(t, bin, []string{"WFSTORE_ADAPTER_MUTANT=expect-ignored"},
+		"conform", "--backend", "sqlite", "--relaxed", "--run", "contract/expect", "--json")
+	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)
+	r := decodeReport(t, stdout)
+	assert.Positive(t, r.Summary.Failed)
+	failed := map[string]bool{}
+	for _, c := range r.Cases {
+		if c.Result == resultFail {
+			failed[c.Name] = true
+		}
+	}
+	assert.True(t, failed["contract/expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits"], "failed: %v", failed)
+}
