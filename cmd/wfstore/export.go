@@ -69,6 +69,23 @@ func walkStore(ctx context.Context, b backend.Backend, emit func(backend.Record)
 	}
 }
 
+// drain reads pages with next until one is shorter than exportBatch,
+// passing every record to take (which advances next's cursor).
+func drain[T any](next func() ([]T, error), take func(T)) error {
+	for {
+		page, err := next()
+		if err != nil {
+			return err
+		}
+		for _, v := range page {
+			take(v)
+		}
+		if len(page) < exportBatch {
+			return nil
+		}
+	}
+}
+
 // runRecords appends every record of one run: the run, its activations
 // and fan-out groups, attempts, leases (released too), retry schedules,
 // events and, for a root, the links of its descendants.
@@ -112,33 +129,21 @@ func runRecords(ctx context.Context, r backend.ReadTx, id string, out []backend.
 		}
 	}
 	tq := backend.AttemptQuery{RunID: id, Limit: exportBatch}
-	for {
-		atts, err := r.Attempts(ctx, tq)
-		if err != nil {
-			return out, err
-		}
-		for _, a := range atts {
-			out = append(out, a)
-			tq.After = &backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}
-		}
-		if len(atts) < exportBatch {
-			break
-		}
+	err = drain(func() ([]backend.Attempt, error) { return r.Attempts(ctx, tq) }, func(a backend.Attempt) {
+		out = append(out, a)
+		tq.After = &backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}
+	})
+	if err != nil {
+		return out, err
 	}
 	lq := backend.LeaseQuery{RunID: id, IncludeReleased: true, Limit: exportBatch}
-	for {
-		ls, err := r.ActiveLeases(ctx, lq)
-		if err != nil {
-			return out, err
-		}
-		for _, l := range ls {
-			out = append(out, l)
-			k := l.Key
-			lq.After = &k
-		}
-		if len(ls) < exportBatch {
-			break
-		}
+	err = drain(func() ([]backend.Lease, error) { return r.ActiveLeases(ctx, lq) }, func(l backend.Lease) {
+		out = append(out, l)
+		k := l.Key
+		lq.After = &k
+	})
+	if err != nil {
+		return out, err
 	}
 	// At most one schedule per activation.
 	scheds, err := r.DueSchedules(ctx, backend.ScheduleQuery{RunID: id, DueBy: math.MaxInt64, Limit: nActs + exportBatch})
@@ -149,32 +154,20 @@ func runRecords(ctx context.Context, r backend.ReadTx, id string, out []backend.
 		out = append(out, sc)
 	}
 	eq := backend.EventQuery{RunID: id, Limit: exportBatch}
-	for {
-		evs, err := r.Events(ctx, eq)
-		if err != nil {
-			return out, err
-		}
-		for _, e := range evs {
-			out = append(out, e)
-			eq.AfterSeq = e.Seq
-		}
-		if len(evs) < exportBatch {
-			break
-		}
+	err = drain(func() ([]backend.Event, error) { return r.Events(ctx, eq) }, func(e backend.Event) {
+		out = append(out, e)
+		eq.AfterSeq = e.Seq
+	})
+	if err != nil {
+		return out, err
 	}
 	cq := backend.ChildRunQuery{RootRunID: id, Limit: exportBatch}
-	for {
-		links, err := r.ChildRuns(ctx, cq)
-		if err != nil {
-			return out, err
-		}
-		for _, l := range links {
-			out = append(out, l)
-			cq.AfterCreatedMS, cq.AfterChildID = l.CreatedMS, l.ChildRunID
-		}
-		if len(links) < exportBatch {
-			break
-		}
+	err = drain(func() ([]backend.RunLink, error) { return r.ChildRuns(ctx, cq) }, func(l backend.RunLink) {
+		out = append(out, l)
+		cq.AfterCreatedMS, cq.AfterChildID = l.CreatedMS, l.ChildRunID
+	})
+	if err != nil {
+		return out, err
 	}
 	return out, nil
 }
