@@ -72,7 +72,7 @@ func cancelUnstarted(ctx context.Context, tx backend.Tx, w *batch, runID string,
 // attempts of the run: the work a cancelling engine must signal to its
 // owners (attempts already cancelling are not listed, and neither are the
 // sibling_cancelling ones a fail-fast fan-out stopped: page those with
-// Attempts and Status AttemptSiblingCancelling). limit is
+// Attempts and Status backend.AttemptSiblingCancelling). limit is
 // 1..=MaxPageLimit; 0 means DefaultPageLimit.
 func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]Attempt, error) {
 	if err := ValidateID("run id", runID); err != nil {
