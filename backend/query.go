@@ -110,7 +110,9 @@ type LeaseQuery struct {
 
 // RunQuery scans runs in run id order, bytewise.
 type RunQuery struct {
-	// Status restricts the scan to runs in this status when not empty.
+	// Status restricts the scan to runs in this status when not empty. A
+	// filtered scan may read the runs of other statuses it passes over: it
+	// serves operator listings, never the admission path.
 	Status RunStatus
 	// After resumes strictly after this run id; empty starts at the
 	// beginning.

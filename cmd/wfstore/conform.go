@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"time"
 )
@@ -99,7 +100,7 @@ Flags:
 	rep := conformReport{
 		Backend: c.backend, Adapter: newReportAdapter(info),
 		Capabilities: reportCapabilities{MultiInstance: caps.MultiInstance, MultiProcess: caps.MultiProcess}, Durability: durabilityName(c.relaxed),
-		Filter: c.run, Go: goVersion(), Wfstore: moduleVersion(), Started: started.UTC(),
+		Filter: c.run, Go: runtime.Version(), Wfstore: moduleVersion(), Started: started.UTC(),
 		Seconds: time.Since(started).Seconds(), Cases: res.cases,
 	}
 	rep.count()

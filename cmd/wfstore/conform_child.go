@@ -9,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"runtime/debug"
 	"strings"
 	"testing"
@@ -176,9 +175,7 @@ func probeAdapter(ctx context.Context, c conformConfig) (backend.Info, backend.C
 	return b.Info(), b.Capabilities(), nil
 }
 
-// goVersion and moduleVersion describe this build for reports.
-func goVersion() string { return runtime.Version() }
-
+// moduleVersion is this build's module version, for reports.
 func moduleVersion() string {
 	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
 		return bi.Main.Version

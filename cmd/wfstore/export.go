@@ -288,7 +288,7 @@ Flags:
 	}
 	b, err := sf.open(ctx)
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", sf.where(), err)
+		return err // the adapter's error names the file or the DSN
 	}
 	defer b.Close()
 	w := stdout
@@ -374,7 +374,7 @@ Flags:
 	}
 	b, err := sf.open(ctx)
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", sf.where(), err)
+		return err // the adapter's error names the file or the DSN
 	}
 	defer b.Close()
 	var existing []backend.Run

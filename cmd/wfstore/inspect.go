@@ -97,7 +97,7 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	}
 	b, err := sf.open(ctx)
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", sf.where(), err)
+		return err // the adapter's error names the file or the DSN
 	}
 	defer b.Close()
 	s := workflow.New(b)

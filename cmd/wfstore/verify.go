@@ -48,7 +48,7 @@ Flags:
 	}
 	b, err := sf.open(ctx)
 	if err != nil {
-		return fmt.Errorf("opening %s: %w", sf.where(), err)
+		return err // the adapter's error names the file or the DSN
 	}
 	defer b.Close()
 	rep, err := workflow.New(b).Verify(ctx, workflow.VerifyOptions{RunID: *runID, MaxViolations: *maxV})

@@ -37,10 +37,7 @@ func version(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	if !ok {
 		return fmt.Errorf("this binary carries no build information")
 	}
-	v := bi.Main.Version
-	if v == "" {
-		v = "(unknown)"
-	}
+	v := moduleVersion()
 	var rev, modified, when string
 	for _, s := range bi.Settings {
 		switch s.Key {
