@@ -25,9 +25,6 @@ var (
 	// serialization conflicts through every re-run the adapter allows. The
 	// transaction did not commit.
 	ErrBusy = errors.New("backend: store busy, transaction re-runs exhausted")
-	// ErrUnsupported: a write named an operation the record kind does not
-	// accept (see the package documentation's table).
-	ErrUnsupported = errors.New("backend: unsupported operation for record kind")
 	// ErrChanged: an Expect write found the record missing or different from
 	// the expected one.
 	ErrChanged = errors.New("backend: record is not the expected one")
@@ -103,8 +100,14 @@ type Backend interface {
 }
 
 // ReadTx reads one consistent snapshot. Inside Update it also sees the
-// transaction's own earlier writes. Every scan with Limit <= 0 returns no
-// rows.
+// transaction's own earlier writes.
+//
+// Every scan takes a query with the same two bounds: After, the position
+// of the last row of the previous page in the scan's order (its zero value
+// starts at the beginning), and Limit, the most rows returned (Limit <= 0
+// returns no rows). A caller pages by passing the position of the last row
+// it got as the next After. No record sits at a zero position: record times
+// are after the unix epoch and event sequence numbers start at 1.
 type ReadTx interface {
 	// Load reads every record named by l. Keys that do not exist are absent
 	// from the result's maps; that is not an error. Found.Resources holds, for
@@ -113,9 +116,9 @@ type ReadTx interface {
 	// to an empty slice).
 	Load(ctx context.Context, l Lookup) (Found, error)
 
-	// PendingActivations returns admissible activations (Activation.Admissible)
-	// in the order and bounds of q.
-	PendingActivations(ctx context.Context, q PendingQuery) ([]Activation, error)
+	// AdmissibleActivations returns the activations in the admissible index
+	// (Activation.Admissible) in the order and bounds of q.
+	AdmissibleActivations(ctx context.Context, q AdmissibleQuery) ([]Activation, error)
 
 	// Activations returns a run's activations of any status in key order.
 	Activations(ctx context.Context, q ActivationQuery) ([]Activation, error)
@@ -123,10 +126,10 @@ type ReadTx interface {
 	// Attempts returns attempts in the order and bounds of q.
 	Attempts(ctx context.Context, q AttemptQuery) ([]Attempt, error)
 
-	// CountAttempts returns the number of the run's attempts (any status),
-	// reading at most limit of them: the result is min(count, limit).
-	// limit 0 returns 0.
-	CountAttempts(ctx context.Context, runID string, limit int) (int, error)
+	// CountAttempts returns the number of q.RunID's attempts (any status),
+	// reading at most q.Limit of them: the result is min(count, q.Limit),
+	// and 0 when q.Limit <= 0.
+	CountAttempts(ctx context.Context, q AttemptCountQuery) (int, error)
 
 	// ChildRuns returns links whose RootRunID is q.RootRunID, ordered by
 	// (CreatedMS, ChildRunID).
@@ -136,89 +139,33 @@ type ReadTx interface {
 	// ordered by (DueMS, NodeID, ActivationID).
 	DueSchedules(ctx context.Context, q ScheduleQuery) ([]RetrySchedule, error)
 
-	// Events returns a run's events with Seq > q.AfterSeq in Seq order.
+	// Events returns a run's events in Seq order.
 	Events(ctx context.Context, q EventQuery) ([]Event, error)
 
-	// ActiveLeases returns a run's unreleased leases in LeaseKey order
-	// (with q.IncludeReleased, its released leases as well).
-	ActiveLeases(ctx context.Context, q LeaseQuery) ([]Lease, error)
+	// Leases returns a run's unreleased leases in LeaseKey order (with
+	// q.IncludeReleased, its released leases as well).
+	Leases(ctx context.Context, q LeaseQuery) ([]Lease, error)
 
-	// Runs returns at most q.Limit runs with id > q.After (bytewise), in id
-	// order, restricted to q.Status when it is set. It is the only way to
-	// enumerate the runs of a store (operator listings, verification,
-	// export); a caller pages by passing the last id returned as After.
+	// Runs returns runs in id order (bytewise), restricted to q.Status when
+	// it is set. It is the only way to enumerate the runs of a store
+	// (operator listings, verification, export).
 	Runs(ctx context.Context, q RunQuery) ([]Run, error)
 }
 
 // Tx is a read-write transaction.
 type Tx interface {
 	ReadTx
-	// Apply applies writes in order. Later reads in the same transaction see
-	// them. On the first failing write Apply returns its error (ErrConflict,
-	// ErrNotFound, ErrChanged, ErrUnsupported, or a storage error); the
-	// caller is expected to return an error from fn, which rolls the whole
-	// transaction back.
+	// Apply applies c in the order Changes documents. Later reads in the
+	// same transaction see its writes. On the first failing operation
+	// Apply returns its error (ErrConflict, ErrNotFound, ErrChanged, or a
+	// storage error); the caller is expected to return an error from fn,
+	// which rolls the whole transaction back.
 	//
 	// An adapter that pays per round trip may defer writes: send them with
-	// the next read, or with the commit when fn returns nil. A deferred write
-	// that fails then fails that read, or Update itself (with the same error
-	// kinds, and nothing committed), instead of Apply. The workflow layer
-	// ends every transaction with one Apply, so deferral saves a round trip
-	// per transaction.
-	Apply(ctx context.Context, writes ...Write) error
-}
-
-// Op is a write operation.
-type Op uint8
-
-// Write operations. See the package documentation for which record kinds
-// accept which.
-const (
-	// Insert creates a record; ErrConflict if its key exists.
-	Insert Op = iota + 1
-	// Replace overwrites every field of an existing record; ErrNotFound if
-	// its key does not exist, ErrConflict if it would give an Attempt the
-	// Identity of another attempt. Key fields identify the record.
-	Replace
-	// Delete removes a record named by its key fields; ErrNotFound if absent.
-	Delete
-	// Expect writes nothing: it fails with ErrChanged unless a record with
-	// the key of the given one is stored (as of this point of the
-	// transaction) and equals it in every field, byte slices and lists
-	// compared exactly (nil differs from empty). A transaction can so decide
-	// on records an earlier transaction read or wrote, without reading them
-	// again: if they are unchanged when it commits, its decision is the one
-	// it would have made reading them, and the serializability of Update
-	// covers the check. An adapter that pays per round trip defers it like
-	// any write, so an Update of Expects and writes alone costs it one round
-	// trip.
-	Expect
-)
-
-func (o Op) String() string {
-	switch o {
-	case Insert:
-		return "insert"
-	case Replace:
-		return "replace"
-	case Delete:
-		return "delete"
-	case Expect:
-		return "expect"
-	}
-	return fmt.Sprintf("op(%d)", uint8(o))
-}
-
-// Write is one operation on one record. Record is a value of one of the
-// record types (Run, RunLink, Activation, FanOutGroup, Attempt, Lease,
-// RetrySchedule, Event), not a pointer.
-type Write struct {
-	Op     Op
-	Record Record
-}
-
-// Record is implemented by the record types of this package only.
-type Record interface {
-	// Kind names the record kind ("run", "attempt", ...).
-	Kind() string
+	// the next read, or with the commit when fn returns nil. A deferred
+	// write that fails then fails that read, or Update itself (with the
+	// same error kinds, and nothing committed), instead of Apply. The
+	// workflow layer ends every transaction with one Apply, so deferral
+	// saves a round trip per transaction.
+	Apply(ctx context.Context, c Changes) error
 }

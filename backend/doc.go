@@ -19,10 +19,11 @@
 // Records are plain structs (Run, RunLink, Activation, FanOutGroup, Attempt,
 // Lease, RetrySchedule, Event). ReadTx.Load reads any set of records by key in
 // one call, so an adapter that pays per round trip (Postgres) can answer a
-// whole Lookup in one batch. Tx.Apply applies an ordered list of writes, again
-// in one call. Every other read is one of a few ordered, bounded scans.
+// whole Lookup in one batch. Tx.Apply applies one Changes value, again in one
+// call, in a fixed order: expects, deletes, inserts, replaces. Every other
+// read is one of a few ordered, bounded scans.
 //
-// Which operations each record kind accepts:
+// Which operations each record kind accepts is the shape of Changes:
 //
 //	kind           Insert  Replace  Delete  Expect  primary key
 //	Run            yes     yes      -       yes     ID
@@ -37,14 +38,13 @@
 // Insert fails with ErrConflict when the primary key (or Attempt.Identity)
 // exists; Replace and Delete fail with ErrNotFound when it does not; Expect
 // writes nothing and fails with ErrChanged unless the stored record equals
-// the given one in every field. An operation outside the table fails with
-// ErrUnsupported.
+// the given one in every field. An operation outside the table cannot be
+// written.
 //
-// Delete names the record by its key fields alone (other fields are
-// ignored) and removes it from Load, from every scan and from every index:
-// a deleted attempt's Identity is free for a later Insert. The workflow
-// layer deletes attempts, leases and events only when it prunes a finished
-// run.
+// Delete names the record by its key alone and removes it from Load, from
+// every scan and from every index: a deleted attempt's Identity is free for
+// a later Insert. The workflow layer deletes attempts, leases and events
+// only when it prunes a finished run.
 //
 // # Order
 //

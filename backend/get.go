@@ -60,54 +60,56 @@ func GetAttemptByIdentity(ctx context.Context, r ReadTx, identity string) (Attem
 	return v, nil
 }
 
-// Ins returns an Insert write for rec.
-func Ins(rec Record) Write { return Write{Op: Insert, Record: rec} }
-
-// Rep returns a Replace write for rec.
-func Rep(rec Record) Write { return Write{Op: Replace, Record: rec} }
-
-// Del returns a Delete write for rec (only its key fields matter).
-func Del(rec Record) Write { return Write{Op: Delete, Record: rec} }
-
-// Exp returns an Expect write for rec.
-func Exp(rec Record) Write { return Write{Op: Expect, Record: rec} }
+// Expectable is the record kinds Expect accepts.
+type Expectable interface {
+	Run | Activation | Attempt
+}
 
 // CheckExpected implements Expect for an adapter that reads cheaply inside
-// its transactions: it loads the record with rec's key through r and
+// its transactions: it loads the record with want's key through r and
 // compares every field (reflect.DeepEqual: nil and empty slices differ, so
 // an adapter must return them as they were written, as the contract
 // requires anyway). It returns an error wrapping ErrChanged when the
-// record is missing or differs, ErrUnsupported for a kind Expect does not
-// accept.
-func CheckExpected(ctx context.Context, r ReadTx, rec Record) error {
-	var stored Record
+// record is missing or differs.
+func CheckExpected[R Expectable](ctx context.Context, r ReadTx, want R) error {
+	var stored any
 	var err error
-	switch v := rec.(type) {
+	switch v := any(want).(type) {
 	case Run:
 		stored, err = GetRun(ctx, r, v.ID)
 	case Activation:
 		stored, err = GetActivation(ctx, r, v.Key)
 	case Attempt:
 		stored, err = GetAttempt(ctx, r, v.Key)
-	default:
-		return fmt.Errorf("expect of a %T: %w", rec, ErrUnsupported)
 	}
 	switch {
 	case errors.Is(err, ErrNotFound):
-		return fmt.Errorf("expected %s is missing: %w", rec.Kind(), ErrChanged)
+		return fmt.Errorf("expected %s is missing: %w", kindName(want), ErrChanged)
 	case err != nil:
 		return err
 	}
-	return CompareExpected(stored, rec)
+	return CompareExpected(stored.(R), want)
 }
 
 // CompareExpected is Expect's comparison, for an adapter that knows the
-// stored value of rec's row without reading it: nil when stored equals rec
-// in every field (reflect.DeepEqual), an error wrapping ErrChanged
+// stored value of want's row without reading it: nil when stored equals
+// want in every field (reflect.DeepEqual), an error wrapping ErrChanged
 // otherwise.
-func CompareExpected(stored, rec Record) error {
-	if !reflect.DeepEqual(stored, rec) {
-		return fmt.Errorf("expected %s differs from the stored one: %w", rec.Kind(), ErrChanged)
+func CompareExpected[R Expectable](stored, want R) error {
+	if !reflect.DeepEqual(stored, want) {
+		return fmt.Errorf("expected %s differs from the stored one: %w", kindName(want), ErrChanged)
 	}
 	return nil
+}
+
+func kindName(v any) string {
+	switch v.(type) {
+	case Run:
+		return "run"
+	case Activation:
+		return "activation"
+	case Attempt:
+		return "attempt"
+	}
+	return fmt.Sprintf("%T", v)
 }

@@ -27,12 +27,12 @@ type Found struct {
 	Resources   map[ResourceRef][]Lease
 }
 
-// PendingQuery scans admissible activations in key order (RunID, NodeID,
-// ActivationID), bytewise.
-type PendingQuery struct {
+// AdmissibleQuery scans the admissible index in activation key order
+// (RunID, NodeID, ActivationID), bytewise.
+type AdmissibleQuery struct {
 	// RunID restricts the scan to one run when not empty.
 	RunID string
-	// After resumes strictly after this key. The zero key starts at the
+	// After resumes strictly after this key; the zero key starts at the
 	// beginning.
 	After ActivationKey
 	// AfterRun, when true, resumes after every activation of After.RunID
@@ -41,15 +41,18 @@ type PendingQuery struct {
 	Limit    int
 }
 
-// ActivationQuery scans one run's activations in key order.
+// ActivationQuery scans one run's activations of any status in key order.
 type ActivationQuery struct {
 	RunID string
-	// After resumes strictly after this (NodeID, ActivationID); zero = start.
+	// After resumes strictly after this (NodeID, ActivationID); the zero
+	// value starts at the beginning.
 	After NodeRef
 	Limit int
 }
 
 // AttemptCursor is a position in attempt order (PreparedMS, Identity).
+// Its zero value is before every attempt (every attempt has PreparedMS >
+// 0).
 type AttemptCursor struct {
 	PreparedMS int64
 	Identity   string
@@ -63,49 +66,63 @@ type AttemptQuery struct {
 	// Status restricts to one status when not empty.
 	Status AttemptStatus
 	// After resumes strictly after this position in the scan's order (so,
-	// when Descending, strictly before it in ascending order); nil starts at
-	// the beginning of that order.
-	After *AttemptCursor
+	// when Descending, strictly before it in ascending order); the zero
+	// value starts at the beginning of that order.
+	After AttemptCursor
 	// Descending returns the same rows in descending (PreparedMS, Identity)
 	// order: the reverse of the ascending scan with the same filters.
 	Descending bool
 	Limit      int
 }
 
+// AttemptCountQuery counts one run's attempts, reading at most Limit.
+type AttemptCountQuery struct {
+	RunID string
+	Limit int
+}
+
+// ChildRunCursor is a position in child-run order (CreatedMS, ChildRunID).
+type ChildRunCursor struct {
+	CreatedMS  int64
+	ChildRunID string
+}
+
 // ChildRunQuery scans links of one root ordered by (CreatedMS, ChildRunID).
 type ChildRunQuery struct {
 	RootRunID string
-	// AfterCreatedMS and AfterChildID resume strictly after this link
-	// position; both zero start at the beginning.
-	AfterCreatedMS int64
-	AfterChildID   string
-	Limit          int
+	// After resumes strictly after this position; the zero value starts at
+	// the beginning.
+	After ChildRunCursor
+	Limit int
 }
 
-// ScheduleQuery scans one run's due schedules.
+// ScheduleQuery scans one run's retry schedules with DueMS <= DueBy,
+// ordered by (DueMS, NodeID, ActivationID).
 type ScheduleQuery struct {
 	RunID string
 	DueBy int64 // inclusive
 	Limit int
 }
 
-// EventQuery scans one run's events after a sequence number.
+// EventQuery scans one run's events in Seq order.
 type EventQuery struct {
-	RunID    string
-	AfterSeq int64
-	Limit    int
+	RunID string
+	// After resumes strictly after this Seq; 0 starts at the beginning.
+	After int64
+	Limit int
 }
 
-// LeaseQuery scans one run's unreleased leases in LeaseKey order (run,
-// node, activation, attempt, resource, mode).
+// LeaseQuery scans one run's leases in LeaseKey order (run, node,
+// activation, attempt, resource, mode).
 type LeaseQuery struct {
 	RunID string
-	// After resumes strictly after this key; nil = start.
-	After *LeaseKey
-	Limit int
+	// After resumes strictly after this key; the zero key starts at the
+	// beginning.
+	After LeaseKey
 	// IncludeReleased returns released leases too, in the same order, so
 	// that every lease of a run can be enumerated (export, verify).
 	IncludeReleased bool
+	Limit           int
 }
 
 // RunQuery scans runs in run id order, bytewise.

@@ -169,9 +169,6 @@ type Run struct {
 	ExhaustionRecorded bool
 }
 
-// Kind implements Record.
-func (Run) Kind() string { return "run" }
-
 // RunLink links a child run to its root and its exact parent attempt.
 type RunLink struct {
 	ChildRunID string
@@ -181,9 +178,6 @@ type RunLink struct {
 	Depth      int64
 	CreatedMS  int64
 }
-
-// Kind implements Record.
-func (RunLink) Kind() string { return "run_link" }
 
 // ResourceClaim is a declared claim of an activation on a resource.
 type ResourceClaim struct {
@@ -209,7 +203,7 @@ type Activation struct {
 	Generation int64
 	Status     ActivationStatus
 	// Admissible puts the activation in the pending index that
-	// PendingActivations scans. The workflow layer sets it only on pending
+	// AdmissibleActivations scans. The workflow layer sets it only on pending
 	// activations that discovery may return.
 	Admissible     bool
 	Input          []byte // canonical JSON
@@ -227,9 +221,6 @@ type Activation struct {
 	CreatedMS   int64
 	UpdatedMS   int64
 }
-
-// Kind implements Record.
-func (Activation) Kind() string { return "activation" }
 
 // FanOutGroup is the durable state of a fan-out controller's members. Member
 // i's activation key is derived from the controller key and i.
@@ -255,9 +246,6 @@ type FanOutGroup struct {
 	FailFast bool
 }
 
-// Kind implements Record.
-func (FanOutGroup) Kind() string { return "fan_out_group" }
-
 // Attempt is one prepared attempt of an activation.
 type Attempt struct {
 	Key            AttemptKey
@@ -274,18 +262,12 @@ type Attempt struct {
 	TerminalMS     int64
 }
 
-// Kind implements Record.
-func (Attempt) Kind() string { return "attempt" }
-
 // Lease is an attempt's lease on a resource. ReleasedMS 0 = unreleased.
 type Lease struct {
 	Key        LeaseKey
 	AcquiredMS int64
 	ReleasedMS int64
 }
-
-// Kind implements Record.
-func (Lease) Kind() string { return "lease" }
 
 // RetrySchedule is a durable automatic-retry schedule; at most one per
 // activation.
@@ -299,11 +281,14 @@ type RetrySchedule struct {
 	ScheduledMS   int64
 }
 
-// Kind implements Record.
-func (RetrySchedule) Kind() string { return "retry_schedule" }
+// EventKey names an event: (RunID, Seq).
+type EventKey struct {
+	RunID string
+	Seq   int64
+}
 
-// Event is an append-only run event. Seq is per run and strictly increasing
-// in commit order.
+// Event is an append-only run event. Seq is per run, starts at 1 and
+// strictly increases in commit order.
 type Event struct {
 	RunID     string
 	Seq       int64
@@ -312,5 +297,5 @@ type Event struct {
 	CreatedMS int64
 }
 
-// Kind implements Record.
-func (Event) Kind() string { return "event" }
+// Key returns the event's key.
+func (e Event) Key() EventKey { return EventKey{RunID: e.RunID, Seq: e.Seq} }

@@ -48,13 +48,13 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 		att = backend.Attempt{Key: ak, Identity: id, Status: backend.AttemptPrepared,
 			SideEffect: workflow.ReadOnly, Intent: benchdata.Intent, IntentChecksum: workflow.Checksum(benchdata.Intent),
 			Handoff: backend.HandoffPending, PreparedMS: at}
-		return tx.Apply(ctx,
-			backend.Rep(act),
-			backend.Ins(att),
-			rawEvent(&run, "attempt_prepared", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
-				"activation_id": k.ActivationID, "attempt": 1, "side_effect": workflow.ReadOnly,
-				"intent": benchdata.Intent, "prepared_at_ms": at}, at),
-			backend.Rep(run))
+		ev := rawEvent(&run, "attempt_prepared", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
+			"activation_id": k.ActivationID, "attempt": 1, "side_effect": workflow.ReadOnly,
+			"intent": benchdata.Intent, "prepared_at_ms": at}, at)
+		return tx.Apply(ctx, backend.Changes{
+			Insert:  backend.Inserts{Attempts: []backend.Attempt{att}, Events: []backend.Event{ev}},
+			Replace: backend.Replaces{Runs: []backend.Run{run}, Activations: []backend.Activation{act}},
+		})
 	})
 	if err != nil {
 		return err
@@ -63,25 +63,29 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 	// The last two transactions' writes are built before Update, so that a
 	// re-run of fn applies the same values.
 	att.Handoff = backend.HandoffRecorded
-	ws := []backend.Write{backend.Rep(att),
-		rawEvent(&run, "dispatch_handed_off", map[string]any{"dispatch_identity": id}, at),
-		backend.Rep(run)}
-	if err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, ws...) }); err != nil {
+	c := attemptStep(att, &run, rawEvent(&run, "dispatch_handed_off", map[string]any{"dispatch_identity": id}, at))
+	if err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, c) }); err != nil {
 		return err
 	}
 
 	att.Status, att.Receipt, att.AdmittedMS = backend.AttemptAdmitted, benchdata.Receipt, at
-	ws = []backend.Write{backend.Rep(att),
-		rawEvent(&run, "attempt_admitted", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
-			"activation_id": k.ActivationID, "attempt": 1, "dispatch_identity": id,
-			"receipt": benchdata.Receipt, "admitted_at_ms": at}, at),
-		backend.Rep(run)}
-	return b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, ws...) })
+	c = attemptStep(att, &run, rawEvent(&run, "attempt_admitted", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
+		"activation_id": k.ActivationID, "attempt": 1, "dispatch_identity": id,
+		"receipt": benchdata.Receipt, "admitted_at_ms": at}, at))
+	return b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, c) })
+}
+
+// attemptStep replaces the attempt and the run and appends the event.
+func attemptStep(att backend.Attempt, run *backend.Run, ev backend.Event) backend.Changes {
+	return backend.Changes{
+		Insert:  backend.Inserts{Events: []backend.Event{ev}},
+		Replace: backend.Replaces{Runs: []backend.Run{*run}, Attempts: []backend.Attempt{att}},
+	}
 }
 
 // rawEvent appends the run's next event.
-func rawEvent(run *backend.Run, typ string, payload map[string]any, at int64) backend.Write {
+func rawEvent(run *backend.Run, typ string, payload map[string]any, at int64) backend.Event {
 	run.LastEventSeq++
-	return backend.Ins(backend.Event{RunID: run.ID, Seq: run.LastEventSeq, Type: typ,
-		Payload: workflow.MustCanonical(payload), CreatedMS: at})
+	return backend.Event{RunID: run.ID, Seq: run.LastEventSeq, Type: typ,
+		Payload: workflow.MustCanonical(payload), CreatedMS: at}
 }

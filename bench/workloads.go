@@ -232,7 +232,7 @@ func (p *racingP) check(ctx context.Context) error {
 	}
 	err := p.env.Backend.View(ctx, func(r backend.ReadTx) error {
 		for runID := range runs {
-			c, err := r.CountAttempts(ctx, runID, 10*perRun)
+			c, err := r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: runID, Limit: 10 * perRun})
 			if err != nil {
 				return err
 			}

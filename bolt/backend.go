@@ -79,7 +79,7 @@ func (b *Backend) View(ctx context.Context, fn func(rtx backend.ReadTx) error) e
 }
 
 // Update runs fn in bbolt's single read-write transaction. If fn returns
-// nil, the transaction commits (fsynced unless the store is Relaxed) before
+// nil, the transaction commits (fsynced unless WithRelaxedDurability) before
 // Update returns; if fn returns an error or panics, it is rolled back and
 // the error returned or the panic re-raised. bbolt has no transient
 // conflicts, so fn runs exactly once and ErrBusy never occurs.
@@ -101,7 +101,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		return fmt.Errorf("bolt: update: waiting for the writer: %w", ctx.Err())
 	}
 	defer func() { <-b.writer }()
-	if b.db.NoSync && !b.cfg.allowNoSync {
+	if b.db.NoSync && !b.cfg.noSyncHandle {
 		return fmt.Errorf("bolt: update: %w", ErrNoSync)
 	}
 	btx, err := b.db.Begin(true)
@@ -150,7 +150,7 @@ func (b *Backend) Info() backend.Info {
 		Version: "go.etcd.io/bbolt " + bboltVersion(),
 		Settings: map[string]string{
 			"fsync":          fsync,
-			"format_version": strconv.Itoa(FormatVersion),
+			"schema_version": strconv.Itoa(SchemaVersion),
 			"lock_timeout":   b.cfg.lockTimeout.String(),
 			"freelist_sync":  strconv.FormatBool(!b.db.NoFreelistSync),
 			"caller_handle":  strconv.FormatBool(!b.owned),

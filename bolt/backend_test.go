@@ -40,7 +40,8 @@ func TestUpdateErrorRollsBack(t *testing.T) {
 	ctx := context.Background()
 	boom := errors.New("boom")
 	err := b.Update(ctx, func(tx backend.Tx) error {
-		require.NoError(t, tx.Apply(ctx, backend.Ins(backend.Run{ID: "r"}), backend.Ins(activation(actKey("r", "n", "a"), true))))
+		require.NoError(t, tx.Apply(ctx, backend.Changes{Insert: backend.Inserts{
+			Runs: []backend.Run{{ID: "r"}}, Activations: []backend.Activation{activation(actKey("r", "n", "a"), true)}}}))
 		return boom
 	})
 	require.Same(t, boom, err, "fn's error is returned as is")
@@ -54,13 +55,13 @@ func TestUpdatePanicRollsBackAndRepanics(t *testing.T) {
 	ctx := context.Background()
 	require.PanicsWithValue(t, "boom", func() {
 		_ = b.Update(ctx, func(tx backend.Tx) error {
-			require.NoError(t, tx.Apply(ctx, backend.Ins(backend.Run{ID: "r"})))
+			require.NoError(t, tx.Apply(ctx, insertRuns(backend.Run{ID: "r"})))
 			panic("boom")
 		})
 	})
 	require.False(t, runExists(t, b, "r"))
 	// The writer is free again.
-	apply(t, b, backend.Ins(backend.Run{ID: "after"}))
+	apply(t, b, insertRuns(backend.Run{ID: "after"}))
 	require.True(t, runExists(t, b, "after"))
 }
 
@@ -68,22 +69,22 @@ func TestViewSeesOneSnapshotAndUpdateSeesItsWrites(t *testing.T) {
 	t.Parallel()
 	b := openTemp(t)
 	ctx := context.Background()
-	apply(t, b, backend.Ins(backend.Run{ID: "r", Depth: 1}))
+	apply(t, b, insertRuns(backend.Run{ID: "r", Depth: 1}))
 	// A commit that grows the file must remap it, which waits for open
 	// Views; grow it first so the commit below can run inside the View.
 	grow := backend.Run{ID: "grow", Metadata: make([]byte, 4<<20)}
-	apply(t, b, backend.Ins(grow))
+	apply(t, b, insertRuns(grow))
 	grow.Metadata = nil
-	apply(t, b, backend.Rep(grow))
+	apply(t, b, replaceRuns(grow))
 	require.NoError(t, b.View(ctx, func(r backend.ReadTx) error {
-		apply(t, b, backend.Rep(backend.Run{ID: "r", Depth: 2})) // commits while the View is open
+		apply(t, b, replaceRuns(backend.Run{ID: "r", Depth: 2})) // commits while the View is open
 		got, err := backend.GetRun(ctx, r, "r")
 		require.NoError(t, err)
 		require.EqualValues(t, 1, got.Depth)
 		return nil
 	}))
 	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
-		require.NoError(t, tx.Apply(ctx, backend.Rep(backend.Run{ID: "r", Depth: 3})))
+		require.NoError(t, tx.Apply(ctx, replaceRuns(backend.Run{ID: "r", Depth: 3})))
 		got, err := backend.GetRun(ctx, tx, "r")
 		require.NoError(t, err)
 		require.EqualValues(t, 3, got.Depth)
@@ -98,19 +99,20 @@ func TestUpdateWithoutWritesDoesNotCommit(t *testing.T) {
 	b := openTemp(t)
 	ctx := context.Background()
 	run := backend.Run{ID: "r"}
-	apply(t, b, backend.Ins(run))
+	apply(t, b, insertRuns(run))
 	before := txID(t, b)
 	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
 		_, err := backend.GetRun(ctx, tx, "r")
 		return err
 	}))
-	// A failed Insert and a Replace with identical fields write nothing either.
+	// A failed Insert, a Replace with identical fields and an Expect write
+	// nothing either.
 	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
-		require.ErrorIs(t, tx.Apply(ctx, backend.Ins(run)), backend.ErrConflict)
-		return tx.Apply(ctx, backend.Rep(run))
+		require.ErrorIs(t, tx.Apply(ctx, insertRuns(run)), backend.ErrConflict)
+		return tx.Apply(ctx, backend.Changes{Expect: backend.Expected{Runs: []backend.Run{run}}, Replace: backend.Replaces{Runs: []backend.Run{run}}})
 	}))
 	require.Equal(t, before, txID(t, b))
-	apply(t, b, backend.Rep(backend.Run{ID: "r", Depth: 1}))
+	apply(t, b, replaceRuns(backend.Run{ID: "r", Depth: 1}))
 	require.Equal(t, before+1, txID(t, b))
 }
 
@@ -131,7 +133,7 @@ func TestTxUsedAfterFnReturns(t *testing.T) {
 	ctx := context.Background()
 	var kept backend.Tx
 	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error { kept = tx; return nil }))
-	require.ErrorIs(t, kept.Apply(ctx, backend.Ins(backend.Run{ID: "r"})), backend.ErrClosed)
+	require.ErrorIs(t, kept.Apply(ctx, insertRuns(backend.Run{ID: "r"})), backend.ErrClosed)
 	_, err := kept.Load(ctx, backend.Lookup{Runs: []string{"r"}})
 	require.ErrorIs(t, err, backend.ErrClosed)
 }
@@ -152,10 +154,10 @@ func TestCancelledContext(t *testing.T) {
 	ctx2, cancel2 := context.WithCancel(context.Background())
 	err = b.Update(ctx2, func(tx backend.Tx) error {
 		cancel2()
-		if err := tx.Apply(ctx2, backend.Ins(backend.Run{ID: "r"})); err != nil {
+		if err := tx.Apply(ctx2, insertRuns(backend.Run{ID: "r"})); err != nil {
 			return err
 		}
-		_, err := tx.PendingActivations(ctx2, backend.PendingQuery{Limit: 1})
+		_, err := tx.AdmissibleActivations(ctx2, backend.AdmissibleQuery{Limit: 1})
 		return err
 	})
 	require.ErrorIs(t, err, context.Canceled)
@@ -179,7 +181,7 @@ func TestConcurrentUpdatesAreSerialized(t *testing.T) {
 	t.Parallel()
 	b := openTemp(t)
 	ctx := context.Background()
-	apply(t, b, backend.Ins(backend.Run{ID: "counter"}))
+	apply(t, b, insertRuns(backend.Run{ID: "counter"}))
 	const workers, each = 8, 25
 	var wg sync.WaitGroup
 	for range workers {
@@ -191,7 +193,7 @@ func TestConcurrentUpdatesAreSerialized(t *testing.T) {
 						return err
 					}
 					r.AttemptCount++
-					return tx.Apply(ctx, backend.Rep(r))
+					return tx.Apply(ctx, replaceRuns(r))
 				})
 				if err != nil {
 					t.Error(err)
@@ -217,7 +219,7 @@ func TestOpenDBWithCallersHandle(t *testing.T) {
 	defer db.Close()
 	b, err := OpenDB(ctx, db)
 	require.NoError(t, err)
-	apply(t, b, backend.Ins(backend.Run{ID: "r"}))
+	apply(t, b, insertRuns(backend.Run{ID: "r"}))
 	require.Equal(t, "on", b.Info().Settings["fsync"])
 	require.False(t, b.Capabilities().MultiInstance)
 	require.False(t, b.Capabilities().MultiProcess)
@@ -244,10 +246,13 @@ func TestOpenDBRefusesNoSync(t *testing.T) {
 	_, err = OpenDB(ctx, db)
 	require.ErrorIs(t, err, ErrNoSync)
 
-	b, err := OpenDB(ctx, db, AllowNoSync())
+	b, err := OpenDB(ctx, db, WithNoSyncHandle())
 	require.NoError(t, err)
 	require.Contains(t, b.Info().Settings["fsync"], "off")
-	apply(t, b, backend.Ins(backend.Run{ID: "r"}))
+	apply(t, b, insertRuns(backend.Run{ID: "r"}))
+	b3, err := OpenDB(ctx, db, WithRelaxedDurability())
+	require.NoError(t, err, "relaxed durability accepts a NoSync handle too")
+	apply(t, b3, insertRuns(backend.Run{ID: "r3"}))
 
 	// A durable handle switched to NoSync later is refused at Update.
 	db2, err := bbolt.Open(filepath.Join(t.TempDir(), "later.db"), 0o600, nil)

@@ -33,12 +33,12 @@ func runIDs(t *testing.T, b *Backend, ids ...string) map[string]bool {
 func TestBackupIsAConsistentStoreOfWhatWasCommitted(t *testing.T) {
 	t.Parallel()
 	b := openTemp(t)
-	apply(t, b, backend.Ins(backupRun("before")))
+	apply(t, b, insertRuns(backupRun("before")))
 	dst := filepath.Join(t.TempDir(), "copy.db")
 	require.NoError(t, b.Backup(context.Background(), dst))
-	apply(t, b, backend.Ins(backupRun("after")))
+	apply(t, b, insertRuns(backupRun("after")))
 
-	c, err := Open(context.Background(), dst, Relaxed())
+	c, err := Open(context.Background(), dst, WithRelaxedDurability())
 	require.NoError(t, err)
 	defer c.Close()
 	assert.Equal(t, map[string]bool{"before": true}, runIDs(t, c, "before", "after"))

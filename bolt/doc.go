@@ -8,15 +8,15 @@
 //	codec.go    order-preserving key codec (tuples → bytes)
 //	value.go    record value encoding primitives
 //	records.go  each record kind's primary key and value
-//	layout.go   the buckets, the key spaces in them, the kinds table
+//	layout.go   the buckets, the key spaces in them, the record kinds
 //	indexes.go  the index definitions: one key range per scan
-//	meta.go     the meta bucket: store marker and format version
+//	meta.go     the meta bucket: store marker and schema version
 //	open.go     Open, OpenDB and their options
 //	backend.go  Backend: View, Update, Close, Capabilities, Info
 //	tx.go       the transaction types
 //	load.go     ReadTx.Load
 //	scans.go    the ordered, bounded scans of ReadTx
-//	apply.go    Tx.Apply: writes and index maintenance
+//	apply.go    Tx.Apply: the Changes slices in order, index maintenance
 //	verify.go   Backend.Verify
 //
 // # Layout
@@ -37,7 +37,7 @@
 // the run's bucket and the key in it.
 //
 // Why: bbolt rewrites every page on the path from a tree's root to each
-// leaf a commit touches. With a bucket per kind (format 1) an admission
+// leaf a commit touches. With a bucket per kind (schema 1) an admission
 // touched about ten leaves in as many deep ranges (attempt, activation,
 // event, run, five attempt indexes...), each with its own root path, so at
 // 100k historical attempts it wrote twice the pages it wrote on a fresh
@@ -46,7 +46,7 @@
 // of the store (a new run's bucket starts inline in its parent's leaf);
 // only the cross-run indexes (pending, identity, status, prepared) and the
 // parent "runs" (one key per run) are elsewhere. TestAdmissionPages, pages
-// per admission, history 0 / 1000 / 100000: format 1 35.4 / 47.0 / 70.6;
+// per admission, history 0 / 1000 / 100000: schema 1 35.4 / 47.0 / 70.6;
 // one "runs" tree keyed run | tag | rest 35.4 / 37.5 / 50.0; a bucket per
 // run 33.1 / 34.8 / 47.3.
 //
@@ -65,10 +65,10 @@
 //	  ix_attempt_run_prepared   5  run, prepared_ms, identity, node, act, attempt           empty          Attempts{RunID}
 //	  ix_link_root              7  root, created_ms, child                                  empty          ChildRuns
 //	  ix_schedule_due           8  run, due_ms, node, act                                   empty          DueSchedules
-//	  ix_lease_active           9  run, node, act, attempt, resource, mode             [3]  empty          ActiveLeases
+//	  ix_lease_active           9  run, node, act, attempt, resource, mode             [3]  empty          Leases
 //	  ix_lease_resource        10  run, resource, node, act, attempt, mode             [3]  empty          Load.Resources
 //	ix: (key = id byte, then the index key)
-//	  ix_pending_activation     1  run, node, act                                      [1]  empty          PendingActivations
+//	  ix_pending_activation     1  run, node, act                                      [1]  empty          AdmissibleActivations
 //	  ix_attempt_identity       2  identity, run, node, act, attempt                   [2]  empty          Load.Identities
 //	  ix_attempt_status         3  status, prepared_ms, identity, run, node, act, attempt   empty          Attempts{Status}
 //	  ix_attempt_prepared       6  prepared_ms, identity, run, node, act, attempt           empty          Attempts{}
@@ -85,12 +85,33 @@
 // Each scan is one key range of one bucket, read in bbolt's key order, so it
 // reads only the entries it returns: a per-run scan is the range of its
 // tag in the run's bucket, a cross-run scan the range of its id in "ix"; a
-// cursor ("after") is a seek, DueBy is the range's end. CountAttempts
-// counts keys of the run's attempt range without decoding a value.
+// cursor ("After", whose zero value is no cursor) is a seek, DueBy is the
+// range's end. CountAttempts counts keys of the run's attempt range without
+// decoding a value.
 //
 // Pages split at commit are packed 90% full (bbolt's default is half):
 // keys mostly arrive in key order, and half-full pages stayed half full (a
 // store of 100k completed attempts: 455 MB before, about 320 MB after).
+//
+// # Writes
+//
+// Tx.Apply (apply.go) takes the slices of a backend.Changes in the fixed
+// order the contract gives: expects, deletes, inserts, replaces, each
+// slice in slice order. Each record kind is a typed table (layout.go:
+// key, codec and indexes of one Go record type), and each slice is one
+// generic pass over its table: the slice's type names the kind and the
+// call names the operation, so no code inspects a record's type and an
+// operation the contract does not allow for a kind has no call at all. A
+// pass writes only to its kind's space and its indexes' spaces.
+//
+// Every check of an operation (existence, Attempt.Identity uniqueness, key
+// and value sizes) runs before its first Put, so an operation that fails
+// with ErrConflict, ErrNotFound or ErrChanged has changed nothing; only a
+// storage error can stop one part-way, and then Update refuses to commit.
+// An index entry moves only when the indexed fields change. Expect reads
+// the stored value and compares its bytes with the encoded record (the
+// codec writes equal records as equal bytes); when they differ it decodes
+// the stored record and compares fields (backend.CompareExpected).
 //
 // # Key codec
 //
@@ -108,31 +129,32 @@
 // bytes, with nil and empty kept apart. It was chosen over encoding/json by
 // measurement (bench_test.go, an Attempt with a 1 KiB intent): JSON
 // base64-encodes the []byte fields, so its values were 31% larger (1825 vs
-// 1256 bytes), 3–4× slower to encode and about 11× slower to decode. Values carry their key
-// fields too, so a value decodes on its own and Verify can check that a
-// record sits under its own key. The format is versioned by meta/version
-// as a whole (FormatVersion); a store of another version is refused, not
-// migrated, and not written.
+// 1256 bytes), 3–4× slower to encode and about 11× slower to decode.
+// Values carry their key fields too, so a value decodes on its own and
+// Verify can check that a record sits under its own key. The layout and
+// encoding are versioned by meta/version as a whole (SchemaVersion); a
+// store of another version is refused, not migrated, and not written.
 //
 // # Durability and concurrency
 //
 // Open fsyncs every commit (bbolt's default). It does not write bbolt's
-// freelist at each commit (NoFreelistSync):
-// synced, the whole freelist is rewritten by every commit, which in a large
+// freelist at each commit (NoFreelistSync): synced, the whole freelist is
+// rewritten by every commit, which in a large
 // store is as many pages as the commit's data. Durability does not depend
 // on it: bbolt rebuilds the freelist on Open by walking the tree, also after
 // a crash, so Open costs a read of the whole file instead. It uses the
 // array freelist, which keeps a commit's pages together in the file, so
 // an fsync in a large store writes a few runs of pages (open.go). A caller's
-// handle (OpenDB) keeps the caller's options. Relaxed (tests and
-// benchmarks) sets NoSync, which survives a process crash but not a power
-// loss. OpenDB refuses a NoSync handle unless AllowNoSync is passed. An
+// handle (OpenDB) keeps the caller's options. WithRelaxedDurability (tests
+// and benchmarks) sets NoSync, which survives a process crash but not a
+// power loss. OpenDB refuses a NoSync handle unless WithNoSyncHandle (or
+// WithRelaxedDurability) is passed. An
 // Update that wrote nothing is rolled back rather than committed, so it
 // costs no fsync: bbolt's Commit writes a meta page and freelist and
 // fsyncs even when nothing changed (2.6 ms here, against 1.4 µs for the
 // rollback; see BenchmarkEmptyUpdate). A Replace with identical fields
-// writes nothing either. bbolt holds an exclusive lock on the
-// file, so a store has one Backend: Capabilities reports neither
+// writes nothing either. bbolt holds an exclusive lock on the file, so a
+// store has one Backend: Capabilities reports neither
 // MultiInstance nor MultiProcess. Within it, any number of goroutines may
 // call View and Update.
 package bolt

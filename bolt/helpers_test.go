@@ -10,29 +10,40 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-// openTemp opens a Relaxed store in a fresh temp file, closed at cleanup.
+// openTemp opens a store with relaxed durability in a fresh temp file,
+// closed at cleanup.
 func openTemp(t testing.TB, opts ...Option) *Backend {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "wfstore.db")
-	b, err := Open(context.Background(), path, append([]Option{Relaxed()}, opts...)...)
+	b, err := Open(context.Background(), path, append([]Option{WithRelaxedDurability()}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return b
 }
 
-// apply commits writes in one Update.
-func apply(t testing.TB, b *Backend, writes ...backend.Write) {
+// apply commits c in one Update.
+func apply(t testing.TB, b *Backend, c backend.Changes) {
 	t.Helper()
 	require.NoError(t, b.Update(context.Background(), func(tx backend.Tx) error {
-		return tx.Apply(context.Background(), writes...)
+		return tx.Apply(context.Background(), c)
 	}))
 }
 
-// applyErr returns the error of applying writes in one Update.
-func applyErr(b *Backend, writes ...backend.Write) error {
+// applyErr returns the error of applying c in one Update.
+func applyErr(b *Backend, c backend.Changes) error {
 	return b.Update(context.Background(), func(tx backend.Tx) error {
-		return tx.Apply(context.Background(), writes...)
+		return tx.Apply(context.Background(), c)
 	})
+}
+
+// insertRuns is the Changes that inserts runs.
+func insertRuns(runs ...backend.Run) backend.Changes {
+	return backend.Changes{Insert: backend.Inserts{Runs: runs}}
+}
+
+// replaceRuns is the Changes that replaces runs.
+func replaceRuns(runs ...backend.Run) backend.Changes {
+	return backend.Changes{Replace: backend.Replaces{Runs: runs}}
 }
 
 // view runs fn in a View and fails the test on error.

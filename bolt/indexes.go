@@ -20,7 +20,8 @@ import "github.com/wfstore/wfstore/backend"
 // record and keys never collide. pk lists the positions of the primary key's
 // parts inside the index key, in primary key order.
 
-// index describes one secondary index of one record kind.
+// index describes one secondary index of one record kind, whatever its Go
+// type (what the layout and the verifier need).
 type index struct {
 	name   string // reported by Verify
 	space         // tag: the index id
@@ -31,9 +32,15 @@ type index struct {
 	unique int
 	// member says which records the index holds, when not all of its kind.
 	member string
+	owner  *kind // the kind whose records it indexes (set by newTable)
+}
+
+// indexOf is an index of the records of Go type R.
+type indexOf[R any] struct {
+	*index
 	// entry returns rec's key in this index, or ok=false when rec is not in
 	// it (an activation that is not admissible, a released lease).
-	entry func(rec backend.Record) (k key, ok bool)
+	entry func(rec R) (k key, ok bool)
 }
 
 // bucketIndex holds the entries of the indexes that order across runs.
@@ -64,57 +71,62 @@ func (ix *index) isPrimary() bool {
 var (
 	// ixPending: admissible activations in key order. Global discovery
 	// scans it from the start; per-run discovery scans the run's prefix.
-	ixPending = &index{
-		name:   "ix_pending_activation",
-		schema: activationSchema, pk: []int{0, 1, 2}, member: "Admissible is true",
-		entry: func(r backend.Record) (key, bool) {
-			a := r.(backend.Activation)
+	ixPending = &indexOf[backend.Activation]{
+		index: &index{
+			name:   "ix_pending_activation",
+			schema: activationSchema, pk: []int{0, 1, 2}, member: "Admissible is true",
+		},
+		entry: func(a backend.Activation) (key, bool) {
 			return activationKey(a.Key), a.Admissible
 		},
 	}
 
 	// ixAttemptIdentity: attempts by dispatch identity, unique.
-	ixAttemptIdentity = &index{
-		name:   "ix_attempt_identity",
-		schema: schema{{"identity", partStr}, {"run", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}},
-		pk:     []int{1, 2, 3, 4}, unique: 1,
-		entry: func(r backend.Record) (key, bool) {
-			a := r.(backend.Attempt)
+	ixAttemptIdentity = &indexOf[backend.Attempt]{
+		index: &index{
+			name:   "ix_attempt_identity",
+			schema: schema{{"identity", partStr}, {"run", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}},
+			pk:     []int{1, 2, 3, 4}, unique: 1,
+		},
+		entry: func(a backend.Attempt) (key, bool) {
 			return key(nil).str(a.Identity).str(a.Key.RunID).str(a.Key.NodeID).str(a.Key.ActivationID).u32(a.Key.Attempt), true
 		},
 	}
 
 	// ixAttemptStatus: attempts by (status, prepared_ms, identity).
-	ixAttemptStatus = &index{
-		name:   "ix_attempt_status",
-		schema: schema{{"status", partStr}, {"prepared_ms", partI64}, {"identity", partStr}, {"run", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}},
-		pk:     []int{3, 4, 5, 6},
-		entry: func(r backend.Record) (key, bool) {
-			a := r.(backend.Attempt)
+	ixAttemptStatus = &indexOf[backend.Attempt]{
+		index: &index{
+			name:   "ix_attempt_status",
+			schema: schema{{"status", partStr}, {"prepared_ms", partI64}, {"identity", partStr}, {"run", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}},
+			pk:     []int{3, 4, 5, 6},
+		},
+		entry: func(a backend.Attempt) (key, bool) {
 			return key(nil).str(string(a.Status)).i64(a.PreparedMS).str(a.Identity).
 				str(a.Key.RunID).str(a.Key.NodeID).str(a.Key.ActivationID).u32(a.Key.Attempt), true
 		},
 	}
 
 	// ixAttemptRunStatus: attempts by (run, status, prepared_ms, identity).
-	ixAttemptRunStatus = &index{
-		name:   "ix_attempt_run_status",
-		schema: schema{{"run", partStr}, {"status", partStr}, {"prepared_ms", partI64}, {"identity", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}},
-		pk:     []int{0, 4, 5, 6},
-		entry: func(r backend.Record) (key, bool) {
-			a := r.(backend.Attempt)
+	ixAttemptRunStatus = &indexOf[backend.Attempt]{
+		index: &index{
+			name:   "ix_attempt_run_status",
+			schema: schema{{"run", partStr}, {"status", partStr}, {"prepared_ms", partI64}, {"identity", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}},
+			pk:     []int{0, 4, 5, 6},
+		},
+		entry: func(a backend.Attempt) (key, bool) {
 			return key(nil).str(a.Key.RunID).str(string(a.Status)).i64(a.PreparedMS).str(a.Identity).
 				str(a.Key.NodeID).str(a.Key.ActivationID).u32(a.Key.Attempt), true
 		},
 	}
 
 	// ixAttemptRun: attempts by (run, prepared_ms, identity).
-	ixAttemptRun = &index{
-		name:   "ix_attempt_run_prepared",
-		schema: schema{{"run", partStr}, {"prepared_ms", partI64}, {"identity", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}},
-		pk:     []int{0, 3, 4, 5},
-		entry: func(r backend.Record) (key, bool) {
-			a := r.(backend.Attempt)
+	ixAttemptRun = &indexOf[backend.Attempt]{
+		index: &index{
+			name:   "ix_attempt_run_prepared",
+			schema: schema{{"run", partStr}, {"prepared_ms", partI64}, {"identity", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}},
+			pk:     []int{0, 3, 4, 5},
+		},
+		entry: func(a backend.Attempt) (key, bool) {
 			return key(nil).str(a.Key.RunID).i64(a.PreparedMS).str(a.Identity).
 				str(a.Key.NodeID).str(a.Key.ActivationID).u32(a.Key.Attempt), true
 		},
@@ -122,67 +134,72 @@ var (
 
 	// ixAttemptPrepared: all attempts by (prepared_ms, identity), for an
 	// AttemptQuery with neither RunID nor Status.
-	ixAttemptPrepared = &index{
-		name:   "ix_attempt_prepared",
-		schema: schema{{"prepared_ms", partI64}, {"identity", partStr}, {"run", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}},
-		pk:     []int{2, 3, 4, 5},
-		entry: func(r backend.Record) (key, bool) {
-			a := r.(backend.Attempt)
+	ixAttemptPrepared = &indexOf[backend.Attempt]{
+		index: &index{
+			name:   "ix_attempt_prepared",
+			schema: schema{{"prepared_ms", partI64}, {"identity", partStr}, {"run", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}},
+			pk:     []int{2, 3, 4, 5},
+		},
+		entry: func(a backend.Attempt) (key, bool) {
 			return key(nil).i64(a.PreparedMS).str(a.Identity).
 				str(a.Key.RunID).str(a.Key.NodeID).str(a.Key.ActivationID).u32(a.Key.Attempt), true
 		},
 	}
 
 	// ixLinkRoot: child runs by (root, created_ms, child).
-	ixLinkRoot = &index{
-		name:   "ix_link_root",
-		schema: schema{{"root", partStr}, {"created_ms", partI64}, {"child", partStr}},
-		pk:     []int{2},
-		entry: func(r backend.Record) (key, bool) {
-			l := r.(backend.RunLink)
+	ixLinkRoot = &indexOf[backend.RunLink]{
+		index: &index{
+			name:   "ix_link_root",
+			schema: schema{{"root", partStr}, {"created_ms", partI64}, {"child", partStr}},
+			pk:     []int{2},
+		},
+		entry: func(l backend.RunLink) (key, bool) {
 			return key(nil).str(l.RootRunID).i64(l.CreatedMS).str(l.ChildRunID), true
 		},
 	}
 
 	// ixScheduleDue: retry schedules by (run, due_ms, node, activation).
-	ixScheduleDue = &index{
-		name:   "ix_schedule_due",
-		schema: schema{{"run", partStr}, {"due_ms", partI64}, {"node", partStr}, {"activation", partStr}},
-		pk:     []int{0, 2, 3},
-		entry: func(r backend.Record) (key, bool) {
-			s := r.(backend.RetrySchedule)
+	ixScheduleDue = &indexOf[backend.RetrySchedule]{
+		index: &index{
+			name:   "ix_schedule_due",
+			schema: schema{{"run", partStr}, {"due_ms", partI64}, {"node", partStr}, {"activation", partStr}},
+			pk:     []int{0, 2, 3},
+		},
+		entry: func(s backend.RetrySchedule) (key, bool) {
 			return key(nil).str(s.Key.RunID).i64(s.DueMS).str(s.Key.NodeID).str(s.Key.ActivationID), true
 		},
 	}
 
 	// ixLeaseActive: unreleased leases in LeaseKey order (run first, so a
 	// run's leases are a prefix).
-	ixLeaseActive = &index{
-		name:   "ix_lease_active",
-		schema: leaseSchema, pk: []int{0, 1, 2, 3, 4, 5}, member: "ReleasedMS is 0",
-		entry: func(r backend.Record) (key, bool) {
-			l := r.(backend.Lease)
+	ixLeaseActive = &indexOf[backend.Lease]{
+		index: &index{
+			name:   "ix_lease_active",
+			schema: leaseSchema, pk: []int{0, 1, 2, 3, 4, 5}, member: "ReleasedMS is 0",
+		},
+		entry: func(l backend.Lease) (key, bool) {
 			return leaseKey(l.Key), l.ReleasedMS == 0
 		},
 	}
 
 	// ixLeaseResource: unreleased leases by (run, resource), then LeaseKey
 	// order, for Lookup.Resources.
-	ixLeaseResource = &index{
-		name:   "ix_lease_resource",
-		schema: schema{{"run", partStr}, {"resource", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}, {"mode", partStr}},
-		pk:     []int{0, 2, 3, 4, 1, 5}, member: "ReleasedMS is 0",
-		entry: func(r backend.Record) (key, bool) {
-			l := r.(backend.Lease)
+	ixLeaseResource = &indexOf[backend.Lease]{
+		index: &index{
+			name:   "ix_lease_resource",
+			schema: schema{{"run", partStr}, {"resource", partStr}, {"node", partStr}, {"activation", partStr}, {"attempt", partU32}, {"mode", partStr}},
+			pk:     []int{0, 2, 3, 4, 1, 5}, member: "ReleasedMS is 0",
+		},
+		entry: func(l backend.Lease) (key, bool) {
 			k := l.Key
 			return key(nil).str(k.RunID).str(k.Resource).str(k.NodeID).str(k.ActivationID).u32(k.Attempt).str(string(k.Mode)), l.ReleasedMS == 0
 		},
 	}
 
 	indexes = []*index{
-		ixPending,
-		ixAttemptIdentity, ixAttemptStatus, ixAttemptRunStatus, ixAttemptRun, ixAttemptPrepared,
-		ixLinkRoot, ixScheduleDue, ixLeaseActive, ixLeaseResource,
+		ixPending.index,
+		ixAttemptIdentity.index, ixAttemptStatus.index, ixAttemptRunStatus.index, ixAttemptRun.index, ixAttemptPrepared.index,
+		ixLinkRoot.index, ixScheduleDue.index, ixLeaseActive.index, ixLeaseResource.index,
 	}
 )
 
@@ -201,6 +218,6 @@ func init() {
 // perRunIndex lists the indexes whose first part is a run id (the root, for
 // ixLinkRoot) and whose every scan is within one run.
 var perRunIndex = map[*index]bool{
-	ixAttemptRunStatus: true, ixAttemptRun: true, ixLinkRoot: true,
-	ixScheduleDue: true, ixLeaseActive: true, ixLeaseResource: true,
+	ixAttemptRunStatus.index: true, ixAttemptRun.index: true, ixLinkRoot.index: true,
+	ixScheduleDue.index: true, ixLeaseActive.index: true, ixLeaseResource.index: true,
 }

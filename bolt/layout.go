@@ -14,9 +14,11 @@ import (
 // the key, so what one admission writes to its run lands on a few leaves of
 // one small tree; the bucket "ix" holds the indexes that
 // order across runs (indexes.go), and "meta" the marker and version
-// (meta.go). The kinds table below is the only place that ties a record
-// kind to its space, codec, allowed operations and indexes; apply.go and
-// verify.go are written against it.
+// (meta.go). The record kinds below are the only place that ties a record
+// type to its space, key, codec and indexes; apply.go, load.go, scans.go
+// and verify.go are written against them. Which operations a kind accepts
+// is not here: it is the shape of backend.Changes, so apply.go has a call
+// for each of its slices and nothing to check at run time.
 
 // bucketRuns holds a bucket per run, named by the encoded run id, with
 // every record and per-run index entry of the run.
@@ -28,8 +30,9 @@ var bucketRuns = []byte("runs")
 // always the run id (a string, so self-delimiting), has the stored key k's
 // run part, then the space's tag byte, then the rest of k; locate finds the
 // run's bucket (named by the run part) and the key in it (tag | rest). A
-// run's keys of one space are therefore one contiguous range. A global space lives in bucketIndex: k is stored after the
-// space's tag (the index id) byte, so the whole index is one range.
+// run's keys of one space are therefore one contiguous range. A global
+// space lives in bucketIndex: k is stored after the space's tag (the index
+// id) byte, so the whole index is one range.
 type space struct {
 	bucket []byte
 	perRun bool
@@ -158,113 +161,92 @@ var (
 	leaseSchema      = append(attemptSchema[:4:4], field{"resource", partStr}, field{"mode", partStr})
 )
 
-// kind describes how one record kind is stored.
+// kind is what the layout and the verifier know of a record kind without
+// its Go type: its name, space, key schema and indexes, and check, which
+// takes a stored value apart.
 type kind struct {
-	name    string // backend.Record.Kind()
+	name    string // as reported by Verify
 	space          // per-run, tagged tag
 	schema  schema // of the primary key
-	replace bool   // accepts Replace (every kind accepts Insert)
-	delete  bool   // accepts Delete
-	expect  bool   // accepts Expect
-	key     func(backend.Record) key
-	encode  func(backend.Record) []byte
-	decode  func([]byte) (backend.Record, error)
 	indexes []*index
+	// check decodes a stored value and returns the primary key its fields
+	// give and its key in each of indexes, in order (nil where the record
+	// is not a member).
+	check func(value []byte) (pk key, entries []key, err error)
+}
+
+// table is a record kind with its Go types: K the key type Changes and
+// Lookup name records by, R the record. Every write and read of R goes
+// through its table, so no code picks a kind by a record's dynamic type.
+type table[K comparable, R any] struct {
+	*kind
+	id      func(R) K // the record's key
+	key     func(K) key
+	encode  func(R) []byte
+	decode  func([]byte) (R, error)
+	indexed []*indexOf[R] // the indexes of kind.indexes, typed
+}
+
+// pk returns rec's primary key.
+func (tb *table[K, R]) pk(rec R) key { return tb.key(tb.id(rec)) }
+
+// newTable makes a record kind's table, stored in bucketRuns under tag,
+// with its indexes.
+func newTable[K comparable, R any](name string, tag byte, s schema, id func(R) K, k func(K) key,
+	enc func(R) []byte, dec func([]byte) (R, error), ixs ...*indexOf[R]) *table[K, R] {
+	tb := &table[K, R]{
+		kind: &kind{name: name, space: space{bucket: bucketRuns, perRun: true, tag: tag}, schema: s},
+		id:   id, key: k, encode: enc, decode: dec, indexed: ixs,
+	}
+	for _, ix := range ixs {
+		ix.owner = tb.kind
+		tb.indexes = append(tb.indexes, ix.index)
+	}
+	tb.check = func(v []byte) (key, []key, error) {
+		rec, err := dec(v)
+		if err != nil {
+			return nil, nil, err
+		}
+		entries := make([]key, len(ixs))
+		for i, ix := range ixs {
+			if e, ok := ix.entry(rec); ok {
+				entries[i] = e
+			}
+		}
+		return tb.pk(rec), entries, nil
+	}
+	return tb
 }
 
 // The record kinds, in the order of the table in backend's package doc.
+// Their tags are fixed by the format: never renumber one. They share the
+// tag byte of bucketRuns with the per-run indexes' ids (1 to 10).
 var (
-	kindRun = &kind{
-		name: "run", schema: schema{{"id", partStr}}, replace: true, expect: true,
-		key:    func(r backend.Record) key { return runKey(r.(backend.Run).ID) },
-		encode: func(r backend.Record) []byte { return encodeRun(r.(backend.Run)) },
-		decode: func(b []byte) (backend.Record, error) { return decodeRun(b) },
-	}
-	kindLink = &kind{
-		name: "run_link", schema: schema{{"child", partStr}},
-		key:     func(r backend.Record) key { return linkKey(r.(backend.RunLink).ChildRunID) },
-		encode:  func(r backend.Record) []byte { return encodeLink(r.(backend.RunLink)) },
-		decode:  func(b []byte) (backend.Record, error) { return decodeLink(b) },
-		indexes: []*index{ixLinkRoot},
-	}
-	kindActivation = &kind{
-		name: "activation", schema: activationSchema, replace: true, expect: true,
-		key:     func(r backend.Record) key { return activationKey(r.(backend.Activation).Key) },
-		encode:  func(r backend.Record) []byte { return encodeActivation(r.(backend.Activation)) },
-		decode:  func(b []byte) (backend.Record, error) { return decodeActivation(b) },
-		indexes: []*index{ixPending},
-	}
-	kindGroup = &kind{
-		name: "fan_out_group", schema: activationSchema, replace: true,
-		key:    func(r backend.Record) key { return activationKey(r.(backend.FanOutGroup).Controller) },
-		encode: func(r backend.Record) []byte { return encodeGroup(r.(backend.FanOutGroup)) },
-		decode: func(b []byte) (backend.Record, error) { return decodeGroup(b) },
-	}
-	kindAttempt = &kind{
-		name: "attempt", schema: attemptSchema, replace: true, delete: true, expect: true,
-		key:     func(r backend.Record) key { return attemptKey(r.(backend.Attempt).Key) },
-		encode:  func(r backend.Record) []byte { return encodeAttempt(r.(backend.Attempt)) },
-		decode:  func(b []byte) (backend.Record, error) { return decodeAttempt(b) },
-		indexes: []*index{ixAttemptIdentity, ixAttemptStatus, ixAttemptRunStatus, ixAttemptRun, ixAttemptPrepared},
-	}
-	kindLease = &kind{
-		name: "lease", schema: leaseSchema, replace: true, delete: true,
-		key:     func(r backend.Record) key { return leaseKey(r.(backend.Lease).Key) },
-		encode:  func(r backend.Record) []byte { return encodeLease(r.(backend.Lease)) },
-		decode:  func(b []byte) (backend.Record, error) { return decodeLease(b) },
-		indexes: []*index{ixLeaseActive, ixLeaseResource},
-	}
-	kindSchedule = &kind{
-		name: "retry_schedule", schema: activationSchema, replace: true, delete: true,
-		key:     func(r backend.Record) key { return activationKey(r.(backend.RetrySchedule).Key) },
-		encode:  func(r backend.Record) []byte { return encodeSchedule(r.(backend.RetrySchedule)) },
-		decode:  func(b []byte) (backend.Record, error) { return decodeSchedule(b) },
-		indexes: []*index{ixScheduleDue},
-	}
-	kindEvent = &kind{
-		name: "event", schema: schema{{"run", partStr}, {"seq", partI64}}, delete: true,
-		key: func(r backend.Record) key {
-			e := r.(backend.Event)
-			return eventKey(e.RunID, e.Seq)
-		},
-		encode: func(r backend.Record) []byte { return encodeEvent(r.(backend.Event)) },
-		decode: func(b []byte) (backend.Record, error) { return decodeEvent(b) },
-	}
+	kindRun = newTable("run", 0x40, schema{{"id", partStr}},
+		func(r backend.Run) string { return r.ID }, runKey, encodeRun, decodeRun)
+	kindLink = newTable("run_link", 0x41, schema{{"child", partStr}},
+		func(l backend.RunLink) string { return l.ChildRunID }, linkKey, encodeLink, decodeLink,
+		ixLinkRoot)
+	kindActivation = newTable("activation", 0x42, activationSchema,
+		func(a backend.Activation) backend.ActivationKey { return a.Key }, activationKey, encodeActivation, decodeActivation,
+		ixPending)
+	kindGroup = newTable("fan_out_group", 0x43, activationSchema,
+		func(g backend.FanOutGroup) backend.ActivationKey { return g.Controller }, activationKey, encodeGroup, decodeGroup)
+	kindAttempt = newTable("attempt", 0x44, attemptSchema,
+		func(a backend.Attempt) backend.AttemptKey { return a.Key }, attemptKey, encodeAttempt, decodeAttempt,
+		ixAttemptIdentity, ixAttemptStatus, ixAttemptRunStatus, ixAttemptRun, ixAttemptPrepared)
+	kindLease = newTable("lease", 0x45, leaseSchema,
+		func(l backend.Lease) backend.LeaseKey { return l.Key }, leaseKey, encodeLease, decodeLease,
+		ixLeaseActive, ixLeaseResource)
+	kindSchedule = newTable("retry_schedule", 0x46, activationSchema,
+		func(s backend.RetrySchedule) backend.ActivationKey { return s.Key }, activationKey, encodeSchedule, decodeSchedule,
+		ixScheduleDue)
+	kindEvent = newTable("event", 0x47, schema{{"run", partStr}, {"seq", partI64}},
+		backend.Event.Key, eventKey, encodeEvent, decodeEvent)
 
-	kinds = []*kind{kindRun, kindLink, kindActivation, kindGroup, kindAttempt, kindLease, kindSchedule, kindEvent}
+	kinds = []*kind{kindRun.kind, kindLink.kind, kindActivation.kind, kindGroup.kind,
+		kindAttempt.kind, kindLease.kind, kindSchedule.kind, kindEvent.kind}
 )
-
-// Kind tags are fixed by the format: never renumber one. They share the
-// tag byte of bucketRuns with the per-run indexes' ids (1..10).
-func init() {
-	for i, k := range kinds {
-		k.space = space{bucket: bucketRuns, perRun: true, tag: byte(0x40 + i)}
-	}
-}
-
-// kindOf returns the kind of rec. Records must be values of the backend
-// record types; anything else (a pointer, a foreign type) is unsupported.
-func kindOf(rec backend.Record) (*kind, error) {
-	switch rec.(type) {
-	case backend.Run:
-		return kindRun, nil
-	case backend.RunLink:
-		return kindLink, nil
-	case backend.Activation:
-		return kindActivation, nil
-	case backend.FanOutGroup:
-		return kindGroup, nil
-	case backend.Attempt:
-		return kindAttempt, nil
-	case backend.Lease:
-		return kindLease, nil
-	case backend.RetrySchedule:
-		return kindSchedule, nil
-	case backend.Event:
-		return kindEvent, nil
-	}
-	return nil, fmt.Errorf("bolt: record of type %T (records are values of the backend record types): %w", rec, backend.ErrUnsupported)
-}
 
 // allBuckets lists every bucket of a store.
 func allBuckets() [][]byte {

@@ -21,25 +21,25 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 		return f, err
 	}
 	var err error
-	if f.Runs, err = loadAll(t, kindRun, l.Runs, runKey, decodeRun); err != nil {
+	if f.Runs, err = loadAll(t, kindRun, l.Runs); err != nil {
 		return f, err
 	}
-	if f.Links, err = loadAll(t, kindLink, l.Links, linkKey, decodeLink); err != nil {
+	if f.Links, err = loadAll(t, kindLink, l.Links); err != nil {
 		return f, err
 	}
-	if f.Activations, err = loadAll(t, kindActivation, l.Activations, activationKey, decodeActivation); err != nil {
+	if f.Activations, err = loadAll(t, kindActivation, l.Activations); err != nil {
 		return f, err
 	}
-	if f.Groups, err = loadAll(t, kindGroup, l.Groups, activationKey, decodeGroup); err != nil {
+	if f.Groups, err = loadAll(t, kindGroup, l.Groups); err != nil {
 		return f, err
 	}
-	if f.Attempts, err = loadAll(t, kindAttempt, l.Attempts, attemptKey, decodeAttempt); err != nil {
+	if f.Attempts, err = loadAll(t, kindAttempt, l.Attempts); err != nil {
 		return f, err
 	}
-	if f.Leases, err = loadAll(t, kindLease, l.Leases, leaseKey, decodeLease); err != nil {
+	if f.Leases, err = loadAll(t, kindLease, l.Leases); err != nil {
 		return f, err
 	}
-	if f.Schedules, err = loadAll(t, kindSchedule, l.Schedules, activationKey, decodeSchedule); err != nil {
+	if f.Schedules, err = loadAll(t, kindSchedule, l.Schedules); err != nil {
 		return f, err
 	}
 	if f.Identities, err = t.loadIdentities(l.Identities); err != nil {
@@ -51,14 +51,14 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 	return f, nil
 }
 
-// loadAll gets each key's record of kind kd.
-func loadAll[K comparable, R any](t *readTx, kd *kind, keys []K, enc func(K) key, dec func([]byte) (R, error)) (map[K]R, error) {
+// loadAll gets each key's record of tb's kind.
+func loadAll[K comparable, R any](t *readTx, tb *table[K, R], keys []K) (map[K]R, error) {
 	if len(keys) == 0 {
 		return nil, nil
 	}
 	out := make(map[K]R, len(keys))
 	for _, k := range keys {
-		bk, bkey, err := t.at(&kd.space, kd.stored(enc(k)), false)
+		bk, bkey, err := t.at(&tb.space, tb.stored(tb.key(k)), false)
 		if err != nil {
 			return nil, err
 		}
@@ -69,20 +69,20 @@ func loadAll[K comparable, R any](t *readTx, kd *kind, keys []K, enc func(K) key
 		if v == nil {
 			continue
 		}
-		rec, err := dec(v)
+		rec, err := tb.decode(v)
 		if err != nil {
-			return nil, fmt.Errorf("bolt: load %s %v: %w", kd.name, k, err)
+			return nil, fmt.Errorf("bolt: load %s %v: %w", tb.name, k, err)
 		}
 		out[k] = rec
 	}
 	return out, nil
 }
 
-// getRecord reads and decodes the record of kind kd under pk, which an
+// getRecord reads and decodes the record of tb's kind under pk, which an
 // index entry named; a missing record means the index is damaged.
-func getRecord[R any](t *readTx, kd *kind, pk []byte, dec func([]byte) (R, error)) (R, error) {
+func getRecord[K comparable, R any](t *readTx, tb *table[K, R], pk []byte) (R, error) {
 	var zero R
-	bk, bkey, err := t.at(&kd.space, kd.stored(pk), false)
+	bk, bkey, err := t.at(&tb.space, tb.stored(pk), false)
 	if err != nil {
 		return zero, err
 	}
@@ -91,9 +91,9 @@ func getRecord[R any](t *readTx, kd *kind, pk []byte, dec func([]byte) (R, error
 		v = bk.Get(bkey)
 	}
 	if v == nil {
-		return zero, fmt.Errorf("bolt: an index entry names missing record %x (run Verify)", pk)
+		return zero, fmt.Errorf("bolt: an index entry names missing %s %s (run Verify)", tb.name, tb.schema.format(pk))
 	}
-	return dec(v)
+	return tb.decode(v)
 }
 
 func (t *readTx) loadIdentities(ids []string) (map[string]backend.Attempt, error) {
@@ -116,7 +116,7 @@ func (t *readTx) loadIdentities(ids []string) (map[string]backend.Attempt, error
 		if err != nil {
 			return nil, fmt.Errorf("bolt: load identity %q: %w", id, err)
 		}
-		a, err := getRecord(t, kindAttempt, pk, decodeAttempt)
+		a, err := getRecord(t, kindAttempt, pk)
 		if err != nil {
 			return nil, fmt.Errorf("bolt: load identity %q: %w", id, err)
 		}
@@ -140,7 +140,7 @@ func (t *readTx) loadResources(refs []backend.ResourceRef) (map[backend.Resource
 			if err != nil {
 				return false, err
 			}
-			l, err := getRecord(t, kindLease, pk, decodeLease)
+			l, err := getRecord(t, kindLease, pk)
 			if err != nil {
 				return false, err
 			}

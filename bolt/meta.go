@@ -11,16 +11,19 @@ import (
 )
 
 // This file is the meta bucket: what marks a bbolt file as a wfstore store,
-// and its format version.
+// and its schema version.
 //
 //	meta/store    "wfstore-bolt"
-//	meta/version  uint64 big-endian, FormatVersion
+//	meta/version  uint64 big-endian, SchemaVersion
 
-// FormatVersion is the layout version this package reads and writes.
+// SchemaVersion is the store layout version this build reads and writes
+// (the sqlite and postgres adapters' constant of the same name means the
+// same for their stores). A store of another version is refused with a
+// *backend.SchemaVersionError, not migrated.
 //
-// 2: records and per-run indexes in bucket runs, keyed run | tag | rest;
-// cross-run indexes in ix. (1, never shipped: a bucket per kind.)
-const FormatVersion = 2
+// 2: a bucket per run in bucket runs, keyed tag | rest; cross-run indexes
+// in ix. (1, never shipped: a bucket per kind.)
+const SchemaVersion = 2
 
 var (
 	bucketMeta  = []byte("meta")
@@ -34,12 +37,12 @@ type storeState int
 
 const (
 	stateFresh storeState = iota + 1 // no buckets at all: create the layout
-	stateReady                       // a wfstore store of FormatVersion
+	stateReady                       // a wfstore store of SchemaVersion
 )
 
 // inspect classifies the store tx reads without writing anything. It fails
 // with ErrForeignStore for a file with buckets that are not a wfstore
-// layout, with a *backend.SchemaVersionError for another format version,
+// layout, with a *backend.SchemaVersionError for another schema version,
 // and with a plain error for a wfstore store that is missing a bucket.
 func inspect(tx *bbolt.Tx) (storeState, error) {
 	meta := tx.Bucket(bucketMeta)
@@ -64,12 +67,12 @@ func inspect(tx *bbolt.Tx) (storeState, error) {
 	if len(v) != 8 {
 		return 0, fmt.Errorf("bolt: meta version is %d bytes, not 8: %w", len(v), backend.ErrForeignStore)
 	}
-	if found := binary.BigEndian.Uint64(v); found != FormatVersion {
-		return 0, &backend.SchemaVersionError{Found: int64(found), Supported: FormatVersion}
+	if found := binary.BigEndian.Uint64(v); found != SchemaVersion {
+		return 0, &backend.SchemaVersionError{Found: int64(found), Supported: SchemaVersion}
 	}
 	for _, name := range allBuckets() {
 		if tx.Bucket(name) == nil {
-			return 0, fmt.Errorf("bolt: wfstore store (format %d) is missing bucket %q", FormatVersion, name)
+			return 0, fmt.Errorf("bolt: wfstore store (schema version %d) is missing bucket %q", SchemaVersion, name)
 		}
 	}
 	return stateReady, nil
@@ -86,7 +89,7 @@ func create(tx *bbolt.Tx) error {
 	if err := meta.Put(metaStore, storeMarker); err != nil {
 		return fmt.Errorf("bolt: write meta: %w", err)
 	}
-	if err := meta.Put(metaVersion, key(nil).u64(FormatVersion)); err != nil {
+	if err := meta.Put(metaVersion, key(nil).u64(SchemaVersion)); err != nil {
 		return fmt.Errorf("bolt: write meta: %w", err)
 	}
 	return nil

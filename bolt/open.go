@@ -28,25 +28,27 @@ var (
 	ErrLocked = errors.New("bolt: store file is locked by another process or Backend")
 	// ErrNoSync: OpenDB was given a handle with NoSync set. A commit that
 	// is not fsynced breaks the never-dispatched proof, so such a handle is
-	// refused unless the caller passes AllowNoSync or Relaxed.
-	ErrNoSync = errors.New("bolt: bbolt handle has NoSync set; commits would not be durable (pass bolt.AllowNoSync() for tests and benchmarks)")
+	// refused unless the caller passes WithNoSyncHandle or
+	// WithRelaxedDurability.
+	ErrNoSync = errors.New("bolt: bbolt handle has NoSync set; commits would not be durable (pass bolt.WithNoSyncHandle() for tests and benchmarks)")
 )
 
 // Option configures Open and OpenDB.
 type Option func(*config)
 
 type config struct {
-	lockTimeout time.Duration
-	relaxed     bool // Open: set NoSync
-	allowNoSync bool // OpenDB: accept a NoSync handle
+	lockTimeout  time.Duration
+	relaxed      bool // Open: set NoSync
+	noSyncHandle bool // OpenDB, Update: accept a NoSync handle
 }
 
 // WithLockTimeout sets how long Open waits for the file lock (default
 // DefaultLockTimeout; a sooner ctx deadline wins). It must be positive.
 func WithLockTimeout(d time.Duration) Option { return func(c *config) { c.lockTimeout = d } }
 
-// Relaxed opens the file with bbolt's NoSync: commits are written to the
-// operating system but not fsynced. For tests and benchmarks only.
+// WithRelaxedDurability opens the file with bbolt's NoSync: commits are
+// written to the operating system but not fsynced. For tests and
+// benchmarks only.
 //
 // What it keeps: a committed transaction survives the process crashing or
 // being killed, because its pages are in the kernel's page cache. What it
@@ -54,13 +56,16 @@ func WithLockTimeout(d time.Duration) Option { return func(c *config) { c.lockTi
 // be lost, and because bbolt orders its writes with those fsyncs, the file
 // itself may be left corrupt (a meta page may reach the disk before the
 // pages it points to). The never-dispatched proof of an admission does not
-// hold in this mode. With OpenDB it means AllowNoSync and changes nothing on
-// the caller's handle.
-func Relaxed() Option { return func(c *config) { c.relaxed, c.allowNoSync = true, true } }
+// hold in this mode. With OpenDB it means WithNoSyncHandle and changes
+// nothing on the caller's handle.
+func WithRelaxedDurability() Option {
+	return func(c *config) { c.relaxed, c.noSyncHandle = true, true }
+}
 
-// AllowNoSync lets OpenDB accept a handle opened with NoSync (see Relaxed
-// for what that gives up). For tests and benchmarks only.
-func AllowNoSync() Option { return func(c *config) { c.allowNoSync = true } }
+// WithNoSyncHandle lets OpenDB accept a caller's handle that has NoSync set
+// (see WithRelaxedDurability for what that gives up). For tests and
+// benchmarks only.
+func WithNoSyncHandle() Option { return func(c *config) { c.noSyncHandle = true } }
 
 func newConfig(opts []Option) (config, error) {
 	c := config{lockTimeout: DefaultLockTimeout}
@@ -76,7 +81,7 @@ func newConfig(opts []Option) (config, error) {
 // Open opens the store at path, creating the file and its layout when the
 // file does not exist or is empty. An existing non-empty file is first
 // inspected through a read-only bbolt handle, so that a file that is not a
-// wfstore store (backend.ErrForeignStore) or has another format version
+// wfstore store (backend.ErrForeignStore) or has another schema version
 // (*backend.SchemaVersionError) is refused with its bytes untouched.
 //
 // bbolt allows one read-write handle per file: while this Backend is open,
@@ -153,10 +158,10 @@ func boltOptions(timeout time.Duration, noSync bool) *bbolt.Options {
 
 // OpenDB returns a Backend over a caller's open handle, creating the layout
 // when the store has no buckets yet. The handle must not have NoSync set
-// (ErrNoSync) unless AllowNoSync or Relaxed is passed. Close does not close
-// db. A read-only handle serves View; Update on it fails with bbolt's
-// ErrDatabaseReadOnly. Do not use db for anything else while the Backend is
-// in use: wfstore's invariants live in its buckets.
+// (ErrNoSync) unless WithNoSyncHandle or WithRelaxedDurability is passed.
+// Close does not close db. A read-only handle serves View; Update on it
+// fails with bbolt's ErrDatabaseReadOnly. Do not use db for anything else
+// while the Backend is in use: wfstore's invariants live in its buckets.
 func OpenDB(ctx context.Context, db *bbolt.DB, opts ...Option) (*Backend, error) {
 	c, err := newConfig(opts)
 	if err != nil {
@@ -168,7 +173,7 @@ func OpenDB(ctx context.Context, db *bbolt.DB, opts ...Option) (*Backend, error)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", db.Path(), err)
 	}
-	if db.NoSync && !c.allowNoSync {
+	if db.NoSync && !c.noSyncHandle {
 		return nil, fmt.Errorf("bolt: open %s: %w", db.Path(), ErrNoSync)
 	}
 	return newBackend(db, c, false)

@@ -47,7 +47,8 @@ func TestOpenFreshEmptyAndExisting(t *testing.T) {
 		require.Equal(t, "bolt", b.Info().Name)
 		require.True(t, strings.HasPrefix(b.Info().Version, "go.etcd.io/bbolt v1.5.0"), b.Info().Version)
 		require.Equal(t, "on", b.Info().Settings["fsync"])
-		apply(t, b, backend.Ins(backend.Run{ID: "r"}))
+		require.Equal(t, "2", b.Info().Settings["schema_version"])
+		apply(t, b, insertRuns(backend.Run{ID: "r"}))
 		require.NoError(t, b.Close())
 
 		// Reopening finds the store and its data.
@@ -67,7 +68,7 @@ func TestOpenRefusesUnknownVersionWithoutWriting(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
 	rawBolt(t, path, func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketMeta).Put(metaVersion, key(nil).u64(FormatVersion+1))
+		return tx.Bucket(bucketMeta).Put(metaVersion, key(nil).u64(SchemaVersion+1))
 	})
 	before := fileSum(t, path)
 
@@ -75,7 +76,7 @@ func TestOpenRefusesUnknownVersionWithoutWriting(t *testing.T) {
 	require.ErrorIs(t, err, backend.ErrSchemaVersion)
 	var sv *backend.SchemaVersionError
 	require.ErrorAs(t, err, &sv)
-	require.Equal(t, backend.SchemaVersionError{Found: FormatVersion + 1, Supported: FormatVersion}, *sv)
+	require.Equal(t, backend.SchemaVersionError{Found: SchemaVersion + 1, Supported: SchemaVersion}, *sv)
 	require.Equal(t, before, fileSum(t, path), "the file's bytes are unchanged")
 }
 
@@ -171,8 +172,8 @@ func TestOpenArguments(t *testing.T) {
 	require.Error(t, err)
 }
 
-func TestRelaxedIsReported(t *testing.T) {
+func TestRelaxedDurabilityIsReported(t *testing.T) {
 	t.Parallel()
-	b := openTemp(t) // Relaxed
+	b := openTemp(t) // WithRelaxedDurability
 	require.Contains(t, b.Info().Settings["fsync"], "not safe against power loss")
 }

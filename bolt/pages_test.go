@@ -28,7 +28,7 @@ import (
 //	WFSTORE_BOLT_PAGES=1 go test -run TestAdmissionPages -v ./bolt/
 //	  WFSTORE_BOLT_PAGES_N        admissions (default 500)
 //	  WFSTORE_BOLT_PAGES_HISTORY  historical attempts loaded first, comma-separated (default 0,1000)
-//	  WFSTORE_BOLT_PAGES_SYNC=1   fsync on (default: Relaxed; page counts do not depend on it)
+//	  WFSTORE_BOLT_PAGES_SYNC=1   fsync on (default: WithRelaxedDurability; page counts do not depend on it)
 //
 // Measured (500 admissions, 3 commits each; pages = pages bbolt allocated,
 // 4 KiB each; KB = their bytes):
@@ -131,7 +131,7 @@ func TestAdmissionPages(t *testing.T) {
 	}
 	var opts []Option
 	if os.Getenv("WFSTORE_BOLT_PAGES_SYNC") == "" {
-		opts = append(opts, Relaxed())
+		opts = append(opts, WithRelaxedDurability())
 	}
 	ctx := context.Background()
 

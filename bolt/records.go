@@ -34,7 +34,7 @@ func leaseKey(k backend.LeaseKey) key {
 	return attemptKey(k.AttemptKey).str(k.Resource).str(string(k.Mode))
 }
 
-func eventKey(run string, seq int64) key { return key(nil).str(run).i64(seq) }
+func eventKey(k backend.EventKey) key { return key(nil).str(k.RunID).i64(k.Seq) }
 
 // Shared pieces.
 

@@ -63,15 +63,18 @@ func TestRoundTripEveryField(t *testing.T) {
 			t.Parallel()
 			path := filepath.Join(t.TempDir(), "rt.db")
 			ctx := context.Background()
-			b, err := Open(ctx, path, Relaxed())
+			b, err := Open(ctx, path, WithRelaxedDurability())
 			require.NoError(t, err)
 			run, lnk, act, grp, att, ls, sch, ev := fullRecords(c.id, c.json)
-			apply(t, b, backend.Ins(run), backend.Ins(lnk), backend.Ins(act), backend.Ins(grp),
-				backend.Ins(att), backend.Ins(ls), backend.Ins(sch), backend.Ins(ev))
+			apply(t, b, backend.Changes{Insert: backend.Inserts{
+				Runs: []backend.Run{run}, Links: []backend.RunLink{lnk}, Activations: []backend.Activation{act},
+				Groups: []backend.FanOutGroup{grp}, Attempts: []backend.Attempt{att}, Leases: []backend.Lease{ls},
+				Schedules: []backend.RetrySchedule{sch}, Events: []backend.Event{ev},
+			}})
 			require.NoError(t, b.Close())
 
 			// Read back after reopening: the bytes on disk, not a cache.
-			b, err = Open(ctx, path, Relaxed())
+			b, err = Open(ctx, path, WithRelaxedDurability())
 			require.NoError(t, err)
 			defer b.Close()
 			view(t, b, func(ctx context.Context, r backend.ReadTx) {
@@ -95,7 +98,7 @@ func TestRoundTripEveryField(t *testing.T) {
 				evs, err := r.Events(ctx, backend.EventQuery{RunID: ev.RunID, Limit: 10})
 				require.NoError(t, err)
 				require.Equal(t, []backend.Event{ev}, evs)
-				acts, err := r.PendingActivations(ctx, backend.PendingQuery{RunID: act.Key.RunID, Limit: 10})
+				acts, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: act.Key.RunID, Limit: 10})
 				require.NoError(t, err)
 				require.Equal(t, []backend.Activation{act}, acts)
 			})
@@ -114,7 +117,7 @@ func TestRoundTripNilAndEmpty(t *testing.T) {
 	withEmpty.Input, withEmpty.Output = []byte{}, []byte{}
 	withEmpty.Claims, withEmpty.Predecessors = []backend.ResourceClaim{}, []backend.NodeRef{}
 	var zeroRun backend.Run // every field zero, Authority nil
-	apply(t, b, backend.Ins(withNil), backend.Ins(withEmpty), backend.Ins(zeroRun))
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{zeroRun}, Activations: []backend.Activation{withNil, withEmpty}}})
 	view(t, b, func(ctx context.Context, r backend.ReadTx) {
 		f, err := r.Load(ctx, backend.Lookup{Activations: []backend.ActivationKey{withNil.Key, withEmpty.Key}, Runs: []string{""}})
 		require.NoError(t, err)

@@ -69,15 +69,15 @@ func (t *readTx) scanDesc(bk *bbolt.Bucket, from, until []byte, visit func(k, v 
 	return nil
 }
 
-// recordScan returns up to limit records of kind kd stored in [sfrom,
-// suntil) (stored keys, from kd.runSpan).
-func recordScan[R any](t *readTx, kd *kind, sfrom, suntil []byte, limit int, dec func([]byte) (R, error)) ([]R, error) {
+// recordScan returns up to limit records of tb's kind stored in [sfrom,
+// suntil) (stored keys, from tb.runSpan).
+func recordScan[K comparable, R any](t *readTx, tb *table[K, R], sfrom, suntil []byte, limit int) ([]R, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	var out []R
-	err := t.scanSpace(&kd.space, sfrom, suntil, func(_, v []byte) (bool, error) {
-		rec, err := dec(v)
+	err := t.scanSpace(&tb.space, sfrom, suntil, func(_, v []byte) (bool, error) {
+		rec, err := tb.decode(v)
 		if err != nil {
 			return false, err
 		}
@@ -88,14 +88,14 @@ func recordScan[R any](t *readTx, kd *kind, sfrom, suntil []byte, limit int, dec
 }
 
 // indexScan returns up to limit records named by the entries of ix stored
-// in [sfrom, suntil) (from ix.span or ix.runSpan), reading each record of
-// kind k.
-func indexScan[R any](t *readTx, ix *index, k *kind, sfrom, suntil []byte, limit int, dec func([]byte) (R, error)) ([]R, error) {
-	return indexScanDir(t, ix, k, sfrom, suntil, false, limit, dec)
+// in [sfrom, suntil) (from ix.span or ix.runSpan), reading each record
+// from tb, the table ix indexes.
+func indexScan[K comparable, R any](t *readTx, ix *indexOf[R], tb *table[K, R], sfrom, suntil []byte, limit int) ([]R, error) {
+	return indexScanDir(t, ix, tb, sfrom, suntil, false, limit)
 }
 
 // indexScanDir is indexScan in ascending or (desc) descending key order.
-func indexScanDir[R any](t *readTx, ix *index, k *kind, sfrom, suntil []byte, desc bool, limit int, dec func([]byte) (R, error)) ([]R, error) {
+func indexScanDir[K comparable, R any](t *readTx, ix *indexOf[R], tb *table[K, R], sfrom, suntil []byte, desc bool, limit int) ([]R, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
@@ -106,7 +106,7 @@ func indexScanDir[R any](t *readTx, ix *index, k *kind, sfrom, suntil []byte, de
 		if err != nil {
 			return false, fmt.Errorf("bolt: index %s: %w", ix.name, err)
 		}
-		rec, err := getRecord(t, k, pk, dec)
+		rec, err := getRecord(t, tb, pk)
 		if err != nil {
 			return false, err
 		}
@@ -128,10 +128,10 @@ func later(a, b []byte) []byte {
 	return b
 }
 
-// PendingActivations scans the pending index: global key order, or one
+// AdmissibleActivations scans the pending index: global key order, or one
 // run's prefix of it.
-func (t *readTx) PendingActivations(ctx context.Context, q backend.PendingQuery) ([]backend.Activation, error) {
-	if err := t.check(ctx, "pending activations"); err != nil {
+func (t *readTx) AdmissibleActivations(ctx context.Context, q backend.AdmissibleQuery) ([]backend.Activation, error) {
+	if err := t.check(ctx, "admissible activations"); err != nil {
 		return nil, err
 	}
 	var from, until key
@@ -146,7 +146,7 @@ func (t *readTx) PendingActivations(ctx context.Context, q backend.PendingQuery)
 		from = later(from, prefixEnd(activationKey(q.After)))
 	}
 	sfrom, suntil := ixPending.span(from, until)
-	return indexScan(t, ixPending, kindActivation, sfrom, suntil, q.Limit, decodeActivation)
+	return indexScan(t, ixPending, kindActivation, sfrom, suntil, q.Limit)
 }
 
 // Activations scans one run's prefix of the activation bucket.
@@ -160,7 +160,7 @@ func (t *readTx) Activations(ctx context.Context, q backend.ActivationQuery) ([]
 		from = prefixEnd(prefix.clone().str(q.After.NodeID).str(q.After.ActivationID))
 	}
 	sfrom, suntil := kindActivation.runSpan(q.RunID, from, nil)
-	return recordScan(t, kindActivation, sfrom, suntil, q.Limit, decodeActivation)
+	return recordScan(t, kindActivation, sfrom, suntil, q.Limit)
 }
 
 // Attempts scans the attempt index that matches the query's filters; each
@@ -169,7 +169,7 @@ func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 	if err := t.check(ctx, "attempts"); err != nil {
 		return nil, err
 	}
-	var ix *index
+	var ix *indexOf[backend.Attempt]
 	var prefix key
 	switch {
 	case q.RunID != "" && q.Status != "":
@@ -181,8 +181,9 @@ func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 	default:
 		ix = ixAttemptPrepared
 	}
-	// The filter's whole range is [prefix, end); a cursor cuts it after
-	// its position (ascending) or before it (descending). An index entry
+	// The filter's whole range is [prefix, end); a cursor (any but the
+	// zero one) cuts it after its position (ascending) or before it
+	// (descending). An index entry
 	// extends its (prepared_ms, identity) part, so the cursor's own
 	// entries sort at or after that part and before its prefixEnd.
 	from := []byte(prefix)
@@ -192,7 +193,7 @@ func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 			end = prefixEnd(prefix)
 		}
 	}
-	if q.After != nil {
+	if q.After != (backend.AttemptCursor{}) {
 		at := prefix.clone().i64(q.After.PreparedMS).str(q.After.Identity)
 		if q.Descending {
 			end = at
@@ -206,23 +207,23 @@ func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 	} else {
 		sfrom, suntil = ix.span(from, end)
 	}
-	return indexScanDir(t, ix, kindAttempt, sfrom, suntil, q.Descending, q.Limit, decodeAttempt)
+	return indexScanDir(t, ix, kindAttempt, sfrom, suntil, q.Descending, q.Limit)
 }
 
-// CountAttempts counts keys of the run's prefix of the attempt bucket, up
-// to limit, without decoding any value.
-func (t *readTx) CountAttempts(ctx context.Context, runID string, limit int) (int, error) {
+// CountAttempts counts keys of the run's range of the attempt space, up
+// to q.Limit, without decoding any value.
+func (t *readTx) CountAttempts(ctx context.Context, q backend.AttemptCountQuery) (int, error) {
 	if err := t.check(ctx, "count attempts"); err != nil {
 		return 0, err
 	}
-	if limit <= 0 {
+	if q.Limit <= 0 {
 		return 0, nil
 	}
-	sfrom, suntil := kindAttempt.runSpan(runID, nil, nil)
+	sfrom, suntil := kindAttempt.runSpan(q.RunID, nil, nil)
 	n := 0
 	err := t.scanSpace(&kindAttempt.space, sfrom, suntil, func(_, _ []byte) (bool, error) {
 		n++
-		return n < limit, nil
+		return n < q.Limit, nil
 	})
 	return n, err
 }
@@ -234,11 +235,11 @@ func (t *readTx) ChildRuns(ctx context.Context, q backend.ChildRunQuery) ([]back
 	}
 	prefix := key(nil).str(q.RootRunID)
 	from := prefix
-	if q.AfterCreatedMS != 0 || q.AfterChildID != "" {
-		from = prefixEnd(prefix.clone().i64(q.AfterCreatedMS).str(q.AfterChildID))
+	if q.After != (backend.ChildRunCursor{}) {
+		from = prefixEnd(prefix.clone().i64(q.After.CreatedMS).str(q.After.ChildRunID))
 	}
 	sfrom, suntil := ixLinkRoot.runSpan(q.RootRunID, from, nil)
-	return indexScan(t, ixLinkRoot, kindLink, sfrom, suntil, q.Limit, decodeLink)
+	return indexScan(t, ixLinkRoot, kindLink, sfrom, suntil, q.Limit)
 }
 
 // DueSchedules scans one run's prefix of the schedule index up to the
@@ -250,38 +251,41 @@ func (t *readTx) DueSchedules(ctx context.Context, q backend.ScheduleQuery) ([]b
 	prefix := key(nil).str(q.RunID)
 	until := prefixEnd(prefix.clone().i64(q.DueBy)) // past every due_ms <= DueBy
 	sfrom, suntil := ixScheduleDue.runSpan(q.RunID, prefix, until)
-	return indexScan(t, ixScheduleDue, kindSchedule, sfrom, suntil, q.Limit, decodeSchedule)
+	return indexScan(t, ixScheduleDue, kindSchedule, sfrom, suntil, q.Limit)
 }
 
-// Events scans one run's prefix of the event bucket, whose keys are
+// Events scans one run's range of the event space, whose keys are
 // (run, seq).
 func (t *readTx) Events(ctx context.Context, q backend.EventQuery) ([]backend.Event, error) {
 	if err := t.check(ctx, "events"); err != nil {
 		return nil, err
 	}
-	prefix := key(nil).str(q.RunID)
-	from := prefixEnd(prefix.clone().i64(q.AfterSeq))
+	from := key(nil).str(q.RunID)
+	if q.After != 0 {
+		from = prefixEnd(from.i64(q.After))
+	}
 	sfrom, suntil := kindEvent.runSpan(q.RunID, from, nil)
-	return recordScan(t, kindEvent, sfrom, suntil, q.Limit, decodeEvent)
+	return recordScan(t, kindEvent, sfrom, suntil, q.Limit)
 }
 
-// ActiveLeases scans one run's prefix of the active-lease index.
-func (t *readTx) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
-	if err := t.check(ctx, "active leases"); err != nil {
+// Leases scans one run's range of the active-lease index, or with
+// IncludeReleased of the lease space.
+func (t *readTx) Leases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
+	if err := t.check(ctx, "leases"); err != nil {
 		return nil, err
 	}
 	prefix := key(nil).str(q.RunID)
 	from := []byte(prefix)
-	if q.After != nil {
-		from = later(from, prefixEnd(leaseKey(*q.After)))
+	if q.After != (backend.LeaseKey{}) {
+		from = later(from, prefixEnd(leaseKey(q.After)))
 	}
 	if q.IncludeReleased {
-		// The lease bucket's key order is LeaseKey order.
+		// The lease space's key order is LeaseKey order.
 		sfrom, suntil := kindLease.runSpan(q.RunID, from, nil)
-		return recordScan(t, kindLease, sfrom, suntil, q.Limit, decodeLease)
+		return recordScan(t, kindLease, sfrom, suntil, q.Limit)
 	}
 	sfrom, suntil := ixLeaseActive.runSpan(q.RunID, from, nil)
-	return indexScan(t, ixLeaseActive, kindLease, sfrom, suntil, q.Limit, decodeLease)
+	return indexScan(t, ixLeaseActive, kindLease, sfrom, suntil, q.Limit)
 }
 
 // Runs walks the run buckets of bucketRuns, named by the encoded run id

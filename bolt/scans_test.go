@@ -45,35 +45,35 @@ func pages[T any](t *testing.T, want []T, page func(limit int, last *T) []T) {
 	require.Empty(t, page(-1, nil), "negative limit")
 }
 
-func TestPendingActivationsOrderLimitsCursors(t *testing.T) {
+func TestAdmissibleActivationsOrderLimitsCursors(t *testing.T) {
 	t.Parallel()
 	b := openTemp(t)
 	var all []backend.Activation // in key order
-	var writes []backend.Write
+	var ins []backend.Activation
 	for _, run := range awkwardIDs[:6] {
 		for _, node := range awkwardIDs {
 			for _, act := range []string{"\x00", "x", "X\x00"} {
 				a := activation(actKey(run, node, act), true)
 				all = append(all, a)
-				writes = append(writes, backend.Ins(a))
+				ins = append(ins, a)
 				// Not admissible: never returned.
-				writes = append(writes, backend.Ins(activation(actKey(run, node, act+"-no"), false)))
+				ins = append(ins, activation(actKey(run, node, act+"-no"), false))
 			}
 		}
 	}
-	slices.Reverse(writes) // insertion order must not matter
-	apply(t, b, writes...)
+	slices.Reverse(ins) // insertion order must not matter
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Activations: ins}})
 	slices.SortFunc(all, func(x, y backend.Activation) int { return compareKeys(x.Key, y.Key) })
 
 	view(t, b, func(ctx context.Context, r backend.ReadTx) {
-		scan := func(q backend.PendingQuery) []backend.Activation {
-			got, err := r.PendingActivations(ctx, q)
+		scan := func(q backend.AdmissibleQuery) []backend.Activation {
+			got, err := r.AdmissibleActivations(ctx, q)
 			require.NoError(t, err)
 			return got
 		}
 		// Global, paged by After.
 		pages(t, all, func(limit int, last *backend.Activation) []backend.Activation {
-			q := backend.PendingQuery{Limit: limit}
+			q := backend.AdmissibleQuery{Limit: limit}
 			if last != nil {
 				q.After = last.Key
 			}
@@ -83,7 +83,7 @@ func TestPendingActivationsOrderLimitsCursors(t *testing.T) {
 		for _, run := range awkwardIDs[:6] {
 			want := slices.DeleteFunc(slices.Clone(all), func(a backend.Activation) bool { return a.Key.RunID != run })
 			pages(t, want, func(limit int, last *backend.Activation) []backend.Activation {
-				q := backend.PendingQuery{RunID: run, Limit: limit}
+				q := backend.AdmissibleQuery{RunID: run, Limit: limit}
 				if last != nil {
 					q.After = last.Key
 				}
@@ -93,14 +93,14 @@ func TestPendingActivationsOrderLimitsCursors(t *testing.T) {
 		// AfterRun skips the rest of a run: the first activation of each
 		// next run, one run at a time.
 		var firsts []backend.Activation
-		q := backend.PendingQuery{Limit: 1}
+		q := backend.AdmissibleQuery{Limit: 1}
 		for {
 			p := scan(q)
 			if len(p) == 0 {
 				break
 			}
 			firsts = append(firsts, p[0])
-			q = backend.PendingQuery{After: p[0].Key, AfterRun: true, Limit: 1}
+			q = backend.AdmissibleQuery{After: p[0].Key, AfterRun: true, Limit: 1}
 		}
 		require.Len(t, firsts, 6)
 		for i, a := range firsts {
@@ -108,9 +108,9 @@ func TestPendingActivationsOrderLimitsCursors(t *testing.T) {
 			require.Equal(t, all[i*len(awkwardIDs)*3], a)
 		}
 		// A cursor in another run does not leak into a per-run scan.
-		require.Empty(t, scan(backend.PendingQuery{RunID: awkwardIDs[0], After: actKey(awkwardIDs[1], "", ""), Limit: 10}))
-		require.Len(t, scan(backend.PendingQuery{RunID: awkwardIDs[1], After: actKey(awkwardIDs[0], "zz", ""), Limit: 1000}), len(awkwardIDs)*3)
-		require.Empty(t, scan(backend.PendingQuery{RunID: "absent", Limit: 10}))
+		require.Empty(t, scan(backend.AdmissibleQuery{RunID: awkwardIDs[0], After: actKey(awkwardIDs[1], "", ""), Limit: 10}))
+		require.Len(t, scan(backend.AdmissibleQuery{RunID: awkwardIDs[1], After: actKey(awkwardIDs[0], "zz", ""), Limit: 1000}), len(awkwardIDs)*3)
+		require.Empty(t, scan(backend.AdmissibleQuery{RunID: "absent", Limit: 10}))
 	})
 }
 
@@ -128,11 +128,8 @@ func TestActivationsOrderLimitsCursors(t *testing.T) {
 			want = append(want, a)
 		}
 	}
-	writes := []backend.Write{backend.Ins(activation(actKey("run\x00", "a", "a"), true)), backend.Ins(activation(actKey("ru", "a", "a"), true))}
-	for _, a := range want {
-		writes = append(writes, backend.Ins(a))
-	}
-	apply(t, b, writes...)
+	ins := append([]backend.Activation{activation(actKey("run\x00", "a", "a"), true), activation(actKey("ru", "a", "a"), true)}, want...)
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Activations: ins}})
 	view(t, b, func(ctx context.Context, r backend.ReadTx) {
 		pages(t, want, func(limit int, last *backend.Activation) []backend.Activation {
 			q := backend.ActivationQuery{RunID: "run", Limit: limit}
@@ -151,7 +148,6 @@ func TestAttemptsOrderLimitsCursorsForEveryFilter(t *testing.T) {
 	b := openTemp(t)
 	statuses := []backend.AttemptStatus{backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning}
 	var all []backend.Attempt
-	var writes []backend.Write
 	n := 0
 	for _, run := range []string{"R", "r", "r\x00", "ü"} {
 		for i, ident := range awkwardIDs {
@@ -159,11 +155,10 @@ func TestAttemptsOrderLimitsCursorsForEveryFilter(t *testing.T) {
 				n++
 				a := attempt(attKey(run, "n", fmt.Sprint(n), 1), run+"/"+ident+fmt.Sprint(prepared), statuses[(i+n)%3], prepared)
 				all = append(all, a)
-				writes = append(writes, backend.Ins(a))
 			}
 		}
 	}
-	apply(t, b, writes...)
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Attempts: all}})
 	slices.SortFunc(all, func(x, y backend.Attempt) int {
 		if c := cmp.Compare(x.PreparedMS, y.PreparedMS); c != 0 {
 			return c
@@ -176,27 +171,34 @@ func TestAttemptsOrderLimitsCursorsForEveryFilter(t *testing.T) {
 			want := slices.DeleteFunc(slices.Clone(all), func(a backend.Attempt) bool {
 				return f.RunID != "" && a.Key.RunID != f.RunID || f.Status != "" && a.Status != f.Status
 			})
-			pages(t, want, func(limit int, last *backend.Attempt) []backend.Attempt {
-				q := f
-				q.Limit = limit
-				if last != nil {
-					q.After = &backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+			for _, desc := range []bool{false, true} {
+				want := want
+				if desc {
+					want = slices.Clone(want)
+					slices.Reverse(want)
 				}
-				got, err := r.Attempts(ctx, q)
-				require.NoError(t, err)
-				return got
-			})
+				pages(t, want, func(limit int, last *backend.Attempt) []backend.Attempt {
+					q := f
+					q.Limit, q.Descending = limit, desc
+					if last != nil {
+						q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+					}
+					got, err := r.Attempts(ctx, q)
+					require.NoError(t, err)
+					return got
+				})
+			}
 			// CountAttempts counts a run's attempts of any status, up to limit.
 			if f.Status == "" && f.RunID != "" {
 				total := len(want)
 				for _, limit := range []int{0, 1, total - 1, total, total + 1, math.MaxInt} {
-					c, err := r.CountAttempts(ctx, f.RunID, limit)
+					c, err := r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: f.RunID, Limit: limit})
 					require.NoError(t, err)
 					require.Equal(t, max(0, min(total, limit)), c, "limit %d", limit)
 				}
 			}
 		}
-		c, err := r.CountAttempts(ctx, "r", -1)
+		c, err := r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: "r", Limit: -1})
 		require.NoError(t, err)
 		require.Zero(t, c)
 	})
@@ -206,22 +208,19 @@ func TestChildRunsOrderLimitsCursors(t *testing.T) {
 	t.Parallel()
 	b := openTemp(t)
 	var want []backend.RunLink
-	var writes []backend.Write
 	for _, created := range []int64{1, 2, 3} {
 		for _, child := range awkwardIDs {
-			l := link(fmt.Sprint(created)+child, "root", created)
-			want = append(want, l)
-			writes = append(writes, backend.Ins(l))
+			want = append(want, link(fmt.Sprint(created)+child, "root", created))
 		}
 	}
-	writes = append(writes, backend.Ins(link("other", "root\x00", 1)), backend.Ins(link("other2", "roo", 1)))
-	slices.Reverse(writes)
-	apply(t, b, writes...)
+	ins := append(slices.Clone(want), link("other", "root\x00", 1), link("other2", "roo", 1))
+	slices.Reverse(ins)
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Links: ins}})
 	view(t, b, func(ctx context.Context, r backend.ReadTx) {
 		pages(t, want, func(limit int, last *backend.RunLink) []backend.RunLink {
 			q := backend.ChildRunQuery{RootRunID: "root", Limit: limit}
 			if last != nil {
-				q.AfterCreatedMS, q.AfterChildID = last.CreatedMS, last.ChildRunID
+				q.After = backend.ChildRunCursor{CreatedMS: last.CreatedMS, ChildRunID: last.ChildRunID}
 			}
 			got, err := r.ChildRuns(ctx, q)
 			require.NoError(t, err)
@@ -234,16 +233,13 @@ func TestDueSchedulesOrderAndBound(t *testing.T) {
 	t.Parallel()
 	b := openTemp(t)
 	var all []backend.RetrySchedule
-	var writes []backend.Write
 	for _, due := range []int64{math.MinInt64, 1, 2, 10, math.MaxInt64} {
 		for _, node := range awkwardIDs[:5] {
-			s := schedule(actKey("run", node, fmt.Sprint(due)), due)
-			all = append(all, s)
-			writes = append(writes, backend.Ins(s))
+			all = append(all, schedule(actKey("run", node, fmt.Sprint(due)), due))
 		}
 	}
-	writes = append(writes, backend.Ins(schedule(actKey("run\x00", "n", "a"), 1)))
-	apply(t, b, writes...)
+	ins := append(slices.Clone(all), schedule(actKey("run\x00", "n", "a"), 1))
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Schedules: ins}})
 	view(t, b, func(ctx context.Context, r backend.ReadTx) {
 		for _, by := range []int64{math.MinInt64, 0, 1, 2, 9, 10, math.MaxInt64 - 1, math.MaxInt64} {
 			want := slices.DeleteFunc(slices.Clone(all), func(s backend.RetrySchedule) bool { return s.DueMS > by })
@@ -264,20 +260,17 @@ func TestEventsOrderLimitsCursors(t *testing.T) {
 	t.Parallel()
 	b := openTemp(t)
 	var want []backend.Event
-	var writes []backend.Write
-	for _, seq := range []int64{math.MinInt64 + 1, -1, 0, 1, 2, 255, 256, math.MaxInt64} {
-		e := backend.Event{RunID: "r", Seq: seq, Type: "t", Payload: []byte(`{}`), CreatedMS: 1}
-		want = append(want, e)
-		writes = append(writes, backend.Ins(e))
+	for _, seq := range []int64{1, 2, 255, 256, 1 << 32, math.MaxInt64} {
+		want = append(want, backend.Event{RunID: "r", Seq: seq, Type: "t", Payload: []byte(`{}`), CreatedMS: 1})
 	}
-	writes = append(writes, backend.Ins(backend.Event{RunID: "r\x00", Seq: 5}), backend.Ins(backend.Event{RunID: "", Seq: 5}))
-	slices.Reverse(writes)
-	apply(t, b, writes...)
+	ins := append(slices.Clone(want), backend.Event{RunID: "r\x00", Seq: 5}, backend.Event{RunID: "", Seq: 5})
+	slices.Reverse(ins)
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Events: ins}})
 	view(t, b, func(ctx context.Context, r backend.ReadTx) {
 		pages(t, want, func(limit int, last *backend.Event) []backend.Event {
-			q := backend.EventQuery{RunID: "r", AfterSeq: math.MinInt64, Limit: limit}
+			q := backend.EventQuery{RunID: "r", Limit: limit} // After 0: from the start
 			if last != nil {
-				q.AfterSeq = last.Seq
+				q.After = last.Seq
 			}
 			got, err := r.Events(ctx, q)
 			require.NoError(t, err)
@@ -286,41 +279,45 @@ func TestEventsOrderLimitsCursors(t *testing.T) {
 	})
 }
 
-func TestActiveLeasesAndResourcesOrder(t *testing.T) {
+func TestLeasesAndResourcesOrder(t *testing.T) {
 	t.Parallel()
 	b := openTemp(t)
-	var active []backend.Lease
-	var writes []backend.Write
+	var active, all []backend.Lease
 	for _, node := range awkwardIDs[:4] {
 		for _, res := range []string{"res", "res\x00", "Res"} {
 			for _, mode := range []backend.LeaseMode{backend.LeaseRead, backend.LeaseWrite} {
 				l := lease(attKey("run", node, "a", 1), res, mode, 0)
 				active = append(active, l)
-				writes = append(writes, backend.Ins(l))
-				writes = append(writes, backend.Ins(lease(attKey("run", node, "a", 2), res, mode, 50))) // released
+				all = append(all, l, lease(attKey("run", node, "a", 2), res, mode, 50)) // released
 			}
 		}
 	}
-	writes = append(writes, backend.Ins(lease(attKey("run\x00", "n", "a", 1), "res", backend.LeaseRead, 0)))
-	slices.Reverse(writes)
-	apply(t, b, writes...)
+	ins := append(slices.Clone(all), lease(attKey("run\x00", "n", "a", 1), "res", backend.LeaseRead, 0))
+	slices.Reverse(ins)
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Leases: ins}})
 	lessLease := func(x, y backend.Lease) int {
 		return slices.Compare(
 			[]string{x.Key.NodeID, x.Key.ActivationID, fmt.Sprintf("%010d", x.Key.Attempt), x.Key.Resource, string(x.Key.Mode)},
 			[]string{y.Key.NodeID, y.Key.ActivationID, fmt.Sprintf("%010d", y.Key.Attempt), y.Key.Resource, string(y.Key.Mode)})
 	}
 	slices.SortFunc(active, lessLease)
+	slices.SortFunc(all, lessLease)
 	view(t, b, func(ctx context.Context, r backend.ReadTx) {
-		pages(t, active, func(limit int, last *backend.Lease) []backend.Lease {
-			q := backend.LeaseQuery{RunID: "run", Limit: limit}
-			if last != nil {
-				k := last.Key
-				q.After = &k
+		for _, released := range []bool{false, true} {
+			want := active
+			if released {
+				want = all
 			}
-			got, err := r.ActiveLeases(ctx, q)
-			require.NoError(t, err)
-			return got
-		})
+			pages(t, want, func(limit int, last *backend.Lease) []backend.Lease {
+				q := backend.LeaseQuery{RunID: "run", IncludeReleased: released, Limit: limit}
+				if last != nil {
+					q.After = last.Key
+				}
+				got, err := r.Leases(ctx, q)
+				require.NoError(t, err)
+				return got
+			})
+		}
 		ref := backend.ResourceRef{RunID: "run", Resource: "res"}
 		f, err := r.Load(ctx, backend.Lookup{Resources: []backend.ResourceRef{ref, {RunID: "run", Resource: "none"}}})
 		require.NoError(t, err)

@@ -23,18 +23,17 @@ func TestBoundedScansTouchOnlyTheirLimit(t *testing.T) {
 	ctx := context.Background()
 	const n = 100_000
 	for batch := 0; batch < n; batch += 10_000 {
-		var writes []backend.Write
+		var c backend.Changes
+		ins := &c.Insert
 		for i := batch; i < batch+10_000; i++ {
 			run := fmt.Sprintf("run-%02d", i%10)
 			node := fmt.Sprintf("node-%06d", i)
-			writes = append(writes,
-				backend.Ins(activation(actKey(run, node, "a"), i%2 == 0)),
-				backend.Ins(attempt(attKey(run, node, "a", 1), fmt.Sprintf("id-%06d", i), backend.AttemptPrepared, int64(i))),
-				backend.Ins(schedule(actKey(run, node, "a"), int64(i))),
-				backend.Ins(backend.Event{RunID: "run-00", Seq: int64(i + 1), Type: "t"}),
-			)
+			ins.Activations = append(ins.Activations, activation(actKey(run, node, "a"), i%2 == 0))
+			ins.Attempts = append(ins.Attempts, attempt(attKey(run, node, "a", 1), fmt.Sprintf("id-%06d", i), backend.AttemptPrepared, int64(i+1)))
+			ins.Schedules = append(ins.Schedules, schedule(actKey(run, node, "a"), int64(i)))
+			ins.Events = append(ins.Events, backend.Event{RunID: "run-00", Seq: int64(i + 1), Type: "t"})
 		}
-		apply(t, b, writes...)
+		apply(t, b, c)
 	}
 
 	var steps atomic.Int64
@@ -52,36 +51,45 @@ func TestBoundedScansTouchOnlyTheirLimit(t *testing.T) {
 		require.LessOrEqual(t, steps.Load(), budget, name)
 	}
 	const limit = 10
-	measure("pending, global", limit, limit+1, func(r backend.ReadTx) (int, error) {
-		got, err := r.PendingActivations(ctx, backend.PendingQuery{Limit: limit})
+	measure("admissible, global", limit, limit+1, func(r backend.ReadTx) (int, error) {
+		got, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{Limit: limit})
 		return len(got), err
 	})
-	measure("pending, one run, after a cursor mid-run", limit, limit+1, func(r backend.ReadTx) (int, error) {
-		got, err := r.PendingActivations(ctx, backend.PendingQuery{RunID: "run-04", After: actKey("run-04", "node-050004", "a"), Limit: limit})
+	measure("admissible, one run, after a cursor mid-run", limit, limit+1, func(r backend.ReadTx) (int, error) {
+		got, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: "run-04", After: actKey("run-04", "node-050004", "a"), Limit: limit})
 		return len(got), err
 	})
-	measure("pending, after run", limit, limit+1, func(r backend.ReadTx) (int, error) {
-		got, err := r.PendingActivations(ctx, backend.PendingQuery{After: actKey("run-06", "", ""), AfterRun: true, Limit: limit})
+	measure("admissible, after run", limit, limit+1, func(r backend.ReadTx) (int, error) {
+		got, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{After: actKey("run-06", "", ""), AfterRun: true, Limit: limit})
 		return len(got), err
 	})
 	measure("attempts by run and status, after a cursor", limit, limit+1, func(r backend.ReadTx) (int, error) {
 		got, err := r.Attempts(ctx, backend.AttemptQuery{RunID: "run-03", Status: backend.AttemptPrepared,
-			After: &backend.AttemptCursor{PreparedMS: 60_003, Identity: "id-060003"}, Limit: limit})
+			After: backend.AttemptCursor{PreparedMS: 60_004, Identity: "id-060003"}, Limit: limit})
 		return len(got), err
 	})
 	measure("attempts, all", limit, limit+1, func(r backend.ReadTx) (int, error) {
-		got, err := r.Attempts(ctx, backend.AttemptQuery{After: &backend.AttemptCursor{PreparedMS: 99_000}, Limit: limit})
+		got, err := r.Attempts(ctx, backend.AttemptQuery{After: backend.AttemptCursor{PreparedMS: 99_000}, Limit: limit})
+		return len(got), err
+	})
+	measure("attempts, all, descending from the end", limit, limit+1, func(r backend.ReadTx) (int, error) {
+		got, err := r.Attempts(ctx, backend.AttemptQuery{Descending: true, Limit: limit})
+		return len(got), err
+	})
+	measure("attempts by run, descending, before a cursor", limit, limit+1, func(r backend.ReadTx) (int, error) {
+		got, err := r.Attempts(ctx, backend.AttemptQuery{RunID: "run-05", Descending: true,
+			After: backend.AttemptCursor{PreparedMS: 50_006, Identity: "id-050005"}, Limit: limit})
 		return len(got), err
 	})
 	measure("count attempts to 1000", 1000, 1001, func(r backend.ReadTx) (int, error) {
-		return r.CountAttempts(ctx, "run-07", 1000)
+		return r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: "run-07", Limit: 1000})
 	})
 	measure("due schedules, bound before limit", 3, 3+1, func(r backend.ReadTx) (int, error) {
 		got, err := r.DueSchedules(ctx, backend.ScheduleQuery{RunID: "run-01", DueBy: 21, Limit: limit})
 		return len(got), err
 	})
 	measure("events after a sequence", limit, limit+1, func(r backend.ReadTx) (int, error) {
-		got, err := r.Events(ctx, backend.EventQuery{RunID: "run-00", AfterSeq: 77_777, Limit: limit})
+		got, err := r.Events(ctx, backend.EventQuery{RunID: "run-00", After: 77_777, Limit: limit})
 		return len(got), err
 	})
 	measure("activations of a run, after a cursor", limit, limit+1, func(r backend.ReadTx) (int, error) {

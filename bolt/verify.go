@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"go.etcd.io/bbolt"
@@ -151,18 +152,6 @@ func owners() map[string]map[byte]any {
 	return out
 }
 
-// kindOfIndex returns the kind whose records ix indexes.
-func kindOfIndex(ix *index) *kind {
-	for _, k := range kinds {
-		for _, kix := range k.indexes {
-			if kix == ix {
-				return k
-			}
-		}
-	}
-	return nil
-}
-
 func (v *verifier) run() error {
 	if _, err := inspect(v.tx); err != nil {
 		v.add(nil, Discrepancy{Bucket: string(bucketMeta), Problem: err.Error()})
@@ -230,7 +219,7 @@ func (v *verifier) key(name []byte, own map[byte]any, sk []byte, tagAt int, val 
 		v.record(o, k, val)
 	case *index:
 		e, _ := o.unstored(sk)
-		v.entry(kindOfIndex(o), o, e, val)
+		v.entry(o, e, val)
 	default:
 		problem := "key belongs to no index (unknown index id)"
 		if !bytes.Equal(name, bucketIndex) {
@@ -264,24 +253,25 @@ func (v *verifier) record(k *kind, pk, val []byte) {
 		v.report(k, k.name, k.schema, pk, "is a nested bucket, not a record")
 		return
 	}
-	rec, err := k.decode(val)
+	own, entries, err := k.check(val)
 	if err != nil {
 		v.report(k, k.name, k.schema, pk, "value does not decode: %v", err)
 		return
 	}
-	if own := k.key(rec); !bytes.Equal(own, pk) {
+	if !bytes.Equal(own, pk) {
 		v.report(k, k.name, k.schema, pk, "record's key fields give %s: stored under the wrong key", k.schema.format(own))
 	}
-	for _, ix := range k.indexes {
-		e, ok := ix.entry(rec)
-		if ok && !v.has(&ix.space, ix.stored(e)) {
+	for i, ix := range k.indexes {
+		e := entries[i]
+		if e != nil && !v.has(&ix.space, ix.stored(e)) {
 			v.report(k, k.name, k.schema, pk, "missing its %s entry %s", ix.name, ix.schema.format(e))
 		}
 	}
 }
 
-// entry checks one entry e of index ix of kind k.
-func (v *verifier) entry(k *kind, ix *index, e, val []byte) {
+// entry checks one entry e of index ix.
+func (v *verifier) entry(ix *index, e, val []byte) {
+	k := ix.owner
 	if len(val) != 0 {
 		v.report(ix, ix.name, ix.schema, e, "entry has a %d-byte value; index values are empty", len(val))
 	}
@@ -308,13 +298,13 @@ func (v *verifier) entry(k *kind, ix *index, e, val []byte) {
 		v.report(ix, ix.name, ix.schema, e, "names %s %s, which does not exist", k.name, k.schema.format(pk))
 		return
 	}
-	rec, err := k.decode(recV)
+	_, entries, err := k.check(recV)
 	if err != nil {
 		return // reported by record
 	}
-	want, ok := ix.entry(rec)
+	want := entries[slices.Index(k.indexes, ix)]
 	switch {
-	case !ok:
+	case want == nil:
 		v.report(ix, ix.name, ix.schema, e, "names %s %s, which is not in this index (members have %s)", k.name, k.schema.format(pk), ix.member)
 	case !bytes.Equal(want, e):
 		v.report(ix, ix.name, ix.schema, e, "stale: %s %s has indexed fields %s", k.name, k.schema.format(pk), ix.schema.format(want))

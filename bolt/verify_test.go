@@ -17,15 +17,13 @@ func seeded(t *testing.T) (*Backend, backend.Attempt) {
 	t.Helper()
 	b := openTemp(t)
 	att := attempt(attKey("r", "n", "a", 1), "ident", backend.AttemptPrepared, 10)
-	apply(t, b,
-		backend.Ins(activation(actKey("r", "n", "a"), true)),
-		backend.Ins(activation(actKey("r", "n", "b"), false)),
-		backend.Ins(att),
-		backend.Ins(attempt(attKey("r", "n", "b", 1), "ident-2", backend.AttemptAdmitted, 11)),
-		backend.Ins(lease(att.Key, "res", backend.LeaseWrite, 0)),
-		backend.Ins(schedule(actKey("r", "n", "a"), 50)),
-		backend.Ins(link("child", "r", 5)),
-	)
+	apply(t, b, backend.Changes{Insert: backend.Inserts{
+		Links:       []backend.RunLink{link("child", "r", 5)},
+		Activations: []backend.Activation{activation(actKey("r", "n", "a"), true), activation(actKey("r", "n", "b"), false)},
+		Attempts:    []backend.Attempt{att, attempt(attKey("r", "n", "b", 1), "ident-2", backend.AttemptAdmitted, 11)},
+		Leases:      []backend.Lease{lease(att.Key, "res", backend.LeaseWrite, 0)},
+		Schedules:   []backend.RetrySchedule{schedule(actKey("r", "n", "a"), 50)},
+	}})
 	require.NoError(t, b.Verify(context.Background()))
 	return b, att
 }
@@ -135,7 +133,7 @@ func TestVerifyReportsOtherDamage(t *testing.T) {
 	dup := attempt(attKey("r", "n", "c", 1), "ident", backend.AttemptPrepared, 12) // same identity
 	wrongKey := activationKey(actKey("r", "moved", "x"))
 	damage(t, b, func(tx *bbolt.Tx) error {
-		for _, ix := range kindAttempt.indexes {
+		for _, ix := range kindAttempt.indexed {
 			e, _ := ix.entry(dup)
 			if err := putAt(tx, &ix.space, ix.stored(e), nil); err != nil {
 				return err

@@ -29,15 +29,15 @@ func (e *Env) view(b backend.Backend, fn func(rtx backend.ReadTx) error) {
 	}
 }
 
-// apply commits writes in one Update on b, failing the test on error.
-func (e *Env) apply(b backend.Backend, writes ...backend.Write) {
+// apply commits c in one Update on b, failing the test on error.
+func (e *Env) apply(b backend.Backend, c backend.Changes) {
 	e.T.Helper()
-	e.update(b, func(tx backend.Tx) error { return tx.Apply(e.Ctx, writes...) })
+	e.update(b, func(tx backend.Tx) error { return tx.Apply(e.Ctx, c) })
 }
 
-// applyErr commits writes in one Update on b and returns Update's error.
-func (e *Env) applyErr(b backend.Backend, writes ...backend.Write) error {
-	return b.Update(e.Ctx, func(tx backend.Tx) error { return tx.Apply(e.Ctx, writes...) })
+// applyErr commits c in one Update on b and returns Update's error.
+func (e *Env) applyErr(b backend.Backend, c backend.Changes) error {
+	return b.Update(e.Ctx, func(tx backend.Tx) error { return tx.Apply(e.Ctx, c) })
 }
 
 // load reads l in one View on b.
@@ -255,12 +255,13 @@ func zeroFields(v any) []string {
 	return out
 }
 
-// requireFull fails the test when a fixture leaves a field unset.
-func (e *Env) requireFull(recs ...backend.Record) {
+// requireFull fails the test when a fixture (a record) leaves a field
+// unset.
+func (e *Env) requireFull(recs ...any) {
 	e.T.Helper()
 	for _, r := range recs {
 		if z := zeroFields(r); len(z) > 0 {
-			e.T.Fatalf("conformance suite bug: the full %s fixture leaves %v unset; a field was added to the contract and the suite must set it", r.Kind(), z)
+			e.T.Fatalf("conformance suite bug: the full %s fixture leaves %v unset; a field was added to the contract and the suite must set it", kindOf(r), z)
 		}
 	}
 }

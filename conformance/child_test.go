@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/internal/memstore"
 )
 
 func init() {
@@ -27,13 +26,10 @@ func init() {
 // memHarness is memstore; in a child, Open is slowed for child 0 when asked
 // (to show that the barrier holds the others), or fails when asked.
 func memHarness() Harness {
+	stores := &memStores{}
 	return Harness{
 		Name: "memstore",
-		New: func(t testing.TB) string {
-			loc := memstore.NewLocator()
-			t.Cleanup(func() { memstore.Drop(loc) })
-			return loc
-		},
+		New:  stores.New,
 		Open: func(ctx context.Context, loc string) (backend.Backend, error) {
 			if IsChild() {
 				var a barrierArg
@@ -45,7 +41,7 @@ func memHarness() Harness {
 					return nil, errors.New("deliberate open failure 77ab")
 				}
 			}
-			return memstore.Open(ctx, loc)
+			return stores.Open(ctx, loc)
 		},
 	}
 }

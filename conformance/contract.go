@@ -9,6 +9,7 @@ func contractTier() []Case {
 		loadCases(),
 		expectCases(),
 		writeCases(),
+		orderCases(),
 		deleteCases(),
 		scanCases(),
 		runScanCases(),

@@ -26,7 +26,7 @@ func testAttemptsDescending(e *Env) {
 		e.equal(fmt.Sprintf("Attempts(run %q, status %q, descending)", q.RunID, q.Status), identities(w), identities(e.attempts(q)))
 		for _, limit := range []int{1, 2, 4} {
 			var got []string
-			q.Limit, q.After = limit, nil
+			q.Limit, q.After = limit, backend.AttemptCursor{}
 			for range 20 {
 				page := e.attempts(q)
 				if len(page) == 0 {
@@ -34,18 +34,18 @@ func testAttemptsDescending(e *Env) {
 				}
 				got = append(got, identities(page)...)
 				last := page[len(page)-1]
-				q.After = &backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+				q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
 			}
 			e.equal(fmt.Sprintf("Attempts(run %q, status %q, descending) pages of %d", q.RunID, q.Status, limit), identities(w), got)
 		}
 	}
 	// Ascending order: z zz B Z a é BB m x. Strictly before (10, "") is
 	// PreparedMS < 10; strictly before (10, "Z") adds (10, "B").
-	got := e.attempts(backend.AttemptQuery{Descending: true, After: &backend.AttemptCursor{PreparedMS: 10}, Limit: 100})
+	got := e.attempts(backend.AttemptQuery{Descending: true, After: backend.AttemptCursor{PreparedMS: 10}, Limit: 100})
 	e.equal("Attempts descending before (10, \"\")", []string{"zz", "z"}, identities(got))
-	got = e.attempts(backend.AttemptQuery{Descending: true, After: &backend.AttemptCursor{PreparedMS: 10, Identity: "Z"}, Limit: 100})
+	got = e.attempts(backend.AttemptQuery{Descending: true, After: backend.AttemptCursor{PreparedMS: 10, Identity: "Z"}, Limit: 100})
 	e.equal("Attempts descending before (10, \"Z\")", []string{"B", "zz", "z"}, identities(got))
-	got = e.attempts(backend.AttemptQuery{RunID: "run-1", Descending: true, After: &backend.AttemptCursor{PreparedMS: 10, Identity: "Z"}, Limit: 100})
+	got = e.attempts(backend.AttemptQuery{RunID: "run-1", Descending: true, After: backend.AttemptCursor{PreparedMS: 10, Identity: "Z"}, Limit: 100})
 	e.equal("Attempts(run-1) descending before (10, \"Z\")", []string{"B", "zz"}, identities(got))
 	if n := len(e.attempts(backend.AttemptQuery{Descending: true, Limit: 0})); n != 0 {
 		e.T.Errorf("Attempts(descending, Limit 0) returned %d rows", n)

@@ -56,7 +56,7 @@ func increment(ctx context.Context, b backend.Backend, runID string, known *back
 				}
 				r.AttemptCount++
 				r.UpdatedMS++
-				return tx.Apply(ctx, backend.Rep(r))
+				return tx.Apply(ctx, rep(r))
 			})
 		} else {
 			if known.ID == "" {
@@ -72,7 +72,7 @@ func increment(ctx context.Context, b backend.Backend, runID string, known *back
 			next.AttemptCount++
 			next.UpdatedMS++
 			err = b.Update(ctx, func(tx backend.Tx) error {
-				return tx.Apply(ctx, backend.Exp(*known), backend.Rep(next))
+				return tx.Apply(ctx, join(exp(*known), rep(next)))
 			})
 			switch {
 			case err == nil:
@@ -161,7 +161,7 @@ func counterRun(id string) backend.Run {
 }
 
 func testLostUpdateGoroutines(e *Env, expect bool) {
-	e.apply(e.B, backend.Ins(counterRun("run-counter")))
+	e.apply(e.B, ins(counterRun("run-counter")))
 	const workers, k = 8, 25
 	busy, err := hammer(e, []backend.Backend{e.B}, "run-counter", workers, k, expect)
 	if err != nil {
@@ -175,7 +175,7 @@ func testLostUpdateGoroutines(e *Env, expect bool) {
 
 func testLostUpdateInstances(e *Env, expect bool) {
 	e.RequireMultiInstance()
-	e.apply(e.B, backend.Ins(counterRun("run-counter")))
+	e.apply(e.B, ins(counterRun("run-counter")))
 	instances := []backend.Backend{e.B, e.Open(), e.Open()}
 	const workers, k = 9, 20
 	busy, err := hammer(e, instances, "run-counter", workers, k, expect)
@@ -231,7 +231,7 @@ func incrementRole(ctx context.Context, b backend.Backend, arg []byte, wait func
 
 func testLostUpdateProcesses(e *Env, expect bool) {
 	e.RequireMultiProcess()
-	e.apply(e.B, backend.Ins(counterRun("run-counter")))
+	e.apply(e.B, ins(counterRun("run-counter")))
 	const children, k = 3, 30
 	arg, _ := json.Marshal(incrementArg{Run: "run-counter", K: k, Expect: expect})
 	args := [][]byte{arg, arg, arg}
@@ -287,7 +287,7 @@ func testWriteSkew(e *Env, instances bool) {
 		docs := [2]string{fmt.Sprintf("doctor-a-%d", round), fmt.Sprintf("doctor-b-%d", round)}
 		a, b := fullRun(docs[0]), fullRun(docs[1])
 		a.Status, b.Status = backend.RunRunning, backend.RunRunning
-		e.apply(e.B, backend.Ins(a), backend.Ins(b))
+		e.apply(e.B, ins(a, b))
 		start := make(chan struct{})
 		var wg sync.WaitGroup
 		var changed [2]bool
@@ -313,7 +313,7 @@ func testWriteSkew(e *Env, instances bool) {
 						}
 						me.Status = backend.RunPaused
 						changed[i] = true
-						return tx.Apply(e.Ctx, backend.Rep(me))
+						return tx.Apply(e.Ctx, rep(me))
 					})
 					if attempts > 1 {
 						raced.Add(1)
@@ -346,7 +346,7 @@ func testWriteSkew(e *Env, instances bool) {
 func raceInsert(ctx context.Context, b backend.Backend, k backend.AttemptKey, identity string) (bool, error) {
 	for {
 		err := b.Update(ctx, func(tx backend.Tx) error {
-			return tx.Apply(ctx, backend.Ins(fullAttempt(k, identity)))
+			return tx.Apply(ctx, ins(fullAttempt(k, identity)))
 		})
 		switch {
 		case err == nil:
@@ -406,7 +406,7 @@ func testInsertRace(e *Env) {
 				e.T.Fatalf("round %d: the winning Insert is not visible", round)
 			}
 			n := scan(e, e.B, func(rtx backend.ReadTx) (int, error) {
-				return rtx.CountAttempts(e.Ctx, fmt.Sprintf("run-%d", round), 100)
+				return rtx.CountAttempts(e.Ctx, backend.AttemptCountQuery{RunID: fmt.Sprintf("run-%d", round), Limit: 100})
 			})
 			if n != roundAttempts(sameKey) {
 				e.T.Fatalf("round %d (same key %v): %d attempts in the run, want %d", round, sameKey, n, roundAttempts(sameKey))
@@ -476,7 +476,7 @@ func testInsertRaceProcesses(e *Env) {
 			e.T.Fatalf("round %d: %d racing processes inserted identity-%d, want exactly 1", round, won, round)
 		}
 		n := scan(e, e.B, func(rtx backend.ReadTx) (int, error) {
-			return rtx.CountAttempts(e.Ctx, fmt.Sprintf("run-%d", round), 100)
+			return rtx.CountAttempts(e.Ctx, backend.AttemptCountQuery{RunID: fmt.Sprintf("run-%d", round), Limit: 100})
 		})
 		if n != 1 {
 			e.T.Fatalf("round %d: %d attempts stored, want 1", round, n)
@@ -503,7 +503,7 @@ func testDistinctInserts(e *Env) {
 				at.PreparedMS = int64(1000 + i*workers + w)
 				for {
 					err := b.Update(e.Ctx, func(tx backend.Tx) error {
-						return tx.Apply(e.Ctx, backend.Ins(at), backend.Ins(fullEvent(fmt.Sprintf("run-d-%d", w), int64(i+1))))
+						return tx.Apply(e.Ctx, ins(at, fullEvent(fmt.Sprintf("run-d-%d", w), int64(i+1))))
 					})
 					if errors.Is(err, backend.ErrBusy) && e.Ctx.Err() == nil {
 						continue
@@ -555,9 +555,9 @@ func testCrossInstanceVisibility(e *Env) {
 		r := fullRun("run-v")
 		r.AttemptCount = int64(i)
 		if i == 0 {
-			e.apply(e.B, backend.Ins(r))
+			e.apply(e.B, ins(r))
 		} else {
-			e.apply(e.B, backend.Rep(r))
+			e.apply(e.B, rep(r))
 		}
 		f := e.load(other, backend.Lookup{Runs: []string{"run-v"}})
 		if got, ok := f.Runs["run-v"]; !ok || got.AttemptCount != int64(i) {
@@ -565,7 +565,7 @@ func testCrossInstanceVisibility(e *Env) {
 		}
 		// And the other way round.
 		r.UpdatedMS = int64(5000 + i)
-		e.apply(other, backend.Rep(r))
+		e.apply(other, rep(r))
 		f = e.load(e.B, backend.Lookup{Runs: []string{"run-v"}})
 		if got := f.Runs["run-v"]; got.UpdatedMS != r.UpdatedMS {
 			e.T.Fatalf("write %d committed on the second instance is not visible on the first (UpdatedMS %d, want %d)", i, got.UpdatedMS, r.UpdatedMS)

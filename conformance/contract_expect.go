@@ -16,34 +16,34 @@ func expectCases() []Case {
 	}
 }
 
-// expected returns the three records Expect accepts, from s.
-func expected(s fullSet) []backend.Record { return []backend.Record{s.Run, s.Act, s.Attempt} }
+// expected returns a record of each kind Expect accepts, from s.
+func expected(s fullSet) []any { return []any{s.Run, s.Act, s.Attempt} }
 
 // markerRun holds the events the cases write after an Expect.
 const markerRun = "expect-markers"
 
 // marker is an event a case writes after an Expect: committed only if the
 // Expect passed.
-func marker(seq int64) backend.Write { return backend.Ins(fullEvent(markerRun, seq)) }
+func marker(seq int64) backend.Changes { return ins(fullEvent(markerRun, seq)) }
 
 // hasMarker reports whether marker(seq) committed.
 func (e *Env) hasMarker(seq int64) bool {
 	e.T.Helper()
 	evs := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Event, error) {
-		return rtx.Events(e.Ctx, backend.EventQuery{RunID: markerRun, AfterSeq: seq - 1, Limit: 1})
+		return rtx.Events(e.Ctx, backend.EventQuery{RunID: markerRun, After: seq - 1, Limit: 1})
 	})
 	return len(evs) == 1 && evs[0].Seq == seq
 }
 
 func testExpectEqual(e *Env) {
 	s := newFullSet("run-x", "node", "act", 1, "identity-x", "resource")
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	for i, r := range expected(s) {
 		seq := int64(100 + i)
 		// A copy shares no memory with what was written: equality is by value.
-		e.apply(e.B, backend.Exp(copyRecord(r)), marker(seq))
+		e.apply(e.B, join(exp(copyRecord(r)), marker(seq)))
 		if !e.hasMarker(seq) {
-			e.T.Errorf("Expect of an equal %s: the write after it did not commit", r.Kind())
+			e.T.Errorf("Expect of an equal %s: the write after it did not commit", kindOf(r))
 		}
 	}
 	e.checkFullSet(e.B, "after passing Expects", s)
@@ -54,8 +54,8 @@ func testExpectEqual(e *Env) {
 // ErrChanged, with nothing of the transaction committed.
 func testExpectFieldDiffers(e *Env) {
 	s := newFullSet("run-y", "node", "act", 1, "identity-y", "resource")
-	e.apply(e.B, s.writes()...)
-	alts := []backend.Record{altRun(s.Run), altActivation(s.Act), altAttempt(s.Attempt)}
+	e.apply(e.B, s.changes())
+	alts := []any{altRun(s.Run), altActivation(s.Act), altAttempt(s.Attempt)}
 	seq := int64(100)
 	for i, r := range expected(s) {
 		orig, alt := reflect.ValueOf(r), reflect.ValueOf(alts[i])
@@ -68,77 +68,101 @@ func testExpectFieldDiffers(e *Env) {
 			v := reflect.New(orig.Type()).Elem()
 			v.Set(orig)
 			v.Field(f).Set(alt.Field(f))
-			variant := v.Interface().(backend.Record)
+			variant := v.Interface()
 			seq++
-			err := e.applyErr(e.B, backend.Exp(variant), marker(seq))
-			e.wantErr(fmt.Sprintf("Expect of a %s whose %s differs", r.Kind(), name), err, backend.ErrChanged)
+			err := e.applyErr(e.B, join(exp(variant), marker(seq)))
+			e.wantErr(fmt.Sprintf("Expect of a %s whose %s differs", kindOf(r), name), err, backend.ErrChanged)
 			if e.hasMarker(seq) {
-				e.T.Errorf("Expect of a %s whose %s differs: the write after it committed", r.Kind(), name)
+				e.T.Errorf("Expect of a %s whose %s differs: the write after it committed", kindOf(r), name)
 			}
 			fields++
 		}
 		if fields < 5 {
-			e.T.Fatalf("the fixtures differ in only %d fields of a %s", fields, r.Kind())
+			e.T.Fatalf("the fixtures differ in only %d fields of a %s", fields, kindOf(r))
 		}
 	}
 	// nil and empty differ: a stored empty claim list is not a nil one.
 	empty := s.Act
 	empty.Claims = []backend.ResourceClaim{}
-	e.apply(e.B, backend.Rep(empty))
+	e.apply(e.B, rep(empty))
 	none := empty
 	none.Claims = nil
 	seq++
 	e.wantErr("Expect of an activation with nil claims where an empty list is stored",
-		e.applyErr(e.B, backend.Exp(none), marker(seq)), backend.ErrChanged)
+		e.applyErr(e.B, join(exp(none), marker(seq))), backend.ErrChanged)
 	seq++
-	e.apply(e.B, backend.Exp(empty), marker(seq))
+	e.apply(e.B, join(exp(empty), marker(seq)))
 	if !e.hasMarker(seq) {
 		e.T.Errorf("Expect of an activation with the empty claim list that is stored: the write after it did not commit")
 	}
-	e.apply(e.B, backend.Rep(s.Act))
+	e.apply(e.B, rep(s.Act))
 	e.checkFullSet(e.B, "after failed Expects", s)
 }
 
 func testExpectMissing(e *Env) {
 	s := newFullSet("run-z", "node", "act", 1, "identity-z", "resource")
-	e.apply(e.B, backend.Ins(s.Event))
+	e.apply(e.B, ins(s.Event))
+	// Neighbours whose keys differ from s's in one field each.
+	e.apply(e.B, ins(fullRun("run-z2"), fullActivation(akey("run-z", "node", "act-2")),
+		fullAttempt(atkey(s.Act.Key, 2), "identity-z-2")))
 	for i, r := range expected(s) {
 		seq := int64(100 + i)
-		e.wantErr("Expect of a missing "+r.Kind(), e.applyErr(e.B, backend.Exp(r), marker(seq)), backend.ErrChanged)
+		e.wantErr("Expect of a missing "+kindOf(r), e.applyErr(e.B, join(exp(r), marker(seq))), backend.ErrChanged)
 		if e.hasMarker(seq) {
-			e.T.Errorf("Expect of a missing %s: the write after it committed", r.Kind())
+			e.T.Errorf("Expect of a missing %s: the write after it committed", kindOf(r))
 		}
 	}
 }
 
-// An Expect after a Replace in the same transaction compares with the
-// replaced record, whether both are in one Apply or in two.
+// An Expect in a later Apply of the same transaction compares with what
+// the earlier Apply wrote. (Within one Changes, expects come before every
+// write: see expects_are_checked_before_the_writes_of_the_same_changes.)
 func testExpectOwnWrites(e *Env) {
 	s := newFullSet("run-w", "node", "act", 1, "identity-w", "resource")
-	e.apply(e.B, s.writes()...)
-	alts := []backend.Record{altRun(s.Run), altActivation(s.Act), altAttempt(s.Attempt)}
+	e.apply(e.B, s.changes())
+	alts := []any{altRun(s.Run), altActivation(s.Act), altAttempt(s.Attempt)}
 	for i, r := range expected(s) {
 		seq := int64(100 + i)
-		err := e.applyErr(e.B, backend.Rep(alts[i]), backend.Exp(r), marker(seq))
-		e.wantErr("Expect of the record a Replace in the same transaction overwrote ("+r.Kind()+")", err, backend.ErrChanged)
+		err := e.B.Update(e.Ctx, func(tx backend.Tx) error {
+			if err := tx.Apply(e.Ctx, rep(alts[i])); err != nil {
+				return err
+			}
+			return tx.Apply(e.Ctx, join(exp(r), marker(seq)))
+		})
+		e.wantErr("Expect of the record an earlier Replace in the same transaction overwrote ("+kindOf(r)+")", err, backend.ErrChanged)
 	}
 	e.checkFullSet(e.B, "after Expects of overwritten records", s)
 	for i := range alts {
 		seq := int64(200 + i)
 		e.update(e.B, func(tx backend.Tx) error {
-			if err := tx.Apply(e.Ctx, backend.Rep(alts[i])); err != nil {
+			if err := tx.Apply(e.Ctx, rep(alts[i])); err != nil {
 				return err
 			}
-			return tx.Apply(e.Ctx, backend.Exp(alts[i]), marker(seq))
+			return tx.Apply(e.Ctx, join(exp(alts[i]), marker(seq)))
 		})
 		if !e.hasMarker(seq) {
-			e.T.Errorf("Expect of the record this transaction wrote (%s): the write after it did not commit", alts[i].Kind())
+			e.T.Errorf("Expect of the record this transaction wrote (%s): the write after it did not commit", kindOf(alts[i]))
+		}
+	}
+	// A record inserted by an earlier Apply of the transaction is there to
+	// expect.
+	fresh := newFullSet("run-w-fresh", "node", "act", 1, "identity-w-fresh", "resource")
+	for i, r := range expected(fresh) {
+		seq := int64(300 + i)
+		e.update(e.B, func(tx backend.Tx) error {
+			if err := tx.Apply(e.Ctx, ins(r)); err != nil {
+				return err
+			}
+			return tx.Apply(e.Ctx, join(exp(r), marker(seq)))
+		})
+		if !e.hasMarker(seq) {
+			e.T.Errorf("Expect of the %s an earlier Apply of this transaction inserted: the write after it did not commit", kindOf(r))
 		}
 	}
 }
 
-// copyRecord returns r with every byte slice and list copied.
-func copyRecord(r backend.Record) backend.Record {
+// copyRecord returns r (a record) with every byte slice and list copied.
+func copyRecord(r any) any {
 	v := reflect.New(reflect.TypeOf(r)).Elem()
 	v.Set(reflect.ValueOf(r))
 	for i := 0; i < v.NumField(); i++ {
@@ -154,5 +178,5 @@ func copyRecord(r backend.Record) backend.Record {
 			f.Set(c)
 		}
 	}
-	return v.Interface().(backend.Record)
+	return v.Interface()
 }

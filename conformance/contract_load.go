@@ -25,7 +25,7 @@ func testLoadKeySetSizes(e *Env) {
 	sets := make([]fullSet, loadSizes[len(loadSizes)-1])
 	for i := range sets {
 		sets[i] = newFullSet(fmt.Sprintf("run-%02d", i), "node", "act", 1, fmt.Sprintf("identity-%02d", i), "resource")
-		e.apply(e.B, sets[i].writes()...)
+		e.apply(e.B, sets[i].changes())
 	}
 	absent := newFullSet("run-absent", "node", "act", 1, "identity-absent", "resource").lookup()
 	for _, n := range loadSizes {

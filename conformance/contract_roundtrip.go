@@ -27,7 +27,7 @@ func roundTripCases() []Case {
 func testEveryFieldRoundTrips(e *Env) {
 	s := newFullSet("run-1", "node-1", "act-1", 3, "identity-1", "resource-1")
 	e.requireFull(s.Run, s.Link, s.Act, s.Group, s.Attempt, s.Released, s.Schedule, s.Event)
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	e.checkFullSet(e.B, "after Insert", s)
 }
 
@@ -45,7 +45,7 @@ func absentSet(run string) fullSet {
 
 func testAbsentOptionalsRoundTrip(e *Env) {
 	s := absentSet("run-absent")
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	e.checkFullSet(e.B, "absent optionals", s)
 	// diff treats nil and empty alike; absent must not come back present.
 	f := e.load(e.B, s.lookup())
@@ -92,7 +92,7 @@ func testPresentZeroLikeValues(e *Env) {
 	s.Act.Group = &backend.GroupMember{Controller: akey(s.Act.Key.RunID, "controller", "c"), Index: 0}
 	s.Act.Claims = []backend.ResourceClaim{{Resource: "r", Mode: backend.LeaseRead}}
 	s.Act.Predecessors = []backend.NodeRef{{NodeID: "p", ActivationID: "a"}}
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	e.checkFullSet(e.B, "zero-like values", s)
 	f := e.load(e.B, s.lookup())
 	if a := f.Runs[s.Run.ID].Authority; a == nil {
@@ -111,16 +111,16 @@ func testJSONBytesExact(e *Env) {
 		[]byte(`{"k":"<>&\u2028"}`),
 		[]byte(`{"nested":{"z":[{},[],null,true,false]}}`),
 	}
-	var writes []backend.Write
+	var c backend.Changes
 	var keys []backend.AttemptKey
 	for i, d := range docs {
 		k := atkey(akey("run-json", fmt.Sprintf("node-%d", i), "a"), 1)
 		at := fullAttempt(k, fmt.Sprintf("identity-json-%d", i))
 		at.Intent, at.Receipt, at.Detail = d, d, d
-		writes = append(writes, backend.Ins(at))
+		c.Insert.Attempts = append(c.Insert.Attempts, at)
 		keys = append(keys, k)
 	}
-	e.apply(e.B, writes...)
+	e.apply(e.B, c)
 	f := e.load(e.B, backend.Lookup{Attempts: keys})
 	for i, k := range keys {
 		got := f.Attempts[k]
@@ -172,7 +172,7 @@ func testStrangeIDsRoundTrip(e *Env) {
 	for _, id := range strangeIDs() {
 		s := idSet(id)
 		sets = append(sets, s)
-		e.apply(e.B, s.writes()...)
+		e.apply(e.B, s.changes())
 	}
 	for i, s := range sets {
 		e.checkFullSet(e.B, fmt.Sprintf("id %d (%s)", i, clipString(s.Run.ID)), s)
@@ -206,7 +206,7 @@ func extremeSet() fullSet {
 
 func testExtremeNumbersRoundTrip(e *Env) {
 	s := extremeSet()
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	e.checkFullSet(e.B, "extreme numbers", s)
 }
 
@@ -248,7 +248,7 @@ func testOneMiBJSONRoundTrips(e *Env) {
 		e.T.Fatalf("suite bug: mibJSON is %d bytes", got)
 	}
 	s := oneMiBSet()
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	e.checkFullSet(e.B, "1 MiB JSON", s)
 }
 
@@ -261,7 +261,7 @@ func testReopenKeepsRecords(e *Env) {
 		idSet("MixedCase-ID"),
 	}
 	for _, s := range sets {
-		e.apply(e.B, s.writes()...)
+		e.apply(e.B, s.changes())
 	}
 	b := e.Reopen()
 	for i, s := range sets {
@@ -269,7 +269,7 @@ func testReopenKeepsRecords(e *Env) {
 	}
 	// The reopened store accepts writes and reopens again.
 	more := newFullSet("run-after-reopen", "node", "act", 1, "identity-after-reopen", "resource")
-	e.apply(b, more.writes()...)
+	e.apply(b, more.changes())
 	b = e.Reopen()
 	e.checkFullSet(b, "after second Reopen", more)
 	e.checkFullSet(b, "after second Reopen, set 0", sets[0])
@@ -278,7 +278,7 @@ func testReopenKeepsRecords(e *Env) {
 func testLoadedBytesStayValid(e *Env) {
 	s := newFullSet("run-valid", "node", "act", 1, "identity-valid", "resource")
 	s.Act.Input = mibJSON(11)
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	want := bytes.Clone(s.Act.Input)
 	var kept backend.Activation
 	e.view(e.B, func(rtx backend.ReadTx) error {
@@ -290,11 +290,11 @@ func testLoadedBytesStayValid(e *Env) {
 	// that returned memory it owns (a page, a buffer, a cache) reuses it.
 	other := fullActivation(akey(s.Run.ID, "other-node", "act"))
 	other.Input = mibJSON(19)
-	e.apply(e.B, backend.Ins(other))
+	e.apply(e.B, ins(other))
 	for i := range 8 {
 		a := s.Act
 		a.Input = mibJSON(byte(20 + i))
-		e.apply(e.B, backend.Rep(a), backend.Ins(fullEvent(s.Run.ID, int64(100+i))))
+		e.apply(e.B, join(rep(a), ins(fullEvent(s.Run.ID, int64(100+i)))))
 		e.load(e.B, backend.Lookup{Activations: []backend.ActivationKey{s.Act.Key, other.Key}})
 	}
 	if !bytes.Equal(kept.Input, want) {
@@ -305,7 +305,7 @@ func testLoadedBytesStayValid(e *Env) {
 func testNoAliasing(e *Env) {
 	s := newFullSet("run-alias", "node", "act", 1, "identity-alias", "resource")
 	want := newFullSet("run-alias", "node", "act", 1, "identity-alias", "resource")
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	// Scribble over what the caller passed in.
 	for _, b := range [][]byte{s.Run.Metadata, s.Act.Input, s.Act.Output, s.Attempt.Intent, s.Attempt.Receipt, s.Event.Payload, s.Link.Target} {
 		for i := range b {

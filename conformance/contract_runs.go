@@ -32,21 +32,20 @@ var runScanStatuses = []backend.RunStatus{
 // contract's order.
 func runScanFixture(e *Env) []backend.Run {
 	e.T.Helper()
-	var writes []backend.Write
+	var c backend.Changes
 	var want []backend.Run
 	for i, id := range runScanIDs {
 		r := fullRun(id)
 		r.Status = runScanStatuses[i%len(runScanStatuses)]
 		r.CreatedMS += int64(i)
 		want = append(want, r)
-		writes = append(writes, backend.Ins(r))
+		c = join(c, ins(r))
 		if i%2 == 0 {
-			writes = append(writes, backend.Ins(fullActivation(akey(id, "n", "1"))), backend.Ins(fullEvent(id, 1)))
+			c = join(c, ins(fullActivation(akey(id, "n", "1")), fullEvent(id, 1)))
 		}
 	}
 	// Records of a run id that has no run record are not a run.
-	writes = append(writes, backend.Ins(fullEvent("no-run-record", 1)))
-	e.apply(e.B, writes...)
+	e.apply(e.B, join(c, ins(fullEvent("no-run-record", 1))))
 	slices.SortFunc(want, func(a, b backend.Run) int { return cmp.Compare(a.ID, b.ID) })
 	return want
 }
@@ -131,7 +130,7 @@ func testRunsFollowsReplace(e *Env) {
 		r.Status = backend.RunRunning
 	}
 	old := want[0].Status
-	e.apply(e.B, backend.Rep(r))
+	e.apply(e.B, rep(r))
 	if got := runIDs(e.runs(backend.RunQuery{Status: r.Status, Limit: 100})); !slices.Contains(got, r.ID) {
 		e.T.Errorf("Runs(status %q) = %q, missing %q after its Replace", r.Status, got, r.ID)
 	}
@@ -141,7 +140,7 @@ func testRunsFollowsReplace(e *Env) {
 	// Inside the transaction that wrote it, the scan sees the new status.
 	r.Status = backend.RunCompleted
 	e.update(e.B, func(tx backend.Tx) error {
-		if err := tx.Apply(e.Ctx, backend.Rep(r), backend.Ins(fullRun("0-new"))); err != nil {
+		if err := tx.Apply(e.Ctx, join(rep(r), ins(fullRun("0-new")))); err != nil {
 			return err
 		}
 		got, err := tx.Runs(e.Ctx, backend.RunQuery{Status: backend.RunCompleted, Limit: 100})
@@ -161,7 +160,7 @@ func testRunsFollowsReplace(e *Env) {
 }
 
 func testLeasesIncludeReleased(e *Env) {
-	var writes []backend.Write
+	var c backend.Changes
 	var all, active []backend.Lease
 	i := 0
 	for _, node := range []string{"n", "N", "é"} {
@@ -176,23 +175,22 @@ func testLeasesIncludeReleased(e *Env) {
 				}
 				all = append(all, l)
 				i++
-				writes = append(writes, backend.Ins(l))
+				c.Insert.Leases = append(c.Insert.Leases, l)
 			}
 		}
 	}
-	writes = append(writes, backend.Ins(fullLease(lkey(atkey(akey("run-l2", "n", "a"), 1), "r", backend.LeaseRead))))
-	e.apply(e.B, writes...)
+	e.apply(e.B, join(c, ins(fullLease(lkey(atkey(akey("run-l2", "n", "a"), 1), "r", backend.LeaseRead)))))
 	slices.SortFunc(all, func(a, b backend.Lease) int { return cmpLK(a.Key, b.Key) })
 	slices.SortFunc(active, func(a, b backend.Lease) int { return cmpLK(a.Key, b.Key) })
 	leases := func(q backend.LeaseQuery) []backend.Lease {
-		got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Lease, error) { return rtx.ActiveLeases(e.Ctx, q) })
+		got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Lease, error) { return rtx.Leases(e.Ctx, q) })
 		if len(got) > q.Limit {
-			e.T.Errorf("ActiveLeases returned %d rows with Limit %d", len(got), q.Limit)
+			e.T.Errorf("Leases returned %d rows with Limit %d", len(got), q.Limit)
 		}
 		return got
 	}
-	e.equal("ActiveLeases(IncludeReleased)", all, leases(backend.LeaseQuery{RunID: "run-l", IncludeReleased: true, Limit: 100}))
-	e.equal("ActiveLeases", active, leases(backend.LeaseQuery{RunID: "run-l", Limit: 100}))
+	e.equal("Leases(IncludeReleased)", all, leases(backend.LeaseQuery{RunID: "run-l", IncludeReleased: true, Limit: 100}))
+	e.equal("Leases", active, leases(backend.LeaseQuery{RunID: "run-l", Limit: 100}))
 	for _, limit := range []int{1, 4} {
 		var got []backend.Lease
 		q := backend.LeaseQuery{RunID: "run-l", IncludeReleased: true, Limit: limit}
@@ -202,12 +200,11 @@ func testLeasesIncludeReleased(e *Env) {
 				break
 			}
 			got = append(got, page...)
-			k := page[len(page)-1].Key
-			q.After = &k
+			q.After = page[len(page)-1].Key
 		}
-		e.equal(fmt.Sprintf("ActiveLeases(IncludeReleased) pages of %d", limit), all, got)
+		e.equal(fmt.Sprintf("Leases(IncludeReleased) pages of %d", limit), all, got)
 	}
 	if n := len(leases(backend.LeaseQuery{RunID: "run-l", IncludeReleased: true})); n != 0 {
-		e.T.Errorf("ActiveLeases(IncludeReleased, Limit 0) returned %d rows", n)
+		e.T.Errorf("Leases(IncludeReleased, Limit 0) returned %d rows", n)
 	}
 }

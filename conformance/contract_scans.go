@@ -11,10 +11,10 @@ import (
 
 func scanCases() []Case {
 	return []Case{
-		{Name: "pending_scan_returns_only_admissible_rows_in_bytewise_key_order", Run: testPendingOrder},
-		{Name: "pending_scan_pages_with_after_and_limit", Run: testPendingPaging},
-		{Name: "pending_scan_after_run_skips_the_rest_of_that_run", Run: testPendingAfterRun},
-		{Name: "pending_index_follows_replace_of_admissible", Run: testPendingFollowsReplace},
+		{Name: "admissible_scan_returns_only_admissible_rows_in_bytewise_key_order", Run: testAdmissibleOrder},
+		{Name: "admissible_scan_pages_with_after_and_limit", Run: testAdmissiblePaging},
+		{Name: "admissible_scan_after_run_skips_the_rest_of_that_run", Run: testAdmissibleAfterRun},
+		{Name: "admissible_index_follows_replace_of_admissible", Run: testAdmissibleFollowsReplace},
 		{Name: "activations_scan_returns_one_run_in_key_order", Run: testActivationsScan},
 		{Name: "attempts_scan_orders_by_prepared_ms_then_identity", Run: testAttemptsOrder},
 		{Name: "attempts_scan_filters_by_run_and_status_and_pages", Run: testAttemptsFiltersAndPaging},
@@ -24,9 +24,10 @@ func scanCases() []Case {
 		{Name: "child_runs_scan_orders_by_created_then_child_and_pages", Run: testChildRuns},
 		{Name: "due_schedules_are_bounded_by_due_by_and_ordered", Run: testDueSchedules},
 		{Name: "events_scan_returns_seq_after_cursor_in_order", Run: testEvents},
-		{Name: "active_leases_scan_orders_by_lease_key_and_skips_released", Run: testActiveLeases},
+		{Name: "leases_scan_orders_by_lease_key_and_skips_released", Run: testLeasesScan},
 		{Name: "load_resources_returns_unreleased_leases_of_that_run_and_resource", Run: testLoadResources},
 		{Name: "load_of_missing_keys_finds_nothing_without_error", Run: testLoadMissing},
+		{Name: "zero_cursors_start_every_scan_at_the_beginning", Run: testZeroCursors},
 	}
 }
 
@@ -46,11 +47,11 @@ func cmpLK(a, b backend.LeaseKey) int {
 // locale or joined-key order: "B" < "Z" < "a" < "a!" < "ab" < "z" < "é".
 var orderRuns = []string{"z", "a", "é", "B", "ab", "a!", "Z"}
 
-// pendingFixture inserts activations over orderRuns, some admissible, and
-// returns the admissible ones in the contract's order.
-func pendingFixture(e *Env) []backend.Activation {
+// admissibleFixture inserts activations over orderRuns, some admissible,
+// and returns the admissible ones in the contract's order.
+func admissibleFixture(e *Env) []backend.Activation {
 	e.T.Helper()
-	var writes []backend.Write
+	var c backend.Changes
 	var want []backend.Activation
 	i := 0
 	for _, run := range orderRuns {
@@ -68,11 +69,11 @@ func pendingFixture(e *Env) []backend.Activation {
 					want = append(want, a)
 				}
 				i++
-				writes = append(writes, backend.Ins(a))
+				c.Insert.Activations = append(c.Insert.Activations, a)
 			}
 		}
 	}
-	e.apply(e.B, writes...)
+	e.apply(e.B, c)
 	slices.SortFunc(want, func(a, b backend.Activation) int { return cmpAK(a.Key, b.Key) })
 	return want
 }
@@ -85,37 +86,37 @@ func keysOf(as []backend.Activation) []backend.ActivationKey {
 	return out
 }
 
-func (e *Env) pending(q backend.PendingQuery) []backend.Activation {
+func (e *Env) admissible(q backend.AdmissibleQuery) []backend.Activation {
 	e.T.Helper()
-	got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Activation, error) { return rtx.PendingActivations(e.Ctx, q) })
+	got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Activation, error) { return rtx.AdmissibleActivations(e.Ctx, q) })
 	if len(got) > q.Limit {
-		e.T.Errorf("PendingActivations(%+v) returned %d rows, more than Limit", q, len(got))
+		e.T.Errorf("AdmissibleActivations(%+v) returned %d rows, more than Limit", q, len(got))
 	}
 	return got
 }
 
-func testPendingOrder(e *Env) {
-	want := pendingFixture(e)
+func testAdmissibleOrder(e *Env) {
+	want := admissibleFixture(e)
 	// The traps, stated outright.
 	if cmpAK(akey("B", "", ""), akey("a", "", "")) >= 0 || cmpAK(akey("z", "", ""), akey("é", "", "")) >= 0 ||
 		cmpAK(akey("a", "z", ""), akey("a!", "a", "")) >= 0 {
 		e.T.Fatal("suite bug: order helper")
 	}
-	got := e.pending(backend.PendingQuery{Limit: 1000})
-	e.equal("PendingActivations(global) keys", keysOf(want), keysOf(got))
-	e.equal("PendingActivations(global) records", want, got)
+	got := e.admissible(backend.AdmissibleQuery{Limit: 1000})
+	e.equal("AdmissibleActivations(global) keys", keysOf(want), keysOf(got))
+	e.equal("AdmissibleActivations(global) records", want, got)
 	for _, run := range orderRuns {
 		w := pick(want, func(a backend.Activation) bool { return a.Key.RunID == run })
-		got := e.pending(backend.PendingQuery{RunID: run, Limit: 1000})
-		e.equal(fmt.Sprintf("PendingActivations(run %q) keys", run), keysOf(w), keysOf(got))
+		got := e.admissible(backend.AdmissibleQuery{RunID: run, Limit: 1000})
+		e.equal(fmt.Sprintf("AdmissibleActivations(run %q) keys", run), keysOf(w), keysOf(got))
 	}
-	if got := e.pending(backend.PendingQuery{RunID: "no-such-run", Limit: 10}); len(got) != 0 {
-		e.T.Errorf("PendingActivations(missing run) = %d rows", len(got))
+	if got := e.admissible(backend.AdmissibleQuery{RunID: "no-such-run", Limit: 10}); len(got) != 0 {
+		e.T.Errorf("AdmissibleActivations(missing run) = %d rows", len(got))
 	}
 }
 
-func testPendingPaging(e *Env) {
-	want := pendingFixture(e)
+func testAdmissiblePaging(e *Env) {
+	want := admissibleFixture(e)
 	for _, run := range []string{"", "a"} {
 		w := want
 		if run != "" {
@@ -128,7 +129,7 @@ func testPendingPaging(e *Env) {
 				if pages > len(w)+1 {
 					e.T.Fatalf("run %q limit %d: paging does not end", run, limit)
 				}
-				page := e.pending(backend.PendingQuery{RunID: run, After: after, Limit: limit})
+				page := e.admissible(backend.AdmissibleQuery{RunID: run, After: after, Limit: limit})
 				if len(page) == 0 {
 					break
 				}
@@ -143,56 +144,56 @@ func testPendingPaging(e *Env) {
 	}
 	// After names a key that does not exist: resume at the next one.
 	after := akey("a", "n", "15") // between ("a","n","10") and ("a","n","2")
-	got := e.pending(backend.PendingQuery{After: after, Limit: 1000})
+	got := e.admissible(backend.AdmissibleQuery{After: after, Limit: 1000})
 	w := pick(want, func(a backend.Activation) bool { return cmpAK(a.Key, after) > 0 })
 	e.equal("After a missing key", keysOf(w), keysOf(got))
 	// After is strict: a page never repeats its cursor.
 	first := want[3].Key
-	got = e.pending(backend.PendingQuery{After: first, Limit: 1})
+	got = e.admissible(backend.AdmissibleQuery{After: first, Limit: 1})
 	e.equal("After is exclusive", []backend.ActivationKey{want[4].Key}, keysOf(got))
 }
 
-func testPendingAfterRun(e *Env) {
-	want := pendingFixture(e)
+func testAdmissibleAfterRun(e *Env) {
+	want := admissibleFixture(e)
 	for _, after := range []backend.ActivationKey{
 		akey("a", "zzz", "zzz"), // node and activation are ignored
 		akey("a", "", ""),
 		akey("aa", "n", "1"), // a run with no activations
 		akey("B", "N", "10"),
 	} {
-		got := e.pending(backend.PendingQuery{After: after, AfterRun: true, Limit: 1000})
+		got := e.admissible(backend.AdmissibleQuery{After: after, AfterRun: true, Limit: 1000})
 		w := pick(want, func(a backend.Activation) bool { return a.Key.RunID > after.RunID })
 		e.equal(fmt.Sprintf("AfterRun after %q", after.RunID), keysOf(w), keysOf(got))
 	}
-	got := e.pending(backend.PendingQuery{After: akey("a", "", ""), AfterRun: true, Limit: 2})
+	got := e.admissible(backend.AdmissibleQuery{After: akey("a", "", ""), AfterRun: true, Limit: 2})
 	w := pick(want, func(a backend.Activation) bool { return a.Key.RunID > "a" })[:2]
 	e.equal("AfterRun with Limit 2", keysOf(w), keysOf(got))
-	got = e.pending(backend.PendingQuery{RunID: "a", After: akey("a", "", ""), AfterRun: true, Limit: 10})
+	got = e.admissible(backend.AdmissibleQuery{RunID: "a", After: akey("a", "", ""), AfterRun: true, Limit: 10})
 	e.equal("AfterRun past the only run scanned", []backend.ActivationKey(nil), keysOf(got))
 }
 
-func testPendingFollowsReplace(e *Env) {
+func testAdmissibleFollowsReplace(e *Env) {
 	k1, k2, k3 := akey("run-p", "n1", "a"), akey("run-p", "n2", "a"), akey("run-p", "n3", "a")
 	a1, a2, a3 := fullActivation(k1), fullActivation(k2), fullActivation(k3)
 	a3.Admissible = false
-	e.apply(e.B, backend.Ins(a1), backend.Ins(a2), backend.Ins(a3))
+	e.apply(e.B, ins(a1, a2, a3))
 	check := func(what string, want ...backend.Activation) {
 		e.T.Helper()
-		e.equal(what+" (global)", want, e.pending(backend.PendingQuery{Limit: 10}))
-		e.equal(what+" (run)", want, e.pending(backend.PendingQuery{RunID: "run-p", Limit: 10}))
+		e.equal(what+" (global)", want, e.admissible(backend.AdmissibleQuery{Limit: 10}))
+		e.equal(what+" (run)", want, e.admissible(backend.AdmissibleQuery{RunID: "run-p", Limit: 10}))
 	}
 	check("after Insert", a1, a2)
 	b1 := a1
 	b1.Admissible, b1.Status = false, backend.ActivationRunning
-	e.apply(e.B, backend.Rep(b1))
+	e.apply(e.B, rep(b1))
 	check("after Replace admissible->not", a2)
 	b3 := a3
 	b3.Admissible = true
-	e.apply(e.B, backend.Rep(b3))
+	e.apply(e.B, rep(b3))
 	check("after Replace not->admissible", a2, b3)
 	c2 := a2
 	c2.Generation, c2.Input = 77, js("changed while admissible")
-	e.apply(e.B, backend.Rep(c2))
+	e.apply(e.B, rep(c2))
 	check("after Replace of other fields", c2, b3)
 	// Activations (any status) still has all three.
 	acts := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Activation, error) {
@@ -202,7 +203,7 @@ func testPendingFollowsReplace(e *Env) {
 }
 
 func testActivationsScan(e *Env) {
-	pendingFixture(e)
+	admissibleFixture(e)
 	var all []backend.Activation
 	e.view(e.B, func(rtx backend.ReadTx) error {
 		var err error
@@ -266,15 +267,15 @@ func attemptFixture(e *Env) []backend.Attempt {
 		{"run-2", math.MaxInt64, "x", backend.AttemptRunning},
 		{"run-1", 10, "Z", backend.AttemptPrepared},
 	}
-	var writes []backend.Write
+	var c backend.Changes
 	var out []backend.Attempt
 	for i, s := range specs {
 		a := fullAttempt(atkey(akey(s.run, "node", fmt.Sprintf("act-%d", i)), uint32(i+1)), s.identity)
 		a.PreparedMS, a.Status = s.prepared, s.status
-		writes = append(writes, backend.Ins(a))
+		c.Insert.Attempts = append(c.Insert.Attempts, a)
 		out = append(out, a)
 	}
-	e.apply(e.B, writes...)
+	e.apply(e.B, c)
 	slices.SortFunc(out, func(a, b backend.Attempt) int {
 		return cmp.Or(cmp.Compare(a.PreparedMS, b.PreparedMS), cmp.Compare(a.Identity, b.Identity))
 	})
@@ -321,7 +322,7 @@ func testAttemptsFiltersAndPaging(e *Env) {
 		for _, limit := range []int{1, 2, 4} {
 			var got []string
 			q.Limit = limit
-			q.After = nil
+			q.After = backend.AttemptCursor{}
 			for range 20 {
 				page := e.attempts(q)
 				if len(page) == 0 {
@@ -329,15 +330,15 @@ func testAttemptsFiltersAndPaging(e *Env) {
 				}
 				got = append(got, identities(page)...)
 				last := page[len(page)-1]
-				q.After = &backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+				q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
 			}
 			e.equal(fmt.Sprintf("Attempts(run %q, status %q) pages of %d", q.RunID, q.Status, limit), identities(w), got)
 		}
 	}
 	// A cursor between rows: everything strictly after (10, "") is PreparedMS >= 10.
-	got := e.attempts(backend.AttemptQuery{After: &backend.AttemptCursor{PreparedMS: 10}, Limit: 100})
+	got := e.attempts(backend.AttemptQuery{After: backend.AttemptCursor{PreparedMS: 10}, Limit: 100})
 	e.equal("Attempts after (10, \"\")", identities(want[2:]), identities(got))
-	got = e.attempts(backend.AttemptQuery{After: &backend.AttemptCursor{PreparedMS: 10, Identity: "Z"}, Limit: 100})
+	got = e.attempts(backend.AttemptQuery{After: backend.AttemptCursor{PreparedMS: 10, Identity: "Z"}, Limit: 100})
 	e.equal("Attempts after (10, \"Z\")", identities(want[4:]), identities(got))
 }
 
@@ -349,7 +350,7 @@ func testAttemptStatusMoves(e *Env) {
 	}
 	b := a
 	b.Status = backend.AttemptSucceeded
-	e.apply(e.B, backend.Rep(b))
+	e.apply(e.B, rep(b))
 	inStatus := func(st backend.AttemptStatus) []string {
 		return identities(e.attempts(backend.AttemptQuery{RunID: "run-1", Status: st, Limit: 100}))
 	}
@@ -358,32 +359,34 @@ func testAttemptStatusMoves(e *Env) {
 	// Changing PreparedMS moves it in the order.
 	c := b
 	c.PreparedMS = 1
-	e.apply(e.B, backend.Rep(c))
+	e.apply(e.B, rep(c))
 	e.equal("succeeded after PreparedMS changed", []string{"a", "zz"}, inStatus(backend.AttemptSucceeded))
 	got := e.attempts(backend.AttemptQuery{Limit: 1})
 	e.equal("first attempt overall", []backend.Attempt{c}, got)
 }
 
 func testCountAttempts(e *Env) {
-	var writes []backend.Write
+	var c backend.Changes
 	for i := range 5 {
-		writes = append(writes, backend.Ins(fullAttempt(atkey(akey("run-count", "n", "a"), uint32(i+1)), fmt.Sprintf("c-%d", i))))
+		c = join(c, ins(fullAttempt(atkey(akey("run-count", "n", "a"), uint32(i+1)), fmt.Sprintf("c-%d", i))))
 	}
 	for i := range 3 {
-		writes = append(writes, backend.Ins(fullAttempt(atkey(akey("run-count-2", "n", fmt.Sprint(i)), 1), fmt.Sprintf("d-%d", i))))
+		c = join(c, ins(fullAttempt(atkey(akey("run-count-2", "n", fmt.Sprint(i)), 1), fmt.Sprintf("d-%d", i))))
 	}
-	e.apply(e.B, writes...)
+	e.apply(e.B, c)
 	for _, c := range []struct {
 		run          string
 		limit, count int
 	}{
-		{"run-count", 0, 0}, {"run-count", 1, 1}, {"run-count", 4, 4}, {"run-count", 5, 5},
+		{"run-count", 0, 0}, {"run-count", -1, 0}, {"run-count", 1, 1}, {"run-count", 4, 4}, {"run-count", 5, 5},
 		{"run-count", 6, 5}, {"run-count", 1000, 5}, {"run-count-2", 10, 3}, {"run-count-2", 2, 2},
 		{"no-such-run", 10, 0}, {"run-coun", 10, 0},
 	} {
-		n := scan(e, e.B, func(rtx backend.ReadTx) (int, error) { return rtx.CountAttempts(e.Ctx, c.run, c.limit) })
+		n := scan(e, e.B, func(rtx backend.ReadTx) (int, error) {
+			return rtx.CountAttempts(e.Ctx, backend.AttemptCountQuery{RunID: c.run, Limit: c.limit})
+		})
 		if n != c.count {
-			e.T.Errorf("CountAttempts(%q, %d) = %d, want %d", c.run, c.limit, n, c.count)
+			e.T.Errorf("CountAttempts(%q, Limit %d) = %d, want %d", c.run, c.limit, n, c.count)
 		}
 	}
 }
@@ -398,17 +401,17 @@ func testChildRuns(e *Env) {
 		{"c-a", "root", 5}, {"c-B", "root", 5}, {"c-z", "root", 3}, {"c-é", "root", 10},
 		{"c-other", "root-2", 1}, {"c-m", "root", 100}, {"c-0", "root", 9},
 	}
-	var writes []backend.Write
+	var c backend.Changes
 	var want []backend.RunLink
 	for _, s := range specs {
 		l := fullLink(s.child, s.root, parent)
 		l.CreatedMS = s.created
-		writes = append(writes, backend.Ins(l))
+		c.Insert.Links = append(c.Insert.Links, l)
 		if s.root == "root" {
 			want = append(want, l)
 		}
 	}
-	e.apply(e.B, writes...)
+	e.apply(e.B, c)
 	slices.SortFunc(want, func(a, b backend.RunLink) int {
 		return cmp.Or(cmp.Compare(a.CreatedMS, b.CreatedMS), cmp.Compare(a.ChildRunID, b.ChildRunID))
 	})
@@ -437,12 +440,12 @@ func testChildRuns(e *Env) {
 				break
 			}
 			got = append(got, ids(page)...)
-			q.AfterCreatedMS, q.AfterChildID = page[len(page)-1].CreatedMS, page[len(page)-1].ChildRunID
+			q.After = backend.ChildRunCursor{CreatedMS: page[len(page)-1].CreatedMS, ChildRunID: page[len(page)-1].ChildRunID}
 		}
 		e.equal(fmt.Sprintf("ChildRuns pages of %d", limit), ids(want), got)
 	}
-	e.equal("ChildRuns after (5, \"c-B\")", ids(want[2:]), ids(children(backend.ChildRunQuery{RootRunID: "root", AfterCreatedMS: 5, AfterChildID: "c-B", Limit: 100})))
-	e.equal("ChildRuns after (5, \"\")", ids(want[1:]), ids(children(backend.ChildRunQuery{RootRunID: "root", AfterCreatedMS: 5, Limit: 100})))
+	e.equal("ChildRuns after (5, \"c-B\")", ids(want[2:]), ids(children(backend.ChildRunQuery{RootRunID: "root", After: backend.ChildRunCursor{CreatedMS: 5, ChildRunID: "c-B"}, Limit: 100})))
+	e.equal("ChildRuns after (5, \"\")", ids(want[1:]), ids(children(backend.ChildRunQuery{RootRunID: "root", After: backend.ChildRunCursor{CreatedMS: 5}, Limit: 100})))
 	e.equal("ChildRuns(root-2)", []string{"c-other"}, ids(children(backend.ChildRunQuery{RootRunID: "root-2", Limit: 100})))
 	e.equal("ChildRuns(missing root)", []string(nil), ids(children(backend.ChildRunQuery{RootRunID: "c-a", Limit: 100})))
 }
@@ -456,17 +459,17 @@ func testDueSchedules(e *Env) {
 		{"run-s", "n", "a", 100}, {"run-s", "n", "B", 100}, {"run-s", "N", "z", 100}, {"run-s", "m", "a", 50},
 		{"run-s", "a", "a", 200}, {"run-s", "é", "a", 99}, {"run-s2", "a", "a", 1}, {"run-s", "z", "a", 101},
 	}
-	var writes []backend.Write
+	var c backend.Changes
 	byKey := map[string]backend.RetrySchedule{}
 	for _, s := range specs {
 		r := fullSchedule(akey(s.run, s.node, s.act))
 		r.DueMS = s.due
-		writes = append(writes, backend.Ins(r))
+		c.Insert.Schedules = append(c.Insert.Schedules, r)
 		if s.run == "run-s" {
 			byKey[s.node+"/"+s.act] = r
 		}
 	}
-	e.apply(e.B, writes...)
+	e.apply(e.B, c)
 	due := func(run string, by int64, limit int) []string {
 		got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.RetrySchedule, error) {
 			return rtx.DueSchedules(e.Ctx, backend.ScheduleQuery{RunID: run, DueBy: by, Limit: limit})
@@ -494,7 +497,7 @@ func testDueSchedules(e *Env) {
 	later.DueMS = 300
 	sooner := byKey["a/a"]
 	sooner.DueMS = 1
-	e.apply(e.B, backend.Rep(later), backend.Rep(sooner))
+	e.apply(e.B, rep(later, sooner))
 	e.equal("after Replace", []string{"a/a", "é/a", "N/z", "n/B", "n/a"}, due("run-s", 100, 100))
 	got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.RetrySchedule, error) {
 		return rtx.DueSchedules(e.Ctx, backend.ScheduleQuery{RunID: "run-s", DueBy: 1, Limit: 10})
@@ -503,18 +506,17 @@ func testDueSchedules(e *Env) {
 }
 
 func testEvents(e *Env) {
-	var writes []backend.Write
+	var c backend.Changes
 	byseq := map[int64]backend.Event{}
 	for _, seq := range []int64{5, 1, 8, 3, 2, 1 << 40} {
 		ev := fullEvent("run-ev", seq)
 		byseq[seq] = ev
-		writes = append(writes, backend.Ins(ev))
+		c.Insert.Events = append(c.Insert.Events, ev)
 	}
-	writes = append(writes, backend.Ins(fullEvent("run-ev2", 4)), backend.Ins(fullEvent("run-ev2", 6)))
-	e.apply(e.B, writes...)
+	e.apply(e.B, join(c, ins(fullEvent("run-ev2", 4), fullEvent("run-ev2", 6))))
 	events := func(run string, after int64, limit int) []backend.Event {
 		got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Event, error) {
-			return rtx.Events(e.Ctx, backend.EventQuery{RunID: run, AfterSeq: after, Limit: limit})
+			return rtx.Events(e.Ctx, backend.EventQuery{RunID: run, After: after, Limit: limit})
 		})
 		if len(got) > limit {
 			e.T.Errorf("Events returned %d rows with Limit %d", len(got), limit)
@@ -537,8 +539,8 @@ func testEvents(e *Env) {
 	e.equal("run id prefix", []backend.Event(nil), events("run-e", 0, 100))
 }
 
-func testActiveLeases(e *Env) {
-	var writes []backend.Write
+func testLeasesScan(e *Env) {
+	var c backend.Changes
 	var want []backend.Lease
 	i := 0
 	for _, node := range []string{"n", "N", "é"} {
@@ -553,18 +555,17 @@ func testActiveLeases(e *Env) {
 						want = append(want, l)
 					}
 					i++
-					writes = append(writes, backend.Ins(l))
+					c.Insert.Leases = append(c.Insert.Leases, l)
 				}
 			}
 		}
 	}
-	writes = append(writes, backend.Ins(activeLease(lkey(atkey(akey("run-l2", "n", "a"), 1), "r", backend.LeaseRead))))
-	e.apply(e.B, writes...)
+	e.apply(e.B, join(c, ins(activeLease(lkey(atkey(akey("run-l2", "n", "a"), 1), "r", backend.LeaseRead)))))
 	slices.SortFunc(want, func(a, b backend.Lease) int { return cmpLK(a.Key, b.Key) })
 	leases := func(q backend.LeaseQuery) []backend.Lease {
-		got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Lease, error) { return rtx.ActiveLeases(e.Ctx, q) })
+		got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Lease, error) { return rtx.Leases(e.Ctx, q) })
 		if len(got) > q.Limit {
-			e.T.Errorf("ActiveLeases returned %d rows with Limit %d", len(got), q.Limit)
+			e.T.Errorf("Leases returned %d rows with Limit %d", len(got), q.Limit)
 		}
 		return got
 	}
@@ -578,7 +579,7 @@ func testActiveLeases(e *Env) {
 	if want[0].Key.NodeID != "N" || want[0].Key.Attempt != 1 || lastN.Key.Attempt != math.MaxUint32 {
 		e.T.Fatalf("suite bug: order helper")
 	}
-	e.equal("ActiveLeases(all)", want, leases(backend.LeaseQuery{RunID: "run-l", Limit: 1000}))
+	e.equal("Leases(all)", want, leases(backend.LeaseQuery{RunID: "run-l", Limit: 1000}))
 	for _, limit := range []int{1, 7, 13} {
 		q := backend.LeaseQuery{RunID: "run-l", Limit: limit}
 		var got []backend.Lease
@@ -588,15 +589,14 @@ func testActiveLeases(e *Env) {
 				break
 			}
 			got = append(got, page...)
-			k := page[len(page)-1].Key
-			q.After = &k
+			q.After = page[len(page)-1].Key
 		}
-		e.equal(fmt.Sprintf("ActiveLeases pages of %d", limit), want, got)
+		e.equal(fmt.Sprintf("Leases pages of %d", limit), want, got)
 	}
 	// Releasing one by Replace takes it out of the scan.
 	rel := want[0]
 	rel.ReleasedMS = rel.AcquiredMS + 5
-	e.apply(e.B, backend.Rep(rel))
+	e.apply(e.B, rep(rel))
 	e.equal("after release", want[1:], leases(backend.LeaseQuery{RunID: "run-l", Limit: 1000}))
 	e.equal("other run", 1, len(leases(backend.LeaseQuery{RunID: "run-l2", Limit: 10})))
 }
@@ -613,13 +613,12 @@ func testLoadResources(e *Env) {
 	diffRes := activeLease(lkey(a1, "res2", backend.LeaseWrite))
 	prefix := activeLease(lkey(a1, "re", backend.LeaseWrite))
 	otherRun := activeLease(lkey(other, "res", backend.LeaseWrite))
-	e.apply(e.B, backend.Ins(l3), backend.Ins(rel), backend.Ins(l1), backend.Ins(diffRes),
-		backend.Ins(l2), backend.Ins(prefix), backend.Ins(otherRun))
+	e.apply(e.B, ins(l3, rel, l1, diffRes, l2, prefix, otherRun))
 	res := backend.ResourceRef{RunID: "run-r", Resource: "res"}
 	res2 := backend.ResourceRef{RunID: "run-r", Resource: "res2"}
 	none := backend.ResourceRef{RunID: "run-r", Resource: "nothing"}
 	onlyReleased := backend.ResourceRef{RunID: "run-r", Resource: "gone"}
-	e.apply(e.B, backend.Ins(fullLease(lkey(a1, "gone", backend.LeaseWrite))))
+	e.apply(e.B, ins(fullLease(lkey(a1, "gone", backend.LeaseWrite))))
 	f := e.load(e.B, backend.Lookup{Resources: []backend.ResourceRef{res, res2, none, onlyReleased}})
 	e.equal("Resources[res]", []backend.Lease{l1, l2, l3}, f.Resources[res])
 	e.equal("Resources[res2]", []backend.Lease{diffRes}, f.Resources[res2])
@@ -636,7 +635,7 @@ func testLoadResources(e *Env) {
 	// Releasing l2 removes it.
 	l2r := l2
 	l2r.ReleasedMS = l2.AcquiredMS + 1
-	e.apply(e.B, backend.Rep(l2r))
+	e.apply(e.B, rep(l2r))
 	f = e.load(e.B, backend.Lookup{Resources: []backend.ResourceRef{res}, Leases: []backend.LeaseKey{l2.Key}})
 	e.equal("Resources[res] after release", []backend.Lease{l1, l3}, f.Resources[res])
 	e.equal("Load Leases finds the released lease", map[backend.LeaseKey]backend.Lease{l2.Key: l2r}, f.Leases)
@@ -644,7 +643,7 @@ func testLoadResources(e *Env) {
 
 func testLoadMissing(e *Env) {
 	s := newFullSet("run-m", "node", "act", 1, "identity-m", "resource")
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	k := akey("run-m", "node", "other")
 	f := e.load(e.B, backend.Lookup{
 		Runs:        []string{"run-missing", "run-m"},
@@ -670,4 +669,87 @@ func testLoadMissing(e *Env) {
 		e.wantErr("GetRun(missing)", err, backend.ErrNotFound)
 		return nil
 	})
+}
+
+// testZeroCursors checks that the zero value of every scan's After starts
+// at the beginning of the scan's order, Descending attempts included (a
+// descending scan that took the zero cursor for the position (0, "") would
+// return nothing), and that a scan paged from it reaches every row.
+func testZeroCursors(e *Env) {
+	acts := admissibleFixture(e)
+	atts := attemptFixture(e) // runs run-1 and run-2
+	var links []backend.RunLink
+	var events []backend.Event
+	var leases []backend.Lease
+	for i, child := range []string{"c-b", "c-a", "c-c"} {
+		l := fullLink(child, "root-z", atkey(akey("root-z", "n", "a"), 1))
+		l.CreatedMS = int64(1 + i%2)
+		links = append(links, l)
+	}
+	slices.SortFunc(links, func(a, b backend.RunLink) int {
+		return cmp.Or(cmp.Compare(a.CreatedMS, b.CreatedMS), cmp.Compare(a.ChildRunID, b.ChildRunID))
+	})
+	for _, seq := range []int64{1, 2, 3} {
+		events = append(events, fullEvent("run-z", seq))
+	}
+	for _, res := range []string{"a", "b"} {
+		leases = append(leases, activeLease(lkey(atkey(akey("run-z", "n", "a"), 1), res, backend.LeaseRead)))
+	}
+	runs := []backend.Run{fullRun("run-z"), fullRun("run-z2")}
+	e.apply(e.B, ins(links[0], links[1], links[2], events[0], events[1], events[2], leases[0], leases[1], runs[0], runs[1]))
+
+	desc := slices.Clone(atts)
+	slices.Reverse(desc)
+	e.equal("AdmissibleActivations(After zero)", keysOf(acts), keysOf(e.admissible(backend.AdmissibleQuery{After: backend.ActivationKey{}, Limit: 1000})))
+	e.equal("Attempts(After zero)", identities(atts), identities(e.attempts(backend.AttemptQuery{After: backend.AttemptCursor{}, Limit: 100})))
+	e.equal("Attempts(After zero, Descending)", identities(desc), identities(e.attempts(backend.AttemptQuery{After: backend.AttemptCursor{}, Descending: true, Limit: 100})))
+	e.equal("Attempts(After zero, Descending, Limit 2)", identities(desc[:2]), identities(e.attempts(backend.AttemptQuery{Descending: true, Limit: 2})))
+	run1 := pick(desc, func(a backend.Attempt) bool { return a.Key.RunID == "run-1" })
+	e.equal("Attempts(run-1, After zero, Descending)", identities(run1), identities(e.attempts(backend.AttemptQuery{RunID: "run-1", Descending: true, Limit: 100})))
+	prepared := pick(desc, func(a backend.Attempt) bool { return a.Status == backend.AttemptPrepared })
+	e.equal("Attempts(prepared, After zero, Descending)", identities(prepared), identities(e.attempts(backend.AttemptQuery{Status: backend.AttemptPrepared, Descending: true, Limit: 100})))
+	e.view(e.B, func(rtx backend.ReadTx) error {
+		ctx := e.Ctx
+		gotActs, err := rtx.Activations(ctx, backend.ActivationQuery{RunID: "a", After: backend.NodeRef{}, Limit: 1000})
+		if err != nil {
+			return err
+		}
+		if len(gotActs) != 12 {
+			e.T.Errorf("Activations(run a, After zero) = %d rows, want 12", len(gotActs))
+		}
+		gotLinks, err := rtx.ChildRuns(ctx, backend.ChildRunQuery{RootRunID: "root-z", After: backend.ChildRunCursor{}, Limit: 10})
+		if err != nil {
+			return err
+		}
+		e.equal("ChildRuns(After zero)", links, gotLinks)
+		gotEvents, err := rtx.Events(ctx, backend.EventQuery{RunID: "run-z", After: 0, Limit: 10})
+		if err != nil {
+			return err
+		}
+		e.equal("Events(After 0)", events, gotEvents)
+		gotLeases, err := rtx.Leases(ctx, backend.LeaseQuery{RunID: "run-z", After: backend.LeaseKey{}, Limit: 10})
+		if err != nil {
+			return err
+		}
+		e.equal("Leases(After zero)", leases, gotLeases)
+		gotRuns, err := rtx.Runs(ctx, backend.RunQuery{After: "", Limit: 1000})
+		if err != nil {
+			return err
+		}
+		e.equal("Runs(After \"\")", runs, gotRuns)
+		return nil
+	})
+	// Paging descending from the zero cursor reaches every row.
+	var got []string
+	q := backend.AttemptQuery{Descending: true, Limit: 2}
+	for range 20 {
+		page := e.attempts(q)
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, identities(page)...)
+		last := page[len(page)-1]
+		q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+	}
+	e.equal("Attempts descending, pages of 2 from the zero cursor", identities(desc), got)
 }

@@ -35,15 +35,15 @@ func (e *fnError) Error() string { return fmt.Sprintf("conformance: fn error %d"
 // mutateAll changes every record of s, deletes its schedule and inserts the
 // whole of n, in one transaction.
 func mutateAll(ctx context.Context, tx backend.Tx, s, n fullSet) error {
-	if err := tx.Apply(ctx, n.writes()...); err != nil {
+	if err := tx.Apply(ctx, n.changes()); err != nil {
 		return err
 	}
 	rel := s.Lease
 	rel.ReleasedMS = rel.AcquiredMS + 1
 	act := altActivation(s.Act)
-	return tx.Apply(ctx, backend.Rep(altRun(s.Run)), backend.Rep(act), backend.Rep(altGroup(s.Group)),
-		backend.Rep(altAttempt(s.Attempt)), backend.Rep(rel), backend.Del(s.Schedule),
-		backend.Ins(fullEvent(s.Run.ID, 10)))
+	return tx.Apply(ctx, join(
+		rep(altRun(s.Run), act, altGroup(s.Group), altAttempt(s.Attempt), rel),
+		del(s.Schedule), ins(fullEvent(s.Run.ID, 10))))
 }
 
 // checkNothing checks that no record of n exists, by Load and by scan.
@@ -57,7 +57,7 @@ func (e *Env) checkNothing(b backend.Backend, what string, n fullSet) {
 	}
 	e.view(b, func(rtx backend.ReadTx) error {
 		ctx := e.Ctx
-		p, err := rtx.PendingActivations(ctx, backend.PendingQuery{RunID: n.Run.ID, Limit: 10})
+		p, err := rtx.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: n.Run.ID, Limit: 10})
 		if err != nil {
 			return err
 		}
@@ -65,7 +65,7 @@ func (e *Env) checkNothing(b backend.Backend, what string, n fullSet) {
 		if err != nil {
 			return err
 		}
-		c, err := rtx.CountAttempts(ctx, n.Run.ID, 10)
+		c, err := rtx.CountAttempts(ctx, backend.AttemptCountQuery{RunID: n.Run.ID, Limit: 10})
 		if err != nil {
 			return err
 		}
@@ -73,7 +73,7 @@ func (e *Env) checkNothing(b backend.Backend, what string, n fullSet) {
 		if err != nil {
 			return err
 		}
-		l, err := rtx.ActiveLeases(ctx, backend.LeaseQuery{RunID: n.Run.ID, Limit: 10})
+		l, err := rtx.Leases(ctx, backend.LeaseQuery{RunID: n.Run.ID, IncludeReleased: true, Limit: 10})
 		if err != nil {
 			return err
 		}
@@ -86,7 +86,7 @@ func (e *Env) checkNothing(b backend.Backend, what string, n fullSet) {
 			return err
 		}
 		if len(p)+len(a)+c+len(ev)+len(l)+len(d)+len(ch) != 0 {
-			e.T.Errorf("%s: scans return rolled-back rows: pending %d, attempts %d, count %d, events %d, leases %d, schedules %d, children %d",
+			e.T.Errorf("%s: scans return rolled-back rows: admissible %d, attempts %d, count %d, events %d, leases %d, schedules %d, children %d",
 				what, len(p), len(a), c, len(ev), len(l), len(d), len(ch))
 		}
 		return nil
@@ -96,7 +96,7 @@ func (e *Env) checkNothing(b backend.Backend, what string, n fullSet) {
 func testErrorRollsBack(e *Env) {
 	s := newFullSet("run-kept", "node", "act", 1, "identity-kept", "resource")
 	n := newFullSet("run-new", "node", "act", 1, "identity-new", "resource")
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	err := e.B.Update(e.Ctx, func(tx backend.Tx) error {
 		if err := mutateAll(e.Ctx, tx, s, n); err != nil {
 			return err
@@ -119,22 +119,25 @@ func testErrorRollsBack(e *Env) {
 func testFailedApplyRollsBack(e *Env) {
 	s := newFullSet("run-kept", "node", "act", 1, "identity-kept", "resource")
 	n := newFullSet("run-new", "node", "act", 1, "identity-new", "resource")
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	for _, c := range []struct {
 		name string
-		bad  backend.Write
+		bad  backend.Changes
 		want error
 	}{
-		{"conflict", backend.Ins(s.Run), backend.ErrConflict},
-		{"not found", backend.Rep(fullRun("run-missing")), backend.ErrNotFound},
-		{"unsupported", backend.Del(s.Run), backend.ErrUnsupported},
+		// Each failing operation has operations of the same slice before
+		// and after it, and operations in earlier and later slices.
+		{"conflict", ins(fullRun("run-before"), s.Run, fullRun("run-after")), backend.ErrConflict},
+		{"not found", join(ins(fullRun("run-before"), fullRun("run-after")), rep(fullRun("run-before"), fullRun("run-missing"), fullRun("run-after"))), backend.ErrNotFound},
+		// mutateAll replaced s's run, activation and attempt by their alt*.
+		{"changed", join(exp(altRun(s.Run), altActivation(s.Act), s.Act, altAttempt(s.Attempt)), ins(fullRun("run-before"), fullRun("run-after"))), backend.ErrChanged},
+		{"delete not found", join(del(s.Event, backend.EventKey{RunID: s.Run.ID, Seq: 77}), ins(fullRun("run-before"), fullRun("run-after"))), backend.ErrNotFound},
 	} {
 		err := e.B.Update(e.Ctx, func(tx backend.Tx) error {
 			if err := mutateAll(e.Ctx, tx, s, n); err != nil {
 				return err
 			}
-			// Writes before and after the failing one in the same Apply.
-			return tx.Apply(e.Ctx, backend.Ins(fullRun("run-before")), c.bad, backend.Ins(fullRun("run-after")))
+			return tx.Apply(e.Ctx, c.bad)
 		})
 		e.wantErr(c.name+": Update", err, c.want)
 		e.checkFullSet(e.B, c.name+": after a failed Apply", s)
@@ -151,7 +154,7 @@ type panicValue struct{ s string }
 func testPanicRollsBack(e *Env) {
 	s := newFullSet("run-kept", "node", "act", 1, "identity-kept", "resource")
 	n := newFullSet("run-new", "node", "act", 1, "identity-new", "resource")
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 	pv := &panicValue{"conformance: panic inside fn"}
 	got := func() (r any) {
 		defer func() { r = recover() }()
@@ -171,7 +174,7 @@ func testPanicRollsBack(e *Env) {
 	// Nothing stays locked: an Update and a View complete.
 	done := make(chan error, 1)
 	go func() {
-		done <- e.B.Update(e.Ctx, func(tx backend.Tx) error { return tx.Apply(e.Ctx, backend.Ins(fullRun("run-after-panic"))) })
+		done <- e.B.Update(e.Ctx, func(tx backend.Tx) error { return tx.Apply(e.Ctx, ins(fullRun("run-after-panic"))) })
 	}()
 	select {
 	case err := <-done:
@@ -184,7 +187,7 @@ func testPanicRollsBack(e *Env) {
 }
 
 func testViewPanic(e *Env) {
-	e.apply(e.B, backend.Ins(fullRun("run-1")))
+	e.apply(e.B, ins(fullRun("run-1")))
 	pv := &panicValue{"conformance: panic inside View"}
 	got := func() (r any) {
 		defer func() { r = recover() }()
@@ -202,13 +205,13 @@ func testViewPanic(e *Env) {
 	// The snapshot was released: a large Update and a View complete.
 	done := make(chan error, 1)
 	go func() {
-		var writes []backend.Write
+		var c backend.Changes
 		for i := range 200 {
 			a := fullActivation(akey("run-1", fmt.Sprintf("node-%d", i), "a"))
 			a.Input = sizedJSON(byte(i), 4096)
-			writes = append(writes, backend.Ins(a))
+			c.Insert.Activations = append(c.Insert.Activations, a)
 		}
-		err := e.B.Update(e.Ctx, func(tx backend.Tx) error { return tx.Apply(e.Ctx, writes...) })
+		err := e.B.Update(e.Ctx, func(tx backend.Tx) error { return tx.Apply(e.Ctx, c) })
 		if err == nil {
 			err = e.B.View(e.Ctx, func(rtx backend.ReadTx) error { return nil })
 		}
@@ -240,14 +243,14 @@ func testFnErrorAsIs(e *Env) {
 		}
 	}
 	// An Apply error returned by fn keeps its sentinel.
-	e.apply(e.B, backend.Ins(fullRun("run-1")))
-	e.wantErr("Update returning Apply's error", e.applyErr(e.B, backend.Ins(fullRun("run-1"))), backend.ErrConflict)
+	e.apply(e.B, ins(fullRun("run-1")))
+	e.wantErr("Update returning Apply's error", e.applyErr(e.B, ins(fullRun("run-1"))), backend.ErrConflict)
 }
 
 func testViewSnapshot(e *Env) {
 	x, y := fullRun("run-x"), fullRun("run-y")
 	x.AttemptCount, y.AttemptCount = 1, 1
-	e.apply(e.B, backend.Ins(x), backend.Ins(y))
+	e.apply(e.B, ins(x, y))
 	x2, y2 := x, y
 	x2.AttemptCount, y2.AttemptCount = 2, 2
 
@@ -264,7 +267,7 @@ func testViewSnapshot(e *Env) {
 		}
 		once.Do(func() {
 			go func() {
-				done <- e.B.Update(e.Ctx, func(tx backend.Tx) error { return tx.Apply(e.Ctx, backend.Rep(x2), backend.Rep(y2)) })
+				done <- e.B.Update(e.Ctx, func(tx backend.Tx) error { return tx.Apply(e.Ctx, rep(x2, y2)) })
 			}()
 			select {
 			case err := <-done:
@@ -300,7 +303,7 @@ func testViewSnapshot(e *Env) {
 func testNoPartialReads(e *Env) {
 	x, y := fullRun("run-x"), fullRun("run-y")
 	x.AttemptCount, y.AttemptCount = 0, 0
-	e.apply(e.B, backend.Ins(x), backend.Ins(y))
+	e.apply(e.B, ins(x, y))
 	const writes = 150
 	var stop atomic.Bool
 	var views atomic.Int64
@@ -340,7 +343,7 @@ func testNoPartialReads(e *Env) {
 				return err
 			}
 			r.AttemptCount = int64(i + 1)
-			if err := tx.Apply(e.Ctx, backend.Rep(r)); err != nil {
+			if err := tx.Apply(e.Ctx, rep(r)); err != nil {
 				return err
 			}
 			runtime.Gosched()
@@ -349,7 +352,7 @@ func testNoPartialReads(e *Env) {
 				return err
 			}
 			s.AttemptCount = int64(i + 1)
-			return tx.Apply(e.Ctx, backend.Rep(s))
+			return tx.Apply(e.Ctx, rep(s))
 		})
 		if err != nil {
 			stop.Store(true)
@@ -367,7 +370,7 @@ func testNoPartialReads(e *Env) {
 }
 
 func testViewAfterCommit(e *Env) {
-	e.apply(e.B, backend.Ins(fullRun("run-c")))
+	e.apply(e.B, ins(fullRun("run-c")))
 	var committed atomic.Int64
 	var wg sync.WaitGroup
 	errs := make(chan error, 4)
@@ -400,7 +403,7 @@ func testViewAfterCommit(e *Env) {
 				return err
 			}
 			r.AttemptCount = i
-			return tx.Apply(e.Ctx, backend.Rep(r))
+			return tx.Apply(e.Ctx, rep(r))
 		})
 		if err != nil {
 			e.T.Errorf("Update %d: %v", i, err)

@@ -11,7 +11,6 @@ func writeCases() []Case {
 		{Name: "replace_changes_every_field_of_every_kind", Run: testReplaceEveryField},
 		{Name: "replace_attempt_identity_moves_the_identity_lookup", Run: testReplaceIdentityMoves},
 		{Name: "delete_schedule_removes_it_from_load_and_due_schedules", Run: testDeleteSchedule},
-		{Name: "writes_in_one_apply_take_effect_in_order", Run: testWritesInOrder},
 		{Name: "reads_in_an_update_see_its_own_earlier_writes", Run: testReadYourWrites},
 		{Name: "composite_keys_do_not_collide_across_separators", Run: testCompositeKeysDistinct},
 		{Name: "lease_modes_and_resources_are_distinct_records", Run: testLeaseModesDistinct},
@@ -21,7 +20,7 @@ func writeCases() []Case {
 
 func testReplaceEveryField(e *Env) {
 	s := newFullSet("run-replace", "node", "act", 2, "identity-replace", "resource")
-	e.apply(e.B, s.writes()...)
+	e.apply(e.B, s.changes())
 
 	// full -> alt: every non-key field changes, optional fields become absent.
 	t := s
@@ -32,8 +31,7 @@ func testReplaceEveryField(e *Env) {
 	t.Lease.AcquiredMS = s.Lease.AcquiredMS + 7
 	t.Released.AcquiredMS, t.Released.ReleasedMS = s.Released.AcquiredMS+8, s.Released.ReleasedMS+9
 	t.Schedule = altSchedule(s.Schedule)
-	e.apply(e.B, backend.Rep(t.Run), backend.Rep(t.Act), backend.Rep(t.Group), backend.Rep(t.Attempt),
-		backend.Rep(t.Lease), backend.Rep(t.Released), backend.Rep(t.Schedule))
+	e.apply(e.B, rep(t.Run, t.Act, t.Group, t.Attempt, t.Lease, t.Released, t.Schedule))
 	e.checkFullSet(e.B, "after Replace full->alt", t)
 	if len(scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Attempt, error) {
 		return rtx.Attempts(e.Ctx, backend.AttemptQuery{Status: s.Attempt.Status, Limit: 10})
@@ -45,18 +43,17 @@ func testReplaceEveryField(e *Env) {
 	u := newFullSet("run-replace", "node", "act", 2, "identity-replace", "resource")
 	u.Link, u.Event = s.Link, s.Event
 	u.Run.Metadata, u.Act.Input = js("second"), js("second input")
-	e.apply(e.B, backend.Rep(u.Run), backend.Rep(u.Act), backend.Rep(u.Group), backend.Rep(u.Attempt),
-		backend.Rep(u.Lease), backend.Rep(u.Released), backend.Rep(u.Schedule))
+	e.apply(e.B, rep(u.Run, u.Act, u.Group, u.Attempt, u.Lease, u.Released, u.Schedule))
 	e.checkFullSet(e.B, "after Replace alt->full", u)
 }
 
 func testReplaceIdentityMoves(e *Env) {
 	k := atkey(akey("run-ident", "node", "act"), 1)
 	a := fullAttempt(k, "identity-old")
-	e.apply(e.B, backend.Ins(a))
+	e.apply(e.B, ins(a))
 	b := a
 	b.Identity = "identity-new"
-	e.apply(e.B, backend.Rep(b))
+	e.apply(e.B, rep(b))
 	f := e.load(e.B, backend.Lookup{Identities: []string{"identity-old", "identity-new"}, Attempts: []backend.AttemptKey{k}})
 	if _, ok := f.Identities["identity-old"]; ok {
 		e.T.Errorf("after Replace changed the identity, Load by the old identity still finds the attempt")
@@ -66,7 +63,7 @@ func testReplaceIdentityMoves(e *Env) {
 	// The old identity is free again.
 	k2 := atkey(akey("run-ident", "node", "act"), 2)
 	c := fullAttempt(k2, "identity-old")
-	if err := e.applyErr(e.B, backend.Ins(c)); err != nil {
+	if err := e.applyErr(e.B, ins(c)); err != nil {
 		e.T.Errorf("Insert with an identity freed by Replace: %v", err)
 	}
 }
@@ -74,8 +71,8 @@ func testReplaceIdentityMoves(e *Env) {
 func testDeleteSchedule(e *Env) {
 	k1, k2 := akey("run-del", "node-1", "a"), akey("run-del", "node-2", "a")
 	s1, s2 := fullSchedule(k1), fullSchedule(k2)
-	e.apply(e.B, backend.Ins(s1), backend.Ins(s2))
-	e.apply(e.B, backend.Del(backend.RetrySchedule{Key: k1}))
+	e.apply(e.B, ins(s1, s2))
+	e.apply(e.B, del(k1))
 	f := e.load(e.B, backend.Lookup{Schedules: []backend.ActivationKey{k1, k2}})
 	e.equal("Load after Delete", map[backend.ActivationKey]backend.RetrySchedule{k2: s2}, f.Schedules)
 	due := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.RetrySchedule, error) {
@@ -84,38 +81,12 @@ func testDeleteSchedule(e *Env) {
 	e.equal("DueSchedules after Delete", []backend.RetrySchedule{s2}, due)
 	// A deleted schedule can be inserted again, with new fields.
 	s3 := altSchedule(s1)
-	e.apply(e.B, backend.Ins(s3))
+	e.apply(e.B, ins(s3))
 	f = e.load(e.B, backend.Lookup{Schedules: []backend.ActivationKey{k1}})
 	e.equal("Load after re-Insert", map[backend.ActivationKey]backend.RetrySchedule{k1: s3}, f.Schedules)
-	// Delete needs only the key fields; a second Delete finds nothing.
-	e.apply(e.B, backend.Del(backend.RetrySchedule{Key: k1, DueMS: 1}))
-	e.wantErr("second Delete", e.applyErr(e.B, backend.Del(backend.RetrySchedule{Key: k1})), backend.ErrNotFound)
-}
-
-func testWritesInOrder(e *Env) {
-	run := fullRun("run-order")
-	run2 := altRun(run)
-	run3 := run
-	run3.AttemptCount = 99
-	k := akey("run-order", "node", "act")
-	s1, s2 := fullSchedule(k), altSchedule(fullSchedule(k))
-	kGone := akey("run-order", "node-gone", "act")
-	e.apply(e.B,
-		backend.Ins(run), backend.Rep(run2), backend.Rep(run3), // last Replace wins
-		backend.Ins(s1), backend.Del(s1), backend.Ins(s2), // insert after delete
-		backend.Ins(fullSchedule(kGone)), backend.Del(fullSchedule(kGone)),
-	)
-	f := e.load(e.B, backend.Lookup{Runs: []string{run.ID}, Schedules: []backend.ActivationKey{k, kGone}})
-	e.equal("Run after Ins, Rep, Rep", map[string]backend.Run{run.ID: run3}, f.Runs)
-	e.equal("Schedules after Ins, Del, Ins and Ins, Del", map[backend.ActivationKey]backend.RetrySchedule{k: s2}, f.Schedules)
-
-	// An order that only works in order: Replace of a record inserted
-	// earlier in the same Apply, and Delete then Replace fails.
-	r := fullRun("run-order-2")
-	e.apply(e.B, backend.Ins(r), backend.Rep(altRun(r)))
-	sk := akey("run-order-2", "n", "a")
-	err := e.applyErr(e.B, backend.Ins(fullSchedule(sk)), backend.Del(fullSchedule(sk)), backend.Rep(fullSchedule(sk)))
-	e.wantErr("Replace after Delete in one Apply", err, backend.ErrNotFound)
+	// A second Delete finds nothing.
+	e.apply(e.B, del(k1))
+	e.wantErr("second Delete", e.applyErr(e.B, del(k1)), backend.ErrNotFound)
 }
 
 func testReadYourWrites(e *Env) {
@@ -130,7 +101,7 @@ func testReadYourWrites(e *Env) {
 		if len(f.Runs)+len(f.Activations)+len(f.Attempts)+len(f.Identities)+len(f.Leases)+len(f.Schedules)+len(f.Resources) != 0 {
 			e.T.Errorf("fresh store: Load found %+v", f)
 		}
-		if err := tx.Apply(ctx, s.writes()...); err != nil {
+		if err := tx.Apply(ctx, s.changes()); err != nil {
 			return err
 		}
 		f, err = tx.Load(ctx, s.lookup())
@@ -141,12 +112,12 @@ func testReadYourWrites(e *Env) {
 		e.equal("in-tx Load Identities", map[string]backend.Attempt{s.Attempt.Identity: s.Attempt}, f.Identities)
 		ref := backend.ResourceRef{RunID: s.Lease.Key.RunID, Resource: s.Lease.Key.Resource}
 		e.equal("in-tx Load Resources", map[backend.ResourceRef][]backend.Lease{ref: {s.Lease}}, f.Resources)
-		pend, err := tx.PendingActivations(ctx, backend.PendingQuery{Limit: 10})
+		pend, err := tx.AdmissibleActivations(ctx, backend.AdmissibleQuery{Limit: 10})
 		if err != nil {
 			return err
 		}
-		e.equal("in-tx PendingActivations", []backend.Activation{s.Act}, pend)
-		n, err := tx.CountAttempts(ctx, s.Run.ID, 10)
+		e.equal("in-tx AdmissibleActivations", []backend.Activation{s.Act}, pend)
+		n, err := tx.CountAttempts(ctx, backend.AttemptCountQuery{RunID: s.Run.ID, Limit: 10})
 		if err != nil {
 			return err
 		}
@@ -168,11 +139,11 @@ func testReadYourWrites(e *Env) {
 			return err
 		}
 		e.equal("in-tx DueSchedules", []backend.RetrySchedule{s.Schedule}, due)
-		leases, err := tx.ActiveLeases(ctx, backend.LeaseQuery{RunID: s.Run.ID, Limit: 10})
+		leases, err := tx.Leases(ctx, backend.LeaseQuery{RunID: s.Run.ID, Limit: 10})
 		if err != nil {
 			return err
 		}
-		e.equal("in-tx ActiveLeases", []backend.Lease{s.Lease}, leases)
+		e.equal("in-tx Leases", []backend.Lease{s.Lease}, leases)
 
 		// A second Apply changes what the same transaction reads next.
 		act := s.Act
@@ -182,24 +153,24 @@ func testReadYourWrites(e *Env) {
 		att.Status = backend.AttemptRunning
 		rel := s.Lease
 		rel.ReleasedMS = rel.AcquiredMS + 1
-		if err := tx.Apply(ctx, backend.Rep(act), backend.Rep(att), backend.Rep(rel), backend.Del(s.Schedule)); err != nil {
+		if err := tx.Apply(ctx, join(rep(act, att, rel), del(s.Schedule))); err != nil {
 			return err
 		}
-		pend, err = tx.PendingActivations(ctx, backend.PendingQuery{Limit: 10})
+		pend, err = tx.AdmissibleActivations(ctx, backend.AdmissibleQuery{Limit: 10})
 		if err != nil {
 			return err
 		}
-		e.equal("in-tx PendingActivations after Replace to not admissible", []backend.Activation(nil), pend)
+		e.equal("in-tx AdmissibleActivations after Replace to not admissible", []backend.Activation(nil), pend)
 		byStatus, err := tx.Attempts(ctx, backend.AttemptQuery{Status: backend.AttemptRunning, Limit: 10})
 		if err != nil {
 			return err
 		}
 		e.equal("in-tx Attempts(running) after Replace", []backend.Attempt{att}, byStatus)
-		leases, err = tx.ActiveLeases(ctx, backend.LeaseQuery{RunID: s.Run.ID, Limit: 10})
+		leases, err = tx.Leases(ctx, backend.LeaseQuery{RunID: s.Run.ID, Limit: 10})
 		if err != nil {
 			return err
 		}
-		e.equal("in-tx ActiveLeases after release", []backend.Lease(nil), leases)
+		e.equal("in-tx Leases after release", []backend.Lease(nil), leases)
 		due, err = tx.DueSchedules(ctx, backend.ScheduleQuery{RunID: s.Run.ID, DueBy: s.Schedule.DueMS, Limit: 10})
 		if err != nil {
 			return err
@@ -219,7 +190,7 @@ func testCompositeKeysDistinct(e *Env) {
 		akey("a\x1fb", "c", "d"), akey("a", "b\x1fc", "d"),
 		akey("ab", "c", "d"), akey("a", "bc", "d"), akey("a", "b", "cd"),
 	}
-	var writes []backend.Write
+	var c backend.Changes
 	var lookup backend.Lookup
 	want := map[backend.ActivationKey]backend.Activation{}
 	wantAtt := map[backend.AttemptKey]backend.Attempt{}
@@ -227,7 +198,7 @@ func testCompositeKeysDistinct(e *Env) {
 		a := fullActivation(k)
 		a.Generation = int64(i)
 		want[k] = a
-		writes = append(writes, backend.Ins(a))
+		c.Insert.Activations = append(c.Insert.Activations, a)
 		lookup.Activations = append(lookup.Activations, k)
 	}
 	for i, ak := range []backend.AttemptKey{
@@ -236,10 +207,10 @@ func testCompositeKeysDistinct(e *Env) {
 	} {
 		at := fullAttempt(ak, fmt.Sprintf("identity-composite-%d", i))
 		wantAtt[ak] = at
-		writes = append(writes, backend.Ins(at))
+		c.Insert.Attempts = append(c.Insert.Attempts, at)
 		lookup.Attempts = append(lookup.Attempts, ak)
 	}
-	if err := e.applyErr(e.B, writes...); err != nil {
+	if err := e.applyErr(e.B, c); err != nil {
 		e.T.Fatalf("inserting records with distinct keys that join alike: %v", err)
 	}
 	f := e.load(e.B, lookup)
@@ -254,16 +225,24 @@ func testLeaseModesDistinct(e *Env) {
 	o := lkey(ak, "res2", backend.LeaseRead)
 	lr, lw, lo := activeLease(r), fullLease(w), activeLease(o)
 	lo.AcquiredMS++
-	e.apply(e.B, backend.Ins(lr), backend.Ins(lw), backend.Ins(lo))
+	e.apply(e.B, ins(lr, lw, lo))
 	f := e.load(e.B, backend.Lookup{Leases: []backend.LeaseKey{r, w, o}})
 	e.equal("Load Leases", map[backend.LeaseKey]backend.Lease{r: lr, w: lw, o: lo}, f.Leases)
-	e.wantErr("Insert of the same (attempt, resource, mode)", e.applyErr(e.B, backend.Ins(activeLease(w))), backend.ErrConflict)
+	e.wantErr("Insert of the same (attempt, resource, mode)", e.applyErr(e.B, ins(activeLease(w))), backend.ErrConflict)
 }
 
 func testEmptyWrites(e *Env) {
-	e.apply(e.B)
+	e.apply(e.B, backend.Changes{})
 	e.update(e.B, func(tx backend.Tx) error { return nil })
-	e.update(e.B, func(tx backend.Tx) error { return tx.Apply(e.Ctx, []backend.Write{}...) })
+	// Empty, non-nil slices are no operation either.
+	e.update(e.B, func(tx backend.Tx) error {
+		return tx.Apply(e.Ctx, backend.Changes{
+			Expect:  backend.Expected{Runs: []backend.Run{}},
+			Delete:  backend.Deletes{Events: []backend.EventKey{}},
+			Insert:  backend.Inserts{Attempts: []backend.Attempt{}},
+			Replace: backend.Replaces{Schedules: []backend.RetrySchedule{}},
+		})
+	})
 	f := e.load(e.B, backend.Lookup{})
 	if n := len(f.Runs) + len(f.Activations) + len(f.Attempts); n != 0 {
 		e.T.Errorf("empty Lookup on an empty store found %d records", n)

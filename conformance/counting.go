@@ -10,13 +10,19 @@ import (
 // counting is a backend.Backend that passes every call to the wrapped one
 // and counts what the reads returned: rows is every record or row any
 // ReadTx or Tx method returned (Load's records, every scan's rows, a
-// CountAttempts result as the rows it counted), pages the
-// PendingActivations calls and pending the rows those returned. A case
-// hands it to workflow.New to prove how much an operation reads.
+// CountAttempts result as the rows it counted), loaded the records Load
+// returned, pages the AdmissibleActivations calls and pending the rows
+// those returned. A case hands it to workflow.New to prove how much an
+// operation reads.
 type counting struct {
 	backend.Backend
 	rows, pages, pending, loaded atomic.Int64
 }
+
+var (
+	_ backend.Backend = (*counting)(nil)
+	_ backend.Tx      = (*countingTx)(nil)
+)
 
 func newCounting(b backend.Backend) *counting { return &counting{Backend: b} }
 
@@ -57,8 +63,8 @@ func (r *countingReader) Load(ctx context.Context, l backend.Lookup) (backend.Fo
 	return f, err
 }
 
-func (r *countingReader) PendingActivations(ctx context.Context, q backend.PendingQuery) ([]backend.Activation, error) {
-	out, err := r.ReadTx.PendingActivations(ctx, q)
+func (r *countingReader) AdmissibleActivations(ctx context.Context, q backend.AdmissibleQuery) ([]backend.Activation, error) {
+	out, err := r.ReadTx.AdmissibleActivations(ctx, q)
 	r.add(len(out))
 	r.c.pages.Add(1)
 	r.c.pending.Add(int64(len(out)))
@@ -77,8 +83,8 @@ func (r *countingReader) Attempts(ctx context.Context, q backend.AttemptQuery) (
 	return out, err
 }
 
-func (r *countingReader) CountAttempts(ctx context.Context, runID string, limit int) (int, error) {
-	n, err := r.ReadTx.CountAttempts(ctx, runID, limit)
+func (r *countingReader) CountAttempts(ctx context.Context, q backend.AttemptCountQuery) (int, error) {
+	n, err := r.ReadTx.CountAttempts(ctx, q)
 	r.add(n)
 	return n, err
 }
@@ -101,23 +107,24 @@ func (r *countingReader) Events(ctx context.Context, q backend.EventQuery) ([]ba
 	return out, err
 }
 
-func (r *countingReader) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
-	out, err := r.ReadTx.ActiveLeases(ctx, q)
+func (r *countingReader) Leases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
+	out, err := r.ReadTx.Leases(ctx, q)
 	r.add(len(out))
 	return out, err
-}
-
-type countingTx struct {
-	countingReader
-	tx backend.Tx
-}
-
-func (t *countingTx) Apply(ctx context.Context, writes ...backend.Write) error {
-	return t.tx.Apply(ctx, writes...)
 }
 
 func (r *countingReader) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, error) {
 	out, err := r.ReadTx.Runs(ctx, q)
 	r.add(len(out))
 	return out, err
+}
+
+// countingTx counts reads like countingReader and passes writes through.
+type countingTx struct {
+	countingReader
+	tx backend.Tx
+}
+
+func (t *countingTx) Apply(ctx context.Context, c backend.Changes) error {
+	return t.tx.Apply(ctx, c)
 }

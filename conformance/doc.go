@@ -59,9 +59,9 @@
 // # Contract tier: rule → cases
 //
 // The contract tier talks to backend.Backend directly. Every case name says
-// what it proves, and every case can fail (the package's own tests run the
-// tier against seeded mutants of a reference backend, each of which breaks
-// one rule, and require the listed cases to fail).
+// what it proves, and every case that an adapter can break can fail (the
+// package's own tests run the tier against seeded mutants of memstore, each
+// of which breaks one rule, and require the listed cases to fail).
 //
 //	rule (backend package documentation)         cases (contract/...)
 //	every field round-trips byte-exactly          every_field_of_every_kind_round_trips,
@@ -75,6 +75,9 @@
 //	durable across Close/Open                     reopen_keeps_every_record_byte_exact
 //	records share no memory with callers          loaded_bytes_stay_valid_after_later_writes,
 //	                                              stored_records_do_not_alias_caller_memory
+//	the shape of Changes is the table of          changes_has_a_slice_only_for_the_operations_in_the_table
+//	  operations (a Delete of a run, a Replace      (checks the contract itself: an operation outside
+//	  of an event, ... cannot be written)           the table does not compile, so no adapter can fail it)
 //	Insert of an existing key → ErrConflict       insert_of_an_existing_key_conflicts_for_every_kind,
 //	                                              insert_twice_in_one_apply_conflicts,
 //	                                              lease_modes_and_resources_are_distinct_records
@@ -82,32 +85,48 @@
 //	                                              replace_attempt_onto_a_taken_identity_conflicts,
 //	                                              replace_attempt_identity_moves_the_identity_lookup
 //	Replace/Delete of a missing key → ErrNotFound replace_of_a_missing_key_is_not_found_for_every_kind,
-//	                                              delete_of_a_missing_schedule_is_not_found
-//	operations outside the table → ErrUnsupported operations_outside_the_table_are_unsupported
+//	                                              delete_of_a_missing_schedule_is_not_found,
+//	                                              delete_of_a_missing_attempt_lease_or_event_is_not_found
 //	Replace overwrites every field                replace_changes_every_field_of_every_kind
 //	Expect: passes only for an equal stored       expect_of_an_equal_record_passes_and_the_writes_after_it_commit,
 //	  record (every field, nil ≠ empty), sees     expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits,
-//	  the transaction's own writes, else          expect_of_a_missing_record_fails_with_err_changed,
+//	  earlier Applies of the transaction, else    expect_of_a_missing_record_fails_with_err_changed,
 //	  ErrChanged and nothing commits              expect_sees_the_transactions_own_earlier_writes
-//	Delete removes from Load and scans            delete_schedule_removes_it_from_load_and_due_schedules
-//	Apply applies writes in order                 writes_in_one_apply_take_effect_in_order
+//	Delete removes from Load, scans and indexes   delete_schedule_removes_it_from_load_and_due_schedules,
+//	  (a deleted identity is free again)          delete_attempt_removes_it_from_load_scans_and_identity,
+//	                                              delete_lease_removes_it_from_load_resources_and_the_leases_scan,
+//	                                              delete_event_removes_it_from_events
+//	Apply order: expects, deletes, inserts,       operations_in_one_changes_take_effect_in_the_fixed_order,
+//	  replaces; kinds in field order; each slice  delete_then_insert_of_one_key_in_one_changes_succeeds,
+//	  in order; the first failing operation's     insert_then_replace_of_one_key_in_one_changes_gives_the_replaced_value,
+//	  error                                       expects_are_checked_before_the_writes_of_the_same_changes,
+//	                                              the_first_failing_operation_in_apply_order_decides_the_error
+//	a slice equals its elements applied one by    a_slice_in_one_changes_equals_its_records_applied_one_at_a_time,
+//	  one; one failing element fails it all       a_failing_element_of_a_slice_fails_the_update_and_nothing_of_the_changes_is_visible
 //	reads in Update see its own writes            reads_in_an_update_see_its_own_earlier_writes
-//	PendingActivations: admissible only, bytewise pending_scan_returns_only_admissible_rows_in_bytewise_key_order,
-//	  key order, After, AfterRun, Limit           pending_scan_pages_with_after_and_limit,
-//	                                              pending_scan_after_run_skips_the_rest_of_that_run,
-//	                                              pending_index_follows_replace_of_admissible
+//	empty Changes, empty slices: no operation     empty_apply_and_empty_update_succeed
+//	AdmissibleActivations: admissible only,       admissible_scan_returns_only_admissible_rows_in_bytewise_key_order,
+//	  bytewise key order, After, AfterRun, Limit  admissible_scan_pages_with_after_and_limit,
+//	                                              admissible_scan_after_run_skips_the_rest_of_that_run,
+//	                                              admissible_index_follows_replace_of_admissible
 //	Activations: one run, key order               activations_scan_returns_one_run_in_key_order
 //	Attempts: (PreparedMS, Identity), filters     attempts_scan_orders_by_prepared_ms_then_identity,
 //	                                              attempts_scan_filters_by_run_and_status_and_pages,
 //	                                              attempt_status_change_moves_it_between_status_scans
 //	Attempts Descending: reverse order, pages     attempts_scan_descending_reverses_the_order_and_pages_before_the_cursor
 //	  strictly before the cursor
-//	CountAttempts = min(count, limit)             count_attempts_is_min_of_count_and_limit
+//	every After's zero value starts at the        zero_cursors_start_every_scan_at_the_beginning
+//	  beginning (Descending attempts too)
+//	CountAttempts = min(count, Limit)             count_attempts_is_min_of_count_and_limit
 //	ChildRuns: (CreatedMS, ChildRunID), cursor    child_runs_scan_orders_by_created_then_child_and_pages
 //	DueSchedules: DueMS <= DueBy, order           due_schedules_are_bounded_by_due_by_and_ordered
-//	Events: Seq > AfterSeq in order               events_scan_returns_seq_after_cursor_in_order
-//	ActiveLeases / Load Resources: unreleased,    active_leases_scan_orders_by_lease_key_and_skips_released,
-//	  LeaseKey order                              load_resources_returns_unreleased_leases_of_that_run_and_resource
+//	Events: Seq > After in order                  events_scan_returns_seq_after_cursor_in_order
+//	Leases / Load Resources: unreleased,          leases_scan_orders_by_lease_key_and_skips_released,
+//	  LeaseKey order; IncludeReleased: all        lease_scan_with_released_returns_every_lease_in_key_order,
+//	                                              load_resources_returns_unreleased_leases_of_that_run_and_resource
+//	Runs: bytewise id order, Status, After        runs_scan_returns_every_run_in_bytewise_id_order,
+//	                                              runs_scan_filters_by_status_and_pages_with_after_and_limit,
+//	                                              runs_scan_follows_replace_of_status
 //	missing keys are absent, not errors           load_of_missing_keys_finds_nothing_without_error
 //	Load: key sets of any size, repeats, absents  load_finds_exactly_the_present_keys_in_key_sets_of_every_size
 //	fn error rolls everything back                update_error_rolls_back_every_write,

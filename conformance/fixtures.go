@@ -276,12 +276,9 @@ func newFullSet(run, node, act string, n uint32, identity, resource string) full
 	return s
 }
 
-func (s fullSet) writes() []backend.Write {
-	return []backend.Write{
-		backend.Ins(s.Run), backend.Ins(s.Link), backend.Ins(s.Act), backend.Ins(s.Group),
-		backend.Ins(s.Attempt), backend.Ins(s.Lease), backend.Ins(s.Released),
-		backend.Ins(s.Schedule), backend.Ins(s.Event),
-	}
+// changes inserts every record of s.
+func (s fullSet) changes() backend.Changes {
+	return ins(s.Run, s.Link, s.Act, s.Group, s.Attempt, s.Lease, s.Released, s.Schedule, s.Event)
 }
 
 func (s fullSet) lookup() backend.Lookup {
@@ -318,16 +315,16 @@ func (e *Env) checkFullSet(b backend.Backend, what string, s fullSet) {
 	e.view(b, func(rtx backend.ReadTx) error {
 		ctx := e.Ctx
 		if s.Act.Admissible {
-			got, err := rtx.PendingActivations(ctx, backend.PendingQuery{RunID: s.Act.Key.RunID, Limit: 10})
+			got, err := rtx.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: s.Act.Key.RunID, Limit: 10})
 			if err != nil {
-				return fmt.Errorf("scan PendingActivations: %w", err)
+				return fmt.Errorf("scan AdmissibleActivations: %w", err)
 			}
-			e.equal(what+": PendingActivations(run)", []backend.Activation{s.Act}, got)
-			got, err = rtx.PendingActivations(ctx, backend.PendingQuery{Limit: 1000})
+			e.equal(what+": AdmissibleActivations(run)", []backend.Activation{s.Act}, got)
+			got, err = rtx.AdmissibleActivations(ctx, backend.AdmissibleQuery{Limit: 1000})
 			if err != nil {
-				return fmt.Errorf("scan PendingActivations: %w", err)
+				return fmt.Errorf("scan AdmissibleActivations: %w", err)
 			}
-			e.equal(what+": PendingActivations(global)", []backend.Activation{s.Act}, pick(got, func(a backend.Activation) bool { return a.Key == s.Act.Key }))
+			e.equal(what+": AdmissibleActivations(global)", []backend.Activation{s.Act}, pick(got, func(a backend.Activation) bool { return a.Key == s.Act.Key }))
 		}
 		acts, err := rtx.Activations(ctx, backend.ActivationQuery{RunID: s.Act.Key.RunID, Limit: 10})
 		if err != nil {
@@ -359,11 +356,11 @@ func (e *Env) checkFullSet(b backend.Backend, what string, s fullSet) {
 			return fmt.Errorf("scan Events: %w", err)
 		}
 		e.equal(what+": Events", []backend.Event{s.Event}, evs)
-		leases, err := rtx.ActiveLeases(ctx, backend.LeaseQuery{RunID: s.Lease.Key.RunID, Limit: 10})
+		leases, err := rtx.Leases(ctx, backend.LeaseQuery{RunID: s.Lease.Key.RunID, Limit: 10})
 		if err != nil {
-			return fmt.Errorf("scan ActiveLeases: %w", err)
+			return fmt.Errorf("scan Leases: %w", err)
 		}
-		e.equal(what+": ActiveLeases", []backend.Lease{s.Lease}, leases)
+		e.equal(what+": Leases", []backend.Lease{s.Lease}, leases)
 		return nil
 	})
 }

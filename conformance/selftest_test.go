@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/internal/memstore"
+	"github.com/wfstore/wfstore/memstore"
 )
 
 // The model tier and the linearizability check must be able to fail: over
@@ -30,26 +30,33 @@ type racyBackend struct {
 
 type bufferedTx struct {
 	backend.ReadTx
-	writes *[]backend.Write
+	applied *[]backend.Changes
 }
 
-func (t bufferedTx) Apply(ctx context.Context, ws ...backend.Write) error {
-	*t.writes = append(*t.writes, ws...)
+func (t bufferedTx) Apply(ctx context.Context, c backend.Changes) error {
+	*t.applied = append(*t.applied, c)
 	return nil
 }
 
 func (b racyBackend) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
-	var writes []backend.Write
+	var applied []backend.Changes
 	if err := b.Backend.View(ctx, func(r backend.ReadTx) error {
-		return fn(bufferedTx{ReadTx: r, writes: &writes})
+		return fn(bufferedTx{ReadTx: r, applied: &applied})
 	}); err != nil {
 		return err
 	}
-	if len(writes) == 0 {
+	if len(applied) == 0 {
 		return nil
 	}
 	time.Sleep(300 * time.Microsecond) // widen the window
-	return b.Backend.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, writes...) })
+	return b.Backend.Update(ctx, func(tx backend.Tx) error {
+		for _, c := range applied {
+			if err := tx.Apply(ctx, c); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }
 
 // recorder is a rapid.TB and reporter that records failures instead of
@@ -123,13 +130,10 @@ func setFlag(t *testing.T, name, value string) {
 func selfTestStore(t *testing.T) (context.Context, func(broken bool) backend.Backend) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	t.Cleanup(cancel)
-	loc := memstore.NewLocator()
-	t.Cleanup(func() { memstore.Drop(loc) })
+	store := memstore.New()
 	return ctx, func(broken bool) backend.Backend {
-		b, err := memstore.Open(ctx, loc)
-		if err != nil {
-			t.Fatal(err)
-		}
+		b := store.Open()
+		t.Cleanup(func() { b.Close() })
 		if broken {
 			return racyBackend{b}
 		}

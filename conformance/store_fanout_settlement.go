@@ -168,17 +168,17 @@ func (x *explorer) clone(img runImage) string {
 	}
 	r := img.run
 	r.ID, r.RootID = run, run
-	ws := []backend.Write{backend.Ins(r)}
+	ws := backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{r}}}
 	for _, a := range img.acts {
 		a.Key = rename(a.Key)
 		if a.Group != nil {
 			a.Group = &backend.GroupMember{Controller: rename(a.Group.Controller), Index: a.Group.Index}
 		}
-		ws = append(ws, backend.Ins(a))
+		ws.Insert.Activations = append(ws.Insert.Activations, a)
 	}
 	g := img.group
 	g.Controller = rename(g.Controller)
-	ws = append(ws, backend.Ins(g))
+	ws.Insert.Groups = append(ws.Insert.Groups, g)
 	for _, a := range img.atts {
 		a.Key.ActivationKey = rename(a.Key.ActivationKey)
 		a.Identity = identity(a.Key.ActivationKey, a.Key.Attempt)
@@ -187,9 +187,9 @@ func (x *explorer) clone(img runImage) string {
 		if a.Receipt != nil {
 			a.Receipt = json.RawMessage(fmt.Sprintf(`{"accepted":%q}`, a.Identity))
 		}
-		ws = append(ws, backend.Ins(a))
+		ws.Insert.Attempts = append(ws.Insert.Attempts, a)
 	}
-	e.apply(x.b, ws...)
+	e.apply(x.b, ws)
 	return run
 }
 

@@ -98,7 +98,7 @@ func seedAuthority(e *Env, runID string, a workflow.Authority) {
 			return err
 		}
 		run.Authority = &a
-		return tx.Apply(e.Ctx, backend.Rep(run))
+		return tx.Apply(e.Ctx, rep(run))
 	})
 	require.NoError(e.T, err, "seeding the authority of run %q", runID)
 }

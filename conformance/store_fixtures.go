@@ -265,7 +265,7 @@ func digest(e *Env, runIDs ...string) string {
 			for _, ev := range evs {
 				out += fmt.Sprintf("  event %d %s %s\n", ev.Seq, ev.Type, ev.Payload)
 			}
-			ls, err := r.ActiveLeases(e.Ctx, backend.LeaseQuery{RunID: id, Limit: 100000})
+			ls, err := r.Leases(e.Ctx, backend.LeaseQuery{RunID: id, Limit: 100000})
 			if err != nil {
 				return err
 			}

@@ -153,17 +153,17 @@ func seedAttempts(e *Env, k workflow.ActivationKey, n int) {
 	e.T.Helper()
 	const chunk = 500
 	for from := 1; from <= n; from += chunk {
-		var ws []backend.Write
+		var ws backend.Changes
 		for i := from; i < from+chunk && i <= n; i++ {
 			ak := attemptKey(k, uint32(i))
-			ws = append(ws, backend.Ins(backend.Attempt{
+			ws.Insert.Attempts = append(ws.Insert.Attempts, backend.Attempt{
 				Key: ak, Identity: identity(k, uint32(i)), Status: backend.AttemptFailed,
 				SideEffect: backend.ReadOnly, Intent: []byte(`{}`), IntentChecksum: workflow.Checksum([]byte(`{}`)),
 				Receipt: []byte(`{}`), Handoff: backend.HandoffRecorded,
 				PreparedMS: ms(2).UnixMilli() + int64(i), AdmittedMS: ms(2).UnixMilli() + int64(i), TerminalMS: ms(2).UnixMilli() + int64(i),
-			}))
+			})
 		}
-		e.apply(e.B, ws...)
+		e.apply(e.B, ws)
 	}
 }
 
@@ -173,14 +173,14 @@ func seedLinks(e *Env, root string, parent workflow.AttemptKey, n int) {
 	e.T.Helper()
 	const chunk = 500
 	for from := 0; from < n; from += chunk {
-		var ws []backend.Write
+		var ws backend.Changes
 		for i := from; i < from+chunk && i < n; i++ {
-			ws = append(ws, backend.Ins(backend.RunLink{
+			ws.Insert.Links = append(ws.Insert.Links, backend.RunLink{
 				ChildRunID: fmt.Sprintf("%s-seeded-child-%04d", root, i), RootRunID: root, Parent: parent,
 				Target: []byte(`{}`), Depth: 2, CreatedMS: ms(3).UnixMilli() + int64(i),
-			}))
+			})
 		}
-		e.apply(e.B, ws...)
+		e.apply(e.B, ws)
 	}
 }
 

@@ -1023,7 +1023,7 @@ func (sq *sequence) storeView() (string, error) {
 					Status: string(a.Status), Handoff: string(a.Handoff), Effect: string(a.SideEffect),
 					Receipt: receiptKind(a.Identity, a.Receipt), Calls: calls, Held: held})
 			}
-			ls, err := r.ActiveLeases(ctx, backend.LeaseQuery{RunID: id, Limit: 1000})
+			ls, err := r.Leases(ctx, backend.LeaseQuery{RunID: id, Limit: 1000})
 			if err != nil {
 				return err
 			}

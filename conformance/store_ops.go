@@ -390,7 +390,7 @@ func caseInspectIntent(e *Env) {
 	// A stored intent that no longer matches its checksum is refused.
 	a := getAttempt(e, s, p.Activation.Key, 1)
 	a.Intent = []byte(`{"do":"b"}`)
-	e.apply(e.B, backend.Rep(a))
+	e.apply(e.B, rep(a))
 	before := digest(e, "r")
 	_, err = s.DispatchIntent(e.Ctx, p.Identity)
 	requireIs(e.T, err, workflow.ErrCorrupt)
@@ -497,13 +497,13 @@ func caseInspectSummary(e *Env) {
 	_, err = s.RunSummary(e.Ctx, "")
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 	// Past the read budget a count is reported incomplete, not estimated.
-	var writes []backend.Write
+	var writes backend.Changes
 	for i := range workflow.SummaryReadBudget {
-		writes = append(writes, backend.Ins(backend.Activation{Key: key("r", "bulk", fmt.Sprintf("%05d", i)),
+		writes.Insert.Activations = append(writes.Insert.Activations, backend.Activation{Key: key("r", "bulk", fmt.Sprintf("%05d", i)),
 			Status: backend.ActivationCompleted, Input: []byte(`{}`), Effect: backend.ReadOnly, Reconciliation: backend.RepairRequired,
-			CreatedMS: ms(12).UnixMilli(), UpdatedMS: ms(12).UnixMilli()}))
+			CreatedMS: ms(12).UnixMilli(), UpdatedMS: ms(12).UnixMilli()})
 	}
-	e.apply(e.B, writes...)
+	e.apply(e.B, writes)
 	rs, err = s.RunSummary(e.Ctx, "r")
 	require.NoError(e.T, err)
 	assert.False(e.T, rs.ActivationsComplete)

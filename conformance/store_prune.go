@@ -31,7 +31,7 @@ func pruneCases() []Case {
 }
 
 // deleteCounting records, for every committed Update, how many Delete
-// writes it applied.
+// operations it applied.
 type deleteCounting struct {
 	backend.Backend
 	mu    sync.Mutex
@@ -43,13 +43,10 @@ type deleteCountingTx struct {
 	n *int
 }
 
-func (t deleteCountingTx) Apply(ctx context.Context, writes ...backend.Write) error {
-	for _, w := range writes {
-		if w.Op == backend.Delete {
-			*t.n++
-		}
-	}
-	return t.Tx.Apply(ctx, writes...)
+func (t deleteCountingTx) Apply(ctx context.Context, c backend.Changes) error {
+	d := &c.Delete
+	*t.n += len(d.Events) + len(d.Schedules) + len(d.Leases) + len(d.Attempts)
+	return t.Tx.Apply(ctx, c)
 }
 
 func (c *deleteCounting) Update(ctx context.Context, fn func(backend.Tx) error) error {

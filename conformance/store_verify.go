@@ -67,7 +67,7 @@ func caseVerifyCorrupted(e *Env) {
 		}
 		sc.FailedAttempt = 7
 		stale := backend.Lease{Key: backend.LeaseKey{AttemptKey: attemptKey(key("vf", "n", "retried"), 1), Resource: "res", Mode: backend.LeaseRead}, AcquiredMS: 1}
-		return tx.Apply(e.Ctx, backend.Rep(run), backend.Rep(sc), backend.Ins(stale))
+		return tx.Apply(e.Ctx, join(rep(run, sc), ins(stale)))
 	})
 	before := digest(e, "v", "vf")
 	rep, err := s.Verify(e.Ctx, workflow.VerifyOptions{PageSize: 1})

@@ -50,7 +50,7 @@ mutants=(
   fanout-failfast-skips-siblings # a fail-fast member failure leaves its siblings running
   prune-live-run                # prune skips the terminal check on the run and its tree
 )
-pkg="${MUTANT_PKG:-./internal/memstore/}"
+pkg="${MUTANT_PKG:-./memstore/}"
 bin="$(mktemp -d)/wfstore-mutant.test"
 trap 'rm -rf "$(dirname "$bin")"' EXIT
 go test -tags wfmutant -c -o "$bin" "$pkg" || exit 2

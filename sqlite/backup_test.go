@@ -33,15 +33,15 @@ func runIDs(t *testing.T, b *Backend, ids ...string) map[string]bool {
 func TestBackupIsAConsistentStoreOfWhatWasCommitted(t *testing.T) {
 	t.Parallel()
 	b := newStore(t)
-	update(t, b, backend.Ins(backupRun("before")))
+	update(t, b, insertRuns(backupRun("before")))
 	dst := filepath.Join(t.TempDir(), "copy.db")
 	require.NoError(t, b.Backup(context.Background(), dst))
-	update(t, b, backend.Ins(backupRun("after")))
+	update(t, b, insertRuns(backupRun("after")))
 
 	c := openAt(t, dst)
 	assert.Equal(t, map[string]bool{"before": true}, runIDs(t, c, "before", "after"))
 	// The copy is a store of its own: it takes writes without touching the source.
-	update(t, c, backend.Ins(backupRun("only-in-copy")))
+	update(t, c, insertRuns(backupRun("only-in-copy")))
 	assert.Equal(t, map[string]bool{"before": true, "after": true}, runIDs(t, b, "before", "after", "only-in-copy"))
 }
 

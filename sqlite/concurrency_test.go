@@ -24,10 +24,10 @@ func increment(ctx context.Context, b backend.Backend) error {
 		}
 		r, ok := f.Runs["counter"]
 		if !ok {
-			return tx.Apply(ctx, backend.Ins(backend.Run{ID: "counter", AttemptCount: 1}))
+			return tx.Apply(ctx, insertRuns(backend.Run{ID: "counter", AttemptCount: 1}))
 		}
 		r.AttemptCount++
-		return tx.Apply(ctx, backend.Rep(r))
+		return tx.Apply(ctx, replaceRuns(r))
 	})
 }
 
@@ -100,7 +100,7 @@ func TestBeginImmediateContentionBetweenBackends(t *testing.T) {
 		done <- a.Update(ctx, func(tx backend.Tx) error {
 			close(holding)
 			<-release
-			return tx.Apply(ctx, backend.Ins(backend.Run{ID: "from-a"}))
+			return tx.Apply(ctx, insertRuns(backend.Run{ID: "from-a"}))
 		})
 	}()
 	<-holding
@@ -118,8 +118,8 @@ func TestBeginImmediateContentionBetweenBackends(t *testing.T) {
 	require.False(t, ran)
 	require.Less(t, time.Since(began), 2*time.Second)
 
-	// WithBusyLimit bounds the wait even with an unbounded ctx.
-	c := openAt(t, path, WithBusyLimit(30*time.Millisecond))
+	// WithBusyTimeout bounds the wait even with an unbounded ctx.
+	c := openAt(t, path, WithBusyTimeout(30*time.Millisecond))
 	err = c.Update(ctx, func(backend.Tx) error { ran = true; return nil })
 	require.ErrorIs(t, err, backend.ErrBusy)
 	require.False(t, ran)
@@ -132,7 +132,7 @@ func TestBeginImmediateContentionBetweenBackends(t *testing.T) {
 	got := make(chan error, 1)
 	go func() {
 		got <- b.Update(ctx, func(tx backend.Tx) error {
-			return tx.Apply(ctx, backend.Ins(backend.Run{ID: "from-b"}))
+			return tx.Apply(ctx, insertRuns(backend.Run{ID: "from-b"}))
 		})
 	}()
 	time.Sleep(40 * time.Millisecond)
@@ -158,7 +158,7 @@ func TestConcurrentOpensOfAFreshFile(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			bs[i], errs[i] = Open(context.Background(), path, WithDurability(Relaxed))
+			bs[i], errs[i] = Open(context.Background(), path, WithRelaxedDurability())
 		}()
 	}
 	wg.Wait()
@@ -174,7 +174,7 @@ func TestConcurrentOpensOfAFreshFile(t *testing.T) {
 func TestMultiProcessIncrementsNoLostUpdate(t *testing.T) {
 	if path := os.Getenv("WFSTORE_SQLITE_CHILD_PATH"); path != "" {
 		n, _ := strconv.Atoi(os.Getenv("WFSTORE_SQLITE_CHILD_N"))
-		b, err := Open(context.Background(), path, WithDurability(Relaxed))
+		b, err := Open(context.Background(), path, WithRelaxedDurability())
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)

@@ -11,8 +11,8 @@ import (
 )
 
 // TestConformance runs the exported suite: each case gets a fresh file in
-// its own temp dir, opened in Relaxed durability for speed (the semantics
-// are the same; TestDurableModeCommitsAndReopens covers Durable).
+// its own temp dir, opened with relaxed durability for speed (the semantics
+// are the same; TestDurableModeCommitsAndReopens covers the default).
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Harness{
 		Name: "sqlite",
@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 			return filepath.Join(t.TempDir(), "store.db")
 		},
 		Open: func(ctx context.Context, path string) (backend.Backend, error) {
-			return sqlite.Open(ctx, path, sqlite.WithDurability(sqlite.Relaxed))
+			return sqlite.Open(ctx, path, sqlite.WithRelaxedDurability())
 		},
 	})
 }

@@ -15,7 +15,7 @@
 //
 // When another connection holds the write lock, BEGIN IMMEDIATE is retried
 // with jittered exponential backoff (1 ms doubling to 32 ms) for as long as
-// ctx allows, and no longer than the optional WithBusyLimit. SQLite's own
+// ctx allows, and no longer than the optional WithBusyTimeout. SQLite's own
 // busy_timeout is kept small (5 ms on the writer) so that the wait is done and
 // measured here, never hidden: Stats reports the worst lock wait. SQLITE_BUSY
 // never reaches the caller while waiting is allowed; when it is not any more,
@@ -32,12 +32,15 @@
 //
 // The file is always in WAL mode (journal_mode=WAL).
 //
-//   - Durable (the default): synchronous=FULL. The WAL is synced on every
-//     commit, so a committed Update survives process crash and power loss.
-//   - Relaxed: synchronous=NORMAL. Safe against process crash, not power
-//     loss: the last commits before an operating-system crash or power cut
-//     may be lost (the file stays consistent). Meant for tests and
-//     benchmarks; the semantics are otherwise identical.
+//   - By default, synchronous=FULL. The WAL is synced on every commit, so a
+//     committed Update survives process crash and power loss.
+//   - WithRelaxedDurability: synchronous=NORMAL. Safe against process
+//     crash, not power loss: the last commits before an operating-system
+//     crash or power cut may be lost (the file stays consistent). Meant for
+//     tests and benchmarks; the semantics are otherwise identical.
+//
+// Info().Settings reports "synchronous" (FULL or NORMAL) and "durability"
+// (durable or relaxed).
 //
 // # Opening
 //
@@ -56,13 +59,26 @@
 //
 // One STRICT table per record kind (runs, run_links, activations,
 // fan_out_groups, attempts, leases, retry_schedules, events) plus
-// wfstore_meta holding the schema version (1). Every record field is a
-// column; JSON fields are TEXT (NULL for nil) returned byte for byte; an
-// activation's claims and predecessors are BLOBs in a length-prefixed
-// encoding; all text compares with the default BINARY (bytewise) collation.
+// wfstore_meta holding the schema version (SchemaVersion). Every record
+// field is a column; JSON fields are TEXT (NULL for nil) returned byte for
+// byte; an activation's claims and predecessors are BLOBs in a
+// length-prefixed encoding; all text compares with the default BINARY
+// (bytewise) collation.
 // Every scan runs on an index that yields its order (partial indexes for
 // admissible activations and unreleased leases) and is bounded by LIMIT, so
 // it reads only rows it returns.
+//
+// # Writes
+//
+// Tx.Apply writes a backend.Changes in the order it fixes (expects,
+// deletes, inserts, replaces; kinds and slices in field order), each slice
+// through one prepared statement of the writer connection, row by row, so
+// the result is that of applying its elements one by one. An Insert is
+// INSERT ... ON CONFLICT DO NOTHING (no row affected: ErrConflict), a
+// Replace an UPDATE and a Delete a DELETE by key (no row affected:
+// ErrNotFound); an Expect compares with the stored row, read unless the
+// transaction knows it (below). The first failure ends Apply with an error
+// naming its slice and index ("sqlite: apply Insert.Attempts[2]: ...").
 //
 // A Replace of a row the same Update loaded (or wrote) sets only the columns
 // whose values differ, and writes nothing when none does: SQLite rewrites
@@ -73,10 +89,9 @@
 //
 // The rows the last committed Update itself loaded, wrote or expected (up
 // to 64, copied) are carried to the next Update while nothing else has
-// committed to the file: under
-// its write lock each Update reads PRAGMA data_version, which changes when
-// any other connection or process commits, and starts with those rows only
-// if it has not changed. A Replace or an Expect of such a row then needs no
+// committed to the file: under its write lock each Update reads PRAGMA
+// data_version, which changes when any other connection or process
+// commits, and starts with those rows only if it has not changed. A Replace or an Expect of such a row then needs no
 // read (the handoff and receipt commits of an admission expect the run,
 // activation and attempt the commit before wrote). An Update that does not
 // commit carries nothing.

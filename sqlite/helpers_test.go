@@ -16,11 +16,11 @@ func newPath(t testing.TB) string {
 	return filepath.Join(t.TempDir(), "store.db")
 }
 
-// openAt opens a Relaxed Backend at path (unless opts say otherwise) and
+// openAt opens a Backend at path with relaxed durability and opts, and
 // closes it at cleanup.
 func openAt(t testing.TB, path string, opts ...Option) *Backend {
 	t.Helper()
-	b, err := Open(context.Background(), path, append([]Option{WithDurability(Relaxed)}, opts...)...)
+	b, err := Open(context.Background(), path, append([]Option{WithRelaxedDurability()}, opts...)...)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return b
@@ -31,11 +31,36 @@ func newStore(t testing.TB, opts ...Option) *Backend {
 	return openAt(t, newPath(t), opts...)
 }
 
-func update(t testing.TB, b *Backend, writes ...backend.Write) {
+func update(t testing.TB, b *Backend, c backend.Changes) {
 	t.Helper()
 	require.NoError(t, b.Update(context.Background(), func(tx backend.Tx) error {
-		return tx.Apply(context.Background(), writes...)
+		return tx.Apply(context.Background(), c)
 	}))
+}
+
+// Shorthands for Changes of one operation on one kind.
+func insertRuns(runs ...backend.Run) backend.Changes {
+	return backend.Changes{Insert: backend.Inserts{Runs: runs}}
+}
+
+func replaceRuns(runs ...backend.Run) backend.Changes {
+	return backend.Changes{Replace: backend.Replaces{Runs: runs}}
+}
+
+func expectRuns(runs ...backend.Run) backend.Changes {
+	return backend.Changes{Expect: backend.Expected{Runs: runs}}
+}
+
+func insertAttempts(atts ...backend.Attempt) backend.Changes {
+	return backend.Changes{Insert: backend.Inserts{Attempts: atts}}
+}
+
+func replaceAttempts(atts ...backend.Attempt) backend.Changes {
+	return backend.Changes{Replace: backend.Replaces{Attempts: atts}}
+}
+
+func expectAttempts(atts ...backend.Attempt) backend.Changes {
+	return backend.Changes{Expect: backend.Expected{Attempts: atts}}
 }
 
 func view(t testing.TB, b *Backend, fn func(r backend.ReadTx)) {

@@ -5,10 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"slices"
 	"strings"
-
-	"github.com/wfstore/wfstore/backend"
 )
 
 // Row images: a read-write transaction remembers the last known stored
@@ -26,10 +23,27 @@ import (
 // that fails leaves the row (and its image) as it was; a Replace with no
 // image falls back to setting every column.
 
-// rowKey names one row: the table's replace statement and its key.
+// rowKey names one row: its kind's replace statement and its key.
 type rowKey struct {
 	tbl stmtID
-	key any // string or a comparable backend key struct
+	key any // the kind's key (string or a comparable backend key struct)
+}
+
+// image is the last known stored value of one row.
+type image interface {
+	// carried returns a copy sharing no memory with the records it was
+	// made from (see keepImages).
+	carried() image
+}
+
+// rowImage is the image of a row of kind kd.
+type rowImage[R any, K comparable] struct {
+	rec R
+	kd  *kind[R, K]
+}
+
+func (im *rowImage[R, K]) carried() image {
+	return &rowImage[R, K]{rec: im.kd.clone(im.rec), kd: im.kd}
 }
 
 // maxPartialStmts bounds the prepared partial UPDATEs per writer
@@ -40,45 +54,6 @@ const maxPartialStmts = 256
 type partialKey struct {
 	tbl  stmtID
 	mask uint64 // bit i: column nkey+i is set
-}
-
-// rowOf returns the row key, replace statement and table of a record that
-// supports Replace.
-func rowOf(r backend.Record) (rowKey, *table, bool) {
-	switch r := r.(type) {
-	case backend.Run:
-		return rowKey{sRunRep, r.ID}, &runsT, true
-	case backend.Activation:
-		return rowKey{sActRep, r.Key}, &activationsT, true
-	case backend.FanOutGroup:
-		return rowKey{sGroupRep, r.Controller}, &groupsT, true
-	case backend.Attempt:
-		return rowKey{sAttRep, r.Key}, &attemptsT, true
-	case backend.Lease:
-		return rowKey{sLeaseRep, r.Key}, &leasesT, true
-	case backend.RetrySchedule:
-		return rowKey{sSchedRep, r.Key}, &schedulesT, true
-	}
-	return rowKey{}, nil, false
-}
-
-// argsOf returns the column values of a record, in table column order.
-func argsOf(r backend.Record) []any {
-	switch r := r.(type) {
-	case backend.Run:
-		return runArgs(&r)
-	case backend.Activation:
-		return activationArgs(&r)
-	case backend.FanOutGroup:
-		return groupArgs(&r)
-	case backend.Attempt:
-		return attemptArgs(&r)
-	case backend.Lease:
-		return leaseArgs(&r)
-	case backend.RetrySchedule:
-		return scheduleArgs(&r)
-	}
-	return nil
 }
 
 // sameArg reports whether two bound values store the same column value.
@@ -96,41 +71,51 @@ func sameArg(a, b any) bool {
 	return a == b
 }
 
-// remember records the stored value of a row in a read-write transaction.
-func (t *readTx) remember(r backend.Record) {
-	if !t.writable {
-		return
-	}
-	k, _, ok := rowOf(r)
-	if !ok {
+// remember records the stored value r of the row key of kind kd in a
+// read-write transaction. Kinds that cannot be replaced keep no images.
+func remember[R any, K comparable](t *readTx, kd *kind[R, K], key K, r R) {
+	if !t.writable || kd.clone == nil {
 		return
 	}
 	if t.img == nil {
-		t.img = make(map[rowKey]backend.Record, 8)
+		t.img = make(map[rowKey]image, 8)
 	}
-	t.img[k] = r
+	k := rowKey{kd.rep, key}
+	t.img[k] = &rowImage[R, K]{rec: r, kd: kd}
 	t.touched = append(t.touched, k)
 }
 
 // forget drops a row's image (after a Delete).
-func (t *readTx) forget(r backend.Record) {
-	if k, _, ok := rowOf(r); ok && t.img != nil {
-		delete(t.img, k)
+func forget[R any, K comparable](t *readTx, kd *kind[R, K], key K) {
+	if t.img != nil && kd.clone != nil {
+		delete(t.img, rowKey{kd.rep, key})
 	}
 }
 
-// changed returns the bit mask of the non-key columns of args that differ
-// from the row's image; ok is false when there is no usable image.
-func (t *readTx) changed(r backend.Record, args []any) (mask uint64, ok bool) {
-	k, tb, ok := rowOf(r)
-	if !ok || t.img == nil || len(tb.cols)-tb.nkey > 64 {
+// imageOf returns the image of the row key of kind kd, if the transaction
+// has one.
+func imageOf[R any, K comparable](t *readTx, kd *kind[R, K], key K) (R, bool) {
+	im, ok := t.img[rowKey{kd.rep, key}].(*rowImage[R, K])
+	if !ok {
+		var zero R
+		return zero, false
+	}
+	return im.rec, true
+}
+
+// changedColumns returns the bit mask of the non-key columns of args that
+// differ from the image of the row key; ok is false when there is no
+// usable image.
+func changedColumns[R any, K comparable](t *readTx, kd *kind[R, K], key K, args []any) (mask uint64, ok bool) {
+	tb := kd.tb
+	if len(tb.cols)-tb.nkey > 64 {
 		return 0, false
 	}
-	old, ok := t.img[k]
+	old, ok := imageOf(t, kd, key)
 	if !ok {
 		return 0, false
 	}
-	prev := argsOf(old)
+	prev := kd.args(&old)
 	if len(prev) != len(args) {
 		return 0, false
 	}
@@ -210,14 +195,14 @@ const maxCarried = 64
 
 // carried is what one committed Update passes to the next.
 type carried struct {
-	img     map[rowKey]backend.Record
+	img     map[rowKey]image
 	version int64
 }
 
 // takeImages is called by an Update holding the write lock: it returns the
 // images the Update may start with and the data_version it read (ok false
 // when it could not read it; then nothing is passed on either).
-func (w *writer) takeImages() (img map[rowKey]backend.Record, version int64, ok bool) {
+func (w *writer) takeImages() (img map[rowKey]image, version int64, ok bool) {
 	c := w.carried
 	w.carried = carried{}
 	if err := w.stmts[sDataVersion].QueryRowContext(context.Background()).Scan(&version); err != nil {
@@ -236,60 +221,21 @@ func (w *writer) takeImages() (img map[rowKey]backend.Record, version int64, ok 
 // caller changing a byte slice or a pointed-to value of a record it wrote
 // or read, once the Update has returned, cannot change what the next Update
 // takes for the stored row.
-func (w *writer) keepImages(img map[rowKey]backend.Record, touched []rowKey, version int64) {
+func (w *writer) keepImages(img map[rowKey]image, touched []rowKey, version int64) {
 	if len(touched) == 0 || len(touched) > 4*maxCarried {
 		return
 	}
-	out := make(map[rowKey]backend.Record, len(touched))
+	out := make(map[rowKey]image, len(touched))
 	for _, k := range touched {
 		if _, done := out[k]; done {
 			continue
 		}
-		if r, ok := img[k]; ok { // not deleted since
-			out[k] = cloneRecord(r)
+		if im, ok := img[k]; ok { // not deleted since
+			out[k] = im.carried()
 			if len(out) > maxCarried {
 				return
 			}
 		}
 	}
 	w.carried = carried{img: out, version: version}
-}
-
-// cloneRecord returns a copy of r sharing no memory with it (nil and
-// empty slices stay as they are: Expect tells them apart).
-func cloneRecord(r backend.Record) backend.Record {
-	switch r := r.(type) {
-	case backend.Run:
-		if r.Authority != nil {
-			a := *r.Authority
-			r.Authority = &a
-		}
-		r.Metadata = bytes.Clone(r.Metadata)
-		return r
-	case backend.Activation:
-		r.Input, r.Output, r.RetryPolicy = bytes.Clone(r.Input), bytes.Clone(r.Output), bytes.Clone(r.RetryPolicy)
-		r.Claims, r.Predecessors = slices.Clone(r.Claims), slices.Clone(r.Predecessors)
-		if r.Group != nil {
-			g := *r.Group
-			r.Group = &g
-		}
-		return r
-	case backend.Attempt:
-		r.Intent, r.Receipt, r.Detail = bytes.Clone(r.Intent), bytes.Clone(r.Receipt), bytes.Clone(r.Detail)
-		return r
-	}
-	return r // the other replaceable records hold no references
-}
-
-// image returns the row image of an expectable record (one Expect
-// accepts), if the transaction has one.
-func (t *readTx) image(r backend.Record) (backend.Record, bool) {
-	switch r.(type) {
-	case backend.Run, backend.Activation, backend.Attempt:
-	default:
-		return nil, false
-	}
-	k, _, _ := rowOf(r)
-	old, ok := t.img[k]
-	return old, ok
 }

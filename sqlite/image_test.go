@@ -33,14 +33,14 @@ func TestReplaceAfterLoadSetsOnlyChangedColumns(t *testing.T) {
 	ctx := context.Background()
 	k := akey("r", "n", "a")
 	att := attempt(k, 1, "id-1", backend.AttemptPrepared, 5)
-	update(t, b, backend.Ins(att))
+	update(t, b, insertAttempts(att))
 
 	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
 		f, err := tx.Load(ctx, backend.Lookup{Attempts: []backend.AttemptKey{att.Key}})
 		require.NoError(t, err)
 		a := f.Attempts[att.Key]
 		a.Handoff = backend.HandoffRecorded
-		return tx.Apply(ctx, backend.Rep(a))
+		return tx.Apply(ctx, replaceAttempts(a))
 	}))
 	handoff := uint64(1) << (10 - attemptsT.nkey) // column 10 is handoff
 	require.Equal(t, "handoff", attemptsT.cols[10])
@@ -53,7 +53,7 @@ func TestReplaceAfterLoadSetsOnlyChangedColumns(t *testing.T) {
 		require.NoError(t, err)
 		a := f.Identities["id-1"]
 		a.Status, a.Receipt, a.AdmittedMS = backend.AttemptAdmitted, []byte(`{"ok":1}`), 9
-		return tx.Apply(ctx, backend.Rep(a))
+		return tx.Apply(ctx, replaceAttempts(a))
 	}))
 	want := att
 	want.Handoff, want.Status, want.Receipt, want.AdmittedMS = backend.HandoffRecorded, backend.AttemptAdmitted, []byte(`{"ok":1}`), 9
@@ -89,7 +89,10 @@ func TestReplaceImagesFollowTheTransactionsWrites(t *testing.T) {
 	ctx := context.Background()
 	run, _, act, group, att, lease, sched, _ := fullRecords("r", []byte(`{"big":1}`))
 	other := attempt(att.Key.ActivationKey, 7, "other-identity", backend.AttemptPrepared, 3)
-	update(t, b, backend.Ins(run), backend.Ins(act), backend.Ins(group), backend.Ins(att), backend.Ins(lease), backend.Ins(sched), backend.Ins(other))
+	update(t, b, backend.Changes{Insert: backend.Inserts{
+		Runs: []backend.Run{run}, Activations: []backend.Activation{act}, Groups: []backend.FanOutGroup{group},
+		Attempts: []backend.Attempt{att, other}, Leases: []backend.Lease{lease}, Schedules: []backend.RetrySchedule{sched},
+	}})
 
 	var wantRun backend.Run
 	var wantAct backend.Activation
@@ -101,8 +104,14 @@ func TestReplaceImagesFollowTheTransactionsWrites(t *testing.T) {
 		f := loadAll(t, ctx, tx, run, act, group, att, lease, sched)
 		r, a, g, at, l, s := f.Runs[run.ID], f.Activations[act.Key], f.Groups[group.Controller], f.Attempts[att.Key], f.Leases[lease.Key], f.Schedules[sched.Key]
 
+		replaceEvery := func() backend.Changes {
+			return backend.Changes{Replace: backend.Replaces{
+				Runs: []backend.Run{r}, Activations: []backend.Activation{a}, Groups: []backend.FanOutGroup{g},
+				Attempts: []backend.Attempt{at}, Leases: []backend.Lease{l}, Schedules: []backend.RetrySchedule{s},
+			}}
+		}
 		// Unchanged replaces write nothing and succeed.
-		require.NoError(t, tx.Apply(ctx, backend.Rep(r), backend.Rep(a), backend.Rep(g), backend.Rep(at), backend.Rep(l), backend.Rep(s)))
+		require.NoError(t, tx.Apply(ctx, replaceEvery()))
 
 		// Two successive changes, back and forth: the second compares
 		// with the first, not with the loaded row.
@@ -112,33 +121,41 @@ func TestReplaceImagesFollowTheTransactionsWrites(t *testing.T) {
 		at.Status, at.Receipt = backend.AttemptAdmitted, nil
 		l.ReleasedMS = 77
 		s.DueMS = 5
-		require.NoError(t, tx.Apply(ctx, backend.Rep(r), backend.Rep(a), backend.Rep(g), backend.Rep(at), backend.Rep(l), backend.Rep(s)))
+		require.NoError(t, tx.Apply(ctx, replaceEvery()))
 		r.AttemptCount, r.Authority = run.AttemptCount, run.Authority
 		a.Admissible, a.Output = true, nil
 		at.Status = att.Status
 		l.ReleasedMS = 0
-		require.NoError(t, tx.Apply(ctx, backend.Rep(r), backend.Rep(a), backend.Rep(at), backend.Rep(l)))
+		require.NoError(t, tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{
+			Runs: []backend.Run{r}, Activations: []backend.Activation{a}, Attempts: []backend.Attempt{at}, Leases: []backend.Lease{l},
+		}}))
 
 		// A failed replace (identity taken) leaves the row and its image.
 		bad := at
 		bad.Identity, bad.PreparedMS = other.Identity, 99
-		require.ErrorIs(t, tx.Apply(ctx, backend.Rep(bad)), backend.ErrConflict)
+		require.ErrorIs(t, tx.Apply(ctx, replaceAttempts(bad)), backend.ErrConflict)
 		at.PreparedMS = 99 // only PreparedMS differs from the stored row now
-		require.NoError(t, tx.Apply(ctx, backend.Rep(at)))
+		require.NoError(t, tx.Apply(ctx, replaceAttempts(at)))
 
-		// Delete and re-insert, then replace back to the loaded value.
-		require.NoError(t, tx.Apply(ctx, backend.Del(s)))
+		// Delete and re-insert, then replace back to the loaded value:
+		// in separate Applies, then in one.
 		s2 := s
 		s2.DueMS, s2.BackoffMS = 42, 43
-		require.NoError(t, tx.Apply(ctx, backend.Ins(s2)))
-		require.NoError(t, tx.Apply(ctx, backend.Rep(s)))
+		require.NoError(t, tx.Apply(ctx, backend.Changes{Delete: backend.Deletes{Schedules: []backend.ActivationKey{s.Key}}}))
+		require.NoError(t, tx.Apply(ctx, backend.Changes{Insert: backend.Inserts{Schedules: []backend.RetrySchedule{s2}}}))
+		require.NoError(t, tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Schedules: []backend.RetrySchedule{s}}}))
+		require.NoError(t, tx.Apply(ctx, backend.Changes{
+			Delete:  backend.Deletes{Schedules: []backend.ActivationKey{s.Key}},
+			Insert:  backend.Inserts{Schedules: []backend.RetrySchedule{s2}},
+			Replace: backend.Replaces{Schedules: []backend.RetrySchedule{s}},
+		}))
 
 		// A failed insert of an existing key does not touch the image.
 		g2 := g
 		g2.Size = 1
-		require.ErrorIs(t, tx.Apply(ctx, backend.Ins(g2)), backend.ErrConflict)
+		require.ErrorIs(t, tx.Apply(ctx, backend.Changes{Insert: backend.Inserts{Groups: []backend.FanOutGroup{g2}}}), backend.ErrConflict)
 		g.Settled = 61
-		require.NoError(t, tx.Apply(ctx, backend.Rep(g)))
+		require.NoError(t, tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Groups: []backend.FanOutGroup{g}}}))
 
 		wantRun, wantAct, wantGroup, wantAtt, wantLease, wantSched = r, a, g, at, l, s
 		return nil
@@ -151,10 +168,10 @@ func TestReplaceImagesFollowTheTransactionsWrites(t *testing.T) {
 		require.Equal(t, wantAtt, f.Attempts[att.Key])
 		require.Equal(t, wantLease, f.Leases[lease.Key])
 		require.Equal(t, wantSched, f.Schedules[sched.Key])
-		pend, err := rt.PendingActivations(ctx, backend.PendingQuery{Limit: 5})
+		adm, err := rt.AdmissibleActivations(ctx, backend.AdmissibleQuery{Limit: 5})
 		require.NoError(t, err)
-		require.Equal(t, []backend.Activation{wantAct}, pend)
-		leases, err := rt.ActiveLeases(ctx, backend.LeaseQuery{RunID: run.ID, Limit: 5})
+		require.Equal(t, []backend.Activation{wantAct}, adm)
+		leases, err := rt.Leases(ctx, backend.LeaseQuery{RunID: run.ID, Limit: 5})
 		require.NoError(t, err)
 		require.Equal(t, []backend.Lease{wantLease}, leases)
 	})
@@ -167,7 +184,7 @@ func TestReplaceImagesDoNotOutliveTheirTransaction(t *testing.T) {
 	b := newStore(t)
 	ctx := context.Background()
 	run := backend.Run{ID: "r", Status: backend.RunRunning, AttemptCount: 1}
-	update(t, b, backend.Ins(run))
+	update(t, b, insertRuns(run))
 	var loaded backend.Run
 	err := b.Update(ctx, func(tx backend.Tx) error {
 		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{"r"}})
@@ -175,14 +192,14 @@ func TestReplaceImagesDoNotOutliveTheirTransaction(t *testing.T) {
 		loaded = f.Runs["r"]
 		r := loaded
 		r.AttemptCount = 2
-		require.NoError(t, tx.Apply(ctx, backend.Rep(r)))
+		require.NoError(t, tx.Apply(ctx, replaceRuns(r)))
 		return context.Canceled
 	})
 	require.ErrorIs(t, err, context.Canceled)
 	// Replacing with the value loaded before must still write, even though
 	// it equals what the rolled-back transaction saw.
-	update(t, b, backend.Rep(backend.Run{ID: "r", Status: backend.RunRunning, AttemptCount: 3}))
-	update(t, b, backend.Rep(loaded))
+	update(t, b, replaceRuns(backend.Run{ID: "r", Status: backend.RunRunning, AttemptCount: 3}))
+	update(t, b, replaceRuns(loaded))
 	require.Equal(t, loaded, loadRun(t, b, "r"))
 }
 
@@ -206,18 +223,18 @@ func TestImagesCarryToTheNextUpdate(t *testing.T) {
 	b := newStore(t)
 	ctx := context.Background()
 	att := attempt(akey("r", "n", "a"), 1, "id-1", backend.AttemptPrepared, 5)
-	update(t, b, backend.Ins(att))
+	update(t, b, insertAttempts(att))
 
 	next := att
 	next.Handoff = backend.HandoffRecorded
-	update(t, b, backend.Rep(next))
+	update(t, b, replaceAttempts(next))
 	handoff := uint64(1) << (10 - attemptsT.nkey) // column 10 is handoff
 	require.Equal(t, map[partialKey]bool{{sAttRep, handoff}: true}, keysOf(b.w.partial), "the replace used the carried image")
 
 	// The carried image is the row as stored: expecting an older value fails.
-	err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, backend.Exp(att)) })
+	err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, expectAttempts(att)) })
 	require.ErrorIs(t, err, backend.ErrChanged)
-	update(t, b, backend.Exp(next))
+	update(t, b, expectAttempts(next))
 	view(t, b, func(r backend.ReadTx) {
 		f, err := r.Load(ctx, backend.Lookup{Attempts: []backend.AttemptKey{att.Key}})
 		require.NoError(t, err)
@@ -243,21 +260,21 @@ func TestCarriedImagesYieldToOtherConnections(t *testing.T) {
 	other := openAt(t, path)
 	ctx := context.Background()
 	run := backend.Run{ID: "r", Status: backend.RunRunning, AttemptCount: 1}
-	update(t, b, backend.Ins(run))
+	update(t, b, insertRuns(run))
 
 	changed := run
 	changed.Status, changed.UpdatedMS = backend.RunCancelled, 9
-	update(t, other, backend.Rep(changed))
+	update(t, other, replaceRuns(changed))
 
-	err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, backend.Exp(run)) })
+	err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, expectRuns(run)) })
 	require.ErrorIs(t, err, backend.ErrChanged, "an image older than the other connection's commit was trusted")
-	update(t, b, backend.Exp(changed))
+	update(t, b, expectRuns(changed))
 
 	// Same again, then a blind Replace: it must write every column.
-	update(t, other, backend.Rep(run))
+	update(t, other, replaceRuns(run))
 	mine := run
 	mine.AttemptCount = 2
-	update(t, b, backend.Rep(mine))
+	update(t, b, replaceRuns(mine))
 	require.Equal(t, mine, loadRun(t, b, "r"))
 	require.Equal(t, mine, loadRun(t, other, "r"))
 	integrityOK(t, b)
@@ -270,25 +287,26 @@ func TestImagesOfAnUpdateThatDidNotCommitAreNotCarried(t *testing.T) {
 	b := newStore(t)
 	ctx := context.Background()
 	run := backend.Run{ID: "r", Status: backend.RunRunning, AttemptCount: 1}
-	update(t, b, backend.Ins(run))
+	update(t, b, insertRuns(run))
 	v2 := run
 	v2.AttemptCount = 2
 	err := b.Update(ctx, func(tx backend.Tx) error {
-		require.NoError(t, tx.Apply(ctx, backend.Exp(run), backend.Rep(v2), backend.Exp(v2)))
+		require.NoError(t, tx.Apply(ctx, backend.Changes{Expect: backend.Expected{Runs: []backend.Run{run}}, Replace: backend.Replaces{Runs: []backend.Run{v2}}}))
+		require.NoError(t, tx.Apply(ctx, expectRuns(v2)))
 		return context.Canceled
 	})
 	require.ErrorIs(t, err, context.Canceled)
-	err = b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, backend.Exp(v2)) })
+	err = b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, expectRuns(v2)) })
 	require.ErrorIs(t, err, backend.ErrChanged, "the rolled-back value was carried")
-	update(t, b, backend.Exp(run))
+	update(t, b, expectRuns(run))
 
 	// A blind Replace after a rolled-back Update writes every column.
 	err = b.Update(ctx, func(tx backend.Tx) error {
-		require.NoError(t, tx.Apply(ctx, backend.Rep(v2)))
+		require.NoError(t, tx.Apply(ctx, replaceRuns(v2)))
 		return context.Canceled
 	})
 	require.ErrorIs(t, err, context.Canceled)
-	update(t, b, backend.Rep(v2))
+	update(t, b, replaceRuns(v2))
 	require.Equal(t, v2, loadRun(t, b, "r"))
 }
 
@@ -300,9 +318,9 @@ func TestCarriedImagesAreCopies(t *testing.T) {
 	b := newStore(t)
 	att := attempt(akey("r", "n", "a"), 1, "id-1", backend.AttemptPrepared, 5)
 	att.Receipt = []byte(`{"a":1}`)
-	update(t, b, backend.Ins(att))
+	update(t, b, insertAttempts(att))
 	att.Receipt[5] = '2'
-	update(t, b, backend.Rep(att))
+	update(t, b, replaceAttempts(att))
 	view(t, b, func(r backend.ReadTx) {
 		f, err := r.Load(context.Background(), backend.Lookup{Attempts: []backend.AttemptKey{att.Key}})
 		require.NoError(t, err)
@@ -316,11 +334,11 @@ func TestCarriedImagesAreTheLastUpdatesOwnRows(t *testing.T) {
 	t.Parallel()
 	b := newStore(t)
 	att := attempt(akey("r", "n", "a"), 1, "id-1", backend.AttemptPrepared, 5)
-	update(t, b, backend.Ins(att))
-	update(t, b, backend.Ins(backend.Run{ID: "other", Status: backend.RunRunning}))
+	update(t, b, insertAttempts(att))
+	update(t, b, insertRuns(backend.Run{ID: "other", Status: backend.RunRunning}))
 	next := att
 	next.Handoff = backend.HandoffRecorded
-	update(t, b, backend.Rep(next))
+	update(t, b, replaceAttempts(next))
 	for k := range b.w.partial {
 		require.NotEqual(t, sAttRep, k.tbl, "the attempt's image outlived the Update after the one that wrote it")
 	}

@@ -103,7 +103,7 @@ func Open(ctx context.Context, path string, opts ...Option) (*Backend, error) {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 
-	syncMode := cfg.durability.synchronous()
+	syncMode := cfg.synchronous()
 	wdb, err := sql.Open("sqlite", fileURI(abs, pragmas(url.Values{},
 		fmt.Sprintf("busy_timeout(%d)", writerBusyTimeoutMS),
 		"synchronous("+syncMode+")")))
@@ -282,11 +282,11 @@ func (b *Backend) setup(ctx context.Context, owned bool) error {
 	s := b.info.Settings
 	s["journal_mode"] = mode
 	s["synchronous"] = synNames[syn]
-	s["durability"] = b.cfg.durability.String()
-	s["busy_timeout_ms"] = strconv.Itoa(writerBusyTimeoutMS)
-	s["busy_limit"] = "ctx"
-	if b.cfg.busyLimit > 0 {
-		s["busy_limit"] = b.cfg.busyLimit.String()
+	s["durability"] = b.cfg.durability()
+	s["sqlite_busy_timeout_ms"] = strconv.Itoa(writerBusyTimeoutMS)
+	s["busy_timeout"] = "ctx"
+	if b.cfg.busyTimeout > 0 {
+		s["busy_timeout"] = b.cfg.busyTimeout.String()
 	}
 	s["locking"] = "BEGIN IMMEDIATE on one writer connection, jittered retry"
 	s["isolation"] = "serializable"
@@ -328,7 +328,7 @@ func (b *Backend) retrySetup(ctx context.Context, what string, f func() error) e
 func (b *Backend) configureWriter(ctx context.Context, conn *sql.Conn) error {
 	for _, p := range []string{
 		"PRAGMA busy_timeout = " + strconv.Itoa(writerBusyTimeoutMS),
-		"PRAGMA synchronous = " + b.cfg.durability.synchronous(),
+		"PRAGMA synchronous = " + b.cfg.synchronous(),
 	} {
 		if err := b.retrySetup(ctx, p, func() error {
 			_, err := conn.ExecContext(ctx, p)
@@ -507,8 +507,8 @@ func (b *Backend) Info() backend.Info {
 func (b *Backend) Stats() Stats { return b.stats.snapshot() }
 
 // retryBusy runs f until it does not report SQLITE_BUSY/LOCKED, sleeping a
-// jittered backoff in between, for as long as ctx, Close and the busy limit
-// allow. The final error wraps backend.ErrBusy and the last driver error
+// jittered backoff in between, for as long as ctx, Close and the busy
+// timeout allow. The final error wraps backend.ErrBusy and the last driver error
 // (and ctx.Err() when ctx ended the wait).
 func (b *Backend) retryBusy(ctx context.Context, what string, f func() error) error {
 	start := time.Now()
@@ -526,11 +526,11 @@ func (b *Backend) retryBusy(ctx context.Context, what string, f func() error) er
 		b.stats.busyRetries.Add(1)
 		waited := time.Since(start)
 		d := backoff(n)
-		if lim := b.cfg.busyLimit; lim > 0 {
+		if lim := b.cfg.busyTimeout; lim > 0 {
 			if waited >= lim {
 				b.stats.busyFailures.Add(1)
 				storeMax(&b.stats.maxLockWait, int64(waited))
-				return fmt.Errorf("sqlite: %s: lock held by another connection for %v (%d tries, busy limit %v): %w: %w",
+				return fmt.Errorf("sqlite: %s: lock held by another connection for %v (%d tries, busy timeout %v): %w: %w",
 					what, waited.Round(time.Microsecond), n+1, lim, backend.ErrBusy, last)
 			}
 			d = min(d, lim-waited)

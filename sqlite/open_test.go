@@ -28,7 +28,7 @@ func storeOfVersion(t *testing.T, v int) string {
 	t.Helper()
 	path := newPath(t)
 	b := openAt(t, path)
-	update(t, b, backend.Ins(backend.Run{ID: "r"}))
+	update(t, b, insertRuns(backend.Run{ID: "r"}))
 	require.NoError(t, b.Close())
 	db := rawDB(t, path)
 	_, err := db.Exec("UPDATE wfstore_meta SET value = ? WHERE key = 'schema_version'", strconv.Itoa(v))
@@ -124,7 +124,7 @@ func TestFreshAndEmptyFilesAreInitialised(t *testing.T) {
 	require.NoError(t, os.WriteFile(empty, nil, 0o644))
 	for _, p := range []string{empty, filepath.Join(dir, "new.db"), filepath.Join(dir, "spaces and ?#% chars.db")} {
 		b := openAt(t, p)
-		update(t, b, backend.Ins(backend.Run{ID: "r"}))
+		update(t, b, insertRuns(backend.Run{ID: "r"}))
 		require.NoError(t, b.Close())
 		b = openAt(t, p) // reopen: same version, data kept
 		require.True(t, runExists(t, b, "r"))
@@ -166,11 +166,11 @@ func TestDurableModeCommitsAndReopens(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	path := newPath(t)
-	b, err := Open(ctx, path, WithDurability(Durable))
+	b, err := Open(ctx, path)
 	require.NoError(t, err)
 	incrementers(t, []*Backend{b}, 2, 10)
 	require.NoError(t, b.Close())
-	b2, err := Open(ctx, path, WithDurability(Durable))
+	b2, err := Open(ctx, path)
 	require.NoError(t, err)
 	defer b2.Close()
 	require.Equal(t, int64(20), counter(t, b2))
@@ -183,7 +183,7 @@ func TestOpenDBUsesTheCallersHandle(t *testing.T) {
 	db := rawDB(t, path)
 	var before int
 	require.NoError(t, db.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&before))
-	b, err := OpenDB(ctx, db, WithDurability(Relaxed))
+	b, err := OpenDB(ctx, db, WithRelaxedDurability())
 	require.NoError(t, err)
 	require.Equal(t, "caller *sql.DB", b.Info().Settings["handle"])
 	require.Equal(t, "wal", b.Info().Settings["journal_mode"])
@@ -211,9 +211,9 @@ func TestOpenDBSingleConnectionPoolRunsViewsOnTheWriter(t *testing.T) {
 	require.True(t, b.viewOnWriter)
 	incrementers(t, []*Backend{b}, 3, 10)
 	run, _, act, _, _, _, _, _ := fullRecords("x", []byte(`{}`))
-	update(t, b, backend.Ins(run), backend.Ins(act))
+	update(t, b, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{run}, Activations: []backend.Activation{act}}})
 	view(t, b, func(r backend.ReadTx) {
-		got, err := r.PendingActivations(ctx, backend.PendingQuery{Limit: 10})
+		got, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{Limit: 10})
 		require.NoError(t, err)
 		require.Equal(t, []backend.Activation{act}, got)
 	})
@@ -226,7 +226,7 @@ func TestVersionOneStoreMigratesToTheFanOutPolicy(t *testing.T) {
 	b := openAt(t, path)
 	c := backend.ActivationKey{RunID: "r", NodeID: "ctl", ActivationID: "c"}
 	group := backend.FanOutGroup{Controller: c, Size: 3, MaxConcurrency: 2, Promoted: 2, CreatedMS: 1_700_000_000_000}
-	update(t, b, backend.Ins(group))
+	update(t, b, backend.Changes{Insert: backend.Inserts{Groups: []backend.FanOutGroup{group}}})
 	require.NoError(t, b.Close())
 	// Make the file what version 1 wrote: no fail_fast column.
 	db := rawDB(t, path)
@@ -248,7 +248,7 @@ func TestVersionOneStoreMigratesToTheFanOutPolicy(t *testing.T) {
 	}
 	require.Equal(t, group, read(), "a version 1 group reads as wait-all")
 	group.FailFast = true
-	update(t, b, backend.Rep(group))
+	update(t, b, backend.Changes{Replace: backend.Replaces{Groups: []backend.FanOutGroup{group}}})
 	require.Equal(t, group, read())
 	require.NoError(t, b.Close())
 	db = rawDB(t, path)

@@ -5,68 +5,51 @@ import (
 	"time"
 )
 
-// Durability selects SQLite's synchronous setting. The file is always in
-// WAL mode.
-type Durability int
+// Option configures Open, OpenDB and Migrate.
+type Option func(*config)
 
-const (
-	// Durable is the default: synchronous=FULL, every commit is synced and
-	// survives power loss.
-	Durable Durability = iota
-	// Relaxed is synchronous=NORMAL: safe against process crash, not power
-	// loss (the latest commits may be lost if the machine goes down). For
-	// tests and benchmarks.
-	Relaxed
-)
-
-// String returns "durable" or "relaxed".
-func (d Durability) String() string {
-	switch d {
-	case Durable:
-		return "durable"
-	case Relaxed:
-		return "relaxed"
-	}
-	return "durability(?)"
+type config struct {
+	relaxed     bool
+	busyTimeout time.Duration
+	readers     int
 }
 
-func (d Durability) synchronous() string {
-	if d == Relaxed {
+func defaultConfig() config {
+	return config{readers: max(4, runtime.GOMAXPROCS(0))}
+}
+
+// synchronous returns the synchronous setting of the configured durability.
+func (c *config) synchronous() string {
+	if c.relaxed {
 		return "NORMAL"
 	}
 	return "FULL"
 }
 
-// Option configures Open and OpenDB.
-type Option func(*config)
-
-type config struct {
-	durability Durability
-	busyLimit  time.Duration
-	readers    int
-}
-
-func defaultConfig() config {
-	return config{durability: Durable, readers: max(4, runtime.GOMAXPROCS(0))}
-}
-
-// WithDurability selects Durable (the default) or Relaxed.
-func WithDurability(d Durability) Option {
-	return func(c *config) { c.durability = d }
-}
-
-// WithBusyLimit bounds how long one Update waits in total for the write lock
-// held by another connection (another Backend or process), on top of its
-// ctx. When the limit passes, Update fails with an error wrapping
-// backend.ErrBusy. Zero (the default) means: wait as long as ctx allows.
-func WithBusyLimit(d time.Duration) Option {
-	return func(c *config) {
-		if d > 0 {
-			c.busyLimit = d
-		} else {
-			c.busyLimit = 0
-		}
+// durability names the configured durability for Info.
+func (c *config) durability() string {
+	if c.relaxed {
+		return "relaxed"
 	}
+	return "durable"
+}
+
+// WithRelaxedDurability commits with synchronous=NORMAL instead of the
+// default FULL: safe against a crash of the process, NOT against an
+// operating-system crash or power loss (the last commits before it may be
+// lost; the file stays consistent). For tests and benchmarks only; the
+// semantics are otherwise identical.
+func WithRelaxedDurability() Option {
+	return func(c *config) { c.relaxed = true }
+}
+
+// WithBusyTimeout bounds how long one Update keeps retrying a transient lock
+// conflict (the write lock held by another connection: another Backend or
+// process), on top of its ctx. When it passes, Update fails with an error
+// wrapping backend.ErrBusy. Zero (the default) or less means: retry as long
+// as ctx allows.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) { c.busyTimeout = max(d, 0) }
 }
 
 // WithMaxReaders sets the size of the reader connection pool Open creates

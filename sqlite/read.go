@@ -77,7 +77,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Runs[id] = v
-				t.remember(v)
+				remember(t, runK, id, v)
 			}
 		}
 	}
@@ -102,7 +102,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Activations[k] = v
-				t.remember(v)
+				remember(t, activationK, k, v)
 			}
 		}
 	}
@@ -115,7 +115,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Groups[k] = v
-				t.remember(v)
+				remember(t, groupK, k, v)
 			}
 		}
 	}
@@ -128,7 +128,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Attempts[k] = v
-				t.remember(v)
+				remember(t, attemptK, k, v)
 			}
 		}
 	}
@@ -141,7 +141,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Identities[id] = v
-				t.remember(v)
+				remember(t, attemptK, v.Key, v)
 			}
 		}
 	}
@@ -155,7 +155,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Leases[k] = v
-				t.remember(v)
+				remember(t, leaseK, k, v)
 			}
 		}
 	}
@@ -168,7 +168,7 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 			}
 			if ok {
 				f.Schedules[k] = v
-				t.remember(v)
+				remember(t, scheduleK, k, v)
 			}
 		}
 	}
@@ -190,36 +190,36 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 	return f, nil
 }
 
-// PendingActivations implements backend.ReadTx on the partial index of
+// AdmissibleActivations implements backend.ReadTx on the partial index of
 // admissible activations.
-func (t *readTx) PendingActivations(ctx context.Context, q backend.PendingQuery) ([]backend.Activation, error) {
+func (t *readTx) AdmissibleActivations(ctx context.Context, q backend.AdmissibleQuery) ([]backend.Activation, error) {
 	if err := t.ready(ctx); err != nil {
 		return nil, err
 	}
 	if q.Limit <= 0 {
 		return []backend.Activation{}, nil
 	}
-	const what = "pending activations"
+	const what = "admissible activations"
 	lim := int64(q.Limit)
 	a := q.After
 	zero := a == (backend.ActivationKey{})
 	if q.RunID == "" {
 		switch {
 		case zero:
-			return list(ctx, t, sPendAll, what, q.Limit, scanActivation, lim)
+			return list(ctx, t, sAdmAll, what, q.Limit, scanActivation, lim)
 		case q.AfterRun:
-			return list(ctx, t, sPendAfterRun, what, q.Limit, scanActivation, a.RunID, lim)
+			return list(ctx, t, sAdmAfterRun, what, q.Limit, scanActivation, a.RunID, lim)
 		default:
-			return list(ctx, t, sPendAfterKey, what, q.Limit, scanActivation, a.RunID, a.NodeID, a.ActivationID, lim)
+			return list(ctx, t, sAdmAfterKey, what, q.Limit, scanActivation, a.RunID, a.NodeID, a.ActivationID, lim)
 		}
 	}
 	switch {
 	case zero || a.RunID < q.RunID:
-		return list(ctx, t, sPendRun, what, q.Limit, scanActivation, q.RunID, lim)
+		return list(ctx, t, sAdmRun, what, q.Limit, scanActivation, q.RunID, lim)
 	case a.RunID > q.RunID || q.AfterRun:
 		return []backend.Activation{}, nil
 	default:
-		return list(ctx, t, sPendRunAfter, what, q.Limit, scanActivation, q.RunID, a.NodeID, a.ActivationID, lim)
+		return list(ctx, t, sAdmRunAfter, what, q.Limit, scanActivation, q.RunID, a.NodeID, a.ActivationID, lim)
 	}
 }
 
@@ -256,7 +256,7 @@ func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 		v |= attStatus
 		args = append(args, string(q.Status))
 	}
-	if q.After != nil {
+	if q.After != (backend.AttemptCursor{}) {
 		v |= attAfter
 		args = append(args, q.After.PreparedMS, q.After.Identity)
 	}
@@ -268,13 +268,13 @@ func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 	return list(ctx, t, base+stmtID(v), "attempts", q.Limit, scanAttempt, args...)
 }
 
-// CountAttempts implements backend.ReadTx, reading at most limit index
+// CountAttempts implements backend.ReadTx, reading at most q.Limit index
 // entries.
-func (t *readTx) CountAttempts(ctx context.Context, runID string, limit int) (int, error) {
+func (t *readTx) CountAttempts(ctx context.Context, q backend.AttemptCountQuery) (int, error) {
 	if err := t.ready(ctx); err != nil {
 		return 0, err
 	}
-	if limit <= 0 {
+	if q.Limit <= 0 {
 		return 0, nil
 	}
 	s, err := t.stmt(ctx, sCountAttempts)
@@ -282,7 +282,7 @@ func (t *readTx) CountAttempts(ctx context.Context, runID string, limit int) (in
 		return 0, err
 	}
 	var n int64
-	if err := s.QueryRowContext(ctx, runID, int64(limit)).Scan(&n); err != nil {
+	if err := s.QueryRowContext(ctx, q.RunID, int64(q.Limit)).Scan(&n); err != nil {
 		return 0, t.fail(fmt.Errorf("sqlite: count attempts: %w", err))
 	}
 	return int(n), nil
@@ -296,11 +296,11 @@ func (t *readTx) ChildRuns(ctx context.Context, q backend.ChildRunQuery) ([]back
 	if q.Limit <= 0 {
 		return []backend.RunLink{}, nil
 	}
-	if q.AfterCreatedMS == 0 && q.AfterChildID == "" {
+	if q.After == (backend.ChildRunCursor{}) {
 		return list(ctx, t, sChildren, "child runs", q.Limit, scanLink, q.RootRunID, int64(q.Limit))
 	}
 	return list(ctx, t, sChildrenAfter, "child runs", q.Limit, scanLink,
-		q.RootRunID, q.AfterCreatedMS, q.AfterChildID, int64(q.Limit))
+		q.RootRunID, q.After.CreatedMS, q.After.ChildRunID, int64(q.Limit))
 }
 
 // DueSchedules implements backend.ReadTx.
@@ -322,12 +322,15 @@ func (t *readTx) Events(ctx context.Context, q backend.EventQuery) ([]backend.Ev
 	if q.Limit <= 0 {
 		return []backend.Event{}, nil
 	}
-	return list(ctx, t, sEvents, "events", q.Limit, scanEvent, q.RunID, q.AfterSeq, int64(q.Limit))
+	if q.After == 0 {
+		return list(ctx, t, sEvents, "events", q.Limit, scanEvent, q.RunID, int64(q.Limit))
+	}
+	return list(ctx, t, sEventsAfter, "events", q.Limit, scanEvent, q.RunID, q.After, int64(q.Limit))
 }
 
-// ActiveLeases implements backend.ReadTx on the partial index of unreleased
-// leases.
-func (t *readTx) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
+// Leases implements backend.ReadTx, on the partial index of unreleased
+// leases unless q.IncludeReleased.
+func (t *readTx) Leases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
 	if err := t.ready(ctx); err != nil {
 		return nil, err
 	}
@@ -340,12 +343,12 @@ func (t *readTx) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]back
 		first, after = sAllLeases, sAllLeasesAfter
 	}
 	switch {
-	case a == nil || a.RunID < q.RunID:
-		return list(ctx, t, first, "active leases", q.Limit, scanLease, q.RunID, int64(q.Limit))
+	case a == (backend.LeaseKey{}) || a.RunID < q.RunID:
+		return list(ctx, t, first, "leases", q.Limit, scanLease, q.RunID, int64(q.Limit))
 	case a.RunID > q.RunID:
 		return []backend.Lease{}, nil
 	default:
-		return list(ctx, t, after, "active leases", q.Limit, scanLease,
+		return list(ctx, t, after, "leases", q.Limit, scanLease,
 			q.RunID, a.NodeID, a.ActivationID, int64(a.Attempt), a.Resource, string(a.Mode), int64(q.Limit))
 	}
 }
@@ -358,8 +361,14 @@ func (t *readTx) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, e
 	if q.Limit <= 0 {
 		return []backend.Run{}, nil
 	}
-	if q.Status == "" {
-		return list(ctx, t, sRuns, "runs", q.Limit, scanRun, q.After, int64(q.Limit))
+	v, args := stmtID(0), make([]any, 0, 3)
+	if q.After != "" {
+		v |= runsAfter
+		args = append(args, q.After)
 	}
-	return list(ctx, t, sRunsStatus, "runs", q.Limit, scanRun, q.After, string(q.Status), int64(q.Limit))
+	if q.Status != "" {
+		v |= runsStatus
+		args = append(args, string(q.Status))
+	}
+	return list(ctx, t, sRuns+v, "runs", q.Limit, scanRun, append(args, int64(q.Limit))...)
 }

@@ -52,8 +52,7 @@ func TestRoundTripEveryFieldByteExact(t *testing.T) {
 			b := newStore(t)
 			big := bigJSON(1 << 20)
 			run, link, act, group, att, lease, sched, ev := fullRecords(id, big)
-			update(t, b, backend.Ins(run), backend.Ins(link), backend.Ins(act), backend.Ins(group),
-				backend.Ins(att), backend.Ins(lease), backend.Ins(sched), backend.Ins(ev))
+			update(t, b, insertEvery(run, link, act, group, att, lease, sched, ev))
 			check := func(r backend.ReadTx) {
 				ctx := context.Background()
 				f, err := r.Load(ctx, backend.Lookup{
@@ -96,7 +95,7 @@ func TestRoundTripNilAndEmptyFields(t *testing.T) {
 		Claims: []backend.ResourceClaim{}, Predecessors: []backend.NodeRef{}, Group: &backend.GroupMember{}}
 	run := backend.Run{ID: "r", Authority: &backend.Authority{}}
 	runNil := backend.Run{ID: "s"}
-	update(t, b, backend.Ins(nils), backend.Ins(empties), backend.Ins(run), backend.Ins(runNil))
+	update(t, b, backend.Changes{Insert: backend.Inserts{Activations: []backend.Activation{nils, empties}, Runs: []backend.Run{run, runNil}}})
 	view(t, b, func(r backend.ReadTx) {
 		f, err := r.Load(context.Background(), backend.Lookup{
 			Activations: []backend.ActivationKey{nils.Key, empties.Key}, Runs: []string{"r", "s"}})

@@ -28,22 +28,27 @@ func keys(acts []backend.Activation) []backend.ActivationKey {
 	return out
 }
 
-// insertShuffled inserts records in random order, a few per Update.
-func insertShuffled[T backend.Record](t *testing.T, b *Backend, recs []T) {
+// insertShuffled inserts records in random order, a few per Update; ins
+// puts a slice of them in Inserts.
+func insertShuffled[T any](t *testing.T, b *Backend, recs []T, ins func([]T) backend.Inserts) {
 	t.Helper()
-	ws := make([]backend.Write, len(recs))
-	for i, r := range recs {
-		ws[i] = backend.Ins(r)
-	}
-	rand.Shuffle(len(ws), func(i, j int) { ws[i], ws[j] = ws[j], ws[i] })
-	for len(ws) > 0 {
-		n := min(len(ws), 7)
-		update(t, b, ws[:n]...)
-		ws = ws[n:]
+	recs = slices.Clone(recs)
+	rand.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+	for len(recs) > 0 {
+		n := min(len(recs), 7)
+		update(t, b, backend.Changes{Insert: ins(recs[:n])})
+		recs = recs[n:]
 	}
 }
 
-func TestPendingActivationsBytewiseOrderLimitsAndCursors(t *testing.T) {
+func activationsIn(v []backend.Activation) backend.Inserts  { return backend.Inserts{Activations: v} }
+func attemptsIn(v []backend.Attempt) backend.Inserts        { return backend.Inserts{Attempts: v} }
+func linksIn(v []backend.RunLink) backend.Inserts           { return backend.Inserts{Links: v} }
+func schedulesIn(v []backend.RetrySchedule) backend.Inserts { return backend.Inserts{Schedules: v} }
+func eventsIn(v []backend.Event) backend.Inserts            { return backend.Inserts{Events: v} }
+func leasesIn(v []backend.Lease) backend.Inserts            { return backend.Inserts{Leases: v} }
+
+func TestAdmissibleActivationsBytewiseOrderLimitsAndCursors(t *testing.T) {
 	t.Parallel()
 	b := newStore(t)
 	ctx := context.Background()
@@ -64,11 +69,11 @@ func TestPendingActivationsBytewiseOrderLimitsAndCursors(t *testing.T) {
 		}
 	}
 	slices.SortFunc(want, keyCmp)
-	insertShuffled(t, b, all)
+	insertShuffled(t, b, all, activationsIn)
 
 	view(t, b, func(r backend.ReadTx) {
 		// Full order in one page.
-		got, err := r.PendingActivations(ctx, backend.PendingQuery{Limit: 1000})
+		got, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{Limit: 1000})
 		require.NoError(t, err)
 		require.Equal(t, want, keys(got))
 		for _, a := range got {
@@ -79,7 +84,7 @@ func TestPendingActivationsBytewiseOrderLimitsAndCursors(t *testing.T) {
 		var paged []backend.ActivationKey
 		var after backend.ActivationKey
 		for {
-			page, err := r.PendingActivations(ctx, backend.PendingQuery{After: after, Limit: 7})
+			page, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{After: after, Limit: 7})
 			require.NoError(t, err)
 			require.LessOrEqual(t, len(page), 7)
 			if len(page) == 0 {
@@ -91,7 +96,7 @@ func TestPendingActivationsBytewiseOrderLimitsAndCursors(t *testing.T) {
 		require.Equal(t, want, paged)
 
 		// AfterRun skips every activation of After.RunID (node/activation ignored).
-		got, err = r.PendingActivations(ctx, backend.PendingQuery{After: akey("run-B", "zzz", "zzz"), AfterRun: true, Limit: 1000})
+		got, err = r.AdmissibleActivations(ctx, backend.AdmissibleQuery{After: akey("run-B", "zzz", "zzz"), AfterRun: true, Limit: 1000})
 		require.NoError(t, err)
 		var wantAfterRun []backend.ActivationKey
 		for _, k := range want {
@@ -111,7 +116,7 @@ func TestPendingActivationsBytewiseOrderLimitsAndCursors(t *testing.T) {
 		paged = nil
 		after = backend.ActivationKey{}
 		for {
-			page, err := r.PendingActivations(ctx, backend.PendingQuery{RunID: "run-é", After: after, Limit: 4})
+			page, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: "run-é", After: after, Limit: 4})
 			require.NoError(t, err)
 			if len(page) == 0 {
 				break
@@ -123,17 +128,17 @@ func TestPendingActivationsBytewiseOrderLimitsAndCursors(t *testing.T) {
 
 		// A cursor in an earlier run starts the run at its beginning; in a
 		// later run (or AfterRun on the same run) it yields nothing.
-		got, err = r.PendingActivations(ctx, backend.PendingQuery{RunID: "run-é", After: akey("run-B", "x", "y"), Limit: 1000})
+		got, err = r.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: "run-é", After: akey("run-B", "x", "y"), Limit: 1000})
 		require.NoError(t, err)
 		require.Equal(t, wantRun, keys(got))
-		got, err = r.PendingActivations(ctx, backend.PendingQuery{RunID: "run-a", After: akey("run-é", "", ""), Limit: 1000})
+		got, err = r.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: "run-a", After: akey("run-é", "", ""), Limit: 1000})
 		require.NoError(t, err)
 		require.Empty(t, got)
-		got, err = r.PendingActivations(ctx, backend.PendingQuery{RunID: "run-é", After: akey("run-é", "", ""), AfterRun: true, Limit: 1000})
+		got, err = r.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: "run-é", After: akey("run-é", "", ""), AfterRun: true, Limit: 1000})
 		require.NoError(t, err)
 		require.Empty(t, got)
 
-		got, err = r.PendingActivations(ctx, backend.PendingQuery{Limit: 0})
+		got, err = r.AdmissibleActivations(ctx, backend.AdmissibleQuery{Limit: 0})
 		require.NoError(t, err)
 		require.Empty(t, got)
 	})
@@ -141,9 +146,9 @@ func TestPendingActivationsBytewiseOrderLimitsAndCursors(t *testing.T) {
 	// Turning admissibility off removes an activation from the scan.
 	first := want[0]
 	a := activation(first, false)
-	update(t, b, backend.Rep(a))
+	update(t, b, backend.Changes{Replace: backend.Replaces{Activations: []backend.Activation{a}}})
 	view(t, b, func(r backend.ReadTx) {
-		got, err := r.PendingActivations(ctx, backend.PendingQuery{Limit: 1})
+		got, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{Limit: 1})
 		require.NoError(t, err)
 		require.Equal(t, want[1:2], keys(got))
 	})
@@ -163,7 +168,7 @@ func TestActivationsScanEveryStatusInKeyOrder(t *testing.T) {
 		all = append(all, activation(akey("other", n, "x"), true))
 	}
 	slices.SortFunc(want, keyCmp)
-	insertShuffled(t, b, all)
+	insertShuffled(t, b, all, activationsIn)
 	view(t, b, func(r backend.ReadTx) {
 		var got []backend.ActivationKey
 		var after backend.NodeRef
@@ -192,7 +197,7 @@ func TestAttemptsScanOrderFiltersAndCursors(t *testing.T) {
 		id := fmt.Sprintf("%s-%s", mixedIDs[i%len(mixedIDs)], fmt.Sprint(i))
 		all = append(all, attempt(akey(run, "n", fmt.Sprint(i)), uint32(i), id, statuses[(i/3)%3], int64(i%7))) // prepared_ms ties
 	}
-	insertShuffled(t, b, all)
+	insertShuffled(t, b, all, attemptsIn)
 	order := func(a, c backend.Attempt) int {
 		return cmp.Or(cmp.Compare(a.PreparedMS, c.PreparedMS), cmp.Compare(a.Identity, c.Identity))
 	}
@@ -217,7 +222,7 @@ func TestAttemptsScanOrderFiltersAndCursors(t *testing.T) {
 				}
 				got = append(got, page...)
 				last := page[len(page)-1]
-				q.After = &backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+				q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
 			}
 			if want == nil {
 				require.Empty(t, got)
@@ -237,14 +242,14 @@ func TestCountAttemptsReadsAtMostLimit(t *testing.T) {
 		all = append(all, attempt(akey("r", "n", fmt.Sprint(i)), 1, fmt.Sprint("id", i), backend.AttemptPrepared, 1))
 	}
 	all = append(all, attempt(akey("s", "n", "a"), 1, "other", backend.AttemptPrepared, 1))
-	insertShuffled(t, b, all)
+	insertShuffled(t, b, all, attemptsIn)
 	view(t, b, func(r backend.ReadTx) {
 		for limit, want := range map[int]int{0: 0, 1: 1, 11: 11, 12: 12, 13: 12, 1000: 12} {
-			n, err := r.CountAttempts(ctx, "r", limit)
+			n, err := r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: "r", Limit: limit})
 			require.NoError(t, err)
 			require.Equal(t, want, n, "limit %d", limit)
 		}
-		n, err := r.CountAttempts(ctx, "missing", 10)
+		n, err := r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: "missing", Limit: 10})
 		require.NoError(t, err)
 		require.Zero(t, n)
 	})
@@ -264,7 +269,7 @@ func TestChildRunsOrderAndCursor(t *testing.T) {
 	slices.SortFunc(want, func(a, c backend.RunLink) int {
 		return cmp.Or(cmp.Compare(a.CreatedMS, c.CreatedMS), cmp.Compare(a.ChildRunID, c.ChildRunID))
 	})
-	insertShuffled(t, b, all)
+	insertShuffled(t, b, all, linksIn)
 	view(t, b, func(r backend.ReadTx) {
 		var got []backend.RunLink
 		q := backend.ChildRunQuery{RootRunID: "root", Limit: 5}
@@ -275,7 +280,7 @@ func TestChildRunsOrderAndCursor(t *testing.T) {
 				break
 			}
 			got = append(got, page...)
-			q.AfterCreatedMS, q.AfterChildID = page[len(page)-1].CreatedMS, page[len(page)-1].ChildRunID
+			q.After = backend.ChildRunCursor{CreatedMS: page[len(page)-1].CreatedMS, ChildRunID: page[len(page)-1].ChildRunID}
 		}
 		require.Equal(t, want, got)
 	})
@@ -297,7 +302,7 @@ func TestDueSchedulesInclusiveAndOrdered(t *testing.T) {
 	slices.SortFunc(want, func(a, c backend.RetrySchedule) int {
 		return cmp.Or(cmp.Compare(a.DueMS, c.DueMS), keyCmp(a.Key, c.Key))
 	})
-	insertShuffled(t, b, all)
+	insertShuffled(t, b, all, schedulesIn)
 	view(t, b, func(r backend.ReadTx) {
 		got, err := r.DueSchedules(ctx, backend.ScheduleQuery{RunID: "r", DueBy: 120, Limit: 100})
 		require.NoError(t, err)
@@ -311,7 +316,7 @@ func TestDueSchedulesInclusiveAndOrdered(t *testing.T) {
 	})
 }
 
-func TestEventsAfterSeqInOrder(t *testing.T) {
+func TestEventsAfterInSeqOrder(t *testing.T) {
 	t.Parallel()
 	b := newStore(t)
 	ctx := context.Background()
@@ -320,23 +325,23 @@ func TestEventsAfterSeqInOrder(t *testing.T) {
 		all = append(all, backend.Event{RunID: "r", Seq: i * 3, Type: "t", Payload: []byte(fmt.Sprint(i)), CreatedMS: i})
 		all = append(all, backend.Event{RunID: "R", Seq: i, Type: "t"})
 	}
-	insertShuffled(t, b, all)
+	insertShuffled(t, b, all, eventsIn)
 	view(t, b, func(r backend.ReadTx) {
-		got, err := r.Events(ctx, backend.EventQuery{RunID: "r", AfterSeq: 10, Limit: 5})
+		got, err := r.Events(ctx, backend.EventQuery{RunID: "r", After: 10, Limit: 5})
 		require.NoError(t, err)
 		require.Len(t, got, 5)
 		for i, e := range got {
 			require.Equal(t, int64(12+3*i), e.Seq)
 			require.Equal(t, "r", e.RunID)
 		}
-		got, err = r.Events(ctx, backend.EventQuery{RunID: "r", AfterSeq: 90, Limit: 5})
+		got, err = r.Events(ctx, backend.EventQuery{RunID: "r", After: 90, Limit: 5})
 		require.NoError(t, err)
 		require.Empty(t, got)
 	})
-	require.ErrorIs(t, applyErr(b, backend.Ins(backend.Event{RunID: "r", Seq: 3})), backend.ErrConflict)
+	require.ErrorIs(t, applyErr(b, backend.Changes{Insert: backend.Inserts{Events: []backend.Event{{RunID: "r", Seq: 3}}}}), backend.ErrConflict)
 }
 
-func TestActiveLeasesAndResourceLookupInLeaseKeyOrder(t *testing.T) {
+func TestLeasesAndResourceLookupInLeaseKeyOrder(t *testing.T) {
 	t.Parallel()
 	b := newStore(t)
 	ctx := context.Background()
@@ -366,29 +371,28 @@ func TestActiveLeasesAndResourceLookupInLeaseKeyOrder(t *testing.T) {
 			cmp.Compare(x.Resource, y.Resource), cmp.Compare(x.Mode, y.Mode))
 	}
 	slices.SortFunc(want, leaseCmp)
-	insertShuffled(t, b, all)
+	insertShuffled(t, b, all, leasesIn)
 	view(t, b, func(r backend.ReadTx) {
 		var got []backend.Lease
 		q := backend.LeaseQuery{RunID: "r", Limit: 7}
 		for {
-			page, err := r.ActiveLeases(ctx, q)
+			page, err := r.Leases(ctx, q)
 			require.NoError(t, err)
 			if len(page) == 0 {
 				break
 			}
 			got = append(got, page...)
-			k := page[len(page)-1].Key
-			q.After = &k
+			q.After = page[len(page)-1].Key
 		}
 		require.Equal(t, want, got)
 
 		// A cursor from an earlier run starts at the beginning; from a later one, nothing.
 		early := lk("a", "n", 1, "x", backend.LeaseRead)
-		page, err := r.ActiveLeases(ctx, backend.LeaseQuery{RunID: "r", After: &early, Limit: 3})
+		page, err := r.Leases(ctx, backend.LeaseQuery{RunID: "r", After: early, Limit: 3})
 		require.NoError(t, err)
 		require.Equal(t, want[:3], page)
 		late := lk("t", "", 0, "", "")
-		page, err = r.ActiveLeases(ctx, backend.LeaseQuery{RunID: "r", After: &late, Limit: 3})
+		page, err = r.Leases(ctx, backend.LeaseQuery{RunID: "r", After: late, Limit: 3})
 		require.NoError(t, err)
 		require.Empty(t, page)
 
@@ -402,5 +406,62 @@ func TestActiveLeasesAndResourceLookupInLeaseKeyOrder(t *testing.T) {
 			}
 		}
 		require.Equal(t, wantRes, f.Resources[ref])
+	})
+}
+
+// Every scan's zero After starts at the beginning of its order, including
+// rows whose position equals the zero value (a run with the empty id, an
+// event with Seq 0), and a descending attempt scan starts at the end.
+func TestZeroCursorsStartAtTheBeginning(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	ctx := context.Background()
+	runs := []backend.Run{{ID: "", Status: backend.RunRunning}, {ID: "a", Status: backend.RunPaused}, {ID: "b", Status: backend.RunRunning}}
+	events := []backend.Event{{RunID: "r", Seq: -1}, {RunID: "r", Seq: 0}, {RunID: "r", Seq: 1}}
+	var atts []backend.Attempt
+	for i := range 9 {
+		atts = append(atts, attempt(akey("r", "n", fmt.Sprint(i)), 1, fmt.Sprint("id-", i%3, "-", i), backend.AttemptPrepared, int64(1+i%3)))
+	}
+	update(t, b, backend.Changes{Insert: backend.Inserts{Runs: runs, Events: events, Attempts: atts}})
+	view(t, b, func(r backend.ReadTx) {
+		got, err := r.Runs(ctx, backend.RunQuery{Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, runs, got)
+		got, err = r.Runs(ctx, backend.RunQuery{Status: backend.RunRunning, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []backend.Run{runs[0], runs[2]}, got)
+		got, err = r.Runs(ctx, backend.RunQuery{After: "a", Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, runs[2:], got)
+		got, err = r.Runs(ctx, backend.RunQuery{After: "a", Status: backend.RunPaused, Limit: 10})
+		require.NoError(t, err)
+		require.Empty(t, got)
+
+		evs, err := r.Events(ctx, backend.EventQuery{RunID: "r", Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, events, evs)
+		evs, err = r.Events(ctx, backend.EventQuery{RunID: "r", After: -1, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, events[1:], evs)
+
+		// Descending: the reverse of the ascending scan, paged from the
+		// zero cursor.
+		asc, err := r.Attempts(ctx, backend.AttemptQuery{RunID: "r", Limit: 100})
+		require.NoError(t, err)
+		require.Len(t, asc, len(atts))
+		var desc []backend.Attempt
+		q := backend.AttemptQuery{RunID: "r", Descending: true, Limit: 4}
+		for {
+			page, err := r.Attempts(ctx, q)
+			require.NoError(t, err)
+			if len(page) == 0 {
+				break
+			}
+			desc = append(desc, page...)
+			last := page[len(page)-1]
+			q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+		}
+		slices.Reverse(desc)
+		require.Equal(t, asc, desc)
 	})
 }

@@ -22,7 +22,7 @@ func TestSchemaStatusAndMigrateOfAFreshFile(t *testing.T) {
 	_, err = os.Stat(path)
 	assert.ErrorIs(t, err, os.ErrNotExist, "reading the status creates nothing")
 
-	before, err := Migrate(ctx, path, WithDurability(Relaxed))
+	before, err := Migrate(ctx, path, WithRelaxedDurability())
 	require.NoError(t, err)
 	assert.Equal(t, SchemaStatus{Found: 0, Supported: SchemaVersion}, before)
 	st, err = ReadSchemaStatus(ctx, path)
@@ -30,7 +30,7 @@ func TestSchemaStatusAndMigrateOfAFreshFile(t *testing.T) {
 	assert.True(t, st.Current(), "%+v", st)
 	// Migrating a current store changes nothing.
 	hash := fileHash(t, path)
-	before, err = Migrate(ctx, path, WithDurability(Relaxed))
+	before, err = Migrate(ctx, path, WithRelaxedDurability())
 	require.NoError(t, err)
 	assert.True(t, before.Current())
 	assert.Equal(t, hash, fileHash(t, path))

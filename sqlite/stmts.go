@@ -105,11 +105,11 @@ const (
 	sSchedGet
 	sLeasesByResource
 
-	sPendAll
-	sPendAfterRun
-	sPendAfterKey
-	sPendRun
-	sPendRunAfter
+	sAdmAll
+	sAdmAfterRun
+	sAdmAfterKey
+	sAdmRun
+	sAdmRunAfter
 
 	sActsRun
 	sActsRunAfter
@@ -138,12 +138,16 @@ const (
 	sChildrenAfter
 	sDue
 	sEvents
+	sEventsAfter
 	sActiveLeases
 	sActiveLeasesAfter
 	sAllLeases
 	sAllLeasesAfter
+	// sRuns + runsAfter|runsStatus: the four run scans.
 	sRuns
-	sRunsStatus
+	_
+	_
+	_
 
 	sRunIns
 	sRunRep
@@ -175,6 +179,12 @@ const (
 	attAfter  = 4
 )
 
+// Run scan variant bits.
+const (
+	runsAfter  = 1
+	runsStatus = 2
+)
+
 // stmtSQL holds the text of every statement, indexed by stmtID.
 var stmtSQL = buildStmts()
 
@@ -195,13 +205,13 @@ func buildStmts() [numStmts]string {
 	// Scans use anonymous parameters bound in textual order; LIMIT is last.
 	// INDEXED BY makes a scan fail loudly rather than fall back to a full
 	// table scan if the index could not serve it.
-	pend := "SELECT " + activationsT.list() + " FROM activations INDEXED BY activations_admissible WHERE admissible = 1"
-	pendOrder := " ORDER BY run_id, node_id, activation_id LIMIT ?"
-	s[sPendAll] = pend + pendOrder
-	s[sPendAfterRun] = pend + " AND run_id > ?" + pendOrder
-	s[sPendAfterKey] = pend + " AND (run_id, node_id, activation_id) > (?, ?, ?)" + pendOrder
-	s[sPendRun] = pend + " AND run_id = ?" + pendOrder
-	s[sPendRunAfter] = pend + " AND run_id = ? AND (node_id, activation_id) > (?, ?)" + pendOrder
+	adm := "SELECT " + activationsT.list() + " FROM activations INDEXED BY activations_admissible WHERE admissible = 1"
+	admOrder := " ORDER BY run_id, node_id, activation_id LIMIT ?"
+	s[sAdmAll] = adm + admOrder
+	s[sAdmAfterRun] = adm + " AND run_id > ?" + admOrder
+	s[sAdmAfterKey] = adm + " AND (run_id, node_id, activation_id) > (?, ?, ?)" + admOrder
+	s[sAdmRun] = adm + " AND run_id = ?" + admOrder
+	s[sAdmRunAfter] = adm + " AND run_id = ? AND (node_id, activation_id) > (?, ?)" + admOrder
 
 	acts := "SELECT " + activationsT.list() + " FROM activations WHERE run_id = ?"
 	actsOrder := " ORDER BY node_id, activation_id LIMIT ?"
@@ -250,7 +260,9 @@ func buildStmts() [numStmts]string {
 	s[sDue] = "SELECT " + schedulesT.list() + " FROM retry_schedules INDEXED BY retry_schedules_due" +
 		" WHERE run_id = ? AND due_ms <= ? ORDER BY due_ms, node_id, activation_id LIMIT ?"
 
-	s[sEvents] = "SELECT " + eventsT.list() + " FROM events WHERE run_id = ? AND seq > ? ORDER BY seq LIMIT ?"
+	events := "SELECT " + eventsT.list() + " FROM events WHERE run_id = ?"
+	s[sEvents] = events + " ORDER BY seq LIMIT ?"
+	s[sEventsAfter] = events + " AND seq > ? ORDER BY seq LIMIT ?"
 
 	lease := "SELECT " + leasesT.list() + " FROM leases INDEXED BY leases_active WHERE released_ms = 0 AND run_id = ?"
 	leaseOrder := " ORDER BY node_id, activation_id, attempt, resource, mode LIMIT ?"
@@ -262,8 +274,20 @@ func buildStmts() [numStmts]string {
 
 	// Runs scan the primary key in id order (TEXT compares bytewise); the
 	// status filter skips rows of other statuses along the way.
-	s[sRuns] = "SELECT " + runsT.list() + " FROM runs WHERE id > ? ORDER BY id LIMIT ?"
-	s[sRunsStatus] = "SELECT " + runsT.list() + " FROM runs WHERE id > ? AND status = ? ORDER BY id LIMIT ?"
+	for v := 0; v < 4; v++ {
+		var where []string
+		if v&runsAfter != 0 {
+			where = append(where, "id > ?")
+		}
+		if v&runsStatus != 0 {
+			where = append(where, "status = ?")
+		}
+		q := "SELECT " + runsT.list() + " FROM runs"
+		if len(where) > 0 {
+			q += " WHERE " + strings.Join(where, " AND ")
+		}
+		s[sRuns+stmtID(v)] = q + " ORDER BY id LIMIT ?"
+	}
 
 	s[sRunIns] = runsT.insert()
 	s[sRunRep] = runsT.replace()

@@ -29,7 +29,7 @@ type readTx struct {
 	busy   bool
 	// img holds row images of a read-write transaction (image.go), touched
 	// the keys of the rows this transaction itself loaded or wrote.
-	img     map[rowKey]backend.Record
+	img     map[rowKey]image
 	touched []rowKey
 }
 
@@ -101,11 +101,12 @@ func (w *writer) rollback() {
 // re-raised after rollback. fn runs again only if a statement inside it hit
 // SQLITE_BUSY/LOCKED (which BEGIN IMMEDIATE in WAL mode should prevent).
 // After a call on tx fails with a storage or context error (anything but
-// ErrConflict, ErrNotFound, ErrUnsupported or a constraint violation) the
+// ErrConflict, ErrNotFound, ErrChanged or a constraint violation) the
 // transaction is dead: SQLite may already have rolled it back, so later
 // calls fail and Update rolls back and returns an error even if fn returns
-// nil. An Update that cannot get the lock while ctx (and WithBusyLimit) allow fails
-// with an error wrapping backend.ErrBusy and the last driver error.
+// nil. An Update that cannot get the lock while ctx (and WithBusyTimeout)
+// allow fails with an error wrapping backend.ErrBusy and the last driver
+// error.
 func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
 	if err := b.enter(); err != nil {
 		return err
@@ -137,9 +138,9 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			b.stats.busyFailures.Add(1)
 			return fmt.Errorf("sqlite: update: transient conflict after %d runs: %w: %w: %w", run+1, backend.ErrBusy, cerr, err)
 		}
-		if lim := b.cfg.busyLimit; lim > 0 && waited >= lim {
+		if lim := b.cfg.busyTimeout; lim > 0 && waited >= lim {
 			b.stats.busyFailures.Add(1)
-			return fmt.Errorf("sqlite: update: transient conflict after %d runs (busy limit %v): %w: %w", run+1, lim, backend.ErrBusy, err)
+			return fmt.Errorf("sqlite: update: transient conflict after %d runs (busy timeout %v): %w: %w", run+1, lim, backend.ErrBusy, err)
 		}
 		select {
 		case <-time.After(backoff(run)):

@@ -27,7 +27,7 @@ func TestUpdateErrorRollsBackAndIsReturnedAsIs(t *testing.T) {
 	ctx := context.Background()
 	myErr := errors.New("mine")
 	err := b.Update(ctx, func(tx backend.Tx) error {
-		require.NoError(t, tx.Apply(ctx, backend.Ins(backend.Run{ID: "r"})))
+		require.NoError(t, tx.Apply(ctx, insertRuns(backend.Run{ID: "r"})))
 		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{"r"}})
 		require.NoError(t, err)
 		require.Contains(t, f.Runs, "r") // own writes visible inside
@@ -36,7 +36,7 @@ func TestUpdateErrorRollsBackAndIsReturnedAsIs(t *testing.T) {
 	require.Same(t, myErr, err)
 	require.False(t, runExists(t, b, "r"))
 	// The writer is usable afterwards.
-	update(t, b, backend.Ins(backend.Run{ID: "r"}))
+	update(t, b, insertRuns(backend.Run{ID: "r"}))
 	require.True(t, runExists(t, b, "r"))
 }
 
@@ -46,7 +46,7 @@ func TestPanicInUpdateRollsBackAndRepanics(t *testing.T) {
 	ctx := context.Background()
 	require.PanicsWithValue(t, "boom", func() {
 		_ = b.Update(ctx, func(tx backend.Tx) error {
-			require.NoError(t, tx.Apply(ctx, backend.Ins(backend.Run{ID: "r"})))
+			require.NoError(t, tx.Apply(ctx, insertRuns(backend.Run{ID: "r"})))
 			panic("boom")
 		})
 	})
@@ -54,7 +54,7 @@ func TestPanicInUpdateRollsBackAndRepanics(t *testing.T) {
 	require.PanicsWithValue(t, "view boom", func() {
 		_ = b.View(ctx, func(backend.ReadTx) error { panic("view boom") })
 	})
-	update(t, b, backend.Ins(backend.Run{ID: "r"}))
+	update(t, b, insertRuns(backend.Run{ID: "r"}))
 	require.True(t, runExists(t, b, "r"))
 }
 
@@ -68,9 +68,9 @@ func TestViewErrorReturnedAsIs(t *testing.T) {
 func TestClosedStoreFailsWithErrClosed(t *testing.T) {
 	t.Parallel()
 	path := newPath(t)
-	b, err := Open(context.Background(), path, WithDurability(Relaxed))
+	b, err := Open(context.Background(), path, WithRelaxedDurability())
 	require.NoError(t, err)
-	update(t, b, backend.Ins(backend.Run{ID: "r"}))
+	update(t, b, insertRuns(backend.Run{ID: "r"}))
 	var kept backend.Tx
 	require.NoError(t, b.Update(context.Background(), func(tx backend.Tx) error { kept = tx; return nil }))
 	require.NoError(t, b.Close())
@@ -89,7 +89,7 @@ func TestClosedStoreFailsWithErrClosed(t *testing.T) {
 
 func TestCloseFailsUpdatesWaitingForTheWriter(t *testing.T) {
 	t.Parallel()
-	b, err := Open(context.Background(), newPath(t), WithDurability(Relaxed))
+	b, err := Open(context.Background(), newPath(t), WithRelaxedDurability())
 	require.NoError(t, err)
 	ctx := context.Background()
 	inside, release := make(chan struct{}), make(chan struct{})
@@ -123,32 +123,34 @@ func TestCancelledContext(t *testing.T) {
 	// transaction does not commit even if fn ignores the error.
 	bg := context.Background()
 	err = b.Update(bg, func(tx backend.Tx) error {
-		require.NoError(t, tx.Apply(bg, backend.Ins(backend.Run{ID: "a"})))
-		require.ErrorIs(t, tx.Apply(ctx, backend.Ins(backend.Run{ID: "b"})), context.Canceled)
+		require.NoError(t, tx.Apply(bg, insertRuns(backend.Run{ID: "a"})))
+		require.ErrorIs(t, tx.Apply(ctx, insertRuns(backend.Run{ID: "b"})), context.Canceled)
 		return nil
 	})
 	require.Error(t, err)
 	require.ErrorIs(t, err, context.Canceled)
 	require.False(t, runExists(t, b, "a"))
 	require.NoError(t, b.View(bg, func(r backend.ReadTx) error {
-		_, err := r.PendingActivations(ctx, backend.PendingQuery{Limit: 1})
+		_, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{Limit: 1})
 		require.ErrorIs(t, err, context.Canceled)
 		return nil
 	}))
-	update(t, b, backend.Ins(backend.Run{ID: "a"}))
+	update(t, b, insertRuns(backend.Run{ID: "a"}))
 }
 
 func TestViewReadsOneSnapshot(t *testing.T) {
 	t.Parallel()
 	b := newStore(t)
 	ctx := context.Background()
-	update(t, b, backend.Ins(backend.Run{ID: "x", Depth: 1}), backend.Ins(backend.Run{ID: "y", Depth: 1}))
+	update(t, b, insertRuns(backend.Run{ID: "x", Depth: 1}, backend.Run{ID: "y", Depth: 1}))
 	require.NoError(t, b.View(ctx, func(r backend.ReadTx) error {
 		x, err := backend.GetRun(ctx, r, "x")
 		require.NoError(t, err)
 		// A concurrent Update commits while the View is open.
-		update(t, b, backend.Rep(backend.Run{ID: "x", Depth: 2}), backend.Rep(backend.Run{ID: "y", Depth: 2}),
-			backend.Ins(backend.Run{ID: "z"}))
+		update(t, b, backend.Changes{
+			Replace: backend.Replaces{Runs: []backend.Run{{ID: "x", Depth: 2}, {ID: "y", Depth: 2}}},
+			Insert:  backend.Inserts{Runs: []backend.Run{{ID: "z"}}},
+		})
 		y, err := backend.GetRun(ctx, r, "y")
 		require.NoError(t, err)
 		require.Equal(t, int64(1), x.Depth)

@@ -1,15 +1,133 @@
 package sqlite
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/wfstore/wfstore/backend"
 	"modernc.org/sqlite"
 	sqlite3 "modernc.org/sqlite/lib"
 )
+
+// noStmt marks an operation a record kind does not accept. backend.Changes
+// has no slice for it, so no write ever uses it.
+const noStmt stmtID = -1
+
+// kind is how one record kind R, with primary key K, is stored. The write
+// path is generic over it: which operations a kind accepts is settled at
+// compile time by the shape of backend.Changes, so no write can name an
+// operation or a record type this adapter does not handle.
+type kind[R any, K comparable] struct {
+	// field names the kind's slices in backend.Changes ("Runs", ...).
+	field string
+	tb    *table
+	// ins, rep and del are the kind's write statements (noStmt when the
+	// kind has no such operation). rep also names the kind's row images.
+	ins, rep, del stmtID
+	key           func(*R) K
+	args          func(*R) []any // column values, in table column order
+	keyArgs       func(K) []any  // key column values
+	// clone returns a copy sharing no memory with its argument; nil for
+	// kinds without row images (those that cannot be replaced).
+	clone func(R) R
+}
+
+var (
+	runK = &kind[backend.Run, string]{
+		field: "Runs", tb: &runsT, ins: sRunIns, rep: sRunRep, del: noStmt,
+		key:     func(r *backend.Run) string { return r.ID },
+		args:    runArgs,
+		keyArgs: func(id string) []any { return []any{id} },
+		clone:   cloneRun,
+	}
+	linkK = &kind[backend.RunLink, string]{
+		field: "Links", tb: &linksT, ins: sLinkIns, rep: noStmt, del: noStmt,
+		key:     func(l *backend.RunLink) string { return l.ChildRunID },
+		args:    linkArgs,
+		keyArgs: func(id string) []any { return []any{id} },
+	}
+	activationK = &kind[backend.Activation, backend.ActivationKey]{
+		field: "Activations", tb: &activationsT, ins: sActIns, rep: sActRep, del: noStmt,
+		key:     func(a *backend.Activation) backend.ActivationKey { return a.Key },
+		args:    activationArgs,
+		keyArgs: activationKeyArgs,
+		clone:   cloneActivation,
+	}
+	groupK = &kind[backend.FanOutGroup, backend.ActivationKey]{
+		field: "Groups", tb: &groupsT, ins: sGroupIns, rep: sGroupRep, del: noStmt,
+		key:     func(g *backend.FanOutGroup) backend.ActivationKey { return g.Controller },
+		args:    groupArgs,
+		keyArgs: activationKeyArgs,
+		clone:   identity[backend.FanOutGroup],
+	}
+	attemptK = &kind[backend.Attempt, backend.AttemptKey]{
+		field: "Attempts", tb: &attemptsT, ins: sAttIns, rep: sAttRep, del: sAttDel,
+		key:  func(a *backend.Attempt) backend.AttemptKey { return a.Key },
+		args: attemptArgs,
+		keyArgs: func(k backend.AttemptKey) []any {
+			return []any{k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt)}
+		},
+		clone: cloneAttempt,
+	}
+	leaseK = &kind[backend.Lease, backend.LeaseKey]{
+		field: "Leases", tb: &leasesT, ins: sLeaseIns, rep: sLeaseRep, del: sLeaseDel,
+		key:  func(l *backend.Lease) backend.LeaseKey { return l.Key },
+		args: leaseArgs,
+		keyArgs: func(k backend.LeaseKey) []any {
+			return []any{k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt), k.Resource, string(k.Mode)}
+		},
+		clone: identity[backend.Lease],
+	}
+	scheduleK = &kind[backend.RetrySchedule, backend.ActivationKey]{
+		field: "Schedules", tb: &schedulesT, ins: sSchedIns, rep: sSchedRep, del: sSchedDel,
+		key:     func(s *backend.RetrySchedule) backend.ActivationKey { return s.Key },
+		args:    scheduleArgs,
+		keyArgs: activationKeyArgs,
+		clone:   identity[backend.RetrySchedule],
+	}
+	eventK = &kind[backend.Event, backend.EventKey]{
+		field: "Events", tb: &eventsT, ins: sEventIns, rep: noStmt, del: sEventDel,
+		key:     func(e *backend.Event) backend.EventKey { return e.Key() },
+		args:    eventArgs,
+		keyArgs: func(k backend.EventKey) []any { return []any{k.RunID, k.Seq} },
+	}
+)
+
+func activationKeyArgs(k backend.ActivationKey) []any {
+	return []any{k.RunID, k.NodeID, k.ActivationID}
+}
+
+func identity[R any](r R) R { return r }
+
+func cloneRun(r backend.Run) backend.Run {
+	if r.Authority != nil {
+		a := *r.Authority
+		r.Authority = &a
+	}
+	r.Metadata = bytes.Clone(r.Metadata)
+	return r
+}
+
+// cloneActivation copies an activation; nil and empty slices stay as they
+// are (Expect tells them apart).
+func cloneActivation(a backend.Activation) backend.Activation {
+	a.Input, a.Output, a.RetryPolicy = bytes.Clone(a.Input), bytes.Clone(a.Output), bytes.Clone(a.RetryPolicy)
+	a.Claims, a.Predecessors = slices.Clone(a.Claims), slices.Clone(a.Predecessors)
+	if a.Group != nil {
+		g := *a.Group
+		a.Group = &g
+	}
+	return a
+}
+
+func cloneAttempt(a backend.Attempt) backend.Attempt {
+	a.Intent, a.Receipt, a.Detail = bytes.Clone(a.Intent), bytes.Clone(a.Receipt), bytes.Clone(a.Detail)
+	return a
+}
 
 // isUniqueViolation reports a duplicate primary key or unique field.
 func isUniqueViolation(err error) bool {
@@ -21,124 +139,177 @@ func isUniqueViolation(err error) bool {
 	return c == sqlite3.SQLITE_CONSTRAINT_PRIMARYKEY || c == sqlite3.SQLITE_CONSTRAINT_UNIQUE
 }
 
-// Apply implements backend.Tx: writes run in order; the first failure is
-// returned (ErrConflict, ErrNotFound, ErrUnsupported or a wrapped driver
-// error) and the writes before it stay applied until fn's error rolls the
-// transaction back.
-func (t *writeTx) Apply(ctx context.Context, writes ...backend.Write) error {
+// Apply implements backend.Tx in the order backend.Changes fixes: expects,
+// deletes (dependent records first), inserts, replaces, each slice in
+// slice order through one prepared statement. The first failure is
+// returned (wrapping ErrChanged, ErrConflict, ErrNotFound or the driver
+// error) and names its slice and index; the writes before it stay applied
+// until fn's error rolls the transaction back.
+func (t *writeTx) Apply(ctx context.Context, c backend.Changes) error {
 	if err := t.ready(ctx); err != nil {
 		return err
 	}
-	for i, w := range writes {
-		if err := t.apply(ctx, w); err != nil {
-			kind := "<nil>"
-			if w.Record != nil {
-				kind = w.Record.Kind()
-			}
-			return fmt.Errorf("sqlite: write %d (%s %s): %w", i, w.Op, kind, err)
-		}
-	}
-	return nil
+	a := &applier{ctx: ctx, t: t}
+	e, d, in, r := &c.Expect, &c.Delete, &c.Insert, &c.Replace
+
+	expectAll(a, runK, e.Runs)
+	expectAll(a, activationK, e.Activations)
+	expectAll(a, attemptK, e.Attempts)
+
+	deleteAll(a, eventK, d.Events)
+	deleteAll(a, scheduleK, d.Schedules)
+	deleteAll(a, leaseK, d.Leases)
+	deleteAll(a, attemptK, d.Attempts)
+
+	insertAll(a, runK, in.Runs)
+	insertAll(a, linkK, in.Links)
+	insertAll(a, activationK, in.Activations)
+	insertAll(a, groupK, in.Groups)
+	insertAll(a, attemptK, in.Attempts)
+	insertAll(a, leaseK, in.Leases)
+	insertAll(a, scheduleK, in.Schedules)
+	insertAll(a, eventK, in.Events)
+
+	replaceAll(a, runK, r.Runs)
+	replaceAll(a, activationK, r.Activations)
+	replaceAll(a, groupK, r.Groups)
+	replaceAll(a, attemptK, r.Attempts)
+	replaceAll(a, leaseK, r.Leases)
+	replaceAll(a, scheduleK, r.Schedules)
+	return a.err
 }
 
-func (t *writeTx) apply(ctx context.Context, w backend.Write) error {
-	if w.Op == backend.Expect {
-		if adapterMutated("expect-ignored") {
-			return nil // the mutant: an Expect never fails
-		}
-		if stored, ok := t.image(w.Record); ok {
-			if err := backend.CompareExpected(stored, w.Record); err != nil {
-				return err
-			}
-			t.remember(stored) // a passed Expect reads the row, as one without an image does
-			return nil
-		}
-		return backend.CheckExpected(ctx, t, w.Record)
-	}
-	var ins, rep, del stmtID = -1, -1, -1
-	var args []any
-	var nkey int
-	switch r := w.Record.(type) {
-	case backend.Run:
-		ins, rep, args, nkey = sRunIns, sRunRep, runArgs(&r), runsT.nkey
-	case backend.RunLink:
-		ins, args, nkey = sLinkIns, linkArgs(&r), linksT.nkey
-	case backend.Activation:
-		ins, rep, args, nkey = sActIns, sActRep, activationArgs(&r), activationsT.nkey
-	case backend.FanOutGroup:
-		ins, rep, args, nkey = sGroupIns, sGroupRep, groupArgs(&r), groupsT.nkey
-	case backend.Attempt:
-		ins, rep, del, args, nkey = sAttIns, sAttRep, sAttDel, attemptArgs(&r), attemptsT.nkey
-	case backend.Lease:
-		ins, rep, del, args, nkey = sLeaseIns, sLeaseRep, sLeaseDel, leaseArgs(&r), leasesT.nkey
-	case backend.RetrySchedule:
-		ins, rep, del, args, nkey = sSchedIns, sSchedRep, sSchedDel, scheduleArgs(&r), schedulesT.nkey
-	case backend.Event:
-		ins, del, args, nkey = sEventIns, sEventDel, eventArgs(&r), eventsT.nkey
-	default:
-		return fmt.Errorf("record type %T: %w", w.Record, backend.ErrUnsupported)
-	}
-	id := stmtID(-1)
-	switch w.Op {
-	case backend.Insert:
-		id = ins
-	case backend.Replace:
-		id = rep
-	case backend.Delete:
-		id, args = del, args[:nkey]
-	}
-	if id < 0 {
-		return backend.ErrUnsupported
-	}
-	if w.Op == backend.Replace {
-		return t.replace(ctx, w.Record, id, args)
-	}
-	s, err := t.stmt(ctx, id)
-	if err != nil {
-		return err
-	}
-	if err := t.exec(ctx, s, w.Op, args); err != nil {
-		return err
-	}
-	if w.Op == backend.Delete {
-		t.forget(w.Record)
-	} else {
-		t.remember(w.Record)
-	}
-	return nil
+// applier carries one Apply through its steps. Once a step has failed,
+// err holds its error and every later step does nothing.
+type applier struct {
+	ctx context.Context
+	t   *writeTx
+	err error
 }
 
-// replace updates only the columns that differ from the row's image, or
-// every column when there is none; it writes nothing when no column differs
-// (the image proves that the row exists).
-func (t *writeTx) replace(ctx context.Context, r backend.Record, id stmtID, args []any) error {
-	s, err := t.stmt(ctx, id)
+// failed records the error of element i of the slice op.field.
+func (a *applier) failed(op, field string, i int, err error) {
+	a.err = fmt.Errorf("sqlite: apply %s.%s[%d]: %w", op, field, i, err)
+}
+
+// stmt returns the statement for a slice, or records why there is none.
+func (a *applier) stmt(id stmtID, op, field string) *sql.Stmt {
+	s, err := a.t.stmt(a.ctx, id)
 	if err != nil {
-		return err
+		a.failed(op, field, 0, err)
 	}
-	if mask, ok := t.changed(r, args); ok {
+	return s
+}
+
+func expectAll[R backend.Expectable, K comparable](a *applier, kd *kind[R, K], recs []R) {
+	if a.err != nil {
+		return
+	}
+	for i := range recs {
+		if err := expectOne(a.ctx, a.t, kd, recs[i]); err != nil {
+			a.failed("Expect", kd.field, i, err)
+			return
+		}
+	}
+}
+
+// expectOne compares want with the row's image when the transaction has
+// one, and reads the row otherwise.
+func expectOne[R backend.Expectable, K comparable](ctx context.Context, t *writeTx, kd *kind[R, K], want R) error {
+	if adapterMutated("expect-ignored") {
+		return nil // the mutant: an Expect never fails
+	}
+	key := kd.key(&want)
+	if stored, ok := imageOf(&t.readTx, kd, key); ok {
+		if err := backend.CompareExpected(stored, want); err != nil {
+			return err
+		}
+		remember(&t.readTx, kd, key, stored) // a passed Expect reads the row, as one without an image does
+		return nil
+	}
+	return backend.CheckExpected(ctx, t, want)
+}
+
+func deleteAll[R any, K comparable](a *applier, kd *kind[R, K], keys []K) {
+	if a.err != nil || len(keys) == 0 {
+		return
+	}
+	s := a.stmt(kd.del, "Delete", kd.field)
+	if a.err != nil {
+		return
+	}
+	for i, k := range keys {
+		if err := a.t.exec(a.ctx, s, kd.keyArgs(k), backend.ErrNotFound); err != nil {
+			a.failed("Delete", kd.field, i, err)
+			return
+		}
+		forget(&a.t.readTx, kd, k)
+	}
+}
+
+func insertAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
+	if a.err != nil || len(recs) == 0 {
+		return
+	}
+	s := a.stmt(kd.ins, "Insert", kd.field)
+	if a.err != nil {
+		return
+	}
+	for i := range recs {
+		r := &recs[i]
+		if err := a.t.exec(a.ctx, s, kd.args(r), backend.ErrConflict); err != nil {
+			a.failed("Insert", kd.field, i, err)
+			return
+		}
+		remember(&a.t.readTx, kd, kd.key(r), *r)
+	}
+}
+
+func replaceAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
+	if a.err != nil || len(recs) == 0 {
+		return
+	}
+	s := a.stmt(kd.rep, "Replace", kd.field)
+	if a.err != nil {
+		return
+	}
+	for i := range recs {
+		if err := replaceOne(a.ctx, a.t, kd, s, &recs[i]); err != nil {
+			a.failed("Replace", kd.field, i, err)
+			return
+		}
+	}
+}
+
+// replaceOne updates only the columns that differ from the row's image, or
+// every column (through s) when there is none; it writes nothing when no
+// column differs (the image proves that the row exists).
+func replaceOne[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[R, K], s *sql.Stmt, r *R) error {
+	key, args := kd.key(r), kd.args(r)
+	if mask, ok := changedColumns(&t.readTx, kd, key, args); ok {
 		if mask == 0 {
-			t.remember(r)
+			remember(&t.readTx, kd, key, *r)
 			return nil
 		}
-		_, tb, _ := rowOf(r)
-		ps, err := t.w.partialStmt(ctx, id, tb, mask)
+		ps, err := t.w.partialStmt(ctx, kd.rep, kd.tb, mask)
 		if err != nil {
 			return t.fail(fmt.Errorf("prepare partial update: %w", err))
 		}
 		if ps != nil {
-			s, args = ps, partialArgs(tb, mask, args)
+			s, args = ps, partialArgs(kd.tb, mask, args)
 		}
 	}
-	if err := t.exec(ctx, s, backend.Replace, args); err != nil {
+	if err := t.exec(ctx, s, args, backend.ErrNotFound); err != nil {
 		return err
 	}
-	t.remember(r)
+	remember(&t.readTx, kd, key, *r)
 	return nil
 }
 
-// exec runs one write and maps its outcome.
-func (t *writeTx) exec(ctx context.Context, s *sql.Stmt, op backend.Op, args []any) error {
+// exec runs one write; none is the error when it affects no row
+// (ErrConflict for an insert, which does nothing on a conflict, and
+// ErrNotFound for a replace or delete).
+func (t *writeTx) exec(ctx context.Context, s *sql.Stmt, args []any, none error) error {
 	res, err := s.ExecContext(ctx, args...)
 	if err != nil {
 		if isUniqueViolation(err) {
@@ -151,10 +322,7 @@ func (t *writeTx) exec(ctx context.Context, s *sql.Stmt, op backend.Op, args []a
 		return t.fail(err)
 	}
 	if n == 0 {
-		if op == backend.Insert {
-			return backend.ErrConflict
-		}
-		return backend.ErrNotFound
+		return none
 	}
 	return nil
 }

@@ -73,7 +73,7 @@ func allowanceIn(ctx context.Context, r backend.ReadTx, run backend.Run) (Allowa
 	if out.RunCap <= 0 || out.RootCap <= 0 {
 		return out, stateErr(ErrConflict, "execution allowance cap must be positive")
 	}
-	c, err := r.CountAttempts(ctx, run.ID, int(min(out.RunCap, b+1)))
+	c, err := r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: run.ID, Limit: int(min(out.RunCap, b+1))})
 	if err != nil {
 		return out, err
 	}
@@ -98,7 +98,7 @@ func allowanceIn(ctx context.Context, r backend.ReadTx, run backend.Run) (Allowa
 			break
 		}
 		limit := min(out.RootCap-consumed, b+1-consumed)
-		n, err := r.CountAttempts(ctx, id, int(limit))
+		n, err := r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: id, Limit: int(limit)})
 		if err != nil {
 			return out, err
 		}

@@ -108,6 +108,6 @@ func reindexDescendants(ctx context.Context, tx backend.Tx, w *batch, root strin
 			return nil
 		}
 		last := links[len(links)-1]
-		q.AfterCreatedMS, q.AfterChildID = last.CreatedMS, last.ChildRunID
+		q.After = backend.ChildRunCursor{CreatedMS: last.CreatedMS, ChildRunID: last.ChildRunID}
 	}
 }

@@ -1,17 +1,47 @@
 package workflow
 
 import (
+	"context"
+	"fmt"
+
 	"github.com/wfstore/wfstore/backend"
 )
 
-// batch collects the writes of one transaction, applied in order at the end.
+// batch collects the writes one transaction decides, in decision order, and
+// turns them into one backend.Changes when the transaction applies them.
+// Decision order may touch a record several times (insert then replace, or
+// replace then delete); changes coalesces each record's operations into the
+// one its final state needs, so the fixed apply order of Changes gives the
+// state the decisions describe.
 type batch struct {
-	writes []backend.Write
+	log []entry
 }
 
-func (b *batch) insert(r backend.Record)  { b.writes = append(b.writes, backend.Ins(r)) }
-func (b *batch) replace(r backend.Record) { b.writes = append(b.writes, backend.Rep(r)) }
-func (b *batch) delete(r backend.Record)  { b.writes = append(b.writes, backend.Del(r)) }
+type writeOp uint8
+
+const (
+	opInsert writeOp = iota + 1
+	opReplace
+	opDelete
+)
+
+type entry struct {
+	op  writeOp
+	rec any // a backend record value
+}
+
+func (b *batch) insert(r any)  { b.log = append(b.log, entry{opInsert, r}) }
+func (b *batch) replace(r any) { b.log = append(b.log, entry{opReplace, r}) }
+func (b *batch) delete(r any)  { b.log = append(b.log, entry{opDelete, r}) }
+
+// empty reports whether no write has been decided since the last apply.
+func (b *batch) empty() bool { return len(b.log) == 0 }
+
+// mark returns a position that truncate returns the batch to.
+func (b *batch) mark() int { return len(b.log) }
+
+// truncate drops every write decided after mark m.
+func (b *batch) truncate(m int) { b.log = b.log[:m] }
 
 // event appends an event to run (advancing its sequence); the caller
 // replaces the run record afterwards.
@@ -24,4 +54,158 @@ func (b *batch) event(run *backend.Run, typ string, payload any, atMS int64) {
 		Payload:   MustCanonical(payload),
 		CreatedMS: atMS,
 	})
+}
+
+// recordKey identifies one record across kinds.
+type recordKey struct {
+	kind string
+	key  any
+}
+
+func keyOf(rec any) recordKey {
+	switch r := rec.(type) {
+	case backend.Run:
+		return recordKey{"run", r.ID}
+	case backend.RunLink:
+		return recordKey{"link", r.ChildRunID}
+	case backend.Activation:
+		return recordKey{"activation", r.Key}
+	case backend.FanOutGroup:
+		return recordKey{"group", r.Controller}
+	case backend.Attempt:
+		return recordKey{"attempt", r.Key}
+	case backend.Lease:
+		return recordKey{"lease", r.Key}
+	case backend.RetrySchedule:
+		return recordKey{"schedule", r.Key}
+	case backend.Event:
+		return recordKey{"event", r.Key()}
+	}
+	panic(fmt.Sprintf("workflow: %T is not a backend record", rec))
+}
+
+// pending is the coalesced fate of one record.
+type pending struct {
+	deleted  bool // the stored record is deleted first
+	inserted bool // a new record is inserted (after any delete)
+	replaced bool // the stored record is replaced
+	rec      any
+}
+
+// changes coalesces the log into one Changes. Per record: insert then
+// replace is an insert of the final value, insert then delete is nothing,
+// replace then delete is a delete, and delete then insert stays both (the
+// apply order deletes first).
+func (b *batch) changes() backend.Changes {
+	var order []recordKey
+	fate := make(map[recordKey]*pending, len(b.log))
+	for _, e := range b.log {
+		k := keyOf(e.rec)
+		p, ok := fate[k]
+		if !ok {
+			p = &pending{}
+			fate[k] = p
+			order = append(order, k)
+		}
+		switch e.op {
+		case opInsert:
+			p.inserted, p.replaced, p.rec = true, false, e.rec
+		case opReplace:
+			if p.inserted {
+				p.rec = e.rec
+			} else {
+				p.replaced, p.rec = true, e.rec
+			}
+		case opDelete:
+			if p.inserted {
+				p.inserted, p.rec = false, nil
+			} else {
+				p.replaced, p.deleted, p.rec = false, true, e.rec
+			}
+		}
+	}
+	var c backend.Changes
+	for _, k := range order {
+		p := fate[k]
+		if p.deleted {
+			addDelete(&c, p.rec, k)
+		}
+		switch {
+		case p.inserted:
+			addInsert(&c, p.rec)
+		case p.replaced:
+			addReplace(&c, p.rec)
+		}
+	}
+	return c
+}
+
+func addInsert(c *backend.Changes, rec any) {
+	in := &c.Insert
+	switch r := rec.(type) {
+	case backend.Run:
+		in.Runs = append(in.Runs, r)
+	case backend.RunLink:
+		in.Links = append(in.Links, r)
+	case backend.Activation:
+		in.Activations = append(in.Activations, r)
+	case backend.FanOutGroup:
+		in.Groups = append(in.Groups, r)
+	case backend.Attempt:
+		in.Attempts = append(in.Attempts, r)
+	case backend.Lease:
+		in.Leases = append(in.Leases, r)
+	case backend.RetrySchedule:
+		in.Schedules = append(in.Schedules, r)
+	case backend.Event:
+		in.Events = append(in.Events, r)
+	default:
+		panic(fmt.Sprintf("workflow: insert of %T", rec))
+	}
+}
+
+func addReplace(c *backend.Changes, rec any) {
+	rp := &c.Replace
+	switch r := rec.(type) {
+	case backend.Run:
+		rp.Runs = append(rp.Runs, r)
+	case backend.Activation:
+		rp.Activations = append(rp.Activations, r)
+	case backend.FanOutGroup:
+		rp.Groups = append(rp.Groups, r)
+	case backend.Attempt:
+		rp.Attempts = append(rp.Attempts, r)
+	case backend.Lease:
+		rp.Leases = append(rp.Leases, r)
+	case backend.RetrySchedule:
+		rp.Schedules = append(rp.Schedules, r)
+	default:
+		panic(fmt.Sprintf("workflow: replace of %T", rec))
+	}
+}
+
+func addDelete(c *backend.Changes, rec any, k recordKey) {
+	d := &c.Delete
+	switch r := rec.(type) {
+	case backend.Attempt:
+		d.Attempts = append(d.Attempts, r.Key)
+	case backend.Lease:
+		d.Leases = append(d.Leases, r.Key)
+	case backend.RetrySchedule:
+		d.Schedules = append(d.Schedules, r.Key)
+	case backend.Event:
+		d.Events = append(d.Events, r.Key())
+	default:
+		panic(fmt.Sprintf("workflow: delete of %s %v", k.kind, k.key))
+	}
+}
+
+// apply applies and clears the batch's pending writes.
+func (b *batch) apply(ctx context.Context, tx backend.Tx) error {
+	if b.empty() {
+		return nil
+	}
+	c := b.changes()
+	b.log = b.log[:0]
+	return tx.Apply(ctx, c)
 }

@@ -326,11 +326,11 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 		wrap := start != (pendingPos{}) // the scan may wrap to the beginning
 		inWrap := false
 		skipped := map[string]bool{} // runs whose remaining activations are passed over
-		q := backend.PendingQuery{RunID: runID, After: start.after, AfterRun: start.afterRun}
+		q := backend.AdmissibleQuery{RunID: runID, After: start.after, AfterRun: start.afterRun}
 	scan:
 		for planned < limit && rowsLeft > 0 {
 			q.Limit = min(limit-planned, rowsLeft)
-			page, err := r.PendingActivations(ctx, q)
+			page, err := r.AdmissibleActivations(ctx, q)
 			if err != nil {
 				return err
 			}
@@ -385,7 +385,7 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 				// The end of the index: go on from its beginning up to
 				// where this pass began.
 				inWrap = true
-				q = backend.PendingQuery{RunID: runID}
+				q = backend.AdmissibleQuery{RunID: runID}
 				continue
 			}
 			q.After, q.AfterRun = pos.after, pos.afterRun

@@ -79,7 +79,7 @@ func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck,
 		return nil
 	}
 	if kn != nil {
-		done, err := s.decideKnown(ctx, []backend.Record{kn.run, kn.act, kn.att}, func(tx backend.Tx, w *batch) error {
+		done, err := s.decideKnown(ctx, kn.expected(), func(tx backend.Tx, w *batch) error {
 			return decide(tx, w, kn.run, kn.act, kn.att, true)
 		})
 		if done || err != nil {

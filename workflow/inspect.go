@@ -24,7 +24,7 @@ func (s *Store) Events(ctx context.Context, runID string, afterSeq int64, limit 
 	var out []Event
 	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
-		out, err = r.Events(ctx, backend.EventQuery{RunID: runID, AfterSeq: afterSeq, Limit: limit})
+		out, err = r.Events(ctx, backend.EventQuery{RunID: runID, After: afterSeq, Limit: limit})
 		return err
 	})
 	return out, err
@@ -62,7 +62,7 @@ func (s *Store) Attempts(ctx context.Context, p AttemptPage) ([]Attempt, error) 
 	p.Limit = limit
 	q := backend.AttemptQuery{RunID: p.RunID, Status: p.Status, Descending: p.Descending, Limit: p.Limit}
 	if p.After != nil {
-		q.After = &backend.AttemptCursor{PreparedMS: p.After.PreparedMS, Identity: p.After.Identity}
+		q.After = backend.AttemptCursor{PreparedMS: p.After.PreparedMS, Identity: p.After.Identity}
 	}
 	var out []Attempt
 	err = s.view(ctx, func(r backend.ReadTx) error {
@@ -188,7 +188,7 @@ func (s *Store) RunSummary(ctx context.Context, runID string) (RunSummary, error
 		for _, a := range atts[:min(len(atts), b)] {
 			out.Attempts[a.Status]++
 		}
-		leases, err := r.ActiveLeases(ctx, backend.LeaseQuery{RunID: runID, Limit: b + 1})
+		leases, err := r.Leases(ctx, backend.LeaseQuery{RunID: runID, Limit: b + 1})
 		if err != nil {
 			return err
 		}

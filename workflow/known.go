@@ -22,6 +22,15 @@ type known struct {
 	att backend.Attempt
 }
 
+// expected returns every known record, for an Expect.
+func (k known) expected() backend.Expected {
+	return backend.Expected{
+		Runs:        []backend.Run{k.run},
+		Activations: []backend.Activation{k.act},
+		Attempts:    []backend.Attempt{k.att},
+	}
+}
+
 // errReread makes a step decided on known records read them instead.
 var errReread = errors.New("workflow: decide again on records read now")
 
@@ -31,19 +40,15 @@ var errReread = errors.New("workflow: decide again on records read now")
 // caller reads them and decides again. A step whose decision on known
 // records fails or writes nothing is always decided again on read records,
 // so that every refusal is made on the state as it is.
-func (s *Store) decideKnown(ctx context.Context, records []backend.Record, decide func(tx backend.Tx, w *batch) error) (bool, error) {
+func (s *Store) decideKnown(ctx context.Context, exp backend.Expected, decide func(tx backend.Tx, w *batch) error) (bool, error) {
 	err := s.update(ctx, func(tx backend.Tx, w *batch) error {
-		exp := make([]backend.Write, len(records))
-		for i, r := range records {
-			exp[i] = backend.Exp(r)
-		}
 		if mutated("known-unchecked") {
-			exp = nil
+			exp = backend.Expected{}
 		}
-		if err := tx.Apply(ctx, exp...); err != nil {
+		if err := tx.Apply(ctx, backend.Changes{Expect: exp}); err != nil {
 			return err
 		}
-		if err := decide(tx, w); err != nil || len(w.writes) == 0 {
+		if err := decide(tx, w); err != nil || w.empty() {
 			return errReread
 		}
 		return nil

@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/internal/memstore"
+	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -54,13 +54,10 @@ func (t *countingTx) Load(ctx context.Context, l backend.Lookup) (backend.Found,
 	return t.Tx.Load(ctx, l)
 }
 
-func (t *countingTx) Apply(ctx context.Context, ws ...backend.Write) error {
-	for _, w := range ws {
-		if w.Op == backend.Expect {
-			t.n.expects++
-		}
-	}
-	return t.Tx.Apply(ctx, ws...)
+func (t *countingTx) Apply(ctx context.Context, c backend.Changes) error {
+	e := c.Expect
+	t.n.expects += len(e.Runs) + len(e.Activations) + len(e.Attempts)
+	return t.Tx.Apply(ctx, c)
 }
 
 type acceptOwner struct{}
@@ -76,13 +73,12 @@ func (acceptOwner) Dispatch(context.Context, workflow.PreparedDispatch) (json.Ra
 func newCounted(t *testing.T) (*workflow.Store, *loadCounter, time.Time) {
 	t.Helper()
 	ctx := context.Background()
-	b, err := memstore.Open(ctx, memstore.NewLocator())
-	require.NoError(t, err)
+	b := memstore.New()
 	t.Cleanup(func() { b.Close() })
 	c := &loadCounter{Backend: b}
 	s := workflow.New(c)
 	now := time.UnixMilli(1_700_000_000_000)
-	_, err = s.CreateRun(ctx, workflow.NewRun{ID: "run", Limits: workflow.RunLimits{NodeExecutionCap: 10, ConcurrencyCap: 10, CycleCap: 10, RetryCap: workflow.RetryCap(1)}}, now)
+	_, err := s.CreateRun(ctx, workflow.NewRun{ID: "run", Limits: workflow.RunLimits{NodeExecutionCap: 10, ConcurrencyCap: 10, CycleCap: 10, RetryCap: workflow.RetryCap(1)}}, now)
 	require.NoError(t, err)
 	for _, a := range []string{"a1", "a2"} {
 		_, err = s.AddActivation(ctx, workflow.NewActivation{Key: workflow.ActivationKey{RunID: "run", NodeID: "node-" + a, ActivationID: a}, Input: json.RawMessage(`{}`)}, now)

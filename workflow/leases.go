@@ -83,7 +83,7 @@ func (s *Store) ActiveLeases(ctx context.Context, runID string, limit int) ([]Le
 	var out []Lease
 	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
-		out, err = r.ActiveLeases(ctx, backend.LeaseQuery{RunID: runID, Limit: limit})
+		out, err = r.Leases(ctx, backend.LeaseQuery{RunID: runID, Limit: limit})
 		return err
 	})
 	return out, err

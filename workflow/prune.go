@@ -324,7 +324,7 @@ func pruneTreeSettled(ctx context.Context, r backend.ReadTx, run backend.Run) er
 			return nil
 		}
 		last := links[len(links)-1]
-		q.AfterCreatedMS, q.AfterChildID = last.CreatedMS, last.ChildRunID
+		q.After = backend.ChildRunCursor{CreatedMS: last.CreatedMS, ChildRunID: last.ChildRunID}
 		ids = ids[:0]
 	}
 }
@@ -423,11 +423,10 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 			}
 			if attDone && budget > 0 {
 				// Unreleased leases not named by their activation's claims.
-				if err := tx.Apply(ctx, w.writes...); err != nil {
+				if err := w.apply(ctx, tx); err != nil {
 					return err
 				}
-				w.writes = w.writes[:0]
-				ls, err := tx.ActiveLeases(ctx, backend.LeaseQuery{RunID: runID, Limit: budget})
+				ls, err := tx.Leases(ctx, backend.LeaseQuery{RunID: runID, Limit: budget})
 				if err != nil {
 					return err
 				}
@@ -467,7 +466,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				}}, at)
 				w.replace(run)
 			}
-			if len(w.writes) == 0 && c.Total() == 0 {
+			if w.empty() && c.Total() == 0 {
 				return errNoop
 			}
 			wrote = true
@@ -537,11 +536,11 @@ func (s *Store) pruneCount(ctx context.Context, runID string) (c PruneCounts, al
 				break
 			}
 			last := atts[len(atts)-1]
-			tq.After = &backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+			tq.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
 		}
 		lq := backend.LeaseQuery{RunID: runID, Limit: page}
 		for {
-			ls, err := r.ActiveLeases(ctx, lq)
+			ls, err := r.Leases(ctx, lq)
 			if err != nil {
 				return err
 			}
@@ -552,7 +551,7 @@ func (s *Store) pruneCount(ctx context.Context, runID string) (c PruneCounts, al
 				break
 			}
 			k := ls[len(ls)-1].Key
-			lq.After = &k
+			lq.After = k
 		}
 		c.Leases = len(counted)
 		eq := backend.EventQuery{RunID: runID, Limit: page}
@@ -571,7 +570,7 @@ func (s *Store) pruneCount(ctx context.Context, runID string) (c PruneCounts, al
 			if len(evs) < page {
 				break
 			}
-			eq.AfterSeq = evs[len(evs)-1].Seq
+			eq.After = evs[len(evs)-1].Seq
 		}
 		alreadyPruned = alreadyPruned && c.Total() == 0
 		return nil

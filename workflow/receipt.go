@@ -78,7 +78,7 @@ func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity strin
 			}
 			att.Status = backend.AttemptAdmitted
 			run.ActiveCount++
-			if err := tx.Apply(ctx, backend.Rep(att)); err != nil {
+			if err := tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{att}}}); err != nil {
 				return err
 			}
 			if err := settleRepairState(ctx, tx, w, &run, at); err != nil {
@@ -99,7 +99,7 @@ func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity strin
 		return nil
 	}
 	if kn != nil {
-		done, err := s.decideKnown(ctx, []backend.Record{kn.run, kn.att}, func(tx backend.Tx, w *batch) error {
+		done, err := s.decideKnown(ctx, backend.Expected{Runs: []backend.Run{kn.run}, Attempts: []backend.Attempt{kn.att}}, func(tx backend.Tx, w *batch) error {
 			return decide(tx, w, kn.run, kn.att, true)
 		})
 		if done || err != nil {

@@ -133,11 +133,11 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 			if opts.Authority == nil && !mutated("receipt-pass-skips-snapshot") {
 				c = authorityCheck{mode: authSnapshot, want: runs[p.att.Key.RunID].Authority, what: "receipt-backed reconciliation"}
 			}
-			mark := len(w.writes)
+			mark := w.mark()
 			res, err := applyObservation(ctx, tx, w, p.att.Identity, p.obs, p.v, c, at)
 			switch {
 			case err == errNoop:
-				w.writes = w.writes[:mark]
+				w.truncate(mark)
 			case err != nil:
 				return err
 			}
@@ -184,7 +184,7 @@ func (s *Store) receiptBacked(ctx context.Context, runID string, limit int) ([]A
 					break
 				}
 				last := page[len(page)-1]
-				q.After = &backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+				q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
 			}
 		}
 		slices.SortFunc(out, func(a, b Attempt) int {

@@ -144,7 +144,7 @@ func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backen
 	if err := flush(ctx, tx, w); err != nil {
 		return err
 	}
-	if p, err := tx.PendingActivations(ctx, backend.PendingQuery{RunID: run.ID, Limit: 1}); err != nil || len(p) > 0 {
+	if p, err := tx.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: run.ID, Limit: 1}); err != nil || len(p) > 0 {
 		return err
 	}
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
@@ -237,7 +237,7 @@ func treeLinks(ctx context.Context, tx backend.Tx, w *batch, rootID string) ([]b
 			return out, nil
 		}
 		last := links[len(links)-1]
-		q.AfterCreatedMS, q.AfterChildID = last.CreatedMS, last.ChildRunID
+		q.After = backend.ChildRunCursor{CreatedMS: last.CreatedMS, ChildRunID: last.ChildRunID}
 	}
 }
 
@@ -296,12 +296,7 @@ func hasAttemptIn(ctx context.Context, tx backend.Tx, w *batch, runID string, st
 
 // flush applies the batch's pending writes so later scans see them.
 func flush(ctx context.Context, tx backend.Tx, w *batch) error {
-	if len(w.writes) == 0 {
-		return nil
-	}
-	err := tx.Apply(ctx, w.writes...)
-	w.writes = w.writes[:0]
-	return err
+	return w.apply(ctx, tx)
 }
 
 // settleRepairState returns a repair_required run to running once no

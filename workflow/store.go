@@ -38,10 +38,7 @@ func (s *Store) update(ctx context.Context, fn func(tx backend.Tx, w *batch) err
 		if err := fn(tx, w); err != nil {
 			return err
 		}
-		if len(w.writes) == 0 {
-			return nil
-		}
-		return tx.Apply(ctx, w.writes...)
+		return w.apply(ctx, tx)
 	})
 }
 

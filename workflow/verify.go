@@ -248,7 +248,7 @@ func (v *verifier) run(ctx context.Context, r backend.ReadTx, run backend.Run) e
 			return err
 		}
 		for _, a := range page {
-			tq.After = &backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}
+			tq.After = backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}
 			attempts[a.Key] = a
 			attemptCount++
 			if isActive(a.Status) {
@@ -327,7 +327,7 @@ func (v *verifier) run(ctx context.Context, r backend.ReadTx, run backend.Run) e
 	if run.ActiveCount != activeCount {
 		v.add(CheckRunCounters, id, "ActiveCount", "is %d, the run has %d active attempts", run.ActiveCount, activeCount)
 	}
-	later, err := r.Events(ctx, backend.EventQuery{RunID: id, AfterSeq: run.LastEventSeq, Limit: 1})
+	later, err := r.Events(ctx, backend.EventQuery{RunID: id, After: run.LastEventSeq, Limit: 1})
 	if err != nil {
 		return err
 	}
@@ -342,13 +342,13 @@ func (v *verifier) run(ctx context.Context, r backend.ReadTx, run backend.Run) e
 	// Unreleased leases.
 	lq := backend.LeaseQuery{RunID: id, Limit: v.page}
 	for {
-		page, err := r.ActiveLeases(ctx, lq)
+		page, err := r.Leases(ctx, lq)
 		if err != nil {
 			return err
 		}
 		for _, l := range page {
 			k := l.Key
-			lq.After = &k
+			lq.After = k
 			subject := fmt.Sprintf("lease %q/%q#%d %q %s", k.NodeID, k.ActivationID, k.Attempt, k.Resource, k.Mode)
 			att, ok := attempts[k.AttemptKey]
 			switch {
@@ -417,7 +417,7 @@ func (v *verifier) tree(ctx context.Context, r backend.ReadTx, root backend.Run)
 		}
 		ids := make([]string, 0, len(page))
 		for _, l := range page {
-			q.AfterCreatedMS, q.AfterChildID = l.CreatedMS, l.ChildRunID
+			q.After = backend.ChildRunCursor{CreatedMS: l.CreatedMS, ChildRunID: l.ChildRunID}
 			ids = append(ids, l.ChildRunID)
 		}
 		links += int64(len(page))
@@ -455,7 +455,7 @@ func prunedRun(ctx context.Context, r backend.ReadTx, run backend.Run) (bool, er
 	if run.LastEventSeq == 0 {
 		return false, nil
 	}
-	last, err := r.Events(ctx, backend.EventQuery{RunID: run.ID, AfterSeq: run.LastEventSeq - 1, Limit: 1})
+	last, err := r.Events(ctx, backend.EventQuery{RunID: run.ID, After: run.LastEventSeq - 1, Limit: 1})
 	if err != nil {
 		return false, err
 	}

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/internal/memstore"
+	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -24,15 +24,12 @@ import (
 func verifyFixture(t *testing.T) (context.Context, backend.Backend, *workflow.Store) {
 	t.Helper()
 	ctx := context.Background()
-	loc := memstore.NewLocator()
-	t.Cleanup(func() { memstore.Drop(loc) })
-	b, err := memstore.Open(ctx, loc)
-	require.NoError(t, err)
+	b := memstore.New()
 	t.Cleanup(func() { b.Close() })
 	s := workflow.New(b)
 	now := time.UnixMilli(1_700_000_000_000)
 	for _, id := range []string{"r", "rf", "r2"} {
-		_, err = s.CreateRun(ctx, workflow.NewRun{ID: id}, now)
+		_, err := s.CreateRun(ctx, workflow.NewRun{ID: id}, now)
 		require.NoError(t, err)
 	}
 	key := func(act string) workflow.ActivationKey {
@@ -88,7 +85,7 @@ func storeDigest(t *testing.T, ctx context.Context, b backend.Backend) string {
 			if err != nil {
 				return err
 			}
-			leases, err := r.ActiveLeases(ctx, backend.LeaseQuery{RunID: run.ID, IncludeReleased: true, Limit: 1000})
+			leases, err := r.Leases(ctx, backend.LeaseQuery{RunID: run.ID, IncludeReleased: true, Limit: 1000})
 			if err != nil {
 				return err
 			}
@@ -117,10 +114,10 @@ func atkey(act string, n uint32) backend.AttemptKey {
 }
 
 // corrupt rewrites records of the fixture through one backend transaction.
-func corrupt(t *testing.T, ctx context.Context, b backend.Backend, fn func(r backend.ReadTx) []backend.Write) {
+func corrupt(t *testing.T, ctx context.Context, b backend.Backend, fn func(r backend.ReadTx) backend.Changes) {
 	t.Helper()
 	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
-		return tx.Apply(ctx, fn(tx)...)
+		return tx.Apply(ctx, fn(tx))
 	}))
 }
 
@@ -166,10 +163,10 @@ func TestVerifyReportsEachCorruption(t *testing.T) {
 		run     string
 		check   workflow.VerifyCheck
 		subject string
-		fn      func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write
+		fn      func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes
 	}{
 		{"second_live_attempt", "r", workflow.CheckOneActiveAttempt, `activation "n"/"a1"`,
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				run := mustRun(t, ctx, r, "r")
 				run.AttemptCount++
 				run.ActiveCount++
@@ -180,97 +177,97 @@ func TestVerifyReportsEachCorruption(t *testing.T) {
 				att.Key.Attempt = 2
 				att.Identity = workflow.DispatchIdentity("r", "n", "a1", 2)
 				att.PreparedMS++
-				return []backend.Write{backend.Rep(run), backend.Rep(act), backend.Ins(att)}
+				return backend.Changes{Insert: backend.Inserts{Attempts: []backend.Attempt{att}}, Replace: backend.Replaces{Runs: []backend.Run{run}, Activations: []backend.Activation{act}}}
 			}},
 		{"activation_not_running", "r", workflow.CheckActivationStatus, `attempt "n"/"a1"#1`,
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				act := mustAct(t, ctx, r, akey("a1"))
 				act.Status = backend.ActivationPending
-				return []backend.Write{backend.Rep(act)}
+				return backend.Changes{Replace: backend.Replaces{Activations: []backend.Activation{act}}}
 			}},
 		{"running_without_live_attempt", "rf", workflow.CheckActivationStatus, `activation "n"/"a2"`,
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				act := mustAct(t, ctx, r, akey("a2"))
 				act.Status = backend.ActivationRunning
 				act.Admissible = false
-				return []backend.Write{backend.Rep(act)}
+				return backend.Changes{Replace: backend.Replaces{Activations: []backend.Activation{act}}}
 			}},
 		{"receipt_on_prepared", "r", workflow.CheckReceiptHandoff, `attempt "n"/"a4"#1`,
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				att := mustAttempt(t, ctx, r, atkey("a4", 1))
 				att.Receipt = []byte(`{"forged":true}`)
-				return []backend.Write{backend.Rep(att)}
+				return backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{att}}}
 			}},
 		{"active_count", "r", workflow.CheckRunCounters, "ActiveCount",
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				run := mustRun(t, ctx, r, "r")
 				run.ActiveCount++
-				return []backend.Write{backend.Rep(run)}
+				return backend.Changes{Replace: backend.Replaces{Runs: []backend.Run{run}}}
 			}},
 		{"attempt_count", "r", workflow.CheckRunCounters, "AttemptCount",
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				run := mustRun(t, ctx, r, "r")
 				run.AttemptCount-- // the tree count stays equal to the sum
 				run.TreeAttemptCount--
-				return []backend.Write{backend.Rep(run)}
+				return backend.Changes{Replace: backend.Replaces{Runs: []backend.Run{run}}}
 			}},
 		{"tree_attempt_count", "r", workflow.CheckRunCounters, "TreeAttemptCount",
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				run := mustRun(t, ctx, r, "r")
 				run.TreeAttemptCount++
-				return []backend.Write{backend.Rep(run)}
+				return backend.Changes{Replace: backend.Replaces{Runs: []backend.Run{run}}}
 			}},
 		{"descendant_count", "r", workflow.CheckRunCounters, "DescendantCount",
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				run := mustRun(t, ctx, r, "r")
 				run.DescendantCount = 3
-				return []backend.Write{backend.Rep(run)}
+				return backend.Changes{Replace: backend.Replaces{Runs: []backend.Run{run}}}
 			}},
 		{"last_event_seq", "r", workflow.CheckRunCounters, "LastEventSeq",
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				run := mustRun(t, ctx, r, "r")
 				run.LastEventSeq--
-				return []backend.Write{backend.Rep(run)}
+				return backend.Changes{Replace: backend.Replaces{Runs: []backend.Run{run}}}
 			}},
 		{"lease_of_failed_attempt", "rf", workflow.CheckLeaseHolder, `lease "n"/"a2"#1 "res" write`,
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
-				return []backend.Write{backend.Ins(backend.Lease{
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
+				return backend.Changes{Insert: backend.Inserts{Leases: []backend.Lease{{
 					Key:        backend.LeaseKey{AttemptKey: atkey("a2", 1), Resource: "res", Mode: backend.LeaseWrite},
 					AcquiredMS: 1_700_000_000_000,
-				})}
+				}}}}
 			}},
 		{"schedule_of_missing_attempt", "rf", workflow.CheckRetrySchedule, `schedule "n"/"a2"`,
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				f, err := r.Load(ctx, backend.Lookup{Schedules: []backend.ActivationKey{akey("a2")}})
 				require.NoError(t, err)
 				sc, ok := f.Schedules[akey("a2")]
 				require.True(t, ok, "the fixture has a schedule on a2")
 				sc.FailedAttempt = 2
-				return []backend.Write{backend.Rep(sc)}
+				return backend.Changes{Replace: backend.Replaces{Schedules: []backend.RetrySchedule{sc}}}
 			}},
 		{"schedule_of_succeeded_attempt", "rf", workflow.CheckRetrySchedule, `schedule "n"/"a2"`,
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				att := mustAttempt(t, ctx, r, atkey("a2", 1))
 				att.Status = backend.AttemptSucceeded
-				return []backend.Write{backend.Rep(att)}
+				return backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{att}}}
 			}},
 		{"admissible_running_activation", "r", workflow.CheckAdmissible, `activation "n"/"a1"`,
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				act := mustAct(t, ctx, r, akey("a1"))
 				act.Admissible = true
-				return []backend.Write{backend.Rep(act)}
+				return backend.Changes{Replace: backend.Replaces{Activations: []backend.Activation{act}}}
 			}},
 		{"admissible_waiting_activation", "r", workflow.CheckAdmissible, `activation "n"/"a3"`,
-			func(t *testing.T, ctx context.Context, r backend.ReadTx) []backend.Write {
+			func(t *testing.T, ctx context.Context, r backend.ReadTx) backend.Changes {
 				act := mustAct(t, ctx, r, akey("a3"))
 				act.Status = backend.ActivationWaiting
-				return []backend.Write{backend.Rep(act)}
+				return backend.Changes{Replace: backend.Replaces{Activations: []backend.Activation{act}}}
 			}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			ctx, b, s := verifyFixture(t)
-			corrupt(t, ctx, b, func(r backend.ReadTx) []backend.Write { return c.fn(t, ctx, r) })
+			corrupt(t, ctx, b, func(r backend.ReadTx) backend.Changes { return c.fn(t, ctx, r) })
 			before := storeDigest(t, ctx, b)
 			for _, opts := range []workflow.VerifyOptions{{}, {PageSize: 1}, {RunID: c.run}} {
 				rep, err := s.Verify(ctx, opts)
@@ -311,13 +308,13 @@ func TestVerifyReportsTheBackendsOwnCheck(t *testing.T) {
 
 func TestVerifyStopsAtMaxViolations(t *testing.T) {
 	ctx, b, s := verifyFixture(t)
-	corrupt(t, ctx, b, func(r backend.ReadTx) []backend.Write {
+	corrupt(t, ctx, b, func(r backend.ReadTx) backend.Changes {
 		run := mustRun(t, ctx, r, "r")
 		run.ActiveCount++
 		run.AttemptCount++
 		run2 := mustRun(t, ctx, r, "r2")
 		run2.AttemptCount++
-		return []backend.Write{backend.Rep(run), backend.Rep(run2)}
+		return backend.Changes{Replace: backend.Replaces{Runs: []backend.Run{run, run2}}}
 	})
 	rep, err := s.Verify(ctx, workflow.VerifyOptions{MaxViolations: 1})
 	require.NoError(t, err)

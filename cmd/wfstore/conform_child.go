@@ -46,7 +46,7 @@ func conformHarness(name, dsn string, relaxed bool) (conformance.Harness, error)
 	case "sqlite":
 		var opts []sqlite.Option
 		if relaxed {
-			opts = append(opts, sqlite.WithDurability(sqlite.Relaxed))
+			opts = append(opts, sqlite.WithRelaxedDurability())
 		}
 		return conformance.Harness{Name: "sqlite", New: file,
 			Open: func(ctx context.Context, loc string) (backend.Backend, error) { return sqlite.Open(ctx, loc, opts...) },
@@ -54,7 +54,7 @@ func conformHarness(name, dsn string, relaxed bool) (conformance.Harness, error)
 	case "bolt":
 		var opts []bolt.Option
 		if relaxed {
-			opts = append(opts, bolt.Relaxed())
+			opts = append(opts, bolt.WithRelaxedDurability())
 		}
 		return conformance.Harness{Name: "bolt", New: file,
 			Open: func(ctx context.Context, loc string) (backend.Backend, error) { return bolt.Open(ctx, loc, opts...) },

@@ -22,6 +22,57 @@ import (
 // import.
 const exportBatch = 500
 
+// record is a value of one of the backend record types.
+type record = any
+
+// kindOf names rec's kind in an export line.
+func kindOf(rec record) string {
+	switch rec.(type) {
+	case backend.Run:
+		return "run"
+	case backend.RunLink:
+		return "run_link"
+	case backend.Activation:
+		return "activation"
+	case backend.FanOutGroup:
+		return "fan_out_group"
+	case backend.Attempt:
+		return "attempt"
+	case backend.Lease:
+		return "lease"
+	case backend.RetrySchedule:
+		return "retry_schedule"
+	case backend.Event:
+		return "event"
+	}
+	panic(fmt.Sprintf("wfstore: %T is not a backend record", rec))
+}
+
+// addInsert adds an insert of rec to c.
+func addInsert(c *backend.Changes, rec record) {
+	in := &c.Insert
+	switch r := rec.(type) {
+	case backend.Run:
+		in.Runs = append(in.Runs, r)
+	case backend.RunLink:
+		in.Links = append(in.Links, r)
+	case backend.Activation:
+		in.Activations = append(in.Activations, r)
+	case backend.FanOutGroup:
+		in.Groups = append(in.Groups, r)
+	case backend.Attempt:
+		in.Attempts = append(in.Attempts, r)
+	case backend.Lease:
+		in.Leases = append(in.Leases, r)
+	case backend.RetrySchedule:
+		in.Schedules = append(in.Schedules, r)
+	case backend.Event:
+		in.Events = append(in.Events, r)
+	default:
+		panic(fmt.Sprintf("wfstore: %T is not a backend record", rec))
+	}
+}
+
 // exportLine is one line of an export stream: a record tagged with its
 // kind. Record holds the backend record's fields under their Go names;
 // byte fields are base64, so nil, empty and any bytes round-trip exactly.
@@ -34,7 +85,7 @@ type exportLine struct {
 // order (each run read in one snapshot, its records in the contract's scan
 // orders), calling emit for each. The order depends only on the stored
 // records, so two stores with the same records give the same sequence.
-func walkStore(ctx context.Context, b backend.Backend, emit func(backend.Record) error) error {
+func walkStore(ctx context.Context, b backend.Backend, emit func(record) error) error {
 	after := ""
 	for {
 		var runs []backend.Run
@@ -47,7 +98,7 @@ func walkStore(ctx context.Context, b backend.Backend, emit func(backend.Record)
 		}
 		for _, run := range runs {
 			after = run.ID
-			var recs []backend.Record
+			var recs []record
 			// One run's records are collected in one snapshot, then emitted.
 			if err := b.View(ctx, func(r backend.ReadTx) error {
 				recs = recs[:0]
@@ -89,7 +140,7 @@ func drain[T any](next func() ([]T, error), take func(T)) error {
 // runRecords appends every record of one run: the run, its activations
 // and fan-out groups, attempts, leases (released too), retry schedules,
 // events and, for a root, the links of its descendants.
-func runRecords(ctx context.Context, r backend.ReadTx, id string, out []backend.Record) ([]backend.Record, error) {
+func runRecords(ctx context.Context, r backend.ReadTx, id string, out []record) ([]record, error) {
 	run, err := backend.GetRun(ctx, r, id)
 	if errors.Is(err, backend.ErrNotFound) {
 		return out, nil
@@ -131,16 +182,15 @@ func runRecords(ctx context.Context, r backend.ReadTx, id string, out []backend.
 	tq := backend.AttemptQuery{RunID: id, Limit: exportBatch}
 	err = drain(func() ([]backend.Attempt, error) { return r.Attempts(ctx, tq) }, func(a backend.Attempt) {
 		out = append(out, a)
-		tq.After = &backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}
+		tq.After = backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}
 	})
 	if err != nil {
 		return out, err
 	}
 	lq := backend.LeaseQuery{RunID: id, IncludeReleased: true, Limit: exportBatch}
-	err = drain(func() ([]backend.Lease, error) { return r.ActiveLeases(ctx, lq) }, func(l backend.Lease) {
+	err = drain(func() ([]backend.Lease, error) { return r.Leases(ctx, lq) }, func(l backend.Lease) {
 		out = append(out, l)
-		k := l.Key
-		lq.After = &k
+		lq.After = l.Key
 	})
 	if err != nil {
 		return out, err
@@ -156,7 +206,7 @@ func runRecords(ctx context.Context, r backend.ReadTx, id string, out []backend.
 	eq := backend.EventQuery{RunID: id, Limit: exportBatch}
 	err = drain(func() ([]backend.Event, error) { return r.Events(ctx, eq) }, func(e backend.Event) {
 		out = append(out, e)
-		eq.AfterSeq = e.Seq
+		eq.After = e.Seq
 	})
 	if err != nil {
 		return out, err
@@ -164,7 +214,7 @@ func runRecords(ctx context.Context, r backend.ReadTx, id string, out []backend.
 	cq := backend.ChildRunQuery{RootRunID: id, Limit: exportBatch}
 	err = drain(func() ([]backend.RunLink, error) { return r.ChildRuns(ctx, cq) }, func(l backend.RunLink) {
 		out = append(out, l)
-		cq.AfterCreatedMS, cq.AfterChildID = l.CreatedMS, l.ChildRunID
+		cq.After = backend.ChildRunCursor{CreatedMS: l.CreatedMS, ChildRunID: l.ChildRunID}
 	})
 	if err != nil {
 		return out, err
@@ -173,21 +223,21 @@ func runRecords(ctx context.Context, r backend.ReadTx, id string, out []backend.
 }
 
 // encodeLine renders rec as one canonical export line (no newline).
-func encodeLine(rec backend.Record) ([]byte, error) {
+func encodeLine(rec record) ([]byte, error) {
 	raw, err := json.Marshal(rec)
 	if err != nil {
 		return nil, err
 	}
-	return json.Marshal(exportLine{Kind: rec.Kind(), Record: raw})
+	return json.Marshal(exportLine{Kind: kindOf(rec), Record: raw})
 }
 
 // decodeLine parses one export line into its record.
-func decodeLine(line []byte) (backend.Record, error) {
+func decodeLine(line []byte) (record, error) {
 	var l exportLine
 	if err := json.Unmarshal(line, &l); err != nil {
 		return nil, err
 	}
-	var rec backend.Record
+	var rec record
 	var err error
 	switch l.Kind {
 	case "run":
@@ -212,7 +262,7 @@ func decodeLine(line []byte) (backend.Record, error) {
 	return rec, err
 }
 
-func decodeAs[T backend.Record](raw json.RawMessage) (backend.Record, error) {
+func decodeAs[T any](raw json.RawMessage) (record, error) {
 	var v T
 	if len(raw) == 0 {
 		return nil, errors.New("line has no record")
@@ -245,7 +295,7 @@ func (d *digester) sum() string { return hex.EncodeToString(d.h.Sum(nil)) }
 // walkStore's order, and the number of records.
 func storeDigest(ctx context.Context, b backend.Backend) (string, int64, error) {
 	d := newDigester()
-	err := walkStore(ctx, b, func(rec backend.Record) error {
+	err := walkStore(ctx, b, func(rec record) error {
 		line, err := encodeLine(rec)
 		if err != nil {
 			return err
@@ -302,7 +352,7 @@ Flags:
 	}
 	bw := bufio.NewWriter(w)
 	d := newDigester()
-	err = walkStore(ctx, b, func(rec backend.Record) error {
+	err = walkStore(ctx, b, func(rec record) error {
 		line, err := encodeLine(rec)
 		if err != nil {
 			return err
@@ -391,13 +441,13 @@ Flags:
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
 	d := newDigester()
-	var batch []backend.Write
+	var batch backend.Changes
 	flush := func() error {
-		if len(batch) == 0 {
+		if batch.Empty() {
 			return nil
 		}
-		err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, batch...) })
-		batch = batch[:0]
+		err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, batch) })
+		batch = backend.Changes{}
 		return err
 	}
 	lineNo := 0
@@ -415,8 +465,8 @@ Flags:
 			return fmt.Errorf("line %d: %w", lineNo, err)
 		}
 		d.add(canon)
-		batch = append(batch, backend.Ins(rec))
-		if len(batch) >= exportBatch {
+		addInsert(&batch, rec)
+		if batch.Len() >= exportBatch {
 			if err := flush(); err != nil {
 				return fmt.Errorf("inserting records up to line %d: %w", lineNo, err)
 			}

@@ -55,21 +55,22 @@ func SeedRuns(ctx context.Context, s *workflow.Store, b backend.Backend, prefix 
 			if err != nil {
 				return err
 			}
-			ws := make([]backend.Write, 0, 2*m+1)
+			var c backend.Changes
 			for i := range m {
 				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
-				ws = append(ws, backend.Ins(backend.Activation{
+				c.Insert.Activations = append(c.Insert.Activations, backend.Activation{
 					Key: k, Status: backend.ActivationPending, Admissible: true, Input: Input,
 					Effect: workflow.ReadOnly, Reconciliation: recon, RetryPolicy: pol,
 					CreatedMS: at, UpdatedMS: at,
-				}))
+				})
 				run.LastEventSeq++
-				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: "activation_created",
+				c.Insert.Events = append(c.Insert.Events, backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: "activation_created",
 					Payload: workflow.MustCanonical(map[string]any{
 						"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID, "generation": 0,
-					}), CreatedMS: at}))
+					}), CreatedMS: at})
 			}
-			return tx.Apply(ctx, append(ws, backend.Rep(run))...)
+			c.Replace.Runs = []backend.Run{run}
+			return tx.Apply(ctx, c)
 		})
 		if err != nil {
 			return nil, err
@@ -101,7 +102,7 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 	done := 0
 	r := first
 	for done < attempts {
-		var ws []backend.Write
+		var c backend.Changes
 		for n := 0; n < HistoryBatch && done < attempts; n++ {
 			runID := fmt.Sprintf("%s-%07d", prefix, r)
 			r++
@@ -113,8 +114,8 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 				Limits: Limits, CreatedMS: t, UpdatedMS: t}
 			ev := func(typ string, payload map[string]any) {
 				run.LastEventSeq++
-				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: typ,
-					Payload: workflow.MustCanonical(payload), CreatedMS: t}))
+				c.Insert.Events = append(c.Insert.Events, backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: typ,
+					Payload: workflow.MustCanonical(payload), CreatedMS: t})
 			}
 			ev("run_created", map[string]any{"run_id": runID})
 			m := min(PerRun, attempts-done)
@@ -123,14 +124,13 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 				run.UpdatedMS = t
 				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
 				id := workflow.DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, 1)
-				ws = append(ws,
-					backend.Ins(backend.Activation{Key: k, Status: backend.ActivationCompleted, Input: Input,
-						Output: Output, Effect: workflow.ReadOnly, Reconciliation: workflow.RepairRequired,
-						LastAttempt: 1, CreatedMS: t, UpdatedMS: t}),
-					backend.Ins(backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1}, Identity: id,
-						Status: backend.AttemptSucceeded, SideEffect: workflow.ReadOnly, Intent: Intent,
-						IntentChecksum: intentSum, Receipt: Receipt, Handoff: backend.HandoffRecorded,
-						PreparedMS: t, AdmittedMS: t, TerminalMS: t}))
+				c.Insert.Activations = append(c.Insert.Activations, backend.Activation{Key: k, Status: backend.ActivationCompleted, Input: Input,
+					Output: Output, Effect: workflow.ReadOnly, Reconciliation: workflow.RepairRequired,
+					LastAttempt: 1, CreatedMS: t, UpdatedMS: t})
+				c.Insert.Attempts = append(c.Insert.Attempts, backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1}, Identity: id,
+					Status: backend.AttemptSucceeded, SideEffect: workflow.ReadOnly, Intent: Intent,
+					IntentChecksum: intentSum, Receipt: Receipt, Handoff: backend.HandoffRecorded,
+					PreparedMS: t, AdmittedMS: t, TerminalMS: t})
 				base := map[string]any{"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID}
 				ev("activation_created", base)
 				ev("attempt_prepared", map[string]any{"dispatch_identity": id, "intent": Intent})
@@ -139,10 +139,10 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 				ev("attempt_succeeded", map[string]any{"dispatch_identity": id, "output": Output})
 			}
 			run.AttemptCount, run.TreeAttemptCount = int64(m), int64(m)
-			ws = append(ws, backend.Ins(run))
+			c.Insert.Runs = append(c.Insert.Runs, run)
 			done += m
 		}
-		if err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, ws...) }); err != nil {
+		if err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, c) }); err != nil {
 			return r, fmt.Errorf("bench: load history: %w", err)
 		}
 		if progress != nil {

@@ -65,48 +65,48 @@ func (r *reader) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 		Resources:   map[backend.ResourceRef][]backend.Lease{},
 	}
 	for _, id := range l.Runs {
-		if v, ok := s.runs[id]; ok {
+		if v, ok := s.runs.m[id]; ok {
 			f.Runs[id] = copyRun(v)
 		}
 	}
 	for _, id := range l.Links {
-		if v, ok := s.links[id]; ok {
+		if v, ok := s.links.m[id]; ok {
 			f.Links[id] = copyLink(v)
 		}
 	}
 	for _, k := range l.Activations {
-		if v, ok := s.acts[k]; ok {
+		if v, ok := s.acts.m[k]; ok {
 			f.Activations[k] = copyActivation(v)
 		}
 	}
 	for _, k := range l.Groups {
-		if v, ok := s.groups[k]; ok {
+		if v, ok := s.groups.m[k]; ok {
 			f.Groups[k] = v
 		}
 	}
 	for _, k := range l.Attempts {
-		if v, ok := s.attempts[k]; ok {
+		if v, ok := s.attempts.m[k]; ok {
 			f.Attempts[k] = copyAttempt(v)
 		}
 	}
 	for _, id := range l.Identities {
-		if k, ok := s.identities[id]; ok {
-			f.Identities[id] = copyAttempt(s.attempts[k])
+		if k, ok := s.identities.m[id]; ok {
+			f.Identities[id] = copyAttempt(s.attempts.m[k])
 		}
 	}
 	for _, k := range l.Leases {
-		if v, ok := s.leases[k]; ok {
+		if v, ok := s.leases.m[k]; ok {
 			f.Leases[k] = v
 		}
 	}
 	for _, k := range l.Schedules {
-		if v, ok := s.schedules[k]; ok {
+		if v, ok := s.schedules.m[k]; ok {
 			f.Schedules[k] = v
 		}
 	}
 	for _, ref := range l.Resources {
 		var ls []backend.Lease
-		for k, v := range s.leases {
+		for k, v := range s.leases.m {
 			if k.RunID == ref.RunID && k.Resource == ref.Resource && v.ReleasedMS == 0 {
 				ls = append(ls, v)
 			}
@@ -119,12 +119,12 @@ func (r *reader) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 	return f, nil
 }
 
-func (r *reader) PendingActivations(ctx context.Context, q backend.PendingQuery) ([]backend.Activation, error) {
+func (r *reader) AdmissibleActivations(ctx context.Context, q backend.AdmissibleQuery) ([]backend.Activation, error) {
 	if err := r.check(ctx); err != nil {
 		return nil, err
 	}
 	var out []backend.Activation
-	for k, a := range r.st.acts {
+	for k, a := range r.st.acts.m {
 		if !a.Admissible || (q.RunID != "" && k.RunID != q.RunID) {
 			continue
 		}
@@ -151,7 +151,7 @@ func (r *reader) Activations(ctx context.Context, q backend.ActivationQuery) ([]
 	}
 	after := backend.ActivationKey{RunID: q.RunID, NodeID: q.After.NodeID, ActivationID: q.After.ActivationID}
 	var out []backend.Activation
-	for k, a := range r.st.acts {
+	for k, a := range r.st.acts.m {
 		if k.RunID == q.RunID && cmpActivationKey(k, after) > 0 {
 			out = append(out, a)
 		}
@@ -173,15 +173,15 @@ func (r *reader) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 		return nil, err
 	}
 	var out []backend.Attempt
-	for k, a := range r.st.attempts {
+	for k, a := range r.st.attempts.m {
 		if q.RunID != "" && k.RunID != q.RunID {
 			continue
 		}
 		if q.Status != "" && a.Status != q.Status {
 			continue
 		}
-		if q.After != nil {
-			c := cmpAttemptPos(backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}, *q.After)
+		if q.After != (backend.AttemptCursor{}) {
+			c := cmpAttemptPos(backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}, q.After)
 			if (!q.Descending && c <= 0) || (q.Descending && c >= 0) {
 				continue
 			}
@@ -203,16 +203,16 @@ func (r *reader) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 	return out, nil
 }
 
-func (r *reader) CountAttempts(ctx context.Context, runID string, limit int) (int, error) {
+func (r *reader) CountAttempts(ctx context.Context, q backend.AttemptCountQuery) (int, error) {
 	if err := r.check(ctx); err != nil {
 		return 0, err
 	}
 	n := 0
-	for k := range r.st.attempts {
-		if n >= limit {
+	for k := range r.st.attempts.m {
+		if n >= q.Limit {
 			break
 		}
-		if k.RunID == runID {
+		if k.RunID == q.RunID {
 			n++
 		}
 	}
@@ -223,12 +223,13 @@ func (r *reader) ChildRuns(ctx context.Context, q backend.ChildRunQuery) ([]back
 	if err := r.check(ctx); err != nil {
 		return nil, err
 	}
-	pos := func(l backend.RunLink) int {
-		return cmp.Or(cmp.Compare(l.CreatedMS, q.AfterCreatedMS), cmp.Compare(l.ChildRunID, q.AfterChildID))
+	after := func(l backend.RunLink) bool {
+		return q.After == (backend.ChildRunCursor{}) ||
+			cmp.Or(cmp.Compare(l.CreatedMS, q.After.CreatedMS), cmp.Compare(l.ChildRunID, q.After.ChildRunID)) > 0
 	}
 	var out []backend.RunLink
-	for _, l := range r.st.links {
-		if l.RootRunID == q.RootRunID && pos(l) > 0 {
+	for _, l := range r.st.links.m {
+		if l.RootRunID == q.RootRunID && after(l) {
 			out = append(out, l)
 		}
 	}
@@ -247,7 +248,7 @@ func (r *reader) DueSchedules(ctx context.Context, q backend.ScheduleQuery) ([]b
 		return nil, err
 	}
 	var out []backend.RetrySchedule
-	for k, s := range r.st.schedules {
+	for k, s := range r.st.schedules.m {
 		if k.RunID == q.RunID && s.DueMS <= q.DueBy {
 			out = append(out, s)
 		}
@@ -263,8 +264,8 @@ func (r *reader) Events(ctx context.Context, q backend.EventQuery) ([]backend.Ev
 		return nil, err
 	}
 	var out []backend.Event
-	for k, ev := range r.st.events {
-		if k.RunID == q.RunID && k.Seq > q.AfterSeq {
+	for k, ev := range r.st.events.m {
+		if k.RunID == q.RunID && (q.After == 0 || k.Seq > q.After) {
 			out = append(out, ev)
 		}
 	}
@@ -276,16 +277,16 @@ func (r *reader) Events(ctx context.Context, q backend.EventQuery) ([]backend.Ev
 	return out, nil
 }
 
-func (r *reader) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
+func (r *reader) Leases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
 	if err := r.check(ctx); err != nil {
 		return nil, err
 	}
 	var out []backend.Lease
-	for k, l := range r.st.leases {
+	for k, l := range r.st.leases.m {
 		if k.RunID != q.RunID || (l.ReleasedMS != 0 && !q.IncludeReleased) {
 			continue
 		}
-		if q.After != nil && cmpLeaseKey(k, *q.After) <= 0 {
+		if q.After != (backend.LeaseKey{}) && cmpLeaseKey(k, q.After) <= 0 {
 			continue
 		}
 		out = append(out, l)
@@ -299,7 +300,7 @@ func (r *reader) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, e
 		return nil, err
 	}
 	var out []backend.Run
-	for id, run := range r.st.runs {
+	for id, run := range r.st.runs.m {
 		if id <= q.After || (q.Status != "" && run.Status != q.Status) {
 			continue
 		}
