@@ -15,7 +15,9 @@ import (
 // cancellation, no retirement pending, authority) and fails with
 // ErrIneligible or ErrStaleAuthority otherwise, recording nothing. auth,
 // when set, must be the run's current authority.
-func (s *Store) Handoff(ctx context.Context, k AttemptKey, auth *Authority, now time.Time) error {
+func (s *Store) Handoff(ctx context.Context, key AttemptKey, authority *Authority, now time.Time) error {
+	auth := authorityIn(authority)
+	k := attemptKeyIn(key)
 	if err := validateAttemptKey(k); err != nil {
 		return err
 	}
@@ -31,7 +33,7 @@ func (s *Store) Handoff(ctx context.Context, k AttemptKey, auth *Authority, now 
 // identity); it never flips anything for a mutating attempt. kn, when set,
 // holds the records prepare committed (see known); the returned known holds
 // the records the handoff committed, for the receipt.
-func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck, reHandoff bool, now time.Time, kn *known) (*known, error) {
+func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authorityCheck, reHandoff bool, now time.Time, kn *known) (*known, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -59,21 +61,21 @@ func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck,
 		switch att.Handoff {
 		case backend.HandoffPending:
 		case backend.HandoffRecorded:
-			if (reHandoff && att.SideEffect == ReadOnly) || mutated("handoff-cas") {
+			if (reHandoff && att.SideEffect == backend.ReadOnly) || mutated("handoff-cas") {
 				return errNoop
 			}
 			return stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
 		case backend.HandoffUnknown:
 			// No handoff state exists (low-level prepare): nothing to flip,
 			// and never a never-dispatched proof. Only read-only work may go.
-			if att.SideEffect == ReadOnly {
+			if att.SideEffect == backend.ReadOnly {
 				return errNoop
 			}
 			return stateErr(ErrIneligible, "mutating attempt %s has no handoff state; reconcile it", att.Identity)
 		}
 		att.Handoff = backend.HandoffRecorded
 		w.replace(att)
-		w.event(&run, "dispatch_handed_off", map[string]any{"dispatch_identity": att.Identity}, at)
+		w.emit(&run, DispatchHandedOffPayload{DispatchIdentity: att.Identity}, at)
 		w.replace(run)
 		next = &known{run: run, act: act, att: att}
 		return nil
