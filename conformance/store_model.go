@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
@@ -384,8 +385,8 @@ func wfActivation(na model.NewAct) workflow.NewActivation {
 		Reconciliation: workflow.Reconciliation(na.Recon),
 	}
 	if p := na.Policy; p != nil {
-		rp := &workflow.RetryPolicy{Version: 1, MaxAttempts: p.MaxAttempts, InitialBackoffMS: p.InitialMS,
-			BackoffMultiplier: p.Multiplier, MaximumBackoffMS: p.MaximumMS}
+		rp := &workflow.RetryPolicy{Version: 1, MaxAttempts: p.MaxAttempts, InitialBackoff: time.Duration(p.InitialMS) * time.Millisecond,
+			BackoffMultiplier: p.Multiplier, MaximumBackoff: time.Duration(p.MaximumMS) * time.Millisecond}
 		if p.Unavailable {
 			rp.EligibleFailures = append(rp.EligibleFailures, workflow.FailureOwnerUnavailableBeforeAcceptance)
 		}
@@ -395,7 +396,7 @@ func wfActivation(na model.NewAct) workflow.NewActivation {
 		out.RetryPolicy = rp
 	}
 	if na.Claim {
-		out.Claims = []workflow.ResourceClaim{{Resource: "res", Mode: backend.LeaseWrite}}
+		out.Claims = []workflow.ResourceClaim{{Resource: "res", Mode: workflow.LeaseWrite}}
 	}
 	for _, p := range na.Preds {
 		out.Predecessors = append(out.Predecessors, workflow.NodeRef{NodeID: p.Node, ActivationID: p.Act})
@@ -411,7 +412,8 @@ func wfAttKey(k model.AttKey) workflow.AttemptKey {
 	return workflow.AttemptKey{ActivationKey: wfKey(k.ActKey), Attempt: k.N}
 }
 
-func mKey(k workflow.ActivationKey) model.ActKey {
+func mKey[K workflow.ActivationKey | backend.ActivationKey](key K) model.ActKey {
+	k := workflow.ActivationKey(key)
 	return model.ActKey{Run: k.RunID, Node: k.NodeID, Act: k.ActivationID}
 }
 
@@ -540,7 +542,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		g := fmt.Sprintf("%s unresolved=%v", wr.Status, wr.Unresolved)
 		w := fmt.Sprintf("%s unresolved=%v", mr.Status, mr.Unresolved)
 		if wr.Schedule != nil {
-			g += fmt.Sprintf(" schedule=%d->%d due+%d", wr.Schedule.FailedAttempt, wr.Schedule.NextAttempt, wr.Schedule.DueMS-t0.UnixMilli()-sq.at())
+			g += fmt.Sprintf(" schedule=%d->%d due+%d", wr.Schedule.FailedAttempt, wr.Schedule.NextAttempt, msOf(wr.Schedule.Due)-t0.UnixMilli()-sq.at())
 		}
 		if mr.Schedule != nil {
 			w += fmt.Sprintf(" schedule=%d->%d due+%d", mr.Schedule.Failed, mr.Schedule.Next, mr.Schedule.DueMS-sq.at())
@@ -606,7 +608,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		}
 		exp := sq.auth(runID, 1+o.B%2)
 		rep := model.Auth{Gen: exp.Gen + 1, Tag: fmt.Sprintf("g%d", exp.Gen+1)}
-		werr := sq.s.TransferAuthority(ctx, runID, *wfAuth(exp), *wfAuth(&rep), now)
+		werr := sq.s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: runID, Expected: *wfAuth(exp), Replacement: *wfAuth(&rep)}, now)
 		merr := sq.m.TransferAuthority(runID, *exp, rep)
 		sq.agree(rt, "transfer_authority", "", werr, "", merr)
 		return fmt.Sprintf("%s from %v: err=%q", runID, *exp, merr)
@@ -670,7 +672,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		}
 		ws, werr := sq.s.Redispatch(ctx, sq.o, workflow.ReconcileOptions{RunID: runID, Authority: wfAuth(a), Limit: 10}, now)
 		mres, merr := sq.m.Redispatch(runID, a, 10, fails)
-		g := fmt.Sprintf("%+v", model.RedispatchSummary{Admitted: ws.Admitted, Skipped: ws.Skipped})
+		g := fmt.Sprintf("%+v", model.RedispatchSummary{Admitted: refIdentities(ws.Admitted), Skipped: ws.Skipped})
 		sq.agree(rt, "redispatch", g, werr, fmt.Sprintf("%+v", mres), merr)
 		return fmt.Sprintf("%s owner_fails=%v auth=%v: %+v err=%q", runID, fails, a, mres, merr)
 	case opHandoff:
@@ -691,7 +693,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if o.B%2 == 1 {
 			kind, raw = model.ReceiptOther, json.RawMessage(`{"other":"`+identity+`"}`)
 		}
-		werr := sq.s.PersistReceipt(ctx, wfAttKey(att), identity, raw, wfAuth(a), now)
+		werr := sq.s.PersistReceipt(ctx, wfAttKey(att), raw, wfAuth(a), now)
 		merr := sq.m.PersistReceipt(att, kind, a)
 		sq.agree(rt, "persist_receipt", "", werr, "", merr)
 		return fmt.Sprintf("%s %s auth=%v: err=%q", att, kind, a, merr)
@@ -773,7 +775,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if action == model.RepairSucceeded {
 			out = json.RawMessage(`{"repaired":true}`)
 		}
-		werr := sq.s.Repair(ctx, identity, workflow.RepairAction(action), out, wfAuth(a), now)
+		werr := sq.s.Repair(ctx, workflow.RepairRequest{Identity: identity, Action: workflow.RepairAction(action), Output: out, Authority: wfAuth(a)}, now)
 		merr := sq.m.Repair(identity, action, a)
 		sq.agree(rt, "repair", "", werr, "", merr)
 		return fmt.Sprintf("%s %s auth=%v: err=%q", att, action, a, merr)
@@ -818,7 +820,7 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 			expected-- // conflict (or invalid at 0)
 		}
 		a := sq.fenced(runID, o.D)
-		werr := sq.s.IncreaseAllowance(ctx, runID, expected, target, wfAuth(a), now)
+		werr := sq.s.IncreaseAllowance(ctx, workflow.AllowanceIncrease{RunID: runID, ExpectedCap: expected, TargetCap: target, Authority: wfAuth(a)}, now)
 		merr := sq.m.IncreaseAllowance(runID, expected, target, a)
 		sq.agree(rt, "increase_allowance", "", werr, "", merr)
 		return fmt.Sprintf("%s %d->%d auth=%v: err=%q", runID, expected, target, a, merr)
@@ -877,8 +879,11 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 		in, werr := sq.s.DispatchIntent(ctx, identity)
 		if werr == nil {
 			var raw []byte
-			var found bool
-			raw, found, werr = sq.s.DispatchReceipt(ctx, identity)
+			raw, werr = sq.s.DispatchReceipt(ctx, identity)
+			found := werr == nil
+			if errors.Is(werr, workflow.ErrNotFound) {
+				werr = nil
+			}
 			g = fmt.Sprintf("%s %s %s found=%v", in.SideEffect, in.Intent, receiptKind(identity, raw), found)
 			if in.Identity != identity || in.Key != wfAttKey(att) {
 				rt.Fatalf("inspect: the intent names another attempt")
@@ -943,7 +948,7 @@ func (sq *sequence) dispatch(rt *rapid.T, runID string, mode model.OwnerMode, ow
 	opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuth(owned), Limit: limit, Fault: sq.o.fault}
 	ws, werr := sq.s.Dispatch(ctx, sq.o, opts, now)
 	msum, merr := sq.m.Dispatch(runID, limit, mode, owned, sq.at())
-	got := model.Summary{Admitted: ws.Admitted, Unsupported: mKeys(ws.Unsupported), Raced: mKeys(ws.Raced), Exhausted: mKeys(ws.Exhausted)}
+	got := model.Summary{Admitted: refIdentities(ws.Admitted), Unsupported: mKeys(ws.Unsupported), Raced: mKeys(ws.Raced), Exhausted: mKeys(ws.Exhausted)}
 	for _, r := range ws.Rejected {
 		got.Rejected = append(got.Rejected, mKey(r.Key))
 		if c := errClass(r.Err); c != model.Ineligible {
