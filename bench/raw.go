@@ -46,7 +46,7 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 		run.TreeAttemptCount++
 		run.UpdatedMS = at
 		att = backend.Attempt{Key: ak, Identity: id, Status: backend.AttemptPrepared,
-			SideEffect: workflow.ReadOnly, Intent: benchdata.Intent, IntentChecksum: workflow.Checksum(benchdata.Intent),
+			SideEffect: backend.ReadOnly, Intent: benchdata.Intent, IntentChecksum: workflow.Checksum(benchdata.Intent),
 			Handoff: backend.HandoffPending, PreparedMS: at}
 		return tx.Apply(ctx,
 			backend.Rep(act),

@@ -185,7 +185,7 @@ func caseInputTimes(e *Env) {
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Dispatch at %s", b.name)
 		_, err = s.RequestCancellation(e.Ctx, "r", nil, b.t)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "RequestCancellation at %s", b.name)
-		_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, 1 * time.Millisecond, b.t)
+		_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, 1*time.Millisecond, b.t)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ScheduleRetry at %s", b.name)
 		_, err = s.ConsumeNextDueRetry(e.Ctx, "r", b.t)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ConsumeNextDueRetry at %s", b.name)
@@ -296,9 +296,11 @@ func caseInputAddActivationIdempotent(e *Env) {
 	assert.False(e.T, created, "identical activation")
 	unchanged(e, before, "identical AddActivation", "r")
 	for name, mod := range map[string]func(*workflow.NewActivation){
-		"input":          func(n *workflow.NewActivation) { n.Input = json.RawMessage(`{"x":1,"y":2.0}`) },
-		"generation":     func(n *workflow.NewActivation) { n.Generation = 3 },
-		"claim mode":     func(n *workflow.NewActivation) { n.Claims = []workflow.ResourceClaim{claim("res", workflow.LeaseWrite)} },
+		"input":      func(n *workflow.NewActivation) { n.Input = json.RawMessage(`{"x":1,"y":2.0}`) },
+		"generation": func(n *workflow.NewActivation) { n.Generation = 3 },
+		"claim mode": func(n *workflow.NewActivation) {
+			n.Claims = []workflow.ResourceClaim{claim("res", workflow.LeaseWrite)}
+		},
 		"no claims":      func(n *workflow.NewActivation) { n.Claims = nil },
 		"effect":         func(n *workflow.NewActivation) { n.Effect = workflow.Mutating },
 		"reconciliation": func(n *workflow.NewActivation) { n.Reconciliation = workflow.IdempotentReplay },

@@ -37,7 +37,7 @@ func Example_retry() {
 		Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay,
 		RetryPolicy: &workflow.RetryPolicy{Version: 1, MaxAttempts: 3,
 			EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
-			InitialBackoff: time.Second, BackoffMultiplier: 2, MaximumBackoff: time.Minute},
+			InitialBackoff:   time.Second, BackoffMultiplier: 2, MaximumBackoff: time.Minute},
 	}, now)
 
 	sum, _ := s.Dispatch(ctx, echoOwner{}, workflow.DispatchOptions{Limit: 10}, now)

@@ -52,7 +52,7 @@ func verifyFixture(t *testing.T) (context.Context, backend.Backend, *workflow.St
 	add(workflow.NewActivation{Key: key("a2"), Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay,
 		RetryPolicy: &workflow.RetryPolicy{Version: 1, MaxAttempts: 3,
 			EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
-			InitialBackoff: time.Second, BackoffMultiplier: 2, MaximumBackoff: time.Minute}})
+			InitialBackoff:   time.Second, BackoffMultiplier: 2, MaximumBackoff: time.Minute}})
 	sum, err := s.Dispatch(ctx, echoOwner{}, workflow.DispatchOptions{Limit: 10}, now)
 	require.NoError(t, err)
 	require.Len(t, sum.Admitted, 2)

@@ -39,10 +39,10 @@ func SeedRuns(ctx context.Context, s *workflow.Store, b backend.Backend, prefix 
 	at := now.UnixMilli()
 	var keys []workflow.ActivationKey
 	var pol []byte
-	recon := workflow.RepairRequired
+	recon := backend.RepairRequired
 	if policy != nil {
 		pol = workflow.MustCanonical(policy)
-		recon = workflow.IdempotentReplay
+		recon = backend.IdempotentReplay
 	}
 	for r := 0; len(keys) < n; r++ {
 		runID := fmt.Sprintf("%s-%05d", prefix, r)
@@ -60,7 +60,7 @@ func SeedRuns(ctx context.Context, s *workflow.Store, b backend.Backend, prefix 
 				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
 				ws = append(ws, backend.Ins(backend.Activation{
 					Key: k, Status: backend.ActivationPending, Admissible: true, Input: Input,
-					Effect: workflow.ReadOnly, Reconciliation: recon, RetryPolicy: pol,
+					Effect: backend.ReadOnly, Reconciliation: recon, RetryPolicy: pol,
 					CreatedMS: at, UpdatedMS: at,
 				}))
 				run.LastEventSeq++
@@ -110,7 +110,7 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 			// as in a store that admitted them one after another.
 			t := at - int64(attempts-done)
 			run := backend.Run{ID: runID, RootID: runID, Depth: 1, Status: backend.RunCompleted,
-				Limits: Limits, CreatedMS: t, UpdatedMS: t}
+				Limits: backend.Limits(Limits), CreatedMS: t, UpdatedMS: t}
 			ev := func(typ string, payload map[string]any) {
 				run.LastEventSeq++
 				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: typ,
@@ -125,10 +125,10 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 				id := workflow.DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, 1)
 				ws = append(ws,
 					backend.Ins(backend.Activation{Key: k, Status: backend.ActivationCompleted, Input: Input,
-						Output: Output, Effect: workflow.ReadOnly, Reconciliation: workflow.RepairRequired,
+						Output: Output, Effect: backend.ReadOnly, Reconciliation: backend.RepairRequired,
 						LastAttempt: 1, CreatedMS: t, UpdatedMS: t}),
 					backend.Ins(backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1}, Identity: id,
-						Status: backend.AttemptSucceeded, SideEffect: workflow.ReadOnly, Intent: Intent,
+						Status: backend.AttemptSucceeded, SideEffect: backend.ReadOnly, Intent: Intent,
 						IntentChecksum: intentSum, Receipt: Receipt, Handoff: backend.HandoffRecorded,
 						PreparedMS: t, AdmittedMS: t, TerminalMS: t}))
 				base := map[string]any{"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID}
