@@ -363,7 +363,7 @@ func caseBoundaryNilArguments(e *Env) {
 }
 
 // caseBoundaryPageLimits: every page or batch limit of the API follows one
-// rule. 0 means workflow.DefaultPageLimit, 1..=MaxPageLimit is taken as
+// rule. 0 means workflow.DefaultPageLimit, 1 to MaxPageLimit is taken as
 // given, and a negative limit or one above MaxPageLimit is ErrInvalidInput
 // with state unchanged.
 func caseBoundaryPageLimits(e *Env) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 
@@ -173,7 +174,7 @@ func (s *Store) AddActivation(ctx context.Context, na NewActivation, now time.Ti
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return false, nil
 	}
 	return created, err

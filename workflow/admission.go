@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -140,7 +141,7 @@ func (s *Store) prepare(ctx context.Context, k backend.ActivationKey, plan Plan,
 			return errNoop
 		}
 		if act.LastAttempt == ^uint32(0) {
-			return stateErr(ErrIneligible, "attempt exceeds u32")
+			return stateErr(ErrIneligible, "attempt number would exceed %d", ^uint32(0))
 		}
 		attempt := act.LastAttempt + 1
 		akey := backend.AttemptKey{ActivationKey: k, Attempt: attempt}
@@ -191,7 +192,7 @@ func (s *Store) prepare(ctx context.Context, k backend.ActivationKey, plan Plan,
 		kn = &known{run: run, act: act, att: att}
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil, nil, nil
 	}
 	if err != nil {
@@ -269,7 +270,7 @@ func (s *Store) park(ctx context.Context, k backend.ActivationKey, now time.Time
 		w.replace(act)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err
@@ -320,7 +321,7 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err

@@ -3,6 +3,7 @@ package workflow
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -58,7 +59,7 @@ func (s *Store) RequestCancellation(ctx context.Context, runID string, authority
 		status = run.Status
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		err = nil
 	}
 	return RunStatus(status), err
@@ -74,7 +75,7 @@ func cancelUnstarted(ctx context.Context, tx backend.Tx, w *batch, runID string,
 // owners (attempts already cancelling are not listed, and neither are the
 // sibling_cancelling ones a fail-fast fan-out stopped: page those with
 // Attempts and Status backend.AttemptSiblingCancelling). limit is
-// 1..=MaxPageLimit; 0 means DefaultPageLimit.
+// 1 to MaxPageLimit; 0 means DefaultPageLimit.
 func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]Attempt, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
@@ -233,7 +234,7 @@ func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err
@@ -333,7 +334,7 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 		status = root.Status
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		err = nil
 	}
 	return RunStatus(status), err

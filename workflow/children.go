@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -143,7 +144,7 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 		created = true
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return childID, false, nil
 	}
 	return childID, created, err

@@ -19,7 +19,7 @@ type DispatchOptions struct {
 	// authority is snapshotted at discovery and must not change until the
 	// receipt commits.
 	Authority *Authority
-	// Limit bounds one pass (1..=MaxPageLimit; 0 means DefaultPageLimit):
+	// Limit bounds one pass (1 to MaxPageLimit; 0 means DefaultPageLimit):
 	// at most Limit activations are planned, at most Limit runs without
 	// concurrency room are reported raced, and discovery reads at most
 	// 4×Limit pending activations and the runs (and roots) they belong to,

@@ -57,7 +57,7 @@
 //
 // Every page or batch limit (Dispatch, ReconcilePrepared, Redispatch,
 // ReconcileReceiptBacked, Events, Attempts, ActiveAttempts, ActiveLeases)
-// takes 0 as DefaultPageLimit and 1..=MaxPageLimit as given; a negative
+// takes 0 as DefaultPageLimit and 1 to MaxPageLimit as given; a negative
 // limit or one above MaxPageLimit is ErrInvalidInput. Zero caps and a nil
 // RetryCap of a run's RunLimits take the defaults (see DefaultRetryCap), and
 // those of a child run's RunLimits inherit the parent's; RetryCap(0) is

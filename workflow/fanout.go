@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -74,7 +75,7 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		return false, err
 	}
 	if len(nf.Members) == 0 || len(nf.Members) > MaxPageLimit {
-		return false, invalid("fan-out members", "must number 1..=%d", MaxPageLimit)
+		return false, invalid("fan-out members", "must number 1 to %d", MaxPageLimit)
 	}
 	if nf.MaxConcurrency <= 0 {
 		return false, invalid("fan-out max concurrency", "must be positive")
@@ -169,7 +170,7 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		created = true
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return false, nil
 	}
 	return created, err
@@ -520,7 +521,7 @@ func (s *Store) retire(ctx context.Context, controller backend.ActivationKey, no
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -103,7 +104,7 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 		att, found := f.Attempts[k]
 		return decide(tx, w, run, f.Activations[k.ActivationKey], att, found)
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil, nil
 	}
 	if err != nil {

@@ -9,7 +9,7 @@ import (
 )
 
 // Events returns up to limit of the run's events after afterSeq, in commit
-// order. limit is 1..=MaxPageLimit; 0 means DefaultPageLimit.
+// order. limit is 1 to MaxPageLimit; 0 means DefaultPageLimit.
 func (s *Store) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]Event, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
@@ -44,7 +44,7 @@ type AttemptPage struct {
 	// Descending returns the page in descending (prepared time, identity)
 	// order; After then resumes strictly before the given attempt.
 	Descending bool
-	// Limit is 1..=MaxPageLimit; 0 means DefaultPageLimit.
+	// Limit is 1 to MaxPageLimit; 0 means DefaultPageLimit.
 	Limit int
 }
 

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -91,7 +92,7 @@ func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.T
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		err = nil
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -153,7 +154,7 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 		res, err = applyObservation(ctx, tx, w, identity, obs, validObservation{output, detail, succ}, authorityCheck{}, at)
 		return err
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return res, nil
 	}
 	return res, err

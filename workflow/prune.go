@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
@@ -31,7 +32,7 @@ import (
 
 // PruneOptions selects the runs to prune and bounds the work.
 type PruneOptions struct {
-	// Runs names the runs to prune: 1..=MaxPageLimit distinct run ids.
+	// Runs names the runs to prune: 1 to MaxPageLimit distinct run ids.
 	// Every one must exist and be prunable (see Prune), or the call
 	// refuses as a whole before writing anything.
 	Runs []string
@@ -40,7 +41,7 @@ type PruneOptions struct {
 	// it is skipped, not pruned, and reported so. Zero means no cut-off.
 	FinishedBefore time.Time
 	// BatchSize bounds the records one transaction deletes: 0 means
-	// DefaultPageLimit, 1..=MaxPageLimit is taken as given. An attempt is
+	// DefaultPageLimit, 1 to MaxPageLimit is taken as given. An attempt is
 	// deleted with its leases in one transaction, so a transaction whose
 	// first attempt has more leases than BatchSize-1 deletes that attempt
 	// and its leases alone.
@@ -467,7 +468,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 			wrote = true
 			return nil
 		})
-		if err == errNoop {
+		if errors.Is(err, errNoop) {
 			err = nil
 		}
 		if err != nil {

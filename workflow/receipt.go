@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -116,7 +117,7 @@ func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identi
 		att, found := f.Attempts[k]
 		return decide(tx, w, run, att, found)
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err

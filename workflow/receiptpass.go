@@ -3,6 +3,7 @@ package workflow
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -24,7 +25,7 @@ type ReceiptPassOptions struct {
 	// Authority, when set (RunID required), must be the run's current
 	// authority, up front and when the observations are applied.
 	Authority *Authority
-	// Limit bounds the attempts examined: 1..=MaxPageLimit, 0 means DefaultPageLimit.
+	// Limit bounds the attempts examined: 1 to MaxPageLimit, 0 means DefaultPageLimit.
 	Limit int
 }
 
@@ -136,7 +137,7 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 			mark := len(w.writes)
 			res, err := applyObservation(ctx, tx, w, p.att.Identity, p.obs, p.v, c, at)
 			switch {
-			case err == errNoop:
+			case errors.Is(err, errNoop):
 				w.writes = w.writes[:mark]
 			case err != nil:
 				return err

@@ -16,7 +16,7 @@ type ReconcileOptions struct {
 	RunID string
 	// Authority, when set (RunID required), must be the run's current one.
 	Authority *Authority
-	// Limit bounds the attempts examined: 1..=MaxPageLimit, 0 means
+	// Limit bounds the attempts examined: 1 to MaxPageLimit, 0 means
 	// DefaultPageLimit.
 	Limit int
 	// Lookup, when set, is asked for a receipt of every attempt whose

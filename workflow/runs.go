@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -109,7 +110,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 		w.insert(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return false, nil
 	}
 	return created, err
@@ -197,7 +198,7 @@ func (s *Store) setRunGate(ctx context.Context, runID string, auth *backend.Auth
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err
