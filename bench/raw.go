@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"github.com/wfstore/wfstore/internal/canonical"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -83,5 +84,5 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 func rawEvent(run *backend.Run, typ string, payload map[string]any, at int64) backend.Write {
 	run.LastEventSeq++
 	return backend.Ins(backend.Event{RunID: run.ID, Seq: run.LastEventSeq, Type: typ,
-		Payload: workflow.MustCanonical(payload), CreatedMS: at})
+		Payload: canonical.Must(payload), CreatedMS: at})
 }

@@ -45,7 +45,7 @@ func (na NewActivation) record(at int64) (backend.Activation, error) {
 	if len(na.Input) == 0 {
 		return backend.Activation{}, invalid("activation input", "is required")
 	}
-	input, err := Canonical("activation input", na.Input)
+	input, err := canonicalJSON("activation input", na.Input)
 	if err != nil {
 		return backend.Activation{}, err
 	}
@@ -76,7 +76,7 @@ func (na NewActivation) record(at int64) (backend.Activation, error) {
 		if err := na.RetryPolicy.Validate(); err != nil {
 			return backend.Activation{}, err
 		}
-		policy = MustCanonical(na.RetryPolicy)
+		policy = mustCanonical(na.RetryPolicy)
 	}
 	preds := nodeRefsIn(na.Predecessors)
 	for _, p := range preds {

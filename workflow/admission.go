@@ -52,7 +52,7 @@ func checkPlan(plan Plan) ([]byte, error) {
 	if len(plan.Intent) == 0 {
 		return nil, invalid("dispatch intent", "is required")
 	}
-	return Canonical("dispatch intent", plan.Intent)
+	return canonicalJSON("dispatch intent", plan.Intent)
 }
 
 // prepareHint is what discovery already knows about an activation (its

@@ -69,7 +69,7 @@ func (o Observation) validate(at int64) (out, detail []byte, succ []backend.Acti
 		if len(o.Output) == 0 {
 			return nil, nil, nil, invalid("observation output", "is required for succeeded")
 		}
-		if out, err = Canonical("observation output", o.Output); err != nil {
+		if out, err = canonicalJSON("observation output", o.Output); err != nil {
 			return nil, nil, nil, err
 		}
 	default:

@@ -34,7 +34,7 @@ func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identi
 	if len(receipt) == 0 {
 		return invalid("dispatch receipt", "is required")
 	}
-	rc, err := Canonical("dispatch receipt", receipt)
+	rc, err := canonicalJSON("dispatch receipt", receipt)
 	if err != nil {
 		return err
 	}
@@ -148,7 +148,7 @@ func (s *Store) CheckOwnerAdmission(ctx context.Context, req OwnerAdmission, aut
 	if err := validateAuthority(&auth); err != nil {
 		return nil, err
 	}
-	intent, err := Canonical("owner admission intent", req.Intent)
+	intent, err := canonicalJSON("owner admission intent", req.Intent)
 	if err != nil {
 		return nil, err
 	}

@@ -55,7 +55,7 @@ func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) er
 			return invalid("repair output", "is required to confirm success")
 		}
 		var err error
-		if out, err = Canonical("repair output", output); err != nil {
+		if out, err = canonicalJSON("repair output", output); err != nil {
 			return err
 		}
 	case RepairConfirmFailed, RepairConfirmCancelled, RepairAbandon:

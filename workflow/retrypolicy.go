@@ -293,12 +293,12 @@ var retryPolicyFields = []string{
 }
 
 // ParseRetryPolicy decodes and validates a policy document strictly: the
-// document must be a strict JSON object (Canonical's rules: no duplicate
+// document must be a strict JSON object (the store's JSON rules: no duplicate
 // keys, valid UTF-8), field names match exactly (case-sensitively), unknown
 // fields are rejected, every value must have its field's type, and the result
 // must pass Validate. Errors are *InputError.
 func ParseRetryPolicy(raw []byte) (RetryPolicy, error) {
-	canon, err := Canonical(retryPolicyField, raw)
+	canon, err := canonicalJSON(retryPolicyField, raw)
 	if err != nil {
 		return RetryPolicy{}, err
 	}

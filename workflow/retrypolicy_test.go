@@ -274,7 +274,7 @@ func TestParseRetryPolicy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, validPolicy(), p)
 	// Round trip through MustCanonical.
-	p, err = ParseRetryPolicy(MustCanonical(validPolicy()))
+	p, err = ParseRetryPolicy(mustCanonical(validPolicy()))
 	require.NoError(t, err)
 	assert.Equal(t, validPolicy(), p)
 

@@ -53,7 +53,7 @@ func optionalJSON(field string, raw json.RawMessage) ([]byte, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	return Canonical(field, raw)
+	return canonicalJSON(field, raw)
 }
 
 func optionalMS(field string, t time.Time) (int64, error) {

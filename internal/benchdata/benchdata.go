@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/wfstore/wfstore/internal/canonical"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -41,7 +42,7 @@ func SeedRuns(ctx context.Context, s *workflow.Store, b backend.Backend, prefix 
 	var pol []byte
 	recon := backend.RepairRequired
 	if policy != nil {
-		pol = workflow.MustCanonical(policy)
+		pol = canonical.Must(policy)
 		recon = backend.IdempotentReplay
 	}
 	for r := 0; len(keys) < n; r++ {
@@ -65,7 +66,7 @@ func SeedRuns(ctx context.Context, s *workflow.Store, b backend.Backend, prefix 
 				}))
 				run.LastEventSeq++
 				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: "activation_created",
-					Payload: workflow.MustCanonical(map[string]any{
+					Payload: canonical.Must(map[string]any{
 						"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID, "generation": 0,
 					}), CreatedMS: at}))
 			}
@@ -114,7 +115,7 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 			ev := func(typ string, payload map[string]any) {
 				run.LastEventSeq++
 				ws = append(ws, backend.Ins(backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: typ,
-					Payload: workflow.MustCanonical(payload), CreatedMS: t}))
+					Payload: canonical.Must(payload), CreatedMS: t}))
 			}
 			ev("run_created", map[string]any{"run_id": runID})
 			m := min(PerRun, attempts-done)

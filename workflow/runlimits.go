@@ -1,10 +1,5 @@
 package workflow
 
-import (
-	"encoding/json"
-	"time"
-)
-
 // Run limits and their defaults. This is the one place they are stated.
 //
 // A run stores all four limits explicitly (Run.Limits); the defaults apply
@@ -65,20 +60,4 @@ func ExactLimits(l Limits) RunLimits {
 		r.RetryCap = RetryCap(uint32(l.RetryCap))
 	}
 	return r
-}
-
-// PreparedDispatch is a committed attempt intent: what the owner is asked
-// to do, under which idempotency key (Identity).
-type PreparedDispatch struct {
-	Activation Activation
-	Attempt    uint32
-	Identity   string
-	SideEffect Effect
-	Intent     json.RawMessage // canonical
-	PreparedAt time.Time
-}
-
-// Key returns the attempt key.
-func (p PreparedDispatch) Key() AttemptKey {
-	return AttemptKey{ActivationKey: p.Activation.Key, Attempt: p.Attempt}
 }
