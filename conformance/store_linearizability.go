@@ -17,7 +17,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/conformance/model"
+	"github.com/wfstore/wfstore/conformance/internal/model"
 	"github.com/wfstore/wfstore/workflow"
 )
 
