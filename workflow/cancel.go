@@ -74,7 +74,7 @@ func cancelUnstarted(ctx context.Context, tx backend.Tx, w *batch, runID string,
 // attempts of the run: the work a cancelling engine must signal to its
 // owners (attempts already cancelling are not listed, and neither are the
 // sibling_cancelling ones a fail-fast fan-out stopped: page those with
-// Attempts and Status backend.AttemptSiblingCancelling). limit is
+// Attempts and Status AttemptSiblingCancelling). limit is
 // 1 to MaxPageLimit; 0 means DefaultPageLimit.
 func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]Attempt, error) {
 	if err := ValidateID("run id", runID); err != nil {
@@ -129,7 +129,7 @@ func (s *Store) MarkCancellationSignalled(ctx context.Context, identity string, 
 // reached its owner (handoff pending, no receipt) in a run whose
 // cancellation is requested, and finalises the run if nothing else is
 // active. It returns false, changing nothing, when the attempt lacks that
-// proof. auth, when set, must be the run's current authority.
+// proof. authority, when set, must be the run's current authority.
 func (s *Store) CancelNeverDispatched(ctx context.Context, identity string, authority *Authority, now time.Time) (bool, error) {
 	auth := authorityIn(authority)
 	if err := validateAuthority(auth); err != nil {
@@ -251,7 +251,7 @@ func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
 // or handed off. It returns the root's status afterwards; calling it again
 // changes nothing.
 //
-// auth, when set, must be the root's current authority. A run that is not a
+// authority, when set, must be the root's current authority. A run that is not a
 // composition root fails with ErrIneligible, as does a completed or failed
 // root without cancellation requested. RequestCancellation, by contrast,
 // cancels one run only: the owners of its child-run parent attempts

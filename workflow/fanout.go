@@ -452,16 +452,16 @@ func cancelMember(w *batch, run *backend.Run, m backend.Activation, reason strin
 // RetireFanOut records a durable retirement intent on the group: until
 // SettleFanOutRetirement, its members get no new attempt, no handoff and no
 // receipt-less owner admission. Recording it twice is a no-op.
-func (s *Store) RetireFanOut(ctx context.Context, key ActivationKey, now time.Time) error {
-	controller := keyIn(key)
+func (s *Store) RetireFanOut(ctx context.Context, controllerKey ActivationKey, now time.Time) error {
+	controller := keyIn(controllerKey)
 	return s.retire(ctx, controller, now, false)
 }
 
 // SettleFanOutRetirement settles a recorded retirement: members that never
 // started (waiting or pending) are cancelled and the intent is cleared.
 // Members with attempts keep them; they settle through observations.
-func (s *Store) SettleFanOutRetirement(ctx context.Context, key ActivationKey, now time.Time) error {
-	controller := keyIn(key)
+func (s *Store) SettleFanOutRetirement(ctx context.Context, controllerKey ActivationKey, now time.Time) error {
+	controller := keyIn(controllerKey)
 	return s.retire(ctx, controller, now, true)
 }
 

@@ -14,7 +14,7 @@ import (
 // identity fails with ErrConflict. It re-checks everything the owner call
 // depends on (attempt prepared, activation and run running, no
 // cancellation, no retirement pending, authority) and fails with
-// ErrIneligible or ErrStaleAuthority otherwise, recording nothing. auth,
+// ErrIneligible or ErrStaleAuthority otherwise, recording nothing. authority,
 // when set, must be the run's current authority.
 func (s *Store) Handoff(ctx context.Context, key AttemptKey, authority *Authority, now time.Time) error {
 	auth := authorityIn(authority)

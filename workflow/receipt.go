@@ -16,9 +16,9 @@ import (
 // receipt (the receipt is the proof). A canonical-identical
 // duplicate of the stored receipt is a no-op; a different one fails with
 // ErrConflict. The attempt is named by its key (its dispatch identity is
-// key.Identity()). auth, when set, must be the run's current authority.
-func (s *Store) PersistReceipt(ctx context.Context, key AttemptKey, receipt json.RawMessage, auth *Authority, now time.Time) error {
-	k, a := attemptKeyIn(key), authorityIn(auth)
+// key.Identity()). authority, when set, must be the run's current authority.
+func (s *Store) PersistReceipt(ctx context.Context, key AttemptKey, receipt json.RawMessage, authority *Authority, now time.Time) error {
+	k, a := attemptKeyIn(key), authorityIn(authority)
 	if err := validateAttemptKey(k); err != nil {
 		return err
 	}

@@ -148,7 +148,7 @@ func (s *Store) GetRun(ctx context.Context, runID string) (Run, error) {
 }
 
 // PauseRun moves a running run to paused: no attempt is admitted or handed
-// off until ResumeRun. Pausing a paused run is a no-op. auth, when set, must
+// off until ResumeRun. Pausing a paused run is a no-op. authority, when set, must
 // be the run's current authority.
 func (s *Store) PauseRun(ctx context.Context, runID string, authority *Authority, now time.Time) error {
 	auth := authorityIn(authority)
