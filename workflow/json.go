@@ -11,7 +11,10 @@ import (
 // MaxJSONBytes is the largest canonical JSON document the store accepts
 // (intents, receipts, inputs, outputs). The check is "canonical length >
 // MaxJSONBytes".
-const MaxJSONBytes = canonical.MaxBytes
+const MaxJSONBytes = 1 << 20
+
+// The parser enforces the same limit (a compile error if they differ).
+const _ = uint(MaxJSONBytes-canonical.MaxBytes) + uint(canonical.MaxBytes-MaxJSONBytes)
 
 // canonicalJSON returns the canonical form of raw, the form every stored
 // JSON document, checksum and byte comparison in the store uses: compact,
