@@ -240,12 +240,13 @@ func TestRawWritesWhatTheStoreWrites(t *testing.T) {
 					if err != nil || len(sum.Admitted) != 1 {
 						t.Fatalf("store admission: %v %+v", err, sum)
 					}
-				} else if err := rawAdmit(ctx, env.Backend, k, now); err != nil {
+				} else if err := rawAdmit(ctx, env.Backend, backend.ActivationKey(k), now); err != nil {
 					t.Fatal(err)
 				}
 				err = env.Backend.View(ctx, func(r backend.ReadTx) error {
-					got[i], err = r.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k},
-						Attempts: []backend.AttemptKey{{ActivationKey: k, Attempt: 1}}})
+					bk := backend.ActivationKey(k)
+					got[i], err = r.Load(ctx, backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{bk},
+						Attempts: []backend.AttemptKey{{ActivationKey: bk, Attempt: 1}}})
 					if err != nil {
 						return err
 					}

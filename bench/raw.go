@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"errors"
+	"github.com/wfstore/wfstore/internal/canonical"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -46,7 +47,7 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 		run.TreeAttemptCount++
 		run.UpdatedMS = at
 		att = backend.Attempt{Key: ak, Identity: id, Status: backend.AttemptPrepared,
-			SideEffect: workflow.ReadOnly, Intent: benchdata.Intent, IntentChecksum: workflow.Checksum(benchdata.Intent),
+			SideEffect: backend.ReadOnly, Intent: benchdata.Intent, IntentChecksum: workflow.Checksum(benchdata.Intent),
 			Handoff: backend.HandoffPending, PreparedMS: at}
 		ev := rawEvent(&run, "attempt_prepared", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
 			"activation_id": k.ActivationID, "attempt": 1, "side_effect": workflow.ReadOnly,
@@ -87,5 +88,5 @@ func attemptStep(att backend.Attempt, run *backend.Run, ev backend.Event) backen
 func rawEvent(run *backend.Run, typ string, payload map[string]any, at int64) backend.Event {
 	run.LastEventSeq++
 	return backend.Event{RunID: run.ID, Seq: run.LastEventSeq, Type: typ,
-		Payload: workflow.MustCanonical(payload), CreatedMS: at}
+		Payload: canonical.Must(payload), CreatedMS: at}
 }

@@ -64,7 +64,7 @@ func (p *rawP) run(ctx context.Context, k int, rec *recorder) error {
 			return errors.New("raw: no seeded activation left")
 		}
 		t := time.Now()
-		if err := rawAdmit(ctx, p.env.Backend, p.keys[p.next], time.Now()); err != nil {
+		if err := rawAdmit(ctx, p.env.Backend, backend.ActivationKey(p.keys[p.next]), time.Now()); err != nil {
 			return fmt.Errorf("raw admission: %w", err)
 		}
 		p.next++
@@ -269,7 +269,7 @@ type retryP struct {
 // read-only node is retried after 1 ms.
 var retryPolicy = &workflow.RetryPolicy{Version: workflow.RetryPolicyVersion, MaxAttempts: 3,
 	EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
-	InitialBackoffMS: 1, BackoffMultiplier: 2, MaximumBackoffMS: 1000}
+	InitialBackoff:   time.Millisecond, BackoffMultiplier: 2, MaximumBackoff: time.Second}
 
 func newRetry(ctx context.Context, env *Env, n int) (*retryP, error) {
 	keys, err := seedRuns(ctx, env, "retry", n, 1, retryPolicy, time.Now())
@@ -300,17 +300,17 @@ func (p *retryP) run(ctx context.Context, k int, rec *recorder) error {
 		if err != nil || len(sum.Admitted) != 1 {
 			return fmt.Errorf("retry: first admission: %v %+v", err, sum)
 		}
-		res, err := p.env.Store.ApplyObservation(ctx, sum.Admitted[0], workflow.Observation{Kind: workflow.ObservedRetryableFailure}, p.now())
+		res, err := p.env.Store.ApplyObservation(ctx, sum.Admitted[0].Identity, workflow.Observation{Kind: workflow.ObservedRetryableFailure}, p.now())
 		if err != nil || res.Schedule == nil {
 			return fmt.Errorf("retry: retryable failure scheduled nothing: %v", err)
 		}
-		p.clock = time.UnixMilli(res.Schedule.DueMS)
+		p.clock = res.Schedule.Due
 		rq, err := p.env.Store.ConsumeNextDueRetry(ctx, key.RunID, p.now())
 		if err != nil || rq == nil || rq.NextAttempt != 2 {
 			return fmt.Errorf("retry: consume: %v %+v", err, rq)
 		}
 		sum, err = p.env.Store.Dispatch(ctx, &p.owner, workflow.DispatchOptions{RunID: key.RunID, Limit: 1, Fault: p.owner.fault}, p.now())
-		if err != nil || len(sum.Admitted) != 1 || sum.Admitted[0] != workflow.DispatchIdentity(key.RunID, key.NodeID, key.ActivationID, 2) {
+		if err != nil || len(sum.Admitted) != 1 || sum.Admitted[0].Identity != workflow.DispatchIdentity(key.RunID, key.NodeID, key.ActivationID, 2) {
 			return fmt.Errorf("retry: second admission: %v %+v", err, sum)
 		}
 		rec.add(time.Since(t))

@@ -204,7 +204,7 @@
 //	child runs: narrowing, depth, descendants              child_run_*
 //	deadline exclusive at the millisecond                  boundaries_deadline_is_exclusive_at_the_millisecond
 //	nil, typed-nil, zero arguments at every entry          boundaries_nil_and_zero_arguments_are_invalid_input_at_every_entry
-//	page limits: 0 = default, 1..=1000, else invalid       boundaries_every_page_limit_takes_0_as_default_and_1_to_1000_as_given
+//	page limits: 0 = default, 1 to 1000, else invalid      boundaries_every_page_limit_takes_0_as_default_and_1_to_1000_as_given
 //	receipt-backed pass: mapping, cancel without owner,    ops_receipt_pass_*
 //	  run scope, fencing, bounds
 //	allowance increase: fenced CAS, readmits, one event,   ops_allowance_increase_*

@@ -11,7 +11,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -54,9 +53,9 @@ func caseSingleWinner(e *Env) {
 	assert.Nil(e.T, p2, "second prepare must find nothing pending")
 	atts := attemptsOf(e, s, "r")
 	require.Len(e.T, atts, 1)
-	assert.Equal(e.T, backend.AttemptPrepared, atts[0].Status)
-	assert.Equal(e.T, backend.HandoffPending, atts[0].Handoff)
-	assert.Equal(e.T, backend.ActivationRunning, getAct(e, s, k).Status)
+	assert.Equal(e.T, workflow.AttemptPrepared, atts[0].Status)
+	assert.Equal(e.T, workflow.HandoffPending, atts[0].Handoff)
+	assert.Equal(e.T, workflow.ActivationRunning, getAct(e, s, k).Status)
 }
 
 func caseOversizedIntent(e *Env) {
@@ -70,7 +69,7 @@ func caseOversizedIntent(e *Env) {
 	requireIs(e.T, err, workflow.ErrTooLarge)
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 	assert.Equal(e.T, before, digest(e, "r"), "state unchanged")
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, k).Status)
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, k).Status)
 }
 
 func caseRunScoped(e *Env) {
@@ -81,8 +80,8 @@ func caseRunScoped(e *Env) {
 	mkAct(e, s, key("r2", "n", "a"))
 	o := newOwner()
 	sum := dispatch(e, s, o, workflow.DispatchOptions{RunID: "r1"}, ms(10))
-	assert.Equal(e.T, []string{identity(key("r1", "n", "a"), 1)}, sum.Admitted)
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, key("r2", "n", "a")).Status)
+	assert.Equal(e.T, []string{identity(key("r1", "n", "a"), 1)}, refIdentities(sum.Admitted))
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, key("r2", "n", "a")).Status)
 	assert.Empty(e.T, attemptsOf(e, s, "r2"))
 }
 
@@ -101,11 +100,11 @@ func caseIntentBeforeCall(e *Env) {
 	}
 	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(10))
 	require.Len(e.T, sum.Admitted, 1)
-	assert.Equal(e.T, backend.AttemptPrepared, seen.Status, "inside the owner call the attempt is prepared")
-	assert.Equal(e.T, backend.HandoffRecorded, seen.Handoff, "and its handoff is recorded")
+	assert.Equal(e.T, workflow.AttemptPrepared, seen.Status, "inside the owner call the attempt is prepared")
+	assert.Equal(e.T, workflow.HandoffRecorded, seen.Handoff, "and its handoff is recorded")
 	assert.Nil(e.T, seen.Receipt)
 	after := getAttempt(e, s, k, 1)
-	assert.Equal(e.T, backend.AttemptAdmitted, after.Status)
+	assert.Equal(e.T, workflow.AttemptAdmitted, after.Status)
 	assert.JSONEq(e.T, fmt.Sprintf(`{"accepted":%q}`, after.Identity), string(after.Receipt))
 	assert.Equal(e.T, 1, o.callCount(after.Identity))
 }
@@ -121,8 +120,8 @@ func caseOwnerFailure(e *Env) {
 	requireIs(e.T, err, workflow.ErrOwner)
 	requireIs(e.T, err, errInjected)
 	a := getAttempt(e, s, k, 1)
-	assert.Equal(e.T, backend.AttemptPrepared, a.Status)
-	assert.Equal(e.T, backend.HandoffRecorded, a.Handoff)
+	assert.Equal(e.T, workflow.AttemptPrepared, a.Status)
+	assert.Equal(e.T, workflow.HandoffRecorded, a.Handoff)
 	o.onDispatch = nil
 	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(20))
 	assert.Empty(e.T, sum.Admitted)
@@ -139,21 +138,21 @@ func caseUnsupported(e *Env) {
 	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(10))
 	assert.Equal(e.T, []workflow.ActivationKey{key("r", "n", "a")}, sum.Unsupported)
 	assert.Len(e.T, sum.Admitted, 1)
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, key("r", "n", "a")).Status)
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, key("r", "n", "a")).Status)
 }
 
 func caseFaultMatrix(e *Env) {
 	rows := []struct {
 		at       workflow.Boundary
 		calls    int
-		status   backend.AttemptStatus
+		status   workflow.AttemptStatus
 		receipt  bool
-		handoff  backend.Handoff
-		actState backend.ActivationStatus
+		handoff  workflow.Handoff
+		actState workflow.ActivationStatus
 	}{
-		{workflow.IntentCommitted, 0, backend.AttemptPrepared, false, backend.HandoffPending, backend.ActivationRunning},
-		{workflow.OwnerAccepted, 1, backend.AttemptPrepared, false, backend.HandoffRecorded, backend.ActivationRunning},
-		{workflow.ReceiptCommitted, 1, backend.AttemptAdmitted, true, backend.HandoffRecorded, backend.ActivationRunning},
+		{workflow.IntentCommitted, 0, workflow.AttemptPrepared, false, workflow.HandoffPending, workflow.ActivationRunning},
+		{workflow.OwnerAccepted, 1, workflow.AttemptPrepared, false, workflow.HandoffRecorded, workflow.ActivationRunning},
+		{workflow.ReceiptCommitted, 1, workflow.AttemptAdmitted, true, workflow.HandoffRecorded, workflow.ActivationRunning},
 	}
 	s := store(e)
 	o := newOwner()
@@ -223,8 +222,8 @@ func caseRacingDispatchers(e *Env) {
 					if err != nil {
 						errs = append(errs, err)
 					}
-					for _, id := range sum.Admitted {
-						admitted[id]++
+					for _, ref := range sum.Admitted {
+						admitted[ref.Identity]++
 					}
 					mu.Unlock()
 					raced.Add(int64(len(sum.Raced)))
@@ -248,8 +247,8 @@ func caseRacingDispatchers(e *Env) {
 	atts := attemptsOf(e, s, "race")
 	assert.Len(e.T, atts, acts)
 	for _, a := range atts {
-		assert.Equal(e.T, backend.AttemptAdmitted, a.Status)
-		assert.Equal(e.T, backend.HandoffRecorded, a.Handoff, "no attempt without its handoff state")
+		assert.Equal(e.T, workflow.AttemptAdmitted, a.Status)
+		assert.Equal(e.T, workflow.HandoffRecorded, a.Handoff, "no attempt without its handoff state")
 	}
 }
 
@@ -299,8 +298,8 @@ func casePrepareAttemptNoProof(e *Env) {
 	_, err := s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(k, 1), SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, ms(10))
 	require.NoError(e.T, err)
 	a := getAttempt(e, s, k, 1)
-	assert.Equal(e.T, backend.HandoffUnknown, a.Handoff)
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, k).Status, "low-level prepare does not take the pending gate")
+	assert.Equal(e.T, workflow.HandoffUnknown, a.Handoff)
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, k).Status, "low-level prepare does not take the pending gate")
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	assert.Empty(e.T, sum.NeverDispatched, "no proof for an unknown handoff")
@@ -336,8 +335,8 @@ func caseDiscoverySkipsFullRun(e *Env) {
 	mkAct(e, s, key("b-idle", "n", "y"))
 	o := newOwner()
 	sum := dispatch(e, s, o, workflow.DispatchOptions{Limit: 2}, ms(10))
-	assert.Contains(e.T, sum.Admitted, identity(key("a-busy", "n", "x0"), 1))
-	assert.Contains(e.T, sum.Admitted, identity(key("b-idle", "n", "y"), 1), "the idle run is reached past the busy one")
+	assert.Contains(e.T, refIdentities(sum.Admitted), identity(key("a-busy", "n", "x0"), 1))
+	assert.Contains(e.T, refIdentities(sum.Admitted), identity(key("b-idle", "n", "y"), 1), "the idle run is reached past the busy one")
 	assert.Equal(e.T, []workflow.ActivationKey{key("a-busy", "n", "x1")}, sum.Raced, "capacity is reported as raced")
 }
 
@@ -357,7 +356,7 @@ func caseEventsOrder(e *Env) {
 	page, err := s.Events(e.Ctx, "r", evs[0].Seq, 1)
 	require.NoError(e.T, err)
 	require.Len(e.T, page, 1)
-	assert.Equal(e.T, "activation_created", page[0].Type)
+	assert.Equal(e.T, workflow.EventActivationCreated, page[0].Type)
 	_, err = s.Events(e.Ctx, "r", 0, 1001)
 	requireIs(e.T, err, workflow.ErrInvalidInput, "limit 1001")
 	_, err = s.Events(e.Ctx, "r", 0, -1)
@@ -375,17 +374,17 @@ func caseSuccessors(e *Env) {
 		Predecessors: []workflow.NodeRef{{NodeID: "n", ActivationID: "a"}}}
 	bad := workflow.NewActivation{Key: key("r", "m", "c"), Input: json.RawMessage(`{}`), Generation: 1000}
 	before := digest(e, "r")
-	_, err := s.ApplyObservation(e.Ctx, sum.Admitted[0], workflow.Observation{Kind: workflow.ObservedSucceeded,
+	_, err := s.ApplyObservation(e.Ctx, sum.Admitted[0].Identity, workflow.Observation{Kind: workflow.ObservedSucceeded,
 		Output: json.RawMessage(`{"ok":true}`), Successors: []workflow.NewActivation{next, bad}}, ms(20))
 	requireIs(e.T, err, workflow.ErrIneligible, "cycle cap of the second successor")
 	assert.Equal(e.T, before, digest(e, "r"), "completion and successors are one transaction")
-	res, err := s.ApplyObservation(e.Ctx, sum.Admitted[0], workflow.Observation{Kind: workflow.ObservedSucceeded,
+	res, err := s.ApplyObservation(e.Ctx, sum.Admitted[0].Identity, workflow.Observation{Kind: workflow.ObservedSucceeded,
 		Output: json.RawMessage(`{"ok":true}`), Successors: []workflow.NewActivation{next}}, ms(21))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, backend.AttemptSucceeded, res.Status)
+	assert.Equal(e.T, workflow.AttemptSucceeded, res.Status)
 	a := getAct(e, s, k)
-	assert.Equal(e.T, backend.ActivationCompleted, a.Status)
+	assert.Equal(e.T, workflow.ActivationCompleted, a.Status)
 	assert.JSONEq(e.T, `{"ok":true}`, string(a.Output))
-	assert.True(e.T, a.HasSuccessors)
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, key("r", "m", "b")).Status)
+	assert.True(e.T, rawAct(e, k).HasSuccessors)
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, key("r", "m", "b")).Status)
 }

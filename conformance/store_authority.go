@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -27,18 +26,18 @@ func caseTransferFenced(e *Env) {
 	a1, a2 := authority(1, "one"), authority(2, "two")
 	mkRun(e, s, "r", workflow.Limits{}, a1)
 	require.NoError(e.T, s.VerifyAuthority(e.Ctx, "r", *a1))
-	require.NoError(e.T, s.TransferAuthority(e.Ctx, "r", *a1, *a2, ms(5)))
+	require.NoError(e.T, s.TransferAuthority(e.Ctx, workflow.AuthorityTransfer{RunID: "r", Expected: *a1, Replacement: *a2}, ms(5)))
 	before := digest(e, "r")
-	requireIs(e.T, s.TransferAuthority(e.Ctx, "r", *a1, *a2, ms(6)), workflow.ErrStaleAuthority, "a replayed transfer")
+	requireIs(e.T, s.TransferAuthority(e.Ctx, workflow.AuthorityTransfer{RunID: "r", Expected: *a1, Replacement: *a2}, ms(6)), workflow.ErrStaleAuthority, "a replayed transfer")
 	assert.Equal(e.T, before, digest(e, "r"))
 	requireIs(e.T, s.VerifyAuthority(e.Ctx, "r", *a1), workflow.ErrStaleAuthority, "the old authority")
 	require.NoError(e.T, s.VerifyAuthority(e.Ctx, "r", *a2))
 	// Replacement rules.
 	bad := *authority(4, "four")
-	requireIs(e.T, s.TransferAuthority(e.Ctx, "r", *a2, bad, ms(7)), workflow.ErrInvalidInput, "generation must be +1")
+	requireIs(e.T, s.TransferAuthority(e.Ctx, workflow.AuthorityTransfer{RunID: "r", Expected: *a2, Replacement: bad}, ms(7)), workflow.ErrInvalidInput, "generation must be +1")
 	same := *a2
 	same.Generation = 3
-	requireIs(e.T, s.TransferAuthority(e.Ctx, "r", *a2, same, ms(7)), workflow.ErrInvalidInput, "daemon and token must change")
+	requireIs(e.T, s.TransferAuthority(e.Ctx, workflow.AuthorityTransfer{RunID: "r", Expected: *a2, Replacement: same}, ms(7)), workflow.ErrInvalidInput, "daemon and token must change")
 	got, err := s.Authority(e.Ctx, "r")
 	require.NoError(e.T, err)
 	assert.Equal(e.T, a2, got)
@@ -50,7 +49,7 @@ func caseOwnedStale(e *Env) {
 	a1, a2 := authority(1, "one"), authority(2, "two")
 	mkRun(e, s, "r", workflow.Limits{}, a1)
 	mkAct(e, s, key("r", "n", "a"))
-	require.NoError(e.T, s.TransferAuthority(e.Ctx, "r", *a1, *a2, ms(5)))
+	require.NoError(e.T, s.TransferAuthority(e.Ctx, workflow.AuthorityTransfer{RunID: "r", Expected: *a1, Replacement: *a2}, ms(5)))
 	o := newOwner()
 	planned := 0
 	o.onPlan = func(context.Context, workflow.Activation) error { planned++; return nil }
@@ -68,12 +67,12 @@ func caseAuthBeforePrepare(e *Env) {
 	mkAct(e, s, key("r", "n", "a"))
 	o := newOwner()
 	o.onPlan = func(ctx context.Context, _ workflow.Activation) error {
-		return s.TransferAuthority(ctx, "r", *a1, *a2, ms(9))
+		return s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r", Expected: *a1, Replacement: *a2}, ms(9))
 	}
 	_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Limit: 10}, ms(10))
 	requireIs(e.T, err, workflow.ErrStaleAuthority, "preparation execution authority changed")
 	assert.Empty(e.T, attemptsOf(e, s, "r"))
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, key("r", "n", "a")).Status)
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, key("r", "n", "a")).Status)
 }
 
 func caseAuthBeforeHandoff(e *Env) {
@@ -85,15 +84,15 @@ func caseAuthBeforeHandoff(e *Env) {
 	o := newOwner()
 	fault := func(ctx context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
 		if b == workflow.IntentCommitted {
-			return s.TransferAuthority(ctx, "r", *a1, *a2, ms(11))
+			return s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r", Expected: *a1, Replacement: *a2}, ms(11))
 		}
 		return nil
 	}
 	_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Limit: 10, Fault: fault}, ms(10))
 	requireIs(e.T, err, workflow.ErrStaleAuthority, "dispatch handoff execution authority changed")
 	a := getAttempt(e, s, k, 1)
-	assert.Equal(e.T, backend.HandoffPending, a.Handoff)
-	assert.Equal(e.T, backend.AttemptPrepared, a.Status)
+	assert.Equal(e.T, workflow.HandoffPending, a.Handoff)
+	assert.Equal(e.T, workflow.AttemptPrepared, a.Status)
 	assert.Zero(e.T, o.totalCalls(), "owner never called")
 	// The owned handoff under the old authority is refused too.
 	requireIs(e.T, s.Handoff(e.Ctx, a.Key, a1, ms(12)), workflow.ErrStaleAuthority)
@@ -107,17 +106,17 @@ func caseAuthBeforeReceipt(e *Env) {
 	mkAct(e, s, k)
 	o := newOwner()
 	o.onDispatch = func(ctx context.Context, _ workflow.PreparedDispatch) error {
-		return s.TransferAuthority(ctx, "r", *a1, *a2, ms(11))
+		return s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r", Expected: *a1, Replacement: *a2}, ms(11))
 	}
 	_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Limit: 10}, ms(10))
 	requireIs(e.T, err, workflow.ErrStaleAuthority, "receipt execution authority changed")
 	a := getAttempt(e, s, k, 1)
-	assert.Equal(e.T, backend.AttemptPrepared, a.Status)
+	assert.Equal(e.T, workflow.AttemptPrepared, a.Status)
 	assert.Nil(e.T, a.Receipt)
 	assert.Equal(e.T, 1, o.totalCalls())
 	// The new authority may persist it.
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, a.Key, a.Identity, o.receipts[a.Identity], a2, ms(12)))
-	assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, k, 1).Status)
+	require.NoError(e.T, s.PersistReceipt(e.Ctx, a.Key, o.receipts[a.Identity], a2, ms(12)))
+	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, k, 1).Status)
 }
 
 func caseOwnedDispatch(e *Env) {
@@ -128,7 +127,7 @@ func caseOwnedDispatch(e *Env) {
 	mkAct(e, s, k)
 	o := newOwner()
 	sum := dispatch(e, s, o, workflow.DispatchOptions{RunID: "r", Authority: a1}, ms(10))
-	assert.Equal(e.T, []string{identity(k, 1)}, sum.Admitted)
+	assert.Equal(e.T, []string{identity(k, 1)}, refIdentities(sum.Admitted))
 	_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Authority: a1, Limit: 10}, ms(10))
 	requireIs(e.T, err, workflow.ErrInvalidInput, "owned dispatch needs a run")
 	// CheckOwnerAdmission returns the stored receipt.

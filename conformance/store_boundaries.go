@@ -9,7 +9,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -82,12 +81,12 @@ func caseBoundaryDeadline(e *Env) {
 	childID, created, err := s.CreateChildRun(e.Ctx, child, at)
 	require.NoError(e.T, err, "CreateChildRun 1 ms before the deadline")
 	assert.True(e.T, created)
-	assert.Equal(e.T, ms(dl).UnixMilli(), getRun(e, s, childID).DeadlineMS, "the child inherits the deadline")
+	assert.Equal(e.T, ms(dl).UnixMilli(), msOf(getRun(e, s, childID).Deadline), "the child inherits the deadline")
 	mk("dy") // dx's activation was refused durably; a fresh run for the earlier Dispatch
 	sum, err = s.Dispatch(e.Ctx, o, workflow.DispatchOptions{RunID: "dy", Limit: 10}, at)
 	require.NoError(e.T, err)
 	assert.Empty(e.T, sum.Rejected, "Dispatch 1 ms before the deadline")
-	assert.Equal(e.T, []string{identity(key("dy", "n", "a"), 1)}, sum.Admitted, "Dispatch 1 ms before the deadline")
+	assert.Equal(e.T, []string{identity(key("dy", "n", "a"), 1)}, refIdentities(sum.Admitted), "Dispatch 1 ms before the deadline")
 
 	// The inherited deadline is exclusive in the child too.
 	_, err = s.AddActivation(e.Ctx, workflow.NewActivation{Key: key(childID, "n", "a"), Input: json.RawMessage(`{}`)}, ms(dl))
@@ -118,7 +117,7 @@ func caseBoundaryNilArguments(e *Env) {
 	for _, k := range []workflow.ActivationKey{hand, adm} {
 		require.NoError(e.T, s.Handoff(e.Ctx, attemptKey(k, 1), nil, ms(11)))
 	}
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, attemptKey(adm, 1), identity(adm, 1), json.RawMessage(`{"r":1}`), nil, ms(12)))
+	require.NoError(e.T, s.PersistReceipt(e.Ctx, attemptKey(adm, 1), json.RawMessage(`{"r":1}`), nil, ms(12)))
 
 	var zero time.Time
 	now := ms(20)
@@ -172,13 +171,13 @@ func caseBoundaryNilArguments(e *Env) {
 		{"Handoff zero now", func() error { return s.Handoff(e.Ctx, attemptKey(prep, 1), nil, zero) }},
 		{"Handoff zero key", func() error { return s.Handoff(e.Ctx, workflow.AttemptKey{}, nil, now) }},
 		{"PersistReceipt nil receipt", func() error {
-			return s.PersistReceipt(e.Ctx, attemptKey(hand, 1), identity(hand, 1), nil, nil, now)
+			return s.PersistReceipt(e.Ctx, attemptKey(hand, 1), nil, nil, now)
 		}},
 		{"PersistReceipt zero now", func() error {
-			return s.PersistReceipt(e.Ctx, attemptKey(hand, 1), identity(hand, 1), json.RawMessage(`{}`), nil, zero)
+			return s.PersistReceipt(e.Ctx, attemptKey(hand, 1), json.RawMessage(`{}`), nil, zero)
 		}},
 		{"PersistReceipt zero key", func() error {
-			return s.PersistReceipt(e.Ctx, workflow.AttemptKey{}, identity(hand, 1), json.RawMessage(`{}`), nil, now)
+			return s.PersistReceipt(e.Ctx, workflow.AttemptKey{}, json.RawMessage(`{}`), nil, now)
 		}},
 		{"CheckOwnerAdmission zero authority", func() error {
 			_, err := s.CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: attemptKey(prep, 1), Identity: identity(prep, 1), Intent: plan.Intent}, workflow.Authority{})
@@ -263,9 +262,15 @@ func caseBoundaryNilArguments(e *Env) {
 		{"ResumeRun zero now", func() error { return s.ResumeRun(e.Ctx, "r", nil, zero) }},
 		// Authority.
 		{"VerifyAuthority zero authority", func() error { return s.VerifyAuthority(e.Ctx, "r", workflow.Authority{}) }},
-		{"TransferAuthority zero expected", func() error { return s.TransferAuthority(e.Ctx, "r", workflow.Authority{}, next, now) }},
-		{"TransferAuthority zero replacement", func() error { return s.TransferAuthority(e.Ctx, "r", auth, workflow.Authority{}, now) }},
-		{"TransferAuthority zero now", func() error { return s.TransferAuthority(e.Ctx, "r", auth, next, zero) }},
+		{"TransferAuthority zero expected", func() error {
+			return s.TransferAuthority(e.Ctx, workflow.AuthorityTransfer{RunID: "r", Expected: workflow.Authority{}, Replacement: next}, now)
+		}},
+		{"TransferAuthority zero replacement", func() error {
+			return s.TransferAuthority(e.Ctx, workflow.AuthorityTransfer{RunID: "r", Expected: auth, Replacement: workflow.Authority{}}, now)
+		}},
+		{"TransferAuthority zero now", func() error {
+			return s.TransferAuthority(e.Ctx, workflow.AuthorityTransfer{RunID: "r", Expected: auth, Replacement: next}, zero)
+		}},
 		// Observations, repair, cancellation.
 		{"ApplyObservation zero now", func() error { _, err := s.ApplyObservation(e.Ctx, identity(adm, 1), obsOK, zero); return err }},
 		{"ApplyObservation succeeded with nil output", func() error {
@@ -284,11 +289,17 @@ func caseBoundaryNilArguments(e *Env) {
 		}},
 		{"ApplyObservation empty identity", func() error { _, err := s.ApplyObservation(e.Ctx, "", obsOK, now); return err }},
 		{"Repair confirm succeeded with nil output", func() error {
-			return s.Repair(e.Ctx, identity(adm, 1), workflow.RepairConfirmSucceeded, nil, nil, now)
+			return s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(adm, 1), Action: workflow.RepairConfirmSucceeded}, now)
 		}},
-		{"Repair zero action", func() error { return s.Repair(e.Ctx, identity(adm, 1), "", nil, nil, now) }},
-		{"Repair zero now", func() error { return s.Repair(e.Ctx, identity(adm, 1), workflow.RepairAbandon, nil, nil, zero) }},
-		{"Repair empty identity", func() error { return s.Repair(e.Ctx, "", workflow.RepairAbandon, nil, nil, now) }},
+		{"Repair zero action", func() error {
+			return s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(adm, 1), Action: ""}, now)
+		}},
+		{"Repair zero now", func() error {
+			return s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(adm, 1), Action: workflow.RepairAbandon}, zero)
+		}},
+		{"Repair empty identity", func() error {
+			return s.Repair(e.Ctx, workflow.RepairRequest{Identity: "", Action: workflow.RepairAbandon}, now)
+		}},
 		{"RequestCancellation zero now", func() error { _, err := s.RequestCancellation(e.Ctx, "r", nil, zero); return err }},
 		{"MarkCancellationSignalled zero now", func() error { return s.MarkCancellationSignalled(e.Ctx, identity(adm, 1), zero) }},
 		{"CancelNeverDispatched zero now", func() error { _, err := s.CancelNeverDispatched(e.Ctx, identity(prep, 1), nil, zero); return err }},
@@ -298,23 +309,23 @@ func caseBoundaryNilArguments(e *Env) {
 		}},
 		// Retries.
 		{"ScheduleRetry zero now", func() error {
-			_, err := s.ScheduleRetry(e.Ctx, eligibility(), adm, workflow.FailureOwnerReportedRetryable, 1, zero)
+			_, err := s.ScheduleRetry(e.Ctx, eligibility(), adm, 1*time.Millisecond, zero)
 			return err
 		}},
 		{"ScheduleRetryForFailedAttempt zero now", func() error {
-			_, err := s.ScheduleRetryForFailedAttempt(e.Ctx, adm, workflow.FailureOwnerReportedRetryable, workflow.ReadOnly, workflow.IdempotentReplay, 3, 1, zero)
+			_, err := s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: adm, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, zero)
 			return err
 		}},
 		{"ScheduleRetryFromObservation zero now", func() error {
-			_, err := s.ScheduleRetryFromObservation(e.Ctx, adm, retryable, workflow.ReadOnly, workflow.IdempotentReplay, 3, 1, zero)
+			_, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: adm, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, retryable, zero)
 			return err
 		}},
 		{"ScheduleRetryFromObservation zero now, not a failure", func() error {
-			_, err := s.ScheduleRetryFromObservation(e.Ctx, adm, obsOK, workflow.ReadOnly, workflow.IdempotentReplay, 3, 1, zero)
+			_, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: adm, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, obsOK, zero)
 			return err
 		}},
 		{"ScheduleRetryFromObservation zero key, not a failure", func() error {
-			_, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.ActivationKey{}, obsOK, workflow.ReadOnly, workflow.IdempotentReplay, 3, 1, now)
+			_, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: workflow.ActivationKey{}, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, obsOK, now)
 			return err
 		}},
 		{"ConsumeNextDueRetry zero now", func() error { _, err := s.ConsumeNextDueRetry(e.Ctx, "r", zero); return err }},
@@ -352,7 +363,7 @@ func caseBoundaryNilArguments(e *Env) {
 }
 
 // caseBoundaryPageLimits: every page or batch limit of the API follows one
-// rule. 0 means workflow.DefaultPageLimit, 1..=MaxPageLimit is taken as
+// rule. 0 means workflow.DefaultPageLimit, 1 to MaxPageLimit is taken as
 // given, and a negative limit or one above MaxPageLimit is ErrInvalidInput
 // with state unchanged.
 func caseBoundaryPageLimits(e *Env) {
@@ -363,7 +374,7 @@ func caseBoundaryPageLimits(e *Env) {
 	mkRun(e, s, "rc", lim, nil) // prepared, never dispatched: reconcile, redispatch
 	plan := workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}
 	for i := range n {
-		mkAct(e, s, key("dp", "n", fmt.Sprintf("a%03d", i)), withClaims(claim("res", backend.LeaseRead)))
+		mkAct(e, s, key("dp", "n", fmt.Sprintf("a%03d", i)), withClaims(claim("res", workflow.LeaseRead)))
 		k := key("rc", "n", fmt.Sprintf("a%03d", i))
 		mkAct(e, s, k)
 		p, err := s.PreparePending(e.Ctx, k, plan, ms(5))

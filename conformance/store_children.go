@@ -49,7 +49,7 @@ func caseChildCreate(e *Env) {
 	assert.Equal(e.T, workflow.ChildRunID("p", "p", "a", 1, []byte(`{"v":1,"workflow":"w"}`)), child, "the id is derived")
 
 	att := getAttempt(e, s, pa, 1)
-	assert.Equal(e.T, backend.AttemptAdmitted, att.Status, "the parent attempt is admitted")
+	assert.Equal(e.T, workflow.AttemptAdmitted, att.Status, "the parent attempt is admitted")
 	require.NotNil(e.T, att.Receipt)
 	var rc struct {
 		Child string `json:"child_run_id"`
@@ -60,21 +60,21 @@ func caseChildCreate(e *Env) {
 	assert.Equal(e.T, child, rc.Child)
 	assert.Equal(e.T, "p", rc.Root)
 	assert.Equal(e.T, int64(2), rc.Depth)
-	assert.Equal(e.T, ms(20).UnixMilli(), att.AdmittedMS)
+	assert.Equal(e.T, ms(20).UnixMilli(), msOf(att.AdmittedAt))
 	assert.Equal(e.T, []string{"attempt_admitted", "child_run_linked"}, lastTypes(e, s, "p", 2))
 
 	c := getRun(e, s, child)
-	assert.Equal(e.T, backend.RunRunning, c.Status)
+	assert.Equal(e.T, workflow.RunRunning, c.Status)
 	assert.Equal(e.T, "p", c.RootID)
 	assert.Equal(e.T, "p", c.ParentID)
-	assert.Equal(e.T, int64(2), c.Depth)
+	assert.Equal(e.T, 2, c.Depth)
 	assert.Equal(e.T, workflow.Limits{NodeExecutionCap: 50, ConcurrencyCap: 4, CycleCap: workflow.DefaultCycleCap, RetryCap: workflow.DefaultRetryCap}, c.Limits, "zero limits inherit")
 	require.NotNil(e.T, c.Authority)
 	assert.Equal(e.T, *auth, *c.Authority, "the authority is inherited")
 	assert.Equal(e.T, []string{"run_created"}, eventTypes(e, s, child))
-	assert.Equal(e.T, int64(1), getRun(e, s, "p").DescendantCount)
+	assert.Equal(e.T, int64(1), rawRun(e, "p").DescendantCount)
 	link := e.load(e.B, backend.Lookup{Links: []string{child}}).Links[child]
-	assert.Equal(e.T, backend.RunLink{ChildRunID: child, RootRunID: "p", Parent: p.Key(), Target: []byte(`{"v":1,"workflow":"w"}`),
+	assert.Equal(e.T, backend.RunLink{ChildRunID: child, RootRunID: "p", Parent: battkey(p.Key()), Target: []byte(`{"v":1,"workflow":"w"}`),
 		Depth: 2, CreatedMS: ms(20).UnixMilli()}, link)
 
 	// A grandchild links to the same root and counts as its descendant.
@@ -82,8 +82,8 @@ func caseChildCreate(e *Env) {
 	g := getRun(e, s, gc)
 	assert.Equal(e.T, "p", g.RootID)
 	assert.Equal(e.T, child, g.ParentID)
-	assert.Equal(e.T, int64(3), g.Depth)
-	assert.Equal(e.T, int64(2), getRun(e, s, "p").DescendantCount)
+	assert.Equal(e.T, 3, g.Depth)
+	assert.Equal(e.T, int64(2), rawRun(e, "p").DescendantCount)
 }
 
 func caseChildRequiresPrepared(e *Env) {
@@ -179,7 +179,7 @@ func caseChildLimits(e *Env) {
 		requireIs(e.T, err, workflow.ErrInvalidInput, "limits %+v widen the parent's", l)
 		unchanged(e, before, fmt.Sprintf("wider limits %+v", l), "p")
 	}
-	assert.Equal(e.T, backend.AttemptPrepared, getAttempt(e, s, k, 1).Status)
+	assert.Equal(e.T, workflow.AttemptPrepared, getAttempt(e, s, k, 1).Status)
 	child, _, err := s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`),
 		Limits: workflow.RunLimits{NodeExecutionCap: 5, ConcurrencyCap: 4, RetryCap: workflow.RetryCap(1)}}, ms(21))
 	require.NoError(e.T, err)
@@ -192,9 +192,9 @@ func caseChildDepth(e *Env) {
 	cur := "d"
 	for depth := int64(2); depth <= workflow.MaxRunDepth; depth++ {
 		cur = spawn(e, s, cur, "a", depth*10)
-		assert.Equal(e.T, depth, getRun(e, s, cur).Depth)
+		assert.Equal(e.T, int(depth), getRun(e, s, cur).Depth)
 	}
-	assert.Equal(e.T, int64(workflow.MaxRunDepth-1), getRun(e, s, "d").DescendantCount)
+	assert.Equal(e.T, int64(workflow.MaxRunDepth-1), rawRun(e, "d").DescendantCount)
 	k := key(cur, "n", "a")
 	mkAct(e, s, k)
 	prep(e, s, k, workflow.ReadOnly, ms(100))
@@ -202,7 +202,7 @@ func caseChildDepth(e *Env) {
 	_, _, err := s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`)}, ms(101))
 	requireIs(e.T, err, workflow.ErrIneligible, "depth %d", workflow.MaxRunDepth+1)
 	unchanged(e, before, "too deep", "d", cur)
-	assert.Equal(e.T, backend.AttemptPrepared, getAttempt(e, s, k, 1).Status)
+	assert.Equal(e.T, workflow.AttemptPrepared, getAttempt(e, s, k, 1).Status)
 }
 
 func caseChildDescendants(e *Env) {
@@ -211,7 +211,7 @@ func caseChildDescendants(e *Env) {
 	for i := range workflow.MaxDescendants {
 		spawn(e, s, "q", fmt.Sprintf("a%02d", i), 10)
 	}
-	assert.Equal(e.T, int64(workflow.MaxDescendants), getRun(e, s, "q").DescendantCount)
+	assert.Equal(e.T, int64(workflow.MaxDescendants), rawRun(e, "q").DescendantCount)
 	k := key("q", "n", "extra")
 	mkAct(e, s, k)
 	prep(e, s, k, workflow.ReadOnly, ms(20))

@@ -8,7 +8,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -73,7 +72,7 @@ func caseDiscoveryHandoffRefusal(e *Env) {
 	o := newOwner()
 	sum, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Fault: fault}, ms(10))
 	require.NoError(e.T, err, "a run-state refusal at handoff does not stop the batch")
-	assert.Equal(e.T, []string{identity(dy, 1)}, sum.Admitted, "the healthy run later in the batch is admitted in the same call")
+	assert.Equal(e.T, []string{identity(dy, 1)}, refIdentities(sum.Admitted), "the healthy run later in the batch is admitted in the same call")
 	require.Len(e.T, sum.Rejected, 3)
 	for i, want := range []workflow.ActivationKey{ax, bx, cx} {
 		assert.Equal(e.T, want, sum.Rejected[i].Key)
@@ -87,8 +86,8 @@ func caseDiscoveryHandoffRefusal(e *Env) {
 	for _, k := range []workflow.ActivationKey{ax, bx, cx} {
 		unchanged(e, after[k.RunID], "a refused handoff", k.RunID)
 		att := getAttempt(e, s, k, 1)
-		assert.Equal(e.T, backend.AttemptPrepared, att.Status, "%v stays prepared", k)
-		assert.Equal(e.T, backend.HandoffPending, att.Handoff, "%v: the never-dispatched proof holds", k)
+		assert.Equal(e.T, workflow.AttemptPrepared, att.Status, "%v stays prepared", k)
+		assert.Equal(e.T, workflow.HandoffPending, att.Handoff, "%v: the never-dispatched proof holds", k)
 		assert.Nil(e.T, att.Receipt)
 		assert.NotContains(e.T, payloadsOf(e, s, k.RunID, "dispatch_handed_off"), `{"dispatch_identity":"`+identity(k, 1)+`"}`)
 		rs, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: k.RunID, Limit: 10}, ms(20))
@@ -101,11 +100,11 @@ func caseDiscoveryHandoffRefusal(e *Env) {
 	done, err := s.CancelNeverDispatched(e.Ctx, identity(bx, 1), nil, ms(30))
 	require.NoError(e.T, err)
 	assert.True(e.T, done, "the refused attempt of the cancelling run is provably never dispatched")
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, cancelling).Status)
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, cancelling).Status)
 	require.NoError(e.T, s.ResumeRun(e.Ctx, paused, nil, ms(31)))
 	rd, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: paused, Limit: 10}, ms(32))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, []string{identity(ax, 1)}, rd.Admitted)
+	assert.Equal(e.T, []string{identity(ax, 1)}, refIdentities(rd.Admitted))
 	assert.Equal(e.T, 1, o.callCount(identity(ax, 1)), "one owner call for the recovered attempt")
 }
 
@@ -136,7 +135,7 @@ func caseDiscoveryCheckOrder(e *Env) {
 	assert.Empty(e.T, sum.Raced, "node: allowance comes before capacity")
 	assert.Equal(e.T, []workflow.ActivationKey{nb}, sum.Exhausted)
 	exhaustedOnce("node")
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, nb).Status)
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, nb).Status)
 
 	// Node allowance used up within the pass that fills the run.
 	mkRun(e, s, "same", workflow.Limits{NodeExecutionCap: 1, ConcurrencyCap: 1}, nil)
@@ -144,7 +143,7 @@ func caseDiscoveryCheckOrder(e *Env) {
 	mkAct(e, s, sa)
 	mkAct(e, s, sb)
 	sum = dispatch(e, s, o, workflow.DispatchOptions{RunID: "same"}, ms(20))
-	assert.Equal(e.T, []string{identity(sa, 1)}, sum.Admitted)
+	assert.Equal(e.T, []string{identity(sa, 1)}, refIdentities(sum.Admitted))
 	assert.Empty(e.T, sum.Raced, "same pass: allowance comes before capacity")
 	assert.Equal(e.T, []workflow.ActivationKey{sb}, sum.Exhausted)
 	exhaustedOnce("same")
@@ -244,7 +243,7 @@ func caseDiscoveryBounded(e *Env) {
 			switch len(sum.Admitted) {
 			case 0:
 			case 1:
-				require.Equal(e.T, identity(free, 1), sum.Admitted[0], what)
+				require.Equal(e.T, identity(free, 1), sum.Admitted[0].Identity, what)
 				reached = true
 			default:
 				require.Fail(e.T, "more than the free run admitted", what)

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -52,9 +51,9 @@ func fanOutOwner() *owner {
 	return o
 }
 
-func memberStatuses(e *Env, s *workflow.Store, members []workflow.ActivationKey) []backend.ActivationStatus {
+func memberStatuses(e *Env, s *workflow.Store, members []workflow.ActivationKey) []workflow.ActivationStatus {
 	e.T.Helper()
-	out := make([]backend.ActivationStatus, len(members))
+	out := make([]workflow.ActivationStatus, len(members))
 	for i, m := range members {
 		out[i] = getAct(e, s, m).Status
 	}
@@ -62,11 +61,11 @@ func memberStatuses(e *Env, s *workflow.Store, members []workflow.ActivationKey)
 }
 
 const (
-	stPend = backend.ActivationPending
-	stWait = backend.ActivationWaiting
-	stRun  = backend.ActivationRunning
-	stDone = backend.ActivationCompleted
-	stCanc = backend.ActivationCancelled
+	stPend = workflow.ActivationPending
+	stWait = workflow.ActivationWaiting
+	stRun  = workflow.ActivationRunning
+	stDone = workflow.ActivationCompleted
+	stCanc = workflow.ActivationCancelled
 )
 
 func caseFanOutBounded(e *Env) {
@@ -78,15 +77,15 @@ func caseFanOutBounded(e *Env) {
 		a := getAct(e, s, k)
 		assert.Equal(e.T, fmt.Sprintf("ctl::member::%d", i), k.NodeID)
 		assert.Equal(e.T, workflow.FanOutMemberID("r", "c", int64(i)), k.ActivationID)
-		require.NotNil(e.T, a.Group)
-		assert.Equal(e.T, backend.GroupMember{Controller: c, Index: int64(i)}, *a.Group)
+		require.NotNil(e.T, a.FanOut)
+		assert.Equal(e.T, workflow.FanOutMember{Controller: c, Index: int64(i)}, *a.FanOut)
 		assert.JSONEq(e.T, fmt.Sprintf(`{"i":%d}`, i), string(a.Input))
 		ids[k.ActivationID] = true
 		idents[identity(k, 1)] = true
 	}
 	assert.Len(e.T, ids, 5, "distinct member activation ids")
 	assert.Len(e.T, idents, 5, "distinct member identities")
-	assert.Equal(e.T, []backend.ActivationStatus{stPend, stPend, stWait, stWait, stWait}, memberStatuses(e, s, m))
+	assert.Equal(e.T, []workflow.ActivationStatus{stPend, stPend, stWait, stWait, stWait}, memberStatuses(e, s, m))
 	g := getGroup(e, c)
 	assert.Equal(e.T, int64(5), g.Size)
 	assert.Equal(e.T, int64(2), g.MaxConcurrency)
@@ -95,7 +94,7 @@ func caseFanOutBounded(e *Env) {
 	assert.False(e.T, g.Retiring)
 
 	s = workflow.New(e.Reopen())
-	assert.Equal(e.T, []backend.ActivationStatus{stPend, stPend, stWait, stWait, stWait}, memberStatuses(e, s, m), "after reopen")
+	assert.Equal(e.T, []workflow.ActivationStatus{stPend, stPend, stWait, stWait, stWait}, memberStatuses(e, s, m), "after reopen")
 	o := fanOutOwner()
 	sum := admitOnly(e, s, o, ms(10), identity(m[0], 1), identity(m[1], 1))
 	assert.Equal(e.T, []workflow.ActivationKey{c}, sum.Unsupported)
@@ -103,12 +102,12 @@ func caseFanOutBounded(e *Env) {
 	assert.Equal(e.T, []string{identity(m[0], 1), identity(m[1], 1)}, o.order, "admitted in index order")
 
 	observe(e, s, identity(m[0], 1), obs(workflow.ObservedSucceeded), ms(20))
-	assert.Equal(e.T, []backend.ActivationStatus{stDone, stRun, stPend, stWait, stWait}, memberStatuses(e, s, m), "member 2 promoted")
+	assert.Equal(e.T, []workflow.ActivationStatus{stDone, stRun, stPend, stWait, stWait}, memberStatuses(e, s, m), "member 2 promoted")
 	s = workflow.New(e.Reopen())
 	admitOnly(e, s, o, ms(30), identity(m[2], 1))
 	observe(e, s, identity(m[1], 1), obs(workflow.ObservedSucceeded), ms(40))
 	observe(e, s, identity(m[2], 1), obs(workflow.ObservedSucceeded), ms(41))
-	assert.Equal(e.T, []backend.ActivationStatus{stDone, stDone, stDone, stPend, stPend}, memberStatuses(e, s, m))
+	assert.Equal(e.T, []workflow.ActivationStatus{stDone, stDone, stDone, stPend, stPend}, memberStatuses(e, s, m))
 	admitOnly(e, s, o, ms(50), identity(m[3], 1), identity(m[4], 1))
 	var promoted []string
 	for _, p := range payloadsOf(e, s, "r", "fan_out_member_promoted") {
@@ -144,7 +143,7 @@ func caseFanOutIdempotent(e *Env) {
 		{Controller: c, Members: []json.RawMessage{[]byte(`{"i":9}`), []byte(`{"i":1}`), []byte(`{"i":2}`)}, MaxConcurrency: 2},
 		{Controller: c, Members: []json.RawMessage{[]byte(`{"i":0}`), []byte(`{"i":1}`), []byte(`{"i":9}`)}, MaxConcurrency: 2},
 		{Controller: c, Members: memberInputs(3), MaxConcurrency: 2, Effect: workflow.Mutating},
-		{Controller: c, Members: memberInputs(3), MaxConcurrency: 2, Claims: []workflow.ResourceClaim{claim("res", backend.LeaseRead)}},
+		{Controller: c, Members: memberInputs(3), MaxConcurrency: 2, Claims: []workflow.ResourceClaim{claim("res", workflow.LeaseRead)}},
 	} {
 		_, err := s.AddFanOut(e.Ctx, nf, ms(5))
 		requireIs(e.T, err, workflow.ErrConflict, "different group %d members max %d", len(nf.Members), nf.MaxConcurrency)
@@ -159,7 +158,7 @@ func caseFanOutIdempotent(e *Env) {
 	_, err = s.AddFanOut(e.Ctx, workflow.NewFanOut{Controller: c, MaxConcurrency: 1}, ms(5))
 	requireIs(e.T, err, workflow.ErrInvalidInput, "no members")
 	unchanged(e, before, "invalid fan-outs", "r")
-	assert.Equal(e.T, []backend.ActivationStatus{stPend, stPend, stWait}, memberStatuses(e, s, m))
+	assert.Equal(e.T, []workflow.ActivationStatus{stPend, stPend, stWait}, memberStatuses(e, s, m))
 }
 
 func caseFanOutRetirement(e *Env) {
@@ -204,9 +203,9 @@ func caseFanOutSettleRetirement(e *Env) {
 	p := prep(e, s, m[0], workflow.ReadOnly, ms(10))
 	require.NoError(e.T, s.RetireFanOut(e.Ctx, c, ms(11)))
 	require.NoError(e.T, s.SettleFanOutRetirement(e.Ctx, c, ms(12)))
-	assert.Equal(e.T, []backend.ActivationStatus{stRun, stCanc, stCanc, stCanc}, memberStatuses(e, s, m),
+	assert.Equal(e.T, []workflow.ActivationStatus{stRun, stCanc, stCanc, stCanc}, memberStatuses(e, s, m),
 		"pending and waiting members cancelled; the started one keeps its attempt")
-	assert.Equal(e.T, backend.AttemptPrepared, getAttempt(e, s, m[0], 1).Status)
+	assert.Equal(e.T, workflow.AttemptPrepared, getAttempt(e, s, m[0], 1).Status)
 	g := getGroup(e, c)
 	assert.False(e.T, g.Retiring)
 	assert.Equal(e.T, ms(12).UnixMilli(), g.RetiredMS)

@@ -47,7 +47,7 @@ func fanOutWith(e *Env, s *workflow.Store, run string, n int, max int64, pol wor
 
 // memberState is one member's abstract state in the interleaving search.
 type memberState struct {
-	Status backend.ActivationStatus
+	Status workflow.ActivationStatus
 	Last   uint32
 }
 
@@ -136,7 +136,7 @@ func (x *explorer) image(run string) runImage {
 	e := x.e
 	var img runImage
 	e.view(x.b, func(r backend.ReadTx) error {
-		c := key(run, "ctl", "c")
+		c := bkey(key(run, "ctl", "c"))
 		f, err := r.Load(e.Ctx, backend.Lookup{Runs: []string{run}, Groups: []backend.ActivationKey{c}})
 		if err != nil {
 			return err
@@ -181,7 +181,7 @@ func (x *explorer) clone(img runImage) string {
 	ws.Insert.Groups = append(ws.Insert.Groups, g)
 	for _, a := range img.atts {
 		a.Key.ActivationKey = rename(a.Key.ActivationKey)
-		a.Identity = identity(a.Key.ActivationKey, a.Key.Attempt)
+		a.Identity = identity(workflow.ActivationKey(a.Key.ActivationKey), a.Key.Attempt)
 		a.Intent = json.RawMessage(fmt.Sprintf(`{"do":%q}`, a.Key.ActivationID))
 		a.IntentChecksum = workflow.Checksum(a.Intent)
 		if a.Receipt != nil {
@@ -216,23 +216,27 @@ type groupSnap struct {
 	st                groupState
 	live              int // admissible or holding an active attempt
 	promoted, settled int64
-	run               backend.RunStatus
+	run               workflow.RunStatus
 }
 
 func (x *explorer) snapshot(run string, m []workflow.ActivationKey) groupSnap {
 	e := x.e
 	var out groupSnap
 	var atts []backend.AttemptKey
-	c := key(run, "ctl", "c")
-	f := e.load(x.b, backend.Lookup{Runs: []string{run}, Activations: m, Groups: []backend.ActivationKey{c}})
+	c := bkey(key(run, "ctl", "c"))
+	bm := make([]backend.ActivationKey, len(m))
 	for i, k := range m {
-		a, ok := f.Activations[k]
+		bm[i] = bkey(k)
+	}
+	f := e.load(x.b, backend.Lookup{Runs: []string{run}, Activations: bm, Groups: []backend.ActivationKey{c}})
+	for i, k := range m {
+		a, ok := f.Activations[bkey(k)]
 		require.True(e.T, ok, "member %d exists", i)
-		out.st[i] = memberState{a.Status, a.LastAttempt}
+		out.st[i] = memberState{workflow.ActivationStatus(a.Status), a.LastAttempt}
 		if a.Admissible {
 			out.live++
 		} else if a.LastAttempt > 0 {
-			atts = append(atts, attemptKey(k, a.LastAttempt))
+			atts = append(atts, battkey(attemptKey(k, a.LastAttempt)))
 		}
 	}
 	fa := e.load(x.b, backend.Lookup{Attempts: atts})
@@ -244,7 +248,7 @@ func (x *explorer) snapshot(run string, m []workflow.ActivationKey) groupSnap {
 		}
 	}
 	g := f.Groups[c]
-	out.promoted, out.settled, out.run = g.Promoted, g.Settled, f.Runs[run].Status
+	out.promoted, out.settled, out.run = g.Promoted, g.Settled, workflow.RunStatus(f.Runs[run].Status)
 	return out
 }
 
@@ -328,7 +332,7 @@ func applicable(st groupState, retries int) []memberAction {
 		switch {
 		case m.Status == stRun:
 			out = append(out, memberAction{"fail", i}, memberAction{"succeed", i})
-		case m.Status == backend.ActivationFailed && m.Last < maxInterleavingAttempts && retries < interleavingRetries():
+		case m.Status == workflow.ActivationFailed && m.Last < maxInterleavingAttempts && retries < interleavingRetries():
 			out = append(out, memberAction{"retry", i})
 		}
 	}
@@ -344,14 +348,14 @@ func checkWaitAllRun(e *Env, g groupSnap, path []memberAction) {
 		switch m.Status {
 		case stDone:
 			settled++
-		case backend.ActivationFailed:
+		case workflow.ActivationFailed:
 			settled++
 			failed = true
 		}
 	}
-	want := backend.RunRunning
+	want := workflow.RunRunning
 	if settled == len(g.st) && failed {
-		want = backend.RunFailed
+		want = workflow.RunFailed
 	}
 	assert.Equal(e.T, want, g.run, "wait-all run status after %v (%v)", path, g.st)
 }
@@ -373,7 +377,7 @@ func checkGroupPlaces(e *Env, g groupSnap, path []memberAction, when string) {
 		if ms.Status != stWait {
 			notWaiting++
 		}
-		if ms.Status == stDone || ms.Status == backend.ActivationFailed || ms.Status == stCanc {
+		if ms.Status == stDone || ms.Status == workflow.ActivationFailed || ms.Status == stCanc {
 			terminal++
 		}
 	}
@@ -424,18 +428,18 @@ func caseFanOutWaitAll(e *Env) {
 	admitOnly(e, s, o, ms(10), identity(m[0], 1), identity(m[1], 1))
 
 	observe(e, s, identity(m[0], 1), obs(workflow.ObservedFailed), ms(11))
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status, "one failed member does not fail the run yet")
-	assert.Equal(e.T, []backend.ActivationStatus{backend.ActivationFailed, stRun, stPend}, memberStatuses(e, s, m),
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "one failed member does not fail the run yet")
+	assert.Equal(e.T, []workflow.ActivationStatus{workflow.ActivationFailed, stRun, stPend}, memberStatuses(e, s, m),
 		"the failed member settled: member 2 promoted")
 	assert.Zero(e.T, countType(eventTypes(e, s, "r"), "fan_out_failed"))
 	s = workflow.New(e.Reopen())
 	admitOnly(e, s, o, ms(12), identity(m[2], 1))
 	observe(e, s, identity(m[1], 1), obs(workflow.ObservedSucceeded), ms(13))
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status, "member 2 still running")
-	assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, m[2], 1).Status, "no sibling is cancelled")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "member 2 still running")
+	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, m[2], 1).Status, "no sibling is cancelled")
 
 	observe(e, s, identity(m[2], 1), obs(workflow.ObservedSucceeded), ms(14))
-	assert.Equal(e.T, backend.RunFailed, getRun(e, s, "r").Status, "the last member settled: the failure is persisted")
+	assert.Equal(e.T, workflow.RunFailed, getRun(e, s, "r").Status, "the last member settled: the failure is persisted")
 	assert.Equal(e.T, []string{`{"controller_activation_id":"c","failed_members":[0],"policy":"wait_all"}`},
 		payloadsOf(e, s, "r", "fan_out_failed"))
 	g := getGroup(e, c)
@@ -447,12 +451,12 @@ func caseFanOutWaitAll(e *Env) {
 	rq, err := s.RetryFailedNode(e.Ctx, m[0], 1, ms(15))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, uint32(2), rq.NextAttempt)
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status)
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 	assert.Equal(e.T, int64(2), getGroup(e, c).Settled, "the requeued member left Settled")
 	admitOnly(e, s, o, ms(16), identity(m[0], 2))
 	observe(e, s, identity(m[0], 2), obs(workflow.ObservedSucceeded), ms(17))
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status, "every member completed")
-	assert.Equal(e.T, []backend.ActivationStatus{stDone, stDone, stDone}, memberStatuses(e, s, m))
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "every member completed")
+	assert.Equal(e.T, []workflow.ActivationStatus{stDone, stDone, stDone}, memberStatuses(e, s, m))
 	assert.Len(e.T, payloadsOf(e, s, "r", "fan_out_failed"), 1)
 }
 
@@ -471,21 +475,21 @@ func caseFanOutFailFast(e *Env) {
 	prep(e, s, m[3], workflow.ReadOnly, ms(7))
 	admitOnly(e, s, o, ms(10), identity(m[0], 1), identity(m[1], 1))
 	observe(e, s, identity(m[1], 1), obs(workflow.ObservedRunning), ms(11))
-	require.Equal(e.T, []backend.ActivationStatus{stRun, stRun, stRun, stRun, stWait}, memberStatuses(e, s, m))
+	require.Equal(e.T, []workflow.ActivationStatus{stRun, stRun, stRun, stRun, stWait}, memberStatuses(e, s, m))
 
 	observe(e, s, identity(m[0], 1), obs(workflow.ObservedFailed), ms(20))
-	assert.Equal(e.T, backend.RunFailed, getRun(e, s, "r").Status, "the failure is persisted with the sibling cancellation")
-	assert.Equal(e.T, []backend.ActivationStatus{backend.ActivationFailed, stRun, stRun, stCanc, stCanc}, memberStatuses(e, s, m))
-	assert.Equal(e.T, backend.AttemptSiblingCancelling, getAttempt(e, s, m[1], 1).Status, "running sibling")
-	assert.Equal(e.T, backend.AttemptSiblingCancelling, getAttempt(e, s, m[2], 1).Status, "handed-off sibling")
-	assert.Equal(e.T, backend.AttemptCancelled, getAttempt(e, s, m[3], 1).Status, "a never-dispatched sibling is cancelled outright")
+	assert.Equal(e.T, workflow.RunFailed, getRun(e, s, "r").Status, "the failure is persisted with the sibling cancellation")
+	assert.Equal(e.T, []workflow.ActivationStatus{workflow.ActivationFailed, stRun, stRun, stCanc, stCanc}, memberStatuses(e, s, m))
+	assert.Equal(e.T, workflow.AttemptSiblingCancelling, getAttempt(e, s, m[1], 1).Status, "running sibling")
+	assert.Equal(e.T, workflow.AttemptSiblingCancelling, getAttempt(e, s, m[2], 1).Status, "handed-off sibling")
+	assert.Equal(e.T, workflow.AttemptCancelled, getAttempt(e, s, m[3], 1).Status, "a never-dispatched sibling is cancelled outright")
 	assert.Equal(e.T, []string{
 		fmt.Sprintf(`{"dispatch_identity":%q}`, identity(m[1], 1)),
 		fmt.Sprintf(`{"dispatch_identity":%q}`, identity(m[2], 1)),
 	}, payloadsOf(e, s, "r", "attempt_sibling_cancelling"), "one event per sibling attempt")
 	assert.Len(e.T, payloadsOf(e, s, "r", "fan_out_member_cancelled"), 2, "members 3 and 4")
 	assert.Len(e.T, payloadsOf(e, s, "r", "fan_out_failed"), 1)
-	assert.Equal(e.T, int64(2), getRun(e, s, "r").ActiveCount, "sibling_cancelling attempts stay active")
+	assert.Equal(e.T, int64(2), rawRun(e, "r").ActiveCount, "sibling_cancelling attempts stay active")
 	g := getGroup(e, c)
 	assert.Equal(e.T, ms(20).UnixMilli(), g.RetiredMS, "the group is retired")
 	assert.Equal(e.T, int64(5), g.Promoted)
@@ -501,19 +505,19 @@ func caseFanOutFailFast(e *Env) {
 
 	// A late receipt is stored and the status kept; every observation then
 	// settles the sibling as cancelled, as for a cancelling run.
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, attemptKey(m[2], 1), identity(m[2], 1), json.RawMessage(`{"late":true}`), nil, ms(23)))
+	require.NoError(e.T, s.PersistReceipt(e.Ctx, attemptKey(m[2], 1), json.RawMessage(`{"late":true}`), nil, ms(23)))
 	a2 := getAttempt(e, s, m[2], 1)
-	assert.Equal(e.T, backend.AttemptSiblingCancelling, a2.Status)
+	assert.Equal(e.T, workflow.AttemptSiblingCancelling, a2.Status)
 	assert.JSONEq(e.T, `{"late":true}`, string(a2.Receipt))
 	res := observe(e, s, identity(m[1], 1), obs(workflow.ObservedSucceeded), ms(24))
-	assert.Equal(e.T, backend.AttemptCancelled, res.Status, "a success of a stopped sibling counts as cancelled")
+	assert.Equal(e.T, workflow.AttemptCancelled, res.Status, "a success of a stopped sibling counts as cancelled")
 	res = observe(e, s, identity(m[2], 1), obs(workflow.ObservedRunning), ms(25))
-	assert.Equal(e.T, backend.AttemptCancelled, res.Status)
-	assert.Equal(e.T, []backend.ActivationStatus{backend.ActivationFailed, stCanc, stCanc, stCanc, stCanc}, memberStatuses(e, s, m))
+	assert.Equal(e.T, workflow.AttemptCancelled, res.Status)
+	assert.Equal(e.T, []workflow.ActivationStatus{workflow.ActivationFailed, stCanc, stCanc, stCanc, stCanc}, memberStatuses(e, s, m))
 	assert.Nil(e.T, getAct(e, s, m[1]).Output, "no output from a cancelled sibling")
 	r := getRun(e, s, "r")
-	assert.Equal(e.T, backend.RunFailed, r.Status)
-	assert.Zero(e.T, r.ActiveCount)
+	assert.Equal(e.T, workflow.RunFailed, r.Status)
+	assert.Zero(e.T, rawRun(e, "r").ActiveCount)
 	assert.Equal(e.T, int64(5), getGroup(e, c).Settled)
 	calls := o.totalCalls()
 	admitOnly(e, s, o, ms(26))
@@ -560,26 +564,26 @@ func caseFanOutScheduledMemberFailure(e *Env) {
 
 	res := observe(e, s, identity(m[0], 1), obs(workflow.ObservedRetryableFailure), ms(20))
 	require.NotNil(e.T, res.Schedule, "the member's policy schedules a retry")
-	assert.Equal(e.T, backend.RunFailed, getRun(e, s, "r").Status, "as for any activation with a retry scheduled")
-	assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, m[1], 1).Status, "a scheduled retry stops no sibling")
-	assert.Equal(e.T, []backend.ActivationStatus{backend.ActivationFailed, stRun, stPend}, memberStatuses(e, s, m), "member 2 took the place")
+	assert.Equal(e.T, workflow.RunFailed, getRun(e, s, "r").Status, "as for any activation with a retry scheduled")
+	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, m[1], 1).Status, "a scheduled retry stops no sibling")
+	assert.Equal(e.T, []workflow.ActivationStatus{workflow.ActivationFailed, stRun, stPend}, memberStatuses(e, s, m), "member 2 took the place")
 	assert.Zero(e.T, getGroup(e, c).RetiredMS)
 	assert.Empty(e.T, payloadsOf(e, s, "r", "fan_out_failed"))
 
 	rq, err := s.ConsumeDueRetry(e.Ctx, m[0], ms(25))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, uint32(2), rq.NextAttempt)
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status)
-	assert.Equal(e.T, []backend.ActivationStatus{stWait, stRun, stPend}, memberStatuses(e, s, m), "the group is full: the requeued member waits")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
+	assert.Equal(e.T, []workflow.ActivationStatus{stWait, stRun, stPend}, memberStatuses(e, s, m), "the group is full: the requeued member waits")
 	assert.Len(e.T, payloadsOf(e, s, "r", "fan_out_member_waiting"), 1)
 	s = workflow.New(e.Reopen())
 	admitOnly(e, s, o, ms(26), identity(m[2], 1))
 	observe(e, s, identity(m[1], 1), obs(workflow.ObservedSucceeded), ms(27))
-	assert.Equal(e.T, []backend.ActivationStatus{stPend, stDone, stRun}, memberStatuses(e, s, m), "promoted into the freed place")
+	assert.Equal(e.T, []workflow.ActivationStatus{stPend, stDone, stRun}, memberStatuses(e, s, m), "promoted into the freed place")
 	admitOnly(e, s, o, ms(28), identity(m[0], 2))
 
 	observe(e, s, identity(m[0], 2), obs(workflow.ObservedFailed), ms(29))
-	assert.Equal(e.T, backend.RunFailed, getRun(e, s, "r").Status)
-	assert.Equal(e.T, backend.AttemptSiblingCancelling, getAttempt(e, s, m[2], 1).Status, "a terminal failure stops the siblings")
+	assert.Equal(e.T, workflow.RunFailed, getRun(e, s, "r").Status)
+	assert.Equal(e.T, workflow.AttemptSiblingCancelling, getAttempt(e, s, m[2], 1).Status, "a terminal failure stops the siblings")
 	assert.Equal(e.T, ms(29).UnixMilli(), getGroup(e, c).RetiredMS)
 }

@@ -97,7 +97,8 @@ func seedAuthority(e *Env, runID string, a workflow.Authority) {
 		if err != nil {
 			return err
 		}
-		run.Authority = &a
+		ba := backend.Authority(a)
+		run.Authority = &ba
 		return tx.Apply(e.Ctx, rep(run))
 	})
 	require.NoError(e.T, err, "seeding the authority of run %q", runID)
@@ -181,10 +182,10 @@ func preparedMutation(e *Env, s *workflow.Store, run string, a workflow.Authorit
 
 // requireReceiptless fails unless the attempt is still prepared, without a
 // receipt, with the given handoff state.
-func requireReceiptless(e *Env, s *workflow.Store, k workflow.AttemptKey, h backend.Handoff, what string) {
+func requireReceiptless(e *Env, s *workflow.Store, k workflow.AttemptKey, h workflow.Handoff, what string) {
 	e.T.Helper()
 	a := getAttempt(e, s, k.ActivationKey, k.Attempt)
-	assert.Equal(e.T, backend.AttemptPrepared, a.Status, "%s: attempt still prepared", what)
+	assert.Equal(e.T, workflow.AttemptPrepared, a.Status, "%s: attempt still prepared", what)
 	assert.Nil(e.T, a.Receipt, "%s: no receipt persisted", what)
 	assert.Equal(e.T, h, a.Handoff, "%s: handoff state", what)
 }
@@ -198,7 +199,7 @@ func requireRecovered(e *Env, s *workflow.Store, o *owner, run string, a *workfl
 	assert.Equal(e.T, []string{id}, sum.Recovered, "%s", what)
 	att, err := s.GetAttempt(e.Ctx, id)
 	require.NoError(e.T, err)
-	assert.Equal(e.T, backend.AttemptAdmitted, att.Status, "%s", what)
+	assert.Equal(e.T, workflow.AttemptAdmitted, att.Status, "%s", what)
 }
 
 // --- A transfer during the owner call of a recovery path ---
@@ -212,7 +213,7 @@ func caseFenceTransferRedispatch(owned bool) func(*Env) {
 		o := newOwner()
 		var after string
 		o.onDispatch = func(ctx context.Context, _ workflow.PreparedDispatch) error {
-			require.NoError(e.T, s.TransferAuthority(ctx, "r", a1, a2, ms(15)))
+			require.NoError(e.T, s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r", Expected: a1, Replacement: a2}, ms(15)))
 			after = digest(e, "r")
 			return nil
 		}
@@ -220,7 +221,7 @@ func caseFenceTransferRedispatch(owned bool) func(*Env) {
 		requireIs(e.T, err, workflow.ErrStaleAuthority, "the receipt of a redispatch whose authority moved")
 		assert.Equal(e.T, 1, o.callCount(id))
 		assert.Equal(e.T, after, digest(e, "r"), "nothing written after the transfer")
-		requireReceiptless(e, s, k, backend.HandoffRecorded, "redispatch")
+		requireReceiptless(e, s, k, workflow.HandoffRecorded, "redispatch")
 		o.onDispatch = nil
 		requireRecovered(e, s, o, "r", ownedOr(owned, a2), id, 30, "after the refused redispatch")
 		assert.Equal(e.T, 1, o.callCount(id), "recovery calls the owner no more")
@@ -237,7 +238,7 @@ func caseFenceTransferLookup(owned bool) func(*Env) {
 		o.receipts[id] = json.RawMessage(`{"held":true}`)
 		var after string
 		lk := lookupFunc(func(ctx context.Context, identity string) (json.RawMessage, bool, error) {
-			require.NoError(e.T, s.TransferAuthority(ctx, "r", a1, a2, ms(15)))
+			require.NoError(e.T, s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r", Expected: a1, Replacement: a2}, ms(15)))
 			after = digest(e, "r")
 			return o.LookupReceipt(ctx, identity)
 		})
@@ -246,7 +247,7 @@ func caseFenceTransferLookup(owned bool) func(*Env) {
 		_, err := s.ReconcilePrepared(e.Ctx, opts, ms(20))
 		requireIs(e.T, err, workflow.ErrStaleAuthority, "the receipt found by a lookup whose authority moved")
 		assert.Equal(e.T, after, digest(e, "r"), "nothing written after the transfer")
-		requireReceiptless(e, s, k, backend.HandoffRecorded, "receipt lookup")
+		requireReceiptless(e, s, k, workflow.HandoffRecorded, "receipt lookup")
 		requireRecovered(e, s, o, "r", ownedOr(owned, a2), id, 30, "after the refused lookup")
 	}
 }
@@ -257,15 +258,15 @@ func caseFenceTransferRepair(e *Env) {
 	k, id := handedOff(e, s, "r", a1)
 	var after string
 	lk := lookupFunc(func(ctx context.Context, _ string) (json.RawMessage, bool, error) {
-		require.NoError(e.T, s.TransferAuthority(ctx, "r", a1, a2, ms(15)))
+		require.NoError(e.T, s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r", Expected: a1, Replacement: a2}, ms(15)))
 		after = digest(e, "r")
 		return nil, false, nil
 	})
 	_, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10, Lookup: lk}, ms(20))
 	requireIs(e.T, err, workflow.ErrStaleAuthority, "repair_required under an authority that moved")
 	assert.Equal(e.T, after, digest(e, "r"), "nothing written after the transfer")
-	requireReceiptless(e, s, k, backend.HandoffRecorded, "reconcile")
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status)
+	requireReceiptless(e, s, k, workflow.HandoffRecorded, "reconcile")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Authority: &a2, Limit: 10}, ms(30))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{id}, sum.RepairRequired, "the new authority reconciles it")
@@ -303,7 +304,7 @@ func caseFieldPrepare(owned bool) func(*Env) {
 			assert.Empty(e.T, attemptsOf(e, s, run), "%s: no attempt", field)
 			assert.Zero(e.T, o.totalCalls(), "%s: owner never called", field)
 			sum := dispatch(e, s, o, dispatchOpts(run, owned, v), ms(20))
-			assert.Equal(e.T, []string{identity(k, 1)}, sum.Admitted, "%s: the stored authority admits it", field)
+			assert.Equal(e.T, []string{identity(k, 1)}, refIdentities(sum.Admitted), "%s: the stored authority admits it", field)
 		})
 	}
 }
@@ -332,13 +333,13 @@ func caseFieldHandoff(owned bool) func(*Env) {
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "handoff under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: handoff writes nothing", field)
 			ak := attemptKey(k, 1)
-			requireReceiptless(e, s, ak, backend.HandoffPending, field)
+			requireReceiptless(e, s, ak, workflow.HandoffPending, field)
 			assert.Zero(e.T, o.totalCalls(), "%s: owner never called", field)
 			requireIs(e.T, s.Handoff(e.Ctx, ak, &a1, ms(11)), workflow.ErrStaleAuthority, "%s: owned handoff", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: owned handoff writes nothing", field)
 			rs, err := s.Redispatch(e.Ctx, o, passOpts(run, owned, v), ms(12))
 			require.NoError(e.T, err, "%s", field)
-			assert.Equal(e.T, []string{identity(k, 1)}, rs.Admitted, "%s: the stored authority redispatches it", field)
+			assert.Equal(e.T, []string{identity(k, 1)}, refIdentities(rs.Admitted), "%s: the stored authority redispatches it", field)
 			assert.Equal(e.T, 1, o.totalCalls(), "%s", field)
 		})
 	}
@@ -362,11 +363,11 @@ func caseFieldReceipt(owned bool) func(*Env) {
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "receipt under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: receipt writes nothing", field)
 			ak, id := attemptKey(k, 1), identity(k, 1)
-			requireReceiptless(e, s, ak, backend.HandoffRecorded, field)
-			requireIs(e.T, s.PersistReceipt(e.Ctx, ak, id, o.receipts[id], &a1, ms(11)), workflow.ErrStaleAuthority, "%s: owned receipt", field)
+			requireReceiptless(e, s, ak, workflow.HandoffRecorded, field)
+			requireIs(e.T, s.PersistReceipt(e.Ctx, ak, o.receipts[id], &a1, ms(11)), workflow.ErrStaleAuthority, "%s: owned receipt", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: owned receipt writes nothing", field)
-			require.NoError(e.T, s.PersistReceipt(e.Ctx, ak, id, o.receipts[id], &v, ms(12)), "%s: the stored authority persists it", field)
-			assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, k, 1).Status, "%s", field)
+			require.NoError(e.T, s.PersistReceipt(e.Ctx, ak, o.receipts[id], &v, ms(12)), "%s: the stored authority persists it", field)
+			assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, k, 1).Status, "%s", field)
 		})
 	}
 }
@@ -392,7 +393,7 @@ func caseFieldExhaustion(owned bool) func(*Env) {
 			o := newOwner()
 			sum, err := workflow.New(hb).Dispatch(e.Ctx, o, dispatchOpts(run, owned, a1), ms(10))
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "exhaustion record under an authority differing in %s", field)
-			assert.Equal(e.T, []string{identity(ka, 1)}, sum.Admitted, "%s", field)
+			assert.Equal(e.T, []string{identity(ka, 1)}, refIdentities(sum.Admitted), "%s", field)
 			assert.NotEmpty(e.T, after, "%s: the allowance was met", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: the exhaustion record writes nothing", field)
 			assert.Zero(e.T, countType(eventTypes(e, s, run), "execution_allowance_exhausted"), "%s", field)
@@ -427,7 +428,7 @@ func caseFieldRedispatch(owned bool) func(*Env) {
 			_, err := workflow.New(hb).Redispatch(e.Ctx, o, passOpts(run, owned, a1), ms(12))
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "redispatch handoff under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: redispatch handoff writes nothing", field)
-			requireReceiptless(e, s, k, backend.HandoffPending, field)
+			requireReceiptless(e, s, k, workflow.HandoffPending, field)
 			assert.Zero(e.T, o.totalCalls(), "%s: owner never called", field)
 			// At the receipt: the stored authority (now v) changes back to
 			// a1, which differs from v in the same one field.
@@ -436,7 +437,7 @@ func caseFieldRedispatch(owned bool) func(*Env) {
 			_, err = s.Redispatch(e.Ctx, o, passOpts(run, owned, v), ms(13))
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "redispatch receipt under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: redispatch receipt writes nothing", field)
-			requireReceiptless(e, s, k, backend.HandoffRecorded, field)
+			requireReceiptless(e, s, k, workflow.HandoffRecorded, field)
 			assert.Equal(e.T, 1, o.callCount(id), "%s", field)
 			requireRecovered(e, s, o, run, ownedOr(owned, a1), id, 14, field)
 		})
@@ -470,7 +471,7 @@ func caseFieldReconcile(owned bool) func(*Env) {
 			_, err := s.ReconcilePrepared(e.Ctx, opts, ms(20))
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "recovered receipt under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: the recovered receipt is not written", field)
-			requireReceiptless(e, s, k, backend.HandoffRecorded, field)
+			requireReceiptless(e, s, k, workflow.HandoffRecorded, field)
 			// repair_required after a lookup that found nothing.
 			seed = onceFn(func() { seedAuthority(e, run, a1); after = digest(e, run) })
 			opts = passOpts(run, owned, v)
@@ -481,8 +482,8 @@ func caseFieldReconcile(owned bool) func(*Env) {
 			_, err = s.ReconcilePrepared(e.Ctx, opts, ms(21))
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "repair_required under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: repair_required is not written", field)
-			requireReceiptless(e, s, k, backend.HandoffRecorded, field)
-			assert.Equal(e.T, backend.RunRunning, getRun(e, s, run).Status, "%s", field)
+			requireReceiptless(e, s, k, workflow.HandoffRecorded, field)
+			assert.Equal(e.T, workflow.RunRunning, getRun(e, s, run).Status, "%s", field)
 			requireRecovered(e, s, o, run, ownedOr(owned, a1), id, 22, field)
 		})
 	}
@@ -498,7 +499,7 @@ func caseFieldOwnerAdmission(e *Env) {
 		assert.Nil(e.T, r)
 		_, err = s.CheckOwnerAdmission(e.Ctx, req, v)
 		requireIs(e.T, err, workflow.ErrStaleAuthority, "owner admission presenting an authority differing in %s", field)
-		require.NoError(e.T, s.PersistReceipt(e.Ctx, k, id, json.RawMessage(`{"owner":"x"}`), &a1, ms(12)))
+		require.NoError(e.T, s.PersistReceipt(e.Ctx, k, json.RawMessage(`{"owner":"x"}`), &a1, ms(12)))
 		r, err = s.CheckOwnerAdmission(e.Ctx, req, v)
 		requireIs(e.T, err, workflow.ErrStaleAuthority, "%s: no receipt recovery under a foreign authority", field)
 		assert.Nil(e.T, r, "%s", field)
@@ -555,7 +556,7 @@ func caseFenceRetirement(e *Env) {
 	requireIs(e.T, sum2.Rejected[0].Err, workflow.ErrIneligible, "handoff while retirement is pending")
 	assert.Equal(e.T, after, digest(e, "r2"), "the refused handoff writes nothing")
 	p := getAttempt(e, s, member, 1)
-	requireReceiptless(e, s, p.Key, backend.HandoffPending, "retiring member")
+	requireReceiptless(e, s, p.Key, workflow.HandoffPending, "retiring member")
 	assert.Zero(e.T, o2.totalCalls(), "the owner is never called for a retiring member")
 	_, err = s.CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: p.Key, Identity: p.Identity, Intent: p.Intent}, a1)
 	requireIs(e.T, err, workflow.ErrIneligible, "owner admission while retirement is pending")

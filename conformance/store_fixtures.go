@@ -207,7 +207,7 @@ func eventTypes(e *Env, s *workflow.Store, runID string) []string {
 	require.NoError(e.T, err)
 	out := make([]string, len(evs))
 	for i, ev := range evs {
-		out[i] = ev.Type
+		out[i] = string(ev.Type)
 	}
 	return out
 }

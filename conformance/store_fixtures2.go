@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -22,7 +23,8 @@ func retryPolicy(maxAttempts uint32, backoffMS int64) *workflow.RetryPolicy {
 	return &workflow.RetryPolicy{
 		Version: workflow.RetryPolicyVersion, MaxAttempts: maxAttempts,
 		EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
-		InitialBackoffMS: backoffMS, BackoffMultiplier: 1, MaximumBackoffMS: backoffMS,
+		InitialBackoff:   time.Duration(backoffMS) * time.Millisecond, BackoffMultiplier: 1,
+		MaximumBackoff: time.Duration(backoffMS) * time.Millisecond,
 	}
 }
 
@@ -46,7 +48,7 @@ func withGeneration(g int64) func(*workflow.NewActivation) {
 	return func(na *workflow.NewActivation) { na.Generation = g }
 }
 
-func claim(res string, mode backend.LeaseMode) workflow.ResourceClaim {
+func claim(res string, mode workflow.LeaseMode) workflow.ResourceClaim {
 	return workflow.ResourceClaim{Resource: res, Mode: mode}
 }
 
@@ -85,10 +87,7 @@ func admitOnly(e *Env, s *workflow.Store, o *owner, at time.Time, want ...string
 	if want == nil {
 		want = []string{}
 	}
-	got := sum.Admitted
-	if got == nil {
-		got = []string{}
-	}
+	got := refIdentities(sum.Admitted)
 	require.Equal(e.T, want, got, "admitted identities")
 	return sum
 }
@@ -106,7 +105,7 @@ func payloadsOf(e *Env, s *workflow.Store, runID, typ string) []string {
 	require.NoError(e.T, err)
 	var out []string
 	for _, ev := range evs {
-		if ev.Type == typ {
+		if string(ev.Type) == typ {
 			out = append(out, string(ev.Payload))
 		}
 	}
@@ -126,15 +125,18 @@ func lastTypes(e *Env, s *workflow.Store, runID string, n int) []string {
 func getSchedule(e *Env, s *workflow.Store, k workflow.ActivationKey) *workflow.RetrySchedule {
 	e.T.Helper()
 	sc, err := s.GetRetrySchedule(e.Ctx, k)
+	if errors.Is(err, workflow.ErrNotFound) {
+		return nil
+	}
 	require.NoError(e.T, err)
-	return sc
+	return &sc
 }
 
 // getGroup reads a fan-out group record directly.
 func getGroup(e *Env, c workflow.ActivationKey) backend.FanOutGroup {
 	e.T.Helper()
-	f := e.load(e.B, backend.Lookup{Groups: []backend.ActivationKey{c}})
-	g, ok := f.Groups[c]
+	f := e.load(e.B, backend.Lookup{Groups: []backend.ActivationKey{bkey(c)}})
+	g, ok := f.Groups[bkey(c)]
 	require.True(e.T, ok, "fan-out group %v exists", c)
 	return g
 }
@@ -155,7 +157,7 @@ func seedAttempts(e *Env, k workflow.ActivationKey, n int) {
 	for from := 1; from <= n; from += chunk {
 		var ws backend.Changes
 		for i := from; i < from+chunk && i <= n; i++ {
-			ak := attemptKey(k, uint32(i))
+			ak := battkey(attemptKey(k, uint32(i)))
 			ws.Insert.Attempts = append(ws.Insert.Attempts, backend.Attempt{
 				Key: ak, Identity: identity(k, uint32(i)), Status: backend.AttemptFailed,
 				SideEffect: backend.ReadOnly, Intent: []byte(`{}`), IntentChecksum: workflow.Checksum([]byte(`{}`)),
@@ -176,7 +178,7 @@ func seedLinks(e *Env, root string, parent workflow.AttemptKey, n int) {
 		var ws backend.Changes
 		for i := from; i < from+chunk && i < n; i++ {
 			ws.Insert.Links = append(ws.Insert.Links, backend.RunLink{
-				ChildRunID: fmt.Sprintf("%s-seeded-child-%04d", root, i), RootRunID: root, Parent: parent,
+				ChildRunID: fmt.Sprintf("%s-seeded-child-%04d", root, i), RootRunID: root, Parent: battkey(parent),
 				Target: []byte(`{}`), Depth: 2, CreatedMS: ms(3).UnixMilli() + int64(i),
 			})
 		}
@@ -185,3 +187,46 @@ func seedLinks(e *Env, root string, parent workflow.AttemptKey, n int) {
 }
 
 func i64(v int64) *int64 { return &v }
+
+// refIdentities lists the dispatch identities of refs ([]string{} when none).
+func refIdentities(refs []workflow.AttemptRef) []string {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		out[i] = r.Identity
+	}
+	return out
+}
+
+// bkey and battkey name a workflow key as the backend does, for the
+// records some cases read or seed through the backend directly.
+func bkey(k workflow.ActivationKey) backend.ActivationKey { return backend.ActivationKey(k) }
+
+func battkey(k workflow.AttemptKey) backend.AttemptKey {
+	return backend.AttemptKey{ActivationKey: bkey(k.ActivationKey), Attempt: k.Attempt}
+}
+
+// rawRun and rawAct read a record through the backend, for the durable
+// counters and index flags the Store does not expose.
+func rawRun(e *Env, id string) backend.Run {
+	e.T.Helper()
+	f := e.load(e.B, backend.Lookup{Runs: []string{id}})
+	r, ok := f.Runs[id]
+	require.True(e.T, ok, "run %q exists", id)
+	return r
+}
+
+func rawAct(e *Env, k workflow.ActivationKey) backend.Activation {
+	e.T.Helper()
+	f := e.load(e.B, backend.Lookup{Activations: []backend.ActivationKey{bkey(k)}})
+	a, ok := f.Activations[bkey(k)]
+	require.True(e.T, ok, "activation %v exists", k)
+	return a
+}
+
+// msOf is t in unix milliseconds, 0 for the zero time (the store's "unset").
+func msOf(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}

@@ -52,7 +52,7 @@ func caseInputBadIDs(e *Env) {
 			requireIs(e.T, err, workflow.ErrInvalidInput, "activation key %s: %q", b.name, k)
 		}
 		_, err = s.AddActivation(e.Ctx, workflow.NewActivation{Key: key("r", "n", "x"), Input: json.RawMessage(`{}`),
-			Claims: []workflow.ResourceClaim{claim(b.id, backend.LeaseRead)}}, ms(2))
+			Claims: []workflow.ResourceClaim{claim(b.id, workflow.LeaseRead)}}, ms(2))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "resource key %s", b.name)
 		_, err = s.AddActivation(e.Ctx, workflow.NewActivation{Key: key("r", "n", "x"), Input: json.RawMessage(`{}`),
 			Predecessors: []workflow.NodeRef{{NodeID: "n", ActivationID: b.id}}}, ms(2))
@@ -89,7 +89,7 @@ func caseInputGoodIDs(e *Env) {
 	_, err := s.GetRun(e.Ctx, "  x  ")
 	requireIs(e.T, err, workflow.ErrNotFound, "surrounding whitespace is significant")
 	sum := dispatch(e, s, newOwner(), workflow.DispatchOptions{RunID: " x "}, ms(10))
-	assert.Equal(e.T, []string{identity(key(" x ", " n ", strings.Repeat("y", workflow.MaxIDBytes)), 1)}, sum.Admitted)
+	assert.Equal(e.T, []string{identity(key(" x ", " n ", strings.Repeat("y", workflow.MaxIDBytes)), 1)}, refIdentities(sum.Admitted))
 }
 
 func caseInputBadJSON(e *Env) {
@@ -137,7 +137,7 @@ func caseInputBadJSON(e *Env) {
 	require.NoError(e.T, err, "exactly MaxJSONBytes")
 	assert.Len(e.T, getAct(e, s, key("r", "n", "exact")).Input, workflow.MaxJSONBytes)
 	sum := dispatch(e, s, newOwner(), workflow.DispatchOptions{}, ms(10))
-	require.Contains(e.T, sum.Admitted, identity(k, 1))
+	require.Contains(e.T, refIdentities(sum.Admitted), identity(k, 1))
 	before = digest(e, "r")
 	for _, r := range rows[1:] {
 		_, err := s.ApplyObservation(e.Ctx, identity(k, 1), workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(r.doc)}, ms(20))
@@ -185,7 +185,7 @@ func caseInputTimes(e *Env) {
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Dispatch at %s", b.name)
 		_, err = s.RequestCancellation(e.Ctx, "r", nil, b.t)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "RequestCancellation at %s", b.name)
-		_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, workflow.FailureOwnerReportedRetryable, 1, b.t)
+		_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, 1*time.Millisecond, b.t)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ScheduleRetry at %s", b.name)
 		_, err = s.ConsumeNextDueRetry(e.Ctx, "r", b.t)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ConsumeNextDueRetry at %s", b.name)
@@ -196,7 +196,7 @@ func caseInputTimes(e *Env) {
 	created, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: "t"}, time.UnixMilli(1))
 	require.NoError(e.T, err, "1 ms after the epoch")
 	assert.True(e.T, created)
-	assert.Equal(e.T, int64(1), getRun(e, s, "t").CreatedMS)
+	assert.Equal(e.T, int64(1), msOf(getRun(e, s, "t").CreatedAt))
 }
 
 func caseInputLimits(e *Env) {
@@ -283,7 +283,7 @@ func caseInputAddActivationIdempotent(e *Env) {
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	mkAct(e, s, key("r", "p", "a"))
 	base := workflow.NewActivation{Key: key("r", "n", "a"), Generation: 2, Input: json.RawMessage(`{"y":2,"x":1}`),
-		Claims: []workflow.ResourceClaim{claim("res", backend.LeaseRead)}, Effect: workflow.ReadOnly, Reconciliation: workflow.ReceiptStatus,
+		Claims: []workflow.ResourceClaim{claim("res", workflow.LeaseRead)}, Effect: workflow.ReadOnly, Reconciliation: workflow.ReceiptStatus,
 		RetryPolicy: retryPolicy(2, 10), Predecessors: []workflow.NodeRef{{NodeID: "p", ActivationID: "a"}}}
 	created, err := s.AddActivation(e.Ctx, base, ms(2))
 	require.NoError(e.T, err)
@@ -296,9 +296,11 @@ func caseInputAddActivationIdempotent(e *Env) {
 	assert.False(e.T, created, "identical activation")
 	unchanged(e, before, "identical AddActivation", "r")
 	for name, mod := range map[string]func(*workflow.NewActivation){
-		"input":          func(n *workflow.NewActivation) { n.Input = json.RawMessage(`{"x":1,"y":2.0}`) },
-		"generation":     func(n *workflow.NewActivation) { n.Generation = 3 },
-		"claim mode":     func(n *workflow.NewActivation) { n.Claims = []workflow.ResourceClaim{claim("res", backend.LeaseWrite)} },
+		"input":      func(n *workflow.NewActivation) { n.Input = json.RawMessage(`{"x":1,"y":2.0}`) },
+		"generation": func(n *workflow.NewActivation) { n.Generation = 3 },
+		"claim mode": func(n *workflow.NewActivation) {
+			n.Claims = []workflow.ResourceClaim{claim("res", workflow.LeaseWrite)}
+		},
 		"no claims":      func(n *workflow.NewActivation) { n.Claims = nil },
 		"effect":         func(n *workflow.NewActivation) { n.Effect = workflow.Mutating },
 		"reconciliation": func(n *workflow.NewActivation) { n.Reconciliation = workflow.IdempotentReplay },
@@ -362,7 +364,7 @@ func caseInputClosed(e *Env) {
 	if e.Caps.MultiInstance {
 		// The other instance is unaffected and sees the committed state.
 		live := store(e)
-		assert.Equal(e.T, backend.ActivationPending, getAct(e, live, key("r", "n", "a")).Status)
+		assert.Equal(e.T, workflow.ActivationPending, getAct(e, live, key("r", "n", "a")).Status)
 		_, err := live.GetRun(e.Ctx, "r2")
 		requireIs(e.T, err, workflow.ErrNotFound)
 	}

@@ -59,7 +59,7 @@ func caseLimitsNodeCap(e *Env) {
 	_, err = s.GetAttempt(e.Ctx, identity(k, 2))
 	requireIs(e.T, err, workflow.ErrNotFound)
 	for _, x := range []workflow.ActivationKey{k, b, c} {
-		assert.Equal(e.T, backend.ActivationPending, getAct(e, s, x).Status, "exhausted activations stay pending")
+		assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, x).Status, "exhausted activations stay pending")
 	}
 	al, err := s.AllowanceObservation(e.Ctx, "r")
 	require.NoError(e.T, err)
@@ -84,11 +84,11 @@ func caseLimitsRootTree(e *Env) {
 	mkAct(e, s, c2)
 	o := newOwner()
 	sum := dispatch(e, s, o, workflow.DispatchOptions{RunID: child}, ms(20))
-	assert.Equal(e.T, []string{identity(c1, 1)}, sum.Admitted)
+	assert.Equal(e.T, []string{identity(c1, 1)}, refIdentities(sum.Admitted))
 	assert.Equal(e.T, []workflow.ActivationKey{c2}, sum.Exhausted, "the root's tree-wide cap is used up")
 	assert.Empty(e.T, sum.Raced)
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, child), "execution_allowance_exhausted"))
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, c2).Status)
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, c2).Status)
 	before := digest(e, "p", child)
 	_, err = s.PreparePending(e.Ctx, c2, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(21))
 	requireIs(e.T, err, workflow.ErrRootAllowanceExhausted, "child prepare")
@@ -119,7 +119,7 @@ func caseLimitsConcurrency(e *Env) {
 	_, err := s.PreparePending(e.Ctx, b, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(11))
 	requireIs(e.T, err, workflow.ErrConcurrencyCapacity)
 	unchanged(e, before, "prepare at capacity", "r")
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, b).Status)
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, b).Status)
 	observe(e, s, identity(a, 1), obs(workflow.ObservedSucceeded), ms(20))
 	admitOnly(e, s, o, ms(30), identity(b, 1))
 	assert.Empty(e.T, payloadsOf(e, s, "r", "execution_allowance_exhausted"))
@@ -160,7 +160,7 @@ func caseLimitsDeadline(e *Env) {
 		requireIs(e.T, sum.Rejected[i].Err, workflow.ErrIneligible, "rejection of %v", want)
 	}
 	assert.Empty(e.T, attemptsOf(e, s, "a-late"))
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, x).Status)
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, x).Status)
 	before := digest(e, "a-late")
 	sum = admitOnly(e, s, o, ms(70))
 	assert.Empty(e.T, sum.Rejected, "a rejected activation is not rediscovered")
@@ -178,16 +178,16 @@ func caseLimitsWriteClaims(e *Env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a, b := key("r", "n", "a"), key("r", "n", "b")
-	mkAct(e, s, a, withClaims(claim("res", backend.LeaseWrite)))
-	mkAct(e, s, b, withClaims(claim("res", backend.LeaseWrite)))
+	mkAct(e, s, a, withClaims(claim("res", workflow.LeaseWrite)))
+	mkAct(e, s, b, withClaims(claim("res", workflow.LeaseWrite)))
 	sum := admitOnly(e, s, newOwner(), ms(10), identity(a, 1))
 	assert.Equal(e.T, []workflow.ActivationKey{b}, sum.Raced)
 	ls := activeLeases(e, s, "r")
 	require.Len(e.T, ls, 1)
-	assert.Equal(e.T, backend.LeaseKey{AttemptKey: attemptKey(a, 1), Resource: "res", Mode: backend.LeaseWrite}, ls[0].Key)
-	assert.Equal(e.T, ms(10).UnixMilli(), ls[0].AcquiredMS)
+	assert.Equal(e.T, workflow.LeaseKey{AttemptKey: attemptKey(a, 1), Resource: "res", Mode: workflow.LeaseWrite}, ls[0].Key)
+	assert.Equal(e.T, ms(10).UnixMilli(), msOf(ls[0].AcquiredAt))
 	assert.Len(e.T, attemptsOf(e, s, "r"), 1)
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, b).Status)
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, b).Status)
 	before := digest(e, "r")
 	_, err := s.PreparePending(e.Ctx, b, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(11))
 	requireIs(e.T, err, workflow.ErrResourceConflict)
@@ -198,9 +198,9 @@ func caseLimitsReadersWriter(e *Env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	r1, r2, w := key("r", "n", "r1"), key("r", "n", "r2"), key("r", "n", "w")
-	mkAct(e, s, r1, withClaims(claim("res", backend.LeaseRead)))
-	mkAct(e, s, r2, withClaims(claim("res", backend.LeaseRead)))
-	mkAct(e, s, w, withClaims(claim("res", backend.LeaseWrite)))
+	mkAct(e, s, r1, withClaims(claim("res", workflow.LeaseRead)))
+	mkAct(e, s, r2, withClaims(claim("res", workflow.LeaseRead)))
+	mkAct(e, s, w, withClaims(claim("res", workflow.LeaseWrite)))
 	o := newOwner()
 	sum := admitOnly(e, s, o, ms(10), identity(r1, 1), identity(r2, 1))
 	assert.Equal(e.T, []workflow.ActivationKey{w}, sum.Raced, "readers exclude a writer")
@@ -210,14 +210,14 @@ func caseLimitsReadersWriter(e *Env) {
 	assert.Equal(e.T, []workflow.ActivationKey{w}, sum.Raced, "one reader left still excludes")
 	observe(e, s, identity(r2, 1), obs(workflow.ObservedSucceeded), ms(22))
 	admitOnly(e, s, o, ms(23), identity(w, 1))
-	mkAct(e, s, key("r", "n", "r3"), withClaims(claim("res", backend.LeaseRead)))
+	mkAct(e, s, key("r", "n", "r3"), withClaims(claim("res", workflow.LeaseRead)))
 	sum = admitOnly(e, s, o, ms(24))
 	assert.Equal(e.T, []workflow.ActivationKey{key("r", "n", "r3")}, sum.Raced, "a writer excludes readers")
 	ls := activeLeases(e, s, "r")
 	require.Len(e.T, ls, 1)
-	assert.Equal(e.T, backend.LeaseWrite, ls[0].Key.Mode)
+	assert.Equal(e.T, workflow.LeaseWrite, ls[0].Key.Mode)
 	// Claims on other resources are independent.
-	mkAct(e, s, key("r", "n", "other"), withClaims(claim("res2", backend.LeaseWrite)))
+	mkAct(e, s, key("r", "n", "other"), withClaims(claim("res2", workflow.LeaseWrite)))
 	admitOnly(e, s, o, ms(25), identity(key("r", "n", "other"), 1))
 }
 
@@ -227,15 +227,15 @@ func caseLimitsLeaseRelease(e *Env) {
 		run := "r-" + string(kind)
 		mkRun(e, s, run, workflow.Limits{}, nil)
 		k := key(run, "n", "a")
-		mkAct(e, s, k, withClaims(claim("res", backend.LeaseWrite), claim("ro", backend.LeaseRead)))
+		mkAct(e, s, k, withClaims(claim("res", workflow.LeaseWrite), claim("ro", workflow.LeaseRead)))
 		sum := dispatch(e, s, newOwner(), workflow.DispatchOptions{RunID: run}, ms(10))
-		require.Equal(e.T, []string{identity(k, 1)}, sum.Admitted)
+		require.Equal(e.T, []string{identity(k, 1)}, refIdentities(sum.Admitted))
 		require.Len(e.T, activeLeases(e, s, run), 2)
 		observe(e, s, identity(k, 1), obs(kind), ms(20))
 		assert.Empty(e.T, activeLeases(e, s, run), "%s releases the leases", kind)
 		for _, lk := range []backend.LeaseKey{
-			{AttemptKey: attemptKey(k, 1), Resource: "res", Mode: backend.LeaseWrite},
-			{AttemptKey: attemptKey(k, 1), Resource: "ro", Mode: backend.LeaseRead},
+			{AttemptKey: battkey(attemptKey(k, 1)), Resource: "res", Mode: backend.LeaseWrite},
+			{AttemptKey: battkey(attemptKey(k, 1)), Resource: "ro", Mode: backend.LeaseRead},
 		} {
 			l, ok := e.load(e.B, backend.Lookup{Leases: []backend.LeaseKey{lk}}).Leases[lk]
 			require.True(e.T, ok, "the released lease is kept as a record")
@@ -251,11 +251,11 @@ func caseLimitsLeaseRelease(e *Env) {
 	require.Len(e.T, ls, 2)
 	for _, l := range ls {
 		assert.Equal(e.T, uint32(2), l.Key.Attempt)
-		assert.Equal(e.T, ms(40).UnixMilli(), l.AcquiredMS)
+		assert.Equal(e.T, ms(40).UnixMilli(), msOf(l.AcquiredAt))
 	}
 	// A paused attempt resumed: the next attempt re-acquires as well.
 	p := key("r-paused", "n", "a")
-	require.Equal(e.T, backend.RunPaused, getRun(e, s, "r-paused").Status)
+	require.Equal(e.T, workflow.RunPaused, getRun(e, s, "r-paused").Status)
 	require.NoError(e.T, s.ResumeRun(e.Ctx, "r-paused", nil, ms(50)))
 	admitOnly(e, s, newOwner(), ms(51), identity(p, 2))
 	assert.Len(e.T, activeLeases(e, s, "r-paused"), 2)
@@ -265,16 +265,16 @@ func caseLimitsLeaseRepair(e *Env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
-	mkAct(e, s, k, withClaims(claim("res", backend.LeaseWrite)))
+	mkAct(e, s, k, withClaims(claim("res", workflow.LeaseWrite)))
 	o := newOwner()
 	o.effect = workflow.Mutating
 	admitOnly(e, s, o, ms(10), identity(k, 1))
 	res := observe(e, s, identity(k, 1), obs(workflow.ObservedUnknown), ms(20))
-	require.Equal(e.T, backend.AttemptRepairRequired, res.Status)
+	require.Equal(e.T, workflow.AttemptRepairRequired, res.Status)
 	ls := activeLeases(e, s, "r")
 	require.Len(e.T, ls, 1, "repair_required keeps its lease")
 	assert.Equal(e.T, attemptKey(k, 1), ls[0].Key.AttemptKey)
-	require.NoError(e.T, s.Repair(e.Ctx, identity(k, 1), workflow.RepairAbandon, nil, nil, ms(30)))
+	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(k, 1), Action: workflow.RepairAbandon}, ms(30)))
 	assert.Empty(e.T, activeLeases(e, s, "r"), "abandoning releases it")
 }
 

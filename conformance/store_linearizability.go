@@ -17,7 +17,7 @@ import (
 	"github.com/anishathalye/porcupine"
 
 	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/conformance/model"
+	"github.com/wfstore/wfstore/conformance/internal/model"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -350,7 +350,7 @@ func (w *linWorker) loop(ctx context.Context, n int) {
 			w.h.add(w.id, linIn{Op: "handoff", Run: r.id, N: last, Gen: gen}, call, linErr(err))
 		case p < 55:
 			call := w.h.now()
-			err := w.s.PersistReceipt(ctx, ak, identity, ownerReceipt(identity), auth, w.now())
+			err := w.s.PersistReceipt(ctx, ak, ownerReceipt(identity), auth, w.now())
 			w.h.add(w.id, linIn{Op: "receipt", Run: r.id, N: last, Gen: gen}, call, linErr(err))
 		case p < 70:
 			call := w.h.now()
@@ -368,7 +368,7 @@ func (w *linWorker) loop(ctx context.Context, n int) {
 			w.h.add(w.id, linIn{Op: "consume", Run: r.id}, call, out)
 		default:
 			call := w.h.now()
-			err := w.s.TransferAuthority(ctx, r.id, *auth, *linAuth(gen + 1), w.now())
+			err := w.s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: r.id, Expected: *auth, Replacement: *linAuth(gen + 1)}, w.now())
 			w.h.add(w.id, linIn{Op: "transfer", Run: r.id, Gen: gen}, call, linErr(err))
 			if err == nil {
 				r.gen.CompareAndSwap(gen, gen+1)
@@ -417,8 +417,8 @@ func checkLinearizable(t reporter, ctx context.Context, instances []backend.Back
 	seed := uint64(time.Now().UnixNano())
 	prefix := fmt.Sprintf("lin%d", linSeq.Add(1))
 	s0 := workflow.New(instances[0])
-	policy := &workflow.RetryPolicy{Version: 1, MaxAttempts: linRetryCap, InitialBackoffMS: 1, BackoffMultiplier: 1,
-		MaximumBackoffMS: 1, EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable}}
+	policy := &workflow.RetryPolicy{Version: 1, MaxAttempts: linRetryCap, InitialBackoff: time.Millisecond * 1, BackoffMultiplier: 1,
+		MaximumBackoff: time.Millisecond * 1, EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable}}
 	var runs []*linRun
 	for i := range cfg.Runs {
 		r := &linRun{id: fmt.Sprintf("%s.r%d", prefix, i)}

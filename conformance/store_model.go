@@ -13,16 +13,17 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"pgregory.net/rapid"
 
 	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/conformance/model"
+	"github.com/wfstore/wfstore/conformance/internal/model"
 	"github.com/wfstore/wfstore/workflow"
 )
 
 // The model tier: random operation sequences run on the adapter
-// (through workflow.Store) and on conformance/model; every result, its error
+// (through workflow.Store) and on the reference model (conformance/internal/model); every result, its error
 // class and a digest of the durable state must agree after every step.
 // rapid shrinks a failing sequence and prints it with the seed. One store
 // serves every sequence of a case; each sequence uses fresh run ids.
@@ -171,9 +172,9 @@ type sequence struct {
 	o      *modelOwner
 	prefix string
 	runs   []string
-	acts   []model.ActKey
-	atts   []model.AttKey
-	seen   map[model.AttKey]bool
+	acts   []model.ActivationKey
+	atts   []model.AttemptKey
+	seen   map[model.AttemptKey]bool
 	now    int64 // ms after t0
 }
 
@@ -186,22 +187,22 @@ func newSequence(ctx context.Context, b backend.Backend, prefix string) *sequenc
 		MemberID: workflow.FanOutMemberID,
 	}
 	return &sequence{ctx: ctx, s: workflow.New(b), b: b, m: model.New(f), o: newModelOwner(), prefix: prefix,
-		seen: map[model.AttKey]bool{}}
+		seen: map[model.AttemptKey]bool{}}
 }
 
 var modelLimits = []model.Limits{
-	{NodeCap: 1000, ConcurrencyCap: 8, CycleCap: 100, RetryCap: 3},
-	{NodeCap: 3, ConcurrencyCap: 1, CycleCap: 100, RetryCap: 1},
-	{NodeCap: 5, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 2},
-	{NodeCap: 4, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 0}, // never retry
-	{NodeCap: 1, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 1}, // exhausts at the second attempt
+	{NodeExecutionCap: 1000, ConcurrencyCap: 8, CycleCap: 100, RetryCap: 3},
+	{NodeExecutionCap: 3, ConcurrencyCap: 1, CycleCap: 100, RetryCap: 1},
+	{NodeExecutionCap: 5, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 2},
+	{NodeExecutionCap: 4, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 0}, // never retry
+	{NodeExecutionCap: 1, ConcurrencyCap: 2, CycleCap: 100, RetryCap: 1}, // exhausts at the second attempt
 }
 
-func wfAuth(a *model.Auth) *workflow.Authority {
+func wfAuthority(a *model.Authority) *workflow.Authority {
 	if a == nil {
 		return nil
 	}
-	return &workflow.Authority{TargetArtifactID: "artifact", DaemonInstanceID: "d-" + a.Tag, Generation: a.Gen, FencingToken: "t-" + a.Tag}
+	return &workflow.Authority{TargetArtifactID: "artifact", DaemonInstanceID: "d-" + a.Tag, Generation: a.Generation, FencingToken: "t-" + a.Tag}
 }
 
 func (sq *sequence) at() int64 { return sq.now }
@@ -221,8 +222,8 @@ func (sq *sequence) run(i int) (string, bool) {
 
 // auth picks an authority argument: 0 none, 1 the run's current one (a
 // made-up one when it has none), 2 a stale one.
-func (sq *sequence) auth(runID string, opt int) *model.Auth {
-	cur := sq.m.Runs[runID].Auth
+func (sq *sequence) auth(runID string, opt int) *model.Authority {
+	cur := sq.m.Runs[runID].Authority
 	switch opt % 3 {
 	case 0:
 		return nil
@@ -231,25 +232,25 @@ func (sq *sequence) auth(runID string, opt int) *model.Auth {
 			c := *cur
 			return &c
 		}
-		return &model.Auth{Gen: 1, Tag: "made-up"}
+		return &model.Authority{Generation: 1, Tag: "made-up"}
 	default:
 		g := int64(7)
 		if cur != nil {
-			g = cur.Gen + 5
+			g = cur.Generation + 5
 		}
-		return &model.Auth{Gen: g, Tag: "stale"}
+		return &model.Authority{Generation: g, Tag: "stale"}
 	}
 }
 
 func (sq *sequence) createRun(rt *rapid.T, limits int, withAuth bool) {
 	id := fmt.Sprintf("%s.r%d", sq.prefix, len(sq.runs))
 	l := modelLimits[limits%len(modelLimits)]
-	var a *model.Auth
+	var a *model.Authority
 	if withAuth {
-		a = &model.Auth{Gen: 1, Tag: "g1"}
+		a = &model.Authority{Generation: 1, Tag: "g1"}
 	}
-	wc, werr := sq.s.CreateRun(sq.ctx, workflow.NewRun{ID: id, Authority: wfAuth(a), Limits: workflow.RunLimits{
-		NodeExecutionCap: l.NodeCap, ConcurrencyCap: l.ConcurrencyCap, CycleCap: l.CycleCap, RetryCap: workflow.RetryCap(uint32(l.RetryCap))}}, ms(sq.at()))
+	wc, werr := sq.s.CreateRun(sq.ctx, workflow.NewRun{ID: id, Authority: wfAuthority(a), Limits: workflow.RunLimits{
+		NodeExecutionCap: l.NodeExecutionCap, ConcurrencyCap: l.ConcurrencyCap, CycleCap: l.CycleCap, RetryCap: workflow.RetryCap(uint32(l.RetryCap))}}, ms(sq.at()))
 	mc, merr := sq.m.CreateRun(id, l, a)
 	sq.agree(rt, "create_run", fmt.Sprint(wc), werr, fmt.Sprint(mc), merr)
 	if merr == model.OK {
@@ -278,13 +279,13 @@ func (sq *sequence) step(rt *rapid.T, i int, o op) {
 
 // addFresh makes new attempts addressable by later steps.
 func (sq *sequence) addFresh() {
-	var fresh []model.AttKey
-	for k := range sq.m.Atts {
+	var fresh []model.AttemptKey
+	for k := range sq.m.Attempts {
 		if !sq.seen[k] {
 			fresh = append(fresh, k)
 		}
 	}
-	slices.SortFunc(fresh, func(a, b model.AttKey) int { return strings.Compare(a.String(), b.String()) })
+	slices.SortFunc(fresh, func(a, b model.AttemptKey) int { return strings.Compare(a.String(), b.String()) })
 	for _, k := range fresh {
 		sq.seen[k] = true
 		sq.atts = append(sq.atts, k)
@@ -336,27 +337,27 @@ func errClass(err error) model.Err {
 var modelPolicy = model.Policy{MaxAttempts: 3, Retryable: true, InitialMS: 5, Multiplier: 2, MaximumMS: 40}
 
 // actVariant returns the activation definition variant v of node in run.
-func actVariant(k model.ActKey, v int) model.NewAct {
-	na := model.NewAct{Key: k, Effect: model.ReadOnly, Recon: model.RepairRequired}
+func actVariant(k model.ActivationKey, v int) model.NewActivation {
+	na := model.NewActivation{Key: k, Effect: model.ReadOnly, Reconciliation: model.RepairRequired}
 	switch v % 6 {
 	case 1:
 		p := modelPolicy
-		na.Recon, na.Policy = model.IdempotentReplay, &p
+		na.Reconciliation, na.Policy = model.IdempotentReplay, &p
 	case 2:
 		p := modelPolicy
 		p.MaxAttempts = 2
-		na.Effect, na.Recon, na.Policy = model.Mutating, model.ReceiptStatus, &p
+		na.Effect, na.Reconciliation, na.Policy = model.Mutating, model.ReceiptStatus, &p
 	case 3:
 		p := modelPolicy
 		na.Effect, na.Policy = model.Mutating, &p
 	case 4:
 		p := modelPolicy
 		p.Retryable, p.Unavailable = false, true
-		na.Recon, na.Policy, na.Claim = model.ReceiptStatus, &p, true
+		na.Reconciliation, na.Policy, na.Claim = model.ReceiptStatus, &p, true
 	case 5:
 		na.Effect, na.Claim = model.Mutating, true
-		if k.Node != "n0" {
-			na.Preds = []model.ActKey{{Run: k.Run, Node: "n0", Act: "x"}}
+		if k.NodeID != "n0" {
+			na.Predecessors = []model.ActivationKey{{RunID: k.RunID, NodeID: "n0", ActivationID: "x"}}
 		}
 	}
 	return na
@@ -364,28 +365,28 @@ func actVariant(k model.ActKey, v int) model.NewAct {
 
 // memberVariant returns fan-out member definition variant v: read-only,
 // read-only with an automatic retry policy, or mutating.
-func memberVariant(v int) model.NewAct {
-	na := model.NewAct{Effect: model.ReadOnly, Recon: model.RepairRequired}
+func memberVariant(v int) model.NewActivation {
+	na := model.NewActivation{Effect: model.ReadOnly, Reconciliation: model.RepairRequired}
 	switch v % 3 {
 	case 1:
 		p := modelPolicy
-		na.Recon, na.Policy = model.IdempotentReplay, &p
+		na.Reconciliation, na.Policy = model.IdempotentReplay, &p
 	case 2:
 		na.Effect = model.Mutating
 	}
 	return na
 }
 
-func wfActivation(na model.NewAct) workflow.NewActivation {
+func wfActivation(na model.NewActivation) workflow.NewActivation {
 	out := workflow.NewActivation{
-		Key:            workflow.ActivationKey{RunID: na.Key.Run, NodeID: na.Key.Node, ActivationID: na.Key.Act},
-		Input:          json.RawMessage(`{"node":"` + na.Key.Node + `"}`),
+		Key:            workflow.ActivationKey{RunID: na.Key.RunID, NodeID: na.Key.NodeID, ActivationID: na.Key.ActivationID},
+		Input:          json.RawMessage(`{"node":"` + na.Key.NodeID + `"}`),
 		Effect:         workflow.Effect(na.Effect),
-		Reconciliation: workflow.Reconciliation(na.Recon),
+		Reconciliation: workflow.Reconciliation(na.Reconciliation),
 	}
 	if p := na.Policy; p != nil {
-		rp := &workflow.RetryPolicy{Version: 1, MaxAttempts: p.MaxAttempts, InitialBackoffMS: p.InitialMS,
-			BackoffMultiplier: p.Multiplier, MaximumBackoffMS: p.MaximumMS}
+		rp := &workflow.RetryPolicy{Version: 1, MaxAttempts: p.MaxAttempts, InitialBackoff: time.Duration(p.InitialMS) * time.Millisecond,
+			BackoffMultiplier: p.Multiplier, MaximumBackoff: time.Duration(p.MaximumMS) * time.Millisecond}
 		if p.Unavailable {
 			rp.EligibleFailures = append(rp.EligibleFailures, workflow.FailureOwnerUnavailableBeforeAcceptance)
 		}
@@ -395,30 +396,31 @@ func wfActivation(na model.NewAct) workflow.NewActivation {
 		out.RetryPolicy = rp
 	}
 	if na.Claim {
-		out.Claims = []workflow.ResourceClaim{{Resource: "res", Mode: backend.LeaseWrite}}
+		out.Claims = []workflow.ResourceClaim{{Resource: "res", Mode: workflow.LeaseWrite}}
 	}
-	for _, p := range na.Preds {
-		out.Predecessors = append(out.Predecessors, workflow.NodeRef{NodeID: p.Node, ActivationID: p.Act})
+	for _, p := range na.Predecessors {
+		out.Predecessors = append(out.Predecessors, workflow.NodeRef{NodeID: p.NodeID, ActivationID: p.ActivationID})
 	}
 	return out
 }
 
-func wfKey(k model.ActKey) workflow.ActivationKey {
-	return workflow.ActivationKey{RunID: k.Run, NodeID: k.Node, ActivationID: k.Act}
+func wfKey(k model.ActivationKey) workflow.ActivationKey {
+	return workflow.ActivationKey{RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID}
 }
 
-func wfAttKey(k model.AttKey) workflow.AttemptKey {
-	return workflow.AttemptKey{ActivationKey: wfKey(k.ActKey), Attempt: k.N}
+func wfAttemptKey(k model.AttemptKey) workflow.AttemptKey {
+	return workflow.AttemptKey{ActivationKey: wfKey(k.ActivationKey), Attempt: k.Attempt}
 }
 
-func mKey(k workflow.ActivationKey) model.ActKey {
-	return model.ActKey{Run: k.RunID, Node: k.NodeID, Act: k.ActivationID}
+func modelKey[K workflow.ActivationKey | backend.ActivationKey](key K) model.ActivationKey {
+	k := workflow.ActivationKey(key)
+	return model.ActivationKey{RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID}
 }
 
-func mKeys(ks []workflow.ActivationKey) []model.ActKey {
-	var out []model.ActKey
+func modelKeys(ks []workflow.ActivationKey) []model.ActivationKey {
+	var out []model.ActivationKey
 	for _, k := range ks {
-		out = append(out, mKey(k))
+		out = append(out, modelKey(k))
 	}
 	return out
 }
@@ -426,8 +428,8 @@ func mKeys(ks []workflow.ActivationKey) []model.ActKey {
 var dispatchModes = []model.OwnerMode{model.OwnerOK, model.OwnerOK, model.OwnerUnsupported, model.OwnerPlanError,
 	model.OwnerDispatchError, model.FaultIntent, model.FaultAccepted, model.FaultReceipt, model.OwnerOK}
 
-var obsKinds = []string{model.ObsAdmitted, model.ObsRunning, model.ObsDeferred, model.ObsSucceeded, model.ObsFailed,
-	model.ObsRetryable, model.ObsPaused, model.ObsCancelled, model.ObsUnknown}
+var obsKinds = []string{model.ObservedAdmitted, model.ObservedRunning, model.ObservedDeferred, model.ObservedSucceeded, model.ObservedFailed,
+	model.ObservedRetryableFailure, model.ObservedPaused, model.ObservedCancelled, model.ObservedUnknown}
 
 var repairActions = []string{model.RepairSucceeded, model.RepairFailed, model.RepairCancelled, model.RepairAbandon}
 
@@ -435,22 +437,22 @@ var repairActions = []string{model.RepairSucceeded, model.RepairFailed, model.Re
 // description for the log.
 func (sq *sequence) exec(rt *rapid.T, o op) string {
 	ctx, now := sq.ctx, ms(sq.at())
-	var att model.AttKey
+	var att model.AttemptKey
 	var identity string
 	needAtt := func() bool {
 		if len(sq.atts) == 0 {
 			return false
 		}
 		att = sq.atts[o.A%len(sq.atts)]
-		identity = sq.m.Atts[att].Identity
+		identity = sq.m.Attempts[att].Identity
 		return true
 	}
 	// needIn picks, when some attempt is in one of the statuses, one of
 	// those instead (so children and settlements happen often enough).
 	needWhere := func(want func(*model.Attempt) bool) bool {
-		var in []model.AttKey
+		var in []model.AttemptKey
 		for _, k := range sq.atts {
-			if want(sq.m.Atts[k]) {
+			if want(sq.m.Attempts[k]) {
 				in = append(in, k)
 			}
 		}
@@ -458,7 +460,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			return needAtt()
 		}
 		att = in[o.A%len(in)]
-		identity = sq.m.Atts[att].Identity
+		identity = sq.m.Attempts[att].Identity
 		return true
 	}
 	needIn := func(statuses ...string) bool {
@@ -480,7 +482,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			return "skip"
 		}
 		mode := dispatchModes[o.B%len(dispatchModes)]
-		var owned *model.Auth
+		var owned *model.Authority
 		if o.C%3 != 0 {
 			owned = sq.auth(runID, o.C)
 		}
@@ -519,20 +521,20 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		case 1:
 			// Observations of cancelling runs' work.
 			pick = needWhere(func(a *model.Attempt) bool {
-				return sq.m.Runs[a.Key.Run].Cancel && (a.Status == model.AttAdmitted || a.Status == model.AttRunning || a.Status == model.AttCancelling)
+				return sq.m.Runs[a.Key.RunID].Cancel && (a.Status == model.AttemptAdmitted || a.Status == model.AttemptRunning || a.Status == model.AttemptCancelling)
 			})
 		default:
-			pick = needIn(model.AttAdmitted, model.AttRunning, model.AttCancelling)
+			pick = needIn(model.AttemptAdmitted, model.AttemptRunning, model.AttemptCancelling)
 		}
 		if !pick {
 			return "skip"
 		}
 		kind := obsKinds[o.B%len(obsKinds)]
 		if o.D == 2 {
-			kind = model.ObsSucceeded
+			kind = model.ObservedSucceeded
 		}
 		obs := workflow.Observation{Kind: workflow.ObservationKind(kind)}
-		if kind == model.ObsSucceeded {
+		if kind == model.ObservedSucceeded {
 			obs.Output = json.RawMessage(`{"out":1}`)
 		}
 		wr, werr := sq.s.ApplyObservation(ctx, identity, obs, now)
@@ -540,10 +542,10 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		g := fmt.Sprintf("%s unresolved=%v", wr.Status, wr.Unresolved)
 		w := fmt.Sprintf("%s unresolved=%v", mr.Status, mr.Unresolved)
 		if wr.Schedule != nil {
-			g += fmt.Sprintf(" schedule=%d->%d due+%d", wr.Schedule.FailedAttempt, wr.Schedule.NextAttempt, wr.Schedule.DueMS-t0.UnixMilli()-sq.at())
+			g += fmt.Sprintf(" schedule=%d->%d due+%d", wr.Schedule.FailedAttempt, wr.Schedule.NextAttempt, msOf(wr.Schedule.Due)-t0.UnixMilli()-sq.at())
 		}
 		if mr.Schedule != nil {
-			w += fmt.Sprintf(" schedule=%d->%d due+%d", mr.Schedule.Failed, mr.Schedule.Next, mr.Schedule.DueMS-sq.at())
+			w += fmt.Sprintf(" schedule=%d->%d due+%d", mr.Schedule.FailedAttempt, mr.Schedule.NextAttempt, mr.Schedule.DueMS-sq.at())
 		}
 		if r := wr.NotScheduled; r != nil {
 			g += " not_scheduled=" + string(r.Reason)
@@ -571,14 +573,14 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			mr, merr = sq.m.ConsumeDueRetry(k, at)
 		} else {
 			last := int64(0)
-			if a := sq.m.Acts[k]; a != nil {
-				last = int64(a.Last)
+			if a := sq.m.Activations[k]; a != nil {
+				last = int64(a.LastAttempt)
 			}
 			failed := uint32(max(last+int64(o.B%3)-1, 1))
 			wr, werr = sq.s.RetryFailedNode(ctx, wfKey(k), failed, now)
 			mr, merr = sq.m.RetryFailedNode(k, failed)
 		}
-		g := fmt.Sprintf("%v %d->%d", mKey(wr.Key), wr.PreviousAttempt, wr.NextAttempt)
+		g := fmt.Sprintf("%v %d->%d", modelKey(wr.Key), wr.PreviousAttempt, wr.NextAttempt)
 		w := fmt.Sprintf("%v %d->%d", mr.Key, mr.Prev, mr.Next)
 		sq.agree(rt, opNames[o.K], g, werr, w, merr)
 		return fmt.Sprintf("%s: %s err=%q", k, w, merr)
@@ -592,7 +594,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		mr, found, merr := sq.m.ConsumeNextDueRetry(runID, at)
 		g, w := "none", "none"
 		if wr != nil {
-			g = fmt.Sprintf("%v %d->%d", mKey(wr.Key), wr.PreviousAttempt, wr.NextAttempt)
+			g = fmt.Sprintf("%v %d->%d", modelKey(wr.Key), wr.PreviousAttempt, wr.NextAttempt)
 		}
 		if found && merr == model.OK {
 			w = fmt.Sprintf("%v %d->%d", mr.Key, mr.Prev, mr.Next)
@@ -605,8 +607,8 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			return "skip"
 		}
 		exp := sq.auth(runID, 1+o.B%2)
-		rep := model.Auth{Gen: exp.Gen + 1, Tag: fmt.Sprintf("g%d", exp.Gen+1)}
-		werr := sq.s.TransferAuthority(ctx, runID, *wfAuth(exp), *wfAuth(&rep), now)
+		rep := model.Authority{Generation: exp.Generation + 1, Tag: fmt.Sprintf("g%d", exp.Generation+1)}
+		werr := sq.s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: runID, Expected: *wfAuthority(exp), Replacement: *wfAuthority(&rep)}, now)
 		merr := sq.m.TransferAuthority(runID, *exp, rep)
 		sq.agree(rt, "transfer_authority", "", werr, "", merr)
 		return fmt.Sprintf("%s from %v: err=%q", runID, *exp, merr)
@@ -625,18 +627,18 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 				runID = sq.m.Runs[runID].Root // most often at a root
 			}
 			var st workflow.RunStatus
-			st, werr = sq.s.RequestTreeCancellation(ctx, runID, wfAuth(a), now)
+			st, werr = sq.s.RequestTreeCancellation(ctx, runID, wfAuthority(a), now)
 			g = string(st)
 			w, merr = sq.m.RequestTreeCancellation(runID, a)
 		case opCancel:
 			var st workflow.RunStatus
-			st, werr = sq.s.RequestCancellation(ctx, runID, wfAuth(a), now)
+			st, werr = sq.s.RequestCancellation(ctx, runID, wfAuthority(a), now)
 			g = string(st)
 			w, merr = sq.m.RequestCancellation(runID, a)
 		case opPause:
-			werr, merr = sq.s.PauseRun(ctx, runID, wfAuth(a), now), sq.m.Pause(runID, a)
+			werr, merr = sq.s.PauseRun(ctx, runID, wfAuthority(a), now), sq.m.Pause(runID, a)
 		case opResume:
-			werr, merr = sq.s.ResumeRun(ctx, runID, wfAuth(a), now), sq.m.Resume(runID, a)
+			werr, merr = sq.s.ResumeRun(ctx, runID, wfAuthority(a), now), sq.m.Resume(runID, a)
 		}
 		sq.agree(rt, opNames[o.K], g, werr, w, merr)
 		return fmt.Sprintf("%s auth=%v: %s err=%q", runID, a, w, merr)
@@ -647,7 +649,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		}
 		a := sq.auth(runID, o.C)
 		lookup := o.B%2 == 0
-		opts := workflow.ReconcileOptions{RunID: runID, Authority: wfAuth(a), Limit: 10}
+		opts := workflow.ReconcileOptions{RunID: runID, Authority: wfAuthority(a), Limit: 10}
 		if lookup {
 			opts.Lookup = sq.o
 		}
@@ -668,17 +670,17 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if fails {
 			sq.o.mode = model.OwnerDispatchError
 		}
-		ws, werr := sq.s.Redispatch(ctx, sq.o, workflow.ReconcileOptions{RunID: runID, Authority: wfAuth(a), Limit: 10}, now)
+		ws, werr := sq.s.Redispatch(ctx, sq.o, workflow.ReconcileOptions{RunID: runID, Authority: wfAuthority(a), Limit: 10}, now)
 		mres, merr := sq.m.Redispatch(runID, a, 10, fails)
-		g := fmt.Sprintf("%+v", model.RedispatchSummary{Admitted: ws.Admitted, Skipped: ws.Skipped})
+		g := fmt.Sprintf("%+v", model.RedispatchSummary{Admitted: refIdentities(ws.Admitted), Skipped: ws.Skipped})
 		sq.agree(rt, "redispatch", g, werr, fmt.Sprintf("%+v", mres), merr)
 		return fmt.Sprintf("%s owner_fails=%v auth=%v: %+v err=%q", runID, fails, a, mres, merr)
 	case opHandoff:
 		if !needAtt() {
 			return "skip"
 		}
-		a := sq.auth(att.Run, o.B)
-		werr := sq.s.Handoff(ctx, wfAttKey(att), wfAuth(a), now)
+		a := sq.auth(att.RunID, o.B)
+		werr := sq.s.Handoff(ctx, wfAttemptKey(att), wfAuthority(a), now)
 		merr := sq.m.Handoff(att, a)
 		sq.agree(rt, "handoff", "", werr, "", merr)
 		return fmt.Sprintf("%s auth=%v: err=%q", att, a, merr)
@@ -686,27 +688,27 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if !needAtt() {
 			return "skip"
 		}
-		a := sq.auth(att.Run, o.C)
+		a := sq.auth(att.RunID, o.C)
 		kind, raw := model.ReceiptOwner, ownerReceipt(identity)
 		if o.B%2 == 1 {
 			kind, raw = model.ReceiptOther, json.RawMessage(`{"other":"`+identity+`"}`)
 		}
-		werr := sq.s.PersistReceipt(ctx, wfAttKey(att), identity, raw, wfAuth(a), now)
+		werr := sq.s.PersistReceipt(ctx, wfAttemptKey(att), raw, wfAuthority(a), now)
 		merr := sq.m.PersistReceipt(att, kind, a)
 		sq.agree(rt, "persist_receipt", "", werr, "", merr)
 		return fmt.Sprintf("%s %s auth=%v: err=%q", att, kind, a, merr)
 	case opChild:
-		if runID, ok := sq.run(o.A); ok && !slices.ContainsFunc(sq.atts, func(k model.AttKey) bool { return sq.m.Atts[k].Status == model.AttPrepared }) {
+		if runID, ok := sq.run(o.A); ok && !slices.ContainsFunc(sq.atts, func(k model.AttemptKey) bool { return sq.m.Attempts[k].Status == model.AttemptPrepared }) {
 			// A dispatch that stops after the intent leaves a prepared
 			// attempt to start the child from.
 			sq.dispatch(rt, runID, model.FaultIntent, nil, 1)
 			sq.addFresh()
 		}
-		if !needIn(model.AttPrepared) {
+		if !needIn(model.AttemptPrepared) {
 			return "skip"
 		}
 		target := fmt.Sprintf(`{"t":%d}`, o.B%2)
-		wid, wc, werr := sq.s.CreateChildRun(ctx, workflow.NewChildRun{Parent: wfAttKey(att), Target: json.RawMessage(target)}, now)
+		wid, wc, werr := sq.s.CreateChildRun(ctx, workflow.NewChildRun{Parent: wfAttemptKey(att), Target: json.RawMessage(target)}, now)
 		mid, mc, merr := sq.m.CreateChildRun(att, target)
 		sq.agree(rt, "create_child_run", fmt.Sprint(wid, wc), werr, fmt.Sprint(mid, mc), merr)
 		if merr == model.OK && mc {
@@ -717,8 +719,8 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if !needAtt() {
 			return "skip"
 		}
-		a := sq.auth(att.Run, o.B)
-		wd, werr := sq.s.CancelNeverDispatched(ctx, identity, wfAuth(a), now)
+		a := sq.auth(att.RunID, o.B)
+		wd, werr := sq.s.CancelNeverDispatched(ctx, identity, wfAuthority(a), now)
 		md, merr := sq.m.CancelNeverDispatched(identity, a)
 		sq.agree(rt, "cancel_never_dispatched", fmt.Sprint(wd), werr, fmt.Sprint(md), merr)
 		return fmt.Sprintf("%s auth=%v: %v err=%q", att, a, md, merr)
@@ -746,7 +748,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		n, max, failFast := 1+o.B%4, 1+(o.B/4)%2, o.D%2 == 1
 		def := memberVariant(o.C)
 		nf := workflow.NewFanOut{Controller: wfKey(ctl), MaxConcurrency: int64(max), Effect: workflow.Effect(def.Effect),
-			Reconciliation: workflow.Reconciliation(def.Recon)}
+			Reconciliation: workflow.Reconciliation(def.Reconciliation)}
 		if failFast {
 			nf.OnFailure = workflow.FailFast
 		}
@@ -768,12 +770,12 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			return "skip"
 		}
 		action := repairActions[o.B%len(repairActions)]
-		a := sq.auth(att.Run, o.C)
+		a := sq.auth(att.RunID, o.C)
 		var out json.RawMessage
 		if action == model.RepairSucceeded {
 			out = json.RawMessage(`{"repaired":true}`)
 		}
-		werr := sq.s.Repair(ctx, identity, workflow.RepairAction(action), out, wfAuth(a), now)
+		werr := sq.s.Repair(ctx, workflow.RepairRequest{Identity: identity, Action: workflow.RepairAction(action), Output: out, Authority: wfAuthority(a)}, now)
 		merr := sq.m.Repair(identity, action, a)
 		sq.agree(rt, "repair", "", werr, "", merr)
 		return fmt.Sprintf("%s %s auth=%v: err=%q", att, action, a, merr)
@@ -795,7 +797,7 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 		}
 		a := sq.fenced(runID, o.D)
 		obs := &passObserver{kind: obsKinds[o.B%len(obsKinds)], fail: o.C%5 == 4}
-		ws, werr := sq.s.ReconcileReceiptBacked(ctx, obs, workflow.ReceiptPassOptions{RunID: runID, Authority: wfAuth(a), Limit: 1 + o.C%3}, now)
+		ws, werr := sq.s.ReconcileReceiptBacked(ctx, obs, workflow.ReceiptPassOptions{RunID: runID, Authority: wfAuthority(a), Limit: 1 + o.C%3}, now)
 		var got []model.PassOutcome
 		for _, r := range ws.Attempts {
 			got = append(got, model.PassOutcome{Identity: r.Identity, OwnerAsked: r.OwnerAsked, Applied: string(r.Applied),
@@ -809,7 +811,7 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 		if !ok {
 			return "skip"
 		}
-		expected := sq.m.Runs[runID].Limits.NodeCap
+		expected := sq.m.Runs[runID].Limits.NodeExecutionCap
 		target := expected + int64(1+o.C%3)
 		switch o.B % 6 {
 		case 4:
@@ -818,7 +820,7 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 			expected-- // conflict (or invalid at 0)
 		}
 		a := sq.fenced(runID, o.D)
-		werr := sq.s.IncreaseAllowance(ctx, runID, expected, target, wfAuth(a), now)
+		werr := sq.s.IncreaseAllowance(ctx, workflow.AllowanceIncrease{RunID: runID, ExpectedCap: expected, TargetCap: target, Authority: wfAuthority(a)}, now)
 		merr := sq.m.IncreaseAllowance(runID, expected, target, a)
 		sq.agree(rt, "increase_allowance", "", werr, "", merr)
 		return fmt.Sprintf("%s %d->%d auth=%v: err=%q", runID, expected, target, a, merr)
@@ -872,20 +874,23 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 			return "skip"
 		}
 		att := sq.atts[o.A%len(sq.atts)]
-		identity := sq.m.Atts[att].Identity
+		identity := sq.m.Attempts[att].Identity
 		g := ""
 		in, werr := sq.s.DispatchIntent(ctx, identity)
 		if werr == nil {
 			var raw []byte
-			var found bool
-			raw, found, werr = sq.s.DispatchReceipt(ctx, identity)
+			raw, werr = sq.s.DispatchReceipt(ctx, identity)
+			found := werr == nil
+			if errors.Is(werr, workflow.ErrNotFound) {
+				werr = nil
+			}
 			g = fmt.Sprintf("%s %s %s found=%v", in.SideEffect, in.Intent, receiptKind(identity, raw), found)
-			if in.Identity != identity || in.Key != wfAttKey(att) {
+			if in.Identity != identity || in.Key != wfAttemptKey(att) {
 				rt.Fatalf("inspect: the intent names another attempt")
 			}
 		}
 		effect, receipt, merr := sq.m.Intent(identity)
-		w := fmt.Sprintf(`%s {"do":"%s"} %s found=%v`, effect, att.Node, receipt, receipt != "")
+		w := fmt.Sprintf(`%s {"do":"%s"} %s found=%v`, effect, att.NodeID, receipt, receipt != "")
 		sq.agree(rt, "inspect_intent_and_receipt", g, werr, w, merr)
 		return fmt.Sprintf("%s: %s err=%q", att, w, merr)
 	}
@@ -894,11 +899,11 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 
 // fenced picks the authority of a fenced operation: mostly the run's
 // current one (nil when it has none), sometimes a stale one (opt 2).
-func (sq *sequence) fenced(runID string, opt int) *model.Auth {
+func (sq *sequence) fenced(runID string, opt int) *model.Authority {
 	if opt%3 == 2 {
 		return sq.auth(runID, 2)
 	}
-	if cur := sq.m.Runs[runID].Auth; cur != nil {
+	if cur := sq.m.Runs[runID].Authority; cur != nil {
 		c := *cur
 		return &c
 	}
@@ -917,7 +922,7 @@ func (p *passObserver) Observe(ctx context.Context, a workflow.Attempt) (workflo
 		return workflow.Observation{}, errInjected
 	}
 	obs := workflow.Observation{Kind: workflow.ObservationKind(p.kind)}
-	if p.kind == model.ObsSucceeded {
+	if p.kind == model.ObservedSucceeded {
 		obs.Output = json.RawMessage(`{"out":1}`)
 	}
 	return obs, nil
@@ -925,7 +930,7 @@ func (p *passObserver) Observe(ctx context.Context, a workflow.Attempt) (workflo
 
 // addAct adds activation variant v of node n<b%4> to runID on both sides.
 func (sq *sequence) addAct(rt *rapid.T, runID string, b, v int) string {
-	na := actVariant(model.ActKey{Run: runID, Node: fmt.Sprintf("n%d", b%4), Act: "x"}, v)
+	na := actVariant(model.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("n%d", b%4), ActivationID: "x"}, v)
 	wc, werr := sq.s.AddActivation(sq.ctx, wfActivation(na), ms(sq.at()))
 	mc, merr := sq.m.AddActivation(na)
 	sq.agree(rt, "add_activation", fmt.Sprint(wc), werr, fmt.Sprint(mc), merr)
@@ -937,15 +942,15 @@ func (sq *sequence) addAct(rt *rapid.T, runID string, b, v int) string {
 
 // dispatch runs one Dispatch restricted to runID on both sides and
 // compares the summaries.
-func (sq *sequence) dispatch(rt *rapid.T, runID string, mode model.OwnerMode, owned *model.Auth, limit int) (model.Summary, model.Err) {
+func (sq *sequence) dispatch(rt *rapid.T, runID string, mode model.OwnerMode, owned *model.Authority, limit int) (model.Summary, model.Err) {
 	ctx, now := sq.ctx, ms(sq.at())
 	sq.o.mode = mode
-	opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuth(owned), Limit: limit, Fault: sq.o.fault}
+	opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuthority(owned), Limit: limit, Fault: sq.o.fault}
 	ws, werr := sq.s.Dispatch(ctx, sq.o, opts, now)
 	msum, merr := sq.m.Dispatch(runID, limit, mode, owned, sq.at())
-	got := model.Summary{Admitted: ws.Admitted, Unsupported: mKeys(ws.Unsupported), Raced: mKeys(ws.Raced), Exhausted: mKeys(ws.Exhausted)}
+	got := model.Summary{Admitted: refIdentities(ws.Admitted), Unsupported: modelKeys(ws.Unsupported), Raced: modelKeys(ws.Raced), Exhausted: modelKeys(ws.Exhausted)}
 	for _, r := range ws.Rejected {
-		got.Rejected = append(got.Rejected, mKey(r.Key))
+		got.Rejected = append(got.Rejected, modelKey(r.Key))
 		if c := errClass(r.Err); c != model.Ineligible {
 			rt.Logf("dispatch: rejection of %v has error class %q (%v)", r.Key, c, r.Err)
 			rt.Fatalf("dispatch: a rejection has error class %s", c)
@@ -983,10 +988,10 @@ func (sq *sequence) storeView() (string, error) {
 			l := run.Limits
 			rv := model.RunView{ID: run.ID, Root: run.RootID, Parent: run.ParentID, Depth: int(run.Depth),
 				Status: string(run.Status), Cancel: run.CancelRequestedMS != 0, Exhausted: run.ExhaustionRecorded,
-				Limits: model.Limits{NodeCap: l.NodeExecutionCap, ConcurrencyCap: l.ConcurrencyCap, CycleCap: l.CycleCap, RetryCap: l.RetryCap},
+				Limits: model.Limits{NodeExecutionCap: l.NodeExecutionCap, ConcurrencyCap: l.ConcurrencyCap, CycleCap: l.CycleCap, RetryCap: l.RetryCap},
 				Counts: model.Counts{Attempts: run.AttemptCount, Active: run.ActiveCount, Tree: run.TreeAttemptCount, Descendants: run.DescendantCount}}
 			if a := run.Authority; a != nil {
-				rv.Auth = fmt.Sprintf("%d:%s", a.Generation, strings.TrimPrefix(a.DaemonInstanceID, "d-"))
+				rv.Authority = fmt.Sprintf("%d:%s", a.Generation, strings.TrimPrefix(a.DaemonInstanceID, "d-"))
 			}
 			st.Runs = append(st.Runs, rv)
 			acts, err := r.Activations(ctx, backend.ActivationQuery{RunID: id, Limit: 1000})
@@ -996,8 +1001,8 @@ func (sq *sequence) storeView() (string, error) {
 			var keys []backend.ActivationKey
 			for _, a := range acts {
 				keys = append(keys, a.Key)
-				st.Acts = append(st.Acts, model.ActView{Key: mKey(a.Key), Status: string(a.Status), Last: a.LastAttempt,
-					Admissible: a.Admissible, Output: a.Output != nil, HasSucc: a.HasSuccessors})
+				st.Activations = append(st.Activations, model.ActivationView{Key: modelKey(a.Key), Status: string(a.Status), LastAttempt: a.LastAttempt,
+					Admissible: a.Admissible, Output: a.Output != nil, HasSuccessors: a.HasSuccessors})
 			}
 			if len(keys) > 0 {
 				g, err := r.Load(ctx, backend.Lookup{Schedules: keys, Groups: keys})
@@ -1005,12 +1010,12 @@ func (sq *sequence) storeView() (string, error) {
 					return err
 				}
 				for k, v := range g.Groups {
-					st.Groups = append(st.Groups, model.GroupView{Ctl: mKey(k), Size: int(v.Size), Max: int(v.MaxConcurrency),
+					st.Groups = append(st.Groups, model.GroupView{Controller: modelKey(k), Size: int(v.Size), Max: int(v.MaxConcurrency),
 						FailFast: v.FailFast, Retired: v.RetiredMS != 0})
 				}
 				for k, s := range g.Schedules {
-					st.Scheds = append(st.Scheds, model.SchedView{Key: mKey(k), Schedule: model.Schedule{
-						Failed: s.FailedAttempt, Next: s.NextAttempt, BackoffMS: s.BackoffMS, DueMS: s.DueMS - t0.UnixMilli()}})
+					st.Schedules = append(st.Schedules, model.ScheduleView{Key: modelKey(k), Schedule: model.Schedule{
+						FailedAttempt: s.FailedAttempt, NextAttempt: s.NextAttempt, BackoffMS: s.BackoffMS, DueMS: s.DueMS - t0.UnixMilli()}})
 				}
 			}
 			atts, err := r.Attempts(ctx, backend.AttemptQuery{RunID: id, Limit: 1000})
@@ -1019,7 +1024,7 @@ func (sq *sequence) storeView() (string, error) {
 			}
 			for _, a := range atts {
 				calls, held := sq.o.state(a.Identity)
-				st.Atts = append(st.Atts, model.AttView{Key: model.AttKey{ActKey: mKey(a.Key.ActivationKey), N: a.Key.Attempt},
+				st.Attempts = append(st.Attempts, model.AttemptView{Key: model.AttemptKey{ActivationKey: modelKey(a.Key.ActivationKey), Attempt: a.Key.Attempt},
 					Status: string(a.Status), Handoff: string(a.Handoff), Effect: string(a.SideEffect),
 					Receipt: receiptKind(a.Identity, a.Receipt), Calls: calls, Held: held})
 			}
@@ -1028,7 +1033,7 @@ func (sq *sequence) storeView() (string, error) {
 				return err
 			}
 			for _, l := range ls {
-				st.Leases = append(st.Leases, model.AttKey{ActKey: mKey(l.Key.ActivationKey), N: l.Key.Attempt})
+				st.Leases = append(st.Leases, model.AttemptKey{ActivationKey: modelKey(l.Key.ActivationKey), Attempt: l.Key.Attempt})
 			}
 		}
 		return nil

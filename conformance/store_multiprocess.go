@@ -64,7 +64,7 @@ func caseProcessesDispatch(e *Env) {
 	}
 	e.T.Logf("raced across processes: %d", raced)
 	for _, a := range attemptsOf(e, s, "mp") {
-		assert.Equal(e.T, backend.AttemptAdmitted, a.Status)
+		assert.Equal(e.T, workflow.AttemptAdmitted, a.Status)
 		assert.Equal(e.T, uint32(1), a.Key.Attempt)
 	}
 }
@@ -94,7 +94,7 @@ func childDispatch(ctx context.Context, b backend.Backend, _ []byte, wait func()
 	for done := 0; done < 4; {
 		select {
 		case sum := <-results:
-			rep.Admitted = append(rep.Admitted, sum.Admitted...)
+			rep.Admitted = append(rep.Admitted, refIdentities(sum.Admitted)...)
 			rep.Raced += len(sum.Raced)
 		case err := <-errs:
 			done++
@@ -105,7 +105,7 @@ func childDispatch(ctx context.Context, b backend.Backend, _ []byte, wait func()
 	}
 	for len(results) > 0 {
 		sum := <-results
-		rep.Admitted = append(rep.Admitted, sum.Admitted...)
+		rep.Admitted = append(rep.Admitted, refIdentities(sum.Admitted)...)
 		rep.Raced += len(sum.Raced)
 	}
 	if firstErr != nil {

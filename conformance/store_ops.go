@@ -119,13 +119,13 @@ func caseReceiptPassSuccess(e *Env) {
 	assert.Equal(e.T, []string{ids[0]}, o.askedAbout())
 	out, ok := outcomeOf(sum, ids[0])
 	require.True(e.T, ok, "the summary lists the attempt")
-	assert.Equal(e.T, backend.AttemptSucceeded, out.Status)
+	assert.Equal(e.T, workflow.AttemptSucceeded, out.Status)
 	assert.Equal(e.T, workflow.ObservedSucceeded, out.Applied)
 	assert.True(e.T, out.OwnerAsked)
 	s = workflow.New(e.Reopen())
-	assert.Equal(e.T, backend.AttemptSucceeded, getAttempt(e, s, key("r", "n", "a"), 1).Status, "persisted")
+	assert.Equal(e.T, workflow.AttemptSucceeded, getAttempt(e, s, key("r", "n", "a"), 1).Status, "persisted")
 	act := getAct(e, s, key("r", "n", "a"))
-	assert.Equal(e.T, backend.ActivationCompleted, act.Status)
+	assert.Equal(e.T, workflow.ActivationCompleted, act.Status)
 	assert.JSONEq(e.T, `{"done":true}`, string(act.Output))
 	before := digest(e, "r")
 	sum = receiptPass(e, s, o, workflow.ReceiptPassOptions{}, 21)
@@ -140,14 +140,14 @@ func caseReceiptPassDeferred(e *Env) {
 	o := newObserver()
 	sum := receiptPass(e, s, o, workflow.ReceiptPassOptions{RunID: "r"}, 20)
 	out, _ := outcomeOf(sum, ids[0])
-	assert.Equal(e.T, backend.AttemptRunning, out.Status)
-	assert.Equal(e.T, backend.AttemptRunning, getAttempt(e, s, key("r", "n", "a"), 1).Status)
+	assert.Equal(e.T, workflow.AttemptRunning, out.Status)
+	assert.Equal(e.T, workflow.AttemptRunning, getAttempt(e, s, key("r", "n", "a"), 1).Status)
 	before := digest(e, "r")
 	o.answer[ids[0]] = workflow.Observation{Kind: workflow.ObservedDeferred}
 	sum = receiptPass(e, s, o, workflow.ReceiptPassOptions{RunID: "r"}, 21)
 	out, ok := outcomeOf(sum, ids[0])
 	require.True(e.T, ok, "a running attempt with a receipt is selected")
-	assert.Equal(e.T, backend.AttemptRunning, out.Status, "deferred changes nothing")
+	assert.Equal(e.T, workflow.AttemptRunning, out.Status, "deferred changes nothing")
 	assert.Equal(e.T, before, digest(e, "r"), "deferred writes nothing")
 	assert.Equal(e.T, []string{ids[0], ids[0]}, o.askedAbout())
 }
@@ -162,13 +162,13 @@ func caseReceiptPassUnknown(e *Env) {
 	beforeQ := digest(e, "q")
 	sum := receiptPass(e, s, o, workflow.ReceiptPassOptions{}, 20)
 	out, _ := outcomeOf(sum, mut[0])
-	assert.Equal(e.T, backend.AttemptRepairRequired, out.Status)
-	assert.Equal(e.T, backend.AttemptRepairRequired, getAttempt(e, s, key("r", "n", "a"), 1).Status)
-	assert.Equal(e.T, backend.RunRepairRequired, getRun(e, s, "r").Status)
+	assert.Equal(e.T, workflow.AttemptRepairRequired, out.Status)
+	assert.Equal(e.T, workflow.AttemptRepairRequired, getAttempt(e, s, key("r", "n", "a"), 1).Status)
+	assert.Equal(e.T, workflow.RunRepairRequired, getRun(e, s, "r").Status)
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "attempt_repair_required"))
 	out, _ = outcomeOf(sum, ro[0])
 	assert.True(e.T, out.Unresolved, "an unknown read-only outcome is listed unresolved")
-	assert.Equal(e.T, backend.AttemptAdmitted, out.Status)
+	assert.Equal(e.T, workflow.AttemptAdmitted, out.Status)
 	assert.Equal(e.T, beforeQ, digest(e, "q"), "and left unchanged")
 }
 
@@ -187,12 +187,12 @@ func caseReceiptPassCancelled(e *Env) {
 	for _, out := range sum.Attempts {
 		assert.Equal(e.T, workflow.ObservedCancelled, out.Applied, "%s", out.Identity)
 		assert.False(e.T, out.OwnerAsked)
-		assert.Equal(e.T, backend.AttemptCancelled, out.Status, "terminal, not repair_required")
+		assert.Equal(e.T, workflow.AttemptCancelled, out.Status, "terminal, not repair_required")
 	}
 	for _, a := range []string{"a", "b"} {
-		assert.Equal(e.T, backend.AttemptCancelled, getAttempt(e, s, key("r", "n", a), 1).Status)
+		assert.Equal(e.T, workflow.AttemptCancelled, getAttempt(e, s, key("r", "n", a), 1).Status)
 	}
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, "r").Status, "cancellation finalised")
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "r").Status, "cancellation finalised")
 	assert.Zero(e.T, countType(eventTypes(e, s, "r"), "attempt_repair_required"))
 	// Cancellation requested after the owner was asked: its Unknown is
 	// applied as Cancelled all the same.
@@ -206,8 +206,8 @@ func caseReceiptPassCancelled(e *Env) {
 	sum = receiptPass(e, s, o, workflow.ReceiptPassOptions{RunID: "late"}, 22)
 	assert.Equal(e.T, []string{late[0]}, o.askedAbout())
 	out, _ := outcomeOf(sum, late[0])
-	assert.Equal(e.T, backend.AttemptCancelled, out.Status, "terminal, not repair_required")
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, "late").Status)
+	assert.Equal(e.T, workflow.AttemptCancelled, out.Status, "terminal, not repair_required")
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "late").Status)
 }
 
 func caseReceiptPassScoped(e *Env) {
@@ -225,8 +225,8 @@ func caseReceiptPassScoped(e *Env) {
 	sum := receiptPass(e, s, o, workflow.ReceiptPassOptions{RunID: "ra"}, 21)
 	assert.Equal(e.T, []string{a[0]}, o.askedAbout(), "only the run's attempts are observed")
 	out, _ := outcomeOf(sum, a[0])
-	assert.Equal(e.T, backend.AttemptSucceeded, out.Status)
-	assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, key("rb", "n", "a"), 1).Status)
+	assert.Equal(e.T, workflow.AttemptSucceeded, out.Status)
+	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, key("rb", "n", "a"), 1).Status)
 }
 
 func caseReceiptPassFenced(e *Env) {
@@ -251,14 +251,14 @@ func caseReceiptPassFenced(e *Env) {
 	a2 := authority(2, "two")
 	o.hook = func(ctx context.Context, _ workflow.Attempt) {
 		o.hook = nil
-		require.NoError(e.T, s.TransferAuthority(ctx, "r", *a1, *a2, ms(21)))
+		require.NoError(e.T, s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r", Expected: *a1, Replacement: *a2}, ms(21)))
 	}
 	o.answer[ids[0]] = workflow.Observation{Kind: workflow.ObservedFailed}
 	mid := digest(e, "r")
 	_, err = s.ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{Limit: 10}, ms(22))
 	requireIs(e.T, err, workflow.ErrStaleAuthority)
 	assert.NotEqual(e.T, mid, digest(e, "r"), "the transfer committed")
-	assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, key("r", "n", "a"), 1).Status, "nothing applied")
+	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, key("r", "n", "a"), 1).Status, "nothing applied")
 	// Owned, with the current authority, and bounded by the limit.
 	o.asked = nil
 	sum := receiptPass(e, s, o, workflow.ReceiptPassOptions{RunID: "r", Authority: a2, Limit: 1}, 23)
@@ -279,28 +279,28 @@ func caseIncreaseReadmits(e *Env) {
 	}
 	o := newOwner()
 	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(10))
-	assert.Equal(e.T, []string{identity(key("r", "n", "a"), 1)}, sum.Admitted)
+	assert.Equal(e.T, []string{identity(key("r", "n", "a"), 1)}, refIdentities(sum.Admitted))
 	assert.Equal(e.T, []workflow.ActivationKey{key("r", "n", "b"), key("r", "n", "c")}, sum.Exhausted)
 	assert.Equal(e.T, 1, exhaustedEvents(e, s, "r"))
 	sum = dispatch(e, s, o, workflow.DispatchOptions{}, ms(11))
 	assert.Empty(e.T, sum.Exhausted, "an exhausted run's activations are not discovered")
-	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, "r", 1, 2, nil, ms(12)))
+	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "r", ExpectedCap: 1, TargetCap: 2}, ms(12)))
 	evs, err := s.Events(e.Ctx, "r", 0, workflow.MaxPageLimit)
 	require.NoError(e.T, err)
 	last := evs[len(evs)-1]
-	assert.Equal(e.T, "execution_allowance_increased", last.Type)
+	assert.Equal(e.T, workflow.EventExecutionAllowanceIncreased, last.Type)
 	assert.JSONEq(e.T, `{"previous_cap":1,"target_cap":2}`, string(last.Payload))
 	assert.Equal(e.T, int64(2), getRun(e, s, "r").Limits.NodeExecutionCap)
-	assert.True(e.T, getAct(e, s, key("r", "n", "b")).Admissible, "discoverable again")
+	assert.True(e.T, rawAct(e, key("r", "n", "b")).Admissible, "discoverable again")
 	// Admitted up to the new cap; the second exhaustion parks again and
 	// writes no second event.
 	sum = dispatch(e, s, o, workflow.DispatchOptions{}, ms(13))
-	assert.Equal(e.T, []string{identity(key("r", "n", "b"), 1)}, sum.Admitted, "admitted up to the new cap")
+	assert.Equal(e.T, []string{identity(key("r", "n", "b"), 1)}, refIdentities(sum.Admitted), "admitted up to the new cap")
 	assert.Equal(e.T, []workflow.ActivationKey{key("r", "n", "c")}, sum.Exhausted)
 	assert.Equal(e.T, 1, exhaustedEvents(e, s, "r"), "one exhaustion event per run, ever")
-	assert.False(e.T, getAct(e, s, key("r", "n", "c")).Admissible, "parked again")
+	assert.False(e.T, rawAct(e, key("r", "n", "c")).Admissible, "parked again")
 	mkAct(e, s, key("r", "n", "d"))
-	assert.False(e.T, getAct(e, s, key("r", "n", "d")).Admissible, "new work of an exhausted run is not discoverable")
+	assert.False(e.T, rawAct(e, key("r", "n", "d")).Admissible, "new work of an exhausted run is not discoverable")
 	sum = dispatch(e, s, o, workflow.DispatchOptions{}, ms(15))
 	assert.Empty(e.T, sum.Exhausted)
 	assert.Empty(e.T, sum.Admitted)
@@ -317,25 +317,25 @@ func caseIncreaseCAS(e *Env) {
 	mkRun(e, s, "r", workflow.Limits{NodeExecutionCap: 3}, a1)
 	mkRun(e, s, "free", workflow.Limits{NodeExecutionCap: 3}, nil)
 	before := digest(e, "r", "free")
-	requireIs(e.T, s.IncreaseAllowance(e.Ctx, "r", 2, 5, a1, ms(10)), workflow.ErrConflict, "expected cap differs")
-	requireIs(e.T, s.IncreaseAllowance(e.Ctx, "r", 3, 3, a1, ms(10)), workflow.ErrInvalidInput, "target must exceed expected")
-	requireIs(e.T, s.IncreaseAllowance(e.Ctx, "r", 0, 3, a1, ms(10)), workflow.ErrInvalidInput, "expected must be positive")
-	requireIs(e.T, s.IncreaseAllowance(e.Ctx, "r", 3, 5, authority(1, "other"), ms(10)), workflow.ErrStaleAuthority)
-	requireIs(e.T, s.IncreaseAllowance(e.Ctx, "r", 3, 5, nil, ms(10)), workflow.ErrStaleAuthority, "a fenced run needs its authority")
-	requireIs(e.T, s.IncreaseAllowance(e.Ctx, "free", 3, 5, a1, ms(10)), workflow.ErrStaleAuthority, "a run without authority has none to match")
-	requireIs(e.T, s.IncreaseAllowance(e.Ctx, "nope", 3, 5, nil, ms(10)), workflow.ErrNotFound)
-	requireIs(e.T, s.IncreaseAllowance(e.Ctx, " ", 3, 5, nil, ms(10)), workflow.ErrInvalidInput)
+	requireIs(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "r", ExpectedCap: 2, TargetCap: 5, Authority: a1}, ms(10)), workflow.ErrConflict, "expected cap differs")
+	requireIs(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "r", ExpectedCap: 3, TargetCap: 3, Authority: a1}, ms(10)), workflow.ErrInvalidInput, "target must exceed expected")
+	requireIs(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "r", ExpectedCap: 0, TargetCap: 3, Authority: a1}, ms(10)), workflow.ErrInvalidInput, "expected must be positive")
+	requireIs(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "r", ExpectedCap: 3, TargetCap: 5, Authority: authority(1, "other")}, ms(10)), workflow.ErrStaleAuthority)
+	requireIs(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "r", ExpectedCap: 3, TargetCap: 5}, ms(10)), workflow.ErrStaleAuthority, "a fenced run needs its authority")
+	requireIs(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "free", ExpectedCap: 3, TargetCap: 5, Authority: a1}, ms(10)), workflow.ErrStaleAuthority, "a run without authority has none to match")
+	requireIs(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "nope", ExpectedCap: 3, TargetCap: 5}, ms(10)), workflow.ErrNotFound)
+	requireIs(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: " ", ExpectedCap: 3, TargetCap: 5}, ms(10)), workflow.ErrInvalidInput)
 	assert.Equal(e.T, before, digest(e, "r", "free"), "refusals write nothing")
-	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, "r", 3, 5, a1, ms(11)))
-	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, "free", 3, 4, nil, ms(11)))
+	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "r", ExpectedCap: 3, TargetCap: 5, Authority: a1}, ms(11)))
+	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "free", ExpectedCap: 3, TargetCap: 4}, ms(11)))
 	mid := digest(e, "r", "free")
-	requireIs(e.T, s.IncreaseAllowance(e.Ctx, "r", 3, 5, a1, ms(12)), workflow.ErrConflict, "a replayed increase conflicts")
+	requireIs(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "r", ExpectedCap: 3, TargetCap: 5, Authority: a1}, ms(12)), workflow.ErrConflict, "a replayed increase conflicts")
 	assert.Equal(e.T, mid, digest(e, "r", "free"))
 	assert.Equal(e.T, int64(5), getRun(e, s, "r").Limits.NodeExecutionCap)
 	_, err := s.RequestCancellation(e.Ctx, "free", nil, ms(13))
 	require.NoError(e.T, err)
 	mid = digest(e, "free")
-	requireIs(e.T, s.IncreaseAllowance(e.Ctx, "free", 4, 6, nil, ms(14)), workflow.ErrIneligible, "cancellation requested")
+	requireIs(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "free", ExpectedCap: 4, TargetCap: 6}, ms(14)), workflow.ErrIneligible, "cancellation requested")
 	assert.Equal(e.T, mid, digest(e, "free"))
 }
 
@@ -355,7 +355,7 @@ func caseIncreaseChild(e *Env) {
 	sum := dispatch(e, s, o, workflow.DispatchOptions{RunID: child}, ms(10))
 	require.Len(e.T, sum.Admitted, 1)
 	assert.Equal(e.T, []workflow.ActivationKey{key(child, "n", "b")}, sum.Exhausted)
-	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, child, 1, 5, nil, ms(11)))
+	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: child, ExpectedCap: 1, TargetCap: 5}, ms(11)))
 	assert.Equal(e.T, int64(2), getRun(e, s, "root").Limits.NodeExecutionCap, "the root's cap is unchanged")
 	al, err := s.AllowanceObservation(e.Ctx, child)
 	require.NoError(e.T, err)
@@ -367,9 +367,9 @@ func caseIncreaseChild(e *Env) {
 	assert.Equal(e.T, 1, exhaustedEvents(e, s, child))
 	sum = dispatch(e, s, o, workflow.DispatchOptions{RunID: child}, ms(13))
 	assert.Empty(e.T, sum.Exhausted, "parked again")
-	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, "root", 2, 3, nil, ms(14)))
+	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "root", ExpectedCap: 2, TargetCap: 3}, ms(14)))
 	sum = dispatch(e, s, o, workflow.DispatchOptions{RunID: child}, ms(15))
-	assert.Equal(e.T, []string{identity(key(child, "n", "b"), 1)}, sum.Admitted, "the root's increase readmits the child's work")
+	assert.Equal(e.T, []string{identity(key(child, "n", "b"), 1)}, refIdentities(sum.Admitted), "the root's increase readmits the child's work")
 }
 
 func caseInspectIntent(e *Env) {
@@ -388,7 +388,7 @@ func caseInspectIntent(e *Env) {
 	_, err = s.DispatchIntent(e.Ctx, "")
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 	// A stored intent that no longer matches its checksum is refused.
-	a := getAttempt(e, s, p.Activation.Key, 1)
+	a := e.load(e.B, backend.Lookup{Attempts: []backend.AttemptKey{battkey(p.Key())}}).Attempts[battkey(p.Key())]
 	a.Intent = []byte(`{"do":"b"}`)
 	e.apply(e.B, rep(a))
 	before := digest(e, "r")
@@ -400,18 +400,16 @@ func caseInspectIntent(e *Env) {
 func caseInspectReceipt(e *Env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
-	r, found, err := s.DispatchReceipt(e.Ctx, p.Identity)
-	require.NoError(e.T, err)
-	assert.False(e.T, found, "no receipt committed yet")
+	r, err := s.DispatchReceipt(e.Ctx, p.Identity)
+	requireIs(e.T, err, workflow.ErrNotFound, "no receipt committed yet")
 	assert.Nil(e.T, r)
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), p.Identity, json.RawMessage(`{"b":1, "a":2}`), nil, ms(12)))
-	r, found, err = s.DispatchReceipt(e.Ctx, p.Identity)
+	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"b":1, "a":2}`), nil, ms(12)))
+	r, err = s.DispatchReceipt(e.Ctx, p.Identity)
 	require.NoError(e.T, err)
-	assert.True(e.T, found)
 	assert.Equal(e.T, `{"a":2,"b":1}`, string(r), "the committed canonical bytes")
-	_, _, err = s.DispatchReceipt(e.Ctx, identity(key("r", "n", "zz"), 1))
+	_, err = s.DispatchReceipt(e.Ctx, identity(key("r", "n", "zz"), 1))
 	requireIs(e.T, err, workflow.ErrNotFound)
-	_, _, err = s.DispatchReceipt(e.Ctx, " ")
+	_, err = s.DispatchReceipt(e.Ctx, " ")
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 }
 
@@ -465,7 +463,7 @@ func caseInspectSummary(e *Env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{NodeExecutionCap: 10}, nil)
 	claim := func(na *workflow.NewActivation) {
-		na.Claims = []workflow.ResourceClaim{{Resource: "res-" + na.Key.ActivationID, Mode: backend.LeaseWrite}}
+		na.Claims = []workflow.ResourceClaim{{Resource: "res-" + na.Key.ActivationID, Mode: workflow.LeaseWrite}}
 	}
 	for _, a := range []string{"a", "b", "c", "d"} {
 		mkAct(e, s, key("r", "n", a), claim)
@@ -474,17 +472,17 @@ func caseInspectSummary(e *Env) {
 	o.unsupported["d"] = true
 	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(10))
 	require.Len(e.T, sum.Admitted, 3)
-	_, err := s.ApplyObservation(e.Ctx, sum.Admitted[0], workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`1`)}, ms(11))
+	_, err := s.ApplyObservation(e.Ctx, sum.Admitted[0].Identity, workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`1`)}, ms(11))
 	require.NoError(e.T, err)
-	_, err = s.ApplyObservation(e.Ctx, sum.Admitted[1], workflow.Observation{Kind: workflow.ObservedRunning}, ms(11))
+	_, err = s.ApplyObservation(e.Ctx, sum.Admitted[1].Identity, workflow.Observation{Kind: workflow.ObservedRunning}, ms(11))
 	require.NoError(e.T, err)
 	before := digest(e, "r")
 	rs, err := s.RunSummary(e.Ctx, "r")
 	require.NoError(e.T, err)
 	assert.Equal(e.T, "r", rs.Run.ID)
-	assert.Equal(e.T, map[workflow.ActivationStatus]int{backend.ActivationCompleted: 1, backend.ActivationRunning: 2, backend.ActivationPending: 1}, rs.Activations)
+	assert.Equal(e.T, map[workflow.ActivationStatus]int{workflow.ActivationCompleted: 1, workflow.ActivationRunning: 2, workflow.ActivationPending: 1}, rs.Activations)
 	assert.True(e.T, rs.ActivationsComplete)
-	assert.Equal(e.T, map[workflow.AttemptStatus]int{backend.AttemptSucceeded: 1, backend.AttemptRunning: 1, backend.AttemptAdmitted: 1}, rs.Attempts)
+	assert.Equal(e.T, map[workflow.AttemptStatus]int{workflow.AttemptSucceeded: 1, workflow.AttemptRunning: 1, workflow.AttemptAdmitted: 1}, rs.Attempts)
 	assert.True(e.T, rs.AttemptsComplete)
 	require.Len(e.T, rs.Leases, 2, "the settled attempt released its lease")
 	assert.True(e.T, rs.LeasesComplete)
@@ -499,7 +497,7 @@ func caseInspectSummary(e *Env) {
 	// Past the read budget a count is reported incomplete, not estimated.
 	var writes backend.Changes
 	for i := range workflow.SummaryReadBudget {
-		writes.Insert.Activations = append(writes.Insert.Activations, backend.Activation{Key: key("r", "bulk", fmt.Sprintf("%05d", i)),
+		writes.Insert.Activations = append(writes.Insert.Activations, backend.Activation{Key: bkey(key("r", "bulk", fmt.Sprintf("%05d", i))),
 			Status: backend.ActivationCompleted, Input: []byte(`{}`), Effect: backend.ReadOnly, Reconciliation: backend.RepairRequired,
 			CreatedMS: ms(12).UnixMilli(), UpdatedMS: ms(12).UnixMilli()})
 	}

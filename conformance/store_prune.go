@@ -70,9 +70,9 @@ func finishedRun(e *Env, s *workflow.Store, id string, o *owner, at int64) {
 	e.T.Helper()
 	mkRun(e, s, id, workflow.Limits{}, nil)
 	a, b, c := key(id, "n", "a"), key(id, "n", "b"), key(id, "n", "c")
-	mkAct(e, s, a, withClaims(claim("disk", backend.LeaseWrite), claim("net", backend.LeaseRead)),
+	mkAct(e, s, a, withClaims(claim("disk", workflow.LeaseWrite), claim("net", workflow.LeaseRead)),
 		withPolicy(retryPolicy(3, 1)), withEffect(workflow.ReadOnly, workflow.IdempotentReplay))
-	mkAct(e, s, b, withClaims(claim("cpu", backend.LeaseRead)))
+	mkAct(e, s, b, withClaims(claim("cpu", workflow.LeaseRead)))
 	mkAct(e, s, c)
 	admitOnly(e, s, o, ms(at), identity(a, 1), identity(b, 1), identity(c, 1))
 	require.NotNil(e.T, observe(e, s, identity(a, 1), obs(workflow.ObservedRetryableFailure), ms(at+1)).Schedule)
@@ -82,7 +82,7 @@ func finishedRun(e *Env, s *workflow.Store, id string, o *owner, at int64) {
 	for _, id := range []string{identity(a, 2), identity(b, 1), identity(c, 1)} {
 		observe(e, s, id, obs(workflow.ObservedSucceeded), ms(at+12))
 	}
-	require.Equal(e.T, backend.RunCompleted, getRun(e, s, id).Status)
+	require.Equal(e.T, workflow.RunCompleted, getRun(e, s, id).Status)
 }
 
 // cancelledRun builds a cancelled tree, root id and one child run, and
@@ -93,15 +93,15 @@ func cancelledRun(e *Env, s *workflow.Store, id string, o *owner, at int64) stri
 	mkRun(e, s, id, workflow.Limits{}, nil)
 	child := spawn(e, s, id, "a", at)
 	k := key(child, "n", "x")
-	mkAct(e, s, k, withClaims(claim("disk", backend.LeaseWrite)), withPolicy(retryPolicy(3, 100_000)),
+	mkAct(e, s, k, withClaims(claim("disk", workflow.LeaseWrite)), withPolicy(retryPolicy(3, 100_000)),
 		withEffect(workflow.ReadOnly, workflow.IdempotentReplay))
 	admitOnly(e, s, o, ms(at+2), identity(k, 1))
 	require.NotNil(e.T, observe(e, s, identity(k, 1), obs(workflow.ObservedRetryableFailure), ms(at+3)).Schedule)
 	_, err := s.RequestTreeCancellation(e.Ctx, id, nil, ms(at+4))
 	require.NoError(e.T, err)
 	observe(e, s, parentOf(id, "a"), obs(workflow.ObservedCancelled), ms(at+5))
-	require.Equal(e.T, backend.RunCancelled, getRun(e, s, child).Status)
-	require.Equal(e.T, backend.RunCancelled, getRun(e, s, id).Status)
+	require.Equal(e.T, workflow.RunCancelled, getRun(e, s, child).Status)
+	require.Equal(e.T, workflow.RunCancelled, getRun(e, s, id).Status)
 	require.NotNil(e.T, getSchedule(e, s, k), "the cancelled run keeps its schedule")
 	return child
 }
@@ -117,7 +117,7 @@ func runRecords(e *Env, runID string) workflow.PruneCounts {
 			return err
 		}
 		for _, ev := range evs {
-			if ev.Type != workflow.PruneEventType {
+			if ev.Type != string(workflow.EventRunPruned) {
 				c.Events++
 			}
 		}
@@ -185,7 +185,7 @@ func casePruneDeletes(e *Env) {
 	require.Equal(e.T, 4, want.Attempts)
 	require.Equal(e.T, 5, want.Leases, "a#1, a#2 hold two leases each, b#1 one")
 	keptDone, keptGone := activationsOf(e, "done"), activationsOf(e, gone)
-	runDone, runGone := getRun(e, s, "done"), getRun(e, s, gone)
+	runDone, runGone := rawRun(e, "done"), rawRun(e, gone)
 	others := digest(e, "other", "live")
 
 	cb := &deleteCounting{Backend: e.B}
@@ -198,8 +198,8 @@ func casePruneDeletes(e *Env) {
 	assert.Equal(e.T, "done", rep.Runs[0].RunID)
 	assert.Equal(e.T, want, rep.Runs[0].Deleted, "the report counts what the run held")
 	assert.Equal(e.T, wantGone, rep.Runs[1].Deleted)
-	assert.Equal(e.T, backend.RunCompleted, rep.Runs[0].Status)
-	assert.Equal(e.T, backend.RunCancelled, rep.Runs[1].Status)
+	assert.Equal(e.T, workflow.RunCompleted, rep.Runs[0].Status)
+	assert.Equal(e.T, workflow.RunCancelled, rep.Runs[1].Status)
 
 	// Bounded: no transaction deleted more than the batch (an attempt goes
 	// with its leases, at most 3 records here), and it took as many
@@ -215,22 +215,22 @@ func casePruneDeletes(e *Env) {
 
 	for _, id := range []string{"done", gone} {
 		assert.Equal(e.T, workflow.PruneCounts{}, runRecords(e, id), "run %s holds no events, attempts, leases or schedules", id)
-		assert.Equal(e.T, []string{workflow.PruneEventType}, eventTypes(e, s, id), "the run_pruned event is the only one left")
+		assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, id), "the run_pruned event is the only one left")
 		assert.Empty(e.T, attemptsOf(e, s, id))
 		assert.Empty(e.T, activeLeases(e, s, id))
 		evs, err := s.Events(e.Ctx, id, 0, 10)
 		require.NoError(e.T, err)
 		require.Len(e.T, evs, 1)
-		assert.Equal(e.T, getRun(e, s, id).LastEventSeq, evs[0].Seq, "the run's event sequence ends at the marker")
+		assert.Equal(e.T, rawRun(e, id).LastEventSeq, evs[0].Seq, "the run's event sequence ends at the marker")
 	}
 	assert.JSONEq(e.T, fmt.Sprintf(`{"run_id":"done","deleted":{"events":%d,"attempts":%d,"leases":%d,"schedules":%d}}`,
-		want.Events, want.Attempts, want.Leases, want.Schedules), payloadsOf(e, s, "done", workflow.PruneEventType)[0])
+		want.Events, want.Attempts, want.Leases, want.Schedules), payloadsOf(e, s, "done", string(workflow.EventRunPruned))[0])
 
 	// The run and its activations are kept; the run only gained the marker.
-	after := getRun(e, s, "done")
+	after := rawRun(e, "done")
 	runDone.LastEventSeq++
 	assert.Equal(e.T, runDone, after, "the run record is kept (its event sequence advanced by the marker)")
-	after = getRun(e, s, gone)
+	after = rawRun(e, gone)
 	runGone.LastEventSeq++
 	assert.Equal(e.T, runGone, after)
 	assert.Equal(e.T, keptDone, activationsOf(e, "done"))
@@ -260,7 +260,7 @@ func casePruneDeletes(e *Env) {
 	unchanged(e, before, "a second prune", "done", gone, "other", "live")
 
 	s = workflow.New(e.Reopen())
-	assert.Equal(e.T, []string{workflow.PruneEventType}, eventTypes(e, s, "done"), "durably")
+	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, "done"), "durably")
 	requireVerified(e, s, "after pruning")
 }
 
@@ -318,7 +318,7 @@ func casePruneRefusesLive(e *Env) {
 	mkAct(e, s, fk)
 	admitOnly(e, s, o, ms(20), identity(fk, 1), identity(key("live", "n", "p"), 1))
 	observe(e, s, identity(fk, 1), obs(workflow.ObservedFailed), ms(21))
-	require.Equal(e.T, backend.RunFailed, getRun(e, s, "failed").Status)
+	require.Equal(e.T, workflow.RunFailed, getRun(e, s, "failed").Status)
 	// A completed child run whose root is still running.
 	mkRun(e, s, "root", workflow.Limits{}, nil)
 	child := spawn(e, s, "root", "a", 30)
@@ -326,8 +326,8 @@ func casePruneRefusesLive(e *Env) {
 	mkAct(e, s, ck)
 	admitOnly(e, s, o, ms(32), identity(ck, 1))
 	observe(e, s, identity(ck, 1), obs(workflow.ObservedSucceeded), ms(33))
-	require.Equal(e.T, backend.RunCompleted, getRun(e, s, child).Status)
-	require.Equal(e.T, backend.RunRunning, getRun(e, s, "root").Status)
+	require.Equal(e.T, workflow.RunCompleted, getRun(e, s, child).Status)
+	require.Equal(e.T, workflow.RunRunning, getRun(e, s, "root").Status)
 
 	all := []string{"done", "live", "paused", "failed", "root", child}
 	before := digest(e, all...)
@@ -369,10 +369,10 @@ func casePruneRefusesLive(e *Env) {
 
 	// Once the whole tree has finished, the child can be pruned.
 	observe(e, s, parentOf("root", "a"), obs(workflow.ObservedSucceeded), ms(40))
-	require.Equal(e.T, backend.RunCompleted, getRun(e, s, "root").Status)
+	require.Equal(e.T, workflow.RunCompleted, getRun(e, s, "root").Status)
 	_, err = s.Prune(e.Ctx, workflow.PruneOptions{Runs: []string{child}}, ms(41))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, []string{workflow.PruneEventType}, eventTypes(e, s, child))
+	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, child))
 }
 
 func casePruneCutOff(e *Env) {
@@ -382,19 +382,19 @@ func casePruneCutOff(e *Env) {
 	finishedRun(e, s, "late", o, 500)
 	late := getRun(e, s, "late")
 	before := digest(e, "late")
-	rep, err := s.Prune(e.Ctx, workflow.PruneOptions{Runs: []string{"early", "late"}, FinishedBefore: time.UnixMilli(late.UpdatedMS)}, ms(1000))
+	rep, err := s.Prune(e.Ctx, workflow.PruneOptions{Runs: []string{"early", "late"}, FinishedBefore: time.UnixMilli(msOf(late.UpdatedAt))}, ms(1000))
 	require.NoError(e.T, err)
 	require.Len(e.T, rep.Runs, 2)
 	assert.Empty(e.T, rep.Runs[0].Skipped)
 	assert.NotEmpty(e.T, rep.Runs[1].Skipped, "a run finished at the cut-off is kept")
 	assert.Equal(e.T, workflow.PruneCounts{}, rep.Runs[1].Deleted)
-	assert.Equal(e.T, []string{workflow.PruneEventType}, eventTypes(e, s, "early"))
+	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, "early"))
 	unchanged(e, before, "a run finished at the cut-off", "late")
 
-	rep, err = s.Prune(e.Ctx, workflow.PruneOptions{Runs: []string{"late"}, FinishedBefore: time.UnixMilli(late.UpdatedMS + 1)}, ms(1001))
+	rep, err = s.Prune(e.Ctx, workflow.PruneOptions{Runs: []string{"late"}, FinishedBefore: time.UnixMilli(msOf(late.UpdatedAt) + 1)}, ms(1001))
 	require.NoError(e.T, err)
 	assert.Empty(e.T, rep.Runs[0].Skipped, "one millisecond later it is pruned")
-	assert.Equal(e.T, []string{workflow.PruneEventType}, eventTypes(e, s, "late"))
+	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, "late"))
 }
 
 func casePruneLiveRunsUnaffected(e *Env) {
@@ -406,7 +406,7 @@ func casePruneLiveRunsUnaffected(e *Env) {
 	// with the pruned run.
 	mkRun(e, s, "retry", workflow.Limits{}, nil)
 	rk := key("retry", "n", "a")
-	mkAct(e, s, rk, withClaims(claim("disk", backend.LeaseWrite)), withPolicy(retryPolicy(3, 5)),
+	mkAct(e, s, rk, withClaims(claim("disk", workflow.LeaseWrite)), withPolicy(retryPolicy(3, 5)),
 		withEffect(workflow.ReadOnly, workflow.IdempotentReplay))
 	mkRun(e, s, "cancel", workflow.Limits{}, nil)
 	ck := key("cancel", "n", "a")
@@ -424,13 +424,13 @@ func casePruneLiveRunsUnaffected(e *Env) {
 	require.NoError(e.T, err)
 	admitOnly(e, s, o, ms(111), identity(rk, 2))
 	observe(e, s, identity(rk, 2), obs(workflow.ObservedSucceeded), ms(112))
-	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, "retry").Status)
+	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "retry").Status)
 
 	// Cancellation: requested, the active attempt settles, the run finalises.
 	_, err = s.RequestCancellation(e.Ctx, "cancel", nil, ms(120))
 	require.NoError(e.T, err)
 	observe(e, s, identity(ck, 1), obs(workflow.ObservedCancelled), ms(121))
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, "cancel").Status)
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "cancel").Status)
 
 	// Admission stays exactly once under a racing dispatch, on a run whose
 	// resources and node names match the pruned run's.
@@ -439,7 +439,7 @@ func casePruneLiveRunsUnaffected(e *Env) {
 	for _, a := range []string{"a", "b", "c", "d"} {
 		k := key("race", "n", a)
 		keys = append(keys, k)
-		mkAct(e, s, k, withClaims(claim("disk-"+a, backend.LeaseWrite)))
+		mkAct(e, s, k, withClaims(claim("disk-"+a, workflow.LeaseWrite)))
 	}
 	var wg sync.WaitGroup
 	for i := 0; i < 4; i++ {
@@ -506,7 +506,7 @@ func casePruneAllFinished(e *Env) {
 	assert.Equal(e.T, want, pruned, "every finished run before the cut-off, each once")
 	unchanged(e, before, "runs finished later or still running", keep...)
 	for _, id := range want {
-		assert.Equal(e.T, []string{workflow.PruneEventType}, eventTypes(e, s, id), "%s pruned", id)
+		assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, id), "%s pruned", id)
 	}
 	requireVerified(e, s, "after pruning every finished run")
 }

@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -38,11 +37,11 @@ func prepared(e *Env, s *workflow.Store, effect workflow.Effect, auth *workflow.
 func caseReceiptDuplicate(e *Env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), p.Identity, json.RawMessage(`{"b":1,"a":2}`), nil, ms(12)))
+	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"b":1,"a":2}`), nil, ms(12)))
 	before := digest(e, "r")
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), p.Identity, json.RawMessage(`{"a":2, "b":1}`), nil, ms(13)), "canonically identical")
+	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"a":2, "b":1}`), nil, ms(13)), "canonically identical")
 	assert.Equal(e.T, before, digest(e, "r"), "duplicate writes nothing")
-	requireIs(e.T, s.PersistReceipt(e.Ctx, p.Key(), p.Identity, json.RawMessage(`{"a":2,"b":1.0}`), nil, ms(14)), workflow.ErrConflict)
+	requireIs(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"a":2,"b":1.0}`), nil, ms(14)), workflow.ErrConflict)
 	assert.Equal(e.T, before, digest(e, "r"))
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "attempt_admitted"))
 }
@@ -51,11 +50,10 @@ func caseReceiptIdentity(e *Env) {
 	s := store(e)
 	p := prepared(e, s, workflow.ReadOnly, nil, true)
 	before := digest(e, "r")
-	requireIs(e.T, s.PersistReceipt(e.Ctx, p.Key(), identity(key("r", "n", "other"), 1), json.RawMessage(`{}`), nil, ms(12)), workflow.ErrInvalidInput)
-	requireIs(e.T, s.PersistReceipt(e.Ctx, attemptKey(key("r", "n", "a"), 2), identity(key("r", "n", "a"), 2), json.RawMessage(`{}`), nil, ms(12)), workflow.ErrNotFound)
+	requireIs(e.T, s.PersistReceipt(e.Ctx, attemptKey(key("r", "n", "a"), 2), json.RawMessage(`{}`), nil, ms(12)), workflow.ErrNotFound)
 	assert.Equal(e.T, before, digest(e, "r"))
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), p.Identity, json.RawMessage(`{}`), nil, ms(12)))
-	assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, p.Activation.Key, 1).Status)
+	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{}`), nil, ms(12)))
+	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, p.Activation.Key, 1).Status)
 }
 
 func caseCheckOwnerAdmission(e *Env) {
@@ -81,7 +79,7 @@ func caseCheckOwnerAdmission(e *Env) {
 	require.NoError(e.T, err)
 	_, err = s.CheckOwnerAdmission(e.Ctx, req, *a1)
 	requireIs(e.T, err, workflow.ErrIneligible)
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), p.Identity, json.RawMessage(`{"owner":"x"}`), a1, ms(13)))
+	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"owner":"x"}`), a1, ms(13)))
 	r, err = s.CheckOwnerAdmission(e.Ctx, req, *a1)
 	require.NoError(e.T, err, "a receipt is recovered whatever the run's state")
 	assert.JSONEq(e.T, `{"owner":"x"}`, string(r))
@@ -101,11 +99,11 @@ func caseLateReceipt(e *Env) {
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	require.Equal(e.T, []string{p.Identity}, sum.RepairRequired)
-	assert.Equal(e.T, backend.RunRepairRequired, getRun(e, s, "r").Status)
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), p.Identity, json.RawMessage(`{"late":true}`), nil, ms(21)))
+	assert.Equal(e.T, workflow.RunRepairRequired, getRun(e, s, "r").Status)
+	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"late":true}`), nil, ms(21)))
 	a := getAttempt(e, s, p.Activation.Key, 1)
-	assert.Equal(e.T, backend.AttemptAdmitted, a.Status, "the receipt is the proof")
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status, "no repair left")
+	assert.Equal(e.T, workflow.AttemptAdmitted, a.Status, "the receipt is the proof")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "no repair left")
 	// A repair_required attempt without a recorded handoff is not admitted by a receipt.
 	_, err = s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(key("r", "n", "b"), 1), SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, ms(22))
 	requireIs(e.T, err, workflow.ErrNotFound, "activation b does not exist")

@@ -7,7 +7,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -33,13 +32,13 @@ func caseNeverDispatched(e *Env) {
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{p.Identity}, sum.NeverDispatched)
 	assert.Empty(e.T, sum.RepairRequired, "a provably never-dispatched mutation is not ambiguous")
-	assert.Equal(e.T, backend.AttemptPrepared, getAttempt(e, s, p.Activation.Key, 1).Status)
+	assert.Equal(e.T, workflow.AttemptPrepared, getAttempt(e, s, p.Activation.Key, 1).Status)
 	o := newOwner()
 	rs, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(21))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, []string{p.Identity}, rs.Admitted, "same identity")
+	assert.Equal(e.T, []string{p.Identity}, refIdentities(rs.Admitted), "same identity")
 	a := getAttempt(e, s, p.Activation.Key, 1)
-	assert.Equal(e.T, backend.AttemptAdmitted, a.Status)
+	assert.Equal(e.T, workflow.AttemptAdmitted, a.Status)
 	assert.JSONEq(e.T, `{"do":"a"}`, string(a.Intent), "same intent")
 	rs, err = s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(22))
 	require.NoError(e.T, err)
@@ -54,8 +53,8 @@ func caseAmbiguousMutation(e *Env) {
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{p.Identity}, sum.RepairRequired)
-	assert.Equal(e.T, backend.AttemptRepairRequired, getAttempt(e, s, p.Activation.Key, 1).Status)
-	assert.Equal(e.T, backend.RunRepairRequired, getRun(e, s, "r").Status)
+	assert.Equal(e.T, workflow.AttemptRepairRequired, getAttempt(e, s, p.Activation.Key, 1).Status)
+	assert.Equal(e.T, workflow.RunRepairRequired, getRun(e, s, "r").Status)
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "attempt_repair_required"))
 	_, err = s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: -1}, ms(21))
 	requireIs(e.T, err, workflow.ErrInvalidInput, "a negative limit is rejected")
@@ -80,13 +79,13 @@ func caseReceiptLookup(e *Env) {
 	o.lookupErr = errInjected
 	_, err = s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10, Lookup: o}, ms(20))
 	requireIs(e.T, err, workflow.ErrOwner, "a failing lookup stops the pass")
-	assert.Equal(e.T, backend.AttemptPrepared, getAttempt(e, s, k, 1).Status)
+	assert.Equal(e.T, workflow.AttemptPrepared, getAttempt(e, s, k, 1).Status)
 	o.lookupErr = nil
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10, Lookup: o}, ms(21))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{identity(k, 1)}, sum.Recovered)
 	a := getAttempt(e, s, k, 1)
-	assert.Equal(e.T, backend.AttemptAdmitted, a.Status)
+	assert.Equal(e.T, workflow.AttemptAdmitted, a.Status)
 	assert.Equal(e.T, 1, o.callCount(a.Identity))
 }
 
@@ -99,9 +98,9 @@ func caseReadOnlyRedispatch(e *Env) {
 	o := newOwner()
 	rs, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(21))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, []string{p.Identity}, rs.Admitted)
+	assert.Equal(e.T, []string{p.Identity}, refIdentities(rs.Admitted))
 	assert.Equal(e.T, 1, o.callCount(p.Identity))
-	assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, p.Activation.Key, 1).Status)
+	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, p.Activation.Key, 1).Status)
 }
 
 func caseNoBlindRedispatch(e *Env) {
@@ -121,16 +120,16 @@ func caseRepair(e *Env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	before := digest(e, "r")
-	requireIs(e.T, s.Repair(e.Ctx, p.Identity, workflow.RepairConfirmSucceeded, json.RawMessage(`{}`), nil, ms(19)), workflow.ErrIneligible, "not repair_required yet")
+	requireIs(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: p.Identity, Action: workflow.RepairConfirmSucceeded, Output: json.RawMessage(`{}`)}, ms(19)), workflow.ErrIneligible, "not repair_required yet")
 	assert.Equal(e.T, before, digest(e, "r"))
 	_, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
-	requireIs(e.T, s.Repair(e.Ctx, p.Identity, workflow.RepairConfirmSucceeded, nil, nil, ms(21)), workflow.ErrInvalidInput, "output required")
-	require.NoError(e.T, s.Repair(e.Ctx, p.Identity, workflow.RepairConfirmSucceeded, json.RawMessage(`{"done":1}`), nil, ms(22)))
-	assert.Equal(e.T, backend.AttemptSucceeded, getAttempt(e, s, p.Activation.Key, 1).Status)
+	requireIs(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: p.Identity, Action: workflow.RepairConfirmSucceeded}, ms(21)), workflow.ErrInvalidInput, "output required")
+	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: p.Identity, Action: workflow.RepairConfirmSucceeded, Output: json.RawMessage(`{"done":1}`)}, ms(22)))
+	assert.Equal(e.T, workflow.AttemptSucceeded, getAttempt(e, s, p.Activation.Key, 1).Status)
 	act := getAct(e, s, p.Activation.Key)
-	assert.Equal(e.T, backend.ActivationCompleted, act.Status)
-	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, "r").Status, "the repaired activation was the run's last")
+	assert.Equal(e.T, workflow.ActivationCompleted, act.Status)
+	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "r").Status, "the repaired activation was the run's last")
 	o := newOwner()
 	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(23))
 	assert.Empty(e.T, sum.Admitted)
@@ -145,33 +144,33 @@ func caseAbandonRetry(e *Env) {
 	require.NoError(e.T, err)
 	_, err = s.RetryFailedNode(e.Ctx, k, 1, ms(21))
 	requireIs(e.T, err, workflow.ErrIneligible, "explicit abandonment is required before retrying an ambiguous mutation")
-	require.NoError(e.T, s.Repair(e.Ctx, p.Identity, workflow.RepairAbandon, nil, nil, ms(22)))
-	assert.Equal(e.T, backend.AttemptAbandoned, getAttempt(e, s, k, 1).Status)
-	assert.Equal(e.T, backend.RunFailed, getRun(e, s, "r").Status)
+	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: p.Identity, Action: workflow.RepairAbandon}, ms(22)))
+	assert.Equal(e.T, workflow.AttemptAbandoned, getAttempt(e, s, k, 1).Status)
+	assert.Equal(e.T, workflow.RunFailed, getRun(e, s, "r").Status)
 	rq, err := s.RetryFailedNode(e.Ctx, k, 1, ms(23))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, uint32(2), rq.NextAttempt)
 	o := newOwner()
 	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(24))
-	assert.Equal(e.T, []string{identity(k, 2)}, sum.Admitted, "a new, higher-numbered identity")
+	assert.Equal(e.T, []string{identity(k, 2)}, refIdentities(sum.Admitted), "a new, higher-numbered identity")
 }
 
 func caseObservationMapping(e *Env) {
 	rows := []struct {
 		obs    workflow.Observation
 		effect workflow.Effect
-		status backend.AttemptStatus
-		act    backend.ActivationStatus
-		run    backend.RunStatus
+		status workflow.AttemptStatus
+		act    workflow.ActivationStatus
+		run    workflow.RunStatus
 	}{
-		{workflow.Observation{Kind: workflow.ObservedRunning}, workflow.Mutating, backend.AttemptRunning, backend.ActivationRunning, backend.RunRunning},
-		{workflow.Observation{Kind: workflow.ObservedDeferred}, workflow.Mutating, backend.AttemptAdmitted, backend.ActivationRunning, backend.RunRunning},
-		{workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`1`)}, workflow.Mutating, backend.AttemptSucceeded, backend.ActivationCompleted, backend.RunCompleted},
-		{workflow.Observation{Kind: workflow.ObservedFailed}, workflow.Mutating, backend.AttemptFailed, backend.ActivationFailed, backend.RunFailed},
-		{workflow.Observation{Kind: workflow.ObservedPaused}, workflow.Mutating, backend.AttemptPaused, backend.ActivationPending, backend.RunPaused},
-		{workflow.Observation{Kind: workflow.ObservedCancelled}, workflow.Mutating, backend.AttemptCancelled, backend.ActivationCancelled, backend.RunRunning},
-		{workflow.Observation{Kind: workflow.ObservedUnknown}, workflow.Mutating, backend.AttemptRepairRequired, backend.ActivationRunning, backend.RunRepairRequired},
-		{workflow.Observation{Kind: workflow.ObservedUnknown}, workflow.ReadOnly, backend.AttemptAdmitted, backend.ActivationRunning, backend.RunRunning},
+		{workflow.Observation{Kind: workflow.ObservedRunning}, workflow.Mutating, workflow.AttemptRunning, workflow.ActivationRunning, workflow.RunRunning},
+		{workflow.Observation{Kind: workflow.ObservedDeferred}, workflow.Mutating, workflow.AttemptAdmitted, workflow.ActivationRunning, workflow.RunRunning},
+		{workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`1`)}, workflow.Mutating, workflow.AttemptSucceeded, workflow.ActivationCompleted, workflow.RunCompleted},
+		{workflow.Observation{Kind: workflow.ObservedFailed}, workflow.Mutating, workflow.AttemptFailed, workflow.ActivationFailed, workflow.RunFailed},
+		{workflow.Observation{Kind: workflow.ObservedPaused}, workflow.Mutating, workflow.AttemptPaused, workflow.ActivationPending, workflow.RunPaused},
+		{workflow.Observation{Kind: workflow.ObservedCancelled}, workflow.Mutating, workflow.AttemptCancelled, workflow.ActivationCancelled, workflow.RunRunning},
+		{workflow.Observation{Kind: workflow.ObservedUnknown}, workflow.Mutating, workflow.AttemptRepairRequired, workflow.ActivationRunning, workflow.RunRepairRequired},
+		{workflow.Observation{Kind: workflow.ObservedUnknown}, workflow.ReadOnly, workflow.AttemptAdmitted, workflow.ActivationRunning, workflow.RunRunning},
 	}
 	s := store(e)
 	for i, row := range rows {
@@ -183,7 +182,7 @@ func caseObservationMapping(e *Env) {
 		o.effect = row.effect
 		sum := dispatch(e, s, o, workflow.DispatchOptions{RunID: run}, ms(10))
 		require.Len(e.T, sum.Admitted, 1)
-		res, err := s.ApplyObservation(e.Ctx, sum.Admitted[0], row.obs, ms(20))
+		res, err := s.ApplyObservation(e.Ctx, sum.Admitted[0].Identity, row.obs, ms(20))
 		require.NoError(e.T, err, "%s", row.obs.Kind)
 		assert.Equal(e.T, row.status, res.Status, "%s/%s: result", row.obs.Kind, row.effect)
 		assert.Equal(e.T, row.status, getAttempt(e, s, k, 1).Status, "%s/%s: attempt", row.obs.Kind, row.effect)
@@ -198,7 +197,7 @@ func caseObservationConflict(e *Env) {
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	mkAct(e, s, key("r", "n", "a"))
 	sum := dispatch(e, s, newOwner(), workflow.DispatchOptions{}, ms(10))
-	id := sum.Admitted[0]
+	id := sum.Admitted[0].Identity
 	_, err := s.ApplyObservation(e.Ctx, id, workflow.Observation{Kind: workflow.ObservedFailed}, ms(20))
 	require.NoError(e.T, err)
 	before := digest(e, "r")

@@ -2,13 +2,12 @@ package conformance
 
 import (
 	"errors"
-	"math"
 	"sync"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -42,16 +41,16 @@ func retryable(e *Env, s *workflow.Store, run string, backoff int64) (workflow.A
 func caseRetryFromObservation(e *Env) {
 	s := store(e)
 	k, res := retryable(e, s, "r", 100)
-	assert.Equal(e.T, backend.AttemptFailed, res.Status)
-	want := workflow.RetrySchedule{Key: k, FailedAttempt: 1, NextAttempt: 2, FailureKind: string(workflow.FailureOwnerReportedRetryable),
-		BackoffMS: 100, DueMS: ms(120).UnixMilli(), ScheduledMS: ms(20).UnixMilli()}
+	assert.Equal(e.T, workflow.AttemptFailed, res.Status)
+	want := workflow.RetrySchedule{Key: k, FailedAttempt: 1, NextAttempt: 2, FailureKind: workflow.FailureOwnerReportedRetryable,
+		Backoff: 100 * time.Millisecond, Due: ms(120), ScheduledAt: ms(20)}
 	require.NotNil(e.T, res.Schedule, "the observation schedules the retry")
 	assert.Equal(e.T, want, *res.Schedule)
 	check := func(s *workflow.Store) {
 		e.T.Helper()
-		assert.Equal(e.T, backend.AttemptFailed, getAttempt(e, s, k, 1).Status)
-		assert.Equal(e.T, backend.ActivationFailed, getAct(e, s, k).Status)
-		assert.Equal(e.T, backend.RunFailed, getRun(e, s, "r").Status)
+		assert.Equal(e.T, workflow.AttemptFailed, getAttempt(e, s, k, 1).Status)
+		assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, k).Status)
+		assert.Equal(e.T, workflow.RunFailed, getRun(e, s, "r").Status)
 		sc := getSchedule(e, s, k)
 		require.NotNil(e.T, sc)
 		assert.Equal(e.T, want, *sc)
@@ -70,7 +69,7 @@ func caseRetryFromObservation(e *Env) {
 	rq, err := s.ConsumeNextDueRetry(e.Ctx, "r", ms(119))
 	require.NoError(e.T, err)
 	assert.Nil(e.T, rq, "not requeued by the restart")
-	assert.Equal(e.T, backend.ActivationFailed, getAct(e, s, k).Status)
+	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, k).Status)
 }
 
 // failedPlain admits (run,"n",act) without a policy and fails it at 20.
@@ -81,7 +80,7 @@ func failedPlain(e *Env, s *workflow.Store, run, act string, l workflow.Limits, 
 	mkAct(e, s, k, mod...)
 	admitOnly(e, s, newOwner(), ms(10), identity(k, 1))
 	res := observe(e, s, identity(k, 1), obs(workflow.ObservedFailed), ms(20))
-	require.Equal(e.T, backend.AttemptFailed, res.Status)
+	require.Equal(e.T, workflow.AttemptFailed, res.Status)
 	require.Nil(e.T, res.Schedule)
 	return k
 }
@@ -95,32 +94,32 @@ func eligibility() workflow.RetryEligibility {
 func caseRetryScheduleIdempotent(e *Env) {
 	s := store(e)
 	k := failedPlain(e, s, "r", "a", workflow.Limits{})
-	sc, err := s.ScheduleRetry(e.Ctx, eligibility(), k, workflow.FailureOwnerReportedRetryable, 100, ms(20))
+	sc, err := s.ScheduleRetry(e.Ctx, eligibility(), k, 100*time.Millisecond, ms(20))
 	require.NoError(e.T, err)
 	want := workflow.RetrySchedule{Key: k, FailedAttempt: 1, NextAttempt: 2, FailureKind: "owner_reported_retryable",
-		BackoffMS: 100, DueMS: ms(120).UnixMilli(), ScheduledMS: ms(20).UnixMilli()}
+		Backoff: 100 * time.Millisecond, Due: ms(120), ScheduledAt: ms(20)}
 	assert.Equal(e.T, want, sc)
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "automatic_retry_scheduled"))
 	before := digest(e, "r")
-	again, err := s.ScheduleRetry(e.Ctx, eligibility(), k, workflow.FailureOwnerReportedRetryable, 100, ms(20))
+	again, err := s.ScheduleRetry(e.Ctx, eligibility(), k, 100*time.Millisecond, ms(20))
 	require.NoError(e.T, err, "identical re-request")
 	assert.Equal(e.T, want, again)
 	unchanged(e, before, "identical re-request (no second event)", "r")
-	_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, workflow.FailureOwnerReportedRetryable, 200, ms(20))
+	_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, 200*time.Millisecond, ms(20))
 	requireIs(e.T, err, workflow.ErrConflict, "different backoff")
 	unchanged(e, before, "different backoff", "r")
-	_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, workflow.FailureOwnerReportedRetryable, 100, ms(21))
+	_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, 100*time.Millisecond, ms(21))
 	requireIs(e.T, err, workflow.ErrConflict, "different scheduling time")
 	unchanged(e, before, "different scheduling time", "r")
 	s = workflow.New(e.Reopen())
 	got := getSchedule(e, s, k)
 	require.NotNil(e.T, got, "the schedule survives restart")
 	assert.Equal(e.T, want, *got)
-	again, err = s.ScheduleRetryForFailedAttempt(e.Ctx, k, workflow.FailureOwnerReportedRetryable, workflow.ReadOnly, workflow.IdempotentReplay, 3, 100, ms(20))
+	again, err = s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(20))
 	require.NoError(e.T, err, "the same facts read from the store are the identical request")
 	assert.Equal(e.T, want, again)
 	unchanged(e, before, "identical request after restart", "r")
-	assert.Equal(e.T, backend.ActivationFailed, getAct(e, s, k).Status, "scheduling never requeues")
+	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, k).Status, "scheduling never requeues")
 }
 
 func caseRetryScheduleRefusals(e *Env) {
@@ -129,27 +128,24 @@ func caseRetryScheduleRefusals(e *Env) {
 	type row struct {
 		name    string
 		mod     func(*workflow.RetryEligibility)
-		kind    workflow.FailureKind
-		backoff int64
+		backoff time.Duration
 		want    error
 	}
 	rows := []row{
 		{"mutating+repair_required is unsafe", func(x *workflow.RetryEligibility) {
 			x.Effect, x.Reconciliation = workflow.Mutating, workflow.RepairRequired
-		}, "", 100, workflow.ErrIneligible},
-		{"read_only+repair_required is unsafe", func(x *workflow.RetryEligibility) { x.Reconciliation = workflow.RepairRequired }, "", 100, workflow.ErrIneligible},
-		{"attempts exhausted", func(x *workflow.RetryEligibility) { x.AttemptsCompleted = 3 }, "", 100, workflow.ErrIneligible},
-		{"retry cap below max", func(x *workflow.RetryEligibility) { x.RetryCap = 1 }, "", 100, workflow.ErrIneligible},
-		{"unsupported version", func(x *workflow.RetryEligibility) { x.Version = 2 }, "", 100, workflow.ErrIneligible},
-		{"max attempts zero", func(x *workflow.RetryEligibility) { x.MaxAttempts = 0 }, "", 100, workflow.ErrIneligible},
-		{"kind differs from facts", nil, workflow.FailureOwnerUnavailableBeforeAcceptance, 100, workflow.ErrInvalidInput},
-		{"backoff timestamp overflow", nil, "", math.MaxInt64, workflow.ErrInvalidInput},
-		{"negative backoff", nil, "", -1, workflow.ErrInvalidInput},
+		}, 100 * time.Millisecond, workflow.ErrIneligible},
+		{"read_only+repair_required is unsafe", func(x *workflow.RetryEligibility) { x.Reconciliation = workflow.RepairRequired }, 100 * time.Millisecond, workflow.ErrIneligible},
+		{"attempts exhausted", func(x *workflow.RetryEligibility) { x.AttemptsCompleted = 3 }, 100 * time.Millisecond, workflow.ErrIneligible},
+		{"retry cap below max", func(x *workflow.RetryEligibility) { x.RetryCap = 1 }, 100 * time.Millisecond, workflow.ErrIneligible},
+		{"unsupported version", func(x *workflow.RetryEligibility) { x.Version = 2 }, 100 * time.Millisecond, workflow.ErrIneligible},
+		{"max attempts zero", func(x *workflow.RetryEligibility) { x.MaxAttempts = 0 }, 100 * time.Millisecond, workflow.ErrIneligible},
+		{"negative backoff", nil, -time.Millisecond, workflow.ErrInvalidInput},
 	}
 	for _, kind := range []workflow.FailureKind{workflow.FailureCancellation, workflow.FailureTerminalTimeout, workflow.FailureApprovalDenied,
 		workflow.FailureSchemaFailure, workflow.FailureAmbiguousMutation, workflow.FailureTerminalFailure} {
 		kind := kind
-		rows = append(rows, row{"terminal kind " + string(kind), func(x *workflow.RetryEligibility) { x.Failure = kind }, kind, 100, workflow.ErrIneligible})
+		rows = append(rows, row{"terminal kind " + string(kind), func(x *workflow.RetryEligibility) { x.Failure = kind }, 100 * time.Millisecond, workflow.ErrIneligible})
 	}
 	before := digest(e, "r")
 	for _, r := range rows {
@@ -157,11 +153,7 @@ func caseRetryScheduleRefusals(e *Env) {
 		if r.mod != nil {
 			r.mod(&el)
 		}
-		kind := r.kind
-		if kind == "" {
-			kind = el.Failure
-		}
-		_, err := s.ScheduleRetry(e.Ctx, el, k, kind, r.backoff, ms(20))
+		_, err := s.ScheduleRetry(e.Ctx, el, k, r.backoff, ms(20))
 		requireIs(e.T, err, r.want, r.name)
 		unchanged(e, before, r.name, "r")
 	}
@@ -170,10 +162,10 @@ func caseRetryScheduleRefusals(e *Env) {
 	// eligible whatever the effect, and schedules.
 	el := eligibility()
 	el.Effect, el.Reconciliation, el.Failure = workflow.Mutating, workflow.RepairRequired, workflow.FailureOwnerUnavailableBeforeAcceptance
-	sc, err := s.ScheduleRetry(e.Ctx, el, k, workflow.FailureOwnerUnavailableBeforeAcceptance, 5, ms(20))
+	sc, err := s.ScheduleRetry(e.Ctx, el, k, 5*time.Millisecond, ms(20))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, uint32(2), sc.NextAttempt)
-	assert.Equal(e.T, ms(25).UnixMilli(), sc.DueMS)
+	assert.Equal(e.T, ms(25).UnixMilli(), msOf(sc.Due))
 }
 
 func caseRetryObservationMapping(e *Env) {
@@ -181,7 +173,7 @@ func caseRetryObservationMapping(e *Env) {
 	k := failedPlain(e, s, "r", "a", workflow.Limits{})
 	before := digest(e, "r")
 	for _, kind := range []workflow.ObservationKind{workflow.ObservedSucceeded, workflow.ObservedRunning, workflow.ObservedAdmitted, workflow.ObservedDeferred} {
-		sc, err := s.ScheduleRetryFromObservation(e.Ctx, k, obs(kind), workflow.ReadOnly, workflow.IdempotentReplay, 3, 100, ms(20))
+		sc, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, obs(kind), ms(20))
 		require.NoError(e.T, err, "%s", kind)
 		assert.Nil(e.T, sc, "%s is not a failure", kind)
 		unchanged(e, before, string(kind), "r")
@@ -200,16 +192,16 @@ func caseRetryObservationMapping(e *Env) {
 		got, ok := workflow.FailureKindOf(r.o)
 		assert.True(e.T, ok)
 		assert.Equal(e.T, r.kind, got, "failure kind of %s/%s", r.o.Kind, r.o.PauseReason)
-		sc, err := s.ScheduleRetryFromObservation(e.Ctx, k, r.o, workflow.ReadOnly, workflow.IdempotentReplay, 3, 100, ms(20))
+		sc, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, r.o, ms(20))
 		requireIs(e.T, err, workflow.ErrIneligible, "%s/%s", r.o.Kind, r.o.PauseReason)
 		assert.Nil(e.T, sc)
 		unchanged(e, before, string(r.o.Kind), "r")
 	}
-	sc, err := s.ScheduleRetryFromObservation(e.Ctx, k, obs(workflow.ObservedRetryableFailure), workflow.ReadOnly, workflow.IdempotentReplay, 3, 100, ms(20))
+	sc, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, obs(workflow.ObservedRetryableFailure), ms(20))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, sc)
 	assert.Equal(e.T, workflow.RetrySchedule{Key: k, FailedAttempt: 1, NextAttempt: 2, FailureKind: "owner_reported_retryable",
-		BackoffMS: 100, DueMS: ms(120).UnixMilli(), ScheduledMS: ms(20).UnixMilli()}, *sc)
+		Backoff: 100 * time.Millisecond, Due: ms(120), ScheduledAt: ms(20)}, *sc)
 }
 
 func caseRetryConsume(e *Env) {
@@ -227,8 +219,8 @@ func caseRetryConsume(e *Env) {
 	require.NotNil(e.T, rq, "due at 120")
 	assert.Equal(e.T, workflow.RetryRequeue{Key: k, PreviousAttempt: 1, NextAttempt: 2}, *rq)
 	assert.Nil(e.T, getSchedule(e, s, k), "the schedule is gone")
-	assert.Equal(e.T, backend.ActivationPending, getAct(e, s, k).Status)
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status)
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, k).Status)
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 	assert.Equal(e.T, []string{"node_retry_requested", "automatic_retry_consumed"}, lastTypes(e, s, "r", 2))
 	after := digest(e, "r")
 	rq, err = s.ConsumeNextDueRetry(e.Ctx, "r", ms(121))
@@ -241,8 +233,8 @@ func caseRetryConsume(e *Env) {
 	o := newOwner()
 	admitOnly(e, s, o, ms(130), identity(k, 2))
 	assert.NotEqual(e.T, identity(k, 1), identity(k, 2))
-	assert.Equal(e.T, backend.AttemptFailed, getAttempt(e, s, k, 1).Status, "attempt 1 keeps its outcome")
-	assert.Equal(e.T, backend.AttemptAdmitted, getAttempt(e, s, k, 2).Status)
+	assert.Equal(e.T, workflow.AttemptFailed, getAttempt(e, s, k, 1).Status, "attempt 1 keeps its outcome")
+	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, k, 2).Status)
 	assert.Len(e.T, attemptsOf(e, s, "r"), 2)
 	assert.Equal(e.T, 1, o.totalCalls())
 	again, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: []byte(`{}`)}, ms(131))
@@ -327,7 +319,7 @@ func caseRetryExplicitBounds(e *Env) {
 	require.NoError(e.T, err)
 	assert.Equal(e.T, workflow.RetryRequeue{Key: k, PreviousAttempt: 1, NextAttempt: 2}, rq)
 	assert.Equal(e.T, "node_retry_requested", lastTypes(e, s, "r", 1)[0])
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status)
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 	again := digest(e, "r")
 	_, err = s.RetryFailedNode(e.Ctx, k, 1, ms(31))
 	requireIs(e.T, err, workflow.ErrIneligible, "a requeued activation is not failed")
@@ -348,12 +340,12 @@ func caseRetryExplicitDownstream(e *Env) {
 	a := key("r", "n", "a")
 	mkAct(e, s, a)
 	mkAct(e, s, key("r", "m", "b"), withPreds(workflow.NodeRef{NodeID: "n", ActivationID: "a"}))
-	assert.True(e.T, getAct(e, s, a).HasSuccessors)
+	assert.True(e.T, rawAct(e, a).HasSuccessors)
 	o := newOwner()
 	o.unsupported["b"] = true
 	admitOnly(e, s, o, ms(10), identity(a, 1))
 	observe(e, s, identity(a, 1), obs(workflow.ObservedFailed), ms(20))
-	require.Equal(e.T, backend.RunFailed, getRun(e, s, "r").Status)
+	require.Equal(e.T, workflow.RunFailed, getRun(e, s, "r").Status)
 	before := digest(e, "r")
 	_, err := s.RetryFailedNode(e.Ctx, a, 1, ms(30))
 	requireIs(e.T, err, workflow.ErrIneligible, "unsafe after downstream activation")
@@ -374,15 +366,15 @@ func caseRetryExplicitCancelled(e *Env) {
 	o.effect = workflow.Mutating
 	admitOnly(e, s, o, ms(10), identity(a, 1), identity(b, 1))
 	observe(e, s, identity(b, 1), obs(workflow.ObservedUnknown), ms(20))
-	require.Equal(e.T, backend.RunRepairRequired, getRun(e, s, "r").Status)
+	require.Equal(e.T, workflow.RunRepairRequired, getRun(e, s, "r").Status)
 	st, err := s.RequestCancellation(e.Ctx, "r", nil, ms(30))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, backend.RunRepairRequired, st)
-	require.NoError(e.T, s.Repair(e.Ctx, identity(b, 1), workflow.RepairConfirmFailed, nil, nil, ms(40)))
+	assert.Equal(e.T, workflow.RunRepairRequired, st)
+	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(b, 1), Action: workflow.RepairConfirmFailed}, ms(40)))
 	run := getRun(e, s, "r")
-	require.Equal(e.T, backend.RunFailed, run.Status, "a confirmed failure fails the run (a is still active)")
-	require.NotZero(e.T, run.CancelRequestedMS)
-	require.Equal(e.T, backend.ActivationFailed, getAct(e, s, b).Status)
+	require.Equal(e.T, workflow.RunFailed, run.Status, "a confirmed failure fails the run (a is still active)")
+	require.NotZero(e.T, msOf(run.CancelRequestedAt))
+	require.Equal(e.T, workflow.ActivationFailed, getAct(e, s, b).Status)
 	before := digest(e, "r")
 	_, err = s.RetryFailedNode(e.Ctx, b, 1, ms(50))
 	requireIs(e.T, err, workflow.ErrIneligible, "cancellation requested")
@@ -390,7 +382,7 @@ func caseRetryExplicitCancelled(e *Env) {
 	// Scheduling checks no run state, but consumption is cancellation-safe.
 	el := eligibility()
 	el.Effect, el.Reconciliation = workflow.Mutating, workflow.ReceiptStatus
-	_, err = s.ScheduleRetry(e.Ctx, el, b, workflow.FailureOwnerReportedRetryable, 10, ms(60))
+	_, err = s.ScheduleRetry(e.Ctx, el, b, 10*time.Millisecond, ms(60))
 	require.NoError(e.T, err)
 	before = digest(e, "r")
 	_, err = s.ConsumeDueRetry(e.Ctx, b, ms(100))
@@ -398,7 +390,7 @@ func caseRetryExplicitCancelled(e *Env) {
 	_, err = s.ConsumeNextDueRetry(e.Ctx, "r", ms(100))
 	requireIs(e.T, err, workflow.ErrIneligible, "consumption with cancellation requested")
 	unchanged(e, before, "consumption with cancellation requested", "r")
-	assert.Equal(e.T, backend.ActivationFailed, getAct(e, s, b).Status)
+	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, b).Status)
 }
 
 func caseRetryExplicitSupersedes(e *Env) {

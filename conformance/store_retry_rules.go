@@ -3,11 +3,11 @@ package conformance
 import (
 	"encoding/json"
 	"sync"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -50,14 +50,14 @@ func caseRetryCapZero(e *Env) {
 	mkAct(e, s, k, withPolicy(retryPolicy(3, 100)), withEffect(workflow.ReadOnly, workflow.IdempotentReplay))
 	admitOnly(e, s, newOwner(), ms(10), identity(k, 1))
 	res := observe(e, s, identity(k, 1), obs(workflow.ObservedRetryableFailure), ms(20))
-	assert.Equal(e.T, backend.AttemptFailed, res.Status)
+	assert.Equal(e.T, workflow.AttemptFailed, res.Status)
 	assert.Nil(e.T, res.Schedule)
 	require.NotNil(e.T, res.NotScheduled)
 	assert.Equal(e.T, workflow.RetryRefusal{Reason: workflow.RefusedIneligible, Ineligible: workflow.ReasonInvalidLimit}, *res.NotScheduled)
 	before = digest(e, "zero")
 	_, err = s.RetryFailedNode(e.Ctx, k, 1, ms(30))
 	requireIs(e.T, err, workflow.ErrIneligible, "explicit retry under retry cap 0")
-	_, err = s.ScheduleRetryForFailedAttempt(e.Ctx, k, workflow.FailureOwnerUnavailableBeforeAcceptance, workflow.ReadOnly, workflow.IdempotentReplay, 3, 5, ms(30))
+	_, err = s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 5 * time.Millisecond}, workflow.FailureOwnerUnavailableBeforeAcceptance, ms(30))
 	requireIs(e.T, err, workflow.ErrIneligible, "direct schedule under retry cap 0")
 	unchanged(e, before, "retries refused under retry cap 0", "zero")
 
@@ -82,7 +82,7 @@ func caseRetryCapZero(e *Env) {
 	assert.Equal(e.T, int64(0), getRun(e, s, grand).Limits.RetryCap, "a parent's 0 is inherited")
 	_, err = child(key(never, "n", "wider"), workflow.RunLimits{RetryCap: workflow.RetryCap(1)})
 	requireIs(e.T, err, workflow.ErrInvalidInput, "1 widens a parent's 0")
-	assert.Equal(e.T, backend.AttemptPrepared, getAttempt(e, s, key(never, "n", "wider"), 1).Status, "the refused child changes nothing")
+	assert.Equal(e.T, workflow.AttemptPrepared, getAttempt(e, s, key(never, "n", "wider"), 1).Status, "the refused child changes nothing")
 }
 
 func caseRetryExistingSchedule(e *Env) {
@@ -93,13 +93,13 @@ func caseRetryExistingSchedule(e *Env) {
 	admitOnly(e, s, newOwner(), ms(10), identity(k, 1))
 	// A schedule made for the attempt while it still runs (the facts read
 	// from the store say one attempt completed), with its own backoff.
-	old, err := s.ScheduleRetryForFailedAttempt(e.Ctx, k, workflow.FailureOwnerReportedRetryable, workflow.ReadOnly, workflow.IdempotentReplay, 3, 7, ms(15))
+	old, err := s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 7 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(15))
 	require.NoError(e.T, err)
 	res, err := s.ApplyObservation(e.Ctx, identity(k, 1), obs(workflow.ObservedRetryableFailure), ms(20))
 	require.NoError(e.T, err, "the observation settles the attempt whatever schedule exists")
-	assert.Equal(e.T, backend.AttemptFailed, res.Status)
-	assert.Equal(e.T, backend.AttemptFailed, getAttempt(e, s, k, 1).Status)
-	assert.Equal(e.T, backend.ActivationFailed, getAct(e, s, k).Status)
+	assert.Equal(e.T, workflow.AttemptFailed, res.Status)
+	assert.Equal(e.T, workflow.AttemptFailed, getAttempt(e, s, k, 1).Status)
+	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, k).Status)
 	got := getSchedule(e, s, k)
 	require.NotNil(e.T, got)
 	assert.Equal(e.T, old, *got, "the existing schedule is kept as it was")
@@ -124,17 +124,17 @@ func caseRetryExistingSchedule(e *Env) {
 	admitIn := func(at int64, want string) {
 		e.T.Helper()
 		sum := dispatch(e, s, newOwner(), workflow.DispatchOptions{RunID: "p"}, ms(at))
-		require.Equal(e.T, []string{want}, sum.Admitted)
+		require.Equal(e.T, []string{want}, refIdentities(sum.Admitted))
 	}
 	admitIn(10, identity(p, 1))
-	_, err = s.ScheduleRetryForFailedAttempt(e.Ctx, p, workflow.FailureOwnerReportedRetryable, workflow.ReadOnly, workflow.IdempotentReplay, 3, 7, ms(15))
+	_, err = s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: p, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 7 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(15))
 	require.NoError(e.T, err)
 	observe(e, s, identity(p, 1), obs(workflow.ObservedPaused), ms(16))
 	require.NoError(e.T, s.ResumeRun(e.Ctx, "p", nil, ms(17)))
 	admitIn(18, identity(p, 2))
 	res = observe(e, s, identity(p, 2), obs(workflow.ObservedRetryableFailure), ms(20))
-	want := workflow.RetrySchedule{Key: p, FailedAttempt: 2, NextAttempt: 3, FailureKind: string(workflow.FailureOwnerReportedRetryable),
-		BackoffMS: 100, DueMS: ms(120).UnixMilli(), ScheduledMS: ms(20).UnixMilli()}
+	want := workflow.RetrySchedule{Key: p, FailedAttempt: 2, NextAttempt: 3, FailureKind: workflow.FailureOwnerReportedRetryable,
+		Backoff: 100 * time.Millisecond, Due: ms(120), ScheduledAt: ms(20)}
 	require.NotNil(e.T, res.Schedule)
 	assert.Equal(e.T, want, *res.Schedule)
 	assert.Nil(e.T, res.NotScheduled)
@@ -157,9 +157,9 @@ func abandoned(e *Env, s *workflow.Store, run string) workflow.ActivationKey {
 	o.effect = workflow.Mutating
 	admitOnly(e, s, o, ms(10), identity(k, 1))
 	observe(e, s, identity(k, 1), obs(workflow.ObservedUnknown), ms(20))
-	require.NoError(e.T, s.Repair(e.Ctx, identity(k, 1), workflow.RepairAbandon, nil, nil, ms(30)))
-	require.Equal(e.T, backend.AttemptAbandoned, getAttempt(e, s, k, 1).Status)
-	_, err := s.ScheduleRetryForFailedAttempt(e.Ctx, k, workflow.FailureOwnerUnavailableBeforeAcceptance, workflow.Mutating, workflow.RepairRequired, 3, 5, ms(40))
+	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(k, 1), Action: workflow.RepairAbandon}, ms(30)))
+	require.Equal(e.T, workflow.AttemptAbandoned, getAttempt(e, s, k, 1).Status)
+	_, err := s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.Mutating, Reconciliation: workflow.RepairRequired, MaxAttempts: 3, Backoff: 5 * time.Millisecond}, workflow.FailureOwnerUnavailableBeforeAcceptance, ms(40))
 	require.NoError(e.T, err, "scheduling reads no attempt status; consumption decides")
 	return k
 }
@@ -175,7 +175,7 @@ func caseRetryAbandonedNotConsumed(e *Env) {
 	require.NoError(e.T, err)
 	assert.Nil(e.T, rq, "an abandoned mutation is not retried automatically")
 	assert.Nil(e.T, getSchedule(e, s, k), "the schedule that can never be consumed is discarded")
-	assert.Equal(e.T, backend.ActivationFailed, getAct(e, s, k).Status)
+	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, k).Status)
 	types := eventTypes(e, s, "r")
 	assert.Equal(e.T, 0, countType(types, "node_retry_requested"))
 	assert.Equal(e.T, 0, countType(types, "automatic_retry_consumed"))
@@ -207,7 +207,7 @@ func caseRetryStuckSchedule(e *Env) {
 	observe(e, s, identity(b, 1), obs(workflow.ObservedFailed), ms(20))
 	sched := func(k workflow.ActivationKey, backoff int64) {
 		e.T.Helper()
-		_, err := s.ScheduleRetryForFailedAttempt(e.Ctx, k, workflow.FailureOwnerReportedRetryable, workflow.ReadOnly, workflow.IdempotentReplay, 3, backoff, ms(20))
+		_, err := s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: time.Duration(backoff) * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(20))
 		require.NoError(e.T, err)
 	}
 	sched(a, 5)  // due 25: a has a successor, so it can never be consumed
@@ -225,7 +225,7 @@ func caseRetryStuckSchedule(e *Env) {
 	assert.Contains(e.T, disc[0], `"reason":"successors_exist"`)
 	assert.Contains(e.T, disc[0], `"activation_id":"a"`)
 	assert.Equal(e.T, []string{"node_retry_requested", "automatic_retry_consumed"}, lastTypes(e, s, "r", 2))
-	assert.Equal(e.T, backend.ActivationFailed, getAct(e, s, a).Status)
+	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, a).Status)
 	// Nothing else is consumable now; c's schedule waits for its attempt.
 	before := digest(e, "r")
 	rq, err = s.ConsumeNextDueRetry(e.Ctx, "r", ms(101))
@@ -272,12 +272,12 @@ func caseRetryRefusalVisible(e *Env) {
 	for _, r := range rows {
 		k := key("r", "n", r.act)
 		res := observe(e, s, identity(k, 1), obs(workflow.ObservedRetryableFailure), ms(20))
-		assert.Equal(e.T, backend.AttemptFailed, res.Status, r.act)
+		assert.Equal(e.T, workflow.AttemptFailed, res.Status, r.act)
 		assert.Nil(e.T, res.Schedule, r.act)
 		require.NotNil(e.T, res.NotScheduled, "%s: the refusal is returned", r.act)
 		assert.Equal(e.T, r.want, *res.NotScheduled, r.act)
 		assert.Nil(e.T, getSchedule(e, s, k), r.act)
-		assert.Equal(e.T, backend.ActivationFailed, getAct(e, s, k).Status, r.act)
+		assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, k).Status, r.act)
 	}
 	got := payloadsOf(e, s, "r", "automatic_retry_not_scheduled")
 	require.Len(e.T, got, len(rows), "one event per refusal")

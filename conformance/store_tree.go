@@ -6,7 +6,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -32,22 +31,22 @@ func caseTreeRootWaitsForChildren(e *Env) {
 	mkAct(e, s, ck)
 	o := newOwner()
 	sum := dispatch(e, s, o, workflow.DispatchOptions{RunID: child}, ms(20))
-	require.Equal(e.T, []string{identity(ck, 1)}, sum.Admitted)
+	require.Equal(e.T, []string{identity(ck, 1)}, refIdentities(sum.Admitted))
 	pid := parentOf("r", "a")
 
 	st, err := s.RequestCancellation(e.Ctx, "r", nil, ms(30))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, backend.RunRunning, st)
-	assert.Zero(e.T, getRun(e, s, child).CancelRequestedMS, "cancelling a root alone does not cancel its children")
+	assert.Equal(e.T, workflow.RunRunning, st)
+	assert.Zero(e.T, msOf(getRun(e, s, child).CancelRequestedAt), "cancelling a root alone does not cancel its children")
 
 	res := observe(e, s, pid, obs(workflow.ObservedRunning), ms(31))
-	assert.Equal(e.T, backend.AttemptCancelling, res.Status, "a child run's parent attempt observed running becomes cancelling")
-	assert.Equal(e.T, backend.AttemptCancelling, getAttempt(e, s, key("r", "n", "a"), 1).Status)
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status, "the root waits for its child")
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, child).Status)
+	assert.Equal(e.T, workflow.AttemptCancelling, res.Status, "a child run's parent attempt observed running becomes cancelling")
+	assert.Equal(e.T, workflow.AttemptCancelling, getAttempt(e, s, key("r", "n", "a"), 1).Status)
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "the root waits for its child")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, child).Status)
 	before := digest(e, "r", child)
 	res = observe(e, s, pid, obs(workflow.ObservedAdmitted), ms(32))
-	assert.Equal(e.T, backend.AttemptCancelling, res.Status, "admitted keeps it cancelling")
+	assert.Equal(e.T, workflow.AttemptCancelling, res.Status, "admitted keeps it cancelling")
 	unchanged(e, before, "a second running/admitted observation of a cancelling parent attempt", "r", child)
 
 	// An ordinary attempt of a cancelling run is still forced to cancelled,
@@ -63,28 +62,28 @@ func caseTreeRootWaitsForChildren(e *Env) {
 	_, err = s.RequestCancellation(e.Ctx, "plain", nil, ms(34))
 	require.NoError(e.T, err)
 	res = observe(e, s, identity(pk, 1), obs(workflow.ObservedRunning), ms(35))
-	assert.Equal(e.T, backend.AttemptCancelled, res.Status, "an attempt that started no child run is cancelled")
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, "plain").Status)
+	assert.Equal(e.T, workflow.AttemptCancelled, res.Status, "an attempt that started no child run is cancelled")
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "plain").Status)
 
 	// The owner reports the parent attempt cancelled: the root still waits.
 	res = observe(e, s, pid, obs(workflow.ObservedCancelled), ms(40))
-	assert.Equal(e.T, backend.AttemptCancelled, res.Status)
-	assert.Equal(e.T, int64(0), getRun(e, s, "r").ActiveCount)
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status, "the root finalises only after its child runs settle")
+	assert.Equal(e.T, workflow.AttemptCancelled, res.Status)
+	assert.Equal(e.T, int64(0), rawRun(e, "r").ActiveCount)
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "the root finalises only after its child runs settle")
 	assert.Equal(e.T, 0, countType(eventTypes(e, s, "r"), "run_cancelled"))
 
 	// The child settles: the root finalises in the same transaction.
 	_, err = s.RequestCancellation(e.Ctx, child, nil, ms(50))
 	require.NoError(e.T, err)
 	res = observe(e, s, identity(ck, 1), obs(workflow.ObservedSucceeded), ms(51))
-	assert.Equal(e.T, backend.AttemptCancelled, res.Status)
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, child).Status)
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, "r").Status, "the child's finalisation finalises its parent")
+	assert.Equal(e.T, workflow.AttemptCancelled, res.Status)
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, child).Status)
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "r").Status, "the child's finalisation finalises its parent")
 	assert.Equal(e.T, []string{"run_cancelled"}, lastTypes(e, s, "r", 1))
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "run_cancelled"))
 
 	s = workflow.New(e.Reopen())
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, "r").Status, "durably")
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "r").Status, "durably")
 }
 
 // tree builds r → c (from r/n/a#1) → g (from c/n/x#1) and r → d (from
@@ -108,25 +107,25 @@ func caseTreeCancelEveryDescendant(e *Env) {
 
 	st, err := s.RequestTreeCancellation(e.Ctx, "r", nil, ms(20))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, backend.RunRunning, st, "the root's parent attempts are active")
+	assert.Equal(e.T, workflow.RunRunning, st, "the root's parent attempts are active")
 	for _, id := range all {
 		run := getRun(e, s, id)
-		assert.Equal(e.T, ms(20).UnixMilli(), run.CancelRequestedMS, "run %s has its cancellation requested", id)
+		assert.Equal(e.T, ms(20).UnixMilli(), msOf(run.CancelRequestedAt), "run %s has its cancellation requested", id)
 		assert.Equal(e.T, 1, countType(eventTypes(e, s, id), "cancellation_requested"), "one cancellation_requested event in %s", id)
 	}
 	for _, k := range []workflow.ActivationKey{key("r", "n", "p"), key(c, "n", "y"), key(d, "n", "z"), key(g, "n", "w")} {
-		assert.Equal(e.T, backend.ActivationCancelled, getAct(e, s, k).Status, "unstarted %v is cancelled", k)
+		assert.Equal(e.T, workflow.ActivationCancelled, getAct(e, s, k).Status, "unstarted %v is cancelled", k)
 	}
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, d).Status, "a quiescent child is cancelled at once")
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, g).Status, "a quiescent grandchild is cancelled at once")
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, d).Status, "a quiescent child is cancelled at once")
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, g).Status, "a quiescent grandchild is cancelled at once")
 	assert.Equal(e.T, []string{"cancellation_requested", "run_cancelled"}, lastTypes(e, s, g, 2))
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, c).Status, "a child with an active attempt waits")
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status)
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, c).Status, "a child with an active attempt waits")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 
 	before := digest(e, all...)
 	st, err = s.RequestTreeCancellation(e.Ctx, "r", nil, ms(21))
 	require.NoError(e.T, err, "a second tree cancellation")
-	assert.Equal(e.T, backend.RunRunning, st)
+	assert.Equal(e.T, workflow.RunRunning, st)
 	unchanged(e, before, "a second tree cancellation", all...)
 	_, err = s.RequestCancellation(e.Ctx, c, nil, ms(22))
 	require.NoError(e.T, err)
@@ -153,17 +152,17 @@ func caseTreeCancelEveryDescendant(e *Env) {
 
 	s = workflow.New(e.Reopen())
 	for _, id := range all {
-		assert.Equal(e.T, ms(20).UnixMilli(), getRun(e, s, id).CancelRequestedMS, "durably: %s", id)
+		assert.Equal(e.T, ms(20).UnixMilli(), msOf(getRun(e, s, id).CancelRequestedAt), "durably: %s", id)
 	}
 
 	// The parent attempts settle; each run finalises once its own attempts
 	// and child runs have.
 	observe(e, s, parentOf(c, "x"), obs(workflow.ObservedCancelled), ms(40))
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, c).Status)
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, c).Status)
 	observe(e, s, parentOf("r", "b"), obs(workflow.ObservedCancelled), ms(41))
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status)
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 	observe(e, s, parentOf("r", "a"), obs(workflow.ObservedCancelled), ms(42))
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, "r").Status)
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "r").Status)
 	assert.Equal(e.T, []string{"attempt_cancelled", "run_cancelled"}, lastTypes(e, s, "r", 2))
 
 	// A completed root cannot be tree-cancelled.
@@ -184,25 +183,25 @@ func caseTreeParentChain(e *Env) {
 	gk := key(g, "n", "w")
 	o := newOwner()
 	sum := dispatch(e, s, o, workflow.DispatchOptions{RunID: g}, ms(15))
-	require.Equal(e.T, []string{identity(gk, 1)}, sum.Admitted)
+	require.Equal(e.T, []string{identity(gk, 1)}, refIdentities(sum.Admitted))
 
 	_, err := s.RequestTreeCancellation(e.Ctx, "r", nil, ms(20))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, d).Status)
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, g).Status, "g has an admitted attempt")
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, d).Status)
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, g).Status, "g has an admitted attempt")
 
 	for _, pid := range []string{parentOf("r", "a"), parentOf("r", "b"), parentOf(c, "x")} {
 		res := observe(e, s, pid, obs(workflow.ObservedCancelled), ms(30))
-		assert.Equal(e.T, backend.AttemptCancelled, res.Status)
+		assert.Equal(e.T, workflow.AttemptCancelled, res.Status)
 	}
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, c).Status, "c waits for g")
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status, "r waits for c")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, c).Status, "c waits for g")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "r waits for c")
 
 	// g's last attempt settles: g, c and r finalise in that one transaction.
 	res := observe(e, s, identity(gk, 1), obs(workflow.ObservedRunning), ms(40))
-	assert.Equal(e.T, backend.AttemptCancelled, res.Status)
+	assert.Equal(e.T, workflow.AttemptCancelled, res.Status)
 	for _, id := range []string{g, c, "r"} {
-		assert.Equal(e.T, backend.RunCancelled, getRun(e, s, id).Status, "%s is cancelled", id)
+		assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, id).Status, "%s is cancelled", id)
 		assert.Equal(e.T, []string{"run_cancelled"}, lastTypes(e, s, id, 1), "%s", id)
 		assert.Equal(e.T, 1, countType(eventTypes(e, s, id), "run_cancelled"))
 	}
@@ -213,11 +212,11 @@ func caseTreeParentChain(e *Env) {
 	qc := spawn(e, s, "q", "a", 60)
 	mkAct(e, s, key("q", "n", "keep"))
 	observe(e, s, parentOf("q", "a"), obs(workflow.ObservedSucceeded), ms(61))
-	require.Equal(e.T, backend.RunRunning, getRun(e, s, "q").Status)
+	require.Equal(e.T, workflow.RunRunning, getRun(e, s, "q").Status)
 	st, err := s.RequestTreeCancellation(e.Ctx, "q", nil, ms(62))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, backend.RunCancelled, st)
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, qc).Status)
+	assert.Equal(e.T, workflow.RunCancelled, st)
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, qc).Status)
 	assert.Equal(e.T, []string{"cancellation_requested", "run_cancelled"}, lastTypes(e, s, "q", 2))
 }
 
@@ -231,14 +230,14 @@ func caseTreeFailedDescendant(e *Env) {
 	o := newOwner()
 	admitOnly(e, s, o, ms(20), identity(key("r", "n", "keep"), 1), identity(fk, 1))
 	require.NotNil(e.T, observe(e, s, identity(fk, 1), obs(workflow.ObservedRetryableFailure), ms(21)).Schedule)
-	require.Equal(e.T, backend.RunFailed, getRun(e, s, f).Status)
+	require.Equal(e.T, workflow.RunFailed, getRun(e, s, f).Status)
 
 	_, err := s.RequestTreeCancellation(e.Ctx, "r", nil, ms(30))
 	require.NoError(e.T, err)
 	run := getRun(e, s, f)
-	assert.Equal(e.T, ms(30).UnixMilli(), run.CancelRequestedMS, "a failed descendant gets the intent too")
-	assert.Equal(e.T, backend.RunCancelled, run.Status, "and, quiescent, is cancelled")
-	assert.Equal(e.T, backend.ActivationFailed, getAct(e, s, fk).Status, "its failed activation stays failed")
+	assert.Equal(e.T, ms(30).UnixMilli(), msOf(run.CancelRequestedAt), "a failed descendant gets the intent too")
+	assert.Equal(e.T, workflow.RunCancelled, run.Status, "and, quiescent, is cancelled")
+	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, fk).Status, "its failed activation stays failed")
 	before := digest(e, "r", f)
 	_, err = s.ConsumeDueRetry(e.Ctx, fk, ms(200))
 	requireIs(e.T, err, workflow.ErrIneligible, "no automatic retry in a cancelled tree")
@@ -257,15 +256,15 @@ func caseTreeRunCompletes(e *Env) {
 	o := newOwner()
 	admitOnly(e, s, o, ms(10), identity(a, 1), identity(b, 1))
 	observe(e, s, identity(a, 1), obs(workflow.ObservedSucceeded), ms(20))
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status, "b is still running")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "b is still running")
 	succ := obs(workflow.ObservedSucceeded)
 	succ.Successors = []workflow.NewActivation{{Key: c, Input: json.RawMessage(`{}`)}}
 	observe(e, s, identity(b, 1), succ, ms(21))
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "r").Status, "its successor is pending")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "its successor is pending")
 	assert.Equal(e.T, 0, countType(eventTypes(e, s, "r"), "run_completed"))
 	admitOnly(e, s, o, ms(30), identity(c, 1))
 	observe(e, s, identity(c, 1), obs(workflow.ObservedSucceeded), ms(31))
-	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, "r").Status, "nothing is left open")
+	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "r").Status, "nothing is left open")
 	assert.Equal(e.T, []string{"attempt_succeeded", "run_completed"}, lastTypes(e, s, "r", 2))
 	assert.JSONEq(e.T, `{"run_id":"r"}`, payloadsOf(e, s, "r", "run_completed")[0])
 
@@ -278,7 +277,7 @@ func caseTreeRunCompletes(e *Env) {
 	unchanged(e, before, "work offered to a completed run", "r")
 
 	s = workflow.New(e.Reopen())
-	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, "r").Status, "durably")
+	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "r").Status, "durably")
 
 	// A run paused while its last activation runs completes all the same.
 	mkRun(e, s, "z", workflow.Limits{}, nil)
@@ -287,7 +286,7 @@ func caseTreeRunCompletes(e *Env) {
 	admitOnly(e, s, o, ms(45), identity(zk, 1))
 	require.NoError(e.T, s.PauseRun(e.Ctx, "z", nil, ms(46)))
 	observe(e, s, identity(zk, 1), obs(workflow.ObservedSucceeded), ms(47))
-	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, "z").Status, "a paused run with nothing open completes")
+	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "z").Status, "a paused run with nothing open completes")
 	requireIs(e.T, s.ResumeRun(e.Ctx, "z", nil, ms(48)), workflow.ErrIneligible, "a completed run does not resume")
 
 	// A completed child run is terminal for its cancelling parent.
@@ -299,10 +298,10 @@ func caseTreeRunCompletes(e *Env) {
 	_, err = s.RequestCancellation(e.Ctx, "p", nil, ms(52))
 	require.NoError(e.T, err)
 	observe(e, s, parentOf("p", "a"), obs(workflow.ObservedCancelled), ms(53))
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "p").Status)
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "p").Status)
 	observe(e, s, identity(ck, 1), obs(workflow.ObservedSucceeded), ms(54))
-	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, child).Status)
-	assert.Equal(e.T, backend.RunCancelled, getRun(e, s, "p").Status, "the child's completion finalises its cancelling parent")
+	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, child).Status)
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "p").Status, "the child's completion finalises its cancelling parent")
 }
 
 func caseTreeCompletionWaits(e *Env) {
@@ -323,12 +322,12 @@ func caseTreeCompletionWaits(e *Env) {
 	require.NoError(e.T, err)
 	admitOnly(e, s, o, ms(122), identity(z, 2))
 	observe(e, s, identity(z, 2), obs(workflow.ObservedSucceeded), ms(123))
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "q").Status, "x's retry schedule is still due")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "q").Status, "x's retry schedule is still due")
 	_, err = s.ConsumeDueRetry(e.Ctx, x, ms(130))
 	require.NoError(e.T, err)
 	admitOnly(e, s, o, ms(131), identity(x, 2))
 	observe(e, s, identity(x, 2), obs(workflow.ObservedSucceeded), ms(132))
-	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, "q").Status)
+	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "q").Status)
 
 	// A repair that confirms success completes the run.
 	mkRun(e, s, "m", workflow.Limits{}, nil)
@@ -338,9 +337,9 @@ func caseTreeCompletionWaits(e *Env) {
 	mo.effect = workflow.Mutating
 	admitOnly(e, s, mo, ms(200), identity(mk, 1))
 	observe(e, s, identity(mk, 1), obs(workflow.ObservedUnknown), ms(201))
-	require.Equal(e.T, backend.RunRepairRequired, getRun(e, s, "m").Status)
-	require.NoError(e.T, s.Repair(e.Ctx, identity(mk, 1), workflow.RepairConfirmSucceeded, json.RawMessage(`{"done":true}`), nil, ms(202)))
-	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, "m").Status, "the repaired activation was the last one")
+	require.Equal(e.T, workflow.RunRepairRequired, getRun(e, s, "m").Status)
+	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(mk, 1), Action: workflow.RepairConfirmSucceeded, Output: json.RawMessage(`{"done":true}`)}, ms(202)))
+	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "m").Status, "the repaired activation was the last one")
 	assert.Equal(e.T, []string{"attempt_repaired", "run_completed"}, lastTypes(e, s, "m", 2))
 
 	// Fan-out: members still waiting keep the run open; the last member's
@@ -349,8 +348,8 @@ func caseTreeCompletionWaits(e *Env) {
 	admitOnly(e, s, o, ms(300), identity(c, 1), identity(m[0], 1))
 	observe(e, s, identity(c, 1), obs(workflow.ObservedSucceeded), ms(301))
 	observe(e, s, identity(m[0], 1), obs(workflow.ObservedSucceeded), ms(302))
-	assert.Equal(e.T, backend.RunRunning, getRun(e, s, "f").Status, "member 1 was promoted")
+	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "f").Status, "member 1 was promoted")
 	admitOnly(e, s, o, ms(303), identity(m[1], 1))
 	observe(e, s, identity(m[1], 1), obs(workflow.ObservedSucceeded), ms(304))
-	assert.Equal(e.T, backend.RunCompleted, getRun(e, s, "f").Status)
+	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "f").Status)
 }

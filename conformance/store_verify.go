@@ -26,7 +26,7 @@ func verifyStore(e *Env) *workflow.Store {
 	s := store(e)
 	mkRun(e, s, "v", workflow.Limits{}, nil)
 	mkRun(e, s, "vf", workflow.Limits{}, nil)
-	mkAct(e, s, key("v", "n", "leased"), withClaims(claim("res", backend.LeaseWrite)))
+	mkAct(e, s, key("v", "n", "leased"), withClaims(claim("res", workflow.LeaseWrite)))
 	mkAct(e, s, key("vf", "n", "retried"), withEffect(workflow.ReadOnly, workflow.IdempotentReplay), withPolicy(retryPolicy(3, 1000)))
 	admitOnly(e, s, newOwner(), ms(10), identity(key("v", "n", "leased"), 1), identity(key("vf", "n", "retried"), 1))
 	res := observe(e, s, identity(key("vf", "n", "retried"), 1), obs(workflow.ObservedRetryableFailure), ms(11))
@@ -57,16 +57,16 @@ func caseVerifyCorrupted(e *Env) {
 			return err
 		}
 		run.DescendantCount++
-		f, err := tx.Load(e.Ctx, backend.Lookup{Schedules: []backend.ActivationKey{key("vf", "n", "retried")}})
+		f, err := tx.Load(e.Ctx, backend.Lookup{Schedules: []backend.ActivationKey{bkey(key("vf", "n", "retried"))}})
 		if err != nil {
 			return err
 		}
-		sc, ok := f.Schedules[key("vf", "n", "retried")]
+		sc, ok := f.Schedules[bkey(key("vf", "n", "retried"))]
 		if !ok {
 			e.T.Fatal("no schedule")
 		}
 		sc.FailedAttempt = 7
-		stale := backend.Lease{Key: backend.LeaseKey{AttemptKey: attemptKey(key("vf", "n", "retried"), 1), Resource: "res", Mode: backend.LeaseRead}, AcquiredMS: 1}
+		stale := backend.Lease{Key: backend.LeaseKey{AttemptKey: battkey(attemptKey(key("vf", "n", "retried"), 1)), Resource: "res", Mode: backend.LeaseRead}, AcquiredMS: 1}
 		return tx.Apply(e.Ctx, join(rep(run, sc), ins(stale)))
 	})
 	before := digest(e, "v", "vf")

@@ -121,7 +121,9 @@ func dispatchChild(ctx context.Context, dsn, schema, argJSON string) error {
 			for idle < 2 && ctx.Err() == nil {
 				sum, err := store.Dispatch(ctx, owner, workflow.DispatchOptions{Limit: 8}, time.Now())
 				mu.Lock()
-				res.Admitted = append(res.Admitted, sum.Admitted...)
+				for _, a := range sum.Admitted {
+					res.Admitted = append(res.Admitted, a.Identity)
+				}
 				res.Raced += len(sum.Raced)
 				if err != nil {
 					res.Errors = append(res.Errors, err.Error())

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"time"
 
@@ -34,7 +35,7 @@ type NewActivation struct {
 
 // prepared validates na and returns the record it describes.
 func (na NewActivation) record(at int64) (backend.Activation, error) {
-	k := na.Key
+	k := keyIn(na.Key)
 	if err := validateActivationKey(k); err != nil {
 		return backend.Activation{}, err
 	}
@@ -44,29 +45,29 @@ func (na NewActivation) record(at int64) (backend.Activation, error) {
 	if len(na.Input) == 0 {
 		return backend.Activation{}, invalid("activation input", "is required")
 	}
-	input, err := Canonical("activation input", na.Input)
+	input, err := canonicalJSON("activation input", na.Input)
 	if err != nil {
 		return backend.Activation{}, err
 	}
-	effect, recon := na.Effect, na.Reconciliation
+	effect, recon := backend.Effect(na.Effect), backend.Reconciliation(na.Reconciliation)
 	if effect == "" {
-		effect = ReadOnly
+		effect = backend.ReadOnly
 	}
 	if recon == "" {
-		recon = RepairRequired
+		recon = backend.RepairRequired
 	}
-	if effect != ReadOnly && effect != Mutating {
+	if effect != backend.ReadOnly && effect != backend.Mutating {
 		return backend.Activation{}, invalid("effect", "must be read_only or mutating")
 	}
 	switch recon {
-	case IdempotentReplay, ReceiptStatus, RepairRequired:
+	case backend.IdempotentReplay, backend.ReceiptStatus, backend.RepairRequired:
 	default:
 		return backend.Activation{}, invalid("reconciliation", "unknown class %q", recon)
 	}
-	if effect == Mutating && recon == IdempotentReplay {
+	if effect == backend.Mutating && recon == backend.IdempotentReplay {
 		return backend.Activation{}, invalid("reconciliation", "a mutating node may not declare idempotent_replay")
 	}
-	claims, err := normalizeClaims(na.Claims)
+	claims, err := normalizeClaims(claimsIn(na.Claims))
 	if err != nil {
 		return backend.Activation{}, err
 	}
@@ -75,9 +76,9 @@ func (na NewActivation) record(at int64) (backend.Activation, error) {
 		if err := na.RetryPolicy.Validate(); err != nil {
 			return backend.Activation{}, err
 		}
-		policy = MustCanonical(na.RetryPolicy)
+		policy = mustCanonical(na.RetryPolicy)
 	}
-	preds := slices.Clone(na.Predecessors)
+	preds := nodeRefsIn(na.Predecessors)
 	for _, p := range preds {
 		if err := ValidateID("predecessor node id", p.NodeID); err != nil {
 			return backend.Activation{}, err
@@ -93,7 +94,7 @@ func (na NewActivation) record(at int64) (backend.Activation, error) {
 	}, nil
 }
 
-func validateActivationKey(k ActivationKey) error {
+func validateActivationKey(k backend.ActivationKey) error {
 	if err := ValidateID("run id", k.RunID); err != nil {
 		return err
 	}
@@ -103,7 +104,7 @@ func validateActivationKey(k ActivationKey) error {
 	return ValidateID("activation id", k.ActivationID)
 }
 
-func validateAttemptKey(k AttemptKey) error {
+func validateAttemptKey(k backend.AttemptKey) error {
 	if err := validateActivationKey(k.ActivationKey); err != nil {
 		return err
 	}
@@ -115,11 +116,11 @@ func validateAttemptKey(k AttemptKey) error {
 
 // normalizeClaims validates claims and sorts them by resource key; a
 // resource claimed twice keeps the strongest mode.
-func normalizeClaims(in []ResourceClaim) ([]ResourceClaim, error) {
+func normalizeClaims(in []backend.ResourceClaim) ([]backend.ResourceClaim, error) {
 	if len(in) == 0 {
 		return nil, nil
 	}
-	out := make([]ResourceClaim, 0, len(in))
+	out := make([]backend.ResourceClaim, 0, len(in))
 	for _, c := range in {
 		if err := ValidateID("resource key", c.Resource); err != nil {
 			return nil, err
@@ -129,7 +130,7 @@ func normalizeClaims(in []ResourceClaim) ([]ResourceClaim, error) {
 		}
 		out = append(out, c)
 	}
-	slices.SortFunc(out, func(a, b ResourceClaim) int { return bytes.Compare([]byte(a.Resource), []byte(b.Resource)) })
+	slices.SortFunc(out, func(a, b backend.ResourceClaim) int { return bytes.Compare([]byte(a.Resource), []byte(b.Resource)) })
 	dedup := out[:0]
 	for _, c := range out {
 		if n := len(dedup); n > 0 && dedup[n-1].Resource == c.Resource {
@@ -173,7 +174,7 @@ func (s *Store) AddActivation(ctx context.Context, na NewActivation, now time.Ti
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return false, nil
 	}
 	return created, err
@@ -216,9 +217,9 @@ func addActivation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 	}
 	rec.Admissible = admissible(*run, rec, nil)
 	w.insert(rec)
-	w.event(run, "activation_created", map[string]any{
-		"run_id": rec.Key.RunID, "node_id": rec.Key.NodeID, "activation_id": rec.Key.ActivationID,
-		"generation": rec.Generation,
+	gen := rec.Generation
+	w.emit(run, ActivationCreatedPayload{
+		RunID: rec.Key.RunID, NodeID: rec.Key.NodeID, ActivationID: rec.Key.ActivationID, Generation: &gen,
 	}, at)
 	return true, nil
 }
@@ -245,15 +246,19 @@ func sameActivationDefinition(a, b backend.Activation) bool {
 }
 
 // GetActivation returns the activation.
-func (s *Store) GetActivation(ctx context.Context, k ActivationKey) (Activation, error) {
+func (s *Store) GetActivation(ctx context.Context, key ActivationKey) (Activation, error) {
+	k := keyIn(key)
 	if err := validateActivationKey(k); err != nil {
 		return Activation{}, err
 	}
-	var out Activation
+	var out backend.Activation
 	err := s.view(ctx, func(r backend.ReadTx) error {
 		a, err := backend.GetActivation(ctx, r, k)
 		out = a
 		return notFoundFrom(err, "activation %v", k)
 	})
-	return out, err
+	if err != nil {
+		return Activation{}, err
+	}
+	return toActivation(out), nil
 }

@@ -2,7 +2,7 @@ package workflow
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -16,12 +16,13 @@ import (
 // pending, run not running, cancellation requested, retirement pending or
 // missing. The run's authority is snapshotted first and must not change
 // before the commit.
-func (s *Store) PreparePending(ctx context.Context, k ActivationKey, plan Plan, now time.Time) (*PreparedDispatch, error) {
+func (s *Store) PreparePending(ctx context.Context, key ActivationKey, plan Plan, now time.Time) (*PreparedDispatch, error) {
+	k := keyIn(key)
 	if err := validateActivationKey(k); err != nil {
 		return nil, err
 	}
 	var (
-		snap *Authority
+		snap *backend.Authority
 		h    prepareHint
 	)
 	err := s.view(ctx, func(r backend.ReadTx) error {
@@ -51,7 +52,7 @@ func checkPlan(plan Plan) ([]byte, error) {
 	if len(plan.Intent) == 0 {
 		return nil, invalid("dispatch intent", "is required")
 	}
-	return Canonical("dispatch intent", plan.Intent)
+	return canonicalJSON("dispatch intent", plan.Intent)
 }
 
 // prepareHint is what discovery already knows about an activation (its
@@ -61,7 +62,7 @@ func checkPlan(plan Plan) ([]byte, error) {
 type prepareHint struct {
 	rootID string
 	group  *backend.ActivationKey
-	claims []ResourceClaim
+	claims []backend.ResourceClaim
 }
 
 func hintFrom(run backend.Run, act backend.Activation) prepareHint {
@@ -74,7 +75,7 @@ func hintFrom(run backend.Run, act backend.Activation) prepareHint {
 }
 
 // lookup adds to l what the hint says prepare will need.
-func (h prepareHint) lookup(l *backend.Lookup, k ActivationKey) {
+func (h prepareHint) lookup(l *backend.Lookup, k backend.ActivationKey) {
 	if h.rootID != "" && h.rootID != k.RunID {
 		l.Runs = append(l.Runs, h.rootID)
 	}
@@ -88,7 +89,7 @@ func (h prepareHint) lookup(l *backend.Lookup, k ActivationKey) {
 
 // prepare implements PreparePending after the hint was read. It returns, with
 // the prepared dispatch, the records it committed (see known).
-func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check authorityCheck, hint prepareHint, now time.Time) (*PreparedDispatch, *known, error) {
+func (s *Store) prepare(ctx context.Context, k backend.ActivationKey, plan Plan, check authorityCheck, hint prepareHint, now time.Time) (*PreparedDispatch, *known, error) {
 	intent, err := checkPlan(plan)
 	if err != nil {
 		return nil, nil, err
@@ -140,7 +141,7 @@ func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check a
 			return errNoop
 		}
 		if act.LastAttempt == ^uint32(0) {
-			return stateErr(ErrIneligible, "attempt exceeds u32")
+			return stateErr(ErrIneligible, "attempt number would exceed %d", ^uint32(0))
 		}
 		attempt := act.LastAttempt + 1
 		akey := backend.AttemptKey{ActivationKey: k, Attempt: attempt}
@@ -162,7 +163,7 @@ func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check a
 		// Apply the prepared outcome.
 		for _, l := range leases {
 			w.insert(l)
-			w.event(&run, "resource_lease_acquired", leaseJSON(l), at)
+			w.emit(&run, leasePayload(l), at)
 		}
 		act.Status = backend.ActivationRunning
 		act.Admissible = false
@@ -171,7 +172,7 @@ func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check a
 		w.replace(act)
 		identity := DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, attempt)
 		att := backend.Attempt{
-			Key: akey, Identity: identity, Status: backend.AttemptPrepared, SideEffect: plan.SideEffect,
+			Key: akey, Identity: identity, Status: backend.AttemptPrepared, SideEffect: backend.Effect(plan.SideEffect),
 			Intent: intent, IntentChecksum: Checksum(intent), Handoff: backend.HandoffPending, PreparedMS: at,
 		}
 		w.insert(att)
@@ -184,14 +185,14 @@ func (s *Store) prepare(ctx context.Context, k ActivationKey, plan Plan, check a
 			w.replace(root)
 		}
 		run.UpdatedMS = at
-		w.event(&run, "attempt_prepared", preparedJSON(akey, plan.SideEffect, intent, at), at)
+		w.emit(&run, preparedPayload(akey, backend.Effect(plan.SideEffect), intent, at), at)
 		w.replace(run)
-		out = &PreparedDispatch{Activation: act, Attempt: attempt, Identity: identity,
+		out = &PreparedDispatch{Activation: toActivation(act), Attempt: attempt, Identity: identity,
 			SideEffect: plan.SideEffect, Intent: intent, PreparedAt: fromMS(at)}
 		kn = &known{run: run, act: act, att: att}
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil, nil, nil
 	}
 	if err != nil {
@@ -249,16 +250,9 @@ func limitsBeforeCapacity(run, root backend.Run, attempt uint32, at, runMore, tr
 	return nil
 }
 
-func preparedJSON(k AttemptKey, effect Effect, intent []byte, at int64) map[string]any {
-	return map[string]any{
-		"run_id": k.RunID, "node_id": k.NodeID, "activation_id": k.ActivationID, "attempt": k.Attempt,
-		"side_effect": effect, "intent": json.RawMessage(intent), "prepared_at_ms": at,
-	}
-}
-
 // park clears the admissible flag of an activation a dispatch rejected for
 // a durable reason, so discovery does not return it again.
-func (s *Store) park(ctx context.Context, k ActivationKey, now time.Time) error {
+func (s *Store) park(ctx context.Context, k backend.ActivationKey, now time.Time) error {
 	at, err := toMS("now", now)
 	if err != nil {
 		return err
@@ -276,7 +270,7 @@ func (s *Store) park(ctx context.Context, k ActivationKey, now time.Time) error 
 		w.replace(act)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err
@@ -314,7 +308,7 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 		event := !run.ExhaustionRecorded || mutated("exhaustion-event-twice")
 		if event {
 			run.ExhaustionRecorded = true
-			w.event(&run, "execution_allowance_exhausted", map[string]any{"version": 1, "additional_work_admitted": false}, at)
+			w.emit(&run, ExecutionAllowanceExhaustedPayload{Version: 1, AdditionalWorkAdmitted: false}, at)
 		}
 		parked, err := parkPending(ctx, tx, w, run.ID, at)
 		if err != nil {
@@ -327,7 +321,7 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err

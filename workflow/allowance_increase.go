@@ -7,15 +7,25 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-// IncreaseAllowance raises one run's node execution cap from expectedCap to
-// targetCap by compare-and-set, and appends an
+// AllowanceIncrease asks IncreaseAllowance to raise RunID's node
+// execution cap from ExpectedCap to TargetCap.
+type AllowanceIncrease struct {
+	RunID       string
+	ExpectedCap int64
+	TargetCap   int64
+	// Authority must be the run's authority, nil when it has none.
+	Authority *Authority
+}
+
+// IncreaseAllowance raises one run's node execution cap from
+// req.ExpectedCap to req.TargetCap by compare-and-set, and appends an
 // execution_allowance_increased event with both caps, in one transaction.
 //
-// The increase is fenced: when the run has an execution authority, auth
-// must be exactly it; when it has none, auth must be nil (otherwise
-// ErrStaleAuthority). The stored cap must equal expectedCap (otherwise
+// The increase is fenced: when the run has an execution authority,
+// req.Authority must be exactly it; when it has none, it must be nil (otherwise
+// ErrStaleAuthority). The stored cap must equal ExpectedCap (otherwise
 // ErrConflict, so a replayed or raced increase changes nothing), and
-// targetCap must exceed expectedCap (ErrInvalidInput). A completed or
+// TargetCap must exceed ExpectedCap (ErrInvalidInput). A completed or
 // cancelled run, or one whose cancellation is requested, is refused with
 // ErrIneligible.
 //
@@ -29,7 +39,8 @@ import (
 // execution_allowance_exhausted event stays the only one: when the run
 // exhausts its raised cap, Dispatch reports its activations Exhausted and
 // takes them out of discovery again, and no second event is written.
-func (s *Store) IncreaseAllowance(ctx context.Context, runID string, expectedCap, targetCap int64, auth *Authority, now time.Time) error {
+func (s *Store) IncreaseAllowance(ctx context.Context, req AllowanceIncrease, now time.Time) error {
+	runID, expectedCap, targetCap, auth := req.RunID, req.ExpectedCap, req.TargetCap, authorityIn(req.Authority)
 	at, err := runCallArgs(runID, auth, now)
 	if err != nil {
 		return err
@@ -70,7 +81,7 @@ func (s *Store) IncreaseAllowance(ctx context.Context, runID string, expectedCap
 			w.replace(root)
 		}
 		run.UpdatedMS = at
-		w.event(&run, "execution_allowance_increased", map[string]any{"previous_cap": expectedCap, "target_cap": targetCap}, at)
+		w.emit(&run, ExecutionAllowanceIncreasedPayload{PreviousCap: expectedCap, TargetCap: targetCap}, at)
 		if err := reindexRun(ctx, tx, w, run); err != nil {
 			return err
 		}

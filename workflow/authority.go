@@ -14,7 +14,7 @@ import (
 //   - none: no check.
 type authorityCheck struct {
 	mode authMode
-	want *Authority
+	want *backend.Authority
 	what string // operation named in the error
 }
 
@@ -26,7 +26,7 @@ const (
 	authOwned
 )
 
-func ownedBy(a *Authority, what string) authorityCheck {
+func ownedBy(a *backend.Authority, what string) authorityCheck {
 	if a == nil {
 		return authorityCheck{mode: authNone, what: what}
 	}
@@ -35,7 +35,7 @@ func ownedBy(a *Authority, what string) authorityCheck {
 
 func (c authorityCheck) with(what string) authorityCheck { c.what = what; return c }
 
-func sameAuthority(a, b *Authority) bool {
+func sameAuthority(a, b *backend.Authority) bool {
 	if a == nil || b == nil {
 		return a == nil && b == nil
 	}
@@ -45,7 +45,7 @@ func sameAuthority(a, b *Authority) bool {
 // equalAuthority reports whether a and b are the same authority: equal in
 // every field (target artifact, daemon instance, generation and fencing
 // token), never in some of them only.
-func equalAuthority(a, b Authority) bool {
+func equalAuthority(a, b backend.Authority) bool {
 	if mutated("authority-partial-compare") {
 		return a.Generation == b.Generation && a.DaemonInstanceID == b.DaemonInstanceID
 	}
@@ -71,7 +71,7 @@ func (c authorityCheck) verify(run backend.Run) error {
 
 // runCallArgs validates the arguments most run-level calls share: the run
 // id, an optional authority and now, returned as stored milliseconds.
-func runCallArgs(runID string, auth *Authority, now time.Time) (int64, error) {
+func runCallArgs(runID string, auth *backend.Authority, now time.Time) (int64, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return 0, err
 	}
@@ -81,7 +81,7 @@ func runCallArgs(runID string, auth *Authority, now time.Time) (int64, error) {
 	return toMS("now", now)
 }
 
-func validateAuthority(a *Authority) error {
+func validateAuthority(a *backend.Authority) error {
 	if a == nil {
 		return nil
 	}
@@ -111,7 +111,7 @@ func (s *Store) Authority(ctx context.Context, runID string) (*Authority, error)
 		if err != nil {
 			return notFoundFrom(err, "run %q", runID)
 		}
-		out = run.Authority
+		out = authorityOut(run.Authority)
 		return nil
 	})
 	return out, err
@@ -120,7 +120,8 @@ func (s *Store) Authority(ctx context.Context, runID string) (*Authority, error)
 // VerifyAuthority returns nil when a is exactly the run's current
 // authority, and an error matching ErrStaleAuthority otherwise (also when
 // the run has none or does not exist).
-func (s *Store) VerifyAuthority(ctx context.Context, runID string, a Authority) error {
+func (s *Store) VerifyAuthority(ctx context.Context, runID string, authority Authority) error {
+	a := backend.Authority(authority)
 	if err := ValidateID("run id", runID); err != nil {
 		return err
 	}
@@ -139,14 +140,23 @@ func (s *Store) VerifyAuthority(ctx context.Context, runID string, a Authority) 
 	})
 }
 
+// AuthorityTransfer asks TransferAuthority to replace RunID's authority
+// Expected by Replacement.
+type AuthorityTransfer struct {
+	RunID       string
+	Expected    Authority
+	Replacement Authority
+}
+
 // TransferAuthority replaces the run's authority by compare-and-swap: the
-// current value must equal expected, and replacement must keep the target
-// artifact, have generation expected.Generation+1, and change both the
+// current value must equal t.Expected, and t.Replacement must keep the
+// target artifact, have generation Expected.Generation+1, and change both the
 // daemon instance id and the fencing token. The caller supplies the whole
 // replacement; nothing is generated here. The run must be running, paused
 // or repair_required. A replayed or lost transfer fails with
 // ErrStaleAuthority and changes nothing.
-func (s *Store) TransferAuthority(ctx context.Context, runID string, expected, replacement Authority, now time.Time) error {
+func (s *Store) TransferAuthority(ctx context.Context, t AuthorityTransfer, now time.Time) error {
+	runID, expected, replacement := t.RunID, backend.Authority(t.Expected), backend.Authority(t.Replacement)
 	if err := ValidateID("run id", runID); err != nil {
 		return err
 	}
@@ -186,10 +196,8 @@ func (s *Store) TransferAuthority(ctx context.Context, runID string, expected, r
 		r := replacement
 		run.Authority = &r
 		run.UpdatedMS = at
-		w.event(&run, "authority_transferred", map[string]any{
-			"previous_generation": expected.Generation,
-			"generation":          r.Generation,
-			"daemon_instance_id":  r.DaemonInstanceID,
+		w.emit(&run, AuthorityTransferredPayload{
+			PreviousGeneration: expected.Generation, Generation: r.Generation, DaemonInstanceID: r.DaemonInstanceID,
 		}, at)
 		w.replace(run)
 		return nil

@@ -51,7 +51,7 @@ func (b *batch) event(run *backend.Run, typ string, payload any, atMS int64) {
 		RunID:     run.ID,
 		Seq:       run.LastEventSeq,
 		Type:      typ,
-		Payload:   MustCanonical(payload),
+		Payload:   mustCanonical(payload),
 		CreatedMS: atMS,
 	})
 }

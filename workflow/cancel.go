@@ -3,6 +3,7 @@ package workflow
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"time"
 
@@ -21,12 +22,13 @@ import (
 // child-run parent attempt settles its child (an Admitted or Running
 // observation of such an attempt makes it cancelling, not cancelled). Use
 // RequestTreeCancellation to cancel a whole composition tree at once.
-func (s *Store) RequestCancellation(ctx context.Context, runID string, auth *Authority, now time.Time) (RunStatus, error) {
+func (s *Store) RequestCancellation(ctx context.Context, runID string, authority *Authority, now time.Time) (RunStatus, error) {
+	auth := authorityIn(authority)
 	at, err := runCallArgs(runID, auth, now)
 	if err != nil {
 		return "", err
 	}
-	var status RunStatus
+	var status backend.RunStatus
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		run, err := backend.GetRun(ctx, tx, runID)
 		if err != nil {
@@ -46,7 +48,7 @@ func (s *Store) RequestCancellation(ctx context.Context, runID string, auth *Aut
 		}
 		run.CancelRequestedMS = at
 		run.UpdatedMS = at
-		w.event(&run, "cancellation_requested", map[string]any{"run_id": runID}, at)
+		w.emit(&run, CancellationRequestedPayload{RunID: runID}, at)
 		if err := cancelUnstarted(ctx, tx, w, runID, at); err != nil {
 			return err
 		}
@@ -57,10 +59,10 @@ func (s *Store) RequestCancellation(ctx context.Context, runID string, auth *Aut
 		status = run.Status
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		err = nil
 	}
-	return status, err
+	return RunStatus(status), err
 }
 
 // cancelUnstarted cancels the run's pending and waiting activations.
@@ -72,8 +74,8 @@ func cancelUnstarted(ctx context.Context, tx backend.Tx, w *batch, runID string,
 // attempts of the run: the work a cancelling engine must signal to its
 // owners (attempts already cancelling are not listed, and neither are the
 // sibling_cancelling ones a fail-fast fan-out stopped: page those with
-// Attempts and Status backend.AttemptSiblingCancelling). limit is
-// 1..=MaxPageLimit; 0 means DefaultPageLimit.
+// Attempts and Status AttemptSiblingCancelling). limit is
+// 1 to MaxPageLimit; 0 means DefaultPageLimit.
 func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]Attempt, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
@@ -82,9 +84,9 @@ func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]
 	if err != nil {
 		return nil, err
 	}
-	var out []Attempt
+	var out []backend.Attempt
 	err = s.view(ctx, func(r backend.ReadTx) error {
-		for _, st := range []AttemptStatus{backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning} {
+		for _, st := range []backend.AttemptStatus{backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning} {
 			page, err := r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Status: st, Limit: limit - len(out)})
 			if err != nil {
 				return err
@@ -96,7 +98,7 @@ func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]
 		}
 		return nil
 	})
-	return out, err
+	return toAttempts(out), err
 }
 
 // MarkCancellationSignalled records that cancellation was signalled to the
@@ -118,7 +120,7 @@ func (s *Store) MarkCancellationSignalled(ctx context.Context, identity string, 
 		}
 		setAttemptStatus(run, att, backend.AttemptCancelling, at)
 		w.replace(*att)
-		w.event(run, "attempt_cancellation_signalled", map[string]any{"dispatch_identity": att.Identity}, at)
+		w.emit(run, AttemptCancellationSignalledPayload{DispatchIdentity: att.Identity}, at)
 		return nil
 	})
 }
@@ -127,8 +129,9 @@ func (s *Store) MarkCancellationSignalled(ctx context.Context, identity string, 
 // reached its owner (handoff pending, no receipt) in a run whose
 // cancellation is requested, and finalises the run if nothing else is
 // active. It returns false, changing nothing, when the attempt lacks that
-// proof. auth, when set, must be the run's current authority.
-func (s *Store) CancelNeverDispatched(ctx context.Context, identity string, auth *Authority, now time.Time) (bool, error) {
+// proof. authority, when set, must be the run's current authority.
+func (s *Store) CancelNeverDispatched(ctx context.Context, identity string, authority *Authority, now time.Time) (bool, error) {
+	auth := authorityIn(authority)
 	if err := validateAuthority(auth); err != nil {
 		return false, err
 	}
@@ -151,7 +154,7 @@ func (s *Store) CancelNeverDispatched(ctx context.Context, identity string, auth
 		act.UpdatedMS = at
 		w.replace(*att)
 		w.replace(act)
-		w.event(run, "attempt_cancelled", map[string]any{"dispatch_identity": att.Identity, "reason": "never_dispatched"}, at)
+		w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}
@@ -167,7 +170,7 @@ func (s *Store) CancelNeverDispatched(ctx context.Context, identity string, auth
 // unchanged; otherwise a mutating attempt becomes repair_required (and the
 // run too) and a read-only one cancelled. It returns the run's status.
 func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string, now time.Time) (RunStatus, error) {
-	var status RunStatus
+	var status backend.RunStatus
 	err := s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
 		status = run.Status
 		if run.CancelRequestedMS == 0 {
@@ -179,10 +182,10 @@ func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string,
 		if att.Receipt == nil && att.Handoff == backend.HandoffRecorded {
 			return errNoop
 		}
-		if att.SideEffect == Mutating {
+		if att.SideEffect == backend.Mutating {
 			setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
 			w.replace(*att)
-			w.event(run, "attempt_repair_required", map[string]any{"dispatch_identity": att.Identity, "reason": "cancellation_owner_unavailable"}, at)
+			w.emit(run, AttemptRepairRequiredPayload{DispatchIdentity: att.Identity, Reason: "cancellation_owner_unavailable"}, at)
 			run.Status = backend.RunRepairRequired
 		} else {
 			if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
@@ -192,7 +195,7 @@ func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string,
 			act.UpdatedMS = at
 			w.replace(*att)
 			w.replace(act)
-			w.event(run, "attempt_cancelled", map[string]any{"dispatch_identity": att.Identity, "reason": "cancellation_owner_unavailable"}, at)
+			w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "cancellation_owner_unavailable"}, at)
 			if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
 				return err
 			}
@@ -200,7 +203,7 @@ func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string,
 		status = run.Status
 		return nil
 	})
-	return status, err
+	return RunStatus(status), err
 }
 
 // attemptTx loads an attempt by identity with its run and activation and
@@ -231,7 +234,7 @@ func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err
@@ -248,17 +251,18 @@ func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
 // or handed off. It returns the root's status afterwards; calling it again
 // changes nothing.
 //
-// auth, when set, must be the root's current authority. A run that is not a
+// authority, when set, must be the root's current authority. A run that is not a
 // composition root fails with ErrIneligible, as does a completed or failed
 // root without cancellation requested. RequestCancellation, by contrast,
 // cancels one run only: the owners of its child-run parent attempts
 // decide about the children, and the run finalises once they are terminal.
-func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth *Authority, now time.Time) (RunStatus, error) {
+func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, authority *Authority, now time.Time) (RunStatus, error) {
+	auth := authorityIn(authority)
 	at, err := runCallArgs(rootID, auth, now)
 	if err != nil {
 		return "", err
 	}
-	var status RunStatus
+	var status backend.RunStatus
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		root, err := backend.GetRun(ctx, tx, rootID)
 		if err != nil {
@@ -305,7 +309,7 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 			}
 			r.CancelRequestedMS = at
 			r.UpdatedMS = at
-			w.event(r, "cancellation_requested", map[string]any{"run_id": r.ID, "root_run_id": rootID, "tree": true}, at)
+			w.emit(r, CancellationRequestedPayload{RunID: r.ID, RootRunID: rootID, Tree: true}, at)
 			if err := cancelUnstarted(ctx, tx, w, r.ID, at); err != nil {
 				return err
 			}
@@ -330,8 +334,8 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 		status = root.Status
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		err = nil
 	}
-	return status, err
+	return RunStatus(status), err
 }

@@ -58,10 +58,10 @@ func TestCanonicalAccepts(t *testing.T) {
 		{`[[[[]]]]`, `[[[[]]]]`},
 	}
 	for _, c := range cases {
-		got, err := Canonical("doc", []byte(c.in))
+		got, err := canonicalJSON("doc", []byte(c.in))
 		require.NoError(t, err, c.in)
 		assert.Equal(t, c.want, string(got), c.in)
-		again, err := Canonical("doc", got)
+		again, err := canonicalJSON("doc", got)
 		require.NoError(t, err, c.in)
 		assert.Equal(t, string(got), string(again), "idempotent: %s", c.in)
 		assert.True(t, json.Valid(got), c.in)
@@ -129,7 +129,7 @@ func TestCanonicalRejects(t *testing.T) {
 		"vertical tab ws":         "\v1",
 	}
 	for name, in := range cases {
-		out, err := Canonical("intent", []byte(in))
+		out, err := canonicalJSON("intent", []byte(in))
 		require.Error(t, err, name)
 		assert.Nil(t, out, name)
 		assert.ErrorIs(t, err, ErrInvalidInput, name)
@@ -146,23 +146,23 @@ func TestCanonicalDepth(t *testing.T) {
 	nest := func(n int, open, close string) []byte {
 		return []byte(strings.Repeat(open, n) + strings.Repeat(close, n))
 	}
-	_, err := Canonical("doc", nest(maxJSONDepth, "[", "]"))
+	_, err := canonicalJSON("doc", nest(10000, "[", "]"))
 	require.NoError(t, err)
-	_, err = Canonical("doc", []byte(strings.Repeat(`{"a":`, maxJSONDepth)+"1"+strings.Repeat("}", maxJSONDepth)))
+	_, err = canonicalJSON("doc", []byte(strings.Repeat(`{"a":`, 10000)+"1"+strings.Repeat("}", 10000)))
 	require.NoError(t, err)
-	_, err = Canonical("doc", nest(maxJSONDepth+1, "[", "]"))
+	_, err = canonicalJSON("doc", nest(10000+1, "[", "]"))
 	assert.ErrorIs(t, err, ErrInvalidInput)
-	_, err = Canonical("doc", []byte(strings.Repeat(`{"a":[`, maxJSONDepth/2)+"{}"+strings.Repeat("]}", maxJSONDepth/2)))
+	_, err = canonicalJSON("doc", []byte(strings.Repeat(`{"a":[`, 10000/2)+"{}"+strings.Repeat("]}", 10000/2)))
 	assert.ErrorIs(t, err, ErrInvalidInput)
 	// Far deeper than the limit: rejected without exhausting the stack.
-	_, err = Canonical("doc", []byte(strings.Repeat("[", 10_000_000)))
+	_, err = canonicalJSON("doc", []byte(strings.Repeat("[", 10_000_000)))
 	assert.ErrorIs(t, err, ErrInvalidInput)
 }
 
 func TestCanonicalSize(t *testing.T) {
 	t.Parallel()
 	str := func(n int) []byte { return []byte(`"` + strings.Repeat("x", n-2) + `"`) }
-	out, err := Canonical("receipt", str(MaxJSONBytes))
+	out, err := canonicalJSON("receipt", str(MaxJSONBytes))
 	require.NoError(t, err)
 	assert.Len(t, out, MaxJSONBytes)
 
@@ -175,7 +175,7 @@ func TestCanonicalSize(t *testing.T) {
 		"key":      []byte(`{` + string(str(MaxJSONBytes)) + `:1}`),
 		"huge key": []byte(`{"` + strings.Repeat(`\t`, MaxJSONBytes) + `":1}`),
 	} {
-		_, err := Canonical("receipt", in)
+		_, err := canonicalJSON("receipt", in)
 		require.Error(t, err, name)
 		assert.ErrorIs(t, err, ErrTooLarge, name)
 		assert.ErrorIs(t, err, ErrInvalidInput, name)
@@ -184,7 +184,7 @@ func TestCanonicalSize(t *testing.T) {
 
 	// The limit is on the canonical form: whitespace does not count.
 	padded := append(append([]byte("["), bytes.Repeat([]byte(" "), 2*MaxJSONBytes)...), ']')
-	out, err = Canonical("receipt", padded)
+	out, err = canonicalJSON("receipt", padded)
 	require.NoError(t, err)
 	assert.Equal(t, "[]", string(out))
 }
@@ -196,7 +196,7 @@ func TestCanonicalMatchesEncodingJSON(t *testing.T) {
 		`[{"a<b":"&amp;"},"\u2028",-0.0e-0,1E400]`,
 	}
 	for _, d := range docs {
-		out, err := Canonical("doc", []byte(d))
+		out, err := canonicalJSON("doc", []byte(d))
 		require.NoError(t, err)
 		assert.Equal(t, decodeJSON(t, []byte(d)), decodeJSON(t, out), d)
 	}
@@ -204,9 +204,9 @@ func TestCanonicalMatchesEncodingJSON(t *testing.T) {
 
 func TestCanonicalResultIsFresh(t *testing.T) {
 	t.Parallel()
-	a, err := Canonical("doc", []byte(`{"b":1,"a":2}`))
+	a, err := canonicalJSON("doc", []byte(`{"b":1,"a":2}`))
 	require.NoError(t, err)
-	b, err := Canonical("doc", []byte(`[3]`))
+	b, err := canonicalJSON("doc", []byte(`[3]`))
 	require.NoError(t, err)
 	assert.Equal(t, `{"a":2,"b":1}`, string(a))
 	assert.Equal(t, `[3]`, string(b))
@@ -226,11 +226,11 @@ func TestMustCanonical(t *testing.T) {
 		A    int               `json:"a"`
 		Tags map[string]string `json:"tags"`
 	}
-	got := MustCanonical(payload{Z: "<&>\u2028", A: 1, Tags: map[string]string{"y": "1", "x": "2"}})
+	got := mustCanonical(payload{Z: "<&>\u2028", A: 1, Tags: map[string]string{"y": "1", "x": "2"}})
 	assert.Equal(t, "{\"a\":1,\"tags\":{\"x\":\"2\",\"y\":\"1\"},\"z\":\"<&>\u2028\"}", string(got))
-	assert.Equal(t, `null`, string(MustCanonical(nil)))
-	assert.Panics(t, func() { MustCanonical(make(chan int)) })
-	assert.Panics(t, func() { MustCanonical(json.RawMessage(`{"a":1,"a":2}`)) })
+	assert.Equal(t, `null`, string(mustCanonical(nil)))
+	assert.Panics(t, func() { mustCanonical(make(chan int)) })
+	assert.Panics(t, func() { mustCanonical(json.RawMessage(`{"a":1,"a":2}`)) })
 }
 
 // decodeJSON decodes with encoding/json (numbers as json.Number) for
@@ -318,7 +318,7 @@ func FuzzCanonical(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
-		out, err := Canonical("doc", in)
+		out, err := canonicalJSON("doc", in)
 		if err != nil {
 			var ie *InputError
 			if !errors.As(err, &ie) || !errors.Is(err, ErrInvalidInput) {
@@ -346,7 +346,7 @@ func FuzzCanonical(f *testing.F) {
 		if hasDuplicateKeys(in) {
 			t.Fatalf("accepted duplicate keys in %q", in)
 		}
-		again, err := Canonical("doc", out)
+		again, err := canonicalJSON("doc", out)
 		if err != nil || !bytes.Equal(again, out) {
 			t.Fatalf("not idempotent: %q → %q → %q (%v)", in, out, again, err)
 		}
@@ -355,11 +355,11 @@ func FuzzCanonical(f *testing.F) {
 		}
 		// Derived documents: a repeated key and invalid UTF-8 are rejected.
 		dup := fmt.Appendf(nil, `{"k":%s,"k":%s}`, out, out)
-		if _, err := Canonical("doc", dup); !errors.Is(err, ErrInvalidInput) {
+		if _, err := canonicalJSON("doc", dup); !errors.Is(err, ErrInvalidInput) {
 			t.Fatalf("accepted duplicate key in %q", dup)
 		}
 		bad := fmt.Appendf(nil, "[%s,\"\xff\"]", out)
-		if _, err := Canonical("doc", bad); !errors.Is(err, ErrInvalidInput) {
+		if _, err := canonicalJSON("doc", bad); !errors.Is(err, ErrInvalidInput) {
 			t.Fatalf("accepted invalid UTF-8 in %q", bad)
 		}
 	})
@@ -383,13 +383,13 @@ func BenchmarkCanonical(b *testing.B) {
 	for _, size := range []int{1 << 10, MaxJSONBytes - 1024} {
 		doc := benchDoc(size)
 		b.Run(strconv.Itoa(len(doc))+"B", func(b *testing.B) {
-			if _, err := Canonical("doc", doc); err != nil {
+			if _, err := canonicalJSON("doc", doc); err != nil {
 				b.Fatal(err)
 			}
 			b.SetBytes(int64(len(doc)))
 			b.ReportAllocs()
 			for b.Loop() {
-				_, _ = Canonical("doc", doc)
+				_, _ = canonicalJSON("doc", doc)
 			}
 		})
 	}

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -31,17 +32,18 @@ type NewChildRun struct {
 // The parent attempt stays admitted until its owner reports on it; a
 // cancelling parent run finalises only once its child runs are terminal.
 func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Time) (childID string, created bool, err error) {
-	if err := validateAttemptKey(nc.Parent); err != nil {
+	parentKey, childAuth := attemptKeyIn(nc.Parent), authorityIn(nc.Authority)
+	if err := validateAttemptKey(parentKey); err != nil {
 		return "", false, err
 	}
 	if len(nc.Target) == 0 {
 		return "", false, invalid("child target", "is required")
 	}
-	target, err := Canonical("child target", nc.Target)
+	target, err := canonicalJSON("child target", nc.Target)
 	if err != nil {
 		return "", false, err
 	}
-	if err := validateAuthority(nc.Authority); err != nil {
+	if err := validateAuthority(childAuth); err != nil {
 		return "", false, err
 	}
 	deadline, err := optionalMS("deadline", nc.Deadline)
@@ -52,7 +54,7 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 	if err != nil {
 		return "", false, err
 	}
-	pk := nc.Parent
+	pk := parentKey
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		f, err := tx.Load(ctx, backend.Lookup{
 			Runs: []string{pk.RunID}, Activations: []backend.ActivationKey{pk.ActivationKey},
@@ -103,7 +105,7 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 		if parent.Depth+1 > MaxRunDepth {
 			return stateErr(ErrIneligible, "child run depth %d exceeds %d", parent.Depth+1, MaxRunDepth)
 		}
-		auth := copyAuthority(nc.Authority)
+		auth := copyAuthority(childAuth)
 		if auth == nil {
 			auth = copyAuthority(parent.Authority)
 		}
@@ -118,10 +120,10 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 			Status: backend.RunRunning, Limits: limits, DeadlineMS: deadline, Authority: auth,
 			CreatedMS: at, UpdatedMS: at,
 		}
-		w.event(&child, "run_created", map[string]any{"run_id": childID, "root_run_id": root.ID, "limits": limitsJSON(limits)}, at)
+		w.emit(&child, RunCreatedPayload{RunID: childID, RootRunID: root.ID, Limits: limitsPayload(limits)}, at)
 		w.insert(child)
 		w.insert(backend.RunLink{ChildRunID: childID, RootRunID: root.ID, Parent: pk, Target: target, Depth: child.Depth, CreatedMS: at})
-		receipt := MustCanonical(map[string]any{
+		receipt := mustCanonical(map[string]any{
 			"owner": childReceiptOwner, "child_run_id": childID, "root_run_id": root.ID,
 			"depth": child.Depth, "target": json.RawMessage(target),
 		})
@@ -129,11 +131,8 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 		att.Receipt = receipt
 		att.AdmittedMS = at
 		w.replace(att)
-		w.event(&parent, "attempt_admitted", map[string]any{
-			"run_id": pk.RunID, "node_id": pk.NodeID, "activation_id": pk.ActivationID, "attempt": pk.Attempt,
-			"dispatch_identity": att.Identity, "receipt": json.RawMessage(receipt), "admitted_at_ms": at,
-		}, at)
-		w.event(&parent, "child_run_linked", map[string]any{"child_run_id": childID, "root_run_id": root.ID, "depth": child.Depth}, at)
+		w.emit(&parent, admittedPayload(pk, att.Identity, receipt, at), at)
+		w.emit(&parent, ChildRunLinkedPayload{ChildRunID: childID, RootRunID: root.ID, Depth: child.Depth}, at)
 		if root.ID == parent.ID {
 			parent.DescendantCount++
 		} else {
@@ -145,7 +144,7 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 		created = true
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return childID, false, nil
 	}
 	return childID, created, err
@@ -198,7 +197,7 @@ func cancellingChildParent(ctx context.Context, tx backend.ReadTx, w *batch, run
 	return true, nil
 }
 
-func narrowLimits(parent Limits, child RunLimits) (Limits, error) {
+func narrowLimits(parent backend.Limits, child RunLimits) (backend.Limits, error) {
 	pick := func(field string, p, c int64, set bool) (int64, error) {
 		if !set {
 			return p, nil
@@ -208,7 +207,7 @@ func narrowLimits(parent Limits, child RunLimits) (Limits, error) {
 		}
 		return c, nil
 	}
-	var out Limits
+	var out backend.Limits
 	var err error
 	if out.NodeExecutionCap, err = pick("node execution cap", parent.NodeExecutionCap, child.NodeExecutionCap, child.NodeExecutionCap != 0); err != nil {
 		return out, err

@@ -19,7 +19,7 @@ type DispatchOptions struct {
 	// authority is snapshotted at discovery and must not change until the
 	// receipt commits.
 	Authority *Authority
-	// Limit bounds one pass (1..=MaxPageLimit; 0 means DefaultPageLimit):
+	// Limit bounds one pass (1 to MaxPageLimit; 0 means DefaultPageLimit):
 	// at most Limit activations are planned, at most Limit runs without
 	// concurrency room are reported raced, and discovery reads at most
 	// 4×Limit pending activations and the runs (and roots) they belong to,
@@ -42,8 +42,8 @@ type Rejection struct {
 
 // DispatchSummary reports one Dispatch call.
 type DispatchSummary struct {
-	// Admitted lists the dispatch identities admitted (receipt committed).
-	Admitted []string
+	// Admitted lists the attempts admitted (receipt committed).
+	Admitted []AttemptRef
 	// Unsupported lists activations the owner declined to plan.
 	Unsupported []ActivationKey
 	// Raced lists activations another dispatcher took first (prepared or
@@ -99,7 +99,7 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 		if opts.RunID == "" {
 			return sum, invalid("dispatch authority", "requires a run id")
 		}
-		if err := validateAuthority(opts.Authority); err != nil {
+		if err := validateAuthority(authorityIn(opts.Authority)); err != nil {
 			return sum, err
 		}
 	}
@@ -122,24 +122,24 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 		}
 		check := authorityCheck{mode: authSnapshot, want: c.authority}
 		if opts.Authority != nil {
-			check = ownedBy(opts.Authority, "")
+			check = ownedBy(authorityIn(opts.Authority), "")
 		}
 		if c.full {
-			sum.Raced = append(sum.Raced, c.act.Key)
+			sum.Raced = append(sum.Raced, keyOut(c.act.Key))
 			continue
 		}
-		identity, outcome, err := s.admitOne(ctx, owner, c.run, c.act, check, opts.Fault, now)
+		ref, outcome, err := s.admitOne(ctx, owner, c.run, c.act, check, opts.Fault, now)
 		switch outcome {
 		case outAdmitted:
-			sum.Admitted = append(sum.Admitted, identity)
+			sum.Admitted = append(sum.Admitted, ref)
 		case outUnsupported:
-			sum.Unsupported = append(sum.Unsupported, c.act.Key)
+			sum.Unsupported = append(sum.Unsupported, keyOut(c.act.Key))
 		case outRaced:
-			sum.Raced = append(sum.Raced, c.act.Key)
+			sum.Raced = append(sum.Raced, keyOut(c.act.Key))
 		case outExhausted:
-			sum.Exhausted = append(sum.Exhausted, c.act.Key)
+			sum.Exhausted = append(sum.Exhausted, keyOut(c.act.Key))
 		case outRejected:
-			sum.Rejected = append(sum.Rejected, Rejection{Key: c.act.Key, Err: err})
+			sum.Rejected = append(sum.Rejected, Rejection{Key: keyOut(c.act.Key), Err: err})
 			err = nil
 		}
 		if err != nil {
@@ -161,68 +161,68 @@ const (
 )
 
 // admitOne runs the whole admission of one activation.
-func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act Activation, check authorityCheck, fault FaultHook, now time.Time) (string, outcome, error) {
+func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act backend.Activation, check authorityCheck, fault FaultHook, now time.Time) (AttemptRef, outcome, error) {
 	if check.mode == authOwned {
-		if err := s.VerifyAuthority(ctx, act.Key.RunID, *check.want); err != nil {
-			return "", outFailed, err
+		if err := s.VerifyAuthority(ctx, act.Key.RunID, Authority(*check.want)); err != nil {
+			return AttemptRef{}, outFailed, err
 		}
 	}
-	plan, err := owner.Plan(ctx, act)
+	plan, err := owner.Plan(ctx, toActivation(act))
 	if err != nil {
-		return "", outFailed, fmt.Errorf("%w: plan %v: %w", ErrOwner, act.Key, err)
+		return AttemptRef{}, outFailed, fmt.Errorf("%w: plan %v: %w", ErrOwner, act.Key, err)
 	}
 	if plan == nil {
-		return "", outUnsupported, nil
+		return AttemptRef{}, outUnsupported, nil
 	}
 	p, kn, err := s.prepare(ctx, act.Key, *plan, check.with("preparation"), hintFrom(run, act), now)
 	switch {
 	case err == nil && p == nil:
-		return "", outRaced, nil
+		return AttemptRef{}, outRaced, nil
 	case errors.Is(err, ErrConcurrencyCapacity), errors.Is(err, ErrResourceConflict):
-		return "", outRaced, nil
+		return AttemptRef{}, outRaced, nil
 	case errors.Is(err, ErrNodeAllowanceExhausted), errors.Is(err, ErrRootAllowanceExhausted):
 		if rerr := s.recordExhaustion(ctx, act.Key.RunID, check.with("exhaustion observation"), now); rerr != nil {
-			return "", outFailed, rerr
+			return AttemptRef{}, outFailed, rerr
 		}
-		return "", outExhausted, nil
+		return AttemptRef{}, outExhausted, nil
 	case errors.Is(err, ErrIneligible):
 		if perr := s.park(ctx, act.Key, now); perr != nil {
-			return "", outFailed, perr
+			return AttemptRef{}, outFailed, perr
 		}
-		return "", outRejected, err
+		return AttemptRef{}, outRejected, err
 	case err != nil:
-		return "", outFailed, err
+		return AttemptRef{}, outFailed, err
 	}
 	if err := runFault(ctx, fault, IntentCommitted, *p); err != nil {
-		return "", outFailed, err
+		return AttemptRef{}, outFailed, err
 	}
-	if kn, err = s.handoff(ctx, p.Key(), check.with("dispatch handoff"), false, now, kn); err != nil {
+	if kn, err = s.handoff(ctx, p.key(), check.with("dispatch handoff"), false, now, kn); err != nil {
 		switch {
 		case errors.Is(err, ErrIneligible) && !mutated("handoff-refusal-fatal"):
 			// The run (or the attempt) changed since prepare: the attempt
 			// stays prepared with its handoff pending, provably never
 			// dispatched, for reconciliation to recover.
-			return "", outRejected, err
+			return AttemptRef{}, outRejected, err
 		case errors.Is(err, ErrConflict):
 			// Another caller recorded this attempt's handoff first.
-			return "", outRaced, nil
+			return AttemptRef{}, outRaced, nil
 		}
-		return "", outFailed, err
+		return AttemptRef{}, outFailed, err
 	}
 	receipt, err := owner.Dispatch(ctx, *p)
 	if err != nil {
-		return "", outFailed, fmt.Errorf("%w: dispatch %s: %w", ErrOwner, p.Identity, err)
+		return AttemptRef{}, outFailed, fmt.Errorf("%w: dispatch %s: %w", ErrOwner, p.Identity, err)
 	}
 	if err := runFault(ctx, fault, OwnerAccepted, *p); err != nil {
-		return "", outFailed, err
+		return AttemptRef{}, outFailed, err
 	}
-	if err := s.persistReceipt(ctx, p.Key(), p.Identity, receipt, check.with("receipt"), now, kn); err != nil {
-		return "", outFailed, err
+	if err := s.persistReceipt(ctx, p.key(), p.Identity, receipt, check.with("receipt"), now, kn); err != nil {
+		return AttemptRef{}, outFailed, err
 	}
 	if err := runFault(ctx, fault, ReceiptCommitted, *p); err != nil {
-		return "", outFailed, err
+		return AttemptRef{}, outFailed, err
 	}
-	return p.Identity, outAdmitted, nil
+	return AttemptRef{Key: p.Key(), Identity: p.Identity}, outAdmitted, nil
 }
 
 func runFault(ctx context.Context, f FaultHook, b Boundary, p PreparedDispatch) error {
@@ -237,10 +237,10 @@ func runFault(ctx context.Context, f FaultHook, b Boundary, p PreparedDispatch) 
 
 // candidate is one discovered activation with the facts the batch needs.
 type candidate struct {
-	act       Activation
-	run       backend.Run // the run at discovery
-	authority *Authority  // the run's authority at discovery (snapshot)
-	full      bool        // the run had no concurrency room left at discovery
+	act       backend.Activation
+	run       backend.Run        // the run at discovery
+	authority *backend.Authority // the run's authority at discovery (snapshot)
+	full      bool               // the run had no concurrency room left at discovery
 }
 
 // discoveryRowsPerLimit bounds the pending-index rows one pass reads, as a
@@ -251,13 +251,13 @@ const discoveryRowsPerLimit = 4
 // after every activation of after's run when afterRun is set. The zero
 // value is the beginning.
 type pendingPos struct {
-	after    ActivationKey
+	after    backend.ActivationKey
 	afterRun bool
 }
 
 // covers reports whether a pass that began at p has already seen k: k is
 // after p in index order.
-func (p pendingPos) covers(k ActivationKey) bool {
+func (p pendingPos) covers(k backend.ActivationKey) bool {
 	if p.afterRun {
 		return k.RunID > p.after.RunID
 	}
@@ -400,7 +400,7 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 }
 
 // loadRuns adds to runs the runs of acts, and their roots, not loaded yet.
-func loadRuns(ctx context.Context, r backend.ReadTx, runs map[string]backend.Run, acts []Activation) error {
+func loadRuns(ctx context.Context, r backend.ReadTx, runs map[string]backend.Run, acts []backend.Activation) error {
 	var ids []string
 	for _, a := range acts {
 		if _, ok := runs[a.Key.RunID]; !ok {

@@ -23,6 +23,36 @@
 // them and decides again with the same code. On Postgres this makes the
 // handoff and receipt transactions one round trip each.
 //
+// # Types and conventions
+//
+// The Store works on the backend's records and returns its own views of
+// them (Run, Activation, Attempt, Lease, RetrySchedule, Event): times are
+// time.Time in UTC with the zero time meaning "not set", durations are
+// time.Duration, JSON documents are canonical json.RawMessage. Durable
+// counters and index flags stay internal; RunSummary and
+// AllowanceObservation report what a caller needs of them.
+//
+// Events are written through one payload struct per EventType (for
+// example AttemptAdmittedPayload for EventAttemptAdmitted); Event.Decode
+// returns an event's payload as that struct. Payload times and durations
+// are stored as milliseconds (UnixMS, Millis).
+//
+// Calls take context.Context first and now time.Time last. A call with more
+// than a few arguments takes a request struct (AllowanceIncrease,
+// AuthorityTransfer, RepairRequest, RetryRequest) or an options struct.
+//
+// Authority: a call that can be made without an execution authority takes
+// *Authority, nil meaning "none" (or, where the call says so, "use the
+// run's stored authority"); the calls that exist to check or replace one
+// (VerifyAuthority, CheckOwnerAdmission, TransferAuthority) take Authority
+// values.
+//
+// Not found: every getter (GetRun, GetActivation, GetAttempt,
+// GetRetrySchedule, DispatchIntent, DispatchReceipt, Authority, RunSummary)
+// returns an error matching ErrNotFound when what it names does not exist
+// (DispatchReceipt also while no receipt is committed). Authority returns
+// nil, nil for an existing run without an authority.
+//
 // # Errors
 //
 // Every error a caller can cause matches one sentinel with errors.Is and
@@ -57,7 +87,7 @@
 //
 // Every page or batch limit (Dispatch, ReconcilePrepared, Redispatch,
 // ReconcileReceiptBacked, Events, Attempts, ActiveAttempts, ActiveLeases)
-// takes 0 as DefaultPageLimit and 1..=MaxPageLimit as given; a negative
+// takes 0 as DefaultPageLimit and 1 to MaxPageLimit as given; a negative
 // limit or one above MaxPageLimit is ErrInvalidInput. Zero caps and a nil
 // RetryCap of a run's RunLimits take the defaults (see DefaultRetryCap), and
 // those of a child run's RunLimits inherit the parent's; RetryCap(0) is
@@ -77,7 +107,7 @@
 //
 // # Decisions beyond upstream
 //
-//   - Discovery scans only admissible activations (Activation.Admissible):
+//   - Discovery scans only admissible activations (an index the store keeps):
 //     paused, cancelling, failed and exhausted runs, retiring fan-out groups
 //     and activations rejected for a durable reason do not hold the first
 //     places of a scan; a run without concurrency room is skipped after one

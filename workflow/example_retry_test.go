@@ -37,20 +37,20 @@ func Example_retry() {
 		Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay,
 		RetryPolicy: &workflow.RetryPolicy{Version: 1, MaxAttempts: 3,
 			EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
-			InitialBackoffMS: 1000, BackoffMultiplier: 2, MaximumBackoffMS: 60_000},
+			InitialBackoff:   time.Second, BackoffMultiplier: 2, MaximumBackoff: time.Minute},
 	}, now)
 
 	sum, _ := s.Dispatch(ctx, echoOwner{}, workflow.DispatchOptions{Limit: 10}, now)
-	res, err := s.ApplyObservation(ctx, sum.Admitted[0], workflow.Observation{Kind: workflow.ObservedRetryableFailure}, now)
-	fmt.Println(res.Status, res.Schedule.NextAttempt, res.Schedule.BackoffMS, res.NotScheduled == nil, err)
+	res, err := s.ApplyObservation(ctx, sum.Admitted[0].Identity, workflow.Observation{Kind: workflow.ObservedRetryableFailure}, now)
+	fmt.Println(res.Status, res.Schedule.NextAttempt, res.Schedule.Backoff, res.NotScheduled == nil, err)
 
 	rq, err := s.ConsumeNextDueRetry(ctx, "run-1", now.Add(time.Second))
 	fmt.Println(rq.PreviousAttempt, "->", rq.NextAttempt, err)
 
 	again, _ := s.Dispatch(ctx, echoOwner{}, workflow.DispatchOptions{Limit: 10}, now.Add(time.Second))
-	fmt.Println(len(again.Admitted), again.Admitted[0] != sum.Admitted[0])
+	fmt.Println(len(again.Admitted), again.Admitted[0].Key.Attempt, again.Admitted[0].Identity != sum.Admitted[0].Identity)
 	// Output:
-	// failed 2 1000 true <nil>
+	// failed 2 1s true <nil>
 	// 1 -> 2 <nil>
-	// 1 true
+	// 1 2 true
 }

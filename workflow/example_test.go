@@ -46,3 +46,44 @@ func Example() {
 	fmt.Println(len(sum.Admitted), err)
 	// Output: 1 <nil>
 }
+
+// ExampleEvent_Decode reads a run's history and decodes each event's
+// payload into its typed struct.
+func ExampleEvent_Decode() {
+	dir, _ := os.MkdirTemp("", "wfstore-example")
+	defer os.RemoveAll(dir)
+	ctx, now := context.Background(), time.UnixMilli(1_700_000_000_000)
+
+	b, err := sqlite.Open(ctx, filepath.Join(dir, "store.db"))
+	if err != nil {
+		panic(err)
+	}
+	defer b.Close()
+	s := workflow.New(b)
+	s.CreateRun(ctx, workflow.NewRun{ID: "run-1"}, now)
+	s.AddActivation(ctx, workflow.NewActivation{
+		Key:   workflow.ActivationKey{RunID: "run-1", NodeID: "fetch", ActivationID: "a1"},
+		Input: json.RawMessage(`{}`),
+	}, now)
+	s.Dispatch(ctx, echoOwner{}, workflow.DispatchOptions{Limit: 10}, now)
+
+	evs, _ := s.Events(ctx, "run-1", 0, 0)
+	for _, e := range evs {
+		p, err := e.Decode()
+		if err != nil {
+			panic(err)
+		}
+		switch p := p.(type) {
+		case workflow.AttemptAdmittedPayload:
+			fmt.Println(e.Seq, e.Type, p.NodeID, p.Attempt, string(p.Receipt))
+		default:
+			fmt.Println(e.Seq, e.Type)
+		}
+	}
+	// Output:
+	// 1 run_created
+	// 2 activation_created
+	// 3 attempt_prepared
+	// 4 dispatch_handed_off
+	// 5 attempt_admitted fetch 1 {"accepted":true}
+}

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -57,7 +58,11 @@ type NewFanOut struct {
 // controller is c: node "{controller node}::member::{i}", activation id
 // derived from the run, the controller activation and i.
 func MemberKey(c ActivationKey, i int64) ActivationKey {
-	return ActivationKey{RunID: c.RunID, NodeID: FanOutMemberNodeID(c.NodeID, i), ActivationID: FanOutMemberID(c.RunID, c.ActivationID, i)}
+	return keyOut(memberKey(keyIn(c), i))
+}
+
+func memberKey(c backend.ActivationKey, i int64) backend.ActivationKey {
+	return backend.ActivationKey{RunID: c.RunID, NodeID: FanOutMemberNodeID(c.NodeID, i), ActivationID: FanOutMemberID(c.RunID, c.ActivationID, i)}
 }
 
 // AddFanOut materialises a fan-out group: the first MaxConcurrency members
@@ -65,11 +70,12 @@ func MemberKey(c ActivationKey, i int64) ActivationKey {
 // It is idempotent: an identical group returns created=false; a different
 // one fails with ErrConflict.
 func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (created bool, err error) {
-	if err := validateActivationKey(nf.Controller); err != nil {
+	ctl := keyIn(nf.Controller)
+	if err := validateActivationKey(ctl); err != nil {
 		return false, err
 	}
 	if len(nf.Members) == 0 || len(nf.Members) > MaxPageLimit {
-		return false, invalid("fan-out members", "must number 1..=%d", MaxPageLimit)
+		return false, invalid("fan-out members", "must number 1 to %d", MaxPageLimit)
 	}
 	if nf.MaxConcurrency <= 0 {
 		return false, invalid("fan-out max concurrency", "must be positive")
@@ -93,32 +99,32 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		if err != nil {
 			return false, err
 		}
-		rec.Group = &backend.GroupMember{Controller: nf.Controller, Index: int64(i)}
+		rec.Group = &backend.GroupMember{Controller: ctl, Index: int64(i)}
 		if int64(i) >= nf.MaxConcurrency {
 			rec.Status = backend.ActivationWaiting
 		}
 		members[i] = rec
 	}
 	group := backend.FanOutGroup{
-		Controller: nf.Controller, Size: int64(len(members)), MaxConcurrency: nf.MaxConcurrency,
+		Controller: ctl, Size: int64(len(members)), MaxConcurrency: nf.MaxConcurrency,
 		Promoted: min(nf.MaxConcurrency, int64(len(members))), CreatedMS: at, FailFast: nf.OnFailure == FailFast,
 	}
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		f, err := tx.Load(ctx, backend.Lookup{
-			Runs: []string{nf.Controller.RunID}, Activations: []backend.ActivationKey{nf.Controller},
-			Groups: []backend.ActivationKey{nf.Controller},
+			Runs: []string{ctl.RunID}, Activations: []backend.ActivationKey{ctl},
+			Groups: []backend.ActivationKey{ctl},
 		})
 		if err != nil {
 			return err
 		}
-		run, ok := f.Runs[nf.Controller.RunID]
+		run, ok := f.Runs[ctl.RunID]
 		if !ok {
-			return stateErr(ErrNotFound, "run %q", nf.Controller.RunID)
+			return stateErr(ErrNotFound, "run %q", ctl.RunID)
 		}
-		if _, ok := f.Activations[nf.Controller]; !ok {
-			return stateErr(ErrNotFound, "fan-out controller %v", nf.Controller)
+		if _, ok := f.Activations[ctl]; !ok {
+			return stateErr(ErrNotFound, "fan-out controller %v", ctl)
 		}
-		if old, ok := f.Groups[nf.Controller]; ok {
+		if old, ok := f.Groups[ctl]; ok {
 			if old.Size == group.Size && old.MaxConcurrency == group.MaxConcurrency && old.FailFast == group.FailFast {
 				keys := make([]backend.ActivationKey, len(members))
 				for i, m := range members {
@@ -139,7 +145,7 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 					return errNoop
 				}
 			}
-			return stateErr(ErrConflict, "fan-out group %v exists with different fields", nf.Controller)
+			return stateErr(ErrConflict, "fan-out group %v exists with different fields", ctl)
 		}
 		if err := acceptsWork(run, at); err != nil {
 			return err
@@ -147,14 +153,16 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		for _, m := range members {
 			m.Admissible = admissible(run, m, &group)
 			w.insert(m)
-			typ := "activation_created"
-			if m.Status == backend.ActivationWaiting {
-				typ = "activation_waiting"
+			idx := m.Group.Index
+			var p EventPayload = ActivationCreatedPayload{
+				RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID, MemberIndex: &idx,
 			}
-			w.event(&run, typ, map[string]any{
-				"run_id": m.Key.RunID, "node_id": m.Key.NodeID, "activation_id": m.Key.ActivationID,
-				"member_index": m.Group.Index,
-			}, at)
+			if m.Status == backend.ActivationWaiting {
+				p = ActivationWaitingPayload{
+					RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID, MemberIndex: idx,
+				}
+			}
+			w.emit(&run, p, at)
 		}
 		w.insert(group)
 		run.UpdatedMS = at
@@ -162,7 +170,7 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		created = true
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return false, nil
 	}
 	return created, err
@@ -202,7 +210,7 @@ func loadMembers(ctx context.Context, tx backend.Tx, w *batch, g *backend.FanOut
 	}
 	keys := make([]backend.ActivationKey, g.Size)
 	for i := range keys {
-		keys[i] = MemberKey(g.Controller, int64(i))
+		keys[i] = memberKey(g.Controller, int64(i))
 	}
 	f, err := tx.Load(ctx, backend.Lookup{Activations: keys})
 	if err != nil {
@@ -242,8 +250,8 @@ func promoteMembers(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 		act.Admissible = admissible(*run, act, g)
 		act.UpdatedMS = at
 		w.replace(act)
-		w.event(run, "fan_out_member_promoted", map[string]any{
-			"run_id": act.Key.RunID, "node_id": act.Key.NodeID, "activation_id": act.Key.ActivationID, "member_index": int64(i),
+		w.emit(run, FanOutMemberPromotedPayload{
+			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID, MemberIndex: int64(i),
 		}, at)
 	}
 	return nil
@@ -270,8 +278,8 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 	if occupied(&g) > g.MaxConcurrency {
 		g.Promoted--
 		act.Status = backend.ActivationWaiting
-		w.event(run, "fan_out_member_waiting", map[string]any{
-			"run_id": act.Key.RunID, "node_id": act.Key.NodeID, "activation_id": act.Key.ActivationID, "member_index": act.Group.Index,
+		w.emit(run, FanOutMemberWaitingPayload{
+			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID, MemberIndex: act.Group.Index,
 		}, at)
 	}
 	w.replace(g)
@@ -312,9 +320,8 @@ func activationFailed(ctx context.Context, tx backend.Tx, w *batch, run *backend
 		g.RetiredMS = at
 	}
 	w.replace(g)
-	w.event(run, "fan_out_failed", map[string]any{
-		"controller_activation_id": g.Controller.ActivationID, "member_index": act.Group.Index, "policy": string(FailFast),
-	}, at)
+	idx := act.Group.Index
+	w.emit(run, FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, MemberIndex: &idx, Policy: FailFast}, at)
 	failRun(run)
 	return nil
 }
@@ -351,9 +358,7 @@ func settleMember(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run
 	if len(failed) == 0 {
 		return nil
 	}
-	w.event(run, "fan_out_failed", map[string]any{
-		"controller_activation_id": g.Controller.ActivationID, "failed_members": failed, "policy": string(WaitAll),
-	}, at)
+	w.emit(run, FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, FailedMembers: failed, Policy: WaitAll}, at)
 	if run.Status != backend.RunRunning && run.Status != backend.RunPaused {
 		return nil
 	}
@@ -411,14 +416,14 @@ func cancelSiblings(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 				return err
 			}
 			w.replace(att)
-			w.event(run, "attempt_cancelled", map[string]any{"dispatch_identity": att.Identity, "reason": "never_dispatched"}, at)
+			w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
 			g.Settled++
 			cancelMember(w, run, m, "fail_fast", at)
 			continue
 		}
 		setAttemptStatus(run, &att, backend.AttemptSiblingCancelling, at)
 		w.replace(att)
-		w.event(run, "attempt_sibling_cancelling", map[string]any{"dispatch_identity": att.Identity}, at)
+		w.emit(run, AttemptSiblingCancellingPayload{DispatchIdentity: att.Identity}, at)
 	}
 	return nil
 }
@@ -438,27 +443,29 @@ func cancelMember(w *batch, run *backend.Run, m backend.Activation, reason strin
 	m.Admissible = false
 	m.UpdatedMS = at
 	w.replace(m)
-	w.event(run, "fan_out_member_cancelled", map[string]any{
-		"run_id": m.Key.RunID, "node_id": m.Key.NodeID, "activation_id": m.Key.ActivationID,
-		"member_index": m.Group.Index, "reason": reason,
+	w.emit(run, FanOutMemberCancelledPayload{
+		RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID,
+		MemberIndex: m.Group.Index, Reason: reason,
 	}, at)
 }
 
 // RetireFanOut records a durable retirement intent on the group: until
 // SettleFanOutRetirement, its members get no new attempt, no handoff and no
 // receipt-less owner admission. Recording it twice is a no-op.
-func (s *Store) RetireFanOut(ctx context.Context, controller ActivationKey, now time.Time) error {
+func (s *Store) RetireFanOut(ctx context.Context, controllerKey ActivationKey, now time.Time) error {
+	controller := keyIn(controllerKey)
 	return s.retire(ctx, controller, now, false)
 }
 
 // SettleFanOutRetirement settles a recorded retirement: members that never
 // started (waiting or pending) are cancelled and the intent is cleared.
 // Members with attempts keep them; they settle through observations.
-func (s *Store) SettleFanOutRetirement(ctx context.Context, controller ActivationKey, now time.Time) error {
+func (s *Store) SettleFanOutRetirement(ctx context.Context, controllerKey ActivationKey, now time.Time) error {
+	controller := keyIn(controllerKey)
 	return s.retire(ctx, controller, now, true)
 }
 
-func (s *Store) retire(ctx context.Context, controller ActivationKey, now time.Time, settle bool) error {
+func (s *Store) retire(ctx context.Context, controller backend.ActivationKey, now time.Time, settle bool) error {
 	if err := validateActivationKey(controller); err != nil {
 		return err
 	}
@@ -485,7 +492,7 @@ func (s *Store) retire(ctx context.Context, controller ActivationKey, now time.T
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
 			}
-			w.event(&run, "fan_out_retirement_requested", map[string]any{"controller_activation_id": controller.ActivationID}, at)
+			w.emit(&run, FanOutRetirementRequestedPayload{ControllerActivationID: controller.ActivationID}, at)
 			w.replace(run)
 			return nil
 		}
@@ -493,7 +500,7 @@ func (s *Store) retire(ctx context.Context, controller ActivationKey, now time.T
 			return stateErr(ErrIneligible, "fan-out group %v has no retirement pending", controller)
 		}
 		for i := int64(0); i < g.Size; i++ {
-			act, err := backend.GetActivation(ctx, tx, MemberKey(controller, i))
+			act, err := backend.GetActivation(ctx, tx, memberKey(controller, i))
 			if err != nil {
 				return err
 			}
@@ -509,12 +516,12 @@ func (s *Store) retire(ctx context.Context, controller ActivationKey, now time.T
 		g.Promoted = g.Size
 		g.RetiredMS = at
 		w.replace(g)
-		w.event(&run, "fan_out_retired", map[string]any{"controller_activation_id": controller.ActivationID}, at)
+		w.emit(&run, FanOutRetiredPayload{ControllerActivationID: controller.ActivationID}, at)
 		run.UpdatedMS = at
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -13,9 +14,11 @@ import (
 // identity fails with ErrConflict. It re-checks everything the owner call
 // depends on (attempt prepared, activation and run running, no
 // cancellation, no retirement pending, authority) and fails with
-// ErrIneligible or ErrStaleAuthority otherwise, recording nothing. auth,
+// ErrIneligible or ErrStaleAuthority otherwise, recording nothing. authority,
 // when set, must be the run's current authority.
-func (s *Store) Handoff(ctx context.Context, k AttemptKey, auth *Authority, now time.Time) error {
+func (s *Store) Handoff(ctx context.Context, key AttemptKey, authority *Authority, now time.Time) error {
+	auth := authorityIn(authority)
+	k := attemptKeyIn(key)
 	if err := validateAttemptKey(k); err != nil {
 		return err
 	}
@@ -31,7 +34,7 @@ func (s *Store) Handoff(ctx context.Context, k AttemptKey, auth *Authority, now 
 // identity); it never flips anything for a mutating attempt. kn, when set,
 // holds the records prepare committed (see known); the returned known holds
 // the records the handoff committed, for the receipt.
-func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck, reHandoff bool, now time.Time, kn *known) (*known, error) {
+func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authorityCheck, reHandoff bool, now time.Time, kn *known) (*known, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -59,21 +62,21 @@ func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck,
 		switch att.Handoff {
 		case backend.HandoffPending:
 		case backend.HandoffRecorded:
-			if (reHandoff && att.SideEffect == ReadOnly) || mutated("handoff-cas") {
+			if (reHandoff && att.SideEffect == backend.ReadOnly) || mutated("handoff-cas") {
 				return errNoop
 			}
 			return stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
 		case backend.HandoffUnknown:
 			// No handoff state exists (low-level prepare): nothing to flip,
 			// and never a never-dispatched proof. Only read-only work may go.
-			if att.SideEffect == ReadOnly {
+			if att.SideEffect == backend.ReadOnly {
 				return errNoop
 			}
 			return stateErr(ErrIneligible, "mutating attempt %s has no handoff state; reconcile it", att.Identity)
 		}
 		att.Handoff = backend.HandoffRecorded
 		w.replace(att)
-		w.event(&run, "dispatch_handed_off", map[string]any{"dispatch_identity": att.Identity}, at)
+		w.emit(&run, DispatchHandedOffPayload{DispatchIdentity: att.Identity}, at)
 		w.replace(run)
 		next = &known{run: run, act: act, att: att}
 		return nil
@@ -101,7 +104,7 @@ func (s *Store) handoff(ctx context.Context, k AttemptKey, check authorityCheck,
 		att, found := f.Attempts[k]
 		return decide(tx, w, run, f.Activations[k.ActivationKey], att, found)
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil, nil
 	}
 	if err != nil {

@@ -3,6 +3,7 @@ package workflow
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"github.com/wfstore/wfstore/internal/canonical"
 	"strconv"
 )
 
@@ -63,19 +64,19 @@ func FanOutMemberNodeID(controllerNodeID string, index int64) string {
 // target: "workflow-child:" + H(canonical JSON array [root, parent_run,
 // parent_activation, parent_attempt, target]). target is a JSON document; it
 // is canonicalised first, so equivalent spellings give the same id. A target
-// that is not valid JSON (callers validate it with Canonical first) is hashed
+// that is not valid JSON (CreateChildRun rejects one) is hashed
 // as given; it cannot collide with any valid target.
 func ChildRunID(rootRunID, parentRunID, parentActivationID string, parentAttempt uint32, target []byte) string {
-	if c, err := Canonical("child target", target); err == nil {
+	if c, err := canonicalJSON("child target", target); err == nil {
 		target = c
 	}
 	b := make([]byte, 0, len(rootRunID)+len(parentRunID)+len(parentActivationID)+len(target)+32)
 	b = append(b, '[')
-	b = appendQuoted(b, rootRunID)
+	b = canonical.AppendString(b, rootRunID)
 	b = append(b, ',')
-	b = appendQuoted(b, parentRunID)
+	b = canonical.AppendString(b, parentRunID)
 	b = append(b, ',')
-	b = appendQuoted(b, parentActivationID)
+	b = canonical.AppendString(b, parentActivationID)
 	b = append(b, ',')
 	b = strconv.AppendUint(b, uint64(parentAttempt), 10)
 	b = append(b, ',')

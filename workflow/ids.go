@@ -10,7 +10,7 @@ import (
 const MaxIDBytes = 512
 
 // ValidateID reports whether id is acceptable as the argument named field.
-// An id is valid when it is valid UTF-8, contains no NUL byte, is 1..=512
+// An id is valid when it is valid UTF-8, contains no NUL byte, is 1 to 512
 // bytes long and is not blank after trimming Unicode whitespace
 // (unicode.IsSpace). Surrounding whitespace is kept: " x " is a valid id,
 // distinct from "x". There is no other character-class restriction.
@@ -18,7 +18,7 @@ const MaxIDBytes = 512
 // The error is an *InputError matching ErrInvalidInput.
 func ValidateID(field, id string) error {
 	if len(id) == 0 || len(id) > MaxIDBytes {
-		return invalid(field, "must contain 1..=%d bytes", MaxIDBytes)
+		return invalid(field, "must contain 1 to %d bytes", MaxIDBytes)
 	}
 	if !utf8.ValidString(id) {
 		return invalid(field, "must be valid UTF-8")
@@ -27,7 +27,7 @@ func ValidateID(field, id string) error {
 		return invalid(field, "must not contain a NUL byte")
 	}
 	if strings.TrimSpace(id) == "" {
-		return invalid(field, "must contain 1..=%d bytes and not be blank", MaxIDBytes)
+		return invalid(field, "must contain 1 to %d bytes and not be blank", MaxIDBytes)
 	}
 	return nil
 }

@@ -40,7 +40,7 @@ func TestValidateID(t *testing.T) {
 		require.ErrorAs(t, err, &ie, name)
 		assert.Equal(t, "run id", ie.Field, name)
 	}
-	assert.EqualError(t, ValidateID("node id", ""), "workflow: node id must contain 1..=512 bytes")
+	assert.EqualError(t, ValidateID("node id", ""), "workflow: node id must contain 1 to 512 bytes")
 }
 
 func FuzzValidateID(f *testing.F) {

@@ -9,7 +9,7 @@ import (
 )
 
 // Events returns up to limit of the run's events after afterSeq, in commit
-// order. limit is 1..=MaxPageLimit; 0 means DefaultPageLimit.
+// order. limit is 1 to MaxPageLimit; 0 means DefaultPageLimit.
 func (s *Store) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]Event, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
@@ -21,13 +21,16 @@ func (s *Store) Events(ctx context.Context, runID string, afterSeq int64, limit 
 	if afterSeq < 0 {
 		return nil, invalid("event sequence", "must not be negative")
 	}
-	var out []Event
+	var out []backend.Event
 	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
 		out, err = r.Events(ctx, backend.EventQuery{RunID: runID, After: afterSeq, Limit: limit})
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return toEvents(out), nil
 }
 
 // AttemptPage selects a page of attempts.
@@ -41,7 +44,7 @@ type AttemptPage struct {
 	// Descending returns the page in descending (prepared time, identity)
 	// order; After then resumes strictly before the given attempt.
 	Descending bool
-	// Limit is 1..=MaxPageLimit; 0 means DefaultPageLimit.
+	// Limit is 1 to MaxPageLimit; 0 means DefaultPageLimit.
 	Limit int
 }
 
@@ -60,17 +63,20 @@ func (s *Store) Attempts(ctx context.Context, p AttemptPage) ([]Attempt, error) 
 		return nil, err
 	}
 	p.Limit = limit
-	q := backend.AttemptQuery{RunID: p.RunID, Status: p.Status, Descending: p.Descending, Limit: p.Limit}
+	q := backend.AttemptQuery{RunID: p.RunID, Status: backend.AttemptStatus(p.Status), Descending: p.Descending, Limit: p.Limit}
 	if p.After != nil {
-		q.After = backend.AttemptCursor{PreparedMS: p.After.PreparedMS, Identity: p.After.Identity}
+		q.After = backend.AttemptCursor{PreparedMS: p.After.PreparedAt.UnixMilli(), Identity: p.After.Identity}
 	}
-	var out []Attempt
+	var out []backend.Attempt
 	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
 		out, err = r.Attempts(ctx, q)
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return toAttempts(out), nil
 }
 
 // GetAttempt returns the attempt with this dispatch identity.
@@ -78,13 +84,16 @@ func (s *Store) GetAttempt(ctx context.Context, identity string) (Attempt, error
 	if err := ValidateID("dispatch identity", identity); err != nil {
 		return Attempt{}, err
 	}
-	var out Attempt
+	var out backend.Attempt
 	err := s.view(ctx, func(r backend.ReadTx) error {
 		a, err := backend.GetAttemptByIdentity(ctx, r, identity)
 		out = a
 		return notFoundFrom(err, "attempt %s", identity)
 	})
-	return out, err
+	if err != nil {
+		return Attempt{}, err
+	}
+	return toAttempt(out), nil
 }
 
 // CommittedIntent is a committed dispatch intent, as DispatchIntent
@@ -114,18 +123,21 @@ func (s *Store) DispatchIntent(ctx context.Context, identity string) (CommittedI
 		return out, stateErr(ErrCorrupt, "dispatch intent of %s does not match its checksum", identity)
 	}
 	return CommittedIntent{Key: att.Key, Identity: att.Identity, SideEffect: att.SideEffect,
-		Intent: att.Intent, Checksum: att.IntentChecksum, PreparedAt: fromMS(att.PreparedMS)}, nil
+		Intent: att.Intent, Checksum: att.IntentChecksum, PreparedAt: att.PreparedAt}, nil
 }
 
 // DispatchReceipt returns the committed receipt of the attempt with this
-// dispatch identity: found is false (and the receipt nil) while none is
-// committed; a missing attempt fails with ErrNotFound.
-func (s *Store) DispatchReceipt(ctx context.Context, identity string) (receipt json.RawMessage, found bool, err error) {
+// dispatch identity. While none is committed, and when the attempt does
+// not exist, it fails with an error matching ErrNotFound.
+func (s *Store) DispatchReceipt(ctx context.Context, identity string) (json.RawMessage, error) {
 	att, err := s.GetAttempt(ctx, identity)
-	if err != nil || att.Receipt == nil {
-		return nil, false, err
+	if err != nil {
+		return nil, err
 	}
-	return att.Receipt, true, nil
+	if att.Receipt == nil {
+		return nil, stateErr(ErrNotFound, "no receipt committed for attempt %s", identity)
+	}
+	return att.Receipt, nil
 }
 
 // SummaryReadBudget bounds each part of a RunSummary: it reads at most this
@@ -171,14 +183,14 @@ func (s *Store) RunSummary(ctx context.Context, runID string) (RunSummary, error
 		if err != nil {
 			return notFoundFrom(err, "run %q", runID)
 		}
-		out.Run = run
+		out.Run = toRun(run)
 		acts, err := r.Activations(ctx, backend.ActivationQuery{RunID: runID, Limit: b + 1})
 		if err != nil {
 			return err
 		}
 		out.ActivationsComplete = len(acts) <= b
 		for _, a := range acts[:min(len(acts), b)] {
-			out.Activations[a.Status]++
+			out.Activations[ActivationStatus(a.Status)]++
 		}
 		atts, err := r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Limit: b + 1})
 		if err != nil {
@@ -186,14 +198,14 @@ func (s *Store) RunSummary(ctx context.Context, runID string) (RunSummary, error
 		}
 		out.AttemptsComplete = len(atts) <= b
 		for _, a := range atts[:min(len(atts), b)] {
-			out.Attempts[a.Status]++
+			out.Attempts[AttemptStatus(a.Status)]++
 		}
 		leases, err := r.Leases(ctx, backend.LeaseQuery{RunID: runID, Limit: b + 1})
 		if err != nil {
 			return err
 		}
 		out.LeasesComplete = len(leases) <= b
-		out.Leases = leases[:min(len(leases), b)]
+		out.Leases = toLeases(leases[:min(len(leases), b)])
 		out.Allowance, err = allowanceIn(ctx, r, run)
 		return err
 	})

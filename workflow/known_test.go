@@ -128,5 +128,5 @@ func TestAdmissionRereadsChangedRecords(t *testing.T) {
 	for i, e := range evs {
 		require.Equal(t, int64(i+1), e.Seq, "events keep one sequence")
 	}
-	require.Equal(t, "attempt_admitted", evs[len(evs)-1].Type)
+	require.Equal(t, workflow.EventAttemptAdmitted, evs[len(evs)-1].Type)
 }

@@ -37,14 +37,6 @@ func acquireLeases(act backend.Activation, k backend.AttemptKey, held map[backen
 	return out, nil
 }
 
-func leaseJSON(l backend.Lease) map[string]any {
-	return map[string]any{
-		"run_id": l.Key.RunID, "node_id": l.Key.NodeID, "activation_id": l.Key.ActivationID,
-		"attempt": l.Key.Attempt, "resource_key": l.Key.Resource, "mode": l.Key.Mode,
-		"acquired_at_ms": l.AcquiredMS,
-	}
-}
-
 // releaseLeases releases the unreleased leases of attempt k (its
 // activation's claims).
 func releaseLeases(ctx context.Context, tx backend.ReadTx, w *batch, act backend.Activation, k backend.AttemptKey, at int64) error {
@@ -71,7 +63,7 @@ func releaseLeases(ctx context.Context, tx backend.ReadTx, w *batch, act backend
 }
 
 // ActiveLeases returns up to limit unreleased leases of a run. limit is
-// 1..=MaxPageLimit; 0 means DefaultPageLimit.
+// 1 to MaxPageLimit; 0 means DefaultPageLimit.
 func (s *Store) ActiveLeases(ctx context.Context, runID string, limit int) ([]Lease, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
@@ -80,11 +72,14 @@ func (s *Store) ActiveLeases(ctx context.Context, runID string, limit int) ([]Le
 	if err != nil {
 		return nil, err
 	}
-	var out []Lease
+	var out []backend.Lease
 	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
 		out, err = r.Leases(ctx, backend.LeaseQuery{RunID: runID, Limit: limit})
 		return err
 	})
-	return out, err
+	if err != nil {
+		return nil, err
+	}
+	return toLeases(out), nil
 }

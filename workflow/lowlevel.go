@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -25,7 +26,7 @@ type AttemptIntent struct {
 // dispatch again); anything else at that number fails with ErrConflict.
 // Only new attempts are checked against the limits.
 func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.Time) (string, error) {
-	if err := validateAttemptKey(ai.Key); err != nil {
+	if err := validateAttemptKey(attemptKeyIn(ai.Key)); err != nil {
 		return "", err
 	}
 	intent, err := checkPlan(Plan{SideEffect: ai.SideEffect, Intent: ai.Intent})
@@ -36,7 +37,7 @@ func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.T
 	if err != nil {
 		return "", err
 	}
-	k := ai.Key
+	k, effect := attemptKeyIn(ai.Key), backend.Effect(ai.SideEffect)
 	identity := DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, k.Attempt)
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		f, err := tx.Load(ctx, backend.Lookup{
@@ -47,7 +48,7 @@ func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.T
 			return err
 		}
 		if old, ok := f.Attempts[k]; ok {
-			if old.Identity == identity && bytes.Equal(old.Intent, intent) && (old.SideEffect == ai.SideEffect || mutated("prepare-attempt-effect")) {
+			if old.Identity == identity && bytes.Equal(old.Intent, intent) && (old.SideEffect == effect || mutated("prepare-attempt-effect")) {
 				return errNoop
 			}
 			return stateErr(ErrConflict, "prepared attempt identity conflict: %s", identity)
@@ -70,7 +71,7 @@ func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.T
 			return err
 		}
 		w.insert(backend.Attempt{
-			Key: k, Identity: identity, Status: backend.AttemptPrepared, SideEffect: ai.SideEffect,
+			Key: k, Identity: identity, Status: backend.AttemptPrepared, SideEffect: effect,
 			Intent: intent, IntentChecksum: Checksum(intent), Handoff: backend.HandoffUnknown, PreparedMS: at,
 		})
 		if k.Attempt > act.LastAttempt {
@@ -87,11 +88,11 @@ func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.T
 			w.replace(root)
 		}
 		run.UpdatedMS = at
-		w.event(&run, "attempt_prepared", preparedJSON(k, ai.SideEffect, intent, at), at)
+		w.emit(&run, preparedPayload(k, effect, intent, at), at)
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		err = nil
 	}
 	if err != nil {

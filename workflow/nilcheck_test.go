@@ -51,7 +51,7 @@ type fakeBackend struct{ backend.Backend }
 func TestPureFuncsRejectNilInput(t *testing.T) {
 	t.Parallel()
 	for _, raw := range [][]byte{nil, {}} {
-		_, err := Canonical("doc", raw)
+		_, err := canonicalJSON("doc", raw)
 		assert.ErrorIs(t, err, ErrInvalidInput)
 		_, err = ParseRetryPolicy(raw)
 		assert.ErrorIs(t, err, ErrInvalidInput)

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -68,7 +69,7 @@ func (o Observation) validate(at int64) (out, detail []byte, succ []backend.Acti
 		if len(o.Output) == 0 {
 			return nil, nil, nil, invalid("observation output", "is required for succeeded")
 		}
-		if out, err = Canonical("observation output", o.Output); err != nil {
+		if out, err = canonicalJSON("observation output", o.Output); err != nil {
 			return nil, nil, nil, err
 		}
 	default:
@@ -92,7 +93,7 @@ func (o Observation) validate(at int64) (out, detail []byte, succ []backend.Acti
 
 // compatibleSettled reports whether observing k on an attempt already in
 // settled status st is a no-op (true) rather than a conflict.
-func compatibleSettled(st AttemptStatus, k ObservationKind) bool {
+func compatibleSettled(st backend.AttemptStatus, k ObservationKind) bool {
 	switch k {
 	case ObservedAdmitted, ObservedRunning, ObservedDeferred:
 		return true
@@ -153,7 +154,7 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 		res, err = applyObservation(ctx, tx, w, identity, obs, validObservation{output, detail, succ}, authorityCheck{}, at)
 		return err
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return res, nil
 	}
 	return res, err
@@ -185,7 +186,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 		if err := check.verify(run); err != nil {
 			return err
 		}
-		res.Status = att.Status
+		res.Status = AttemptStatus(att.Status)
 		if isSettled(att.Status) || att.Status == backend.AttemptRepairRequired {
 			if compatibleSettled(att.Status, obs.Kind) {
 				return errNoop
@@ -197,7 +198,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 		}
 		kind := obs.Kind
 		if handled, err := cancellingChildParent(ctx, tx, w, &run, &att, kind, detail, at); handled || err != nil {
-			res.Status = att.Status
+			res.Status = AttemptStatus(att.Status)
 			w.replace(run)
 			return err
 		}
@@ -234,7 +235,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			act.UpdatedMS = at
 			w.replace(att)
 			w.replace(act)
-			w.event(&run, "attempt_succeeded", map[string]any{"dispatch_identity": identity, "output": json.RawMessage(output)}, at)
+			w.emit(&run, AttemptSucceededPayload{DispatchIdentity: identity, Output: json.RawMessage(output)}, at)
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
 				return err
 			}
@@ -260,13 +261,13 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			act.UpdatedMS = at
 			w.replace(att)
 			w.replace(act)
-			w.event(&run, "attempt_failed", map[string]any{"dispatch_identity": identity, "retryable": kind == ObservedRetryableFailure}, at)
+			w.emit(&run, AttemptFailedPayload{DispatchIdentity: identity, Retryable: kind == ObservedRetryableFailure}, at)
 			if kind == ObservedRetryableFailure {
 				sched, refusal, err := scheduleFromPolicy(ctx, tx, w, &run, act, identity, att.Key.Attempt, at)
 				if err != nil {
 					return err
 				}
-				res.Schedule, res.NotScheduled = sched, refusal
+				res.Schedule, res.NotScheduled = toSchedulePtr(sched), refusal
 			}
 			if err := activationFailed(ctx, tx, w, &run, act, res.Schedule != nil, at); err != nil {
 				return err
@@ -283,7 +284,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			act.UpdatedMS = at
 			w.replace(att)
 			w.replace(act)
-			w.event(&run, "attempt_paused", map[string]any{"dispatch_identity": identity, "reason": obs.PauseReason}, at)
+			w.emit(&run, AttemptPausedPayload{DispatchIdentity: identity, Reason: obs.PauseReason}, at)
 			if run.Status == backend.RunRunning {
 				run.Status = backend.RunPaused
 				run.UpdatedMS = at
@@ -300,7 +301,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			act.UpdatedMS = at
 			w.replace(att)
 			w.replace(act)
-			w.event(&run, "attempt_cancelled", map[string]any{"dispatch_identity": identity}, at)
+			w.emit(&run, AttemptCancelledPayload{DispatchIdentity: identity}, at)
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
 				return err
 			}
@@ -308,13 +309,13 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 				return err
 			}
 		case ObservedUnknown:
-			if att.SideEffect == ReadOnly {
+			if att.SideEffect == backend.ReadOnly {
 				res.Unresolved = true
 				return errNoop
 			}
 			setAttemptStatus(&run, &att, backend.AttemptRepairRequired, at)
 			w.replace(att)
-			w.event(&run, "attempt_repair_required", map[string]any{"dispatch_identity": identity, "reason": "unknown_outcome"}, at)
+			w.emit(&run, AttemptRepairRequiredPayload{DispatchIdentity: identity, Reason: "unknown_outcome"}, at)
 			run.Status = backend.RunRepairRequired
 			run.UpdatedMS = at
 			if err := reindexRun(ctx, tx, w, run); err != nil {
@@ -324,7 +325,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 		if err := failedRunSettled(ctx, tx, w, &run, was, at); err != nil {
 			return err
 		}
-		res.Status = att.Status
+		res.Status = AttemptStatus(att.Status)
 		w.replace(run)
 		return nil
 	}()

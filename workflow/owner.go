@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 // Plan is an owner's plan for one activation: the side effect of the work
@@ -58,3 +59,19 @@ func (b Boundary) String() string {
 // FaultHook is called at each boundary of each admission; a non-nil error
 // stops the batch there (used to prove crash behaviour).
 type FaultHook func(ctx context.Context, b Boundary, p PreparedDispatch) error
+
+// PreparedDispatch is a committed attempt intent: what the owner is asked
+// to do, under which idempotency key (Identity).
+type PreparedDispatch struct {
+	Activation Activation
+	Attempt    uint32
+	Identity   string
+	SideEffect Effect
+	Intent     json.RawMessage // canonical
+	PreparedAt time.Time
+}
+
+// Key returns the attempt key.
+func (p PreparedDispatch) Key() AttemptKey {
+	return AttemptKey{ActivationKey: p.Activation.Key, Attempt: p.Attempt}
+}

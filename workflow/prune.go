@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
@@ -29,13 +30,9 @@ import (
 // for any completed or cancelled run (ErrIneligible). The run's counters
 // (AttemptCount, TreeAttemptCount) are kept, so allowances stay as they were.
 
-// PruneEventType is the type of the event a pruned run keeps as its only
-// event. Its payload counts what the prune deleted.
-const PruneEventType = "run_pruned"
-
 // PruneOptions selects the runs to prune and bounds the work.
 type PruneOptions struct {
-	// Runs names the runs to prune: 1..=MaxPageLimit distinct run ids.
+	// Runs names the runs to prune: 1 to MaxPageLimit distinct run ids.
 	// Every one must exist and be prunable (see Prune), or the call
 	// refuses as a whole before writing anything.
 	Runs []string
@@ -44,7 +41,7 @@ type PruneOptions struct {
 	// it is skipped, not pruned, and reported so. Zero means no cut-off.
 	FinishedBefore time.Time
 	// BatchSize bounds the records one transaction deletes: 0 means
-	// DefaultPageLimit, 1..=MaxPageLimit is taken as given. An attempt is
+	// DefaultPageLimit, 1 to MaxPageLimit is taken as given. An attempt is
 	// deleted with its leases in one transaction, so a transaction whose
 	// first attempt has more leases than BatchSize-1 deletes that attempt
 	// and its leases alone.
@@ -149,7 +146,7 @@ func (s *Store) Prune(ctx context.Context, opts PruneOptions, now time.Time) (Pr
 		}
 	}
 	for _, run := range runs {
-		pr := PrunedRun{RunID: run.ID, Status: run.Status}
+		pr := PrunedRun{RunID: run.ID, Status: RunStatus(run.Status)}
 		if cutoff != 0 && run.UpdatedMS >= cutoff {
 			pr.Skipped = "finished at or after the cut-off"
 			rep.Runs = append(rep.Runs, pr)
@@ -253,7 +250,7 @@ func (s *Store) finishedRuns(ctx context.Context, opts PruneOptions, cutoff int6
 }
 
 // prunable reports whether a run in status st can never change again.
-func prunable(st RunStatus) bool {
+func prunable(st backend.RunStatus) bool {
 	return st == backend.RunCompleted || st == backend.RunCancelled
 }
 
@@ -444,7 +441,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				}
 				evDone = len(evs) <= budget
 				for _, ev := range evs {
-					if ev.Type == PruneEventType {
+					if ev.Type == string(EventRunPruned) {
 						marked = true
 						continue
 					}
@@ -461,9 +458,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 			if done && !marked {
 				total := pr.Deleted
 				total.add(c)
-				w.event(&run, PruneEventType, map[string]any{"run_id": runID, "deleted": map[string]any{
-					"events": total.Events, "attempts": total.Attempts, "leases": total.Leases, "schedules": total.Schedules,
-				}}, at)
+				w.emit(&run, RunPrunedPayload{RunID: runID, Deleted: total}, at)
 				w.replace(run)
 			}
 			if w.empty() && c.Total() == 0 {
@@ -472,7 +467,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 			wrote = true
 			return nil
 		})
-		if err == errNoop {
+		if errors.Is(err, errNoop) {
 			err = nil
 		}
 		if err != nil {
@@ -561,7 +556,7 @@ func (s *Store) pruneCount(ctx context.Context, runID string) (c PruneCounts, al
 				return err
 			}
 			for _, ev := range evs {
-				if ev.Type == PruneEventType {
+				if ev.Type == string(EventRunPruned) {
 					alreadyPruned = true
 					continue
 				}

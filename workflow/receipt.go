@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -14,25 +15,26 @@ import (
 // repair_required attempt whose handoff was recorded is admitted by a late
 // receipt (the receipt is the proof). A canonical-identical
 // duplicate of the stored receipt is a no-op; a different one fails with
-// ErrConflict. identity must be the attempt's derived dispatch identity.
-// auth, when set, must be the run's current authority.
-func (s *Store) PersistReceipt(ctx context.Context, k AttemptKey, identity string, receipt json.RawMessage, auth *Authority, now time.Time) error {
+// ErrConflict. The attempt is named by its key (its dispatch identity is
+// key.Identity()). authority, when set, must be the run's current authority.
+func (s *Store) PersistReceipt(ctx context.Context, key AttemptKey, receipt json.RawMessage, authority *Authority, now time.Time) error {
+	k, a := attemptKeyIn(key), authorityIn(authority)
 	if err := validateAttemptKey(k); err != nil {
 		return err
 	}
-	if err := validateAuthority(auth); err != nil {
+	if err := validateAuthority(a); err != nil {
 		return err
 	}
-	return s.persistReceipt(ctx, k, identity, receipt, ownedBy(auth, "receipt"), now, nil)
+	return s.persistReceipt(ctx, k, key.Identity(), receipt, ownedBy(a, "receipt"), now, nil)
 }
 
 // persistReceipt implements PersistReceipt. kn, when set, holds the records
 // the handoff committed (see known).
-func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity string, receipt json.RawMessage, check authorityCheck, now time.Time, kn *known) error {
+func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identity string, receipt json.RawMessage, check authorityCheck, now time.Time, kn *known) error {
 	if len(receipt) == 0 {
 		return invalid("dispatch receipt", "is required")
 	}
-	rc, err := Canonical("dispatch receipt", receipt)
+	rc, err := canonicalJSON("dispatch receipt", receipt)
 	if err != nil {
 		return err
 	}
@@ -66,12 +68,12 @@ func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity strin
 			}
 			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 		}
-		typ := "attempt_admitted"
+		typ := EventAttemptAdmitted
 		switch att.Status {
 		case backend.AttemptPrepared:
 			att.Status = backend.AttemptAdmitted
 		case backend.AttemptCancelling, backend.AttemptSiblingCancelling:
-			typ = "attempt_cancellation_receipt_recorded"
+			typ = EventAttemptCancellationReceiptRecorded
 		case backend.AttemptRepairRequired:
 			if att.Handoff != backend.HandoffRecorded {
 				return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
@@ -90,10 +92,7 @@ func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity strin
 		att.Receipt = rc
 		att.AdmittedMS = at
 		w.replace(att)
-		w.event(&run, typ, map[string]any{
-			"run_id": k.RunID, "node_id": k.NodeID, "activation_id": k.ActivationID, "attempt": k.Attempt,
-			"dispatch_identity": identity, "receipt": json.RawMessage(rc), "admitted_at_ms": at,
-		}, at)
+		w.emit(&run, receiptPayload(typ, k, identity, rc, at), at)
 		run.UpdatedMS = at
 		w.replace(run)
 		return nil
@@ -118,7 +117,7 @@ func (s *Store) persistReceipt(ctx context.Context, k AttemptKey, identity strin
 		att, found := f.Attempts[k]
 		return decide(tx, w, run, att, found)
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err
@@ -138,8 +137,9 @@ type OwnerAdmission struct {
 // prepared and still eligible (admission may proceed); ErrIneligible when
 // it is not; ErrConflict when the intent differs (compared canonically);
 // ErrStaleAuthority unless auth is the run's current authority.
-func (s *Store) CheckOwnerAdmission(ctx context.Context, req OwnerAdmission, auth Authority) (json.RawMessage, error) {
-	if err := validateAttemptKey(req.Key); err != nil {
+func (s *Store) CheckOwnerAdmission(ctx context.Context, req OwnerAdmission, authority Authority) (json.RawMessage, error) {
+	k, auth := attemptKeyIn(req.Key), backend.Authority(authority)
+	if err := validateAttemptKey(k); err != nil {
 		return nil, err
 	}
 	if err := ValidateID("dispatch identity", req.Identity); err != nil {
@@ -148,11 +148,10 @@ func (s *Store) CheckOwnerAdmission(ctx context.Context, req OwnerAdmission, aut
 	if err := validateAuthority(&auth); err != nil {
 		return nil, err
 	}
-	intent, err := Canonical("owner admission intent", req.Intent)
+	intent, err := canonicalJSON("owner admission intent", req.Intent)
 	if err != nil {
 		return nil, err
 	}
-	k := req.Key
 	var out json.RawMessage
 	err = s.view(ctx, func(r backend.ReadTx) error {
 		f, err := r.Load(ctx, backend.Lookup{

@@ -3,6 +3,7 @@ package workflow
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -24,7 +25,7 @@ type ReceiptPassOptions struct {
 	// Authority, when set (RunID required), must be the run's current
 	// authority, up front and when the observations are applied.
 	Authority *Authority
-	// Limit bounds the attempts examined: 1..=MaxPageLimit, 0 means DefaultPageLimit.
+	// Limit bounds the attempts examined: 1 to MaxPageLimit, 0 means DefaultPageLimit.
 	Limit int
 }
 
@@ -54,7 +55,7 @@ type ReceiptPassSummary struct {
 
 // receiptPassStatuses are the statuses the pass selects: admitted work the
 // owner holds a receipt for and that has not settled.
-var receiptPassStatuses = []AttemptStatus{backend.AttemptAdmitted, backend.AttemptRunning,
+var receiptPassStatuses = []backend.AttemptStatus{backend.AttemptAdmitted, backend.AttemptRunning,
 	backend.AttemptCancelling, backend.AttemptSiblingCancelling}
 
 // ReconcileReceiptBacked asks the observer about admitted attempts after a
@@ -85,7 +86,7 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 		return sum, err
 	}
 	opts.Limit = limit
-	check, err := s.passCheck(ctx, opts.RunID, opts.Authority, now)
+	check, err := s.passCheck(ctx, opts.RunID, authorityIn(opts.Authority), now)
 	if err != nil {
 		return sum, err
 	}
@@ -98,7 +99,7 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 		return sum, err
 	}
 	type planned struct {
-		att Attempt
+		att backend.Attempt
 		obs Observation
 		v   validObservation
 		out ReceiptOutcome
@@ -112,7 +113,7 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 			if err := ctx.Err(); err != nil {
 				return sum, err
 			}
-			obs, err := o.Observe(ctx, att)
+			obs, err := o.Observe(ctx, toAttempt(att))
 			if err != nil {
 				return sum, fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
 			}
@@ -136,7 +137,7 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 			mark := w.mark()
 			res, err := applyObservation(ctx, tx, w, p.att.Identity, p.obs, p.v, c, at)
 			switch {
-			case err == errNoop:
+			case errors.Is(err, errNoop):
 				w.truncate(mark)
 			case err != nil:
 				return err
@@ -160,8 +161,8 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 // receiptBacked selects, in one snapshot, up to limit receipt-backed
 // attempts in the pass's statuses, earliest prepared first, with the runs
 // they belong to as read then.
-func (s *Store) receiptBacked(ctx context.Context, runID string, limit int) ([]Attempt, map[string]backend.Run, error) {
-	var out []Attempt
+func (s *Store) receiptBacked(ctx context.Context, runID string, limit int) ([]backend.Attempt, map[string]backend.Run, error) {
+	var out []backend.Attempt
 	var runs map[string]backend.Run
 	err := s.view(ctx, func(r backend.ReadTx) error {
 		out = out[:0]
@@ -187,7 +188,7 @@ func (s *Store) receiptBacked(ctx context.Context, runID string, limit int) ([]A
 				q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
 			}
 		}
-		slices.SortFunc(out, func(a, b Attempt) int {
+		slices.SortFunc(out, func(a, b backend.Attempt) int {
 			return cmp.Or(cmp.Compare(a.PreparedMS, b.PreparedMS), cmp.Compare(a.Identity, b.Identity))
 		})
 		out = out[:min(len(out), limit)]

@@ -16,7 +16,7 @@ type ReconcileOptions struct {
 	RunID string
 	// Authority, when set (RunID required), must be the run's current one.
 	Authority *Authority
-	// Limit bounds the attempts examined: 1..=MaxPageLimit, 0 means
+	// Limit bounds the attempts examined: 1 to MaxPageLimit, 0 means
 	// DefaultPageLimit.
 	Limit int
 	// Lookup, when set, is asked for a receipt of every attempt whose
@@ -63,7 +63,7 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 		return sum, err
 	}
 	opts.Limit = limit
-	owned, err := s.passCheck(ctx, opts.RunID, opts.Authority, now)
+	owned, err := s.passCheck(ctx, opts.RunID, authorityIn(opts.Authority), now)
 	if err != nil {
 		return sum, err
 	}
@@ -93,7 +93,7 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 				continue
 			}
 		}
-		if att.SideEffect == ReadOnly {
+		if att.SideEffect == backend.ReadOnly {
 			sum.SafeReadOnly = append(sum.SafeReadOnly, att.Identity)
 			continue
 		}
@@ -110,7 +110,7 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 
 // passCheck validates a pass's options and returns its owned authority
 // check (mode none when the pass is unowned).
-func (s *Store) passCheck(ctx context.Context, runID string, auth *Authority, now time.Time) (authorityCheck, error) {
+func (s *Store) passCheck(ctx context.Context, runID string, auth *backend.Authority, now time.Time) (authorityCheck, error) {
 	if runID != "" {
 		if err := ValidateID("run id", runID); err != nil {
 			return authorityCheck{}, err
@@ -126,7 +126,7 @@ func (s *Store) passCheck(ctx context.Context, runID string, auth *Authority, no
 		if err := validateAuthority(auth); err != nil {
 			return authorityCheck{}, err
 		}
-		if err := s.VerifyAuthority(ctx, runID, *auth); err != nil {
+		if err := s.VerifyAuthority(ctx, runID, Authority(*auth)); err != nil {
 			return authorityCheck{}, err
 		}
 	}
@@ -136,7 +136,7 @@ func (s *Store) passCheck(ctx context.Context, runID string, auth *Authority, no
 // passAttempt is one prepared attempt a recovery pass examines, with the
 // authority check every write the pass makes for it must pass.
 type passAttempt struct {
-	att   Attempt
+	att   backend.Attempt
 	check authorityCheck
 }
 
@@ -192,7 +192,7 @@ func (s *Store) markRepairRequired(ctx context.Context, identity string, check a
 		}
 		setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
 		w.replace(*att)
-		w.event(run, "attempt_repair_required", map[string]any{"dispatch_identity": identity, "reason": "ambiguous_handoff"}, at)
+		w.emit(run, AttemptRepairRequiredPayload{DispatchIdentity: identity, Reason: "ambiguous_handoff"}, at)
 		if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
 			run.Status = backend.RunRepairRequired
 			if err := reindexRun(ctx, tx, w, *run); err != nil {
@@ -207,8 +207,8 @@ func (s *Store) markRepairRequired(ctx context.Context, identity string, check a
 
 // RedispatchSummary reports one Redispatch pass.
 type RedispatchSummary struct {
-	// Admitted lists identities redispatched and admitted.
-	Admitted []string
+	// Admitted lists the attempts redispatched and admitted.
+	Admitted []AttemptRef
 	// Skipped lists prepared attempts not eligible for redispatch now
 	// (ambiguous mutating, or their run or activation no longer running).
 	Skipped []string
@@ -237,7 +237,7 @@ func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptio
 		return sum, err
 	}
 	opts.Limit = limit
-	owned, err := s.passCheck(ctx, opts.RunID, opts.Authority, now)
+	owned, err := s.passCheck(ctx, opts.RunID, authorityIn(opts.Authority), now)
 	if err != nil {
 		return sum, err
 	}
@@ -250,11 +250,11 @@ func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptio
 		if mutated("redispatch-authority") {
 			check = authorityCheck{}
 		}
-		if att.Receipt != nil || (att.Handoff != backend.HandoffPending && att.SideEffect != ReadOnly) {
+		if att.Receipt != nil || (att.Handoff != backend.HandoffPending && att.SideEffect != backend.ReadOnly) {
 			sum.Skipped = append(sum.Skipped, att.Identity)
 			continue
 		}
-		var act Activation
+		var act backend.Activation
 		if err := s.view(ctx, func(r backend.ReadTx) error {
 			a, err := backend.GetActivation(ctx, r, att.Key.ActivationKey)
 			act = a
@@ -269,8 +269,8 @@ func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptio
 			}
 			return sum, err
 		}
-		p := PreparedDispatch{Activation: act, Attempt: att.Key.Attempt, Identity: att.Identity,
-			SideEffect: att.SideEffect, Intent: att.Intent, PreparedAt: fromMS(att.PreparedMS)}
+		p := PreparedDispatch{Activation: toActivation(act), Attempt: att.Key.Attempt, Identity: att.Identity,
+			SideEffect: Effect(att.SideEffect), Intent: att.Intent, PreparedAt: fromMS(att.PreparedMS)}
 		receipt, err := owner.Dispatch(ctx, p)
 		if err != nil {
 			return sum, fmt.Errorf("%w: redispatch %s: %w", ErrOwner, att.Identity, err)
@@ -278,7 +278,7 @@ func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptio
 		if err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now, nil); err != nil {
 			return sum, err
 		}
-		sum.Admitted = append(sum.Admitted, att.Identity)
+		sum.Admitted = append(sum.Admitted, AttemptRef{Key: attemptKeyOut(att.Key), Identity: att.Identity})
 	}
 	return sum, nil
 }

@@ -24,14 +24,27 @@ const (
 	RepairAbandon RepairAction = "abandon_for_explicit_retry"
 )
 
+// RepairRequest names a repair_required attempt by its dispatch identity
+// and says how to resolve it.
+type RepairRequest struct {
+	Identity string
+	Action   RepairAction
+	// Output is required with RepairConfirmSucceeded (the activation's
+	// output JSON) and ignored otherwise.
+	Output json.RawMessage
+	// Authority, when set, must be the run's current authority.
+	Authority *Authority
+}
+
 // Repair resolves a mutating repair_required attempt. It never dispatches
 // anything. Once no repair_required attempt remains, the run leaves
 // repair_required: to failed after an abandon or a confirmed failure (so
 // RetryFailedNode applies), to running otherwise (or cancelled when its
 // cancellation is requested and nothing is active). A confirmed success
 // that leaves nothing of the run open completes the run, as a Succeeded
-// observation does. auth, when set, must be the run's current authority.
-func (s *Store) Repair(ctx context.Context, identity string, action RepairAction, output json.RawMessage, auth *Authority, now time.Time) error {
+// observation does.
+func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) error {
+	identity, action, output, auth := req.Identity, req.Action, req.Output, authorityIn(req.Authority)
 	if err := validateAuthority(auth); err != nil {
 		return err
 	}
@@ -42,7 +55,7 @@ func (s *Store) Repair(ctx context.Context, identity string, action RepairAction
 			return invalid("repair output", "is required to confirm success")
 		}
 		var err error
-		if out, err = Canonical("repair output", output); err != nil {
+		if out, err = canonicalJSON("repair output", output); err != nil {
 			return err
 		}
 	case RepairConfirmFailed, RepairConfirmCancelled, RepairAbandon:
@@ -53,7 +66,7 @@ func (s *Store) Repair(ctx context.Context, identity string, action RepairAction
 		if err := ownedBy(auth, "repair").verify(*run); err != nil {
 			return err
 		}
-		if att.Status != backend.AttemptRepairRequired || att.SideEffect != Mutating {
+		if att.Status != backend.AttemptRepairRequired || att.SideEffect != backend.Mutating {
 			return stateErr(ErrIneligible, "attempt %s is not a mutating repair_required attempt", identity)
 		}
 		st, as, to := backend.AttemptSucceeded, backend.ActivationCompleted, backend.RunRunning
@@ -73,7 +86,7 @@ func (s *Store) Repair(ctx context.Context, identity string, action RepairAction
 		act.UpdatedMS = at
 		w.replace(*att)
 		w.replace(act)
-		w.event(run, "attempt_repaired", map[string]any{"dispatch_identity": identity, "action": action}, at)
+		w.emit(run, AttemptRepairedPayload{DispatchIdentity: identity, Action: action}, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}

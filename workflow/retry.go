@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"time"
 
@@ -16,17 +17,9 @@ type RetryRequeue struct {
 	NextAttempt     uint32
 }
 
-func scheduleJSON(s backend.RetrySchedule) map[string]any {
-	return map[string]any{
-		"run_id": s.Key.RunID, "node_id": s.Key.NodeID, "activation_id": s.Key.ActivationID,
-		"failed_attempt": s.FailedAttempt, "next_attempt": s.NextAttempt, "failure_kind": s.FailureKind,
-		"backoff_ms": s.BackoffMS, "next_attempt_at_ms": s.DueMS, "scheduled_at_ms": s.ScheduledMS,
-	}
-}
-
 // buildSchedule decides e and returns the schedule it implies, or
 // ErrIneligible / ErrInvalidInput.
-func buildSchedule(e RetryEligibility, k ActivationKey, kind FailureKind, backoffMS, at int64) (backend.RetrySchedule, error) {
+func buildSchedule(e RetryEligibility, k backend.ActivationKey, kind FailureKind, backoffMS, at int64) (backend.RetrySchedule, error) {
 	if e.Failure != kind {
 		return backend.RetrySchedule{}, invalid("retry failure kind", "automatic retry failure kind does not match eligibility facts")
 	}
@@ -64,7 +57,7 @@ func putSchedule(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.
 		return old, false, stateErr(ErrConflict, "automatic retry schedule identity conflict: %v", sched.Key)
 	}
 	w.insert(sched)
-	w.event(run, "automatic_retry_scheduled", scheduleJSON(sched), at)
+	w.emit(run, schedulePayload(sched), at)
 	return sched, true, nil
 }
 
@@ -113,16 +106,12 @@ type RetryRefusal struct {
 // schedule for an earlier attempt can never be consumed and is replaced
 // (with an automatic_retry_discarded event); any other different schedule
 // is kept and the new one refused (RefusedScheduleExists).
-func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, identity string, attempt uint32, at int64) (*RetrySchedule, *RetryRefusal, error) {
-	refuse := func(r RetryRefusal) (*RetrySchedule, *RetryRefusal, error) {
-		payload := map[string]any{
-			"run_id": act.Key.RunID, "node_id": act.Key.NodeID, "activation_id": act.Key.ActivationID,
-			"dispatch_identity": identity, "failed_attempt": attempt, "reason": r.Reason,
-		}
-		if r.Ineligible != "" {
-			payload["ineligible_reason"] = r.Ineligible
-		}
-		w.event(run, "automatic_retry_not_scheduled", payload, at)
+func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, identity string, attempt uint32, at int64) (*backend.RetrySchedule, *RetryRefusal, error) {
+	refuse := func(r RetryRefusal) (*backend.RetrySchedule, *RetryRefusal, error) {
+		w.emit(run, AutomaticRetryNotScheduledPayload{
+			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID,
+			DispatchIdentity: identity, FailedAttempt: attempt, Reason: r.Reason, IneligibleReason: r.Ineligible,
+		}, at)
 		return nil, &r, nil
 	}
 	if act.RetryPolicy == nil {
@@ -136,7 +125,7 @@ func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *b
 		return refuse(RetryRefusal{Reason: RefusedKindNotAdmitted})
 	}
 	e := RetryEligibility{
-		Version: RetryPolicyVersion, Effect: act.Effect, Reconciliation: act.Reconciliation,
+		Version: RetryPolicyVersion, Effect: Effect(act.Effect), Reconciliation: Reconciliation(act.Reconciliation),
 		Failure: FailureOwnerReportedRetryable, AttemptsCompleted: attempt,
 		MaxAttempts: p.MaxAttempts, RetryCap: uint32(run.Limits.RetryCap),
 	}
@@ -147,7 +136,7 @@ func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *b
 	if err != nil {
 		return refuse(RetryRefusal{Reason: RefusedBackoffOverflow})
 	}
-	sched, err := buildSchedule(e, act.Key, FailureOwnerReportedRetryable, backoff, at)
+	sched, err := buildSchedule(e, act.Key, FailureOwnerReportedRetryable, backoff.Milliseconds(), at)
 	if err != nil {
 		return refuse(RetryRefusal{Reason: RefusedBackoffOverflow})
 	}
@@ -161,21 +150,37 @@ func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *b
 			return &old, nil, nil
 		case old.FailedAttempt < attempt:
 			w.delete(old)
-			w.event(run, "automatic_retry_discarded", discardJSON(old, discardAttemptMovedOn), at)
+			w.emit(run, discardPayload(old, discardAttemptMovedOn), at)
 		default:
-			return refuse(RetryRefusal{Reason: RefusedScheduleExists, Existing: &old})
+			return refuse(RetryRefusal{Reason: RefusedScheduleExists, Existing: toSchedulePtr(&old)})
 		}
 	}
 	w.insert(sched)
-	w.event(run, "automatic_retry_scheduled", scheduleJSON(sched), at)
+	w.emit(run, schedulePayload(sched), at)
 	return &sched, nil, nil
 }
 
-// ScheduleRetry persists an automatic retry schedule decided from e. It is
-// idempotent only for an identical request (same facts, backoff and now);
-// a different schedule for the same activation fails with ErrConflict. The
-// automatic_retry_scheduled event is written on first insert only.
-func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, k ActivationKey, kind FailureKind, backoffMS int64, now time.Time) (RetrySchedule, error) {
+// RetryRequest asks for an automatic retry of an activation whose latest
+// attempt failed, with the node facts DecideRetry needs.
+type RetryRequest struct {
+	Key            ActivationKey
+	Effect         Effect
+	Reconciliation Reconciliation
+	// MaxAttempts is the policy's max_attempts (counting the first attempt).
+	MaxAttempts uint32
+	// Backoff is the delay before the retry is due, truncated to the
+	// millisecond; it must not be negative.
+	Backoff time.Duration
+}
+
+// ScheduleRetry persists an automatic retry schedule decided from e (the
+// failure kind is e.Failure), due backoff (truncated to the millisecond)
+// after now. It is idempotent only for an identical request (same facts,
+// backoff and now); a different schedule for the same activation fails
+// with ErrConflict. The automatic_retry_scheduled event is written on
+// first insert only.
+func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, key ActivationKey, backoff time.Duration, now time.Time) (RetrySchedule, error) {
+	k := keyIn(key)
 	if err := validateActivationKey(k); err != nil {
 		return RetrySchedule{}, err
 	}
@@ -183,11 +188,11 @@ func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, k Activat
 	if err != nil {
 		return RetrySchedule{}, err
 	}
-	sched, err := buildSchedule(e, k, kind, backoffMS, at)
+	sched, err := buildSchedule(e, k, e.Failure, backoff.Milliseconds(), at)
 	if err != nil {
 		return RetrySchedule{}, err
 	}
-	var out RetrySchedule
+	var out backend.RetrySchedule
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		run, err := backend.GetRun(ctx, tx, k.RunID)
 		if err != nil {
@@ -204,16 +209,21 @@ func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, k Activat
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		err = nil
 	}
-	return out, err
+	if err != nil {
+		return RetrySchedule{}, err
+	}
+	return toSchedule(out), nil
 }
 
 // ScheduleRetryForFailedAttempt reads the activation's completed attempts
-// and the run's retry cap, then schedules as ScheduleRetry does. Whether the
-// latest attempt really failed is checked at consumption.
-func (s *Store) ScheduleRetryForFailedAttempt(ctx context.Context, k ActivationKey, kind FailureKind, effect Effect, recon Reconciliation, maxAttempts uint32, backoffMS int64, now time.Time) (RetrySchedule, error) {
+// and the run's retry cap, then schedules a retry for failure kind as
+// ScheduleRetry does. Whether the latest attempt really failed is checked
+// at consumption.
+func (s *Store) ScheduleRetryForFailedAttempt(ctx context.Context, req RetryRequest, kind FailureKind, now time.Time) (RetrySchedule, error) {
+	k := keyIn(req.Key)
 	if err := validateActivationKey(k); err != nil {
 		return RetrySchedule{}, err
 	}
@@ -234,14 +244,14 @@ func (s *Store) ScheduleRetryForFailedAttempt(ctx context.Context, k ActivationK
 		if !ok {
 			return stateErr(ErrNotFound, "activation %v", k)
 		}
-		e = RetryEligibility{Version: RetryPolicyVersion, Effect: effect, Reconciliation: recon, Failure: kind,
-			AttemptsCompleted: act.LastAttempt, MaxAttempts: maxAttempts, RetryCap: uint32(run.Limits.RetryCap)}
+		e = RetryEligibility{Version: RetryPolicyVersion, Effect: req.Effect, Reconciliation: req.Reconciliation, Failure: kind,
+			AttemptsCompleted: act.LastAttempt, MaxAttempts: req.MaxAttempts, RetryCap: uint32(run.Limits.RetryCap)}
 		return nil
 	})
 	if err != nil {
 		return RetrySchedule{}, err
 	}
-	return s.ScheduleRetry(ctx, e, k, kind, backoffMS, now)
+	return s.ScheduleRetry(ctx, e, req.Key, req.Backoff, now)
 }
 
 // FailureKindOf maps an observation to its retry failure kind; ok is false
@@ -266,10 +276,11 @@ func FailureKindOf(o Observation) (FailureKind, bool) {
 	return "", false
 }
 
-// ScheduleRetryFromObservation schedules a retry for an observed failure:
-// nil for non-failures, ErrIneligible for every kind but RetryableFailure.
-func (s *Store) ScheduleRetryFromObservation(ctx context.Context, k ActivationKey, o Observation, effect Effect, recon Reconciliation, maxAttempts uint32, backoffMS int64, now time.Time) (*RetrySchedule, error) {
-	if err := validateActivationKey(k); err != nil {
+// ScheduleRetryFromObservation schedules a retry for an observed failure
+// (its kind is FailureKindOf(o)): nil for non-failures, ErrIneligible for
+// every kind but RetryableFailure.
+func (s *Store) ScheduleRetryFromObservation(ctx context.Context, req RetryRequest, o Observation, now time.Time) (*RetrySchedule, error) {
+	if err := validateActivationKey(keyIn(req.Key)); err != nil {
 		return nil, err
 	}
 	if _, err := toMS("now", now); err != nil {
@@ -282,30 +293,37 @@ func (s *Store) ScheduleRetryFromObservation(ctx context.Context, k ActivationKe
 	if kind != FailureOwnerReportedRetryable {
 		return nil, stateErr(ErrIneligible, "automatic retry is ineligible: %s", kind)
 	}
-	sched, err := s.ScheduleRetryForFailedAttempt(ctx, k, kind, effect, recon, maxAttempts, backoffMS, now)
+	sched, err := s.ScheduleRetryForFailedAttempt(ctx, req, kind, now)
 	if err != nil {
 		return nil, err
 	}
 	return &sched, nil
 }
 
-// GetRetrySchedule returns the activation's schedule, nil when none.
-func (s *Store) GetRetrySchedule(ctx context.Context, k ActivationKey) (*RetrySchedule, error) {
+// GetRetrySchedule returns the activation's schedule; when it has none
+// (or does not exist) the error matches ErrNotFound.
+func (s *Store) GetRetrySchedule(ctx context.Context, key ActivationKey) (RetrySchedule, error) {
+	k := keyIn(key)
 	if err := validateActivationKey(k); err != nil {
-		return nil, err
+		return RetrySchedule{}, err
 	}
-	var out *RetrySchedule
+	var out backend.RetrySchedule
 	err := s.view(ctx, func(r backend.ReadTx) error {
 		f, err := r.Load(ctx, backend.Lookup{Schedules: []backend.ActivationKey{k}})
 		if err != nil {
 			return err
 		}
-		if v, ok := f.Schedules[k]; ok {
-			out = &v
+		v, ok := f.Schedules[k]
+		if !ok {
+			return stateErr(ErrNotFound, "no retry schedule for activation %v", k)
 		}
+		out = v
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return RetrySchedule{}, err
+	}
+	return toSchedule(out), nil
 }
 
 // Why a due schedule that can never be consumed is discarded (the reason
@@ -323,12 +341,6 @@ const (
 // ConsumeNextDueRetry passes over before it reports nothing consumed.
 const maxSchedulesPassedOver = MaxPageLimit
 
-func discardJSON(s backend.RetrySchedule, reason string) map[string]any {
-	out := scheduleJSON(s)
-	out["reason"] = reason
-	return out
-}
-
 type scheduleVerdict int
 
 const (
@@ -340,7 +352,7 @@ const (
 // consumesAttempt reports whether a schedule may consume an attempt in
 // status st: only a failed one. An abandoned mutation is retried only
 // explicitly (RetryFailedNode).
-func consumesAttempt(st AttemptStatus) bool {
+func consumesAttempt(st backend.AttemptStatus) bool {
 	return st == backend.AttemptFailed || (st == backend.AttemptAbandoned && mutated("consume-abandoned"))
 }
 
@@ -438,7 +450,7 @@ func (s *Store) ConsumeNextDueRetry(ctx context.Context, runID string, now time.
 				skipped++
 			case scheduleStale:
 				w.delete(sched)
-				w.event(&run, "automatic_retry_discarded", discardJSON(sched, reason), at)
+				w.emit(&run, discardPayload(sched, reason), at)
 				run.UpdatedMS = at
 				w.replace(run)
 				if err := flush(ctx, tx, w); err != nil {
@@ -470,7 +482,8 @@ func (s *Store) ConsumeNextDueRetry(ctx context.Context, runID string, now time.
 // abandoned) fails with ErrConflict; this exact form changes nothing on any
 // error and so leaves such a schedule in place: ConsumeNextDueRetry is the
 // pass that discards schedules that can never be consumed.
-func (s *Store) ConsumeDueRetry(ctx context.Context, k ActivationKey, now time.Time) (RetryRequeue, error) {
+func (s *Store) ConsumeDueRetry(ctx context.Context, key ActivationKey, now time.Time) (RetryRequeue, error) {
+	k := keyIn(key)
 	if err := validateActivationKey(k); err != nil {
 		return RetryRequeue{}, err
 	}
@@ -503,7 +516,8 @@ func (s *Store) ConsumeDueRetry(ctx context.Context, k ActivationKey, now time.T
 // sibling's retry may have requeued it already) or has cancellation
 // requested, when attempt failedAttempt+1 would exceed RetryCap+1, and when
 // any activation already names this one as predecessor.
-func (s *Store) RetryFailedNode(ctx context.Context, k ActivationKey, failedAttempt uint32, now time.Time) (RetryRequeue, error) {
+func (s *Store) RetryFailedNode(ctx context.Context, key ActivationKey, failedAttempt uint32, now time.Time) (RetryRequeue, error) {
+	k := keyIn(key)
 	if err := validateActivationKey(k); err != nil {
 		return RetryRequeue{}, err
 	}
@@ -522,7 +536,7 @@ func (s *Store) RetryFailedNode(ctx context.Context, k ActivationKey, failedAtte
 	return out, err
 }
 
-func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k ActivationKey, failed uint32, sched *backend.RetrySchedule, at int64) (RetryRequeue, error) {
+func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.ActivationKey, failed uint32, sched *backend.RetrySchedule, at int64) (RetryRequeue, error) {
 	f, err := tx.Load(ctx, backend.Lookup{
 		Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k},
 		Attempts: []backend.AttemptKey{{ActivationKey: k, Attempt: failed}},
@@ -572,16 +586,15 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k ActivationK
 	w.replace(act)
 	run.Status = backend.RunRunning
 	run.UpdatedMS = at
-	out := RetryRequeue{Key: k, PreviousAttempt: failed, NextAttempt: next}
-	w.event(&run, "node_retry_requested", map[string]any{
-		"run_id": k.RunID, "node_id": k.NodeID, "activation_id": k.ActivationID,
-		"previous_attempt": failed, "next_attempt": next,
+	out := RetryRequeue{Key: keyOut(k), PreviousAttempt: failed, NextAttempt: next}
+	w.emit(&run, NodeRetryRequestedPayload{
+		RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID, PreviousAttempt: failed, NextAttempt: next,
 	}, at)
 	if sched != nil {
 		if !mutated("schedule-consume-twice") {
 			w.delete(*sched)
 		}
-		w.event(&run, "automatic_retry_consumed", scheduleJSON(*sched), at)
+		w.emit(&run, AutomaticRetryConsumedPayload(schedulePayload(*sched)), at)
 	} else if err := supersedeSchedule(ctx, tx, w, &run, k, at); err != nil {
 		return RetryRequeue{}, err
 	}
@@ -594,14 +607,14 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k ActivationK
 
 // supersedeSchedule deletes a schedule an explicit retry made moot, so it
 // can never requeue a second time.
-func supersedeSchedule(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, k ActivationKey, at int64) error {
+func supersedeSchedule(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, k backend.ActivationKey, at int64) error {
 	f, err := tx.Load(ctx, backend.Lookup{Schedules: []backend.ActivationKey{k}})
 	if err != nil {
 		return err
 	}
 	if old, ok := f.Schedules[k]; ok {
 		w.delete(old)
-		w.event(run, "automatic_retry_superseded", scheduleJSON(old), at)
+		w.emit(run, AutomaticRetrySupersededPayload(schedulePayload(old)), at)
 	}
 	return nil
 }

@@ -7,27 +7,8 @@ import (
 	"math/bits"
 	"slices"
 
-	"github.com/wfstore/wfstore/backend"
-)
-
-// Effect is whether a node's work may change the world.
-type Effect = backend.Effect
-
-// Reconciliation is how an unknown outcome of a node can be resolved.
-type Reconciliation = backend.Reconciliation
-
-// Effects and reconciliation classes, re-exported from backend.
-const (
-	ReadOnly = backend.ReadOnly
-	Mutating = backend.Mutating
-
-	// IdempotentReplay: repeating the same identity is safe. A mutating
-	// node may not declare it.
-	IdempotentReplay = backend.IdempotentReplay
-	// ReceiptStatus: a durable receipt can be observed after restart.
-	ReceiptStatus = backend.ReceiptStatus
-	// RepairRequired: an unknown outcome stops for repair.
-	RepairRequired = backend.RepairRequired
+	"fmt"
+	"time"
 )
 
 // FailureKind classifies how an attempt failed, for automatic retry.
@@ -76,8 +57,8 @@ const (
 // RetryPolicyVersion is the only supported automatic-retry policy version.
 const RetryPolicyVersion = 1
 
-// MaxBackoffMS is the largest maximum_backoff_ms a policy may declare (one day).
-const MaxBackoffMS = 86_400_000
+// MaxBackoff is the largest MaximumBackoff a policy may declare (one day).
+const MaxBackoff = 24 * time.Hour
 
 // maxBackoffMultiplier is the largest backoff_multiplier a policy may declare.
 const maxBackoffMultiplier = 100
@@ -158,20 +139,63 @@ func DecideRetry(e RetryEligibility) RetryDecision {
 }
 
 // RetryPolicy is a node's automatic-retry policy. Its JSON form has exactly
-// these six fields (unknown fields are rejected by ParseRetryPolicy).
+// six fields, version, max_attempts, eligible_failures, initial_backoff_ms,
+// backoff_multiplier and maximum_backoff_ms (the backoffs in whole
+// milliseconds); ParseRetryPolicy rejects any other.
 type RetryPolicy struct {
+	Version           uint32
+	MaxAttempts       uint32 // counting the first attempt
+	EligibleFailures  []FailureKind
+	InitialBackoff    time.Duration // a whole number of milliseconds
+	BackoffMultiplier int64
+	MaximumBackoff    time.Duration // a whole number of milliseconds
+}
+
+// retryPolicyJSON is RetryPolicy's JSON form.
+type retryPolicyJSON struct {
 	Version           uint32        `json:"version"`
-	MaxAttempts       uint32        `json:"max_attempts"` // counting the first attempt
+	MaxAttempts       uint32        `json:"max_attempts"`
 	EligibleFailures  []FailureKind `json:"eligible_failures"`
 	InitialBackoffMS  int64         `json:"initial_backoff_ms"`
 	BackoffMultiplier int64         `json:"backoff_multiplier"`
 	MaximumBackoffMS  int64         `json:"maximum_backoff_ms"`
 }
 
+// MarshalJSON writes the policy's JSON form (backoffs in milliseconds).
+func (p RetryPolicy) MarshalJSON() ([]byte, error) {
+	return json.Marshal(retryPolicyJSON{
+		Version: p.Version, MaxAttempts: p.MaxAttempts, EligibleFailures: p.EligibleFailures,
+		InitialBackoffMS: p.InitialBackoff.Milliseconds(), BackoffMultiplier: p.BackoffMultiplier,
+		MaximumBackoffMS: p.MaximumBackoff.Milliseconds(),
+	})
+}
+
+// UnmarshalJSON reads the policy's JSON form; unknown fields are an
+// error. It does not validate: ParseRetryPolicy does.
+func (p *RetryPolicy) UnmarshalJSON(b []byte) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	var w retryPolicyJSON
+	if err := dec.Decode(&w); err != nil {
+		return err
+	}
+	const maxMS = math.MaxInt64 / int64(time.Millisecond)
+	if w.InitialBackoffMS > maxMS || w.InitialBackoffMS < -maxMS || w.MaximumBackoffMS > maxMS || w.MaximumBackoffMS < -maxMS {
+		return fmt.Errorf("backoff out of range")
+	}
+	*p = RetryPolicy{
+		Version: w.Version, MaxAttempts: w.MaxAttempts, EligibleFailures: w.EligibleFailures,
+		InitialBackoff: time.Duration(w.InitialBackoffMS) * time.Millisecond, BackoffMultiplier: w.BackoffMultiplier,
+		MaximumBackoff: time.Duration(w.MaximumBackoffMS) * time.Millisecond,
+	}
+	return nil
+}
+
 const retryPolicyField = "retry policy"
 
 // Validate checks the policy rules: version 1; max_attempts > 0;
-// 0 < initial_backoff_ms <= maximum_backoff_ms <= MaxBackoffMS;
+// 0 < InitialBackoff <= MaximumBackoff <= MaxBackoff, both whole
+// milliseconds;
 // 1 <= backoff_multiplier <= 100; eligible_failures non-empty, without
 // duplicates, containing only owner_unavailable_before_acceptance and
 // owner_reported_retryable. The error is an *InputError.
@@ -181,15 +205,17 @@ func (p RetryPolicy) Validate() error {
 		return invalid(retryPolicyField, "version must be %d, got %d", RetryPolicyVersion, p.Version)
 	case p.MaxAttempts == 0:
 		return invalid(retryPolicyField, "max_attempts must be > 0")
-	case p.InitialBackoffMS <= 0:
-		return invalid(retryPolicyField, "initial_backoff_ms must be > 0, got %d", p.InitialBackoffMS)
-	case p.InitialBackoffMS > p.MaximumBackoffMS:
+	case p.InitialBackoff%time.Millisecond != 0 || p.MaximumBackoff%time.Millisecond != 0:
+		return invalid(retryPolicyField, "backoffs must be whole milliseconds, got %v and %v", p.InitialBackoff, p.MaximumBackoff)
+	case p.InitialBackoff <= 0:
+		return invalid(retryPolicyField, "initial_backoff_ms must be > 0, got %d", p.InitialBackoff.Milliseconds())
+	case p.InitialBackoff > p.MaximumBackoff:
 		return invalid(retryPolicyField, "initial_backoff_ms (%d) must not exceed maximum_backoff_ms (%d)",
-			p.InitialBackoffMS, p.MaximumBackoffMS)
-	case p.MaximumBackoffMS > MaxBackoffMS:
-		return invalid(retryPolicyField, "maximum_backoff_ms must be at most %d, got %d", MaxBackoffMS, p.MaximumBackoffMS)
+			p.InitialBackoff.Milliseconds(), p.MaximumBackoff.Milliseconds())
+	case p.MaximumBackoff > MaxBackoff:
+		return invalid(retryPolicyField, "maximum_backoff_ms must be at most %d, got %d", MaxBackoff.Milliseconds(), p.MaximumBackoff.Milliseconds())
 	case p.BackoffMultiplier < 1 || p.BackoffMultiplier > maxBackoffMultiplier:
-		return invalid(retryPolicyField, "backoff_multiplier must be in 1..=%d, got %d", maxBackoffMultiplier, p.BackoffMultiplier)
+		return invalid(retryPolicyField, "backoff_multiplier must be 1 to %d, got %d", maxBackoffMultiplier, p.BackoffMultiplier)
 	case len(p.EligibleFailures) == 0:
 		return invalid(retryPolicyField, "eligible_failures must not be empty")
 	}
@@ -216,13 +242,13 @@ func (p RetryPolicy) Validate() error {
 // Admits reports whether k is in the policy's eligible failures.
 func (p RetryPolicy) Admits(k FailureKind) bool { return slices.Contains(p.EligibleFailures, k) }
 
-// Backoff is the delay in milliseconds before nextAttempt:
+// Backoff is the delay before nextAttempt:
 // initial × multiplier^(max(nextAttempt−2, 0)), so attempts 1 and 2 wait the
 // initial backoff. The power is computed in uint64 with overflow checked (an
 // overflow is an *InputError); the product saturates and is then clamped to
-// maximum_backoff_ms. The policy is validated first, so a nil error means
-// 0 < backoff <= maximum_backoff_ms.
-func (p RetryPolicy) Backoff(nextAttempt uint32) (int64, error) {
+// MaximumBackoff. The policy is validated first, so a nil error means
+// 0 < backoff <= MaximumBackoff.
+func (p RetryPolicy) Backoff(nextAttempt uint32) (time.Duration, error) {
 	if err := p.Validate(); err != nil {
 		return 0, err
 	}
@@ -234,11 +260,11 @@ func (p RetryPolicy) Backoff(nextAttempt uint32) (int64, error) {
 	if !ok {
 		return 0, invalid(retryPolicyField, "backoff for attempt %d overflows (%d^%d)", nextAttempt, p.BackoffMultiplier, exp)
 	}
-	hi, product := bits.Mul64(uint64(p.InitialBackoffMS), power)
+	hi, product := bits.Mul64(uint64(p.InitialBackoff.Milliseconds()), power)
 	if hi != 0 {
 		product = math.MaxUint64
 	}
-	return int64(min(product, uint64(p.MaximumBackoffMS))), nil
+	return time.Duration(min(product, uint64(p.MaximumBackoff.Milliseconds()))) * time.Millisecond, nil
 }
 
 // checkedPow is base^exp, reporting false when it overflows uint64.
@@ -267,12 +293,12 @@ var retryPolicyFields = []string{
 }
 
 // ParseRetryPolicy decodes and validates a policy document strictly: the
-// document must be a strict JSON object (Canonical's rules: no duplicate
+// document must be a strict JSON object (the store's JSON rules: no duplicate
 // keys, valid UTF-8), field names match exactly (case-sensitively), unknown
 // fields are rejected, every value must have its field's type, and the result
 // must pass Validate. Errors are *InputError.
 func ParseRetryPolicy(raw []byte) (RetryPolicy, error) {
-	canon, err := Canonical(retryPolicyField, raw)
+	canon, err := canonicalJSON(retryPolicyField, raw)
 	if err != nil {
 		return RetryPolicy{}, err
 	}
@@ -288,10 +314,8 @@ func ParseRetryPolicy(raw []byte) (RetryPolicy, error) {
 			return RetryPolicy{}, invalid(retryPolicyField, "has unknown field %q", k)
 		}
 	}
-	dec := json.NewDecoder(bytes.NewReader(canon))
-	dec.DisallowUnknownFields()
 	var p RetryPolicy
-	if err := dec.Decode(&p); err != nil {
+	if err := json.Unmarshal(canon, &p); err != nil {
 		return RetryPolicy{}, invalid(retryPolicyField, "is malformed: %v", err)
 	}
 	if err := p.Validate(); err != nil {

@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -141,11 +142,13 @@ func TestFailureKindValid(t *testing.T) {
 	assert.Equal(t, "receipt_status", string(ReceiptStatus))
 }
 
+func ms(n int64) time.Duration { return time.Duration(n) * time.Millisecond }
+
 func validPolicy() RetryPolicy {
 	return RetryPolicy{
 		Version: 1, MaxAttempts: 3,
 		EligibleFailures: []FailureKind{FailureOwnerUnavailableBeforeAcceptance, FailureOwnerReportedRetryable},
-		InitialBackoffMS: 1000, BackoffMultiplier: 2, MaximumBackoffMS: 60_000,
+		InitialBackoff:   time.Second, BackoffMultiplier: 2, MaximumBackoff: time.Minute,
 	}
 }
 
@@ -157,8 +160,8 @@ func TestRetryPolicyValidate(t *testing.T) {
 		func(p *RetryPolicy) {
 			p.EligibleFailures = []FailureKind{FailureOwnerReportedRetryable, FailureOwnerUnavailableBeforeAcceptance}
 		},
-		func(p *RetryPolicy) { p.InitialBackoffMS, p.MaximumBackoffMS = 1, 1 },
-		func(p *RetryPolicy) { p.InitialBackoffMS, p.MaximumBackoffMS = MaxBackoffMS, MaxBackoffMS },
+		func(p *RetryPolicy) { p.InitialBackoff, p.MaximumBackoff = ms(1), ms(1) },
+		func(p *RetryPolicy) { p.InitialBackoff, p.MaximumBackoff = MaxBackoff, MaxBackoff },
 		func(p *RetryPolicy) { p.BackoffMultiplier = 1 },
 		func(p *RetryPolicy) { p.BackoffMultiplier = 100 },
 		func(p *RetryPolicy) { p.MaxAttempts = 1 },
@@ -173,12 +176,13 @@ func TestRetryPolicyValidate(t *testing.T) {
 		"version 0":           func(p *RetryPolicy) { p.Version = 0 },
 		"version 2":           func(p *RetryPolicy) { p.Version = 2 },
 		"max attempts 0":      func(p *RetryPolicy) { p.MaxAttempts = 0 },
-		"initial 0":           func(p *RetryPolicy) { p.InitialBackoffMS = 0 },
-		"initial negative":    func(p *RetryPolicy) { p.InitialBackoffMS = -1 },
-		"initial above max":   func(p *RetryPolicy) { p.InitialBackoffMS, p.MaximumBackoffMS = 2, 1 },
-		"maximum above limit": func(p *RetryPolicy) { p.MaximumBackoffMS = MaxBackoffMS + 1 },
-		"both above limit":    func(p *RetryPolicy) { p.InitialBackoffMS, p.MaximumBackoffMS = MaxBackoffMS+1, MaxBackoffMS+1 },
-		"maximum negative":    func(p *RetryPolicy) { p.MaximumBackoffMS = -5 },
+		"initial 0":           func(p *RetryPolicy) { p.InitialBackoff = 0 },
+		"initial negative":    func(p *RetryPolicy) { p.InitialBackoff = ms(-1) },
+		"initial above max":   func(p *RetryPolicy) { p.InitialBackoff, p.MaximumBackoff = ms(2), ms(1) },
+		"maximum above limit": func(p *RetryPolicy) { p.MaximumBackoff = MaxBackoff + ms(1) },
+		"both above limit":    func(p *RetryPolicy) { p.InitialBackoff, p.MaximumBackoff = MaxBackoff+ms(1), MaxBackoff+ms(1) },
+		"sub-millisecond":     func(p *RetryPolicy) { p.InitialBackoff = time.Second + time.Microsecond },
+		"maximum negative":    func(p *RetryPolicy) { p.MaximumBackoff = ms(-5) },
 		"multiplier 0":        func(p *RetryPolicy) { p.BackoffMultiplier = 0 },
 		"multiplier negative": func(p *RetryPolicy) { p.BackoffMultiplier = -2 },
 		"multiplier 101":      func(p *RetryPolicy) { p.BackoffMultiplier = 101 },
@@ -222,7 +226,7 @@ func TestRetryPolicyBackoff(t *testing.T) {
 	for next, want := range map[uint32]int64{0: 1000, 1: 1000, 2: 1000, 3: 2000, 4: 4000, 5: 8000, 7: 32_000, 8: 60_000, 9: 60_000, 60: 60_000, 65: 60_000} {
 		got, err := p.Backoff(next)
 		require.NoError(t, err, next)
-		assert.Equal(t, want, got, next)
+		assert.Equal(t, ms(want), got, next)
 	}
 	// 2^63 still fits the uint64 power; 2^64 overflows: an error, not a clamp.
 	_, err := p.Backoff(66)
@@ -236,25 +240,25 @@ func TestRetryPolicyBackoff(t *testing.T) {
 	for _, next := range []uint32{1, 2, 100, math.MaxUint32} {
 		got, err := one.Backoff(next)
 		require.NoError(t, err)
-		assert.Equal(t, int64(1000), got)
+		assert.Equal(t, time.Second, got)
 	}
 
 	// The product saturates before the clamp: initial × power overflows uint64
 	// while the power itself does not.
 	big := RetryPolicy{Version: 1, MaxAttempts: 9, EligibleFailures: []FailureKind{FailureOwnerReportedRetryable},
-		InitialBackoffMS: MaxBackoffMS, BackoffMultiplier: 100, MaximumBackoffMS: MaxBackoffMS}
+		InitialBackoff: MaxBackoff, BackoffMultiplier: 100, MaximumBackoff: MaxBackoff}
 	got, err := big.Backoff(11) // 100^9 = 1e18 fits; × 8.64e7 saturates
 	require.NoError(t, err)
-	assert.Equal(t, int64(MaxBackoffMS), got)
+	assert.Equal(t, MaxBackoff, got)
 	_, err = big.Backoff(12) // 100^10 = 1e20 overflows
 	assert.ErrorIs(t, err, ErrInvalidInput)
 
 	three := validPolicy()
-	three.InitialBackoffMS, three.BackoffMultiplier, three.MaximumBackoffMS = 7, 3, 1000
+	three.InitialBackoff, three.BackoffMultiplier, three.MaximumBackoff = ms(7), 3, time.Second
 	for next, want := range map[uint32]int64{2: 7, 3: 21, 4: 63, 5: 189, 6: 567, 7: 1000} {
 		got, err := three.Backoff(next)
 		require.NoError(t, err)
-		assert.Equal(t, want, got, next)
+		assert.Equal(t, ms(want), got, next)
 	}
 }
 
@@ -270,7 +274,7 @@ func TestParseRetryPolicy(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, validPolicy(), p)
 	// Round trip through MustCanonical.
-	p, err = ParseRetryPolicy(MustCanonical(validPolicy()))
+	p, err = ParseRetryPolicy(mustCanonical(validPolicy()))
 	require.NoError(t, err)
 	assert.Equal(t, validPolicy(), p)
 
@@ -325,7 +329,8 @@ func FuzzRetryPolicy(f *testing.F) {
 		}
 		prev := int64(0)
 		for next := uint32(1); next <= 100; next++ {
-			b, err := p.Backoff(next)
+			bd, err := p.Backoff(next)
+			b := bd.Milliseconds()
 			if err != nil {
 				// Only a power overflow may fail: multiplier^(next−2) >= 2^64.
 				power := new(big.Int).Exp(big.NewInt(p.BackoffMultiplier), big.NewInt(int64(next)-2), nil)
@@ -339,11 +344,11 @@ func FuzzRetryPolicy(f *testing.F) {
 				exp = int64(next) - 2
 			}
 			want := new(big.Int).Exp(big.NewInt(p.BackoffMultiplier), big.NewInt(exp), nil)
-			want.Mul(want, big.NewInt(p.InitialBackoffMS))
-			if want.Cmp(big.NewInt(p.MaximumBackoffMS)) > 0 {
-				want.SetInt64(p.MaximumBackoffMS)
+			want.Mul(want, big.NewInt(p.InitialBackoff.Milliseconds()))
+			if want.Cmp(big.NewInt(p.MaximumBackoff.Milliseconds())) > 0 {
+				want.SetInt64(p.MaximumBackoff.Milliseconds())
 			}
-			if b <= 0 || b > p.MaximumBackoffMS || b < prev || want.Int64() != b {
+			if b <= 0 || b > p.MaximumBackoff.Milliseconds() || b < prev || want.Int64() != b {
 				t.Fatalf("Backoff(%d) = %d of %+v (previous %d)", next, b, p, prev)
 			}
 			prev = b

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -23,8 +24,8 @@ type NewRun struct {
 	Metadata json.RawMessage
 }
 
-func normalizeLimits(r RunLimits) (Limits, error) {
-	l := Limits{NodeExecutionCap: r.NodeExecutionCap, ConcurrencyCap: r.ConcurrencyCap, CycleCap: r.CycleCap, RetryCap: DefaultRetryCap}
+func normalizeLimits(r RunLimits) (backend.Limits, error) {
+	l := backend.Limits{NodeExecutionCap: r.NodeExecutionCap, ConcurrencyCap: r.ConcurrencyCap, CycleCap: r.CycleCap, RetryCap: DefaultRetryCap}
 	if l.NodeExecutionCap == 0 {
 		l.NodeExecutionCap = DefaultNodeExecutionCap
 	}
@@ -52,7 +53,7 @@ func optionalJSON(field string, raw json.RawMessage) ([]byte, error) {
 	if len(raw) == 0 {
 		return nil, nil
 	}
-	return Canonical(field, raw)
+	return canonicalJSON(field, raw)
 }
 
 func optionalMS(field string, t time.Time) (int64, error) {
@@ -73,7 +74,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 	if err != nil {
 		return false, err
 	}
-	if err := validateAuthority(nr.Authority); err != nil {
+	if err := validateAuthority(authorityIn(nr.Authority)); err != nil {
 		return false, err
 	}
 	meta, err := optionalJSON("run metadata", nr.Metadata)
@@ -90,7 +91,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 	}
 	run := backend.Run{
 		ID: nr.ID, RootID: nr.ID, Depth: 1, Status: backend.RunRunning, Limits: limits,
-		DeadlineMS: deadline, Authority: copyAuthority(nr.Authority), Metadata: meta,
+		DeadlineMS: deadline, Authority: copyAuthority(authorityIn(nr.Authority)), Metadata: meta,
 		CreatedMS: at, UpdatedMS: at,
 	}
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
@@ -105,17 +106,17 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 			return stateErr(ErrConflict, "run %q exists with different fields", nr.ID)
 		}
 		created = true
-		w.event(&run, "run_created", map[string]any{"run_id": run.ID, "limits": limitsJSON(limits)}, at)
+		w.emit(&run, RunCreatedPayload{RunID: run.ID, Limits: limitsPayload(limits)}, at)
 		w.insert(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return false, nil
 	}
 	return created, err
 }
 
-func copyAuthority(a *Authority) *Authority {
+func copyAuthority(a *backend.Authority) *backend.Authority {
 	if a == nil {
 		return nil
 	}
@@ -129,41 +130,39 @@ func sameRunDefinition(a, b backend.Run) bool {
 		(a.ParentID != "" || sameAuthority(a.Authority, b.Authority))
 }
 
-func limitsJSON(l Limits) map[string]any {
-	return map[string]any{
-		"node_execution_cap": l.NodeExecutionCap, "concurrency_cap": l.ConcurrencyCap,
-		"cycle_cap": l.CycleCap, "retry_cap": l.RetryCap,
-	}
-}
-
 // GetRun returns the run.
 func (s *Store) GetRun(ctx context.Context, runID string) (Run, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return Run{}, err
 	}
-	var out Run
+	var out backend.Run
 	err := s.view(ctx, func(r backend.ReadTx) error {
 		run, err := backend.GetRun(ctx, r, runID)
 		out = run
 		return notFoundFrom(err, "run %q", runID)
 	})
-	return out, err
+	if err != nil {
+		return Run{}, err
+	}
+	return toRun(out), nil
 }
 
 // PauseRun moves a running run to paused: no attempt is admitted or handed
-// off until ResumeRun. Pausing a paused run is a no-op. auth, when set, must
+// off until ResumeRun. Pausing a paused run is a no-op. authority, when set, must
 // be the run's current authority.
-func (s *Store) PauseRun(ctx context.Context, runID string, auth *Authority, now time.Time) error {
+func (s *Store) PauseRun(ctx context.Context, runID string, authority *Authority, now time.Time) error {
+	auth := authorityIn(authority)
 	return s.setRunGate(ctx, runID, auth, now, true)
 }
 
 // ResumeRun moves a paused run back to running. Resuming a running run is a
 // no-op; a run with cancellation requested cannot resume (ErrIneligible).
-func (s *Store) ResumeRun(ctx context.Context, runID string, auth *Authority, now time.Time) error {
+func (s *Store) ResumeRun(ctx context.Context, runID string, authority *Authority, now time.Time) error {
+	auth := authorityIn(authority)
 	return s.setRunGate(ctx, runID, auth, now, false)
 }
 
-func (s *Store) setRunGate(ctx context.Context, runID string, auth *Authority, now time.Time, pause bool) error {
+func (s *Store) setRunGate(ctx context.Context, runID string, auth *backend.Authority, now time.Time, pause bool) error {
 	at, err := runCallArgs(runID, auth, now)
 	if err != nil {
 		return err
@@ -176,9 +175,9 @@ func (s *Store) setRunGate(ctx context.Context, runID string, auth *Authority, n
 		if err := ownedBy(auth, "run gate").verify(run); err != nil {
 			return err
 		}
-		from, to, typ := backend.RunRunning, backend.RunPaused, "run_paused"
+		from, to, ev := backend.RunRunning, backend.RunPaused, EventPayload(RunPausedPayload{RunID: runID})
 		if !pause {
-			from, to, typ = backend.RunPaused, backend.RunRunning, "run_resumed"
+			from, to, ev = backend.RunPaused, backend.RunRunning, RunResumedPayload{RunID: runID}
 			if run.CancelRequestedMS != 0 {
 				return stateErr(ErrIneligible, "run %q has cancellation requested and cannot resume", runID)
 			}
@@ -195,11 +194,11 @@ func (s *Store) setRunGate(ctx context.Context, runID string, auth *Authority, n
 		if err := reindexRun(ctx, tx, w, run); err != nil {
 			return err
 		}
-		w.event(&run, typ, map[string]any{"run_id": runID}, at)
+		w.emit(&run, ev, at)
 		w.replace(run)
 		return nil
 	})
-	if err == errNoop {
+	if errors.Is(err, errNoop) {
 		return nil
 	}
 	return err

@@ -14,7 +14,7 @@ import (
 
 // setAttemptStatus moves att to st, adjusting run.ActiveCount and setting
 // TerminalMS on settled statuses.
-func setAttemptStatus(run *backend.Run, att *backend.Attempt, st AttemptStatus, at int64) {
+func setAttemptStatus(run *backend.Run, att *backend.Attempt, st backend.AttemptStatus, at int64) {
 	was, now := isActive(att.Status), isActive(st)
 	switch {
 	case was && !now:
@@ -30,7 +30,7 @@ func setAttemptStatus(run *backend.Run, att *backend.Attempt, st AttemptStatus, 
 
 // settleAttempt moves an attempt to a settled status and releases its
 // leases; the caller writes att, act and run.
-func settleAttempt(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, st AttemptStatus, at int64) error {
+func settleAttempt(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, st backend.AttemptStatus, at int64) error {
 	setAttemptStatus(run, att, st, at)
 	return releaseLeases(ctx, tx, w, act, att.Key, at)
 }
@@ -79,14 +79,14 @@ func finalizeRun(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run,
 	}
 	run.Status = backend.RunCancelled
 	run.UpdatedMS = at
-	w.event(run, "run_cancelled", map[string]any{"run_id": run.ID}, at)
+	w.emit(run, RunCancelledPayload{RunID: run.ID}, at)
 	return true, nil
 }
 
 // runTerminal reports whether a run's status ends its work: completed,
 // failed or cancelled. A cancelling parent waits for its child runs to
 // reach one of these.
-func runTerminal(st RunStatus) bool {
+func runTerminal(st backend.RunStatus) bool {
 	switch st {
 	case backend.RunCompleted, backend.RunFailed, backend.RunCancelled:
 		return true
@@ -170,13 +170,13 @@ func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backen
 	}
 	run.Status = backend.RunCompleted
 	run.UpdatedMS = at
-	w.event(run, "run_completed", map[string]any{"run_id": run.ID}, at)
+	w.emit(run, RunCompletedPayload{RunID: run.ID}, at)
 	return settleParents(ctx, tx, w, run, at)
 }
 
 // failedRunSettled lets a cancelling parent finalise once run has just
 // failed (was is its status before).
-func failedRunSettled(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, was RunStatus, at int64) error {
+func failedRunSettled(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, was backend.RunStatus, at int64) error {
 	if was == backend.RunFailed || run.Status != backend.RunFailed {
 		return nil
 	}
@@ -248,7 +248,7 @@ func cancelOpenActivations(ctx context.Context, tx backend.Tx, w *batch, runID s
 }
 
 // cancelActivations cancels the run's activations in any of statuses.
-func cancelActivations(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64, statuses ...ActivationStatus) error {
+func cancelActivations(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64, statuses ...backend.ActivationStatus) error {
 	return eachActivation(ctx, tx, w, runID, func(act backend.Activation) error {
 		if slices.Contains(statuses, act.Status) {
 			act.Status = backend.ActivationCancelled
@@ -286,7 +286,7 @@ func eachActivation(ctx context.Context, tx backend.Tx, w *batch, runID string, 
 }
 
 // hasAttemptIn reports whether the run has an attempt in status st.
-func hasAttemptIn(ctx context.Context, tx backend.Tx, w *batch, runID string, st AttemptStatus) (bool, error) {
+func hasAttemptIn(ctx context.Context, tx backend.Tx, w *batch, runID string, st backend.AttemptStatus) (bool, error) {
 	if err := flush(ctx, tx, w); err != nil {
 		return false, err
 	}
@@ -305,7 +305,7 @@ func settleRepairState(ctx context.Context, tx backend.Tx, w *batch, run *backen
 	return resolveRepair(ctx, tx, w, run, backend.RunRunning, at)
 }
 
-func resolveRepair(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, to RunStatus, at int64) error {
+func resolveRepair(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, to backend.RunStatus, at int64) error {
 	if run.Status != backend.RunRepairRequired {
 		return nil
 	}

@@ -447,7 +447,7 @@ func (v *verifier) tree(ctx context.Context, r backend.ReadTx, root backend.Run)
 
 // isLive reports whether an attempt still holds its activation: active, or
 // repair_required (its outcome unknown until repaired).
-func isLive(s AttemptStatus) bool { return isActive(s) || s == backend.AttemptRepairRequired }
+func isLive(s backend.AttemptStatus) bool { return isActive(s) || s == backend.AttemptRepairRequired }
 
 // prunedRun reports whether run was pruned: its last event is the
 // run_pruned marker Prune leaves.
@@ -459,5 +459,5 @@ func prunedRun(ctx context.Context, r backend.ReadTx, run backend.Run) (bool, er
 	if err != nil {
 		return false, err
 	}
-	return len(last) == 1 && last[0].Seq == run.LastEventSeq && last[0].Type == PruneEventType, nil
+	return len(last) == 1 && last[0].Seq == run.LastEventSeq && last[0].Type == string(EventRunPruned), nil
 }

@@ -45,11 +45,11 @@ func verifyFixture(t *testing.T) (context.Context, backend.Backend, *workflow.St
 		_, err := s.AddActivation(ctx, na, now)
 		require.NoError(t, err)
 	}
-	add(workflow.NewActivation{Key: key("a1"), Claims: []workflow.ResourceClaim{{Resource: "res", Mode: backend.LeaseWrite}}})
+	add(workflow.NewActivation{Key: key("a1"), Claims: []workflow.ResourceClaim{{Resource: "res", Mode: workflow.LeaseWrite}}})
 	add(workflow.NewActivation{Key: key("a2"), Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay,
 		RetryPolicy: &workflow.RetryPolicy{Version: 1, MaxAttempts: 3,
 			EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
-			InitialBackoffMS: 1000, BackoffMultiplier: 2, MaximumBackoffMS: 60_000}})
+			InitialBackoff:   time.Second, BackoffMultiplier: 2, MaximumBackoff: time.Minute}})
 	sum, err := s.Dispatch(ctx, echoOwner{}, workflow.DispatchOptions{Limit: 10}, now)
 	require.NoError(t, err)
 	require.Len(t, sum.Admitted, 2)

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -172,7 +171,7 @@ func runDemo(ctx context.Context, s *workflow.Store, c demoConfig, w io.Writer) 
 }
 
 var demoPolicy = &workflow.RetryPolicy{Version: 1, MaxAttempts: 3, EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
-	InitialBackoffMS: 20, BackoffMultiplier: 2, MaximumBackoffMS: 1000}
+	InitialBackoff: 20 * time.Millisecond, BackoffMultiplier: 2, MaximumBackoff: time.Second}
 
 // race has n dispatchers call Dispatch on the run at the same instant and
 // returns the identities admitted (sorted) and how often one was told raced.
@@ -194,7 +193,9 @@ func race(ctx context.Context, s *workflow.Store, runID string, n, limit int, no
 			if err != nil && firstErr == nil {
 				firstErr = err
 			}
-			admitted = append(admitted, sum.Admitted...)
+			for _, a := range sum.Admitted {
+				admitted = append(admitted, a.Identity)
+			}
 			raced += len(sum.Raced)
 		}()
 	}
@@ -326,18 +327,18 @@ func demoRace(ctx context.Context, s *workflow.Store, c demoConfig, seed, runID 
 		return fmt.Errorf("demo: stored retry policy: %w", err)
 	}
 	st.say("The owner reported attempt %d of %s/%s as a retryable failure. Its node is %s with reconciliation %s and declares a retry policy (up to %d attempts, first backoff %d ms), so in the same transaction the Store marked the attempt %s and scheduled attempt %d after a backoff of %d ms; meanwhile the run is %s.",
-		fa.Key.Attempt, flaky.NodeID, flaky.ActivationID, act.Effect, act.Reconciliation, pol.MaxAttempts, pol.InitialBackoffMS,
-		failure.Status, sched.NextAttempt, sched.BackoffMS, run.Status)
+		fa.Key.Attempt, flaky.NodeID, flaky.ActivationID, act.Effect, act.Reconciliation, pol.MaxAttempts, pol.InitialBackoff.Milliseconds(),
+		failure.Status, sched.NextAttempt, sched.Backoff.Milliseconds(), run.Status)
 
-	early := sched.BackoffMS / 2
+	early := sched.Backoff.Milliseconds() / 2
 	rq, err := s.ConsumeNextDueRetry(ctx, runID, failAt.Add(time.Duration(early)*time.Millisecond))
 	if err != nil {
 		return err
 	}
 	if rq != nil {
-		return fmt.Errorf("demo: retry consumed %d ms before it was due", sched.BackoffMS-early)
+		return fmt.Errorf("demo: retry consumed %d ms before it was due", sched.Backoff.Milliseconds()-early)
 	}
-	clock.t = time.UnixMilli(sched.DueMS).UTC()
+	clock.t = sched.Due
 	rq, err = s.ConsumeNextDueRetry(ctx, runID, clock.t)
 	if err != nil {
 		return err
@@ -369,7 +370,7 @@ func demoRace(ctx context.Context, s *workflow.Store, c demoConfig, seed, runID 
 		return err
 	}
 	st.say("%d ms after the failure ConsumeNextDueRetry found nothing due; at %d ms it consumed the schedule, requeuing attempt %d after attempt %d (the run is %s again). The dispatchers raced once more: attempt %d was admitted after the scheduled retry (identity %.12s…), the owner reported it %s, and with nothing left open the run is %s.",
-		early, sched.BackoffMS, rq.NextAttempt, rq.PreviousAttempt, run.Status, second.Key.Attempt, second.Identity, res.Status, final.Status)
+		early, sched.Backoff.Milliseconds(), rq.NextAttempt, rq.PreviousAttempt, run.Status, second.Key.Attempt, second.Identity, res.Status, final.Status)
 	return nil
 }
 
@@ -499,7 +500,7 @@ func demoFanOut(ctx context.Context, s *workflow.Store, c demoConfig, seed, runI
 		if err != nil {
 			return err
 		}
-		if a.Status == backend.AttemptSiblingCancelling {
+		if a.Status == workflow.AttemptSiblingCancelling {
 			stopped = append(stopped, id)
 		}
 	}
@@ -509,14 +510,14 @@ func demoFanOut(ctx context.Context, s *workflow.Store, c demoConfig, seed, runI
 	}
 	st.say("Run %s: a fan-out group of %d members under %s/%s with policy %s and at most %d running at once. The owner had started %s when %s reported a terminal failure (its attempt is now %s). In that same transaction the Store moved %s to %s, cancelled %s that had not started, and failed the run (now %s).",
 		runID, c.members, ctl.NodeID, ctl.ActivationID, workflow.FailFast, width, count(len(memberIDs), "1 member", "%d members"), started[failing].Key.NodeID, res.Status,
-		count(len(stopped), "its running sibling", "its %d running siblings"), backend.AttemptSiblingCancelling, count(sum.Activations[backend.ActivationCancelled], "the member", "the %d members"), sum.Run.Status)
+		count(len(stopped), "its running sibling", "its %d running siblings"), workflow.AttemptSiblingCancelling, count(sum.Activations[workflow.ActivationCancelled], "the member", "the %d members"), sum.Run.Status)
 	cancelled := 0
 	for _, id := range stopped {
 		r, err := observe(ctx, s, id, workflow.ObservedCancelled, clock.step())
 		if err != nil {
 			return err
 		}
-		if r.Status == backend.AttemptCancelled {
+		if r.Status == workflow.AttemptCancelled {
 			cancelled++
 		}
 	}
@@ -577,9 +578,9 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 		return err
 	}
 	st.say("Run %s: cancellation was requested while %s running, %s prepared by a dispatcher that stopped before handing it off, and %s not started. The intent is durable first (recorded %d ms after the run was created): the run keeps status %s, cancellation requested, with %s still to settle, and %s already cancelled.",
-		runID, count(before.Attempts[backend.AttemptRunning], "1 attempt was", "%d attempts were"), count(before.Attempts[backend.AttemptPrepared], "1 attempt was", "%d attempts were"),
-		count(before.Activations[backend.ActivationPending], "1 activation had", "%d activations had"), run.CancelRequestedMS-run.CreatedMS, status,
-		count(len(active), "1 active attempt", "%d active attempts"), count(sum.Activations[backend.ActivationCancelled], "the unstarted activation is", "%d unstarted activations are"))
+		runID, count(before.Attempts[workflow.AttemptRunning], "1 attempt was", "%d attempts were"), count(before.Attempts[workflow.AttemptPrepared], "1 attempt was", "%d attempts were"),
+		count(before.Activations[workflow.ActivationPending], "1 activation had", "%d activations had"), run.CancelRequestedAt.Sub(run.CreatedAt).Milliseconds(), status,
+		count(len(active), "1 active attempt", "%d active attempts"), count(sum.Activations[workflow.ActivationCancelled], "the unstarted activation is", "%d unstarted activations are"))
 	var signalled []string
 	neverDispatched := 0
 	for _, a := range active {
@@ -602,7 +603,7 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 		if err != nil {
 			return err
 		}
-		if a.Status == backend.AttemptCancelling {
+		if a.Status == workflow.AttemptCancelling {
 			cancelling++
 		}
 	}
@@ -611,7 +612,7 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 		return err
 	}
 	st.say("The engine cancelled %s that provably never reached its owner (no one to ask) and signalled the owner of the %d in flight, which the Store marks %s (%d now); the run is still %s until the owner reports.",
-		count(neverDispatched, "the attempt", "the %d attempts"), len(signalled), backend.AttemptCancelling, cancelling, run.Status)
+		count(neverDispatched, "the attempt", "the %d attempts"), len(signalled), workflow.AttemptCancelling, cancelling, run.Status)
 	for _, id := range signalled {
 		if _, err := observe(ctx, s, id, workflow.ObservedCancelled, clock.step()); err != nil {
 			return err
@@ -641,14 +642,11 @@ func demoSummaries(ctx context.Context, s *workflow.Store, c demoConfig, runs []
 	}
 	if c.events > 0 {
 		for _, id := range runs {
-			run, err := s.GetRun(ctx, id)
+			evs, err := s.Events(ctx, id, 0, workflow.MaxPageLimit)
 			if err != nil {
 				return err
 			}
-			evs, err := s.Events(ctx, id, max(run.LastEventSeq-int64(c.events), 0), c.events)
-			if err != nil {
-				return err
-			}
+			evs = evs[max(len(evs)-c.events, 0):]
 			fmt.Fprintf(st.w, "\nlast %d events of %s:\n", len(evs), id)
 			for _, ev := range evs {
 				fmt.Fprintf(st.w, "  %4d  %-32s %s\n", ev.Seq, ev.Type, clipJSON(ev.Payload, 72))

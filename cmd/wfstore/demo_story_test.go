@@ -13,7 +13,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -65,10 +64,10 @@ func TestDemoTellsTheStory(t *testing.T) {
 		require.NoError(t, err, id)
 		return r.Status
 	}
-	assert.Equal(t, backend.RunCompleted, status(base))
-	assert.Equal(t, backend.RunFailed, status(base+"-refusal"))
-	assert.Equal(t, backend.RunFailed, status(base+"-fanout"))
-	assert.Equal(t, backend.RunCancelled, status(base+"-cancel"))
+	assert.Equal(t, workflow.RunCompleted, status(base))
+	assert.Equal(t, workflow.RunFailed, status(base+"-refusal"))
+	assert.Equal(t, workflow.RunFailed, status(base+"-fanout"))
+	assert.Equal(t, workflow.RunCancelled, status(base+"-cancel"))
 
 	// The retried activation: attempt 1 failed, attempt 2 succeeded.
 	atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: base, Limit: workflow.MaxPageLimit})
@@ -82,17 +81,17 @@ func TestDemoTellsTheStory(t *testing.T) {
 	for k, sts := range per {
 		if len(sts) == 2 {
 			retried++
-			assert.ElementsMatch(t, []workflow.AttemptStatus{backend.AttemptFailed, backend.AttemptSucceeded}, sts, "%v", k)
+			assert.ElementsMatch(t, []workflow.AttemptStatus{workflow.AttemptFailed, workflow.AttemptSucceeded}, sts, "%v", k)
 			assert.Contains(t, out, "attempt 1 of "+k.NodeID+"/"+k.ActivationID+" as a retryable failure")
 		} else {
-			assert.Equal(t, []workflow.AttemptStatus{backend.AttemptSucceeded}, sts, "%v", k)
+			assert.Equal(t, []workflow.AttemptStatus{workflow.AttemptSucceeded}, sts, "%v", k)
 		}
 	}
 	assert.Equal(t, 1, retried, "one activation was retried")
 
 	ref, err := s.RunSummary(ctx, base+"-refusal")
 	require.NoError(t, err)
-	assert.Equal(t, map[workflow.AttemptStatus]int{backend.AttemptFailed: 1}, ref.Attempts)
+	assert.Equal(t, map[workflow.AttemptStatus]int{workflow.AttemptFailed: 1}, ref.Attempts)
 	evs, err := s.Events(ctx, base+"-refusal", 0, workflow.MaxPageLimit)
 	require.NoError(t, err)
 	var refusals []string
@@ -106,15 +105,15 @@ func TestDemoTellsTheStory(t *testing.T) {
 
 	fan, err := s.RunSummary(ctx, base+"-fanout")
 	require.NoError(t, err)
-	assert.Equal(t, map[workflow.AttemptStatus]int{backend.AttemptSucceeded: 1, backend.AttemptFailed: 1, backend.AttemptCancelled: 2}, fan.Attempts,
+	assert.Equal(t, map[workflow.AttemptStatus]int{workflow.AttemptSucceeded: 1, workflow.AttemptFailed: 1, workflow.AttemptCancelled: 2}, fan.Attempts,
 		"controller succeeded, one member failed, its two running siblings cancelled")
-	assert.Equal(t, map[workflow.ActivationStatus]int{backend.ActivationCompleted: 1, backend.ActivationFailed: 1, backend.ActivationCancelled: 5}, fan.Activations)
+	assert.Equal(t, map[workflow.ActivationStatus]int{workflow.ActivationCompleted: 1, workflow.ActivationFailed: 1, workflow.ActivationCancelled: 5}, fan.Activations)
 
 	cnl, err := s.RunSummary(ctx, base+"-cancel")
 	require.NoError(t, err)
-	assert.Equal(t, map[workflow.AttemptStatus]int{backend.AttemptCancelled: 3}, cnl.Attempts)
-	assert.Equal(t, map[workflow.ActivationStatus]int{backend.ActivationCancelled: 4}, cnl.Activations)
-	assert.NotZero(t, cnl.Run.CancelRequestedMS)
+	assert.Equal(t, map[workflow.AttemptStatus]int{workflow.AttemptCancelled: 3}, cnl.Attempts)
+	assert.Equal(t, map[workflow.ActivationStatus]int{workflow.ActivationCancelled: 4}, cnl.Activations)
+	assert.False(t, cnl.Run.CancelRequestedAt.IsZero())
 
 	// The same seed tells the same story (run ids and the race counts aside).
 	stdout2, stderr2, code := runCLI(t, bin, nil, "demo", "-db", db, "-activations", "10", "-members", "6", "-dispatchers", "3", "-seed", "s1")
@@ -171,5 +170,5 @@ func TestDemoDefaultFileInAFreshDirectory(t *testing.T) {
 	defer b.Close()
 	r, err := workflow.New(b).GetRun(context.Background(), m[1])
 	require.NoError(t, err)
-	assert.Equal(t, backend.RunCompleted, r.Status)
+	assert.Equal(t, workflow.RunCompleted, r.Status)
 }

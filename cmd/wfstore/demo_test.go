@@ -14,7 +14,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -87,8 +86,8 @@ func TestDemoProcessesStartedTogether(t *testing.T) {
 			for _, a := range page {
 				total++
 				switch a.Status {
-				case backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning,
-					backend.AttemptCancelling, backend.AttemptSiblingCancelling:
+				case workflow.AttemptPrepared, workflow.AttemptAdmitted, workflow.AttemptRunning,
+					workflow.AttemptCancelling, workflow.AttemptSiblingCancelling:
 					live[a.Key.ActivationKey]++
 				}
 			}

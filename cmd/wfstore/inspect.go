@@ -154,15 +154,26 @@ func inspectRun(ctx context.Context, s *workflow.Store, runID string, limit int,
 	if err != nil {
 		return err
 	}
-	atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: runID, Descending: true, Limit: limit})
-	if err != nil {
-		return err
-	}
+	// inspect shows the durable records as stored (counters and index
+	// flags included), so it reads them through the backend; the summary
+	// gives the counts and the allowance.
+	var run backend.Run
 	var acts []backend.Activation
+	var atts []backend.Attempt
+	var leases []backend.Lease
 	var scheds []backend.RetrySchedule
 	if err := s.Backend().View(ctx, func(r backend.ReadTx) error {
 		var err error
+		if run, err = backend.GetRun(ctx, r, runID); err != nil {
+			return err
+		}
 		if acts, err = r.Activations(ctx, backend.ActivationQuery{RunID: runID, Limit: limit}); err != nil {
+			return err
+		}
+		if atts, err = r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Descending: true, Limit: limit}); err != nil {
+			return err
+		}
+		if leases, err = r.Leases(ctx, backend.LeaseQuery{RunID: runID, Limit: limit}); err != nil {
 			return err
 		}
 		scheds, err = r.DueSchedules(ctx, backend.ScheduleQuery{RunID: runID, DueBy: math.MaxInt64, Limit: limit})
@@ -170,20 +181,16 @@ func inspectRun(ctx context.Context, s *workflow.Store, runID string, limit int,
 	}); err != nil {
 		return err
 	}
-	leases := sum.Leases
-	if len(leases) > limit {
-		leases = leases[:limit]
-	}
 	if asJSON {
 		return writeJSON(w, map[string]any{
-			"run": jsonRecord(sum.Run), "allowance": sum.Allowance,
+			"run": jsonRecord(run), "allowance": sum.Allowance,
 			"activation_counts": sum.Activations, "activation_counts_complete": sum.ActivationsComplete,
 			"attempt_counts": sum.Attempts, "attempt_counts_complete": sum.AttemptsComplete,
 			"activations": jsonRecords(acts), "attempts_newest_first": jsonRecords(atts),
 			"leases": jsonRecords(leases), "retry_schedules": jsonRecords(scheds),
 		})
 	}
-	r := sum.Run
+	r := run
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\n", r.ID)
 	fmt.Fprintf(tw, "status\t%s\n", r.Status)
@@ -236,8 +243,12 @@ func inspectEvents(ctx context.Context, s *workflow.Store, runID string, after i
 	}
 	// One row more than asked tells whether there is a next page; at the
 	// largest limit a full page is taken to have one.
-	evs, err := s.Events(ctx, runID, after, min(limit+1, workflow.MaxPageLimit))
-	if err != nil {
+	var evs []backend.Event
+	if err := s.Backend().View(ctx, func(r backend.ReadTx) error {
+		var err error
+		evs, err = r.Events(ctx, backend.EventQuery{RunID: runID, After: after, Limit: min(limit+1, workflow.MaxPageLimit)})
+		return err
+	}); err != nil {
 		return err
 	}
 	next := ""

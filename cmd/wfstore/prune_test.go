@@ -16,7 +16,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -58,7 +57,7 @@ func runCounts(t *testing.T, path, runID string) (attempts int, events []string)
 		evs, err := s.Events(ctx, runID, 0, workflow.MaxPageLimit)
 		require.NoError(t, err)
 		for _, e := range evs {
-			events = append(events, e.Type)
+			events = append(events, string(e.Type))
 		}
 	})
 	return attempts, events
@@ -76,7 +75,7 @@ func TestPruneCommandOnADemoStore(t *testing.T) {
 	withStore(t, db, func(ctx context.Context, s *workflow.Store) {
 		run, err := s.GetRun(ctx, done)
 		require.NoError(t, err)
-		require.Equal(t, backend.RunCompleted, run.Status, "a demo without failures completes")
+		require.Equal(t, workflow.RunCompleted, run.Status, "a demo without failures completes")
 		_, err = s.CreateRun(ctx, workflow.NewRun{ID: "live"}, time.Now())
 		require.NoError(t, err)
 		_, err = s.AddActivation(ctx, workflow.NewActivation{Key: workflow.ActivationKey{RunID: "live", NodeID: "n", ActivationID: "a"},
@@ -118,13 +117,13 @@ func TestPruneCommandOnADemoStore(t *testing.T) {
 	assert.GreaterOrEqual(t, got.Transactions, got.Deleted.Total()/10)
 	a, evs := runCounts(t, db, done)
 	assert.Zero(t, a, "the run's attempts are gone")
-	assert.Equal(t, []string{workflow.PruneEventType}, evs)
+	assert.Equal(t, []string{string(workflow.EventRunPruned)}, evs)
 	la, _ := runCounts(t, db, "live")
 	assert.Zero(t, la)
 	withStore(t, db, func(ctx context.Context, s *workflow.Store) {
 		run, err := s.GetRun(ctx, "live")
 		require.NoError(t, err)
-		assert.Equal(t, backend.RunRunning, run.Status, "the live run is untouched")
+		assert.Equal(t, workflow.RunRunning, run.Status, "the live run is untouched")
 	})
 
 	// Again: already pruned, in text.

@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/wfstore/wfstore/internal/canonical"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -39,10 +40,10 @@ func SeedRuns(ctx context.Context, s *workflow.Store, b backend.Backend, prefix 
 	at := now.UnixMilli()
 	var keys []workflow.ActivationKey
 	var pol []byte
-	recon := workflow.RepairRequired
+	recon := backend.RepairRequired
 	if policy != nil {
-		pol = workflow.MustCanonical(policy)
-		recon = workflow.IdempotentReplay
+		pol = canonical.Must(policy)
+		recon = backend.IdempotentReplay
 	}
 	for r := 0; len(keys) < n; r++ {
 		runID := fmt.Sprintf("%s-%05d", prefix, r)
@@ -60,12 +61,12 @@ func SeedRuns(ctx context.Context, s *workflow.Store, b backend.Backend, prefix 
 				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
 				c.Insert.Activations = append(c.Insert.Activations, backend.Activation{
 					Key: k, Status: backend.ActivationPending, Admissible: true, Input: Input,
-					Effect: workflow.ReadOnly, Reconciliation: recon, RetryPolicy: pol,
+					Effect: backend.ReadOnly, Reconciliation: recon, RetryPolicy: pol,
 					CreatedMS: at, UpdatedMS: at,
 				})
 				run.LastEventSeq++
 				c.Insert.Events = append(c.Insert.Events, backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: "activation_created",
-					Payload: workflow.MustCanonical(map[string]any{
+					Payload: canonical.Must(map[string]any{
 						"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID, "generation": 0,
 					}), CreatedMS: at})
 			}
@@ -111,11 +112,11 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 			// as in a store that admitted them one after another.
 			t := at - int64(attempts-done)
 			run := backend.Run{ID: runID, RootID: runID, Depth: 1, Status: backend.RunCompleted,
-				Limits: Limits, CreatedMS: t, UpdatedMS: t}
+				Limits: backend.Limits(Limits), CreatedMS: t, UpdatedMS: t}
 			ev := func(typ string, payload map[string]any) {
 				run.LastEventSeq++
 				c.Insert.Events = append(c.Insert.Events, backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: typ,
-					Payload: workflow.MustCanonical(payload), CreatedMS: t})
+					Payload: canonical.Must(payload), CreatedMS: t})
 			}
 			ev("run_created", map[string]any{"run_id": runID})
 			m := min(PerRun, attempts-done)
@@ -125,10 +126,10 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 				k := backend.ActivationKey{RunID: runID, NodeID: fmt.Sprintf("node-%03d", i), ActivationID: fmt.Sprintf("act-%03d", i)}
 				id := workflow.DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, 1)
 				c.Insert.Activations = append(c.Insert.Activations, backend.Activation{Key: k, Status: backend.ActivationCompleted, Input: Input,
-					Output: Output, Effect: workflow.ReadOnly, Reconciliation: workflow.RepairRequired,
+					Output: Output, Effect: backend.ReadOnly, Reconciliation: backend.RepairRequired,
 					LastAttempt: 1, CreatedMS: t, UpdatedMS: t})
 				c.Insert.Attempts = append(c.Insert.Attempts, backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1}, Identity: id,
-					Status: backend.AttemptSucceeded, SideEffect: workflow.ReadOnly, Intent: Intent,
+					Status: backend.AttemptSucceeded, SideEffect: backend.ReadOnly, Intent: Intent,
 					IntentChecksum: intentSum, Receipt: Receipt, Handoff: backend.HandoffRecorded,
 					PreparedMS: t, AdmittedMS: t, TerminalMS: t})
 				base := map[string]any{"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID}

@@ -380,13 +380,13 @@ func (c *crashRun) reconcile(ctx context.Context) {
 			if calls[id] > 0 {
 				t.Errorf("attempt %s reported never dispatched, but the owner was called for it", id)
 			}
-			if a := attempt(t, ctx, s, id); a.Handoff != backend.HandoffPending {
+			if a := attempt(t, ctx, s, id); a.Handoff != workflow.HandoffPending {
 				t.Errorf("attempt %s reported never dispatched with handoff %s", id, a.Handoff)
 			}
 		}
 		for _, list := range [][]string{sum.Recovered, sum.RepairRequired, sum.SafeReadOnly} {
 			for _, id := range list {
-				if a := attempt(t, ctx, s, id); a.Handoff != backend.HandoffRecorded {
+				if a := attempt(t, ctx, s, id); a.Handoff != workflow.HandoffRecorded {
 					t.Errorf("attempt %s reported ambiguous or recovered without a recorded handoff (%s)", id, a.Handoff)
 				}
 			}
@@ -443,13 +443,13 @@ func (c *crashRun) verify(ctx context.Context) {
 					t.Errorf("attempt %s admitted with the owner's receipt, which the owner ledger lacks", a.Identity)
 				}
 			case a.Status == workflow.AttemptStatus("repair_required"):
-				if a.SideEffect != workflow.Mutating || a.Handoff != backend.HandoffRecorded || receipts[a.Identity] {
+				if a.SideEffect != workflow.Mutating || a.Handoff != workflow.HandoffRecorded || receipts[a.Identity] {
 					t.Errorf("attempt %s is repair_required (effect %s, handoff %s, owner holds receipt %v)", a.Identity, a.SideEffect, a.Handoff, receipts[a.Identity])
 				}
 			default:
 				t.Errorf("attempt %s ended %s (receipt %s)", a.Identity, a.Status, a.Receipt)
 			}
-			if a.Handoff == backend.HandoffPending && calls[a.Identity] > 0 {
+			if a.Handoff == workflow.HandoffPending && calls[a.Identity] > 0 {
 				t.Errorf("attempt %s has no recorded handoff but the owner was called", a.Identity)
 			}
 		}

@@ -20,7 +20,7 @@ func TestPageLimit(t *testing.T) {
 	for _, n := range []int{-1, MaxPageLimit + 1, math.MaxInt, math.MinInt} {
 		got, err := pageLimit("history limit", n)
 		assert.ErrorIs(t, err, ErrInvalidInput, n)
-		assert.EqualError(t, err, "workflow: history limit must be in 0..=1000 (0 means 100)", n)
+		assert.EqualError(t, err, "workflow: history limit must be 0 to 1000 (0 means 100)", n)
 		assert.Zero(t, got)
 	}
 }

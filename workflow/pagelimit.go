@@ -6,7 +6,7 @@ package workflow
 // rule:
 //
 //   - 0 means DefaultPageLimit;
-//   - 1..=MaxPageLimit is taken as given;
+//   - 1 to MaxPageLimit is taken as given;
 //   - a negative limit or one above MaxPageLimit fails with an error
 //     matching ErrInvalidInput, before anything is read or written.
 //
@@ -14,7 +14,7 @@ package workflow
 // run's Limits (zero fields take the Default* run limits) and of a child
 // run's Limits (zero fields inherit the parent's). Sizes that describe what
 // is created rather than how much is read, a fan-out group's member count
-// (1..=MaxPageLimit) and MaxConcurrency (positive), have no default and
+// (1 to MaxPageLimit) and MaxConcurrency (positive), have no default and
 // must be given.
 
 // MaxPageLimit is the largest limit any list, scan or batch accepts.
@@ -25,13 +25,13 @@ const DefaultPageLimit = 100
 
 // pageLimit applies the page-limit rule to limit, returning the limit to
 // use. field names the limit, e.g. "history limit", giving the error text
-// "workflow: history limit must be in 0..=1000 (0 means 100)".
+// "workflow: history limit must be 0 to 1000 (0 means 100)".
 func pageLimit(field string, limit int) (int, error) {
 	switch {
 	case limit == 0:
 		return DefaultPageLimit, nil
 	case limit < 0 || limit > MaxPageLimit:
-		return 0, invalid(field, "must be in 0..=%d (0 means %d)", MaxPageLimit, DefaultPageLimit)
+		return 0, invalid(field, "must be 0 to %d (0 means %d)", MaxPageLimit, DefaultPageLimit)
 	}
 	return limit, nil
 }

@@ -1,28 +1,6 @@
-package workflow
-
-import (
-	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
-	"fmt"
-	"slices"
-	"sync"
-	"unicode/utf8"
-)
-
-// MaxJSONBytes is the largest canonical JSON document the store accepts
-// (intents, receipts, inputs, outputs). The check is "canonical length >
-// MaxJSONBytes".
-const MaxJSONBytes = 1 << 20
-
-// maxJSONDepth bounds array/object nesting. Deeper documents are invalid
-// input; the bound keeps the recursive parser's stack small.
-const maxJSONDepth = 10000
-
-// Canonical parses raw as one strict JSON document (RFC 8259) and returns its
-// canonical encoding. Every stored JSON document, checksum and byte
-// comparison in the store uses this form.
+// Package canonical is the store's canonical JSON: a strict RFC 8259 parser
+// that writes the canonical form as it goes, and the encoder of the
+// payloads the store builds itself.
 //
 // The canonical form is:
 //   - compact: no whitespace outside strings;
@@ -36,23 +14,52 @@ const maxJSONDepth = 10000
 //     U+2028 and U+2029, is written literally; \uXXXX escapes in the input
 //     are decoded (a surrogate pair to its one code point). This is the
 //     string form serde_json writes.
+package canonical
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"unicode/utf8"
+)
+
+// MaxBytes is the largest canonical document accepted: the check is
+// "canonical length > MaxBytes".
+const MaxBytes = 1 << 20
+
+// maxDepth bounds array/object nesting. Deeper documents are invalid; the
+// bound keeps the recursive parser's stack small.
+const maxDepth = 10000
+
+// Error is why a document was rejected.
+type Error struct {
+	Reason string
+	// Oversized: the canonical form exceeds MaxBytes.
+	Oversized bool
+}
+
+func (e *Error) Error() string { return "canonical JSON " + e.Reason }
+
+// Canonical parses raw as one strict JSON document and returns its
+// canonical encoding.
 //
-// Rejected, with an *InputError matching ErrInvalidInput and naming field:
-// empty input, invalid JSON, trailing data after the document, invalid UTF-8
-// anywhere, unpaired surrogate escapes, duplicate keys in one object (compared
-// after unescaping) and nesting deeper than 10000. A canonical form longer
-// than MaxJSONBytes is rejected with an *InputError that also matches
-// ErrTooLarge (Oversized); the parse stops as soon as the output grows past
-// the limit, so an oversized document may be reported as such even if it
-// is invalid further on.
+// Rejected, with an *Error: empty input, invalid JSON, trailing data after
+// the document, invalid UTF-8 anywhere, unpaired surrogate escapes,
+// duplicate keys in one object (compared after unescaping) and nesting
+// deeper than 10000. A canonical form longer than MaxBytes is rejected as
+// Oversized; the parse stops as soon as the output grows past the limit, so
+// an oversized document may be reported as such even if it is invalid
+// further on.
 //
 // Canonical is idempotent: Canonical(Canonical(x)) == Canonical(x).
-func Canonical(field string, raw []byte) ([]byte, error) {
+func Canonical(raw []byte) ([]byte, error) {
 	if len(raw) == 0 {
-		return nil, invalid(field, "is not valid JSON: empty input")
+		return nil, &Error{Reason: "is not valid JSON: empty input"}
 	}
 	p := canonPool.Get().(*canonParser)
-	p.field, p.in, p.pos, p.depth = field, raw, 0, 0
+	p.in, p.pos, p.depth = raw, 0, 0
 	err := p.value()
 	if err == nil {
 		p.skipWS()
@@ -60,7 +67,7 @@ func Canonical(field string, raw []byte) ([]byte, error) {
 			err = p.fail("trailing data after the JSON value")
 		}
 	}
-	if err == nil && len(p.out) > MaxJSONBytes {
+	if err == nil && len(p.out) > MaxBytes {
 		err = p.oversized()
 	}
 	var res []byte
@@ -72,25 +79,19 @@ func Canonical(field string, raw []byte) ([]byte, error) {
 	return res, err
 }
 
-// Checksum is the lowercase hex SHA-256 of a canonical document.
-func Checksum(canonical []byte) string {
-	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
-}
-
-// MustCanonical encodes a payload the library builds itself: encoding/json
-// (without HTML escaping), then Canonical. It panics on any error, so it must
-// never be given caller-supplied raw JSON.
-func MustCanonical(v any) []byte {
+// Must encodes a payload the library builds itself: encoding/json (without
+// HTML escaping), then Canonical. It panics on any error, so it must never
+// be given caller-supplied raw JSON.
+func Must(v any) []byte {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		panic(fmt.Sprintf("workflow: MustCanonical(%T): %v", v, err))
+		panic(fmt.Sprintf("canonical.Must(%T): %v", v, err))
 	}
-	out, err := Canonical("internal payload", buf.Bytes())
+	out, err := Canonical(buf.Bytes())
 	if err != nil {
-		panic(fmt.Sprintf("workflow: MustCanonical(%T): %v", v, err))
+		panic(fmt.Sprintf("canonical.Must(%T): %v", v, err))
 	}
 	return out
 }
@@ -105,7 +106,6 @@ type member struct {
 // canonParser is a recursive-descent JSON parser that writes the canonical
 // form as it goes. Its buffers are reused through canonPool.
 type canonParser struct {
-	field   string
 	in      []byte
 	pos     int
 	depth   int
@@ -119,10 +119,10 @@ type canonParser struct {
 var canonPool = sync.Pool{New: func() any { return new(canonParser) }}
 
 // maxPooledBytes bounds the buffers kept in canonPool.
-const maxPooledBytes = 4 * MaxJSONBytes
+const maxPooledBytes = 4 * MaxBytes
 
 func (p *canonParser) release() {
-	p.field, p.in = "", nil
+	p.in = nil
 	if cap(p.out) > maxPooledBytes || cap(p.keys) > maxPooledBytes ||
 		cap(p.sbuf) > maxPooledBytes || cap(p.tmp) > maxPooledBytes || cap(p.members) > maxPooledBytes/32 {
 		return // let an unusually large parser be collected
@@ -132,14 +132,11 @@ func (p *canonParser) release() {
 }
 
 func (p *canonParser) fail(format string, args ...any) error {
-	return &InputError{
-		Field:  p.field,
-		Reason: fmt.Sprintf("is not valid JSON: %s at offset %d", fmt.Sprintf(format, args...), p.pos),
-	}
+	return &Error{Reason: fmt.Sprintf("is not valid JSON: %s at offset %d", fmt.Sprintf(format, args...), p.pos)}
 }
 
 func (p *canonParser) oversized() error {
-	return &InputError{Field: p.field, Reason: fmt.Sprintf("exceeds %d bytes", MaxJSONBytes), Oversized: true}
+	return &Error{Reason: fmt.Sprintf("exceeds %d bytes", MaxBytes), Oversized: true}
 }
 
 func (p *canonParser) skipWS() {
@@ -229,7 +226,7 @@ func (p *canonParser) number() error {
 	}
 	p.out = append(p.out, in[p.pos:i]...)
 	p.pos = i
-	if len(p.out) > MaxJSONBytes {
+	if len(p.out) > MaxBytes {
 		return p.oversized()
 	}
 	return nil
@@ -237,8 +234,8 @@ func (p *canonParser) number() error {
 
 func (p *canonParser) enter() error {
 	p.depth++
-	if p.depth > maxJSONDepth {
-		return p.fail("nesting deeper than %d", maxJSONDepth)
+	if p.depth > maxDepth {
+		return p.fail("nesting deeper than %d", maxDepth)
 	}
 	return nil
 }
@@ -400,7 +397,7 @@ func (p *canonParser) key() error {
 		}
 		p.out = appendQuoted(p.out, p.keys[off:])
 	}
-	if len(p.out) > MaxJSONBytes {
+	if len(p.out) > MaxBytes {
 		return p.oversized()
 	}
 	return nil
@@ -422,7 +419,7 @@ func (p *canonParser) stringValue() error {
 		}
 		p.out = appendQuoted(p.out, p.sbuf)
 	}
-	if len(p.out) > MaxJSONBytes {
+	if len(p.out) > MaxBytes {
 		return p.oversized()
 	}
 	return nil
@@ -552,7 +549,7 @@ func (p *canonParser) decodeEscaped(dst []byte, start, i int) ([]byte, error) {
 			return dst, p.fail("unterminated string")
 		}
 		dst = append(dst, in[s:i]...)
-		if len(dst) > MaxJSONBytes {
+		if len(dst) > MaxBytes {
 			return dst, p.oversized()
 		}
 	}
@@ -580,6 +577,9 @@ func hex4(in []byte, i int) (rune, bool) {
 }
 
 const lowerHex = "0123456789abcdef"
+
+// AppendString appends s as a canonical JSON string.
+func AppendString(dst []byte, s string) []byte { return appendQuoted(dst, s) }
 
 // appendQuoted appends s (decoded UTF-8) as a canonical JSON string: only
 // '"', '\\' and control characters are escaped. Invalid UTF-8 in s is copied

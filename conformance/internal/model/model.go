@@ -49,27 +49,27 @@ const (
 
 // Activation statuses.
 const (
-	ActPending   = "pending"
-	ActRunning   = "running"
-	ActCompleted = "completed"
-	ActFailed    = "failed"
-	ActCancelled = "cancelled"
-	ActWaiting   = "waiting" // a fan-out member held back by its group's concurrency
+	ActivationPending   = "pending"
+	ActivationRunning   = "running"
+	ActivationCompleted = "completed"
+	ActivationFailed    = "failed"
+	ActivationCancelled = "cancelled"
+	ActivationWaiting   = "waiting" // a fan-out member held back by its group's concurrency
 )
 
 // Attempt statuses.
 const (
-	AttPrepared       = "prepared"
-	AttAdmitted       = "admitted"
-	AttRunning        = "running"
-	AttSucceeded      = "succeeded"
-	AttFailed         = "failed"
-	AttPaused         = "paused"
-	AttCancelled      = "cancelled"
-	AttCancelling     = "cancelling"
-	AttSiblingCancel  = "sibling_cancelling"
-	AttRepairRequired = "repair_required"
-	AttAbandoned      = "abandoned"
+	AttemptPrepared          = "prepared"
+	AttemptAdmitted          = "admitted"
+	AttemptRunning           = "running"
+	AttemptSucceeded         = "succeeded"
+	AttemptFailed            = "failed"
+	AttemptPaused            = "paused"
+	AttemptCancelled         = "cancelled"
+	AttemptCancelling        = "cancelling"
+	AttemptSiblingCancelling = "sibling_cancelling"
+	AttemptRepairRequired    = "repair_required"
+	AttemptAbandoned         = "abandoned"
 )
 
 // Effects and reconciliation classes.
@@ -105,27 +105,27 @@ type Funcs struct {
 // Limits of a run, as stored: no zero caps, but RetryCap may be 0 (no
 // automatic retry, no explicit retry).
 type Limits struct {
-	NodeCap, ConcurrencyCap, CycleCap, RetryCap int64
+	NodeExecutionCap, ConcurrencyCap, CycleCap, RetryCap int64
 }
 
-// Auth is an execution authority.
-type Auth struct {
-	Gen int64
-	Tag string
+// Authority is an execution authority.
+type Authority struct {
+	Generation int64
+	Tag        string
 }
 
-// ActKey names an activation.
-type ActKey struct{ Run, Node, Act string }
+// ActivationKey names an activation.
+type ActivationKey struct{ RunID, NodeID, ActivationID string }
 
-func (k ActKey) String() string { return k.Run + "/" + k.Node + "/" + k.Act }
+func (k ActivationKey) String() string { return k.RunID + "/" + k.NodeID + "/" + k.ActivationID }
 
-// AttKey names an attempt.
-type AttKey struct {
-	ActKey
-	N uint32
+// AttemptKey names an attempt.
+type AttemptKey struct {
+	ActivationKey
+	Attempt uint32
 }
 
-func (k AttKey) String() string { return fmt.Sprintf("%s#%d", k.ActKey, k.N) }
+func (k AttemptKey) String() string { return fmt.Sprintf("%s#%d", k.ActivationKey, k.Attempt) }
 
 // Policy is an automatic-retry policy (version 1).
 type Policy struct {
@@ -134,19 +134,19 @@ type Policy struct {
 	InitialMS, Multiplier, MaximumMS int64
 }
 
-// NewAct describes an activation to add.
-type NewAct struct {
-	Key    ActKey
-	Effect string
-	Recon  string
-	Policy *Policy
-	Claim  bool     // a write claim on the run's resource "res"
-	Preds  []ActKey // predecessors (same run)
+// NewActivation describes an activation to add.
+type NewActivation struct {
+	Key            ActivationKey
+	Effect         string
+	Reconciliation string
+	Policy         *Policy
+	Claim          bool            // a write claim on the run's resource "res"
+	Predecessors   []ActivationKey // predecessors (same run)
 }
 
-func (a NewAct) same(b NewAct) bool {
+func (a NewActivation) same(b NewActivation) bool {
 	pe := (a.Policy == nil) == (b.Policy == nil) && (a.Policy == nil || *a.Policy == *b.Policy)
-	return a.Effect == b.Effect && a.Recon == b.Recon && a.Claim == b.Claim && pe && slices.Equal(a.Preds, b.Preds)
+	return a.Effect == b.Effect && a.Reconciliation == b.Reconciliation && a.Claim == b.Claim && pe && slices.Equal(a.Predecessors, b.Predecessors)
 }
 
 // Run is a run's durable state.
@@ -155,37 +155,37 @@ type Run struct {
 	Depth            int
 	Status           string
 	Cancel           bool
-	Auth             *Auth
+	Authority        *Authority
 	Limits           Limits
 	Exhausted        bool // the one execution_allowance_exhausted event was written
 }
 
-// Act is an activation's durable state.
-type Act struct {
-	Def        NewAct
-	Status     string
-	Last       uint32
-	Admissible bool
-	Output     bool
-	HasSucc    bool
-	Group      *Group // the fan-out group of a member, nil otherwise
-	Index      int    // a member's index
+// Activation is an activation's durable state.
+type Activation struct {
+	Def           NewActivation
+	Status        string
+	LastAttempt   uint32
+	Admissible    bool
+	Output        bool
+	HasSuccessors bool
+	Group         *Group // the fan-out group of a member, nil otherwise
+	Index         int    // a member's index
 }
 
 // Group is a fan-out group: its members, by index, share one definition.
 // Its accounting is derived from the members' statuses.
 type Group struct {
-	Ctl      ActKey
-	Members  []ActKey
-	Max      int
-	FailFast bool
-	Retired  bool // a fail-fast failure stopped the group
-	Def      NewAct
+	Controller ActivationKey
+	Members    []ActivationKey
+	Max        int
+	FailFast   bool
+	Retired    bool // a fail-fast failure stopped the group
+	Def        NewActivation
 }
 
 // Attempt is an attempt's durable state.
 type Attempt struct {
-	Key      AttKey
+	Key      AttemptKey
 	Identity string
 	Status   string
 	Handoff  string
@@ -196,38 +196,38 @@ type Attempt struct {
 
 // Schedule is an automatic retry schedule.
 type Schedule struct {
-	Failed, Next uint32
-	BackoffMS    int64
-	DueMS        int64
+	FailedAttempt, NextAttempt uint32
+	BackoffMS                  int64
+	DueMS                      int64
 }
 
 // Model is the reference state: every run the tier created in one sequence,
 // plus what the owner holds.
 type Model struct {
-	F      Funcs
-	Runs   map[string]*Run
-	Acts   map[ActKey]*Act
-	Atts   map[AttKey]*Attempt
-	Sched  map[ActKey]Schedule
-	Groups map[ActKey]*Group // by controller
-	Held   map[string]string // identity → receipt kind the owner holds
-	Calls  map[string]int    // owner Dispatch calls by identity
-	byID   map[string]AttKey
-	childs map[string]AttKey // child run id → parent attempt
+	F           Funcs
+	Runs        map[string]*Run
+	Activations map[ActivationKey]*Activation
+	Attempts    map[AttemptKey]*Attempt
+	Schedules   map[ActivationKey]Schedule
+	Groups      map[ActivationKey]*Group // by controller
+	Held        map[string]string        // identity → receipt kind the owner holds
+	Calls       map[string]int           // owner Dispatch calls by identity
+	byID        map[string]AttemptKey
+	childs      map[string]AttemptKey // child run id → parent attempt
 }
 
 // New returns an empty model.
 func New(f Funcs) *Model {
-	return &Model{F: f, Runs: map[string]*Run{}, Acts: map[ActKey]*Act{}, Atts: map[AttKey]*Attempt{},
-		Sched: map[ActKey]Schedule{}, Groups: map[ActKey]*Group{}, Held: map[string]string{}, Calls: map[string]int{},
-		byID: map[string]AttKey{}, childs: map[string]AttKey{}}
+	return &Model{F: f, Runs: map[string]*Run{}, Activations: map[ActivationKey]*Activation{}, Attempts: map[AttemptKey]*Attempt{},
+		Schedules: map[ActivationKey]Schedule{}, Groups: map[ActivationKey]*Group{}, Held: map[string]string{}, Calls: map[string]int{},
+		byID: map[string]AttemptKey{}, childs: map[string]AttemptKey{}}
 }
 
 // ---- derived facts ----
 
 func active(st string) bool {
 	switch st {
-	case AttPrepared, AttAdmitted, AttRunning, AttCancelling, AttSiblingCancel:
+	case AttemptPrepared, AttemptAdmitted, AttemptRunning, AttemptCancelling, AttemptSiblingCancelling:
 		return true
 	}
 	return false
@@ -235,7 +235,7 @@ func active(st string) bool {
 
 func settled(st string) bool {
 	switch st {
-	case AttSucceeded, AttFailed, AttCancelled, AttPaused, AttAbandoned:
+	case AttemptSucceeded, AttemptFailed, AttemptCancelled, AttemptPaused, AttemptAbandoned:
 		return true
 	}
 	return false
@@ -243,12 +243,12 @@ func settled(st string) bool {
 
 // holdsLease: leases are taken at prepare and released on every settled
 // status; repair_required keeps them.
-func holdsLease(st string) bool { return active(st) || st == AttRepairRequired }
+func holdsLease(st string) bool { return active(st) || st == AttemptRepairRequired }
 
 func (m *Model) attemptsOf(run string) []*Attempt {
 	var out []*Attempt
-	for k, a := range m.Atts {
-		if k.Run == run {
+	for k, a := range m.Attempts {
+		if k.RunID == run {
 			out = append(out, a)
 		}
 	}
@@ -258,19 +258,19 @@ func (m *Model) attemptsOf(run string) []*Attempt {
 	return out
 }
 
-func (m *Model) actsOf(run string) []*Act {
-	var out []*Act
-	for k, a := range m.Acts {
-		if k.Run == run {
+func (m *Model) actsOf(run string) []*Activation {
+	var out []*Activation
+	for k, a := range m.Activations {
+		if k.RunID == run {
 			out = append(out, a)
 		}
 	}
-	slices.SortFunc(out, func(a, b *Act) int { return cmpKey(a.Def.Key, b.Def.Key) })
+	slices.SortFunc(out, func(a, b *Activation) int { return cmpKey(a.Def.Key, b.Def.Key) })
 	return out
 }
 
-func cmpKey(a, b ActKey) int {
-	return cmp.Or(strings.Compare(a.Run, b.Run), strings.Compare(a.Node, b.Node), strings.Compare(a.Act, b.Act))
+func cmpKey(a, b ActivationKey) int {
+	return cmp.Or(strings.Compare(a.RunID, b.RunID), strings.Compare(a.NodeID, b.NodeID), strings.Compare(a.ActivationID, b.ActivationID))
 }
 
 // Counts are a run's derived counters.
@@ -278,14 +278,14 @@ type Counts struct{ Attempts, Active, Tree, Descendants int64 }
 
 func (m *Model) counts(run *Run) Counts {
 	var c Counts
-	for k, a := range m.Atts {
-		if k.Run == run.ID {
+	for k, a := range m.Attempts {
+		if k.RunID == run.ID {
 			c.Attempts++
 			if active(a.Status) {
 				c.Active++
 			}
 		}
-		if r := m.Runs[k.Run]; r != nil && r.Root == run.ID {
+		if r := m.Runs[k.RunID]; r != nil && r.Root == run.ID {
 			c.Tree++
 		}
 	}
@@ -302,21 +302,21 @@ func (m *Model) counts(run *Run) Counts {
 
 func (m *Model) root(run *Run) *Run { return m.Runs[run.Root] }
 
-func verify(run *Run, want *Auth) Err {
+func verify(run *Run, want *Authority) Err {
 	if want == nil {
 		return OK
 	}
-	if run.Auth == nil || *run.Auth != *want {
+	if run.Authority == nil || *run.Authority != *want {
 		return Stale
 	}
 	return OK
 }
 
-func snapshotOK(run *Run, snap *Auth) bool {
-	if run.Auth == nil || snap == nil {
-		return run.Auth == nil && snap == nil
+func snapshotOK(run *Run, snap *Authority) bool {
+	if run.Authority == nil || snap == nil {
+		return run.Authority == nil && snap == nil
 	}
-	return *run.Auth == *snap
+	return *run.Authority == *snap
 }
 
 // admissible: discovery returns pending activations of a running run
@@ -324,8 +324,8 @@ func snapshotOK(run *Run, snap *Auth) bool {
 // on the run's own counts: its attempts below its cap and, for a root, its
 // tree's attempts below it too. (A child's root-wide exhaustion parks its
 // activations when a dispatch meets it; see recordExhaustion.)
-func (m *Model) admissible(run *Run, a *Act) bool {
-	return a.Status == ActPending && run.Status == RunRunning && !run.Cancel && !m.exhaustionHolds(run)
+func (m *Model) admissible(run *Run, a *Activation) bool {
+	return a.Status == ActivationPending && run.Status == RunRunning && !run.Cancel && !m.exhaustionHolds(run)
 }
 
 func (m *Model) exhaustionHolds(run *Run) bool {
@@ -333,22 +333,22 @@ func (m *Model) exhaustionHolds(run *Run) bool {
 		return false
 	}
 	c := m.counts(run)
-	return c.Attempts >= run.Limits.NodeCap || (run.Root == run.ID && c.Tree >= run.Limits.NodeCap)
+	return c.Attempts >= run.Limits.NodeExecutionCap || (run.Root == run.ID && c.Tree >= run.Limits.NodeExecutionCap)
 }
 
 // reindex recomputes the pending index of a run's activations (what the
 // Store does whenever a run's admissibility changes).
 func (m *Model) reindex(run *Run) {
 	for _, a := range m.actsOf(run.ID) {
-		if a.Status == ActPending || a.Admissible {
+		if a.Status == ActivationPending || a.Admissible {
 			a.Admissible = m.admissible(run, a)
 		}
 	}
 }
 
 func (m *Model) hasRepairRequired(run string) bool {
-	for k, a := range m.Atts {
-		if k.Run == run && a.Status == AttRepairRequired {
+	for k, a := range m.Attempts {
+		if k.RunID == run && a.Status == AttemptRepairRequired {
 			return true
 		}
 	}
@@ -386,8 +386,8 @@ func (m *Model) finalizeOne(run *Run) bool {
 		return false
 	}
 	for _, a := range m.actsOf(run.ID) {
-		if a.Status == ActPending || a.Status == ActRunning || a.Status == ActWaiting {
-			a.Status = ActCancelled
+		if a.Status == ActivationPending || a.Status == ActivationRunning || a.Status == ActivationWaiting {
+			a.Status = ActivationCancelled
 			a.Admissible = false
 		}
 	}
@@ -409,13 +409,13 @@ func (m *Model) complete(run *Run) {
 	if (run.Status != RunRunning && run.Status != RunPaused) || run.Cancel || m.counts(run).Active > 0 || m.hasRepairRequired(run.ID) {
 		return
 	}
-	for k := range m.Sched {
-		if k.Run == run.ID {
+	for k := range m.Schedules {
+		if k.RunID == run.ID {
 			return
 		}
 	}
 	for _, a := range m.actsOf(run.ID) {
-		if a.Status == ActPending || a.Status == ActRunning {
+		if a.Status == ActivationPending || a.Status == ActivationRunning {
 			return
 		}
 	}
@@ -425,7 +425,7 @@ func (m *Model) complete(run *Run) {
 
 // startedChild reports whether the attempt is the parent attempt of a
 // child run.
-func (m *Model) startedChild(k AttKey) bool {
+func (m *Model) startedChild(k AttemptKey) bool {
 	for _, p := range m.childs {
 		if p == k {
 			return true
@@ -451,19 +451,19 @@ func (m *Model) resolveRepair(run *Run, to string) {
 // ---- runs and activations ----
 
 // CreateRun creates a root run.
-func (m *Model) CreateRun(id string, l Limits, auth *Auth) (bool, Err) {
+func (m *Model) CreateRun(id string, l Limits, auth *Authority) (bool, Err) {
 	if old, ok := m.Runs[id]; ok {
-		same := old.Parent == "" && old.Limits == l && ((old.Auth == nil) == (auth == nil)) && (auth == nil || *old.Auth == *auth)
+		same := old.Parent == "" && old.Limits == l && ((old.Authority == nil) == (auth == nil)) && (auth == nil || *old.Authority == *auth)
 		if same {
 			return false, OK
 		}
 		return false, Conflict
 	}
-	m.Runs[id] = &Run{ID: id, Root: id, Depth: 1, Status: RunRunning, Limits: l, Auth: cloneAuth(auth)}
+	m.Runs[id] = &Run{ID: id, Root: id, Depth: 1, Status: RunRunning, Limits: l, Authority: cloneAuth(auth)}
 	return true, OK
 }
 
-func cloneAuth(a *Auth) *Auth {
+func cloneAuth(a *Authority) *Authority {
 	if a == nil {
 		return nil
 	}
@@ -472,12 +472,12 @@ func cloneAuth(a *Auth) *Auth {
 }
 
 // AddActivation adds a pending activation.
-func (m *Model) AddActivation(na NewAct) (bool, Err) {
-	run, ok := m.Runs[na.Key.Run]
+func (m *Model) AddActivation(na NewActivation) (bool, Err) {
+	run, ok := m.Runs[na.Key.RunID]
 	if !ok {
 		return false, NotFound
 	}
-	if old, ok := m.Acts[na.Key]; ok {
+	if old, ok := m.Activations[na.Key]; ok {
 		if old.Def.same(na) {
 			return false, OK
 		}
@@ -486,37 +486,37 @@ func (m *Model) AddActivation(na NewAct) (bool, Err) {
 	if run.Status != RunRunning || run.Cancel {
 		return false, Ineligible
 	}
-	for _, p := range na.Preds {
-		if _, ok := m.Acts[p]; !ok {
+	for _, p := range na.Predecessors {
+		if _, ok := m.Activations[p]; !ok {
 			return false, NotFound
 		}
 	}
-	for _, p := range na.Preds {
-		m.Acts[p].HasSucc = true
+	for _, p := range na.Predecessors {
+		m.Activations[p].HasSuccessors = true
 	}
-	a := &Act{Def: na, Status: ActPending}
+	a := &Activation{Def: na, Status: ActivationPending}
 	a.Admissible = m.admissible(run, a)
-	m.Acts[na.Key] = a
+	m.Activations[na.Key] = a
 	return true, OK
 }
 
 // CreateChildRun creates the child of a prepared parent attempt (target is
 // the canonical target JSON) and admits the parent attempt.
-func (m *Model) CreateChildRun(parent AttKey, target string) (string, bool, Err) {
-	prun, ok := m.Runs[parent.Run]
+func (m *Model) CreateChildRun(parent AttemptKey, target string) (string, bool, Err) {
+	prun, ok := m.Runs[parent.RunID]
 	if !ok {
 		return "", false, NotFound
 	}
-	id := m.F.ChildID(prun.Root, parent.Run, parent.Act, parent.N, target)
+	id := m.F.ChildID(prun.Root, parent.RunID, parent.ActivationID, parent.Attempt, target)
 	if p, ok := m.childs[id]; ok {
 		if p == parent {
 			return id, false, OK
 		}
 		return id, false, Conflict
 	}
-	att, ok := m.Atts[parent]
-	act := m.Acts[parent.ActKey]
-	if !ok || att.Status != AttPrepared || act == nil || act.Status != ActRunning {
+	att, ok := m.Attempts[parent]
+	act := m.Activations[parent.ActivationKey]
+	if !ok || att.Status != AttemptPrepared || act == nil || act.Status != ActivationRunning {
 		return id, false, Ineligible
 	}
 	if prun.Status != RunRunning || prun.Cancel {
@@ -524,16 +524,16 @@ func (m *Model) CreateChildRun(parent AttKey, target string) (string, bool, Err)
 	}
 	root := m.root(prun)
 	rc := m.counts(root)
-	if rc.Tree >= root.Limits.NodeCap {
+	if rc.Tree >= root.Limits.NodeExecutionCap {
 		return id, false, RootExhausted
 	}
 	if rc.Descendants >= 64 || prun.Depth+1 > 8 {
 		return id, false, Ineligible
 	}
 	m.Runs[id] = &Run{ID: id, Root: root.ID, Parent: prun.ID, Depth: prun.Depth + 1, Status: RunRunning,
-		Limits: prun.Limits, Auth: cloneAuth(prun.Auth)}
+		Limits: prun.Limits, Authority: cloneAuth(prun.Authority)}
 	m.childs[id] = parent
-	att.Status = AttAdmitted
+	att.Status = AttemptAdmitted
 	att.Receipt = ReceiptChild
 	return id, true, OK
 }
@@ -543,15 +543,15 @@ func (m *Model) CreateChildRun(parent AttKey, target string) (string, bool, Err)
 // AddFanOut materialises a group of n members of controller ctl, at most
 // max pending or running at once; def is the members' shared definition
 // (its key is ignored).
-func (m *Model) AddFanOut(ctl ActKey, n, max int, failFast bool, def NewAct) (bool, Err) {
-	run, ok := m.Runs[ctl.Run]
+func (m *Model) AddFanOut(ctl ActivationKey, n, max int, failFast bool, def NewActivation) (bool, Err) {
+	run, ok := m.Runs[ctl.RunID]
 	if !ok {
 		return false, NotFound
 	}
-	if _, ok := m.Acts[ctl]; !ok {
+	if _, ok := m.Activations[ctl]; !ok {
 		return false, NotFound
 	}
-	def.Key, def.Preds = ActKey{}, nil
+	def.Key, def.Predecessors = ActivationKey{}, nil
 	if old, ok := m.Groups[ctl]; ok {
 		if len(old.Members) == n && old.Max == max && old.FailFast == failFast && old.Def.same(def) {
 			return false, OK
@@ -561,17 +561,17 @@ func (m *Model) AddFanOut(ctl ActKey, n, max int, failFast bool, def NewAct) (bo
 	if run.Status != RunRunning || run.Cancel {
 		return false, Ineligible
 	}
-	g := &Group{Ctl: ctl, Max: max, FailFast: failFast, Def: def}
+	g := &Group{Controller: ctl, Max: max, FailFast: failFast, Def: def}
 	for i := range n {
-		k := ActKey{Run: ctl.Run, Node: fmt.Sprintf("%s::member::%d", ctl.Node, i), Act: m.F.MemberID(ctl.Run, ctl.Act, int64(i))}
+		k := ActivationKey{RunID: ctl.RunID, NodeID: fmt.Sprintf("%s::member::%d", ctl.NodeID, i), ActivationID: m.F.MemberID(ctl.RunID, ctl.ActivationID, int64(i))}
 		d := def
 		d.Key = k
-		a := &Act{Def: d, Status: ActPending, Group: g, Index: i}
+		a := &Activation{Def: d, Status: ActivationPending, Group: g, Index: i}
 		if i >= max {
-			a.Status = ActWaiting
+			a.Status = ActivationWaiting
 		}
 		a.Admissible = m.admissible(run, a)
-		m.Acts[k] = a
+		m.Activations[k] = a
 		g.Members = append(g.Members, k)
 	}
 	m.Groups[ctl] = g
@@ -582,7 +582,7 @@ func (m *Model) AddFanOut(ctl ActKey, n, max int, failFast bool, def NewAct) (bo
 func (m *Model) occupied(g *Group) int {
 	n := 0
 	for _, k := range g.Members {
-		if s := m.Acts[k].Status; s == ActPending || s == ActRunning {
+		if s := m.Activations[k].Status; s == ActivationPending || s == ActivationRunning {
 			n++
 		}
 	}
@@ -596,19 +596,21 @@ func (m *Model) promote(run *Run, g *Group) {
 		if m.occupied(g) >= g.Max {
 			return
 		}
-		if a := m.Acts[k]; a.Status == ActWaiting {
-			a.Status = ActPending
+		if a := m.Activations[k]; a.Status == ActivationWaiting {
+			a.Status = ActivationPending
 			a.Admissible = m.admissible(run, a)
 		}
 	}
 }
 
-func terminalAct(st string) bool { return st == ActCompleted || st == ActFailed || st == ActCancelled }
+func terminalAct(st string) bool {
+	return st == ActivationCompleted || st == ActivationFailed || st == ActivationCancelled
+}
 
 // memberSettled: a member reached a terminal status. Waiting members take
 // the freed place; a wait-all group whose members have all settled fails
 // the run when any of them failed.
-func (m *Model) memberSettled(run *Run, act *Act) {
+func (m *Model) memberSettled(run *Run, act *Activation) {
 	g := act.Group
 	if g == nil {
 		return
@@ -619,11 +621,11 @@ func (m *Model) memberSettled(run *Run, act *Act) {
 	}
 	failed := false
 	for _, k := range g.Members {
-		st := m.Acts[k].Status
+		st := m.Activations[k].Status
 		if !terminalAct(st) {
 			return
 		}
-		failed = failed || st == ActFailed
+		failed = failed || st == ActivationFailed
 	}
 	if failed && (run.Status == RunRunning || run.Status == RunPaused) {
 		run.Status = RunFailed
@@ -633,7 +635,7 @@ func (m *Model) memberSettled(run *Run, act *Act) {
 
 // activationFailed: the activation failed (no automatic retry scheduled
 // unless scheduled). A member of a fail-fast group stops its siblings.
-func (m *Model) activationFailed(run *Run, act *Act, scheduled bool) {
+func (m *Model) activationFailed(run *Run, act *Activation, scheduled bool) {
 	g := act.Group
 	switch {
 	case g == nil || scheduled:
@@ -643,23 +645,23 @@ func (m *Model) activationFailed(run *Run, act *Act, scheduled bool) {
 		return
 	default:
 		for _, k := range g.Members {
-			a := m.Acts[k]
+			a := m.Activations[k]
 			if a == act {
 				continue
 			}
 			switch a.Status {
-			case ActWaiting, ActPending:
-				a.Status = ActCancelled
+			case ActivationWaiting, ActivationPending:
+				a.Status = ActivationCancelled
 				a.Admissible = false
-			case ActRunning:
-				att := m.Atts[AttKey{k, a.Last}]
+			case ActivationRunning:
+				att := m.Attempts[AttemptKey{k, a.LastAttempt}]
 				switch {
 				case att == nil:
-				case att.Status == AttPrepared && att.Receipt == "" && att.Handoff == HandoffPending:
-					att.Status = AttCancelled
-					a.Status = ActCancelled
-				case att.Status == AttPrepared || att.Status == AttAdmitted || att.Status == AttRunning:
-					att.Status = AttSiblingCancel
+				case att.Status == AttemptPrepared && att.Receipt == "" && att.Handoff == HandoffPending:
+					att.Status = AttemptCancelled
+					a.Status = ActivationCancelled
+				case att.Status == AttemptPrepared || att.Status == AttemptAdmitted || att.Status == AttemptRunning:
+					att.Status = AttemptSiblingCancelling
 				}
 			}
 		}
@@ -690,15 +692,15 @@ const (
 // Summary is a Dispatch summary.
 type Summary struct {
 	Admitted    []string
-	Unsupported []ActKey
-	Raced       []ActKey
-	Exhausted   []ActKey
-	Rejected    []ActKey
+	Unsupported []ActivationKey
+	Raced       []ActivationKey
+	Exhausted   []ActivationKey
+	Rejected    []ActivationKey
 }
 
 // Dispatch runs one Dispatch restricted to runID. owned, when set, is the
 // owned-dispatch authority.
-func (m *Model) Dispatch(runID string, limit int, mode OwnerMode, owned *Auth, now int64) (Summary, Err) {
+func (m *Model) Dispatch(runID string, limit int, mode OwnerMode, owned *Authority, now int64) (Summary, Err) {
 	var sum Summary
 	run, ok := m.Runs[runID]
 	if owned != nil && (!ok || verify(run, owned) != OK) {
@@ -713,7 +715,7 @@ func (m *Model) Dispatch(runID string, limit int, mode OwnerMode, owned *Auth, n
 	// allowance, counting the activations already taken) refuses that
 	// activation first: then it is taken like any other.
 	type cand struct {
-		act  *Act
+		act  *Activation
 		full bool
 	}
 	var cands []cand
@@ -727,8 +729,8 @@ func (m *Model) Dispatch(runID string, limit int, mode OwnerMode, owned *Auth, n
 		if !a.Admissible {
 			continue
 		}
-		refused := int64(a.Last+1) > run.Limits.RetryCap+1 || attempts >= run.Limits.NodeCap ||
-			tree >= m.root(run).Limits.NodeCap
+		refused := int64(a.LastAttempt+1) > run.Limits.RetryCap+1 || attempts >= run.Limits.NodeExecutionCap ||
+			tree >= m.root(run).Limits.NodeExecutionCap
 		if refused {
 			cands = append(cands, cand{a, false})
 			continue
@@ -742,7 +744,7 @@ func (m *Model) Dispatch(runID string, limit int, mode OwnerMode, owned *Auth, n
 		tree++
 		cands = append(cands, cand{a, false})
 	}
-	snap := cloneAuth(run.Auth)
+	snap := cloneAuth(run.Authority)
 	for _, c := range cands {
 		k := c.act.Def.Key
 		if c.full {
@@ -798,7 +800,7 @@ func (m *Model) Dispatch(runID string, limit int, mode OwnerMode, owned *Auth, n
 		if mode == FaultAccepted {
 			return sum, Owner
 		}
-		att.Status = AttAdmitted
+		att.Status = AttemptAdmitted
 		att.Receipt = ReceiptOwner
 		if mode == FaultReceipt {
 			return sum, Owner
@@ -815,18 +817,18 @@ func (m *Model) ownerAccept(identity string) {
 
 // prepare is the single-winner gate for one activation (nil: not
 // admissible now).
-func (m *Model) prepare(run *Run, act *Act, check func() Err, now int64) (*Attempt, Err) {
+func (m *Model) prepare(run *Run, act *Activation, check func() Err, now int64) (*Attempt, Err) {
 	if e := check(); e != OK {
 		return nil, e
 	}
-	if act.Status != ActPending || run.Status != RunRunning || run.Cancel {
+	if act.Status != ActivationPending || run.Status != RunRunning || run.Cancel {
 		return nil, OK
 	}
-	n := act.Last + 1
-	k := AttKey{act.Def.Key, n}
+	n := act.LastAttempt + 1
+	k := AttemptKey{act.Def.Key, n}
 	if act.Def.Claim {
-		for ak, a := range m.Atts {
-			if ak.Run == run.ID && ak != k && holdsLease(a.Status) && m.Acts[ak.ActKey].Def.Claim {
+		for ak, a := range m.Attempts {
+			if ak.RunID == run.ID && ak != k && holdsLease(a.Status) && m.Activations[ak.ActivationKey].Def.Claim {
 				return nil, Resource
 			}
 		}
@@ -835,22 +837,22 @@ func (m *Model) prepare(run *Run, act *Act, check func() Err, now int64) (*Attem
 		return nil, Ineligible
 	}
 	c := m.counts(run)
-	if c.Attempts >= run.Limits.NodeCap {
+	if c.Attempts >= run.Limits.NodeExecutionCap {
 		return nil, NodeExhausted
 	}
 	root := m.root(run)
-	if m.counts(root).Tree >= root.Limits.NodeCap {
+	if m.counts(root).Tree >= root.Limits.NodeExecutionCap {
 		return nil, RootExhausted
 	}
 	if c.Active >= run.Limits.ConcurrencyCap {
 		return nil, Capacity
 	}
-	act.Status = ActRunning
+	act.Status = ActivationRunning
 	act.Admissible = false
-	act.Last = n
-	id := m.F.Identity(k.Run, k.Node, k.Act, n)
-	att := &Attempt{Key: k, Identity: id, Status: AttPrepared, Handoff: HandoffPending, Effect: act.Def.Effect, Prepared: now}
-	m.Atts[k] = att
+	act.LastAttempt = n
+	id := m.F.Identity(k.RunID, k.NodeID, k.ActivationID, n)
+	att := &Attempt{Key: k, Identity: id, Status: AttemptPrepared, Handoff: HandoffPending, Effect: act.Def.Effect, Prepared: now}
+	m.Attempts[k] = att
 	m.byID[id] = k
 	return att, OK
 }
@@ -860,8 +862,8 @@ func (m *Model) prepare(run *Run, act *Act, check func() Err, now int64) (*Attem
 // admissible activations.
 func (m *Model) recordExhaustion(run *Run) {
 	root := m.root(run)
-	local := m.counts(run).Attempts >= run.Limits.NodeCap
-	tree := m.counts(root).Tree >= root.Limits.NodeCap
+	local := m.counts(run).Attempts >= run.Limits.NodeExecutionCap
+	tree := m.counts(root).Tree >= root.Limits.NodeExecutionCap
 	if !local && !tree {
 		return
 	}
@@ -874,17 +876,17 @@ func (m *Model) recordExhaustion(run *Run) {
 // ---- handoff and receipts ----
 
 // Handoff records the handoff of a prepared attempt (0→1).
-func (m *Model) Handoff(k AttKey, auth *Auth) Err {
-	run, ok := m.Runs[k.Run]
+func (m *Model) Handoff(k AttemptKey, auth *Authority) Err {
+	run, ok := m.Runs[k.RunID]
 	if !ok {
 		return NotFound
 	}
 	if e := verify(run, auth); e != OK {
 		return e
 	}
-	att, ok := m.Atts[k]
-	act := m.Acts[k.ActKey]
-	if !ok || att.Status != AttPrepared || act.Status != ActRunning || run.Status != RunRunning || run.Cancel {
+	att, ok := m.Attempts[k]
+	act := m.Activations[k.ActivationKey]
+	if !ok || att.Status != AttemptPrepared || act.Status != ActivationRunning || run.Status != RunRunning || run.Cancel {
 		return Ineligible
 	}
 	if att.Handoff == HandoffRecorded {
@@ -895,21 +897,21 @@ func (m *Model) Handoff(k AttKey, auth *Auth) Err {
 }
 
 // PersistReceipt commits a receipt of the given kind.
-func (m *Model) PersistReceipt(k AttKey, receipt string, auth *Auth) Err {
-	run, ok := m.Runs[k.Run]
+func (m *Model) PersistReceipt(k AttemptKey, receipt string, auth *Authority) Err {
+	run, ok := m.Runs[k.RunID]
 	if !ok {
 		return NotFound
 	}
 	if e := verify(run, auth); e != OK {
 		return e
 	}
-	att, ok := m.Atts[k]
+	att, ok := m.Attempts[k]
 	if !ok {
 		return NotFound
 	}
 	if att.Receipt != "" {
 		switch att.Status {
-		case AttAdmitted, AttRunning, AttCancelling, AttSiblingCancel:
+		case AttemptAdmitted, AttemptRunning, AttemptCancelling, AttemptSiblingCancelling:
 			if att.Receipt == receipt {
 				return OK
 			}
@@ -917,14 +919,14 @@ func (m *Model) PersistReceipt(k AttKey, receipt string, auth *Auth) Err {
 		return Conflict
 	}
 	switch att.Status {
-	case AttPrepared:
-		att.Status = AttAdmitted
-	case AttCancelling, AttSiblingCancel:
-	case AttRepairRequired:
+	case AttemptPrepared:
+		att.Status = AttemptAdmitted
+	case AttemptCancelling, AttemptSiblingCancelling:
+	case AttemptRepairRequired:
 		if att.Handoff != HandoffRecorded {
 			return Conflict
 		}
-		att.Status = AttAdmitted
+		att.Status = AttemptAdmitted
 		att.Receipt = receipt
 		m.resolveRepair(run, RunRunning)
 	default:
@@ -938,15 +940,15 @@ func (m *Model) PersistReceipt(k AttKey, receipt string, auth *Auth) Err {
 
 // Observation kinds.
 const (
-	ObsAdmitted  = "admitted"
-	ObsRunning   = "running"
-	ObsDeferred  = "deferred"
-	ObsSucceeded = "succeeded"
-	ObsFailed    = "failed"
-	ObsRetryable = "retryable_failure"
-	ObsPaused    = "paused"
-	ObsCancelled = "cancelled"
-	ObsUnknown   = "unknown"
+	ObservedAdmitted         = "admitted"
+	ObservedRunning          = "running"
+	ObservedDeferred         = "deferred"
+	ObservedSucceeded        = "succeeded"
+	ObservedFailed           = "failed"
+	ObservedRetryableFailure = "retryable_failure"
+	ObservedPaused           = "paused"
+	ObservedCancelled        = "cancelled"
+	ObservedUnknown          = "unknown"
 )
 
 // ObsResult is what an observation did.
@@ -962,18 +964,18 @@ type ObsResult struct {
 
 func compatible(st, kind string) bool {
 	switch kind {
-	case ObsAdmitted, ObsRunning, ObsDeferred:
+	case ObservedAdmitted, ObservedRunning, ObservedDeferred:
 		return true
-	case ObsSucceeded:
-		return st == AttSucceeded
-	case ObsFailed, ObsRetryable:
-		return st == AttFailed
-	case ObsPaused:
-		return st == AttPaused
-	case ObsCancelled:
-		return st == AttCancelled
-	case ObsUnknown:
-		return st == AttRepairRequired
+	case ObservedSucceeded:
+		return st == AttemptSucceeded
+	case ObservedFailed, ObservedRetryableFailure:
+		return st == AttemptFailed
+	case ObservedPaused:
+		return st == AttemptPaused
+	case ObservedCancelled:
+		return st == AttemptCancelled
+	case ObservedUnknown:
+		return st == AttemptRepairRequired
 	}
 	return false
 }
@@ -984,9 +986,9 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 	if !ok {
 		return ObsResult{}, NotFound
 	}
-	att, act, run := m.Atts[k], m.Acts[k.ActKey], m.Runs[k.Run]
+	att, act, run := m.Attempts[k], m.Activations[k.ActivationKey], m.Runs[k.RunID]
 	res := ObsResult{Status: att.Status}
-	if settled(att.Status) || att.Status == AttRepairRequired {
+	if settled(att.Status) || att.Status == AttemptRepairRequired {
 		if compatible(att.Status, kind) {
 			return res, OK
 		}
@@ -995,65 +997,65 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 	if att.Receipt == "" {
 		return res, Ineligible
 	}
-	if run.Cancel && (kind == ObsAdmitted || kind == ObsRunning) && att.Receipt == ReceiptChild && m.startedChild(k) {
+	if run.Cancel && (kind == ObservedAdmitted || kind == ObservedRunning) && att.Receipt == ReceiptChild && m.startedChild(k) {
 		// The owner settles the child run first.
-		att.Status = AttCancelling
+		att.Status = AttemptCancelling
 		res.Status = att.Status
 		return res, OK
 	}
-	if run.Cancel || att.Status == AttSiblingCancel {
-		kind = ObsCancelled
+	if run.Cancel || att.Status == AttemptSiblingCancelling {
+		kind = ObservedCancelled
 	}
 	was := run.Status
 	switch kind {
-	case ObsAdmitted, ObsRunning:
-		att.Status = map[string]string{ObsAdmitted: AttAdmitted, ObsRunning: AttRunning}[kind]
-	case ObsDeferred:
-	case ObsSucceeded:
-		att.Status = AttSucceeded
-		act.Status = ActCompleted
+	case ObservedAdmitted, ObservedRunning:
+		att.Status = map[string]string{ObservedAdmitted: AttemptAdmitted, ObservedRunning: AttemptRunning}[kind]
+	case ObservedDeferred:
+	case ObservedSucceeded:
+		att.Status = AttemptSucceeded
+		act.Status = ActivationCompleted
 		act.Output = true
 		m.memberSettled(run, act)
 		m.complete(run)
-	case ObsFailed, ObsRetryable:
-		if kind == ObsRetryable {
+	case ObservedFailed, ObservedRetryableFailure:
+		if kind == ObservedRetryableFailure {
 			// The failure always settles. A different schedule left for an
 			// earlier attempt is replaced; one for this attempt is kept.
-			s, why := m.retrySchedule(run, act, k.N, now)
-			old, had := m.Sched[k.ActKey]
+			s, why := m.retrySchedule(run, act, k.Attempt, now)
+			old, had := m.Schedules[k.ActivationKey]
 			switch {
 			case why != "":
 				res.NotScheduled = why
-			case had && old != s && old.Failed >= k.N:
+			case had && old != s && old.FailedAttempt >= k.Attempt:
 				res.NotScheduled = "schedule_exists"
 			default:
-				m.Sched[k.ActKey] = s
+				m.Schedules[k.ActivationKey] = s
 				res.Schedule = &s
 			}
 		}
-		att.Status = AttFailed
-		act.Status = ActFailed
+		att.Status = AttemptFailed
+		act.Status = ActivationFailed
 		m.activationFailed(run, act, res.Schedule != nil)
 		m.reindex(run)
-	case ObsPaused:
-		att.Status = AttPaused
-		act.Status = ActPending
+	case ObservedPaused:
+		att.Status = AttemptPaused
+		act.Status = ActivationPending
 		if run.Status == RunRunning {
 			run.Status = RunPaused
 		}
 		m.reindex(run)
-	case ObsCancelled:
-		att.Status = AttCancelled
-		act.Status = ActCancelled
+	case ObservedCancelled:
+		att.Status = AttemptCancelled
+		act.Status = ActivationCancelled
 		act.Admissible = false
 		m.memberSettled(run, act)
 		m.finalize(run)
-	case ObsUnknown:
+	case ObservedUnknown:
 		if att.Effect == ReadOnly {
 			res.Unresolved = true
 			return res, OK
 		}
-		att.Status = AttRepairRequired
+		att.Status = AttemptRepairRequired
 		run.Status = RunRepairRequired
 		m.reindex(run)
 	}
@@ -1067,7 +1069,7 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 // retrySchedule decides an observation-driven automatic retry (the decision
 // table with the policy's max_attempts and the run's retry_cap); why names
 // the refusal when it schedules nothing.
-func (m *Model) retrySchedule(run *Run, act *Act, attempt uint32, now int64) (s Schedule, why string) {
+func (m *Model) retrySchedule(run *Run, act *Activation, attempt uint32, now int64) (s Schedule, why string) {
 	p := act.Def.Policy
 	if p == nil {
 		return Schedule{}, "no_policy"
@@ -1083,8 +1085,8 @@ func (m *Model) retrySchedule(run *Run, act *Act, attempt uint32, now int64) (s 
 		return Schedule{}, "ineligible/attempts_exhausted"
 	}
 	switch {
-	case act.Def.Effect == ReadOnly && (act.Def.Recon == IdempotentReplay || act.Def.Recon == ReceiptStatus):
-	case act.Def.Effect == Mutating && act.Def.Recon == ReceiptStatus:
+	case act.Def.Effect == ReadOnly && (act.Def.Reconciliation == IdempotentReplay || act.Def.Reconciliation == ReceiptStatus):
+	case act.Def.Effect == Mutating && act.Def.Reconciliation == ReceiptStatus:
 	default:
 		return Schedule{}, "ineligible/unsafe_effect_or_reconciliation"
 	}
@@ -1098,32 +1100,32 @@ func (m *Model) retrySchedule(run *Run, act *Act, attempt uint32, now int64) (s 
 		}
 	}
 	backoff = min(backoff, p.MaximumMS)
-	return Schedule{Failed: attempt, Next: next, BackoffMS: backoff, DueMS: now + backoff}, ""
+	return Schedule{FailedAttempt: attempt, NextAttempt: next, BackoffMS: backoff, DueMS: now + backoff}, ""
 }
 
 // ---- retries ----
 
 // Requeue is a retry's result.
 type Requeue struct {
-	Key        ActKey
+	Key        ActivationKey
 	Prev, Next uint32
 }
 
 // RetryFailedNode explicitly requeues a failed activation.
-func (m *Model) RetryFailedNode(k ActKey, failed uint32) (Requeue, Err) {
+func (m *Model) RetryFailedNode(k ActivationKey, failed uint32) (Requeue, Err) {
 	return m.retry(k, failed, nil)
 }
 
 // ConsumeDueRetry consumes the activation's due schedule.
-func (m *Model) ConsumeDueRetry(k ActKey, now int64) (Requeue, Err) {
-	s, ok := m.Sched[k]
+func (m *Model) ConsumeDueRetry(k ActivationKey, now int64) (Requeue, Err) {
+	s, ok := m.Schedules[k]
 	if !ok {
 		return Requeue{}, NotFound
 	}
 	if s.DueMS > now {
 		return Requeue{}, Ineligible
 	}
-	return m.retry(k, s.Failed, &s)
+	return m.retry(k, s.FailedAttempt, &s)
 }
 
 // ConsumeNextDueRetry consumes the run's first consumable due schedule (by
@@ -1132,87 +1134,87 @@ func (m *Model) ConsumeDueRetry(k ActKey, now int64) (Requeue, Err) {
 // whose attempt has not settled are passed over. A run that cannot be
 // retried refuses (Ineligible) when any schedule is due.
 func (m *Model) ConsumeNextDueRetry(runID string, now int64) (Requeue, bool, Err) {
-	var due []ActKey
-	for k, s := range m.Sched {
-		if k.Run == runID && s.DueMS <= now {
+	var due []ActivationKey
+	for k, s := range m.Schedules {
+		if k.RunID == runID && s.DueMS <= now {
 			due = append(due, k)
 		}
 	}
 	if len(due) == 0 {
 		return Requeue{}, false, OK
 	}
-	slices.SortFunc(due, func(a, b ActKey) int {
-		return cmp.Or(cmp.Compare(m.Sched[a].DueMS, m.Sched[b].DueMS), cmpKey(a, b))
+	slices.SortFunc(due, func(a, b ActivationKey) int {
+		return cmp.Or(cmp.Compare(m.Schedules[a].DueMS, m.Schedules[b].DueMS), cmpKey(a, b))
 	})
 	run := m.Runs[runID]
 	if (run.Status != RunFailed && run.Status != RunRunning) || run.Cancel {
 		return Requeue{}, false, Ineligible
 	}
 	for _, k := range due {
-		s, act := m.Sched[k], m.Acts[k]
-		att := m.Atts[AttKey{k, s.Failed}]
+		s, act := m.Schedules[k], m.Activations[k]
+		att := m.Attempts[AttemptKey{k, s.FailedAttempt}]
 		switch {
-		case s.Failed == 0 || s.Next != s.Failed+1, int64(s.Next) > run.Limits.RetryCap+1, act.HasSucc, act.Last > s.Failed:
-			delete(m.Sched, k) // can never be consumed
-		case act.Last < s.Failed || att == nil:
+		case s.FailedAttempt == 0 || s.NextAttempt != s.FailedAttempt+1, int64(s.NextAttempt) > run.Limits.RetryCap+1, act.HasSuccessors, act.LastAttempt > s.FailedAttempt:
+			delete(m.Schedules, k) // can never be consumed
+		case act.LastAttempt < s.FailedAttempt || att == nil:
 			// its attempt does not exist yet: passed over
-		case att.Status == AttFailed:
-			if act.Status != ActFailed || act.Output {
-				delete(m.Sched, k)
+		case att.Status == AttemptFailed:
+			if act.Status != ActivationFailed || act.Output {
+				delete(m.Schedules, k)
 				continue
 			}
-			rq, e := m.retry(k, s.Failed, &s)
+			rq, e := m.retry(k, s.FailedAttempt, &s)
 			return rq, e == OK, e
 		case settled(att.Status):
-			delete(m.Sched, k) // settled other than failed (abandoned included)
+			delete(m.Schedules, k) // settled other than failed (abandoned included)
 		}
 	}
 	return Requeue{}, false, OK
 }
 
-func (m *Model) retry(k ActKey, failed uint32, sched *Schedule) (Requeue, Err) {
-	run, ok := m.Runs[k.Run]
+func (m *Model) retry(k ActivationKey, failed uint32, sched *Schedule) (Requeue, Err) {
+	run, ok := m.Runs[k.RunID]
 	if !ok {
 		return Requeue{}, NotFound
 	}
-	act, ok := m.Acts[k]
+	act, ok := m.Activations[k]
 	if !ok {
 		return Requeue{}, NotFound
 	}
 	if (run.Status != RunFailed && run.Status != RunRunning) || run.Cancel {
 		return Requeue{}, Ineligible
 	}
-	if act.Status != ActFailed || act.Output {
+	if act.Status != ActivationFailed || act.Output {
 		return Requeue{}, Ineligible
 	}
-	att, ok := m.Atts[AttKey{k, failed}]
+	att, ok := m.Attempts[AttemptKey{k, failed}]
 	// A schedule consumes only a failed attempt: an abandoned mutation is
 	// retried only explicitly.
-	if !ok || act.Last != failed || (sched != nil && att.Status != AttFailed) || (att.Status != AttFailed && att.Status != AttAbandoned) {
+	if !ok || act.LastAttempt != failed || (sched != nil && att.Status != AttemptFailed) || (att.Status != AttemptFailed && att.Status != AttemptAbandoned) {
 		if sched != nil {
 			return Requeue{}, Conflict
 		}
 		return Requeue{}, Ineligible
 	}
 	next := failed + 1
-	if int64(next) > run.Limits.RetryCap+1 || act.HasSucc {
+	if int64(next) > run.Limits.RetryCap+1 || act.HasSuccessors {
 		return Requeue{}, Ineligible
 	}
-	if sched != nil && (sched.Failed != failed || sched.Next != next) {
+	if sched != nil && (sched.FailedAttempt != failed || sched.NextAttempt != next) {
 		return Requeue{}, Conflict
 	}
-	act.Status = ActPending
+	act.Status = ActivationPending
 	if g := act.Group; g != nil {
 		if g.Retired {
 			return Requeue{}, Ineligible
 		}
-		act.Status = ActWaiting
+		act.Status = ActivationWaiting
 		if m.occupied(g) < g.Max {
-			act.Status = ActPending
+			act.Status = ActivationPending
 		}
 	}
 	run.Status = RunRunning
-	delete(m.Sched, k) // consumed, or superseded by the explicit retry
+	delete(m.Schedules, k) // consumed, or superseded by the explicit retry
 	m.reindex(run)
 	return Requeue{Key: k, Prev: failed, Next: next}, OK
 }
@@ -1220,8 +1222,8 @@ func (m *Model) retry(k ActKey, failed uint32, sched *Schedule) (Requeue, Err) {
 // ---- authority, gates, cancellation ----
 
 // TransferAuthority replaces the run's authority by compare-and-swap.
-func (m *Model) TransferAuthority(runID string, expected, replacement Auth) Err {
-	if replacement.Gen != expected.Gen+1 || replacement.Tag == expected.Tag {
+func (m *Model) TransferAuthority(runID string, expected, replacement Authority) Err {
+	if replacement.Generation != expected.Generation+1 || replacement.Tag == expected.Tag {
 		return Invalid
 	}
 	run, ok := m.Runs[runID]
@@ -1236,17 +1238,17 @@ func (m *Model) TransferAuthority(runID string, expected, replacement Auth) Err 
 	default:
 		return Ineligible
 	}
-	run.Auth = &replacement
+	run.Authority = &replacement
 	return OK
 }
 
 // Pause moves a running run to paused (a paused run: no-op).
-func (m *Model) Pause(runID string, auth *Auth) Err { return m.gate(runID, auth, true) }
+func (m *Model) Pause(runID string, auth *Authority) Err { return m.gate(runID, auth, true) }
 
 // Resume moves a paused run back to running.
-func (m *Model) Resume(runID string, auth *Auth) Err { return m.gate(runID, auth, false) }
+func (m *Model) Resume(runID string, auth *Authority) Err { return m.gate(runID, auth, false) }
 
-func (m *Model) gate(runID string, auth *Auth, pause bool) Err {
+func (m *Model) gate(runID string, auth *Authority, pause bool) Err {
 	run, ok := m.Runs[runID]
 	if !ok {
 		return NotFound
@@ -1275,7 +1277,7 @@ func (m *Model) gate(runID string, auth *Auth, pause bool) Err {
 
 // RequestCancellation records the run's cancellation intent and returns its
 // status afterwards.
-func (m *Model) RequestCancellation(runID string, auth *Auth) (string, Err) {
+func (m *Model) RequestCancellation(runID string, auth *Authority) (string, Err) {
 	run, ok := m.Runs[runID]
 	if !ok {
 		return "", NotFound
@@ -1293,8 +1295,8 @@ func (m *Model) RequestCancellation(runID string, auth *Auth) (string, Err) {
 	}
 	run.Cancel = true
 	for _, a := range m.actsOf(runID) {
-		if a.Status == ActPending || a.Status == ActWaiting {
-			a.Status = ActCancelled
+		if a.Status == ActivationPending || a.Status == ActivationWaiting {
+			a.Status = ActivationCancelled
 			a.Admissible = false
 		}
 	}
@@ -1306,7 +1308,7 @@ func (m *Model) RequestCancellation(runID string, auth *Auth) (string, Err) {
 // root and every run of its tree that is neither completed nor cancelled
 // (failed ones included), cancels their pending and waiting activations, and finalises
 // the quiescent ones deepest first. It returns the root's status.
-func (m *Model) RequestTreeCancellation(rootID string, auth *Auth) (string, Err) {
+func (m *Model) RequestTreeCancellation(rootID string, auth *Authority) (string, Err) {
 	root, ok := m.Runs[rootID]
 	if !ok {
 		return "", NotFound
@@ -1336,8 +1338,8 @@ func (m *Model) RequestTreeCancellation(rootID string, auth *Auth) (string, Err)
 		}
 		r.Cancel = true
 		for _, a := range m.actsOf(r.ID) {
-			if a.Status == ActPending || a.Status == ActWaiting {
-				a.Status = ActCancelled
+			if a.Status == ActivationPending || a.Status == ActivationWaiting {
+				a.Status = ActivationCancelled
 				a.Admissible = false
 			}
 		}
@@ -1356,30 +1358,30 @@ func (m *Model) MarkCancellationSignalled(identity string) Err {
 	if !ok {
 		return NotFound
 	}
-	att, run := m.Atts[k], m.Runs[k.Run]
+	att, run := m.Attempts[k], m.Runs[k.RunID]
 	if !run.Cancel {
 		return Ineligible
 	}
 	switch att.Status {
-	case AttCancelling:
+	case AttemptCancelling:
 		return OK
-	case AttPrepared, AttAdmitted, AttRunning:
+	case AttemptPrepared, AttemptAdmitted, AttemptRunning:
 	default:
 		return Ineligible
 	}
-	att.Status = AttCancelling
+	att.Status = AttemptCancelling
 	return OK
 }
 
 // CancelNeverDispatched cancels a provably never-dispatched attempt of a
 // cancelling run.
-func (m *Model) CancelNeverDispatched(identity string, auth *Auth) (bool, Err) {
+func (m *Model) CancelNeverDispatched(identity string, auth *Authority) (bool, Err) {
 	k, ok := m.byID[identity]
 	if !ok {
 		return false, NotFound
 	}
-	att, act, run := m.Atts[k], m.Acts[k.ActKey], m.Runs[k.Run]
-	if att.Status != AttPrepared || att.Receipt != "" || att.Handoff != HandoffPending {
+	att, act, run := m.Attempts[k], m.Activations[k.ActivationKey], m.Runs[k.RunID]
+	if att.Status != AttemptPrepared || att.Receipt != "" || att.Handoff != HandoffPending {
 		return false, OK
 	}
 	if e := verify(run, auth); e != OK {
@@ -1388,8 +1390,8 @@ func (m *Model) CancelNeverDispatched(identity string, auth *Auth) (bool, Err) {
 	if !run.Cancel {
 		return false, Ineligible
 	}
-	att.Status = AttCancelled
-	act.Status = ActCancelled
+	att.Status = AttemptCancelled
+	act.Status = ActivationCancelled
 	act.Admissible = false
 	m.memberSettled(run, act)
 	m.finalize(run)
@@ -1403,7 +1405,7 @@ func (m *Model) SettleOrphanedCancellation(identity string) (string, Err) {
 	if !ok {
 		return "", NotFound
 	}
-	att, act, run := m.Atts[k], m.Acts[k.ActKey], m.Runs[k.Run]
+	att, act, run := m.Attempts[k], m.Activations[k.ActivationKey], m.Runs[k.RunID]
 	if !run.Cancel {
 		return run.Status, Ineligible
 	}
@@ -1411,11 +1413,11 @@ func (m *Model) SettleOrphanedCancellation(identity string) (string, Err) {
 		return run.Status, OK
 	}
 	if att.Effect == Mutating {
-		att.Status = AttRepairRequired
+		att.Status = AttemptRepairRequired
 		run.Status = RunRepairRequired
 	} else {
-		att.Status = AttCancelled
-		act.Status = ActCancelled
+		att.Status = AttemptCancelled
+		act.Status = ActivationCancelled
 		m.finalize(run)
 	}
 	return run.Status, OK
@@ -1430,26 +1432,26 @@ const (
 )
 
 // Repair resolves a mutating repair_required attempt.
-func (m *Model) Repair(identity, action string, auth *Auth) Err {
+func (m *Model) Repair(identity, action string, auth *Authority) Err {
 	k, ok := m.byID[identity]
 	if !ok {
 		return NotFound
 	}
-	att, act, run := m.Atts[k], m.Acts[k.ActKey], m.Runs[k.Run]
+	att, act, run := m.Attempts[k], m.Activations[k.ActivationKey], m.Runs[k.RunID]
 	if e := verify(run, auth); e != OK {
 		return e
 	}
-	if att.Status != AttRepairRequired || att.Effect != Mutating {
+	if att.Status != AttemptRepairRequired || att.Effect != Mutating {
 		return Ineligible
 	}
-	st, as, to := AttSucceeded, ActCompleted, RunRunning
+	st, as, to := AttemptSucceeded, ActivationCompleted, RunRunning
 	switch action {
 	case RepairFailed:
-		st, as, to = AttFailed, ActFailed, RunFailed
+		st, as, to = AttemptFailed, ActivationFailed, RunFailed
 	case RepairCancelled:
-		st, as = AttCancelled, ActCancelled
+		st, as = AttemptCancelled, ActivationCancelled
 	case RepairAbandon:
-		st, as, to = AttAbandoned, ActFailed, RunFailed
+		st, as, to = AttemptAbandoned, ActivationFailed, RunFailed
 	}
 	att.Status = st
 	act.Status = as
@@ -1471,7 +1473,7 @@ type ReconcileSummary struct {
 
 // Reconcile is ReconcilePrepared for one run; lookup says whether the
 // owner's ReceiptLookup is passed.
-func (m *Model) Reconcile(runID string, auth *Auth, limit int, lookup bool) (ReconcileSummary, Err) {
+func (m *Model) Reconcile(runID string, auth *Authority, limit int, lookup bool) (ReconcileSummary, Err) {
 	var sum ReconcileSummary
 	run, ok := m.Runs[runID]
 	if auth != nil && (!ok || verify(run, auth) != OK) {
@@ -1498,7 +1500,7 @@ func (m *Model) Reconcile(runID string, auth *Auth, limit int, lookup bool) (Rec
 		if e := verify(run, auth); e != OK {
 			return sum, e
 		}
-		att.Status = AttRepairRequired
+		att.Status = AttemptRepairRequired
 		if run.Status == RunRunning || run.Status == RunPaused {
 			run.Status = RunRepairRequired
 			m.reindex(run)
@@ -1511,7 +1513,7 @@ func (m *Model) Reconcile(runID string, auth *Auth, limit int, lookup bool) (Rec
 func (m *Model) prepared(runID string, limit int) []*Attempt {
 	var out []*Attempt
 	for _, a := range m.attemptsOf(runID) {
-		if a.Status == AttPrepared && len(out) < limit {
+		if a.Status == AttemptPrepared && len(out) < limit {
 			out = append(out, a)
 		}
 	}
@@ -1523,7 +1525,7 @@ type RedispatchSummary struct{ Admitted, Skipped []string }
 
 // Redispatch hands prepared attempts to the owner again with the same
 // identity: never-dispatched ones (any effect) and read-only ones.
-func (m *Model) Redispatch(runID string, auth *Auth, limit int, ownerFails bool) (RedispatchSummary, Err) {
+func (m *Model) Redispatch(runID string, auth *Authority, limit int, ownerFails bool) (RedispatchSummary, Err) {
 	var sum RedispatchSummary
 	run, ok := m.Runs[runID]
 	if auth != nil && (!ok || verify(run, auth) != OK) {
@@ -1537,8 +1539,8 @@ func (m *Model) Redispatch(runID string, auth *Auth, limit int, ownerFails bool)
 		if e := verify(run, auth); e != OK {
 			return sum, e
 		}
-		act := m.Acts[att.Key.ActKey]
-		if act.Status != ActRunning || run.Status != RunRunning || run.Cancel {
+		act := m.Activations[att.Key.ActivationKey]
+		if act.Status != ActivationRunning || run.Status != RunRunning || run.Cancel {
 			sum.Skipped = append(sum.Skipped, att.Identity)
 			continue
 		}
@@ -1548,7 +1550,7 @@ func (m *Model) Redispatch(runID string, auth *Auth, limit int, ownerFails bool)
 			return sum, Owner
 		}
 		m.ownerAccept(att.Identity)
-		att.Status = AttAdmitted
+		att.Status = AttemptAdmitted
 		att.Receipt = ReceiptOwner
 		sum.Admitted = append(sum.Admitted, att.Identity)
 	}
@@ -1564,8 +1566,8 @@ func (m *Model) Redispatch(runID string, auth *Auth, limit int, ownerFails bool)
 func (m *Model) View(runIDs []string) string {
 	var v State
 	for _, g := range m.Groups {
-		if slices.Contains(runIDs, g.Ctl.Run) {
-			v.Groups = append(v.Groups, GroupView{Ctl: g.Ctl, Size: len(g.Members), Max: g.Max, FailFast: g.FailFast, Retired: g.Retired})
+		if slices.Contains(runIDs, g.Controller.RunID) {
+			v.Groups = append(v.Groups, GroupView{Controller: g.Controller, Size: len(g.Members), Max: g.Max, FailFast: g.FailFast, Retired: g.Retired})
 		}
 	}
 	for _, id := range runIDs {
@@ -1576,21 +1578,21 @@ func (m *Model) View(runIDs []string) string {
 		c := m.counts(r)
 		rv := RunView{ID: r.ID, Root: r.Root, Parent: r.Parent, Depth: r.Depth, Status: r.Status,
 			Cancel: r.Cancel, Limits: r.Limits, Exhausted: r.Exhausted, Counts: c}
-		if r.Auth != nil {
-			rv.Auth = fmt.Sprintf("%d:%s", r.Auth.Gen, r.Auth.Tag)
+		if r.Authority != nil {
+			rv.Authority = fmt.Sprintf("%d:%s", r.Authority.Generation, r.Authority.Tag)
 		}
 		v.Runs = append(v.Runs, rv)
 		for _, a := range m.actsOf(id) {
-			v.Acts = append(v.Acts, ActView{Key: a.Def.Key, Status: a.Status, Last: a.Last,
-				Admissible: a.Admissible, Output: a.Output, HasSucc: a.HasSucc})
-			if s, ok := m.Sched[a.Def.Key]; ok {
-				v.Scheds = append(v.Scheds, SchedView{Key: a.Def.Key, Schedule: s})
+			v.Activations = append(v.Activations, ActivationView{Key: a.Def.Key, Status: a.Status, LastAttempt: a.LastAttempt,
+				Admissible: a.Admissible, Output: a.Output, HasSuccessors: a.HasSuccessors})
+			if s, ok := m.Schedules[a.Def.Key]; ok {
+				v.Schedules = append(v.Schedules, ScheduleView{Key: a.Def.Key, Schedule: s})
 			}
 		}
 		for _, a := range m.attemptsOf(id) {
-			v.Atts = append(v.Atts, AttView{Key: a.Key, Status: a.Status, Handoff: a.Handoff, Effect: a.Effect,
+			v.Attempts = append(v.Attempts, AttemptView{Key: a.Key, Status: a.Status, Handoff: a.Handoff, Effect: a.Effect,
 				Receipt: a.Receipt, Calls: m.Calls[a.Identity], Held: m.Held[a.Identity] != ""})
-			if holdsLease(a.Status) && m.Acts[a.Key.ActKey].Def.Claim {
+			if holdsLease(a.Status) && m.Activations[a.Key.ActivationKey].Def.Claim {
 				v.Leases = append(v.Leases, a.Key)
 			}
 		}
@@ -1600,17 +1602,17 @@ func (m *Model) View(runIDs []string) string {
 
 // State is a rendered durable state (see View).
 type State struct {
-	Runs   []RunView
-	Acts   []ActView
-	Atts   []AttView
-	Scheds []SchedView
-	Leases []AttKey
-	Groups []GroupView
+	Runs        []RunView
+	Activations []ActivationView
+	Attempts    []AttemptView
+	Schedules   []ScheduleView
+	Leases      []AttemptKey
+	Groups      []GroupView
 }
 
 // GroupView is one fan-out group in a State.
 type GroupView struct {
-	Ctl               ActKey
+	Controller        ActivationKey
 	Size, Max         int
 	FailFast, Retired bool
 }
@@ -1621,31 +1623,31 @@ type RunView struct {
 	Depth            int
 	Status           string
 	Cancel           bool
-	Auth             string
+	Authority        string
 	Limits           Limits
 	Exhausted        bool
 	Counts           Counts
 }
 
-// ActView is one activation in a State.
-type ActView struct {
-	Key                         ActKey
-	Status                      string
-	Last                        uint32
-	Admissible, Output, HasSucc bool
+// ActivationView is one activation in a State.
+type ActivationView struct {
+	Key                               ActivationKey
+	Status                            string
+	LastAttempt                       uint32
+	Admissible, Output, HasSuccessors bool
 }
 
-// AttView is one attempt in a State, with the owner's view of its identity.
-type AttView struct {
-	Key                              AttKey
+// AttemptView is one attempt in a State, with the owner's view of its identity.
+type AttemptView struct {
+	Key                              AttemptKey
 	Status, Handoff, Effect, Receipt string
 	Calls                            int
 	Held                             bool
 }
 
-// SchedView is one schedule in a State.
-type SchedView struct {
-	Key ActKey
+// ScheduleView is one schedule in a State.
+type ScheduleView struct {
+	Key ActivationKey
 	Schedule
 }
 
@@ -1654,25 +1656,25 @@ func (s State) String() string {
 	var lines []string
 	for _, r := range s.Runs {
 		lines = append(lines, fmt.Sprintf("run %s root=%s parent=%s depth=%d status=%s cancel=%v auth=%s limits=%+v exhausted=%v counts=%+v",
-			r.ID, r.Root, r.Parent, r.Depth, r.Status, r.Cancel, r.Auth, r.Limits, r.Exhausted, r.Counts))
+			r.ID, r.Root, r.Parent, r.Depth, r.Status, r.Cancel, r.Authority, r.Limits, r.Exhausted, r.Counts))
 	}
-	for _, a := range s.Acts {
+	for _, a := range s.Activations {
 		lines = append(lines, fmt.Sprintf("act %s status=%s last=%d admissible=%v output=%v successors=%v",
-			a.Key, a.Status, a.Last, a.Admissible, a.Output, a.HasSucc))
+			a.Key, a.Status, a.LastAttempt, a.Admissible, a.Output, a.HasSuccessors))
 	}
-	for _, a := range s.Atts {
+	for _, a := range s.Attempts {
 		lines = append(lines, fmt.Sprintf("attempt %s status=%s handoff=%s effect=%s receipt=%s owner_calls=%d owner_holds=%v",
 			a.Key, a.Status, a.Handoff, a.Effect, a.Receipt, a.Calls, a.Held))
 	}
-	for _, sc := range s.Scheds {
+	for _, sc := range s.Schedules {
 		lines = append(lines, fmt.Sprintf("schedule %s failed=%d next=%d backoff=%d due=%d",
-			sc.Key, sc.Failed, sc.Next, sc.BackoffMS, sc.DueMS))
+			sc.Key, sc.FailedAttempt, sc.NextAttempt, sc.BackoffMS, sc.DueMS))
 	}
 	for _, l := range s.Leases {
 		lines = append(lines, "lease "+l.String())
 	}
 	for _, g := range s.Groups {
-		lines = append(lines, fmt.Sprintf("group %s size=%d max=%d fail_fast=%v retired=%v", g.Ctl, g.Size, g.Max, g.FailFast, g.Retired))
+		lines = append(lines, fmt.Sprintf("group %s size=%d max=%d fail_fast=%v retired=%v", g.Controller, g.Size, g.Max, g.FailFast, g.Retired))
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")

@@ -22,7 +22,7 @@ type PassOutcome struct {
 // all or nothing. answer's false second result is an owner failure: the
 // pass fails with Owner and applies nothing. auth, when set, must be the
 // run's authority.
-func (m *Model) ReceiptPass(runID string, auth *Auth, limit int, answer func(identity string) (string, bool), now int64) ([]PassOutcome, Err) {
+func (m *Model) ReceiptPass(runID string, auth *Authority, limit int, answer func(identity string) (string, bool), now int64) ([]PassOutcome, Err) {
 	run, ok := m.Runs[runID]
 	if !ok {
 		return nil, NotFound
@@ -33,7 +33,7 @@ func (m *Model) ReceiptPass(runID string, auth *Auth, limit int, answer func(ide
 	var sel []*Attempt
 	for _, a := range m.attemptsOf(runID) {
 		switch a.Status {
-		case AttAdmitted, AttRunning, AttCancelling:
+		case AttemptAdmitted, AttemptRunning, AttemptCancelling:
 			if a.Receipt != "" && len(sel) < limit {
 				sel = append(sel, a)
 			}
@@ -41,7 +41,7 @@ func (m *Model) ReceiptPass(runID string, auth *Auth, limit int, answer func(ide
 	}
 	var out []PassOutcome
 	for _, a := range sel {
-		o := PassOutcome{Identity: a.Identity, Applied: ObsCancelled}
+		o := PassOutcome{Identity: a.Identity, Applied: ObservedCancelled}
 		if !run.Cancel {
 			kind, ok := answer(a.Identity)
 			if !ok {
@@ -66,25 +66,25 @@ func (m *Model) ReceiptPass(runID string, auth *Auth, limit int, answer func(ide
 // clone deep-copies the durable state, so that an all-or-nothing operation
 // can roll back.
 func (m *Model) clone() *Model {
-	c := &Model{F: m.F, Runs: map[string]*Run{}, Acts: map[ActKey]*Act{}, Atts: map[AttKey]*Attempt{},
-		Sched: map[ActKey]Schedule{}, Held: map[string]string{}, Calls: map[string]int{},
-		byID: map[string]AttKey{}, childs: map[string]AttKey{}}
+	c := &Model{F: m.F, Runs: map[string]*Run{}, Activations: map[ActivationKey]*Activation{}, Attempts: map[AttemptKey]*Attempt{},
+		Schedules: map[ActivationKey]Schedule{}, Held: map[string]string{}, Calls: map[string]int{},
+		byID: map[string]AttemptKey{}, childs: map[string]AttemptKey{}}
 	for k, v := range m.Runs {
 		r := *v
-		r.Auth = cloneAuth(v.Auth)
+		r.Authority = cloneAuth(v.Authority)
 		c.Runs[k] = &r
 	}
-	for k, v := range m.Acts {
+	for k, v := range m.Activations {
 		a := *v
-		a.Def.Preds = slices.Clone(v.Def.Preds)
-		c.Acts[k] = &a
+		a.Def.Predecessors = slices.Clone(v.Def.Predecessors)
+		c.Activations[k] = &a
 	}
-	for k, v := range m.Atts {
+	for k, v := range m.Attempts {
 		a := *v
-		c.Atts[k] = &a
+		c.Attempts[k] = &a
 	}
-	for k, v := range m.Sched {
-		c.Sched[k] = v
+	for k, v := range m.Schedules {
+		c.Schedules[k] = v
 	}
 	for k, v := range m.Held {
 		c.Held[k] = v
@@ -107,7 +107,7 @@ func (m *Model) clone() *Model {
 // (Stale); the run must not be cancelled or cancelling (Ineligible); the
 // stored cap must be expected (Conflict). Pending work whose exhaustion no
 // longer holds is discoverable again, the root's descendants' too.
-func (m *Model) IncreaseAllowance(runID string, expected, target int64, auth *Auth) Err {
+func (m *Model) IncreaseAllowance(runID string, expected, target int64, auth *Authority) Err {
 	if expected <= 0 || target <= expected {
 		return Invalid
 	}
@@ -115,16 +115,16 @@ func (m *Model) IncreaseAllowance(runID string, expected, target int64, auth *Au
 	if !ok {
 		return NotFound
 	}
-	if (auth == nil) != (run.Auth == nil) || (auth != nil && *auth != *run.Auth) {
+	if (auth == nil) != (run.Authority == nil) || (auth != nil && *auth != *run.Authority) {
 		return Stale
 	}
 	if run.Status == RunCancelled || run.Status == RunCompleted || run.Cancel {
 		return Ineligible
 	}
-	if run.Limits.NodeCap != expected {
+	if run.Limits.NodeExecutionCap != expected {
 		return Conflict
 	}
-	run.Limits.NodeCap = target
+	run.Limits.NodeExecutionCap = target
 	m.reindex(run)
 	if run.Root == run.ID {
 		for _, r := range m.Runs {
@@ -151,13 +151,13 @@ func (m *Model) Summary(runID string) (RunCounts, Err) {
 	if !ok {
 		return RunCounts{}, NotFound
 	}
-	out := RunCounts{Activations: map[string]int{}, Attempts: map[string]int{}, RunCap: run.Limits.NodeCap}
+	out := RunCounts{Activations: map[string]int{}, Attempts: map[string]int{}, RunCap: run.Limits.NodeExecutionCap}
 	for _, a := range m.actsOf(runID) {
 		out.Activations[a.Status]++
 	}
 	for _, a := range m.attemptsOf(runID) {
 		out.Attempts[a.Status]++
-		if holdsLease(a.Status) && m.Acts[a.Key.ActKey].Def.Claim {
+		if holdsLease(a.Status) && m.Activations[a.Key.ActivationKey].Def.Claim {
 			out.Leases++
 		}
 	}
@@ -184,6 +184,6 @@ func (m *Model) Intent(identity string) (effect, receipt string, e Err) {
 	if !ok {
 		return "", "", NotFound
 	}
-	a := m.Atts[k]
+	a := m.Attempts[k]
 	return a.Effect, a.Receipt, OK
 }

@@ -1,0 +1,51 @@
+package workflow
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Every event type decodes into the payload struct that names it, and the
+// payload struct encodes to the same canonical bytes after a round trip.
+func TestEventDecodeRoundTrip(t *testing.T) {
+	t.Parallel()
+	require.Len(t, eventDecoders, 38)
+	for typ, dec := range eventDecoders {
+		zero, err := dec([]byte(`{}`))
+		require.NoError(t, err, typ)
+		assert.Equal(t, typ, zero.EventType(), "the decoder of %s returns its payload", typ)
+		raw := mustCanonical(zero)
+		p, err := Event{Type: typ, Payload: raw}.Decode()
+		require.NoError(t, err, typ)
+		assert.Equal(t, string(raw), string(mustCanonical(p)), typ)
+	}
+	_, err := Event{RunID: "r", Seq: 1, Type: "no_such_event", Payload: []byte(`{}`)}.Decode()
+	assert.ErrorContains(t, err, "unknown event type")
+	_, err = Event{RunID: "r", Seq: 1, Type: EventRunCreated, Payload: []byte(`[]`)}.Decode()
+	assert.Error(t, err)
+}
+
+// The typed payloads keep the bytes the map literals they replaced wrote.
+func TestEventPayloadBytes(t *testing.T) {
+	t.Parallel()
+	gen, idx := int64(0), int64(2)
+	for _, c := range []struct {
+		p    EventPayload
+		want string
+	}{
+		{ActivationCreatedPayload{RunID: "r", NodeID: "n", ActivationID: "a", Generation: &gen}, `{"activation_id":"a","generation":0,"node_id":"n","run_id":"r"}`},
+		{ActivationCreatedPayload{RunID: "r", NodeID: "n", ActivationID: "a", MemberIndex: &idx}, `{"activation_id":"a","member_index":2,"node_id":"n","run_id":"r"}`},
+		{CancellationRequestedPayload{RunID: "r"}, `{"run_id":"r"}`},
+		{CancellationRequestedPayload{RunID: "r", RootRunID: "root", Tree: true}, `{"root_run_id":"root","run_id":"r","tree":true}`},
+		{AttemptCancelledPayload{DispatchIdentity: "i"}, `{"dispatch_identity":"i"}`},
+		{AutomaticRetryNotScheduledPayload{RunID: "r", NodeID: "n", ActivationID: "a", DispatchIdentity: "i", FailedAttempt: 1, Reason: RefusedNoPolicy},
+			`{"activation_id":"a","dispatch_identity":"i","failed_attempt":1,"node_id":"n","reason":"no_policy","run_id":"r"}`},
+		{FanOutFailedPayload{ControllerActivationID: "c", FailedMembers: []int64{1, 3}, Policy: WaitAll}, `{"controller_activation_id":"c","failed_members":[1,3],"policy":"wait_all"}`},
+		{RunPrunedPayload{RunID: "r", Deleted: PruneCounts{Events: 1, Attempts: 2, Leases: 3, Schedules: 4}}, `{"deleted":{"attempts":2,"events":1,"leases":3,"schedules":4},"run_id":"r"}`},
+		{ExecutionAllowanceExhaustedPayload{Version: 1}, `{"additional_work_admitted":false,"version":1}`},
+	} {
+		assert.Equal(t, c.want, string(mustCanonical(c.p)), "%T", c.p)
+	}
+}

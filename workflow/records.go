@@ -1,0 +1,141 @@
+package workflow
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The types in this file are what the Store returns: views of its durable
+// state. Times are time.Time in UTC (the zero time means "not set"),
+// durations time.Duration, JSON documents canonical json.RawMessage (nil
+// means absent). They are copies: changing one changes nothing stored.
+
+// Authority is a run's execution authority, a fencing value: an operation
+// that carries one is refused with ErrStaleAuthority unless it equals the
+// run's current authority, field for field. All four fields are set when a
+// run has one.
+//
+// Authority in signatures: a call that may be made without authority takes
+// *Authority (nil means "none": library mode, or "snapshot the run's
+// authority" where the call says so); a call that exists to check or
+// replace authority (VerifyAuthority, CheckOwnerAdmission,
+// TransferAuthority) takes Authority values.
+type Authority struct {
+	TargetArtifactID string
+	DaemonInstanceID string
+	Generation       int64
+	FencingToken     string
+}
+
+// Limits are a run's stored execution limits, all resolved (see
+// DefaultRetryCap for what each means).
+type Limits struct {
+	NodeExecutionCap int64
+	ConcurrencyCap   int64
+	CycleCap         int64
+	RetryCap         int64
+}
+
+// ResourceClaim is a declared claim of an activation on a resource: every
+// attempt of the activation leases it in Mode at admission.
+type ResourceClaim struct {
+	Resource string
+	Mode     LeaseMode
+}
+
+// Run is a workflow run.
+type Run struct {
+	ID       string
+	RootID   string // equals ID for a root run
+	ParentID string // empty for a root run
+	Depth    int    // 1 for a root run
+	Status   RunStatus
+	Limits   Limits
+	// Deadline: no attempt is prepared at or after it. Zero = none.
+	Deadline time.Time
+	// CancelRequestedAt is when cancellation was requested (zero: never).
+	CancelRequestedAt time.Time
+	// Authority is nil when the run has none (library mode).
+	Authority *Authority
+	Metadata  json.RawMessage
+	CreatedAt time.Time
+	UpdatedAt time.Time
+}
+
+// FanOutMember places an activation in a fan-out group.
+type FanOutMember struct {
+	// Controller is the activation that owns the group.
+	Controller ActivationKey
+	// Index is the member's index in the group, from 0.
+	Index int64
+}
+
+// Activation is one node activation of one run.
+type Activation struct {
+	Key        ActivationKey
+	Generation int64
+	Status     ActivationStatus
+	Input      json.RawMessage
+	Output     json.RawMessage // set once the activation completed
+	Claims     []ResourceClaim
+	Effect     Effect
+	// Reconciliation is the node's reconciliation class.
+	Reconciliation Reconciliation
+	// RetryPolicy is the canonical JSON of the node's automatic-retry
+	// policy, nil when it has none; ParseRetryPolicy decodes it.
+	RetryPolicy  json.RawMessage
+	Predecessors []NodeRef
+	// FanOut is set when the activation is a fan-out member.
+	FanOut *FanOutMember
+	// LastAttempt is the highest attempt number created (0 = none).
+	LastAttempt uint32
+	CreatedAt   time.Time
+	UpdatedAt   time.Time
+}
+
+// Attempt is one prepared attempt of an activation.
+type Attempt struct {
+	Key AttemptKey
+	// Identity is the dispatch identity, the owner's idempotency key.
+	Identity   string
+	Status     AttemptStatus
+	SideEffect Effect
+	// Intent is the committed dispatch intent and IntentChecksum its
+	// Checksum.
+	Intent         json.RawMessage
+	IntentChecksum string
+	// Receipt is the owner's receipt, nil until one is persisted.
+	Receipt json.RawMessage
+	Handoff Handoff
+	// Detail is the last observation's or repair's detail, if any.
+	Detail     json.RawMessage
+	PreparedAt time.Time
+	AdmittedAt time.Time // zero until admitted
+	TerminalAt time.Time // zero until settled
+}
+
+// Ref returns the attempt's key and identity.
+func (a Attempt) Ref() AttemptRef { return AttemptRef{Key: a.Key, Identity: a.Identity} }
+
+// Lease is an attempt's lease on a resource.
+type Lease struct {
+	Key        LeaseKey
+	AcquiredAt time.Time
+	// ReleasedAt is zero while the lease is held.
+	ReleasedAt time.Time
+}
+
+// RetrySchedule is a durable automatic-retry schedule; an activation has at
+// most one.
+type RetrySchedule struct {
+	Key ActivationKey
+	// FailedAttempt is the attempt that failed; NextAttempt the one the
+	// schedule requeues (FailedAttempt+1).
+	FailedAttempt uint32
+	NextAttempt   uint32
+	FailureKind   FailureKind
+	Backoff       time.Duration
+	// Due is when the schedule may be consumed (ScheduledAt + Backoff).
+	Due         time.Time
+	ScheduledAt time.Time
+}
