@@ -171,7 +171,7 @@ func (s *Store) AddActivation(ctx context.Context, na NewActivation, now time.Ti
 			return errNoop
 		}
 		created = true
-		w.replace(run)
+		replace(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -212,11 +212,11 @@ func addActivation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 		if !pred.HasSuccessors {
 			pred.HasSuccessors = true
 			pred.UpdatedMS = at
-			w.replace(pred)
+			replace(w, pred)
 		}
 	}
 	rec.Admissible = admissible(*run, rec, nil)
-	w.insert(rec)
+	insert(w, rec)
 	gen := rec.Generation
 	w.emit(run, ActivationCreatedPayload{
 		RunID: rec.Key.RunID, NodeID: rec.Key.NodeID, ActivationID: rec.Key.ActivationID, Generation: &gen,

@@ -58,7 +58,7 @@ func parkPending(ctx context.Context, tx backend.Tx, w *batch, runID string, at 
 		return nil
 	})
 	for _, act := range parked {
-		w.replace(act)
+		replace(w, act)
 	}
 	return len(parked) > 0, err
 }
@@ -89,7 +89,7 @@ func reindexRun(ctx context.Context, tx backend.Tx, w *batch, run backend.Run) e
 		}
 		if want := admissible(run, act, g); act.Admissible != want {
 			act.Admissible = want
-			w.replace(act)
+			replace(w, act)
 		}
 		return nil
 	})

@@ -162,31 +162,31 @@ func (s *Store) prepare(ctx context.Context, k backend.ActivationKey, plan Plan,
 		}
 		// Apply the prepared outcome.
 		for _, l := range leases {
-			w.insert(l)
+			insert(w, l)
 			w.emit(&run, leasePayload(l), at)
 		}
 		act.Status = backend.ActivationRunning
 		act.Admissible = false
 		act.LastAttempt = attempt
 		act.UpdatedMS = at
-		w.replace(act)
+		replace(w, act)
 		identity := DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, attempt)
 		att := backend.Attempt{
 			Key: akey, Identity: identity, Status: backend.AttemptPrepared, SideEffect: backend.Effect(plan.SideEffect),
 			Intent: intent, IntentChecksum: Checksum(intent), Handoff: backend.HandoffPending, PreparedMS: at,
 		}
-		w.insert(att)
+		insert(w, att)
 		run.AttemptCount++
 		run.ActiveCount++
 		if root.ID == run.ID {
 			run.TreeAttemptCount++
 		} else {
 			root.TreeAttemptCount++
-			w.replace(root)
+			replace(w, root)
 		}
 		run.UpdatedMS = at
 		w.emit(&run, preparedPayload(akey, backend.Effect(plan.SideEffect), intent, at), at)
-		w.replace(run)
+		replace(w, run)
 		out = &PreparedDispatch{Activation: toActivation(act), Attempt: attempt, Identity: identity,
 			SideEffect: plan.SideEffect, Intent: intent, PreparedAt: fromMS(at)}
 		kn = &known{run: run, act: act, att: att}
@@ -267,7 +267,7 @@ func (s *Store) park(ctx context.Context, k backend.ActivationKey, now time.Time
 		}
 		act.Admissible = false
 		act.UpdatedMS = at
-		w.replace(act)
+		replace(w, act)
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -318,7 +318,7 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 			return errNoop
 		}
 		run.UpdatedMS = at
-		w.replace(run)
+		replace(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {

@@ -78,14 +78,14 @@ func (s *Store) IncreaseAllowance(ctx context.Context, req AllowanceIncrease, no
 				return err
 			}
 			root.Limits.NodeExecutionCap += targetCap - expectedCap
-			w.replace(root)
+			replace(w, root)
 		}
 		run.UpdatedMS = at
 		w.emit(&run, ExecutionAllowanceIncreasedPayload{PreviousCap: expectedCap, TargetCap: targetCap}, at)
 		if err := reindexRun(ctx, tx, w, run); err != nil {
 			return err
 		}
-		w.replace(run)
+		replace(w, run)
 		if run.RootID != run.ID {
 			return nil
 		}

@@ -199,7 +199,7 @@ func (s *Store) TransferAuthority(ctx context.Context, t AuthorityTransfer, now 
 		w.emit(&run, AuthorityTransferredPayload{
 			PreviousGeneration: expected.Generation, Generation: r.Generation, DaemonInstanceID: r.DaemonInstanceID,
 		}, at)
-		w.replace(run)
+		replace(w, run)
 		return nil
 	})
 }

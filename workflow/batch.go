@@ -30,9 +30,26 @@ type entry struct {
 	rec any // a backend record value
 }
 
-func (b *batch) insert(r any)  { b.log = append(b.log, entry{opInsert, r}) }
-func (b *batch) replace(r any) { b.log = append(b.log, entry{opReplace, r}) }
-func (b *batch) delete(r any)  { b.log = append(b.log, entry{opDelete, r}) }
+// insertable, replaceable and removable are the record kinds the contract
+// lets a transaction insert, replace and delete: a write it does not allow
+// does not compile.
+type (
+	insertable interface {
+		backend.Run | backend.RunLink | backend.Activation | backend.FanOutGroup |
+			backend.Attempt | backend.Lease | backend.RetrySchedule | backend.Event
+	}
+	replaceable interface {
+		backend.Run | backend.Activation | backend.FanOutGroup | backend.Attempt |
+			backend.Lease | backend.RetrySchedule
+	}
+	removable interface {
+		backend.Attempt | backend.Lease | backend.RetrySchedule | backend.Event
+	}
+)
+
+func insert[R insertable](w *batch, r R)   { w.log = append(w.log, entry{opInsert, r}) }
+func replace[R replaceable](w *batch, r R) { w.log = append(w.log, entry{opReplace, r}) }
+func remove[R removable](w *batch, r R)    { w.log = append(w.log, entry{opDelete, r}) }
 
 // empty reports whether no write has been decided since the last apply.
 func (b *batch) empty() bool { return len(b.log) == 0 }
@@ -47,7 +64,7 @@ func (b *batch) truncate(m int) { b.log = b.log[:m] }
 // replaces the run record afterwards.
 func (b *batch) event(run *backend.Run, typ string, payload any, atMS int64) {
 	run.LastEventSeq++
-	b.insert(backend.Event{
+	insert(b, backend.Event{
 		RunID:     run.ID,
 		Seq:       run.LastEventSeq,
 		Type:      typ,

@@ -55,7 +55,7 @@ func (s *Store) RequestCancellation(ctx context.Context, runID string, authority
 		if err := finalizeCancellation(ctx, tx, w, &run, at); err != nil {
 			return err
 		}
-		w.replace(run)
+		replace(w, run)
 		status = run.Status
 		return nil
 	})
@@ -119,7 +119,7 @@ func (s *Store) MarkCancellationSignalled(ctx context.Context, identity string, 
 			return stateErr(ErrIneligible, "attempt %s is %s", att.Identity, att.Status)
 		}
 		setAttemptStatus(run, att, backend.AttemptCancelling, at)
-		w.replace(*att)
+		replace(w, *att)
 		w.emit(run, AttemptCancellationSignalledPayload{DispatchIdentity: att.Identity}, at)
 		return nil
 	})
@@ -152,8 +152,8 @@ func (s *Store) CancelNeverDispatched(ctx context.Context, identity string, auth
 		act.Status = backend.ActivationCancelled
 		act.Admissible = false
 		act.UpdatedMS = at
-		w.replace(*att)
-		w.replace(act)
+		replace(w, *att)
+		replace(w, act)
 		w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
@@ -184,7 +184,7 @@ func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string,
 		}
 		if att.SideEffect == backend.Mutating {
 			setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
-			w.replace(*att)
+			replace(w, *att)
 			w.emit(run, AttemptRepairRequiredPayload{DispatchIdentity: att.Identity, Reason: "cancellation_owner_unavailable"}, at)
 			run.Status = backend.RunRepairRequired
 		} else {
@@ -193,8 +193,8 @@ func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string,
 			}
 			act.Status = backend.ActivationCancelled
 			act.UpdatedMS = at
-			w.replace(*att)
-			w.replace(act)
+			replace(w, *att)
+			replace(w, act)
 			w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "cancellation_owner_unavailable"}, at)
 			if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
 				return err
@@ -231,7 +231,7 @@ func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
 			return err
 		}
 		run.UpdatedMS = at
-		w.replace(run)
+		replace(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -325,7 +325,7 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 			}
 			if done || dirty[r.ID] {
 				dirty[r.ID] = true
-				w.replace(*r)
+				replace(w, *r)
 			}
 		}
 		if len(dirty) == 0 {

@@ -121,8 +121,8 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 			CreatedMS: at, UpdatedMS: at,
 		}
 		w.emit(&child, RunCreatedPayload{RunID: childID, RootRunID: root.ID, Limits: limitsPayload(limits)}, at)
-		w.insert(child)
-		w.insert(backend.RunLink{ChildRunID: childID, RootRunID: root.ID, Parent: pk, Target: target, Depth: child.Depth, CreatedMS: at})
+		insert(w, child)
+		insert(w, backend.RunLink{ChildRunID: childID, RootRunID: root.ID, Parent: pk, Target: target, Depth: child.Depth, CreatedMS: at})
 		receipt := mustCanonical(map[string]any{
 			"owner": childReceiptOwner, "child_run_id": childID, "root_run_id": root.ID,
 			"depth": child.Depth, "target": json.RawMessage(target),
@@ -130,17 +130,17 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 		att.Status = backend.AttemptAdmitted
 		att.Receipt = receipt
 		att.AdmittedMS = at
-		w.replace(att)
+		replace(w, att)
 		w.emit(&parent, admittedPayload(pk, att.Identity, receipt, at), at)
 		w.emit(&parent, ChildRunLinkedPayload{ChildRunID: childID, RootRunID: root.ID, Depth: child.Depth}, at)
 		if root.ID == parent.ID {
 			parent.DescendantCount++
 		} else {
 			root.DescendantCount++
-			w.replace(root)
+			replace(w, root)
 		}
 		parent.UpdatedMS = at
-		w.replace(parent)
+		replace(w, parent)
 		created = true
 		return nil
 	})
@@ -193,7 +193,7 @@ func cancellingChildParent(ctx context.Context, tx backend.ReadTx, w *batch, run
 		att.Detail = detail
 	}
 	setAttemptStatus(run, att, backend.AttemptCancelling, at)
-	w.replace(*att)
+	replace(w, *att)
 	return true, nil
 }
 

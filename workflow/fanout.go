@@ -152,7 +152,7 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		}
 		for _, m := range members {
 			m.Admissible = admissible(run, m, &group)
-			w.insert(m)
+			insert(w, m)
 			idx := m.Group.Index
 			var p EventPayload = ActivationCreatedPayload{
 				RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID, MemberIndex: &idx,
@@ -164,9 +164,9 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 			}
 			w.emit(&run, p, at)
 		}
-		w.insert(group)
+		insert(w, group)
 		run.UpdatedMS = at
-		w.replace(run)
+		replace(w, run)
 		created = true
 		return nil
 	})
@@ -249,7 +249,7 @@ func promoteMembers(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 		act.Status = backend.ActivationPending
 		act.Admissible = admissible(*run, act, g)
 		act.UpdatedMS = at
-		w.replace(act)
+		replace(w, act)
 		w.emit(run, FanOutMemberPromotedPayload{
 			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID, MemberIndex: int64(i),
 		}, at)
@@ -282,7 +282,7 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID, MemberIndex: act.Group.Index,
 		}, at)
 	}
-	w.replace(g)
+	replace(w, g)
 	return nil
 }
 
@@ -319,7 +319,7 @@ func activationFailed(ctx context.Context, tx backend.Tx, w *batch, run *backend
 	if g.RetiredMS == 0 {
 		g.RetiredMS = at
 	}
-	w.replace(g)
+	replace(w, g)
 	idx := act.Group.Index
 	w.emit(run, FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, MemberIndex: &idx, Policy: FailFast}, at)
 	failRun(run)
@@ -341,7 +341,7 @@ func settleMember(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run
 	if err := promoteMembers(ctx, tx, w, run, g, at); err != nil {
 		return err
 	}
-	w.replace(*g)
+	replace(w, *g)
 	if g.FailFast || g.Settled < g.Size {
 		return nil
 	}
@@ -415,14 +415,14 @@ func cancelSiblings(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 			if err := settleAttempt(ctx, tx, w, run, m, &att, backend.AttemptCancelled, at); err != nil {
 				return err
 			}
-			w.replace(att)
+			replace(w, att)
 			w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
 			g.Settled++
 			cancelMember(w, run, m, "fail_fast", at)
 			continue
 		}
 		setAttemptStatus(run, &att, backend.AttemptSiblingCancelling, at)
-		w.replace(att)
+		replace(w, att)
 		w.emit(run, AttemptSiblingCancellingPayload{DispatchIdentity: att.Identity}, at)
 	}
 	return nil
@@ -442,7 +442,7 @@ func cancelMember(w *batch, run *backend.Run, m backend.Activation, reason strin
 	m.Status = backend.ActivationCancelled
 	m.Admissible = false
 	m.UpdatedMS = at
-	w.replace(m)
+	replace(w, m)
 	w.emit(run, FanOutMemberCancelledPayload{
 		RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID,
 		MemberIndex: m.Group.Index, Reason: reason,
@@ -488,12 +488,12 @@ func (s *Store) retire(ctx context.Context, controller backend.ActivationKey, no
 				return errNoop
 			}
 			g.Retiring = true
-			w.replace(g)
+			replace(w, g)
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
 			}
 			w.emit(&run, FanOutRetirementRequestedPayload{ControllerActivationID: controller.ActivationID}, at)
-			w.replace(run)
+			replace(w, run)
 			return nil
 		}
 		if !g.Retiring {
@@ -508,17 +508,17 @@ func (s *Store) retire(ctx context.Context, controller backend.ActivationKey, no
 				act.Status = backend.ActivationCancelled
 				act.Admissible = false
 				act.UpdatedMS = at
-				w.replace(act)
+				replace(w, act)
 				g.Settled++
 			}
 		}
 		g.Retiring = false
 		g.Promoted = g.Size
 		g.RetiredMS = at
-		w.replace(g)
+		replace(w, g)
 		w.emit(&run, FanOutRetiredPayload{ControllerActivationID: controller.ActivationID}, at)
 		run.UpdatedMS = at
-		w.replace(run)
+		replace(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {

@@ -75,9 +75,9 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 			return stateErr(ErrIneligible, "mutating attempt %s has no handoff state; reconcile it", att.Identity)
 		}
 		att.Handoff = backend.HandoffRecorded
-		w.replace(att)
+		replace(w, att)
 		w.emit(&run, DispatchHandedOffPayload{DispatchIdentity: att.Identity}, at)
-		w.replace(run)
+		replace(w, run)
 		next = &known{run: run, act: act, att: att}
 		return nil
 	}

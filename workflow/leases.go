@@ -57,7 +57,7 @@ func releaseLeases(ctx context.Context, tx backend.ReadTx, w *batch, act backend
 			continue
 		}
 		l.ReleasedMS = at
-		w.replace(l)
+		replace(w, l)
 	}
 	return nil
 }

@@ -70,14 +70,14 @@ func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.T
 		if err := enforceAttemptLimits(run, root, k.Attempt, at); err != nil {
 			return err
 		}
-		w.insert(backend.Attempt{
+		insert(w, backend.Attempt{
 			Key: k, Identity: identity, Status: backend.AttemptPrepared, SideEffect: effect,
 			Intent: intent, IntentChecksum: Checksum(intent), Handoff: backend.HandoffUnknown, PreparedMS: at,
 		})
 		if k.Attempt > act.LastAttempt {
 			act.LastAttempt = k.Attempt
 			act.UpdatedMS = at
-			w.replace(act)
+			replace(w, act)
 		}
 		run.AttemptCount++
 		run.ActiveCount++
@@ -85,11 +85,11 @@ func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.T
 			run.TreeAttemptCount++
 		} else {
 			root.TreeAttemptCount++
-			w.replace(root)
+			replace(w, root)
 		}
 		run.UpdatedMS = at
 		w.emit(&run, preparedPayload(k, effect, intent, at), at)
-		w.replace(run)
+		replace(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {

@@ -199,7 +199,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 		kind := obs.Kind
 		if handled, err := cancellingChildParent(ctx, tx, w, &run, &att, kind, detail, at); handled || err != nil {
 			res.Status = AttemptStatus(att.Status)
-			w.replace(run)
+			replace(w, run)
 			return err
 		}
 		was := run.Status
@@ -223,7 +223,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 				return errNoop
 			}
 			setAttemptStatus(&run, &att, st, at)
-			w.replace(att)
+			replace(w, att)
 		case ObservedDeferred:
 			return errNoop
 		case ObservedSucceeded:
@@ -233,8 +233,8 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			act.Status = backend.ActivationCompleted
 			act.Output = output
 			act.UpdatedMS = at
-			w.replace(att)
-			w.replace(act)
+			replace(w, att)
+			replace(w, act)
 			w.emit(&run, AttemptSucceededPayload{DispatchIdentity: identity, Output: json.RawMessage(output)}, at)
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
 				return err
@@ -259,8 +259,8 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			}
 			act.Status = backend.ActivationFailed
 			act.UpdatedMS = at
-			w.replace(att)
-			w.replace(act)
+			replace(w, att)
+			replace(w, act)
 			w.emit(&run, AttemptFailedPayload{DispatchIdentity: identity, Retryable: kind == ObservedRetryableFailure}, at)
 			if kind == ObservedRetryableFailure {
 				sched, refusal, err := scheduleFromPolicy(ctx, tx, w, &run, act, identity, att.Key.Attempt, at)
@@ -282,8 +282,8 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			}
 			act.Status = backend.ActivationPending
 			act.UpdatedMS = at
-			w.replace(att)
-			w.replace(act)
+			replace(w, att)
+			replace(w, act)
 			w.emit(&run, AttemptPausedPayload{DispatchIdentity: identity, Reason: obs.PauseReason}, at)
 			if run.Status == backend.RunRunning {
 				run.Status = backend.RunPaused
@@ -299,8 +299,8 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			act.Status = backend.ActivationCancelled
 			act.Admissible = false
 			act.UpdatedMS = at
-			w.replace(att)
-			w.replace(act)
+			replace(w, att)
+			replace(w, act)
 			w.emit(&run, AttemptCancelledPayload{DispatchIdentity: identity}, at)
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
 				return err
@@ -314,7 +314,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 				return errNoop
 			}
 			setAttemptStatus(&run, &att, backend.AttemptRepairRequired, at)
-			w.replace(att)
+			replace(w, att)
 			w.emit(&run, AttemptRepairRequiredPayload{DispatchIdentity: identity, Reason: "unknown_outcome"}, at)
 			run.Status = backend.RunRepairRequired
 			run.UpdatedMS = at
@@ -326,7 +326,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			return err
 		}
 		res.Status = AttemptStatus(att.Status)
-		w.replace(run)
+		replace(w, run)
 		return nil
 	}()
 	return res, err

@@ -387,7 +387,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 			}
 			schedDone := len(scheds) < budget
 			for _, sc := range scheds {
-				w.delete(backend.RetrySchedule{Key: sc.Key})
+				remove(w, backend.RetrySchedule{Key: sc.Key})
 				c.Schedules++
 			}
 			budget -= len(scheds)
@@ -410,10 +410,10 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 						break
 					}
 					for _, l := range ls {
-						w.delete(backend.Lease{Key: l.Key})
+						remove(w, backend.Lease{Key: l.Key})
 						c.Leases++
 					}
-					w.delete(backend.Attempt{Key: a.Key})
+					remove(w, backend.Attempt{Key: a.Key})
 					c.Attempts++
 					budget -= 1 + len(ls)
 				}
@@ -429,7 +429,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				}
 				leaseDone = len(ls) < budget
 				for _, l := range ls {
-					w.delete(backend.Lease{Key: l.Key})
+					remove(w, backend.Lease{Key: l.Key})
 					c.Leases++
 				}
 				budget -= len(ls)
@@ -449,7 +449,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 						evDone = false
 						break
 					}
-					w.delete(backend.Event{RunID: ev.RunID, Seq: ev.Seq})
+					remove(w, backend.Event{RunID: ev.RunID, Seq: ev.Seq})
 					c.Events++
 					budget--
 				}
@@ -459,7 +459,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				total := pr.Deleted
 				total.add(c)
 				w.emit(&run, RunPrunedPayload{RunID: runID, Deleted: total}, at)
-				w.replace(run)
+				replace(w, run)
 			}
 			if w.empty() && c.Total() == 0 {
 				return errNoop

@@ -63,7 +63,7 @@ func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identi
 			}
 			if mutated("receipt-conflict") {
 				att.Receipt = rc
-				w.replace(att)
+				replace(w, att)
 				return nil
 			}
 			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
@@ -91,10 +91,10 @@ func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identi
 		}
 		att.Receipt = rc
 		att.AdmittedMS = at
-		w.replace(att)
+		replace(w, att)
 		w.emit(&run, receiptPayload(typ, k, identity, rc, at), at)
 		run.UpdatedMS = at
-		w.replace(run)
+		replace(w, run)
 		return nil
 	}
 	if kn != nil {

@@ -191,7 +191,7 @@ func (s *Store) markRepairRequired(ctx context.Context, identity string, check a
 			return errNoop
 		}
 		setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
-		w.replace(*att)
+		replace(w, *att)
 		w.emit(run, AttemptRepairRequiredPayload{DispatchIdentity: identity, Reason: "ambiguous_handoff"}, at)
 		if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
 			run.Status = backend.RunRepairRequired

@@ -84,8 +84,8 @@ func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) er
 		act.Status = as
 		act.Output = out
 		act.UpdatedMS = at
-		w.replace(*att)
-		w.replace(act)
+		replace(w, *att)
+		replace(w, act)
 		w.emit(run, AttemptRepairedPayload{DispatchIdentity: identity, Action: action}, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err

@@ -56,7 +56,7 @@ func putSchedule(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.
 		}
 		return old, false, stateErr(ErrConflict, "automatic retry schedule identity conflict: %v", sched.Key)
 	}
-	w.insert(sched)
+	insert(w, sched)
 	w.emit(run, schedulePayload(sched), at)
 	return sched, true, nil
 }
@@ -149,13 +149,13 @@ func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *b
 		case old == sched:
 			return &old, nil, nil
 		case old.FailedAttempt < attempt:
-			w.delete(old)
+			remove(w, old)
 			w.emit(run, discardPayload(old, discardAttemptMovedOn), at)
 		default:
 			return refuse(RetryRefusal{Reason: RefusedScheduleExists, Existing: toSchedulePtr(&old)})
 		}
 	}
-	w.insert(sched)
+	insert(w, sched)
 	w.emit(run, schedulePayload(sched), at)
 	return &sched, nil, nil
 }
@@ -206,7 +206,7 @@ func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, key Activ
 		if !inserted {
 			return errNoop
 		}
-		w.replace(run)
+		replace(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -449,10 +449,10 @@ func (s *Store) ConsumeNextDueRetry(ctx context.Context, runID string, now time.
 			case scheduleWaiting:
 				skipped++
 			case scheduleStale:
-				w.delete(sched)
+				remove(w, sched)
 				w.emit(&run, discardPayload(sched, reason), at)
 				run.UpdatedMS = at
-				w.replace(run)
+				replace(w, run)
 				if err := flush(ctx, tx, w); err != nil {
 					return err
 				}
@@ -583,7 +583,7 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 	if err := memberRequeued(ctx, tx, w, &run, &act, at); err != nil {
 		return RetryRequeue{}, err
 	}
-	w.replace(act)
+	replace(w, act)
 	run.Status = backend.RunRunning
 	run.UpdatedMS = at
 	out := RetryRequeue{Key: keyOut(k), PreviousAttempt: failed, NextAttempt: next}
@@ -592,7 +592,7 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 	}, at)
 	if sched != nil {
 		if !mutated("schedule-consume-twice") {
-			w.delete(*sched)
+			remove(w, *sched)
 		}
 		w.emit(&run, AutomaticRetryConsumedPayload(schedulePayload(*sched)), at)
 	} else if err := supersedeSchedule(ctx, tx, w, &run, k, at); err != nil {
@@ -601,7 +601,7 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 	if err := reindexRun(ctx, tx, w, run); err != nil {
 		return RetryRequeue{}, err
 	}
-	w.replace(run)
+	replace(w, run)
 	return out, nil
 }
 
@@ -613,7 +613,7 @@ func supersedeSchedule(ctx context.Context, tx backend.ReadTx, w *batch, run *ba
 		return err
 	}
 	if old, ok := f.Schedules[k]; ok {
-		w.delete(old)
+		remove(w, old)
 		w.emit(run, AutomaticRetrySupersededPayload(schedulePayload(old)), at)
 	}
 	return nil

@@ -107,7 +107,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 		}
 		created = true
 		w.emit(&run, RunCreatedPayload{RunID: run.ID, Limits: limitsPayload(limits)}, at)
-		w.insert(run)
+		insert(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -195,7 +195,7 @@ func (s *Store) setRunGate(ctx context.Context, runID string, auth *backend.Auth
 			return err
 		}
 		w.emit(&run, ev, at)
-		w.replace(run)
+		replace(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {

@@ -102,7 +102,7 @@ func settleParents(ctx context.Context, tx backend.Tx, w *batch, child *backend.
 	if child.ParentID == "" {
 		return nil
 	}
-	w.replace(*child)
+	replace(w, *child)
 	cur := *child
 	for range MaxRunDepth {
 		if cur.ParentID == "" {
@@ -123,7 +123,7 @@ func settleParents(ctx context.Context, tx backend.Tx, w *batch, child *backend.
 		if err != nil || !done {
 			return err
 		}
-		w.replace(parent)
+		replace(w, parent)
 		cur = parent
 	}
 	return nil
@@ -254,7 +254,7 @@ func cancelActivations(ctx context.Context, tx backend.Tx, w *batch, runID strin
 			act.Status = backend.ActivationCancelled
 			act.Admissible = false
 			act.UpdatedMS = at
-			w.replace(act)
+			replace(w, act)
 		}
 		return nil
 	})
