@@ -21,17 +21,6 @@ func attemptKeyIn(k AttemptKey) backend.AttemptKey {
 	return backend.AttemptKey{ActivationKey: keyIn(k.ActivationKey), Attempt: k.Attempt}
 }
 
-func keysOut(ks []backend.ActivationKey) []ActivationKey {
-	if ks == nil {
-		return nil
-	}
-	out := make([]ActivationKey, len(ks))
-	for i, k := range ks {
-		out[i] = keyOut(k)
-	}
-	return out
-}
-
 func authorityIn(a *Authority) *backend.Authority {
 	if a == nil {
 		return nil
