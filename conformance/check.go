@@ -14,7 +14,7 @@ import (
 // say otherwise (they may call T.Fatal).
 
 // update runs fn in b.Update and fails the test on error.
-func (e *Env) update(b backend.Backend, fn func(tx backend.Tx) error) {
+func (e *env) update(b backend.Backend, fn func(tx backend.Tx) error) {
 	e.T.Helper()
 	if err := b.Update(e.Ctx, fn); err != nil {
 		e.T.Fatalf("Update: %v", err)
@@ -22,7 +22,7 @@ func (e *Env) update(b backend.Backend, fn func(tx backend.Tx) error) {
 }
 
 // view runs fn in b.View and fails the test on error.
-func (e *Env) view(b backend.Backend, fn func(rtx backend.ReadTx) error) {
+func (e *env) view(b backend.Backend, fn func(rtx backend.ReadTx) error) {
 	e.T.Helper()
 	if err := b.View(e.Ctx, fn); err != nil {
 		e.T.Fatalf("View: %v", err)
@@ -30,18 +30,18 @@ func (e *Env) view(b backend.Backend, fn func(rtx backend.ReadTx) error) {
 }
 
 // apply commits c in one Update on b, failing the test on error.
-func (e *Env) apply(b backend.Backend, c backend.Changes) {
+func (e *env) apply(b backend.Backend, c backend.Changes) {
 	e.T.Helper()
 	e.update(b, func(tx backend.Tx) error { return tx.Apply(e.Ctx, c) })
 }
 
 // applyErr commits c in one Update on b and returns Update's error.
-func (e *Env) applyErr(b backend.Backend, c backend.Changes) error {
+func (e *env) applyErr(b backend.Backend, c backend.Changes) error {
 	return b.Update(e.Ctx, func(tx backend.Tx) error { return tx.Apply(e.Ctx, c) })
 }
 
 // load reads l in one View on b.
-func (e *Env) load(b backend.Backend, l backend.Lookup) backend.Found {
+func (e *env) load(b backend.Backend, l backend.Lookup) backend.Found {
 	e.T.Helper()
 	var f backend.Found
 	e.view(b, func(rtx backend.ReadTx) error {
@@ -53,7 +53,7 @@ func (e *Env) load(b backend.Backend, l backend.Lookup) backend.Found {
 }
 
 // scan runs one read in a View on b and returns its result.
-func scan[T any](e *Env, b backend.Backend, read func(rtx backend.ReadTx) (T, error)) T {
+func scan[T any](e *env, b backend.Backend, read func(rtx backend.ReadTx) (T, error)) T {
 	e.T.Helper()
 	var out T
 	e.view(b, func(rtx backend.ReadTx) error {
@@ -68,7 +68,7 @@ func scan[T any](e *Env, b backend.Backend, read func(rtx backend.ReadTx) (T, er
 // listing every differing field. JSON and other byte fields compare by
 // content, where nil and empty both mean absent; nil and empty slices are
 // equal too.
-func (e *Env) equal(what string, want, got any) bool {
+func (e *env) equal(what string, want, got any) bool {
 	e.T.Helper()
 	d := diff(want, got)
 	if len(d) == 0 {
@@ -82,7 +82,7 @@ func (e *Env) equal(what string, want, got any) bool {
 }
 
 // wantErr fails the test unless errors.Is(err, target).
-func (e *Env) wantErr(what string, err, target error) {
+func (e *env) wantErr(what string, err, target error) {
 	e.T.Helper()
 	if !errors.Is(err, target) {
 		e.T.Errorf("%s: got error %v, want one matching %v (errors.Is)", what, err, target)
@@ -257,7 +257,7 @@ func zeroFields(v any) []string {
 
 // requireFull fails the test when a fixture (a record) leaves a field
 // unset.
-func (e *Env) requireFull(recs ...any) {
+func (e *env) requireFull(recs ...any) {
 	e.T.Helper()
 	for _, r := range recs {
 		if z := zeroFields(r); len(z) > 0 {

@@ -21,12 +21,13 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-// ChildRole is work a child process performs on its own Backend, opened by
+// childRole is work a child process performs on its own Backend, opened by
 // the suite over the parent's store. arg is what the parent passed; wait
-// blocks until every child of the same RunChildren call is ready (a start
-// barrier; it also returns when ctx ends). The returned bytes go back to the
-// parent. A role must not keep b after it returns; the suite closes it.
-type ChildRole func(ctx context.Context, b backend.Backend, arg []byte, wait func()) ([]byte, error)
+// blocks until every child started together with this one has opened the
+// store (a start barrier; it also returns when ctx ends). The returned bytes
+// go back to the parent. A role must not keep b after it returns; the suite
+// closes it. The roles are the suite's own; Run performs them in a child.
+type childRole func(ctx context.Context, b backend.Backend, arg []byte, wait func()) ([]byte, error)
 
 // Environment variables that make a test binary a conformance child.
 const (
@@ -49,18 +50,19 @@ const (
 	barrierPoll = 2 * time.Millisecond
 )
 
-// IsChild reports whether this process was started by Env.RunChildren. A
-// TestMain that starts expensive shared fixtures (a database server) may
-// skip them in a child, which only opens the store it is given.
+// IsChild reports whether this process is a child process the suite
+// started (see Run). A TestMain that starts expensive shared fixtures (a
+// database server) may skip them in a child, which only opens the store it
+// is given.
 func IsChild() bool { return os.Getenv(envRole) != "" }
 
 // testRoles holds roles only this package's own tests define.
-var testRoles map[string]ChildRole
+var testRoles map[string]childRole
 
 // roles merges the contract tier's roles with the store tier's.
-func roles() (map[string]ChildRole, error) {
-	all := make(map[string]ChildRole)
-	for _, m := range []map[string]ChildRole{contractRoles(), storeRoles(), testRoles} {
+func roles() (map[string]childRole, error) {
+	all := make(map[string]childRole)
+	for _, m := range []map[string]childRole{contractRoles(), storeRoles(), testRoles} {
 		for name, r := range m {
 			if _, dup := all[name]; dup {
 				return nil, fmt.Errorf("conformance: child role %q is defined twice", name)
@@ -154,7 +156,7 @@ type childEvent struct {
 // A child opens its own Backend while the parent's instances stay open, so a
 // case that runs children concurrently with the parent's store must call
 // RequireMultiProcess first.
-func (e *Env) RunChildren(role string, n int, args [][]byte) [][]byte {
+func (e *env) RunChildren(role string, n int, args [][]byte) [][]byte {
 	e.T.Helper()
 	if n <= 0 {
 		e.T.Fatalf("conformance: case bug: RunChildren(%q, %d): n must be positive", role, n)
@@ -347,14 +349,14 @@ func clip(b []byte) string {
 
 // childEnviron is this process's environment without conformance variables.
 func childEnviron() []string {
-	var env []string
+	var kept []string
 	for _, kv := range os.Environ() {
 		if strings.HasPrefix(kv, "WFSTORE_CONFORMANCE_") {
 			continue
 		}
-		env = append(env, kv)
+		kept = append(kept, kv)
 	}
-	return env
+	return kept
 }
 
 func decodeArg(s string) ([]byte, error) { return base64.StdEncoding.DecodeString(s) }

@@ -14,7 +14,7 @@ import (
 )
 
 func init() {
-	testRoles = map[string]ChildRole{
+	testRoles = map[string]childRole{
 		"test.barrier": testBarrierRole,
 		"test.fail": func(context.Context, backend.Backend, []byte, func()) ([]byte, error) {
 			return nil, errors.New("deliberate role failure 5e1f")

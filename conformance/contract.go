@@ -2,9 +2,9 @@ package conformance
 
 // contractTier lists the contract-tier cases (through backend.Backend
 // directly), grouped by concern; see the package documentation's table.
-func contractTier() []Case {
-	var all []Case
-	for _, group := range [][]Case{
+func contractTier() []testCase {
+	var all []testCase
+	for _, group := range [][]testCase{
 		roundTripCases(),
 		loadCases(),
 		expectCases(),
@@ -23,8 +23,8 @@ func contractTier() []Case {
 }
 
 // contractRoles lists the child-process roles the contract tier uses.
-func contractRoles() map[string]ChildRole {
-	return map[string]ChildRole{
+func contractRoles() map[string]childRole {
+	return map[string]childRole{
 		roleIncrement:  incrementRole,
 		roleInsertRace: insertRaceRole,
 	}

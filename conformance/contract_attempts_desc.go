@@ -10,7 +10,7 @@ import (
 // testAttemptsDescending checks AttemptQuery.Descending: the reverse of the
 // ascending order under every filter, pages that resume strictly before the
 // cursor, and cursors that fall between rows.
-func testAttemptsDescending(e *Env) {
+func testAttemptsDescending(e *env) {
 	asc := attemptFixture(e)
 	want := slices.Clone(asc)
 	slices.Reverse(want)

@@ -12,16 +12,16 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-func concurrencyCases() []Case {
-	return []Case{
-		{Name: "no_lost_update_across_goroutines", Run: func(e *Env) { testLostUpdateGoroutines(e, false) }},
-		{Name: "no_lost_update_across_instances", Run: func(e *Env) { testLostUpdateInstances(e, false) }},
-		{Name: "no_lost_update_across_processes", Run: func(e *Env) { testLostUpdateProcesses(e, false) }},
-		{Name: "no_lost_update_expecting_known_rows_across_goroutines", Run: func(e *Env) { testLostUpdateGoroutines(e, true) }},
-		{Name: "no_lost_update_expecting_known_rows_across_instances", Run: func(e *Env) { testLostUpdateInstances(e, true) }},
-		{Name: "no_lost_update_expecting_known_rows_across_processes", Run: func(e *Env) { testLostUpdateProcesses(e, true) }},
-		{Name: "no_write_skew_across_goroutines", Run: func(e *Env) { testWriteSkew(e, false) }},
-		{Name: "no_write_skew_across_instances", Run: func(e *Env) { testWriteSkew(e, true) }},
+func concurrencyCases() []testCase {
+	return []testCase{
+		{Name: "no_lost_update_across_goroutines", Run: func(e *env) { testLostUpdateGoroutines(e, false) }},
+		{Name: "no_lost_update_across_instances", Run: func(e *env) { testLostUpdateInstances(e, false) }},
+		{Name: "no_lost_update_across_processes", Run: func(e *env) { testLostUpdateProcesses(e, false) }},
+		{Name: "no_lost_update_expecting_known_rows_across_goroutines", Run: func(e *env) { testLostUpdateGoroutines(e, true) }},
+		{Name: "no_lost_update_expecting_known_rows_across_instances", Run: func(e *env) { testLostUpdateInstances(e, true) }},
+		{Name: "no_lost_update_expecting_known_rows_across_processes", Run: func(e *env) { testLostUpdateProcesses(e, true) }},
+		{Name: "no_write_skew_across_goroutines", Run: func(e *env) { testWriteSkew(e, false) }},
+		{Name: "no_write_skew_across_instances", Run: func(e *env) { testWriteSkew(e, true) }},
 		{Name: "racing_inserts_of_one_key_admit_exactly_one", Run: testInsertRace},
 		{Name: "racing_inserts_across_processes_admit_exactly_one", Run: testInsertRaceProcesses},
 		{Name: "concurrent_inserts_of_distinct_keys_all_commit", Run: testDistinctInserts},
@@ -119,7 +119,7 @@ func knownFor(expect bool) *backend.Run {
 
 // hammer runs workers goroutines, each doing k increments of runID on its
 // instance (instances[i%len]), started together; it returns the first error.
-func hammer(e *Env, instances []backend.Backend, runID string, workers, k int, expect bool) (busy int64, err error) {
+func hammer(e *env, instances []backend.Backend, runID string, workers, k int, expect bool) (busy int64, err error) {
 	var wg sync.WaitGroup
 	var nbusy atomic.Int64
 	start := make(chan struct{})
@@ -143,7 +143,7 @@ func hammer(e *Env, instances []backend.Backend, runID string, workers, k int, e
 	return nbusy.Load(), <-errs
 }
 
-func (e *Env) counter(b backend.Backend, runID string) int64 {
+func (e *env) counter(b backend.Backend, runID string) int64 {
 	e.T.Helper()
 	var r backend.Run
 	e.view(b, func(rtx backend.ReadTx) error {
@@ -160,7 +160,7 @@ func counterRun(id string) backend.Run {
 	return r
 }
 
-func testLostUpdateGoroutines(e *Env, expect bool) {
+func testLostUpdateGoroutines(e *env, expect bool) {
 	e.apply(e.B, ins(counterRun("run-counter")))
 	const workers, k = 8, 25
 	busy, err := hammer(e, []backend.Backend{e.B}, "run-counter", workers, k, expect)
@@ -173,7 +173,7 @@ func testLostUpdateGoroutines(e *Env, expect bool) {
 	e.T.Logf("%d ErrBusy retries", busy)
 }
 
-func testLostUpdateInstances(e *Env, expect bool) {
+func testLostUpdateInstances(e *env, expect bool) {
 	e.RequireMultiInstance()
 	e.apply(e.B, ins(counterRun("run-counter")))
 	instances := []backend.Backend{e.B, e.Open(), e.Open()}
@@ -229,7 +229,7 @@ func incrementRole(ctx context.Context, b backend.Backend, arg []byte, wait func
 	return json.Marshal(res)
 }
 
-func testLostUpdateProcesses(e *Env, expect bool) {
+func testLostUpdateProcesses(e *env, expect bool) {
 	e.RequireMultiProcess()
 	e.apply(e.B, ins(counterRun("run-counter")))
 	const children, k = 3, 30
@@ -275,7 +275,7 @@ func testLostUpdateProcesses(e *Env, expect bool) {
 // testWriteSkew is the on-call doctors check: two doctors are on call; each
 // transaction reads both and goes off call only if the other is still on
 // call. Serializable execution leaves at least one on call.
-func testWriteSkew(e *Env, instances bool) {
+func testWriteSkew(e *env, instances bool) {
 	bs := []backend.Backend{e.B, e.B}
 	if instances {
 		e.RequireMultiInstance()
@@ -361,7 +361,7 @@ func raceInsert(ctx context.Context, b backend.Backend, k backend.AttemptKey, id
 	}
 }
 
-func testInsertRace(e *Env) {
+func testInsertRace(e *env) {
 	bs := []backend.Backend{e.B}
 	if e.Caps.MultiInstance {
 		bs = append(bs, e.Open(), e.Open())
@@ -451,7 +451,7 @@ func insertRaceRole(ctx context.Context, b backend.Backend, arg []byte, wait fun
 	return json.Marshal(won)
 }
 
-func testInsertRaceProcesses(e *Env) {
+func testInsertRaceProcesses(e *env) {
 	e.RequireMultiProcess()
 	const children = 3
 	for round := range 3 {
@@ -484,7 +484,7 @@ func testInsertRaceProcesses(e *Env) {
 	}
 }
 
-func testDistinctInserts(e *Env) {
+func testDistinctInserts(e *env) {
 	bs := []backend.Backend{e.B}
 	if e.Caps.MultiInstance {
 		bs = append(bs, e.Open())
@@ -544,7 +544,7 @@ func testDistinctInserts(e *Env) {
 	}
 }
 
-func testCrossInstanceVisibility(e *Env) {
+func testCrossInstanceVisibility(e *env) {
 	e.RequireMultiInstance()
 	other := e.Open()
 	// Read through other first, so any cache it keeps is warm.

@@ -9,8 +9,8 @@ import (
 // Deletes of attempts, leases and events: the record leaves Load, every
 // scan and every index; a missing key is ErrNotFound; a deleted attempt's
 // identity is free again.
-func deleteCases() []Case {
-	return []Case{
+func deleteCases() []testCase {
+	return []testCase{
 		{Name: "delete_attempt_removes_it_from_load_scans_and_identity", Run: testDeleteAttempt},
 		{Name: "delete_lease_removes_it_from_load_resources_and_the_leases_scan", Run: testDeleteLease},
 		{Name: "delete_event_removes_it_from_events", Run: testDeleteEvent},
@@ -20,7 +20,7 @@ func deleteCases() []Case {
 
 // attemptScans returns what every attempt scan shape returns for the run
 // and status of a, keeping only attempts of a's run.
-func attemptScans(e *Env, b backend.Backend, a backend.Attempt) map[string][]backend.Attempt {
+func attemptScans(e *env, b backend.Backend, a backend.Attempt) map[string][]backend.Attempt {
 	out := map[string][]backend.Attempt{}
 	run := a.Key.RunID
 	e.view(b, func(rtx backend.ReadTx) error {
@@ -46,7 +46,7 @@ func attemptScans(e *Env, b backend.Backend, a backend.Attempt) map[string][]bac
 	return out
 }
 
-func testDeleteAttempt(e *Env) {
+func testDeleteAttempt(e *env) {
 	s := newFullSet("run-da", "node", "act", 1, "identity-da", "resource")
 	n := newFullSet("run-da-n", "node", "act", 1, "identity-da-n", "resource")
 	e.apply(e.B, s.changes())
@@ -93,7 +93,7 @@ func testDeleteAttempt(e *Env) {
 	e.wantErr("second Delete of an attempt", e.applyErr(e.B, del(s.Attempt)), backend.ErrNotFound)
 }
 
-func testDeleteLease(e *Env) {
+func testDeleteLease(e *env) {
 	s := newFullSet("run-dl", "node", "act", 1, "identity-dl", "resource")
 	n := newFullSet("run-dl-n", "node", "act", 1, "identity-dl-n", "resource")
 	e.apply(e.B, s.changes())
@@ -120,7 +120,7 @@ func testDeleteLease(e *Env) {
 	e.wantErr("second Delete of a lease", e.applyErr(e.B, del(s.Lease)), backend.ErrNotFound)
 }
 
-func testDeleteEvent(e *Env) {
+func testDeleteEvent(e *env) {
 	run := "run-de"
 	var evs []backend.Event
 	for seq := int64(1); seq <= 4; seq++ {
@@ -151,7 +151,7 @@ func testDeleteEvent(e *Env) {
 	e.wantErr("second Delete of an event", e.applyErr(e.B, del(evs[1])), backend.ErrNotFound)
 }
 
-func testDeleteMissingRecords(e *Env) {
+func testDeleteMissingRecords(e *env) {
 	s := newFullSet("run-dm", "node", "act", 1, "identity-dm", "resource")
 	e.apply(e.B, s.changes())
 	for _, k := range []any{

@@ -8,8 +8,8 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-func errorCases() []Case {
-	return []Case{
+func errorCases() []testCase {
+	return []testCase{
 		{Name: "insert_of_an_existing_key_conflicts_for_every_kind", Run: testInsertConflicts},
 		{Name: "insert_of_an_attempt_with_a_taken_identity_conflicts", Run: testIdentityConflict},
 		{Name: "insert_twice_in_one_apply_conflicts", Run: testInsertTwiceInOneApply},
@@ -23,7 +23,7 @@ func errorCases() []Case {
 	}
 }
 
-func testInsertConflicts(e *Env) {
+func testInsertConflicts(e *env) {
 	s := newFullSet("run-c", "node", "act", 1, "identity-c", "resource")
 	e.apply(e.B, s.changes())
 	// Same key, every other field different.
@@ -48,7 +48,7 @@ func testInsertConflicts(e *Env) {
 	}
 }
 
-func testIdentityConflict(e *Env) {
+func testIdentityConflict(e *env) {
 	a := fullAttempt(atkey(akey("run-i", "node", "act"), 1), "identity-shared")
 	e.apply(e.B, ins(a))
 	for _, k := range []backend.AttemptKey{
@@ -70,7 +70,7 @@ func testIdentityConflict(e *Env) {
 	}
 }
 
-func testInsertTwiceInOneApply(e *Env) {
+func testInsertTwiceInOneApply(e *env) {
 	r := fullRun("run-twice")
 	e.wantErr("one run twice in Insert.Runs", e.applyErr(e.B, ins(r, altRun(r))), backend.ErrConflict)
 	k := atkey(akey("run-twice", "n", "a"), 1)
@@ -90,7 +90,7 @@ func testInsertTwiceInOneApply(e *Env) {
 	}
 }
 
-func testReplaceMissing(e *Env) {
+func testReplaceMissing(e *env) {
 	s := newFullSet("run-missing", "node", "act", 1, "identity-missing", "resource")
 	// A neighbour with keys sharing every field but one.
 	n := newFullSet("run-missing-not", "node", "act", 1, "identity-neighbour", "resource")
@@ -106,7 +106,7 @@ func testReplaceMissing(e *Env) {
 	e.checkFullSet(e.B, "the neighbour after failed Replaces", n)
 }
 
-func testDeleteMissing(e *Env) {
+func testDeleteMissing(e *env) {
 	k := akey("run-del", "node", "act")
 	e.wantErr("Delete of a missing schedule", e.applyErr(e.B, del(k)), backend.ErrNotFound)
 	other := fullSchedule(akey("run-del", "node", "act2"))
@@ -116,7 +116,7 @@ func testDeleteMissing(e *Env) {
 	e.equal("the other schedule", map[backend.ActivationKey]backend.RetrySchedule{other.Key: other}, f.Schedules)
 }
 
-func testReplaceOntoTakenIdentity(e *Env) {
+func testReplaceOntoTakenIdentity(e *env) {
 	a := fullAttempt(atkey(akey("run-t", "node", "act"), 1), "identity-a")
 	b := fullAttempt(atkey(akey("run-t", "node", "act"), 2), "identity-b")
 	e.apply(e.B, ins(a, b))
@@ -127,7 +127,7 @@ func testReplaceOntoTakenIdentity(e *Env) {
 	e.equal("identities after the refused Replace", map[string]backend.Attempt{"identity-a": a, "identity-b": b}, f.Identities)
 }
 
-func testClosed(e *Env) {
+func testClosed(e *env) {
 	e.apply(e.B, ins(fullRun("run-1")))
 	b := e.B
 	e.Close(b)
@@ -152,7 +152,7 @@ func testClosed(e *Env) {
 	}
 }
 
-func testCloseTwice(e *Env) {
+func testCloseTwice(e *env) {
 	b := e.B
 	e.Close(b)
 	done := make(chan error, 1)
@@ -169,7 +169,7 @@ func testCloseTwice(e *Env) {
 	}
 }
 
-func testCancelledUpdate(e *Env) {
+func testCancelledUpdate(e *env) {
 	ctx, cancel := context.WithCancel(e.Ctx)
 	cancel()
 	err := e.B.Update(ctx, func(tx backend.Tx) error {
@@ -188,7 +188,7 @@ func testCancelledUpdate(e *Env) {
 	e.apply(e.B, ins(fullRun("run-after")))
 }
 
-func testCancelledView(e *Env) {
+func testCancelledView(e *env) {
 	e.apply(e.B, ins(fullRun("run-1")))
 	ctx, cancel := context.WithCancel(e.Ctx)
 	cancel()

@@ -7,8 +7,8 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-func expectCases() []Case {
-	return []Case{
+func expectCases() []testCase {
+	return []testCase{
 		{Name: "expect_of_an_equal_record_passes_and_the_writes_after_it_commit", Run: testExpectEqual},
 		{Name: "expect_fails_with_err_changed_when_any_field_differs_and_nothing_commits", Run: testExpectFieldDiffers},
 		{Name: "expect_of_a_missing_record_fails_with_err_changed", Run: testExpectMissing},
@@ -27,7 +27,7 @@ const markerRun = "expect-markers"
 func marker(seq int64) backend.Changes { return ins(fullEvent(markerRun, seq)) }
 
 // hasMarker reports whether marker(seq) committed.
-func (e *Env) hasMarker(seq int64) bool {
+func (e *env) hasMarker(seq int64) bool {
 	e.T.Helper()
 	evs := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Event, error) {
 		return rtx.Events(e.Ctx, backend.EventQuery{RunID: markerRun, After: seq - 1, Limit: 1})
@@ -35,7 +35,7 @@ func (e *Env) hasMarker(seq int64) bool {
 	return len(evs) == 1 && evs[0].Seq == seq
 }
 
-func testExpectEqual(e *Env) {
+func testExpectEqual(e *env) {
 	s := newFullSet("run-x", "node", "act", 1, "identity-x", "resource")
 	e.apply(e.B, s.changes())
 	for i, r := range expected(s) {
@@ -52,7 +52,7 @@ func testExpectEqual(e *Env) {
 // testExpectFieldDiffers changes one field at a time (every field but the
 // key, taking the value of the fixtures' alternative record) and expects
 // ErrChanged, with nothing of the transaction committed.
-func testExpectFieldDiffers(e *Env) {
+func testExpectFieldDiffers(e *env) {
 	s := newFullSet("run-y", "node", "act", 1, "identity-y", "resource")
 	e.apply(e.B, s.changes())
 	alts := []any{altRun(s.Run), altActivation(s.Act), altAttempt(s.Attempt)}
@@ -99,7 +99,7 @@ func testExpectFieldDiffers(e *Env) {
 	e.checkFullSet(e.B, "after failed Expects", s)
 }
 
-func testExpectMissing(e *Env) {
+func testExpectMissing(e *env) {
 	s := newFullSet("run-z", "node", "act", 1, "identity-z", "resource")
 	e.apply(e.B, ins(s.Event))
 	// Neighbours whose keys differ from s's in one field each.
@@ -117,7 +117,7 @@ func testExpectMissing(e *Env) {
 // An Expect in a later Apply of the same transaction compares with what
 // the earlier Apply wrote. (Within one Changes, expects come before every
 // write: see expects_are_checked_before_the_writes_of_the_same_changes.)
-func testExpectOwnWrites(e *Env) {
+func testExpectOwnWrites(e *env) {
 	s := newFullSet("run-w", "node", "act", 1, "identity-w", "resource")
 	e.apply(e.B, s.changes())
 	alts := []any{altRun(s.Run), altActivation(s.Act), altAttempt(s.Attempt)}

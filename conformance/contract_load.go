@@ -6,8 +6,8 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-func loadCases() []Case {
-	return []Case{
+func loadCases() []testCase {
+	return []testCase{
 		{Name: "load_finds_exactly_the_present_keys_in_key_sets_of_every_size", Run: testLoadKeySetSizes},
 	}
 }
@@ -21,7 +21,7 @@ var loadSizes = []int{0, 1, 2, 3, 7, 8, 9, 16, 17, 40}
 // Load returns, for key sets of every size, exactly the records of the keys
 // that exist: each once, however often its key is repeated in the set, and
 // nothing for absent keys, whatever the size of the set around them.
-func testLoadKeySetSizes(e *Env) {
+func testLoadKeySetSizes(e *env) {
 	sets := make([]fullSet, loadSizes[len(loadSizes)-1])
 	for i := range sets {
 		sets[i] = newFullSet(fmt.Sprintf("run-%02d", i), "node", "act", 1, fmt.Sprintf("identity-%02d", i), "resource")

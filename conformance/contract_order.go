@@ -12,8 +12,8 @@ import (
 // Cases about the shape of backend.Changes and the fixed order in which
 // Apply applies it: expects, then deletes, then inserts, then replaces;
 // within each, kinds in field order; each slice in slice order.
-func orderCases() []Case {
-	return []Case{
+func orderCases() []testCase {
+	return []testCase{
 		{Name: "changes_has_a_slice_only_for_the_operations_in_the_table", Run: testChangesShape},
 		{Name: "operations_in_one_changes_take_effect_in_the_fixed_order", Run: testFixedOrder},
 		{Name: "delete_then_insert_of_one_key_in_one_changes_succeeds", Run: testDeleteThenInsert},
@@ -62,7 +62,7 @@ func types(vs ...any) []reflect.Type {
 // rejected at run time with ErrUnsupported (a Delete of a run, a Replace of
 // an event, ...) is now a program that does not compile, and this case
 // fails if a field the table does not allow is ever added.
-func testChangesShape(e *Env) {
+func testChangesShape(e *env) {
 	ct := reflect.TypeOf(backend.Changes{})
 	if ct.NumField() != len(changesShape) {
 		e.T.Errorf("Changes has %d fields, the table has %d parts", ct.NumField(), len(changesShape))
@@ -92,7 +92,7 @@ func testChangesShape(e *Env) {
 }
 
 // testFixedOrder checks the order across parts on one key at a time.
-func testFixedOrder(e *Env) {
+func testFixedOrder(e *env) {
 	k := akey("run-order", "node", "act")
 	s1, s2, s3 := fullSchedule(k), altSchedule(fullSchedule(k)), fullSchedule(k)
 	s3.FailureKind = "third"
@@ -131,7 +131,7 @@ func testFixedOrder(e *Env) {
 // testDeleteThenInsert deletes a record of every kind Delete accepts and
 // inserts a record with the same key (every other field different) in the
 // same Changes.
-func testDeleteThenInsert(e *Env) {
+func testDeleteThenInsert(e *env) {
 	s := newFullSet("run-di", "node", "act", 1, "identity-di", "resource")
 	e.apply(e.B, s.changes())
 	att := altAttempt(s.Attempt) // the same identity: the Delete frees it first
@@ -165,7 +165,7 @@ func testDeleteThenInsert(e *Env) {
 
 // testInsertThenReplace inserts a record of every kind Replace accepts and
 // replaces it in the same Changes.
-func testInsertThenReplace(e *Env) {
+func testInsertThenReplace(e *env) {
 	s := newFullSet("run-ir", "node", "act", 1, "identity-ir", "resource")
 	t := s
 	t.Run = altRun(s.Run)
@@ -187,7 +187,7 @@ func testInsertThenReplace(e *Env) {
 
 // testExpectsFirst checks that every Expect of a Changes compares with the
 // records stored before any write of that Changes.
-func testExpectsFirst(e *Env) {
+func testExpectsFirst(e *env) {
 	s := newFullSet("run-ef", "node", "act", 1, "identity-ef", "resource")
 	e.apply(e.B, s.changes())
 	alts := []any{altRun(s.Run), altActivation(s.Act), altAttempt(s.Attempt)}
@@ -232,7 +232,7 @@ func testExpectsFirst(e *Env) {
 // testFirstFailingOperation puts two failing operations in one Changes and
 // requires the error of the one Apply applies first: across parts, across
 // kinds of one part, and across elements of one slice.
-func testFirstFailingOperation(e *Env) {
+func testFirstFailingOperation(e *env) {
 	s := newFullSet("run-ff", "node", "act", 1, "identity-ff", "resource")
 	other := fullAttempt(atkey(akey("run-ff-other", "node", "act"), 1), "identity-ff-2")
 	e.apply(e.B, join(s.changes(), ins(other)))
@@ -272,7 +272,7 @@ func testFirstFailingOperation(e *Env) {
 // testFailingElement fails one element in the middle of a slice, for each
 // part, with other operations of the Changes before and after it, and
 // requires the Update to fail with nothing of the Changes visible.
-func testFailingElement(e *Env) {
+func testFailingElement(e *env) {
 	s := newFullSet("run-fe", "node", "act", 1, "identity-fe", "resource")
 	e.apply(e.B, s.changes())
 	k2, k3 := akey(s.Run.ID, "node-2", "act"), akey(s.Run.ID, "node-3", "act")
@@ -377,7 +377,7 @@ type sliceSnapshot struct {
 	Leases    []backend.Lease
 }
 
-func takeSliceSnapshot(e *Env, rtx backend.ReadTx) (sliceSnapshot, error) {
+func takeSliceSnapshot(e *env, rtx backend.ReadTx) (sliceSnapshot, error) {
 	const run = "run-slices"
 	ctx := e.Ctx
 	var l backend.Lookup
@@ -436,7 +436,7 @@ var errReference = errors.New("conformance: the reference transaction rolls back
 // requires the same Changes applied whole to leave exactly the state that
 // transaction saw (an adapter writing a whole slice in one statement must
 // keep the semantics of its elements applied in order).
-func testSliceEqualsOneAtATime(e *Env) {
+func testSliceEqualsOneAtATime(e *env) {
 	base, c := sliceFixture()
 	e.apply(e.B, base)
 	ops := opsOf(c)

@@ -9,8 +9,8 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-func roundTripCases() []Case {
-	return []Case{
+func roundTripCases() []testCase {
+	return []testCase{
 		{Name: "every_field_of_every_kind_round_trips", Run: testEveryFieldRoundTrips},
 		{Name: "absent_optional_fields_stay_absent", Run: testAbsentOptionalsRoundTrip},
 		{Name: "present_zero_like_values_stay_present", Run: testPresentZeroLikeValues},
@@ -24,7 +24,7 @@ func roundTripCases() []Case {
 	}
 }
 
-func testEveryFieldRoundTrips(e *Env) {
+func testEveryFieldRoundTrips(e *env) {
 	s := newFullSet("run-1", "node-1", "act-1", 3, "identity-1", "resource-1")
 	e.requireFull(s.Run, s.Link, s.Act, s.Group, s.Attempt, s.Released, s.Schedule, s.Event)
 	e.apply(e.B, s.changes())
@@ -43,7 +43,7 @@ func absentSet(run string) fullSet {
 	return s
 }
 
-func testAbsentOptionalsRoundTrip(e *Env) {
+func testAbsentOptionalsRoundTrip(e *env) {
 	s := absentSet("run-absent")
 	e.apply(e.B, s.changes())
 	e.checkFullSet(e.B, "absent optionals", s)
@@ -75,7 +75,7 @@ func nilIfAbsent(absent bool) []byte {
 	return []byte("present")
 }
 
-func testPresentZeroLikeValues(e *Env) {
+func testPresentZeroLikeValues(e *env) {
 	s := newFullSet("run-zero-like", "node", "act", 1, "identity-zero-like", "resource")
 	// JSON literals a store might confuse with SQL NULL or "no value".
 	s.Run.Metadata = []byte("null")
@@ -103,7 +103,7 @@ func testPresentZeroLikeValues(e *Env) {
 	}
 }
 
-func testJSONBytesExact(e *Env) {
+func testJSONBytesExact(e *env) {
 	docs := [][]byte{
 		[]byte(`{"aa":1,"b":2}`), // bytewise key order; jsonb reorders by length
 		[]byte(`[1.0,1e2,1E+2,-0,0.10,12345678901234567890123456789]`),
@@ -167,7 +167,7 @@ func idSet(id string) fullSet {
 	return s
 }
 
-func testStrangeIDsRoundTrip(e *Env) {
+func testStrangeIDsRoundTrip(e *env) {
 	var sets []fullSet
 	for _, id := range strangeIDs() {
 		s := idSet(id)
@@ -204,7 +204,7 @@ func extremeSet() fullSet {
 	return s
 }
 
-func testExtremeNumbersRoundTrip(e *Env) {
+func testExtremeNumbersRoundTrip(e *env) {
 	s := extremeSet()
 	e.apply(e.B, s.changes())
 	e.checkFullSet(e.B, "extreme numbers", s)
@@ -243,7 +243,7 @@ func oneMiBSet() fullSet {
 	return s
 }
 
-func testOneMiBJSONRoundTrips(e *Env) {
+func testOneMiBJSONRoundTrips(e *env) {
 	if got := len(mibJSON(1)); got != 1<<20 {
 		e.T.Fatalf("suite bug: mibJSON is %d bytes", got)
 	}
@@ -252,7 +252,7 @@ func testOneMiBJSONRoundTrips(e *Env) {
 	e.checkFullSet(e.B, "1 MiB JSON", s)
 }
 
-func testReopenKeepsRecords(e *Env) {
+func testReopenKeepsRecords(e *env) {
 	sets := []fullSet{
 		newFullSet("run-reopen", "node", "act", 2, "identity-reopen", "resource"),
 		absentSet("run-reopen-absent"),
@@ -275,7 +275,7 @@ func testReopenKeepsRecords(e *Env) {
 	e.checkFullSet(b, "after second Reopen, set 0", sets[0])
 }
 
-func testLoadedBytesStayValid(e *Env) {
+func testLoadedBytesStayValid(e *env) {
 	s := newFullSet("run-valid", "node", "act", 1, "identity-valid", "resource")
 	s.Act.Input = mibJSON(11)
 	e.apply(e.B, s.changes())
@@ -302,7 +302,7 @@ func testLoadedBytesStayValid(e *Env) {
 	}
 }
 
-func testNoAliasing(e *Env) {
+func testNoAliasing(e *env) {
 	s := newFullSet("run-alias", "node", "act", 1, "identity-alias", "resource")
 	want := newFullSet("run-alias", "node", "act", 1, "identity-alias", "resource")
 	e.apply(e.B, s.changes())

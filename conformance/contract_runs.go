@@ -8,8 +8,8 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-func runScanCases() []Case {
-	return []Case{
+func runScanCases() []testCase {
+	return []testCase{
 		{Name: "runs_scan_returns_every_run_in_bytewise_id_order", Run: testRunsOrder},
 		{Name: "runs_scan_filters_by_status_and_pages_with_after_and_limit", Run: testRunsStatusPaging},
 		{Name: "runs_scan_follows_replace_of_status", Run: testRunsFollowsReplace},
@@ -30,7 +30,7 @@ var runScanStatuses = []backend.RunStatus{
 // runScanFixture inserts runs over runScanIDs with statuses in turn, plus
 // records of other kinds in some of them, and returns the runs in the
 // contract's order.
-func runScanFixture(e *Env) []backend.Run {
+func runScanFixture(e *env) []backend.Run {
 	e.T.Helper()
 	var c backend.Changes
 	var want []backend.Run
@@ -50,7 +50,7 @@ func runScanFixture(e *Env) []backend.Run {
 	return want
 }
 
-func (e *Env) runs(q backend.RunQuery) []backend.Run {
+func (e *env) runs(q backend.RunQuery) []backend.Run {
 	e.T.Helper()
 	got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Run, error) { return rtx.Runs(e.Ctx, q) })
 	if len(got) > max(q.Limit, 0) {
@@ -68,7 +68,7 @@ func runIDs(rs []backend.Run) []string {
 }
 
 // pageRuns pages through q with limit and returns the ids in order.
-func (e *Env) pageRuns(q backend.RunQuery, limit int) []string {
+func (e *env) pageRuns(q backend.RunQuery, limit int) []string {
 	e.T.Helper()
 	var got []string
 	q.Limit = limit
@@ -83,7 +83,7 @@ func (e *Env) pageRuns(q backend.RunQuery, limit int) []string {
 	return got
 }
 
-func testRunsOrder(e *Env) {
+func testRunsOrder(e *env) {
 	want := runScanFixture(e)
 	// Stated outright: bytewise, so upper case before lower case, a prefix
 	// before its extensions, \x01 before '!', multi-byte UTF-8 last.
@@ -99,7 +99,7 @@ func testRunsOrder(e *Env) {
 	}
 }
 
-func testRunsStatusPaging(e *Env) {
+func testRunsStatusPaging(e *env) {
 	want := runScanFixture(e)
 	for _, st := range append([]backend.RunStatus{""}, runScanStatuses...) {
 		w := runIDs(pick(want, func(r backend.Run) bool { return st == "" || r.Status == st }))
@@ -122,7 +122,7 @@ func testRunsStatusPaging(e *Env) {
 	}
 }
 
-func testRunsFollowsReplace(e *Env) {
+func testRunsFollowsReplace(e *env) {
 	want := runScanFixture(e)
 	r := want[0]
 	r.Status = backend.RunRepairRequired
@@ -159,7 +159,7 @@ func testRunsFollowsReplace(e *Env) {
 	})
 }
 
-func testLeasesIncludeReleased(e *Env) {
+func testLeasesIncludeReleased(e *env) {
 	var c backend.Changes
 	var all, active []backend.Lease
 	i := 0

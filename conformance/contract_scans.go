@@ -9,8 +9,8 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-func scanCases() []Case {
-	return []Case{
+func scanCases() []testCase {
+	return []testCase{
 		{Name: "admissible_scan_returns_only_admissible_rows_in_bytewise_key_order", Run: testAdmissibleOrder},
 		{Name: "admissible_scan_pages_with_after_and_limit", Run: testAdmissiblePaging},
 		{Name: "admissible_scan_after_run_skips_the_rest_of_that_run", Run: testAdmissibleAfterRun},
@@ -49,7 +49,7 @@ var orderRuns = []string{"z", "a", "é", "B", "ab", "a!", "Z"}
 
 // admissibleFixture inserts activations over orderRuns, some admissible,
 // and returns the admissible ones in the contract's order.
-func admissibleFixture(e *Env) []backend.Activation {
+func admissibleFixture(e *env) []backend.Activation {
 	e.T.Helper()
 	var c backend.Changes
 	var want []backend.Activation
@@ -86,7 +86,7 @@ func keysOf(as []backend.Activation) []backend.ActivationKey {
 	return out
 }
 
-func (e *Env) admissible(q backend.AdmissibleQuery) []backend.Activation {
+func (e *env) admissible(q backend.AdmissibleQuery) []backend.Activation {
 	e.T.Helper()
 	got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Activation, error) { return rtx.AdmissibleActivations(e.Ctx, q) })
 	if len(got) > q.Limit {
@@ -95,7 +95,7 @@ func (e *Env) admissible(q backend.AdmissibleQuery) []backend.Activation {
 	return got
 }
 
-func testAdmissibleOrder(e *Env) {
+func testAdmissibleOrder(e *env) {
 	want := admissibleFixture(e)
 	// The traps, stated outright.
 	if cmpAK(akey("B", "", ""), akey("a", "", "")) >= 0 || cmpAK(akey("z", "", ""), akey("é", "", "")) >= 0 ||
@@ -115,7 +115,7 @@ func testAdmissibleOrder(e *Env) {
 	}
 }
 
-func testAdmissiblePaging(e *Env) {
+func testAdmissiblePaging(e *env) {
 	want := admissibleFixture(e)
 	for _, run := range []string{"", "a"} {
 		w := want
@@ -153,7 +153,7 @@ func testAdmissiblePaging(e *Env) {
 	e.equal("After is exclusive", []backend.ActivationKey{want[4].Key}, keysOf(got))
 }
 
-func testAdmissibleAfterRun(e *Env) {
+func testAdmissibleAfterRun(e *env) {
 	want := admissibleFixture(e)
 	for _, after := range []backend.ActivationKey{
 		akey("a", "zzz", "zzz"), // node and activation are ignored
@@ -172,7 +172,7 @@ func testAdmissibleAfterRun(e *Env) {
 	e.equal("AfterRun past the only run scanned", []backend.ActivationKey(nil), keysOf(got))
 }
 
-func testAdmissibleFollowsReplace(e *Env) {
+func testAdmissibleFollowsReplace(e *env) {
 	k1, k2, k3 := akey("run-p", "n1", "a"), akey("run-p", "n2", "a"), akey("run-p", "n3", "a")
 	a1, a2, a3 := fullActivation(k1), fullActivation(k2), fullActivation(k3)
 	a3.Admissible = false
@@ -202,7 +202,7 @@ func testAdmissibleFollowsReplace(e *Env) {
 	e.equal("Activations", []backend.Activation{b1, c2, b3}, acts)
 }
 
-func testActivationsScan(e *Env) {
+func testActivationsScan(e *env) {
 	admissibleFixture(e)
 	var all []backend.Activation
 	e.view(e.B, func(rtx backend.ReadTx) error {
@@ -248,7 +248,7 @@ func testActivationsScan(e *Env) {
 
 // attemptFixture inserts attempts over two runs with PreparedMS values that
 // order differently as numbers and as text, and identity ties.
-func attemptFixture(e *Env) []backend.Attempt {
+func attemptFixture(e *env) []backend.Attempt {
 	e.T.Helper()
 	type spec struct {
 		run      string
@@ -290,7 +290,7 @@ func identities(as []backend.Attempt) []string {
 	return out
 }
 
-func (e *Env) attempts(q backend.AttemptQuery) []backend.Attempt {
+func (e *env) attempts(q backend.AttemptQuery) []backend.Attempt {
 	e.T.Helper()
 	got := scan(e, e.B, func(rtx backend.ReadTx) ([]backend.Attempt, error) { return rtx.Attempts(e.Ctx, q) })
 	if len(got) > q.Limit {
@@ -299,7 +299,7 @@ func (e *Env) attempts(q backend.AttemptQuery) []backend.Attempt {
 	return got
 }
 
-func testAttemptsOrder(e *Env) {
+func testAttemptsOrder(e *env) {
 	want := attemptFixture(e)
 	// Stated outright: 9 < 10 < 100 < 2^40 < MaxInt64, ties by bytewise identity.
 	e.equal("suite order", []string{"z", "zz", "B", "Z", "a", "é", "BB", "m", "x"}, identities(want))
@@ -308,7 +308,7 @@ func testAttemptsOrder(e *Env) {
 	e.equal("Attempts(all) records", want, got)
 }
 
-func testAttemptsFiltersAndPaging(e *Env) {
+func testAttemptsFiltersAndPaging(e *env) {
 	want := attemptFixture(e)
 	for _, q := range []backend.AttemptQuery{
 		{RunID: "run-1"}, {RunID: "run-2"}, {Status: backend.AttemptPrepared}, {Status: backend.AttemptRunning},
@@ -342,7 +342,7 @@ func testAttemptsFiltersAndPaging(e *Env) {
 	e.equal("Attempts after (10, \"Z\")", identities(want[4:]), identities(got))
 }
 
-func testAttemptStatusMoves(e *Env) {
+func testAttemptStatusMoves(e *env) {
 	want := attemptFixture(e)
 	a := want[4] // run-1, 10, "a", prepared
 	if a.Identity != "a" || a.Status != backend.AttemptPrepared {
@@ -365,7 +365,7 @@ func testAttemptStatusMoves(e *Env) {
 	e.equal("first attempt overall", []backend.Attempt{c}, got)
 }
 
-func testCountAttempts(e *Env) {
+func testCountAttempts(e *env) {
 	var c backend.Changes
 	for i := range 5 {
 		c = join(c, ins(fullAttempt(atkey(akey("run-count", "n", "a"), uint32(i+1)), fmt.Sprintf("c-%d", i))))
@@ -391,7 +391,7 @@ func testCountAttempts(e *Env) {
 	}
 }
 
-func testChildRuns(e *Env) {
+func testChildRuns(e *env) {
 	parent := atkey(akey("root", "node", "act"), 1)
 	type spec struct {
 		child, root string
@@ -450,7 +450,7 @@ func testChildRuns(e *Env) {
 	e.equal("ChildRuns(missing root)", []string(nil), ids(children(backend.ChildRunQuery{RootRunID: "c-a", Limit: 100})))
 }
 
-func testDueSchedules(e *Env) {
+func testDueSchedules(e *env) {
 	type spec struct {
 		run, node, act string
 		due            int64
@@ -505,7 +505,7 @@ func testDueSchedules(e *Env) {
 	e.equal("DueSchedules record", []backend.RetrySchedule{sooner}, got)
 }
 
-func testEvents(e *Env) {
+func testEvents(e *env) {
 	var c backend.Changes
 	byseq := map[int64]backend.Event{}
 	for _, seq := range []int64{5, 1, 8, 3, 2, 1 << 40} {
@@ -539,7 +539,7 @@ func testEvents(e *Env) {
 	e.equal("run id prefix", []backend.Event(nil), events("run-e", 0, 100))
 }
 
-func testLeasesScan(e *Env) {
+func testLeasesScan(e *env) {
 	var c backend.Changes
 	var want []backend.Lease
 	i := 0
@@ -601,7 +601,7 @@ func testLeasesScan(e *Env) {
 	e.equal("other run", 1, len(leases(backend.LeaseQuery{RunID: "run-l2", Limit: 10})))
 }
 
-func testLoadResources(e *Env) {
+func testLoadResources(e *env) {
 	a1 := atkey(akey("run-r", "n", "a"), 1)
 	a2 := atkey(akey("run-r", "n", "b"), 2)
 	a10 := atkey(akey("run-r", "n", "b"), 10)
@@ -641,7 +641,7 @@ func testLoadResources(e *Env) {
 	e.equal("Load Leases finds the released lease", map[backend.LeaseKey]backend.Lease{l2.Key: l2r}, f.Leases)
 }
 
-func testLoadMissing(e *Env) {
+func testLoadMissing(e *env) {
 	s := newFullSet("run-m", "node", "act", 1, "identity-m", "resource")
 	e.apply(e.B, s.changes())
 	k := akey("run-m", "node", "other")
@@ -675,7 +675,7 @@ func testLoadMissing(e *Env) {
 // at the beginning of the scan's order, Descending attempts included (a
 // descending scan that took the zero cursor for the position (0, "") would
 // return nothing), and that a scan paged from it reaches every row.
-func testZeroCursors(e *Env) {
+func testZeroCursors(e *env) {
 	acts := admissibleFixture(e)
 	atts := attemptFixture(e) // runs run-1 and run-2
 	var links []backend.RunLink

@@ -12,8 +12,8 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-func transactionCases() []Case {
-	return []Case{
+func transactionCases() []testCase {
+	return []testCase{
 		{Name: "update_error_rolls_back_every_write", Run: testErrorRollsBack},
 		{Name: "failed_apply_rolls_back_the_whole_transaction", Run: testFailedApplyRollsBack},
 		{Name: "update_panic_rolls_back_and_repanics", Run: testPanicRollsBack},
@@ -47,7 +47,7 @@ func mutateAll(ctx context.Context, tx backend.Tx, s, n fullSet) error {
 }
 
 // checkNothing checks that no record of n exists, by Load and by scan.
-func (e *Env) checkNothing(b backend.Backend, what string, n fullSet) {
+func (e *env) checkNothing(b backend.Backend, what string, n fullSet) {
 	e.T.Helper()
 	f := e.load(b, n.lookup())
 	total := len(f.Runs) + len(f.Links) + len(f.Activations) + len(f.Groups) + len(f.Attempts) +
@@ -93,7 +93,7 @@ func (e *Env) checkNothing(b backend.Backend, what string, n fullSet) {
 	})
 }
 
-func testErrorRollsBack(e *Env) {
+func testErrorRollsBack(e *env) {
 	s := newFullSet("run-kept", "node", "act", 1, "identity-kept", "resource")
 	n := newFullSet("run-new", "node", "act", 1, "identity-new", "resource")
 	e.apply(e.B, s.changes())
@@ -116,7 +116,7 @@ func testErrorRollsBack(e *Env) {
 	e.checkFullSet(e.B, "after commit", n)
 }
 
-func testFailedApplyRollsBack(e *Env) {
+func testFailedApplyRollsBack(e *env) {
 	s := newFullSet("run-kept", "node", "act", 1, "identity-kept", "resource")
 	n := newFullSet("run-new", "node", "act", 1, "identity-new", "resource")
 	e.apply(e.B, s.changes())
@@ -151,7 +151,7 @@ func testFailedApplyRollsBack(e *Env) {
 
 type panicValue struct{ s string }
 
-func testPanicRollsBack(e *Env) {
+func testPanicRollsBack(e *env) {
 	s := newFullSet("run-kept", "node", "act", 1, "identity-kept", "resource")
 	n := newFullSet("run-new", "node", "act", 1, "identity-new", "resource")
 	e.apply(e.B, s.changes())
@@ -186,7 +186,7 @@ func testPanicRollsBack(e *Env) {
 	}
 }
 
-func testViewPanic(e *Env) {
+func testViewPanic(e *env) {
 	e.apply(e.B, ins(fullRun("run-1")))
 	pv := &panicValue{"conformance: panic inside View"}
 	got := func() (r any) {
@@ -227,7 +227,7 @@ func testViewPanic(e *Env) {
 	}
 }
 
-func testFnErrorAsIs(e *Env) {
+func testFnErrorAsIs(e *env) {
 	err := e.B.Update(e.Ctx, func(tx backend.Tx) error { return errFn })
 	e.wantErr("Update", err, errFn)
 	err = e.B.View(e.Ctx, func(rtx backend.ReadTx) error { return errFn })
@@ -247,7 +247,7 @@ func testFnErrorAsIs(e *Env) {
 	e.wantErr("Update returning Apply's error", e.applyErr(e.B, ins(fullRun("run-1"))), backend.ErrConflict)
 }
 
-func testViewSnapshot(e *Env) {
+func testViewSnapshot(e *env) {
 	x, y := fullRun("run-x"), fullRun("run-y")
 	x.AttemptCount, y.AttemptCount = 1, 1
 	e.apply(e.B, ins(x, y))
@@ -300,7 +300,7 @@ func testViewSnapshot(e *Env) {
 	}
 }
 
-func testNoPartialReads(e *Env) {
+func testNoPartialReads(e *env) {
 	x, y := fullRun("run-x"), fullRun("run-y")
 	x.AttemptCount, y.AttemptCount = 0, 0
 	e.apply(e.B, ins(x, y))
@@ -369,7 +369,7 @@ func testNoPartialReads(e *Env) {
 	e.T.Logf("%d views raced %d updates", views.Load(), writes)
 }
 
-func testViewAfterCommit(e *Env) {
+func testViewAfterCommit(e *env) {
 	e.apply(e.B, ins(fullRun("run-c")))
 	var committed atomic.Int64
 	var wg sync.WaitGroup

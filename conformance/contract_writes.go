@@ -6,8 +6,8 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-func writeCases() []Case {
-	return []Case{
+func writeCases() []testCase {
+	return []testCase{
 		{Name: "replace_changes_every_field_of_every_kind", Run: testReplaceEveryField},
 		{Name: "replace_attempt_identity_moves_the_identity_lookup", Run: testReplaceIdentityMoves},
 		{Name: "delete_schedule_removes_it_from_load_and_due_schedules", Run: testDeleteSchedule},
@@ -18,7 +18,7 @@ func writeCases() []Case {
 	}
 }
 
-func testReplaceEveryField(e *Env) {
+func testReplaceEveryField(e *env) {
 	s := newFullSet("run-replace", "node", "act", 2, "identity-replace", "resource")
 	e.apply(e.B, s.changes())
 
@@ -47,7 +47,7 @@ func testReplaceEveryField(e *Env) {
 	e.checkFullSet(e.B, "after Replace alt->full", u)
 }
 
-func testReplaceIdentityMoves(e *Env) {
+func testReplaceIdentityMoves(e *env) {
 	k := atkey(akey("run-ident", "node", "act"), 1)
 	a := fullAttempt(k, "identity-old")
 	e.apply(e.B, ins(a))
@@ -68,7 +68,7 @@ func testReplaceIdentityMoves(e *Env) {
 	}
 }
 
-func testDeleteSchedule(e *Env) {
+func testDeleteSchedule(e *env) {
 	k1, k2 := akey("run-del", "node-1", "a"), akey("run-del", "node-2", "a")
 	s1, s2 := fullSchedule(k1), fullSchedule(k2)
 	e.apply(e.B, ins(s1, s2))
@@ -89,7 +89,7 @@ func testDeleteSchedule(e *Env) {
 	e.wantErr("second Delete", e.applyErr(e.B, del(k1)), backend.ErrNotFound)
 }
 
-func testReadYourWrites(e *Env) {
+func testReadYourWrites(e *env) {
 	s := newFullSet("run-ryw", "node", "act", 1, "identity-ryw", "resource")
 	e.update(e.B, func(tx backend.Tx) error {
 		ctx := e.Ctx
@@ -180,7 +180,7 @@ func testReadYourWrites(e *Env) {
 	})
 }
 
-func testCompositeKeysDistinct(e *Env) {
+func testCompositeKeysDistinct(e *env) {
 	// Pairs of keys whose fields joined by a separator (or by nothing) are
 	// equal, plus attempt numbers whose decimal forms join alike.
 	keys := []backend.ActivationKey{
@@ -218,7 +218,7 @@ func testCompositeKeysDistinct(e *Env) {
 	e.equal("Load Attempts", wantAtt, f.Attempts)
 }
 
-func testLeaseModesDistinct(e *Env) {
+func testLeaseModesDistinct(e *env) {
 	ak := atkey(akey("run-modes", "node", "act"), 1)
 	r := lkey(ak, "res", backend.LeaseRead)
 	w := lkey(ak, "res", backend.LeaseWrite)
@@ -231,7 +231,7 @@ func testLeaseModesDistinct(e *Env) {
 	e.wantErr("Insert of the same (attempt, resource, mode)", e.applyErr(e.B, ins(activeLease(w))), backend.ErrConflict)
 }
 
-func testEmptyWrites(e *Env) {
+func testEmptyWrites(e *env) {
 	e.apply(e.B, backend.Changes{})
 	e.update(e.B, func(tx backend.Tx) error { return nil })
 	// Empty, non-nil slices are no operation either.

@@ -1,6 +1,12 @@
-// Package conformance is the exported test suite that proves a
-// backend.Backend honours the storage contract with exactly the semantics
-// of every other adapter. An adapter's test calls Run with a Harness:
+// Package conformance is the test suite every wfstore backend runs. An
+// adapter whose test calls Run and passes, with no skip beyond what its
+// Capabilities declare, implements the storage contract of package backend
+// exactly as every other adapter does, and workflow.Store over it keeps all
+// of its guarantees (docs/guarantees.md): one attempt per pending
+// activation, the intent durable before the owner is called, no blind
+// redispatch of ambiguous mutations, authority fencing at every boundary.
+//
+// An adapter's test calls Run with a Harness:
 //
 //	package myadapter_test
 //
@@ -37,11 +43,11 @@
 // A case skips only when the Backend's Capabilities say it cannot run, and
 // the skip message names the capability:
 //
-//   - MultiInstance=false skips the cases that open a second Backend over one
-//     store (Env.RequireMultiInstance); cases that merely use more instances
-//     when they may (racing inserts, distinct inserts) run with one.
+//   - MultiInstance=false skips the cases that need a second Backend over
+//     one store; cases that merely use more instances when they may (racing
+//     inserts, distinct inserts) run with one.
 //   - MultiProcess=false skips the cases that run child processes
-//     concurrently with the parent (Env.RequireMultiProcess).
+//     concurrently with the parent.
 //
 // Nothing else skips, so a skip in an adapter's own run that no capability
 // explains is a bug in the suite.
@@ -59,9 +65,8 @@
 // # Contract tier: rule → cases
 //
 // The contract tier talks to backend.Backend directly. Every case name says
-// what it proves, and every case that an adapter can break can fail (the
-// package's own tests run the tier against seeded mutants of memstore, each
-// of which breaks one rule, and require the listed cases to fail).
+// what it proves; the table maps each rule of the contract to the cases
+// that check it.
 //
 //	rule (backend package documentation)         cases (contract/...)
 //	every field round-trips byte-exactly          every_field_of_every_kind_round_trips,
@@ -159,12 +164,12 @@
 // the semantics (docs/semantics.md; "inv. N" is invariant N of
 // docs/guarantees.md) and the cases that check it:
 //
-//	rule                                                  cases
+//	rule                                                   cases
 //	one pending activation, one attempt (inv. 1)           admission_prepare_is_single_winner_across_instances,
-//	                                                      admission_racing_dispatchers_admit_each_activation_once,
-//	                                                      admission_processes_dispatching_one_store_admit_each_activation_once
+//	                                                       admission_racing_dispatchers_admit_each_activation_once,
+//	                                                       admission_processes_dispatching_one_store_admit_each_activation_once
 //	failed prepare writes nothing (inv. 6)                 admission_oversized_intent_rolls_back_without_writes,
-//	                                                      input_* (ids, JSON, times, limits, idempotent create/add)
+//	                                                       input_* (ids, JSON, times, limits, idempotent create/add)
 //	intent + handoff before owner, receipt after (inv. 2)  admission_intent_and_handoff_commit_before_owner_call_receipt_after
 //	fault-boundary matrix across reopen                    admission_fault_boundaries_hold_across_reopen
 //	owner failure never silently redispatched              admission_owner_failure_stays_prepared_and_is_not_redispatched
@@ -172,33 +177,33 @@
 //	low-level prepare: idempotent, no proof                admission_low_level_prepare_*
 //	bytewise order                                         admission_discovery_order_is_bytewise
 //	one bad run never blocks the others                    admission_discovery_skips_a_run_without_capacity,
-//	                                                      limits_elapsed_deadline_rejects_without_blocking_other_runs
+//	                                                       limits_elapsed_deadline_rejects_without_blocking_other_runs
 //	a refusal at handoff is Rejected, the batch goes on    discovery_handoff_refusal_is_rejected_and_the_batch_goes_on
 //	allowance and deadline come before capacity            discovery_allowance_and_deadline_precede_the_capacity_shortcut
 //	discovery reads O(limit), passes resume and wrap       discovery_reads_are_bounded_by_the_limit_and_reach_every_run,
-//	                                                      discovery_passes_over_all_runs_resume_and_wrap
+//	                                                       discovery_passes_over_all_runs_resume_and_wrap
 //	events in commit order, bounded pages                  admission_events_after_prepare_are_in_commit_order
 //	successors atomic with Succeeded                       admission_succeeded_adds_successors_atomically
 //	authority fencing at every boundary (inv. 4)           authority_* (transfer CAS, owned up front, before prepare,
-//	                                                      before handoff, before receipt)
-//	recovery passes fenced; authority equal field by field fencing_* (transfer or one-field change during
-//	                                                      redispatch, receipt lookup, repair; one-field
-//	                                                      difference at every boundary; retirement mid-admission)
+//	                                                       before handoff, before receipt)
+//	recovery passes fenced; authorities compared           fencing_* (transfer or one-field change during
+//	  field by field                                       redispatch, receipt lookup, repair; one-field
+//	                                                       difference at every boundary; retirement mid-admission)
 //	receipts: duplicate no-op, conflict, identity (inv. 5) receipt_*
 //	owner admission check / receipt recovery               receipt_check_owner_admission_recovers_verifies_and_refuses
 //	never-dispatched proof, receipt lookup                 reconcile_never_dispatched_*, reconcile_receipt_lookup_*,
-//	                                                      receipt_late_receipt_admits_repair_required_after_recorded_handoff
+//	                                                       receipt_late_receipt_admits_repair_required_after_recorded_handoff
 //	no blind mutation redispatch (inv. 3)                  reconcile_ambiguous_mutation_becomes_repair_required,
-//	                                                      reconcile_redispatch_never_selects_ambiguous_mutation
+//	                                                       reconcile_redispatch_never_selects_ambiguous_mutation
 //	read-only redispatch keeps identity                    reconcile_ambiguous_read_only_is_redispatched_with_same_identity
 //	explicit repair, abandon before retry                  reconcile_explicit_repair_*, reconcile_abandon_then_explicit_retry_*
 //	observation mapping and conflicts                      reconcile_observations_map_to_attempt_statuses,
-//	                                                      reconcile_observation_conflicting_with_settled_attempt_fails
+//	                                                       reconcile_observation_conflicting_with_settled_attempt_fails
 //	retry decision, scheduling, consumption once (inv. 7)  retry_* (incl. concurrent consumption, downstream, cap, cancel)
 //	fan-out bounds, promotion, retirement                  fanout_*
 //	cancellation intent first, finalisation (inv. 8)       cancel_*
 //	allowance: node and root caps, one event (inv. 9)      limits_node_execution_cap_*, limits_root_tree_*,
-//	                                                      child_run_refused_when_the_root_allowance_is_used_up
+//	                                                       child_run_refused_when_the_root_allowance_is_used_up
 //	allowance observation boundaries 0/1000/1001/cap/>1000 limits_allowance_observation_*, limits_allowance_exhausted_*
 //	capacity and resource leases                           limits_concurrency_cap_*, limits_*_claims_*, limits_leases_*
 //	child runs: narrowing, depth, descendants              child_run_*
@@ -214,7 +219,25 @@
 //	tree cancellation, child-aware finalisation, completion tree_*
 //	random sequences agree with a reference model          model_random_sequences_match_the_reference_model
 //
-// The suite must be able to fail: scripts/mutants.sh runs it once per seeded
-// mutant of workflow/ (build tag wfmutant, workflow/mutant.go) and fails
-// unless every mutant is caught.
+// # Model tier
+//
+// The case store/model_random_sequences_match_the_reference_model runs
+// random operation sequences through workflow.Store over the adapter and
+// through a small reference model written from the rules, and requires
+// equal results, equal error classes and an equal rendering of the durable
+// state after every step. A failing sequence is shrunk and printed with its
+// seed. WFSTORE_MODEL_STEPS sets the number of steps per adapter (default
+// 1000) for longer runs.
+//
+// # The suite can fail
+//
+// A case that no bug can fail proves nothing, so both tiers are run against
+// seeded bugs. The package's own tests run the contract tier against
+// memstore wrapped to break one contract rule at a time and require the
+// cases listed for that rule to fail. For the store tier, scripts/mutants.sh
+// (go run ./internal/mutants/run) runs the suite on the in-memory backend
+// (MUTANT_PKG selects another adapter) once per mutant of the Store in the
+// catalog of internal/mutants: each mutant is a textual edit of workflow/,
+// compiled in with go test -overlay, so the library itself carries no
+// mutation hooks. The script fails unless the suite fails on every mutant.
 package conformance

@@ -9,17 +9,17 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-// caseTimeout bounds one case (Env.Ctx); the test binary's own deadline,
+// caseTimeout bounds one case (env.Ctx); the test binary's own deadline,
 // when sooner, wins.
 const caseTimeout = 5 * time.Minute
 
 // verifyTimeout bounds Harness.Verify at the end of a case.
 const verifyTimeout = time.Minute
 
-// Env is what a case works with: a fresh store, its first opened instance
+// env is what a case works with: a fresh store, its first opened instance
 // and helpers to open more instances, reopen the store and start child
 // processes.
-type Env struct {
+type env struct {
 	T *testing.T
 	// Ctx is cancelled when the case ends; it has a generous timeout.
 	Ctx context.Context
@@ -36,7 +36,7 @@ type Env struct {
 	opened bool              // the first Open succeeded (Verify is worth running)
 }
 
-func newEnv(t *testing.T, h Harness) *Env {
+func newEnv(t *testing.T, h Harness) *env {
 	t.Helper()
 	timeout := caseTimeout
 	if d, ok := t.Deadline(); ok {
@@ -45,7 +45,7 @@ func newEnv(t *testing.T, h Harness) *Env {
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	e := &Env{T: t, Ctx: ctx, H: h}
+	e := &env{T: t, Ctx: ctx, H: h}
 	loc := h.New(t)
 	e.Locator = loc
 	// Registered after New so that it runs before New's own cleanup
@@ -74,18 +74,18 @@ func newEnv(t *testing.T, h Harness) *Env {
 // error. The runner closes it when the case ends. Call RequireMultiInstance
 // first: an adapter without MultiInstance may block or fail opening a second
 // instance. Call Open from the test's goroutine (it may call T.Fatal).
-func (e *Env) Open() backend.Backend {
+func (e *env) Open() backend.Backend {
 	e.T.Helper()
 	e.mu.Lock()
 	n := len(e.open)
 	e.mu.Unlock()
 	if n > 0 && !e.Caps.MultiInstance {
-		e.T.Fatalf("conformance: case bug: Env.Open with %d instance(s) open on %s, which does not declare MultiInstance; call RequireMultiInstance first", n, e.H.Name)
+		e.T.Fatalf("conformance: case bug: Open with %d instance(s) open on %s, which does not declare MultiInstance; call RequireMultiInstance first", n, e.H.Name)
 	}
 	return e.openOne()
 }
 
-func (e *Env) openOne() backend.Backend {
+func (e *env) openOne() backend.Backend {
 	e.T.Helper()
 	b, err := e.H.Open(e.Ctx, e.Locator)
 	if err != nil {
@@ -102,16 +102,16 @@ func (e *Env) openOne() backend.Backend {
 
 // Reopen closes every instance opened so far (B included), opens a fresh
 // one, makes it B and returns it.
-func (e *Env) Reopen() backend.Backend {
+func (e *env) Reopen() backend.Backend {
 	e.T.Helper()
 	e.closeAll()
 	e.B = e.openOne()
 	return e.B
 }
 
-// Close closes b (an instance this Env opened) now rather than at cleanup,
+// Close closes b (an instance this env opened) now rather than at cleanup,
 // reporting a Close error. It is for cases about closed instances.
-func (e *Env) Close(b backend.Backend) {
+func (e *env) Close(b backend.Backend) {
 	e.T.Helper()
 	e.mu.Lock()
 	for i, o := range e.open {
@@ -128,7 +128,7 @@ func (e *Env) Close(b backend.Backend) {
 
 // RequireMultiInstance skips the case unless the adapter declares
 // MultiInstance.
-func (e *Env) RequireMultiInstance() {
+func (e *env) RequireMultiInstance() {
 	e.T.Helper()
 	if !e.Caps.MultiInstance {
 		e.T.Skipf("capability MultiInstance=false: %s cannot open a second instance over one store", e.H.Name)
@@ -137,7 +137,7 @@ func (e *Env) RequireMultiInstance() {
 
 // RequireMultiProcess skips the case unless the adapter declares
 // MultiProcess.
-func (e *Env) RequireMultiProcess() {
+func (e *env) RequireMultiProcess() {
 	e.T.Helper()
 	if !e.Caps.MultiProcess {
 		e.T.Skipf("capability MultiProcess=false: %s cannot share one store between processes", e.H.Name)
@@ -145,7 +145,7 @@ func (e *Env) RequireMultiProcess() {
 }
 
 // closeAll closes every open instance, newest first, reporting errors.
-func (e *Env) closeAll() {
+func (e *env) closeAll() {
 	e.T.Helper()
 	e.mu.Lock()
 	open := e.open
@@ -160,7 +160,7 @@ func (e *Env) closeAll() {
 
 // verify runs Harness.Verify on a fresh instance after every other one is
 // closed.
-func (e *Env) verify() {
+func (e *env) verify() {
 	if e.H.Verify == nil || !e.opened {
 		return
 	}

@@ -5,12 +5,12 @@ import (
 	"testing"
 )
 
-// Case is one conformance case: a named check run against a fresh store.
-type Case struct {
+// testCase is one conformance case: a named check run against a fresh store.
+type testCase struct {
 	// Name says what the case proves, e.g. "insert_existing_key_conflicts".
 	Name string
 	// Run performs the check. It reports through e.T and may call e.T.Fatal.
-	Run func(e *Env)
+	Run func(e *env)
 	// Serial keeps the case from running in parallel with others.
 	Serial bool
 }
@@ -18,9 +18,9 @@ type Case struct {
 // Run runs the whole suite against the adapter h describes: every contract
 // case as subtest "contract/<name>" and every store case as "store/<name>".
 // Each case gets a fresh store from h.New, a first Backend opened by the
-// runner and an Env; cases run in parallel unless marked Serial.
+// runner and an env; cases run in parallel unless marked Serial.
 //
-// When the test binary was started by Env.RunChildren (IsChild reports true)
+// When the test binary was started as a child process of a case (IsChild reports true)
 // Run instead performs the requested child role and returns without running
 // any case.
 func Run(t *testing.T, h Harness) {
@@ -40,7 +40,7 @@ func Run(t *testing.T, h Harness) {
 	runTier(t, h, "store", storeTier())
 }
 
-func runTier(t *testing.T, h Harness, tier string, cases []Case) {
+func runTier(t *testing.T, h Harness, tier string, cases []testCase) {
 	t.Helper()
 	seen := make(map[string]bool, len(cases))
 	for _, c := range cases {

@@ -2,9 +2,9 @@ package conformance
 
 // storeTier lists the store-tier cases: every operation and invariant of
 // the Store, through workflow.Store over the adapter.
-func storeTier() []Case {
-	var out []Case
-	for _, group := range [][]Case{
+func storeTier() []testCase {
+	var out []testCase
+	for _, group := range [][]testCase{
 		admissionCases(),
 		multiProcessCases(),
 		authorityCases(),
@@ -34,6 +34,6 @@ func storeTier() []Case {
 }
 
 // storeRoles lists the child-process roles the store tier uses.
-func storeRoles() map[string]ChildRole {
-	return map[string]ChildRole{roleDispatch: childDispatch}
+func storeRoles() map[string]childRole {
+	return map[string]childRole{roleDispatch: childDispatch}
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func admissionCases() []Case {
-	return []Case{
+func admissionCases() []testCase {
+	return []testCase{
 		{Name: "admission_prepare_is_single_winner_across_instances", Run: caseSingleWinner},
 		{Name: "admission_oversized_intent_rolls_back_without_writes", Run: caseOversizedIntent},
 		{Name: "admission_run_scoped_dispatch_ignores_other_runs", Run: caseRunScoped},
@@ -34,7 +34,7 @@ func admissionCases() []Case {
 	}
 }
 
-func caseSingleWinner(e *Env) {
+func caseSingleWinner(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -58,7 +58,7 @@ func caseSingleWinner(e *Env) {
 	assert.Equal(e.T, workflow.ActivationRunning, getAct(e, s, k).Status)
 }
 
-func caseOversizedIntent(e *Env) {
+func caseOversizedIntent(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -72,7 +72,7 @@ func caseOversizedIntent(e *Env) {
 	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, k).Status)
 }
 
-func caseRunScoped(e *Env) {
+func caseRunScoped(e *env) {
 	s := store(e)
 	mkRun(e, s, "r1", workflow.Limits{}, nil)
 	mkRun(e, s, "r2", workflow.Limits{}, nil)
@@ -85,7 +85,7 @@ func caseRunScoped(e *Env) {
 	assert.Empty(e.T, attemptsOf(e, s, "r2"))
 }
 
-func caseIntentBeforeCall(e *Env) {
+func caseIntentBeforeCall(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -109,7 +109,7 @@ func caseIntentBeforeCall(e *Env) {
 	assert.Equal(e.T, 1, o.callCount(after.Identity))
 }
 
-func caseOwnerFailure(e *Env) {
+func caseOwnerFailure(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -128,7 +128,7 @@ func caseOwnerFailure(e *Env) {
 	assert.Equal(e.T, 1, o.totalCalls(), "a rescan calls the owner no more")
 }
 
-func caseUnsupported(e *Env) {
+func caseUnsupported(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	mkAct(e, s, key("r", "n", "a"))
@@ -141,7 +141,7 @@ func caseUnsupported(e *Env) {
 	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, key("r", "n", "a")).Status)
 }
 
-func caseFaultMatrix(e *Env) {
+func caseFaultMatrix(e *env) {
 	rows := []struct {
 		at       workflow.Boundary
 		calls    int
@@ -188,7 +188,7 @@ func caseFaultMatrix(e *Env) {
 // caseRacingDispatchers: ≥8 goroutines × ≥2 separately opened instances
 // (one when the adapter lacks MultiInstance), released together, on the
 // same 200 activations.
-func caseRacingDispatchers(e *Env) {
+func caseRacingDispatchers(e *env) {
 	const acts, workers = 200, 8
 	s := store(e)
 	mkRun(e, s, "race", workflow.Limits{ConcurrencyCap: 1000, NodeExecutionCap: 1000}, nil)
@@ -252,7 +252,7 @@ func caseRacingDispatchers(e *Env) {
 	}
 }
 
-func caseSecondHandoff(e *Env) {
+func caseSecondHandoff(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -265,7 +265,7 @@ func caseSecondHandoff(e *Env) {
 	assert.Equal(e.T, before, digest(e, "r"))
 }
 
-func casePrepareAttemptIdempotent(e *Env) {
+func casePrepareAttemptIdempotent(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -290,7 +290,7 @@ func casePrepareAttemptIdempotent(e *Env) {
 	assert.Equal(e.T, before, digest(e, "r"))
 }
 
-func casePrepareAttemptNoProof(e *Env) {
+func casePrepareAttemptNoProof(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -306,7 +306,7 @@ func casePrepareAttemptNoProof(e *Env) {
 	assert.Equal(e.T, []string{a.Identity}, sum.RepairRequired)
 }
 
-func caseBytewiseDiscovery(e *Env) {
+func caseBytewiseDiscovery(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{ConcurrencyCap: 100}, nil)
 	ids := []string{"é", "Z", "a", "z", "B", "ß", "A"}
@@ -325,7 +325,7 @@ func caseBytewiseDiscovery(e *Env) {
 	assert.Equal(e.T, []string{"A", "B", "Z", "a", "z", "ß", "é"}, got, "bytewise order")
 }
 
-func caseDiscoverySkipsFullRun(e *Env) {
+func caseDiscoverySkipsFullRun(e *env) {
 	s := store(e)
 	mkRun(e, s, "a-busy", workflow.Limits{ConcurrencyCap: 1}, nil)
 	mkRun(e, s, "b-idle", workflow.Limits{}, nil)
@@ -340,7 +340,7 @@ func caseDiscoverySkipsFullRun(e *Env) {
 	assert.Equal(e.T, []workflow.ActivationKey{key("a-busy", "n", "x1")}, sum.Raced, "capacity is reported as raced")
 }
 
-func caseEventsOrder(e *Env) {
+func caseEventsOrder(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -363,7 +363,7 @@ func caseEventsOrder(e *Env) {
 	requireIs(e.T, err, workflow.ErrInvalidInput, "limit -1")
 }
 
-func caseSuccessors(e *Env) {
+func caseSuccessors(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")

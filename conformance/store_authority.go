@@ -10,8 +10,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func authorityCases() []Case {
-	return []Case{
+func authorityCases() []testCase {
+	return []testCase{
 		{Name: "authority_transfer_is_generation_fenced", Run: caseTransferFenced},
 		{Name: "authority_owned_dispatch_rejects_stale_authority_up_front", Run: caseOwnedStale},
 		{Name: "authority_change_before_prepare_fails_batch_without_attempt", Run: caseAuthBeforePrepare},
@@ -21,7 +21,7 @@ func authorityCases() []Case {
 	}
 }
 
-func caseTransferFenced(e *Env) {
+func caseTransferFenced(e *env) {
 	s := store(e)
 	a1, a2 := authority(1, "one"), authority(2, "two")
 	mkRun(e, s, "r", workflow.Limits{}, a1)
@@ -44,7 +44,7 @@ func caseTransferFenced(e *Env) {
 	requireIs(e.T, s.VerifyAuthority(e.Ctx, "missing", *a2), workflow.ErrStaleAuthority, "missing run has no authority")
 }
 
-func caseOwnedStale(e *Env) {
+func caseOwnedStale(e *env) {
 	s := store(e)
 	a1, a2 := authority(1, "one"), authority(2, "two")
 	mkRun(e, s, "r", workflow.Limits{}, a1)
@@ -60,7 +60,7 @@ func caseOwnedStale(e *Env) {
 	assert.Equal(e.T, before, digest(e, "r"))
 }
 
-func caseAuthBeforePrepare(e *Env) {
+func caseAuthBeforePrepare(e *env) {
 	s := store(e)
 	a1, a2 := authority(1, "one"), authority(2, "two")
 	mkRun(e, s, "r", workflow.Limits{}, a1)
@@ -75,7 +75,7 @@ func caseAuthBeforePrepare(e *Env) {
 	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, key("r", "n", "a")).Status)
 }
 
-func caseAuthBeforeHandoff(e *Env) {
+func caseAuthBeforeHandoff(e *env) {
 	s := store(e)
 	a1, a2 := authority(1, "one"), authority(2, "two")
 	mkRun(e, s, "r", workflow.Limits{}, a1)
@@ -98,7 +98,7 @@ func caseAuthBeforeHandoff(e *Env) {
 	requireIs(e.T, s.Handoff(e.Ctx, a.Key, a1, ms(12)), workflow.ErrStaleAuthority)
 }
 
-func caseAuthBeforeReceipt(e *Env) {
+func caseAuthBeforeReceipt(e *env) {
 	s := store(e)
 	a1, a2 := authority(1, "one"), authority(2, "two")
 	mkRun(e, s, "r", workflow.Limits{}, a1)
@@ -119,7 +119,7 @@ func caseAuthBeforeReceipt(e *Env) {
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, k, 1).Status)
 }
 
-func caseOwnedDispatch(e *Env) {
+func caseOwnedDispatch(e *env) {
 	s := store(e)
 	a1 := authority(1, "one")
 	mkRun(e, s, "r", workflow.Limits{}, a1)

@@ -12,8 +12,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func boundaryCases() []Case {
-	return []Case{
+func boundaryCases() []testCase {
+	return []testCase{
 		{Name: "boundaries_deadline_is_exclusive_at_the_millisecond", Run: caseBoundaryDeadline},
 		{Name: "boundaries_nil_and_zero_arguments_are_invalid_input_at_every_entry", Run: caseBoundaryNilArguments},
 		{Name: "boundaries_every_page_limit_takes_0_as_default_and_1_to_1000_as_given", Run: caseBoundaryPageLimits},
@@ -25,7 +25,7 @@ func boundaryCases() []Case {
 // activation, creating a child run and Dispatch (a Rejected entry) are all
 // refused with ErrIneligible, changing nothing; one millisecond earlier
 // each of them succeeds.
-func caseBoundaryDeadline(e *Env) {
+func caseBoundaryDeadline(e *env) {
 	s := store(e)
 	const dl = 50
 	mk := func(id string) {
@@ -100,7 +100,7 @@ func caseBoundaryDeadline(e *Env) {
 // typed-nil, zero or empty argument it can be given: each call returns an
 // error matching ErrInvalidInput (never panics, never calls an owner) and
 // leaves durable state unchanged.
-func caseBoundaryNilArguments(e *Env) {
+func caseBoundaryNilArguments(e *env) {
 	s := store(e)
 	_, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: "r", Limits: workflow.RunLimits{ConcurrencyCap: 100}}, ms(0))
 	require.NoError(e.T, err)
@@ -366,7 +366,7 @@ func caseBoundaryNilArguments(e *Env) {
 // rule. 0 means workflow.DefaultPageLimit, 1 to MaxPageLimit is taken as
 // given, and a negative limit or one above MaxPageLimit is ErrInvalidInput
 // with state unchanged.
-func caseBoundaryPageLimits(e *Env) {
+func caseBoundaryPageLimits(e *env) {
 	s := store(e)
 	const n = workflow.DefaultPageLimit + 2
 	lim := workflow.Limits{ConcurrencyCap: 1000, NodeExecutionCap: 1000}

@@ -9,8 +9,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func cancelCases() []Case {
-	return []Case{
+func cancelCases() []testCase {
+	return []testCase{
 		{Name: "cancel_intent_is_durable_before_further_admission", Run: caseCancelIntentFirst},
 		{Name: "cancel_run_without_active_attempt_is_cancelled_at_once", Run: caseCancelIdleRun},
 		{Name: "cancel_prepared_attempt_holds_the_run_until_settled", Run: caseCancelPreparedHolds},
@@ -23,7 +23,7 @@ func cancelCases() []Case {
 	}
 }
 
-func caseCancelIntentFirst(e *Env) {
+func caseCancelIntentFirst(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a, b, c := key("r", "n", "a"), key("r", "n", "b"), key("r", "n", "c")
@@ -63,7 +63,7 @@ func caseCancelIntentFirst(e *Env) {
 	unchanged(e, before, "admission after cancellation", "r")
 }
 
-func caseCancelIdleRun(e *Env) {
+func caseCancelIdleRun(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a := key("r", "n", "a")
@@ -90,7 +90,7 @@ func caseCancelIdleRun(e *Env) {
 	requireIs(e.T, err, workflow.ErrNotFound)
 }
 
-func caseCancelPreparedHolds(e *Env) {
+func caseCancelPreparedHolds(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a := key("r", "n", "a")
@@ -121,7 +121,7 @@ func caseCancelPreparedHolds(e *Env) {
 	unchanged(e, before, "second cancel", "r")
 }
 
-func caseCancelNeverDispatchedProof(e *Env) {
+func caseCancelNeverDispatchedProof(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a, b := key("r", "n", "a"), key("r", "n", "b")
@@ -151,7 +151,7 @@ func caseCancelNeverDispatchedProof(e *Env) {
 	requireIs(e.T, err, workflow.ErrNotFound)
 }
 
-func caseCancelWinsLateSuccess(e *Env) {
+func caseCancelWinsLateSuccess(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a, b := key("r", "n", "a"), key("r", "n", "b")
@@ -183,7 +183,7 @@ func caseCancelWinsLateSuccess(e *Env) {
 	unchanged(e, before, "late success after settlement", "r")
 }
 
-func caseCancelOrphanReadOnly(e *Env) {
+func caseCancelOrphanReadOnly(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a := key("r", "n", "a")
@@ -208,7 +208,7 @@ func caseCancelOrphanReadOnly(e *Env) {
 	unchanged(e, before, "settling a settled attempt", "r")
 }
 
-func caseCancelOrphanMutation(e *Env) {
+func caseCancelOrphanMutation(e *env) {
 	s := store(e)
 	// r1: receipt-less, handoff pending → repair_required.
 	// r2: receipt-less, handoff recorded → unchanged (admission in flight).
@@ -249,7 +249,7 @@ func caseCancelOrphanMutation(e *Env) {
 	assert.Equal(e.T, workflow.AttemptRepairRequired, getAttempt(e, s, key("r3", "n", "a"), 1).Status)
 }
 
-func caseCancelPauseResume(e *Env) {
+func caseCancelPauseResume(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a, b := key("r", "n", "a"), key("r", "n", "b")
@@ -294,7 +294,7 @@ func caseCancelPauseResume(e *Env) {
 	unchanged(e, before, "gates on a failed run", "f")
 }
 
-func caseCancelSignalled(e *Env) {
+func caseCancelSignalled(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a, b := key("r", "n", "a"), key("r", "n", "b")

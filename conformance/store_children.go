@@ -3,6 +3,7 @@ package conformance
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -11,8 +12,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func childCases() []Case {
-	return []Case{
+func childCases() []testCase {
+	return []testCase{
 		{Name: "child_run_admits_its_prepared_parent_with_a_synthetic_receipt", Run: caseChildCreate},
 		{Name: "child_run_requires_a_prepared_parent_of_a_running_activation", Run: caseChildRequiresPrepared},
 		{Name: "child_run_repeat_is_idempotent_by_derived_id", Run: caseChildIdempotent},
@@ -24,7 +25,7 @@ func childCases() []Case {
 }
 
 // spawn prepares activation (run,"n",act) and creates a child from it.
-func spawn(e *Env, s *workflow.Store, run, act string, at int64) string {
+func spawn(e *env, s *workflow.Store, run, act string, at int64) string {
 	e.T.Helper()
 	k := key(run, "n", act)
 	mkAct(e, s, k)
@@ -35,7 +36,31 @@ func spawn(e *Env, s *workflow.Store, run, act string, at int64) string {
 	return child
 }
 
-func caseChildCreate(e *Env) {
+// refuseChild requires CreateChildRun(nc) to fail with an error matching
+// want and to leave the durable state unchanged: that of runs and of the
+// child run nc names (its id derives from the request, so a refusal that
+// still wrote the child or its link shows up).
+func refuseChild(e *env, s *workflow.Store, nc workflow.NewChildRun, at int64, want error, what string, runs ...string) {
+	e.T.Helper()
+	ids := append(slices.Clone(runs), requestedChild(e, nc))
+	before := digest(e, ids...)
+	_, _, err := s.CreateChildRun(e.Ctx, nc, ms(at))
+	requireIs(e.T, err, want, what)
+	unchanged(e, before, what, ids...)
+}
+
+// requestedChild is the id of the child run nc asks for (the parent run's
+// root, when the parent run exists, else the parent run stands in).
+func requestedChild(e *env, nc workflow.NewChildRun) string {
+	e.T.Helper()
+	root := nc.Parent.RunID
+	if r, ok := e.load(e.B, backend.Lookup{Runs: []string{root}}).Runs[root]; ok {
+		root = r.RootID
+	}
+	return workflow.ChildRunID(root, nc.Parent.RunID, nc.Parent.ActivationID, nc.Parent.Attempt, nc.Target)
+}
+
+func caseChildCreate(e *env) {
 	s := store(e)
 	auth := authority(1, "p")
 	mkRun(e, s, "p", workflow.Limits{NodeExecutionCap: 50, ConcurrencyCap: 4}, auth)
@@ -86,7 +111,7 @@ func caseChildCreate(e *Env) {
 	assert.Equal(e.T, int64(2), rawRun(e, "p").DescendantCount)
 }
 
-func caseChildRequiresPrepared(e *Env) {
+func caseChildRequiresPrepared(e *env) {
 	s := store(e)
 	mkRun(e, s, "p", workflow.Limits{}, nil)
 	a, b, c := key("p", "n", "a"), key("p", "n", "b"), key("p", "n", "c")
@@ -96,45 +121,33 @@ func caseChildRequiresPrepared(e *Env) {
 	nc := func(k workflow.ActivationKey) workflow.NewChildRun {
 		return workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{"t":1}`)}
 	}
-	before := digest(e, "p")
-	_, _, err := s.CreateChildRun(e.Ctx, nc(a), ms(10))
-	requireIs(e.T, err, workflow.ErrIneligible, "no parent attempt")
-	unchanged(e, before, "child of an activation without an attempt", "p")
+	refuseChild(e, s, nc(a), 10, workflow.ErrIneligible, "child of an activation without an attempt", "p")
 	// A low-level prepared attempt leaves its activation pending.
-	_, err = s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(b, 1), SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(11))
+	_, err := s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(b, 1), SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(11))
 	require.NoError(e.T, err)
-	before = digest(e, "p")
-	_, _, err = s.CreateChildRun(e.Ctx, nc(b), ms(12))
-	requireIs(e.T, err, workflow.ErrIneligible, "parent activation not running")
-	unchanged(e, before, "child of a pending activation", "p")
+	refuseChild(e, s, nc(b), 12, workflow.ErrIneligible, "child of a pending activation", "p")
 	// An admitted parent is no longer prepared.
 	// (Dispatch takes b too, at attempt 2: the low-level attempt 1 never took the pending gate.)
 	admitOnly(e, s, newOwner(), ms(13), identity(a, 1), identity(b, 2), identity(c, 1))
-	before = digest(e, "p")
-	_, _, err = s.CreateChildRun(e.Ctx, nc(a), ms(14))
-	requireIs(e.T, err, workflow.ErrIneligible, "parent admitted")
-	unchanged(e, before, "child of an admitted attempt", "p")
-	_, _, err = s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(c, 0), Target: json.RawMessage(`{}`)}, ms(14))
-	requireIs(e.T, err, workflow.ErrInvalidInput, "attempt 0")
-	_, _, err = s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(c, 1)}, ms(14))
-	requireIs(e.T, err, workflow.ErrInvalidInput, "no target")
-	_, _, err = s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(c, 1), Target: json.RawMessage(`{"a":1,"a":2}`)}, ms(14))
-	requireIs(e.T, err, workflow.ErrInvalidInput, "duplicate key in target")
-	_, _, err = s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(key("nope", "n", "a"), 1), Target: json.RawMessage(`{}`)}, ms(14))
-	requireIs(e.T, err, workflow.ErrNotFound, "unknown parent run")
-	unchanged(e, before, "invalid child requests", "p")
+	refuseChild(e, s, nc(a), 14, workflow.ErrIneligible, "child of an admitted attempt", "p")
+	refuseChild(e, s, workflow.NewChildRun{Parent: attemptKey(c, 0), Target: json.RawMessage(`{}`)}, 14,
+		workflow.ErrInvalidInput, "child of attempt 0", "p")
+	refuseChild(e, s, workflow.NewChildRun{Parent: attemptKey(c, 1)}, 14,
+		workflow.ErrInvalidInput, "child without a target", "p")
+	refuseChild(e, s, workflow.NewChildRun{Parent: attemptKey(c, 1), Target: json.RawMessage(`{"a":1,"a":2}`)}, 14,
+		workflow.ErrInvalidInput, "child with a duplicate key in its target", "p")
+	refuseChild(e, s, workflow.NewChildRun{Parent: attemptKey(key("nope", "n", "a"), 1), Target: json.RawMessage(`{}`)}, 14,
+		workflow.ErrNotFound, "child of an unknown parent run", "p", "nope")
 	// Cancellation requested: the run takes no new work.
 	mkAct(e, s, key("p", "n", "d"))
 	pd := prep(e, s, key("p", "n", "d"), workflow.ReadOnly, ms(20))
 	_, err = s.RequestCancellation(e.Ctx, "p", nil, ms(21))
 	require.NoError(e.T, err)
-	before = digest(e, "p")
-	_, _, err = s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: pd.Key(), Target: json.RawMessage(`{}`)}, ms(22))
-	requireIs(e.T, err, workflow.ErrIneligible, "cancellation requested")
-	unchanged(e, before, "child after cancellation", "p")
+	refuseChild(e, s, workflow.NewChildRun{Parent: pd.Key(), Target: json.RawMessage(`{}`)}, 22,
+		workflow.ErrIneligible, "child after cancellation", "p")
 }
 
-func caseChildIdempotent(e *Env) {
+func caseChildIdempotent(e *env) {
 	s := store(e)
 	mkRun(e, s, "p", workflow.Limits{}, nil)
 	k := key("p", "n", "a")
@@ -158,26 +171,22 @@ func caseChildIdempotent(e *Env) {
 	assert.False(e.T, created)
 	unchanged(e, before, "equivalent child request after reopen", "p", child)
 	nc.Target = json.RawMessage(`{"a":1,"b":3}`)
-	_, _, err = s.CreateChildRun(e.Ctx, nc, ms(23))
-	requireIs(e.T, err, workflow.ErrIneligible, "a second target from the now-admitted parent")
-	unchanged(e, before, "different target", "p", child)
+	refuseChild(e, s, nc, 23, workflow.ErrIneligible, "a second target from the now-admitted parent", "p", child)
 }
 
-func caseChildLimits(e *Env) {
+func caseChildLimits(e *env) {
 	s := store(e)
 	parent := workflow.Limits{NodeExecutionCap: 10, ConcurrencyCap: 4, CycleCap: 5, RetryCap: 2}
 	mkRun(e, s, "p", parent, nil)
 	k := key("p", "n", "a")
 	mkAct(e, s, k)
 	prep(e, s, k, workflow.ReadOnly, ms(10))
-	before := digest(e, "p")
 	for _, l := range []workflow.RunLimits{
 		{NodeExecutionCap: 11}, {ConcurrencyCap: 5}, {CycleCap: 6}, {RetryCap: workflow.RetryCap(3)},
 		{NodeExecutionCap: -1}, {ConcurrencyCap: 1, RetryCap: workflow.RetryCap(4)},
 	} {
-		_, _, err := s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`), Limits: l}, ms(20))
-		requireIs(e.T, err, workflow.ErrInvalidInput, "limits %+v widen the parent's", l)
-		unchanged(e, before, fmt.Sprintf("wider limits %+v", l), "p")
+		refuseChild(e, s, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`), Limits: l}, 20,
+			workflow.ErrInvalidInput, "limits "+showLimits(l)+" wider than the parent's", "p")
 	}
 	assert.Equal(e.T, workflow.AttemptPrepared, getAttempt(e, s, k, 1).Status)
 	child, _, err := s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`),
@@ -186,7 +195,16 @@ func caseChildLimits(e *Env) {
 	assert.Equal(e.T, workflow.Limits{NodeExecutionCap: 5, ConcurrencyCap: 4, CycleCap: 5, RetryCap: 1}, getRun(e, s, child).Limits)
 }
 
-func caseChildDepth(e *Env) {
+// showLimits renders requested limits, the retry cap by value.
+func showLimits(l workflow.RunLimits) string {
+	rc := "unset"
+	if l.RetryCap != nil {
+		rc = fmt.Sprint(*l.RetryCap)
+	}
+	return fmt.Sprintf("{NodeExecutionCap:%d ConcurrencyCap:%d CycleCap:%d RetryCap:%s}", l.NodeExecutionCap, l.ConcurrencyCap, l.CycleCap, rc)
+}
+
+func caseChildDepth(e *env) {
 	s := store(e)
 	mkRun(e, s, "d", workflow.Limits{}, nil)
 	cur := "d"
@@ -198,14 +216,12 @@ func caseChildDepth(e *Env) {
 	k := key(cur, "n", "a")
 	mkAct(e, s, k)
 	prep(e, s, k, workflow.ReadOnly, ms(100))
-	before := digest(e, "d", cur)
-	_, _, err := s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`)}, ms(101))
-	requireIs(e.T, err, workflow.ErrIneligible, "depth %d", workflow.MaxRunDepth+1)
-	unchanged(e, before, "too deep", "d", cur)
+	refuseChild(e, s, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`)}, 101,
+		workflow.ErrIneligible, fmt.Sprintf("child at depth %d", workflow.MaxRunDepth+1), "d", cur)
 	assert.Equal(e.T, workflow.AttemptPrepared, getAttempt(e, s, k, 1).Status)
 }
 
-func caseChildDescendants(e *Env) {
+func caseChildDescendants(e *env) {
 	s := store(e)
 	mkRun(e, s, "q", workflow.Limits{ConcurrencyCap: 100}, nil)
 	for i := range workflow.MaxDescendants {
@@ -215,24 +231,20 @@ func caseChildDescendants(e *Env) {
 	k := key("q", "n", "extra")
 	mkAct(e, s, k)
 	prep(e, s, k, workflow.ReadOnly, ms(20))
-	before := digest(e, "q")
-	_, _, err := s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`)}, ms(21))
-	requireIs(e.T, err, workflow.ErrIneligible, "descendant %d", workflow.MaxDescendants+1)
-	unchanged(e, before, "too many descendants", "q")
+	refuseChild(e, s, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`)}, 21,
+		workflow.ErrIneligible, fmt.Sprintf("descendant %d", workflow.MaxDescendants+1), "q")
 	n := scan(e, e.B, func(r backend.ReadTx) ([]backend.RunLink, error) {
 		return r.ChildRuns(e.Ctx, backend.ChildRunQuery{RootRunID: "q", Limit: 1000})
 	})
 	assert.Len(e.T, n, workflow.MaxDescendants)
 }
 
-func caseChildRootExhausted(e *Env) {
+func caseChildRootExhausted(e *env) {
 	s := store(e)
 	mkRun(e, s, "p", workflow.Limits{NodeExecutionCap: 1}, nil)
 	k := key("p", "n", "a")
 	mkAct(e, s, k)
 	prep(e, s, k, workflow.ReadOnly, ms(10))
-	before := digest(e, "p")
-	_, _, err := s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`)}, ms(11))
-	requireIs(e.T, err, workflow.ErrRootAllowanceExhausted, "the parent attempt used the root's last unit")
-	unchanged(e, before, "child of an exhausted root", "p")
+	refuseChild(e, s, workflow.NewChildRun{Parent: attemptKey(k, 1), Target: json.RawMessage(`{}`)}, 11,
+		workflow.ErrRootAllowanceExhausted, "child of a root whose last unit the parent attempt used", "p")
 }

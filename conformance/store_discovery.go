@@ -16,8 +16,8 @@ import (
 // short-cut of discovery keeps the check order of preparation; and
 // discovery reads a bounded number of rows whatever the store holds, while
 // repeated passes still reach every run.
-func discoveryCases() []Case {
-	return []Case{
+func discoveryCases() []testCase {
+	return []testCase{
 		{Name: "discovery_handoff_refusal_is_rejected_and_the_batch_goes_on", Run: caseDiscoveryHandoffRefusal},
 		{Name: "discovery_allowance_and_deadline_precede_the_capacity_shortcut", Run: caseDiscoveryCheckOrder},
 		{Name: "discovery_reads_are_bounded_by_the_limit_and_reach_every_run", Run: caseDiscoveryBounded},
@@ -30,7 +30,7 @@ func discoveryCases() []Case {
 // handoff is refused, reported Rejected, leaves the prepared attempt as
 // recovery expects it, and a healthy run later in the same batch is
 // admitted by the same call.
-func caseDiscoveryHandoffRefusal(e *Env) {
+func caseDiscoveryHandoffRefusal(e *env) {
 	s := store(e)
 	paused, cancelling, failed, taken, ok := "a-paused", "b-cancelling", "c-failed", "c2-taken", "d-ok"
 	for _, id := range []string{paused, cancelling, failed, taken, ok} {
@@ -111,7 +111,7 @@ func caseDiscoveryHandoffRefusal(e *Env) {
 // caseDiscoveryCheckOrder: a run without concurrency room whose next
 // activation is refused by an earlier check (node allowance, root
 // allowance, deadline) reports that refusal, not a race.
-func caseDiscoveryCheckOrder(e *Env) {
+func caseDiscoveryCheckOrder(e *env) {
 	s := store(e)
 	plan := workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}
 	exhaustedOnce := func(run string) {
@@ -201,7 +201,7 @@ func caseDiscoveryCheckOrder(e *Env) {
 // run, and proves with a counting backend that each Dispatch pass reads a
 // number of rows bounded by its limit, reports at most limit races, and
 // that repeated passes of one Store still reach and admit the free run.
-func caseDiscoveryBounded(e *Env) {
+func caseDiscoveryBounded(e *env) {
 	s := store(e)
 	const fullRuns = 300
 	for i := range fullRuns {
@@ -257,7 +257,7 @@ func caseDiscoveryBounded(e *Env) {
 // caseDiscoveryResume: consecutive passes over all runs of one Store resume
 // after the previous pass and wrap at the end of the index; a pass for one
 // run and a new Store start at the beginning.
-func caseDiscoveryResume(e *Env) {
+func caseDiscoveryResume(e *env) {
 	s := store(e)
 	a, b, c := key("a", "n", "x"), key("b", "n", "x"), key("c", "n", "x")
 	for _, k := range []workflow.ActivationKey{a, b, c} {

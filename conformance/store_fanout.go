@@ -10,8 +10,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func fanoutCases() []Case {
-	return []Case{
+func fanoutCases() []testCase {
+	return []testCase{
 		{Name: "fanout_members_are_bounded_ordered_distinct_and_restart_safe", Run: caseFanOutBounded},
 		{Name: "fanout_re_add_is_idempotent_and_a_different_group_conflicts", Run: caseFanOutIdempotent},
 		{Name: "fanout_retirement_blocks_prepare_handoff_owner_admission_and_dispatch", Run: caseFanOutRetirement},
@@ -30,7 +30,7 @@ func memberInputs(n int) []json.RawMessage {
 // fanOut creates run (with auth), a controller activation "ctl"/"c" and a
 // group of n members at most max at a time. The controller is unsupported
 // by owners from fanOutOwner.
-func fanOut(e *Env, s *workflow.Store, run string, auth *workflow.Authority, n int, max int64) (workflow.ActivationKey, []workflow.ActivationKey) {
+func fanOut(e *env, s *workflow.Store, run string, auth *workflow.Authority, n int, max int64) (workflow.ActivationKey, []workflow.ActivationKey) {
 	e.T.Helper()
 	mkRun(e, s, run, workflow.Limits{}, auth)
 	c := key(run, "ctl", "c")
@@ -51,7 +51,7 @@ func fanOutOwner() *owner {
 	return o
 }
 
-func memberStatuses(e *Env, s *workflow.Store, members []workflow.ActivationKey) []workflow.ActivationStatus {
+func memberStatuses(e *env, s *workflow.Store, members []workflow.ActivationKey) []workflow.ActivationStatus {
 	e.T.Helper()
 	out := make([]workflow.ActivationStatus, len(members))
 	for i, m := range members {
@@ -68,7 +68,7 @@ const (
 	stCanc = workflow.ActivationCancelled
 )
 
-func caseFanOutBounded(e *Env) {
+func caseFanOutBounded(e *env) {
 	s := store(e)
 	c, m := fanOut(e, s, "r", nil, 5, 2)
 	ids := map[string]bool{}
@@ -124,7 +124,7 @@ func caseFanOutBounded(e *Env) {
 	assert.Len(e.T, attemptsOf(e, s, "r"), 5)
 }
 
-func caseFanOutIdempotent(e *Env) {
+func caseFanOutIdempotent(e *env) {
 	s := store(e)
 	c, m := fanOut(e, s, "r", nil, 3, 2)
 	before := digest(e, "r")
@@ -161,7 +161,7 @@ func caseFanOutIdempotent(e *Env) {
 	assert.Equal(e.T, []workflow.ActivationStatus{stPend, stPend, stWait}, memberStatuses(e, s, m))
 }
 
-func caseFanOutRetirement(e *Env) {
+func caseFanOutRetirement(e *env) {
 	s := store(e)
 	auth := authority(1, "a")
 	c, m := fanOut(e, s, "r", auth, 3, 3)
@@ -194,7 +194,7 @@ func caseFanOutRetirement(e *Env) {
 	unchanged(e, before, "prepare after reopen", "r")
 }
 
-func caseFanOutSettleRetirement(e *Env) {
+func caseFanOutSettleRetirement(e *env) {
 	s := store(e)
 	c, m := fanOut(e, s, "r", nil, 4, 3)
 	before := digest(e, "r")

@@ -17,8 +17,8 @@ import (
 // member's terminal failure settles by the group's policy (wait-all, the
 // default, or fail-fast).
 
-func fanoutSettlementCases() []Case {
-	return []Case{
+func fanoutSettlementCases() []testCase {
+	return []testCase{
 		{Name: "fanout_retry_interleavings_never_exceed_max_concurrency_and_promote_in_index_order", Run: caseFanOutRetryInterleavings},
 		{Name: "fanout_wait_all_fails_the_run_only_after_every_member_settles", Run: caseFanOutWaitAll},
 		{Name: "fanout_fail_fast_cancels_siblings_in_the_failing_transaction", Run: caseFanOutFailFast},
@@ -28,7 +28,7 @@ func fanoutSettlementCases() []Case {
 }
 
 // fanOutWith is fanOut with a settlement policy.
-func fanOutWith(e *Env, s *workflow.Store, run string, n int, max int64, pol workflow.FanOutFailure) (workflow.ActivationKey, []workflow.ActivationKey) {
+func fanOutWith(e *env, s *workflow.Store, run string, n int, max int64, pol workflow.FanOutFailure) (workflow.ActivationKey, []workflow.ActivationKey) {
 	e.T.Helper()
 	mkRun(e, s, run, workflow.Limits{}, nil)
 	c := key(run, "ctl", "c")
@@ -93,7 +93,7 @@ func interleavingRetries() int {
 // left out) and then drives the action through the Store, so every edge
 // starts from exactly the records the Store left for that state.
 type explorer struct {
-	e    *Env
+	e    *env
 	b    backend.Backend
 	s    *workflow.Store
 	o    *owner
@@ -262,7 +262,7 @@ func (x *explorer) snapshot(run string, m []workflow.ActivationKey) groupSnap {
 // member has settled with one of them failed. States are memoised on the
 // members' statuses, attempt numbers and the retries spent; every edge out
 // of every reachable state is executed once.
-func caseFanOutRetryInterleavings(e *Env) {
+func caseFanOutRetryInterleavings(e *env) {
 	x := &explorer{e: e, o: fanOutOwner()}
 	defer func() {
 		if x.b != nil {
@@ -341,7 +341,7 @@ func applicable(st groupState, retries int) []memberAction {
 
 // checkWaitAllRun: the run fails exactly when every member has settled
 // with one of them failed.
-func checkWaitAllRun(e *Env, g groupSnap, path []memberAction) {
+func checkWaitAllRun(e *env, g groupSnap, path []memberAction) {
 	e.T.Helper()
 	settled, failed := 0, false
 	for _, m := range g.st {
@@ -363,7 +363,7 @@ func checkWaitAllRun(e *Env, g groupSnap, path []memberAction) {
 // checkGroupPlaces: at most 2 members are pending or running, at most 2
 // are admissible or hold an active attempt, a free place leaves no member
 // waiting, and the group's counters agree with the members.
-func checkGroupPlaces(e *Env, g groupSnap, path []memberAction, when string) {
+func checkGroupPlaces(e *env, g groupSnap, path []memberAction, when string) {
 	e.T.Helper()
 	const max = 2
 	places, waiting, notWaiting, terminal := 0, 0, 0, 0
@@ -393,7 +393,7 @@ func checkGroupPlaces(e *Env, g groupSnap, path []memberAction, when string) {
 // checkPromotion: the members the action moved out of waiting are the
 // lowest-index waiting members before it, and a retried member waits only
 // when every place is taken.
-func checkPromotion(e *Env, before, after groupState, a memberAction, path []memberAction) {
+func checkPromotion(e *env, before, after groupState, a memberAction, path []memberAction) {
 	e.T.Helper()
 	var waiting, promoted []int
 	for i := range before {
@@ -420,7 +420,7 @@ func checkPromotion(e *Env, before, after groupState, a memberAction, path []mem
 
 // ---- wait-all ----
 
-func caseFanOutWaitAll(e *Env) {
+func caseFanOutWaitAll(e *env) {
 	s := store(e)
 	o := fanOutOwner()
 	c, m := fanOutWith(e, s, "r", 3, 2, "")
@@ -462,7 +462,7 @@ func caseFanOutWaitAll(e *Env) {
 
 // ---- fail-fast ----
 
-func caseFanOutFailFast(e *Env) {
+func caseFanOutFailFast(e *env) {
 	s := store(e)
 	o := fanOutOwner()
 	c, m := fanOutWith(e, s, "r", 5, 4, workflow.FailFast)
@@ -528,7 +528,7 @@ func caseFanOutFailFast(e *Env) {
 	unchanged(e, before, "refused retry after settlement", "r")
 }
 
-func caseFanOutPolicyInput(e *Env) {
+func caseFanOutPolicyInput(e *env) {
 	s := store(e)
 	c, _ := fanOutWith(e, s, "r", 2, 1, workflow.FailFast)
 	before := digest(e, "r")
@@ -550,7 +550,7 @@ func caseFanOutPolicyInput(e *Env) {
 	requireIs(e.T, err, workflow.ErrNotFound, "nothing materialised")
 }
 
-func caseFanOutScheduledMemberFailure(e *Env) {
+func caseFanOutScheduledMemberFailure(e *env) {
 	s := store(e)
 	o := fanOutOwner()
 	mkRun(e, s, "r", workflow.Limits{}, nil)

@@ -20,8 +20,8 @@ import (
 // record) is refused with ErrStaleAuthority, writing nothing, once the
 // authority it works under is no longer the run's; and authorities are
 // equal only when every field is.
-func fencingCases() []Case {
-	return []Case{
+func fencingCases() []testCase {
+	return []testCase{
 		{Name: "fencing_transfer_during_unowned_redispatch_owner_call_refuses_receipt", Run: caseFenceTransferRedispatch(false)},
 		{Name: "fencing_transfer_during_owned_redispatch_owner_call_refuses_receipt", Run: caseFenceTransferRedispatch(true)},
 		{Name: "fencing_transfer_during_unowned_receipt_lookup_refuses_recovered_receipt", Run: caseFenceTransferLookup(false)},
@@ -78,7 +78,7 @@ func oneFieldVariants(a workflow.Authority) []authVariant {
 // eachField runs fn once per field of Authority, on its own run (created by
 // fn) named after the field, with the run's authority a1 and a variant v of
 // it that differs in that field only.
-func eachField(e *Env, fn func(run, field string, a1, v workflow.Authority)) {
+func eachField(e *env, fn func(run, field string, a1, v workflow.Authority)) {
 	e.T.Helper()
 	a1 := *authority(1, "one")
 	vs := oneFieldVariants(a1)
@@ -90,7 +90,7 @@ func eachField(e *Env, fn func(run, field string, a1, v workflow.Authority)) {
 
 // seedAuthority replaces the run's stored authority through the backend
 // directly (a transfer always changes several fields; this does not).
-func seedAuthority(e *Env, runID string, a workflow.Authority) {
+func seedAuthority(e *env, runID string, a workflow.Authority) {
 	e.T.Helper()
 	err := e.B.Update(e.Ctx, func(tx backend.Tx) error {
 		run, err := backend.GetRun(e.Ctx, tx, runID)
@@ -160,7 +160,7 @@ func (f lookupFunc) LookupReceipt(ctx context.Context, identity string) (json.Ra
 
 // handedOff creates run with authority a and one mutating attempt of
 // activation n/a whose handoff was recorded, and returns its key and identity.
-func handedOff(e *Env, s *workflow.Store, run string, a workflow.Authority) (workflow.AttemptKey, string) {
+func handedOff(e *env, s *workflow.Store, run string, a workflow.Authority) (workflow.AttemptKey, string) {
 	e.T.Helper()
 	k := preparedMutation(e, s, run, a)
 	require.NoError(e.T, s.Handoff(e.Ctx, k, &a, ms(11)))
@@ -169,7 +169,7 @@ func handedOff(e *Env, s *workflow.Store, run string, a workflow.Authority) (wor
 
 // preparedMutation creates run with authority a and one never-dispatched
 // mutating attempt of activation n/a, and returns its key.
-func preparedMutation(e *Env, s *workflow.Store, run string, a workflow.Authority) workflow.AttemptKey {
+func preparedMutation(e *env, s *workflow.Store, run string, a workflow.Authority) workflow.AttemptKey {
 	e.T.Helper()
 	mkRun(e, s, run, workflow.Limits{}, &a)
 	k := key(run, "n", "a")
@@ -182,7 +182,7 @@ func preparedMutation(e *Env, s *workflow.Store, run string, a workflow.Authorit
 
 // requireReceiptless fails unless the attempt is still prepared, without a
 // receipt, with the given handoff state.
-func requireReceiptless(e *Env, s *workflow.Store, k workflow.AttemptKey, h workflow.Handoff, what string) {
+func requireReceiptless(e *env, s *workflow.Store, k workflow.AttemptKey, h workflow.Handoff, what string) {
 	e.T.Helper()
 	a := getAttempt(e, s, k.ActivationKey, k.Attempt)
 	assert.Equal(e.T, workflow.AttemptPrepared, a.Status, "%s: attempt still prepared", what)
@@ -192,7 +192,7 @@ func requireReceiptless(e *Env, s *workflow.Store, k workflow.AttemptKey, h work
 
 // requireRecovered runs a reconciliation pass under a with the owner's
 // receipts and requires it to recover exactly id.
-func requireRecovered(e *Env, s *workflow.Store, o *owner, run string, a *workflow.Authority, id string, at int64, what string) {
+func requireRecovered(e *env, s *workflow.Store, o *owner, run string, a *workflow.Authority, id string, at int64, what string) {
 	e.T.Helper()
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: run, Authority: a, Limit: 10, Lookup: o}, ms(at))
 	require.NoError(e.T, err, "%s: the current authority recovers the attempt", what)
@@ -204,8 +204,8 @@ func requireRecovered(e *Env, s *workflow.Store, o *owner, run string, a *workfl
 
 // --- A transfer during the owner call of a recovery path ---
 
-func caseFenceTransferRedispatch(owned bool) func(*Env) {
-	return func(e *Env) {
+func caseFenceTransferRedispatch(owned bool) func(*env) {
+	return func(e *env) {
 		s := store(e)
 		a1, a2 := *authority(1, "one"), *authority(2, "two")
 		k := preparedMutation(e, s, "r", a1)
@@ -228,8 +228,8 @@ func caseFenceTransferRedispatch(owned bool) func(*Env) {
 	}
 }
 
-func caseFenceTransferLookup(owned bool) func(*Env) {
-	return func(e *Env) {
+func caseFenceTransferLookup(owned bool) func(*env) {
+	return func(e *env) {
 		s := store(e)
 		a1, a2 := *authority(1, "one"), *authority(2, "two")
 		_, id := handedOff(e, s, "r", a1)
@@ -252,7 +252,7 @@ func caseFenceTransferLookup(owned bool) func(*Env) {
 	}
 }
 
-func caseFenceTransferRepair(e *Env) {
+func caseFenceTransferRepair(e *env) {
 	s := store(e)
 	a1, a2 := *authority(1, "one"), *authority(2, "two")
 	k, id := handedOff(e, s, "r", a1)
@@ -274,7 +274,7 @@ func caseFenceTransferRepair(e *Env) {
 
 // --- An authority differing in exactly one field, at every boundary ---
 
-func caseFieldVerify(e *Env) {
+func caseFieldVerify(e *env) {
 	s := store(e)
 	eachField(e, func(run, field string, a1, v workflow.Authority) {
 		mkRun(e, s, run, workflow.Limits{}, &a1)
@@ -287,8 +287,8 @@ func caseFieldVerify(e *Env) {
 
 // caseFieldPrepare changes the stored authority in one field while the
 // owner plans: preparation is refused and creates no attempt.
-func caseFieldPrepare(owned bool) func(*Env) {
-	return func(e *Env) {
+func caseFieldPrepare(owned bool) func(*env) {
+	return func(e *env) {
 		s := store(e)
 		eachField(e, func(run, field string, a1, v workflow.Authority) {
 			mkRun(e, s, run, workflow.Limits{}, &a1)
@@ -311,8 +311,8 @@ func caseFieldPrepare(owned bool) func(*Env) {
 
 // caseFieldHandoff changes the stored authority in one field once the
 // intent committed: the handoff is refused and the owner never called.
-func caseFieldHandoff(owned bool) func(*Env) {
-	return func(e *Env) {
+func caseFieldHandoff(owned bool) func(*env) {
+	return func(e *env) {
 		s := store(e)
 		eachField(e, func(run, field string, a1, v workflow.Authority) {
 			mkRun(e, s, run, workflow.Limits{}, &a1)
@@ -347,8 +347,8 @@ func caseFieldHandoff(owned bool) func(*Env) {
 
 // caseFieldReceipt changes the stored authority in one field during the
 // owner call: the receipt is refused and left for the stored authority.
-func caseFieldReceipt(owned bool) func(*Env) {
-	return func(e *Env) {
+func caseFieldReceipt(owned bool) func(*env) {
+	return func(e *env) {
 		s := store(e)
 		eachField(e, func(run, field string, a1, v workflow.Authority) {
 			mkRun(e, s, run, workflow.Limits{}, &a1)
@@ -375,8 +375,8 @@ func caseFieldReceipt(owned bool) func(*Env) {
 // caseFieldExhaustion changes the stored authority in one field between the
 // refused preparation (allowance exhausted) and the exhaustion record: the
 // record is refused and no exhaustion event is appended.
-func caseFieldExhaustion(owned bool) func(*Env) {
-	return func(e *Env) {
+func caseFieldExhaustion(owned bool) func(*env) {
+	return func(e *env) {
 		eachField(e, func(run, field string, a1, v workflow.Authority) {
 			s := store(e)
 			mkRun(e, s, run, workflow.Limits{NodeExecutionCap: 1}, &a1)
@@ -407,8 +407,8 @@ func caseFieldExhaustion(owned bool) func(*Env) {
 // caseFieldRedispatch presents (owned) or meets (stored, mid-pass) an
 // authority differing in one field at redispatch's start, handoff and
 // receipt.
-func caseFieldRedispatch(owned bool) func(*Env) {
-	return func(e *Env) {
+func caseFieldRedispatch(owned bool) func(*env) {
+	return func(e *env) {
 		s := store(e)
 		eachField(e, func(run, field string, a1, v workflow.Authority) {
 			k := preparedMutation(e, s, run, a1)
@@ -447,8 +447,8 @@ func caseFieldRedispatch(owned bool) func(*Env) {
 // caseFieldReconcile presents (owned) or meets (stored, during the owner's
 // receipt lookup) an authority differing in one field: neither the found
 // receipt nor repair_required is written.
-func caseFieldReconcile(owned bool) func(*Env) {
-	return func(e *Env) {
+func caseFieldReconcile(owned bool) func(*env) {
+	return func(e *env) {
 		s := store(e)
 		eachField(e, func(run, field string, a1, v workflow.Authority) {
 			k, id := handedOff(e, s, run, a1)
@@ -489,7 +489,7 @@ func caseFieldReconcile(owned bool) func(*Env) {
 	}
 }
 
-func caseFieldOwnerAdmission(e *Env) {
+func caseFieldOwnerAdmission(e *env) {
 	s := store(e)
 	eachField(e, func(run, field string, a1, v workflow.Authority) {
 		k, id := handedOff(e, s, run, a1)
@@ -508,7 +508,7 @@ func caseFieldOwnerAdmission(e *Env) {
 
 // --- Fan-out retirement recorded mid-admission ---
 
-func caseFenceRetirement(e *Env) {
+func caseFenceRetirement(e *env) {
 	s := store(e)
 	a1 := *authority(1, "one")
 	// Recorded while the owner plans a member: no member is prepared.

@@ -14,8 +14,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func inputCases() []Case {
-	return []Case{
+func inputCases() []testCase {
+	return []testCase{
 		{Name: "input_invalid_ids_are_rejected_at_every_entry", Run: caseInputBadIDs},
 		{Name: "input_boundary_ids_are_accepted_and_kept_as_given", Run: caseInputGoodIDs},
 		{Name: "input_invalid_json_is_rejected_with_state_unchanged", Run: caseInputBadJSON},
@@ -39,7 +39,7 @@ var badIDs = []struct{ name, id string }{
 	{"NUL", "a\x00b"},
 }
 
-func caseInputBadIDs(e *Env) {
+func caseInputBadIDs(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	mkAct(e, s, key("r", "n", "a"))
@@ -75,7 +75,7 @@ func caseInputBadIDs(e *Env) {
 	requireIs(e.T, err, workflow.ErrNotFound, "no run was created by a rejected call")
 }
 
-func caseInputGoodIDs(e *Env) {
+func caseInputGoodIDs(e *env) {
 	s := store(e)
 	for _, id := range []string{strings.Repeat("x", workflow.MaxIDBytes), strings.Repeat("é", 256), " x ", "x", "\u2003x"} {
 		created, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: id}, ms(1))
@@ -92,7 +92,7 @@ func caseInputGoodIDs(e *Env) {
 	assert.Equal(e.T, []string{identity(key(" x ", " n ", strings.Repeat("y", workflow.MaxIDBytes)), 1)}, refIdentities(sum.Admitted))
 }
 
-func caseInputBadJSON(e *Env) {
+func caseInputBadJSON(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -153,7 +153,7 @@ func caseInputBadJSON(e *Env) {
 	unchanged(e, before, "bad observations", "r")
 }
 
-func caseInputTimes(e *Env) {
+func caseInputTimes(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -199,7 +199,7 @@ func caseInputTimes(e *Env) {
 	assert.Equal(e.T, int64(1), msOf(getRun(e, s, "t").CreatedAt))
 }
 
-func caseInputLimits(e *Env) {
+func caseInputLimits(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	for _, n := range []int{-1, workflow.MaxPageLimit + 1} { // 0 is the default (see the boundaries cases)
@@ -236,7 +236,7 @@ func caseInputLimits(e *Env) {
 	require.NoError(e.T, err)
 }
 
-func caseInputCreateRunIdempotent(e *Env) {
+func caseInputCreateRunIdempotent(e *env) {
 	s := store(e)
 	base := workflow.NewRun{ID: "r", Limits: workflow.RunLimits{ConcurrencyCap: 3}, Deadline: ms(1000),
 		Authority: authority(1, "a"), Metadata: json.RawMessage(`{"b":1,"a":[true,null]}`)}
@@ -278,7 +278,7 @@ func caseInputCreateRunIdempotent(e *Env) {
 	requireIs(e.T, err, workflow.ErrNotFound)
 }
 
-func caseInputAddActivationIdempotent(e *Env) {
+func caseInputAddActivationIdempotent(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	mkAct(e, s, key("r", "p", "a"))
@@ -332,7 +332,7 @@ func caseInputAddActivationIdempotent(e *Env) {
 	unchanged(e, before, "AddActivation naming missing records", "r")
 }
 
-func caseInputClosed(e *Env) {
+func caseInputClosed(e *env) {
 	var b backend.Backend
 	if e.Caps.MultiInstance {
 		b = e.Open()

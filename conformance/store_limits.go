@@ -11,8 +11,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func limitsCases() []Case {
-	return []Case{
+func limitsCases() []testCase {
+	return []testCase{
 		{Name: "limits_node_execution_cap_exhausts_the_second_attempt_with_one_event", Run: caseLimitsNodeCap},
 		{Name: "limits_root_tree_allowance_exhausts_a_child_run", Run: caseLimitsRootTree},
 		{Name: "limits_concurrency_cap_is_reported_raced", Run: caseLimitsConcurrency},
@@ -28,7 +28,7 @@ func limitsCases() []Case {
 	}
 }
 
-func caseLimitsNodeCap(e *Env) {
+func caseLimitsNodeCap(e *env) {
 	s := store(e)
 	k := failedPlain(e, s, "r", "a", workflow.Limits{NodeExecutionCap: 1})
 	_, err := s.RetryFailedNode(e.Ctx, k, 1, ms(30))
@@ -69,7 +69,7 @@ func caseLimitsNodeCap(e *Env) {
 	assert.True(e.T, known)
 }
 
-func caseLimitsRootTree(e *Env) {
+func caseLimitsRootTree(e *env) {
 	s := store(e)
 	mkRun(e, s, "p", workflow.Limits{NodeExecutionCap: 2}, nil)
 	pa, pb := key("p", "n", "a"), key("p", "n", "b")
@@ -105,7 +105,7 @@ func caseLimitsRootTree(e *Env) {
 	assert.Equal(e.T, workflow.Allowance{RunCap: 2, RunConsumed: i64(1), RootCap: 2, RootConsumed: i64(2)}, al, "a root's run count is its own")
 }
 
-func caseLimitsConcurrency(e *Env) {
+func caseLimitsConcurrency(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{ConcurrencyCap: 1}, nil)
 	a, b := key("r", "n", "a"), key("r", "n", "b")
@@ -125,7 +125,7 @@ func caseLimitsConcurrency(e *Env) {
 	assert.Empty(e.T, payloadsOf(e, s, "r", "execution_allowance_exhausted"))
 }
 
-func caseLimitsCycleCap(e *Env) {
+func caseLimitsCycleCap(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{CycleCap: 2}, nil)
 	mkAct(e, s, key("r", "n", "g1"), withGeneration(1))
@@ -143,7 +143,7 @@ func caseLimitsCycleCap(e *Env) {
 	requireIs(e.T, err, workflow.ErrIneligible, "cycle cap 1 blocks generation 1")
 }
 
-func caseLimitsDeadline(e *Env) {
+func caseLimitsDeadline(e *env) {
 	s := store(e)
 	_, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: "a-late", Deadline: ms(50)}, ms(0))
 	require.NoError(e.T, err)
@@ -174,7 +174,7 @@ func caseLimitsDeadline(e *Env) {
 	require.NoError(e.T, err, "before the deadline the activation is admissible")
 }
 
-func caseLimitsWriteClaims(e *Env) {
+func caseLimitsWriteClaims(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a, b := key("r", "n", "a"), key("r", "n", "b")
@@ -194,7 +194,7 @@ func caseLimitsWriteClaims(e *Env) {
 	unchanged(e, before, "conflicting claim", "r")
 }
 
-func caseLimitsReadersWriter(e *Env) {
+func caseLimitsReadersWriter(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	r1, r2, w := key("r", "n", "r1"), key("r", "n", "r2"), key("r", "n", "w")
@@ -221,7 +221,7 @@ func caseLimitsReadersWriter(e *Env) {
 	admitOnly(e, s, o, ms(25), identity(key("r", "n", "other"), 1))
 }
 
-func caseLimitsLeaseRelease(e *Env) {
+func caseLimitsLeaseRelease(e *env) {
 	s := store(e)
 	for _, kind := range []workflow.ObservationKind{workflow.ObservedSucceeded, workflow.ObservedFailed, workflow.ObservedPaused, workflow.ObservedCancelled} {
 		run := "r-" + string(kind)
@@ -261,7 +261,7 @@ func caseLimitsLeaseRelease(e *Env) {
 	assert.Len(e.T, activeLeases(e, s, "r-paused"), 2)
 }
 
-func caseLimitsLeaseRepair(e *Env) {
+func caseLimitsLeaseRepair(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -278,7 +278,7 @@ func caseLimitsLeaseRepair(e *Env) {
 	assert.Empty(e.T, activeLeases(e, s, "r"), "abandoning releases it")
 }
 
-func caseLimitsAllowanceCounts(e *Env) {
+func caseLimitsAllowanceCounts(e *env) {
 	s := store(e)
 	rows := []struct {
 		run      string
@@ -314,7 +314,7 @@ func caseLimitsAllowanceCounts(e *Env) {
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 }
 
-func caseLimitsAllowanceChildren(e *Env) {
+func caseLimitsAllowanceChildren(e *env) {
 	s := store(e)
 	for _, r := range []struct {
 		run   string
@@ -335,7 +335,7 @@ func caseLimitsAllowanceChildren(e *Env) {
 	}
 }
 
-func caseLimitsExhaustedTable(e *Env) {
+func caseLimitsExhaustedTable(e *env) {
 	rows := []struct {
 		name   string
 		a      workflow.Allowance

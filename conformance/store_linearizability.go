@@ -30,10 +30,10 @@ import (
 // calls and the fault hook. Each run's history is checked with porcupine
 // against a sequential model of one activation.
 
-func linearizabilityCases() []Case {
-	return []Case{{
+func linearizabilityCases() []testCase {
+	return []testCase{{
 		Name: "racing_admissions_handoffs_receipts_retries_and_transfers_are_linearizable",
-		Run: func(e *Env) {
+		Run: func(e *env) {
 			bs := []backend.Backend{e.B}
 			if e.Caps.MultiInstance {
 				bs = append(bs, e.Open(), e.Open())

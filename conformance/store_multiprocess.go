@@ -14,8 +14,8 @@ import (
 
 const roleDispatch = "store.dispatch"
 
-func multiProcessCases() []Case {
-	return []Case{
+func multiProcessCases() []testCase {
+	return []testCase{
 		{Name: "admission_processes_dispatching_one_store_admit_each_activation_once", Run: caseProcessesDispatch},
 	}
 }
@@ -30,7 +30,7 @@ type dispatchReport struct {
 // caseProcessesDispatch: OS processes (the test binary re-executed), each
 // with its own Backend and several dispatching goroutines, released
 // together, on the same activations.
-func caseProcessesDispatch(e *Env) {
+func caseProcessesDispatch(e *env) {
 	e.RequireMultiProcess()
 	const acts, procs = 120, 3
 	s := store(e)

@@ -17,8 +17,8 @@ import (
 // The operations beyond admission: the receipt-backed reconciliation pass,
 // the fenced allowance increase, and the bounded inspection reads.
 
-func opsCases() []Case {
-	return []Case{
+func opsCases() []testCase {
+	return []testCase{
 		{Name: "ops_receipt_pass_persists_terminal_success_after_restart", Run: caseReceiptPassSuccess},
 		{Name: "ops_receipt_pass_deferred_mutation_remains_running", Run: caseReceiptPassDeferred},
 		{Name: "ops_receipt_pass_unknown_mutation_becomes_repair_required", Run: caseReceiptPassUnknown},
@@ -73,7 +73,7 @@ func (o *observer) askedAbout() []string {
 
 // admittedIn creates run with one activation per id and dispatches them all
 // (effect), returning the admitted identities in activation order.
-func admittedIn(e *Env, s *workflow.Store, run string, effect workflow.Effect, auth *workflow.Authority, acts ...string) []string {
+func admittedIn(e *env, s *workflow.Store, run string, effect workflow.Effect, auth *workflow.Authority, acts ...string) []string {
 	e.T.Helper()
 	mkRun(e, s, run, workflow.Limits{}, auth)
 	for _, a := range acts {
@@ -90,7 +90,7 @@ func admittedIn(e *Env, s *workflow.Store, run string, effect workflow.Effect, a
 	return out
 }
 
-func receiptPass(e *Env, s *workflow.Store, o workflow.Observer, opts workflow.ReceiptPassOptions, at int64) workflow.ReceiptPassSummary {
+func receiptPass(e *env, s *workflow.Store, o workflow.Observer, opts workflow.ReceiptPassOptions, at int64) workflow.ReceiptPassSummary {
 	e.T.Helper()
 	if opts.Limit == 0 {
 		opts.Limit = 100
@@ -109,7 +109,7 @@ func outcomeOf(sum workflow.ReceiptPassSummary, id string) (workflow.ReceiptOutc
 	return workflow.ReceiptOutcome{}, false
 }
 
-func caseReceiptPassSuccess(e *Env) {
+func caseReceiptPassSuccess(e *env) {
 	s := store(e)
 	ids := admittedIn(e, s, "r", workflow.Mutating, nil, "a")
 	s = workflow.New(e.Reopen())
@@ -134,7 +134,7 @@ func caseReceiptPassSuccess(e *Env) {
 	assert.Equal(e.T, before, digest(e, "r"))
 }
 
-func caseReceiptPassDeferred(e *Env) {
+func caseReceiptPassDeferred(e *env) {
 	s := store(e)
 	ids := admittedIn(e, s, "r", workflow.Mutating, nil, "a")
 	o := newObserver()
@@ -152,7 +152,7 @@ func caseReceiptPassDeferred(e *Env) {
 	assert.Equal(e.T, []string{ids[0], ids[0]}, o.askedAbout())
 }
 
-func caseReceiptPassUnknown(e *Env) {
+func caseReceiptPassUnknown(e *env) {
 	s := store(e)
 	mut := admittedIn(e, s, "r", workflow.Mutating, nil, "a")
 	ro := admittedIn(e, s, "q", workflow.ReadOnly, nil, "a")
@@ -172,7 +172,7 @@ func caseReceiptPassUnknown(e *Env) {
 	assert.Equal(e.T, beforeQ, digest(e, "q"), "and left unchanged")
 }
 
-func caseReceiptPassCancelled(e *Env) {
+func caseReceiptPassCancelled(e *env) {
 	s := store(e)
 	ids := admittedIn(e, s, "r", workflow.Mutating, nil, "a", "b")
 	_, err := s.RequestCancellation(e.Ctx, "r", nil, ms(15))
@@ -210,7 +210,7 @@ func caseReceiptPassCancelled(e *Env) {
 	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "late").Status)
 }
 
-func caseReceiptPassScoped(e *Env) {
+func caseReceiptPassScoped(e *env) {
 	s := store(e)
 	a := admittedIn(e, s, "ra", workflow.Mutating, nil, "a")
 	b := admittedIn(e, s, "rb", workflow.Mutating, nil, "a")
@@ -229,7 +229,7 @@ func caseReceiptPassScoped(e *Env) {
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, key("rb", "n", "a"), 1).Status)
 }
 
-func caseReceiptPassFenced(e *Env) {
+func caseReceiptPassFenced(e *env) {
 	s := store(e)
 	a1 := authority(1, "one")
 	ids := admittedIn(e, s, "r", workflow.Mutating, a1, "a", "b")
@@ -267,11 +267,11 @@ func caseReceiptPassFenced(e *Env) {
 }
 
 // exhaustedEvents counts the run's execution_allowance_exhausted events.
-func exhaustedEvents(e *Env, s *workflow.Store, run string) int {
+func exhaustedEvents(e *env, s *workflow.Store, run string) int {
 	return countType(eventTypes(e, s, run), "execution_allowance_exhausted")
 }
 
-func caseIncreaseReadmits(e *Env) {
+func caseIncreaseReadmits(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{NodeExecutionCap: 1}, nil)
 	for _, a := range []string{"a", "b", "c"} {
@@ -311,7 +311,7 @@ func caseIncreaseReadmits(e *Env) {
 	assert.True(e.T, ex && known)
 }
 
-func caseIncreaseCAS(e *Env) {
+func caseIncreaseCAS(e *env) {
 	s := store(e)
 	a1 := authority(1, "one")
 	mkRun(e, s, "r", workflow.Limits{NodeExecutionCap: 3}, a1)
@@ -339,7 +339,7 @@ func caseIncreaseCAS(e *Env) {
 	assert.Equal(e.T, mid, digest(e, "free"))
 }
 
-func caseIncreaseChild(e *Env) {
+func caseIncreaseChild(e *env) {
 	s := store(e)
 	mkRun(e, s, "root", workflow.Limits{NodeExecutionCap: 2}, nil)
 	mkAct(e, s, key("root", "n", "p"))
@@ -372,7 +372,7 @@ func caseIncreaseChild(e *Env) {
 	assert.Equal(e.T, []string{identity(key(child, "n", "b"), 1)}, refIdentities(sum.Admitted), "the root's increase readmits the child's work")
 }
 
-func caseInspectIntent(e *Env) {
+func caseInspectIntent(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	in, err := s.DispatchIntent(e.Ctx, p.Identity)
@@ -397,7 +397,7 @@ func caseInspectIntent(e *Env) {
 	assert.Equal(e.T, before, digest(e, "r"))
 }
 
-func caseInspectReceipt(e *Env) {
+func caseInspectReceipt(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	r, err := s.DispatchReceipt(e.Ctx, p.Identity)
@@ -413,7 +413,7 @@ func caseInspectReceipt(e *Env) {
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 }
 
-func caseInspectHistory(e *Env) {
+func caseInspectHistory(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	mkRun(e, s, "other", workflow.Limits{}, nil)
@@ -459,7 +459,7 @@ func identitiesOf(as []workflow.Attempt) []string {
 	return out
 }
 
-func caseInspectSummary(e *Env) {
+func caseInspectSummary(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{NodeExecutionCap: 10}, nil)
 	claim := func(na *workflow.NewActivation) {

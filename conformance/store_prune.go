@@ -19,8 +19,8 @@ import (
 // finished runs in bounded transactions, refuses anything that can still
 // change, and leaves every other run, and every guarantee for live runs,
 // as it was.
-func pruneCases() []Case {
-	return []Case{
+func pruneCases() []testCase {
+	return []testCase{
 		{Name: "prune_deletes_a_finished_runs_history_in_bounded_batches", Run: casePruneDeletes},
 		{Name: "prune_dry_run_counts_and_writes_nothing", Run: casePruneDryRun},
 		{Name: "prune_refuses_a_live_run_or_a_run_of_a_live_tree", Run: casePruneRefusesLive},
@@ -66,7 +66,7 @@ func (c *deleteCounting) Update(ctx context.Context, fn func(backend.Tx) error) 
 // finishedRun builds a completed run: activations a, b (claiming resources,
 // so their attempts take leases) and c, each admitted and succeeded; a
 // failed first with a retryable failure and was retried.
-func finishedRun(e *Env, s *workflow.Store, id string, o *owner, at int64) {
+func finishedRun(e *env, s *workflow.Store, id string, o *owner, at int64) {
 	e.T.Helper()
 	mkRun(e, s, id, workflow.Limits{}, nil)
 	a, b, c := key(id, "n", "a"), key(id, "n", "b"), key(id, "n", "c")
@@ -88,7 +88,7 @@ func finishedRun(e *Env, s *workflow.Store, id string, o *owner, at int64) {
 // cancelledRun builds a cancelled tree, root id and one child run, and
 // returns the child: a cancelled run that keeps a retry schedule (its
 // activation failed with a retryable failure, then the tree was cancelled).
-func cancelledRun(e *Env, s *workflow.Store, id string, o *owner, at int64) string {
+func cancelledRun(e *env, s *workflow.Store, id string, o *owner, at int64) string {
 	e.T.Helper()
 	mkRun(e, s, id, workflow.Limits{}, nil)
 	child := spawn(e, s, id, "a", at)
@@ -108,7 +108,7 @@ func cancelledRun(e *Env, s *workflow.Store, id string, o *owner, at int64) stri
 
 // runRecords counts a run's events, attempts, leases (released or not, by
 // their activations' claims) and schedules straight from the backend.
-func runRecords(e *Env, runID string) workflow.PruneCounts {
+func runRecords(e *env, runID string) workflow.PruneCounts {
 	e.T.Helper()
 	var c workflow.PruneCounts
 	e.view(e.B, func(r backend.ReadTx) error {
@@ -154,7 +154,7 @@ func runRecords(e *Env, runID string) workflow.PruneCounts {
 
 // activationsOf renders the run's activations and its link: what a prune
 // keeps.
-func activationsOf(e *Env, runID string) string {
+func activationsOf(e *env, runID string) string {
 	e.T.Helper()
 	out := ""
 	e.view(e.B, func(r backend.ReadTx) error {
@@ -170,7 +170,7 @@ func activationsOf(e *Env, runID string) string {
 	return out
 }
 
-func casePruneDeletes(e *Env) {
+func casePruneDeletes(e *env) {
 	s := store(e)
 	o := newOwner()
 	finishedRun(e, s, "done", o, 10)
@@ -265,14 +265,14 @@ func casePruneDeletes(e *Env) {
 }
 
 // requireVerified fails unless Verify finds no violation in the store.
-func requireVerified(e *Env, s *workflow.Store, when string) {
+func requireVerified(e *env, s *workflow.Store, when string) {
 	e.T.Helper()
 	vr, err := s.Verify(e.Ctx, workflow.VerifyOptions{})
 	require.NoError(e.T, err)
 	assert.True(e.T, vr.OK(), "verify %s: %+v", when, vr.Violations)
 }
 
-func casePruneDryRun(e *Env) {
+func casePruneDryRun(e *env) {
 	s := store(e)
 	o := newOwner()
 	finishedRun(e, s, "done", o, 10)
@@ -304,7 +304,7 @@ func casePruneDryRun(e *Env) {
 	assert.Equal(e.T, workflow.PruneCounts{}, dry.Runs[0].Deleted)
 }
 
-func casePruneRefusesLive(e *Env) {
+func casePruneRefusesLive(e *env) {
 	s := store(e)
 	o := newOwner()
 	finishedRun(e, s, "done", o, 10)
@@ -375,7 +375,7 @@ func casePruneRefusesLive(e *Env) {
 	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, child))
 }
 
-func casePruneCutOff(e *Env) {
+func casePruneCutOff(e *env) {
 	s := store(e)
 	o := newOwner()
 	finishedRun(e, s, "early", o, 10)
@@ -397,7 +397,7 @@ func casePruneCutOff(e *Env) {
 	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, "late"))
 }
 
-func casePruneLiveRunsUnaffected(e *Env) {
+func casePruneLiveRunsUnaffected(e *env) {
 	s := store(e)
 	o := newOwner()
 	finishedRun(e, s, "done", o, 10)
@@ -468,7 +468,7 @@ func casePruneLiveRunsUnaffected(e *Env) {
 // casePruneAllFinished: with AllFinished, Prune chooses the runs itself, a
 // bounded page at a time: completed and cancelled runs of finished trees
 // that finished before the cut-off, and nothing else.
-func casePruneAllFinished(e *Env) {
+func casePruneAllFinished(e *env) {
 	s := store(e)
 	o := newOwner()
 	finishedRun(e, s, "a-done", o, 10)

@@ -9,8 +9,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func receiptCases() []Case {
-	return []Case{
+func receiptCases() []testCase {
+	return []testCase{
 		{Name: "receipt_identical_duplicate_is_noop_different_conflicts", Run: caseReceiptDuplicate},
 		{Name: "receipt_requires_exact_derived_identity", Run: caseReceiptIdentity},
 		{Name: "receipt_check_owner_admission_recovers_verifies_and_refuses", Run: caseCheckOwnerAdmission},
@@ -20,7 +20,7 @@ func receiptCases() []Case {
 
 // prepared creates run r (optionally with authority) and one prepared,
 // handed-off (when handoff) attempt of activation (r,n,a).
-func prepared(e *Env, s *workflow.Store, effect workflow.Effect, auth *workflow.Authority, handoff bool) *workflow.PreparedDispatch {
+func prepared(e *env, s *workflow.Store, effect workflow.Effect, auth *workflow.Authority, handoff bool) *workflow.PreparedDispatch {
 	e.T.Helper()
 	mkRun(e, s, "r", workflow.Limits{}, auth)
 	k := key("r", "n", "a")
@@ -34,7 +34,7 @@ func prepared(e *Env, s *workflow.Store, effect workflow.Effect, auth *workflow.
 	return p
 }
 
-func caseReceiptDuplicate(e *Env) {
+func caseReceiptDuplicate(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"b":1,"a":2}`), nil, ms(12)))
@@ -46,7 +46,7 @@ func caseReceiptDuplicate(e *Env) {
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "attempt_admitted"))
 }
 
-func caseReceiptIdentity(e *Env) {
+func caseReceiptIdentity(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.ReadOnly, nil, true)
 	before := digest(e, "r")
@@ -56,7 +56,7 @@ func caseReceiptIdentity(e *Env) {
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, p.Activation.Key, 1).Status)
 }
 
-func caseCheckOwnerAdmission(e *Env) {
+func caseCheckOwnerAdmission(e *env) {
 	s := store(e)
 	a1 := authority(1, "one")
 	p := prepared(e, s, workflow.Mutating, a1, true)
@@ -93,7 +93,7 @@ func stringsRepeat(s string, n int) string {
 	return string(b)
 }
 
-func caseLateReceipt(e *Env) {
+func caseLateReceipt(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))

@@ -10,8 +10,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func reconcileCases() []Case {
-	return []Case{
+func reconcileCases() []testCase {
+	return []testCase{
 		{Name: "reconcile_never_dispatched_mutation_is_kept_and_redispatched_once", Run: caseNeverDispatched},
 		{Name: "reconcile_ambiguous_mutation_becomes_repair_required", Run: caseAmbiguousMutation},
 		{Name: "reconcile_receipt_lookup_recovers_ambiguous_attempt", Run: caseReceiptLookup},
@@ -24,7 +24,7 @@ func reconcileCases() []Case {
 	}
 }
 
-func caseNeverDispatched(e *Env) {
+func caseNeverDispatched(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, false)
 	s = workflow.New(e.Reopen())
@@ -46,7 +46,7 @@ func caseNeverDispatched(e *Env) {
 	assert.Equal(e.T, 1, o.callCount(p.Identity))
 }
 
-func caseAmbiguousMutation(e *Env) {
+func caseAmbiguousMutation(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	s = workflow.New(e.Reopen())
@@ -60,7 +60,7 @@ func caseAmbiguousMutation(e *Env) {
 	requireIs(e.T, err, workflow.ErrInvalidInput, "a negative limit is rejected")
 }
 
-func caseReceiptLookup(e *Env) {
+func caseReceiptLookup(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -89,7 +89,7 @@ func caseReceiptLookup(e *Env) {
 	assert.Equal(e.T, 1, o.callCount(a.Identity))
 }
 
-func caseReadOnlyRedispatch(e *Env) {
+func caseReadOnlyRedispatch(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.ReadOnly, nil, true)
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
@@ -103,7 +103,7 @@ func caseReadOnlyRedispatch(e *Env) {
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, p.Activation.Key, 1).Status)
 }
 
-func caseNoBlindRedispatch(e *Env) {
+func caseNoBlindRedispatch(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	o := newOwner()
@@ -116,7 +116,7 @@ func caseNoBlindRedispatch(e *Env) {
 	assert.Equal(e.T, before, digest(e, "r"))
 }
 
-func caseRepair(e *Env) {
+func caseRepair(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	before := digest(e, "r")
@@ -136,7 +136,7 @@ func caseRepair(e *Env) {
 	assert.Zero(e.T, o.totalCalls(), "repair never dispatches")
 }
 
-func caseAbandonRetry(e *Env) {
+func caseAbandonRetry(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	k := p.Activation.Key
@@ -155,7 +155,7 @@ func caseAbandonRetry(e *Env) {
 	assert.Equal(e.T, []string{identity(k, 2)}, refIdentities(sum.Admitted), "a new, higher-numbered identity")
 }
 
-func caseObservationMapping(e *Env) {
+func caseObservationMapping(e *env) {
 	rows := []struct {
 		obs    workflow.Observation
 		effect workflow.Effect
@@ -192,7 +192,7 @@ func caseObservationMapping(e *Env) {
 	}
 }
 
-func caseObservationConflict(e *Env) {
+func caseObservationConflict(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	mkAct(e, s, key("r", "n", "a"))

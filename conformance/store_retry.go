@@ -11,8 +11,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func retryCases() []Case {
-	return []Case{
+func retryCases() []testCase {
+	return []testCase{
 		{Name: "retry_observation_schedules_in_the_failure_transaction_and_survives_restart", Run: caseRetryFromObservation},
 		{Name: "retry_schedule_is_idempotent_only_for_an_identical_request", Run: caseRetryScheduleIdempotent},
 		{Name: "retry_schedule_refuses_ineligible_mismatched_and_overflowing_requests", Run: caseRetryScheduleRefusals},
@@ -29,7 +29,7 @@ func retryCases() []Case {
 // retryable adds activation (run,"n",act) with a 3-attempt policy of the
 // given backoff to a fresh run, admits it at 10 and fails it retryably at
 // 20, returning its key and the observation result.
-func retryable(e *Env, s *workflow.Store, run string, backoff int64) (workflow.ActivationKey, workflow.ObservationResult) {
+func retryable(e *env, s *workflow.Store, run string, backoff int64) (workflow.ActivationKey, workflow.ObservationResult) {
 	e.T.Helper()
 	mkRun(e, s, run, workflow.Limits{}, nil)
 	k := key(run, "n", "a")
@@ -38,7 +38,7 @@ func retryable(e *Env, s *workflow.Store, run string, backoff int64) (workflow.A
 	return k, observe(e, s, identity(k, 1), obs(workflow.ObservedRetryableFailure), ms(20))
 }
 
-func caseRetryFromObservation(e *Env) {
+func caseRetryFromObservation(e *env) {
 	s := store(e)
 	k, res := retryable(e, s, "r", 100)
 	assert.Equal(e.T, workflow.AttemptFailed, res.Status)
@@ -73,7 +73,7 @@ func caseRetryFromObservation(e *Env) {
 }
 
 // failedPlain admits (run,"n",act) without a policy and fails it at 20.
-func failedPlain(e *Env, s *workflow.Store, run, act string, l workflow.Limits, mod ...func(*workflow.NewActivation)) workflow.ActivationKey {
+func failedPlain(e *env, s *workflow.Store, run, act string, l workflow.Limits, mod ...func(*workflow.NewActivation)) workflow.ActivationKey {
 	e.T.Helper()
 	mkRun(e, s, run, l, nil)
 	k := key(run, "n", act)
@@ -91,7 +91,7 @@ func eligibility() workflow.RetryEligibility {
 		AttemptsCompleted: 1, MaxAttempts: 3, RetryCap: 3}
 }
 
-func caseRetryScheduleIdempotent(e *Env) {
+func caseRetryScheduleIdempotent(e *env) {
 	s := store(e)
 	k := failedPlain(e, s, "r", "a", workflow.Limits{})
 	sc, err := s.ScheduleRetry(e.Ctx, eligibility(), k, 100*time.Millisecond, ms(20))
@@ -122,7 +122,7 @@ func caseRetryScheduleIdempotent(e *Env) {
 	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, k).Status, "scheduling never requeues")
 }
 
-func caseRetryScheduleRefusals(e *Env) {
+func caseRetryScheduleRefusals(e *env) {
 	s := store(e)
 	k := failedPlain(e, s, "r", "a", workflow.Limits{})
 	type row struct {
@@ -168,7 +168,7 @@ func caseRetryScheduleRefusals(e *Env) {
 	assert.Equal(e.T, ms(25).UnixMilli(), msOf(sc.Due))
 }
 
-func caseRetryObservationMapping(e *Env) {
+func caseRetryObservationMapping(e *env) {
 	s := store(e)
 	k := failedPlain(e, s, "r", "a", workflow.Limits{})
 	before := digest(e, "r")
@@ -204,7 +204,7 @@ func caseRetryObservationMapping(e *Env) {
 		Backoff: 100 * time.Millisecond, Due: ms(120), ScheduledAt: ms(20)}, *sc)
 }
 
-func caseRetryConsume(e *Env) {
+func caseRetryConsume(e *env) {
 	s := store(e)
 	k, _ := retryable(e, s, "r", 100)
 	before := digest(e, "r")
@@ -242,7 +242,7 @@ func caseRetryConsume(e *Env) {
 	assert.Nil(e.T, again, "the requeued activation is running again, not pending")
 }
 
-func caseRetryConsumeRace(e *Env) {
+func caseRetryConsumeRace(e *env) {
 	const workers = 8
 	s := store(e)
 	k, _ := retryable(e, s, "r", 100)
@@ -304,7 +304,7 @@ func caseRetryConsumeRace(e *Env) {
 	assert.Len(e.T, attemptsOf(e, s, "r"), 2)
 }
 
-func caseRetryExplicitBounds(e *Env) {
+func caseRetryExplicitBounds(e *env) {
 	s := store(e)
 	k := failedPlain(e, s, "r", "a", workflow.Limits{RetryCap: 1})
 	before := digest(e, "r")
@@ -334,7 +334,7 @@ func caseRetryExplicitBounds(e *Env) {
 	unchanged(e, before, "retry past the cap", "r")
 }
 
-func caseRetryExplicitDownstream(e *Env) {
+func caseRetryExplicitDownstream(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a := key("r", "n", "a")
@@ -356,7 +356,7 @@ func caseRetryExplicitDownstream(e *Env) {
 	require.NoError(e.T, err)
 }
 
-func caseRetryExplicitCancelled(e *Env) {
+func caseRetryExplicitCancelled(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a, b := key("r", "n", "a"), key("r", "n", "b")
@@ -393,7 +393,7 @@ func caseRetryExplicitCancelled(e *Env) {
 	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, b).Status)
 }
 
-func caseRetryExplicitSupersedes(e *Env) {
+func caseRetryExplicitSupersedes(e *env) {
 	s := store(e)
 	k, res := retryable(e, s, "r", 100)
 	require.NotNil(e.T, res.Schedule)

@@ -15,8 +15,8 @@ import (
 // an existing schedule, consumption after an abandoned mutation, a stuck
 // schedule in a run, visible refusals, and racing next-due consumers.
 
-func retryRuleCases() []Case {
-	return []Case{
+func retryRuleCases() []testCase {
+	return []testCase{
 		{Name: "retry_rules_cap_zero_is_stored_and_never_retries", Run: caseRetryCapZero},
 		{Name: "retry_rules_existing_schedule_settles_the_failure_and_reports_schedule_exists", Run: caseRetryExistingSchedule},
 		{Name: "retry_rules_abandoned_mutation_is_retried_only_explicitly", Run: caseRetryAbandonedNotConsumed},
@@ -26,7 +26,7 @@ func retryRuleCases() []Case {
 	}
 }
 
-func caseRetryCapZero(e *Env) {
+func caseRetryCapZero(e *env) {
 	s := store(e)
 	_, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: "zero", Limits: workflow.RunLimits{RetryCap: workflow.RetryCap(0)}}, ms(0))
 	require.NoError(e.T, err)
@@ -85,7 +85,7 @@ func caseRetryCapZero(e *Env) {
 	assert.Equal(e.T, workflow.AttemptPrepared, getAttempt(e, s, key(never, "n", "wider"), 1).Status, "the refused child changes nothing")
 }
 
-func caseRetryExistingSchedule(e *Env) {
+func caseRetryExistingSchedule(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
@@ -148,7 +148,7 @@ func caseRetryExistingSchedule(e *Env) {
 // abandoned leaves (run,"n","a") mutating with its attempt 1 abandoned
 // after an unknown outcome, and a schedule for it made from
 // owner_unavailable_before_acceptance (eligible for any effect).
-func abandoned(e *Env, s *workflow.Store, run string) workflow.ActivationKey {
+func abandoned(e *env, s *workflow.Store, run string) workflow.ActivationKey {
 	e.T.Helper()
 	mkRun(e, s, run, workflow.Limits{}, nil)
 	k := key(run, "n", "a")
@@ -164,7 +164,7 @@ func abandoned(e *Env, s *workflow.Store, run string) workflow.ActivationKey {
 	return k
 }
 
-func caseRetryAbandonedNotConsumed(e *Env) {
+func caseRetryAbandonedNotConsumed(e *env) {
 	s := store(e)
 	k := abandoned(e, s, "r")
 	before := digest(e, "r")
@@ -192,7 +192,7 @@ func caseRetryAbandonedNotConsumed(e *Env) {
 	admitOnly(e, s, o, ms(130), identity(k, 2))
 }
 
-func caseRetryStuckSchedule(e *Env) {
+func caseRetryStuckSchedule(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a, b, c := key("r", "n", "a"), key("r", "n", "b"), key("r", "n", "c")
@@ -243,7 +243,7 @@ func caseRetryStuckSchedule(e *Env) {
 	admitOnly(e, s, o, ms(110), identity(b, 2), identity(c, 2))
 }
 
-func caseRetryRefusalVisible(e *Env) {
+func caseRetryRefusalVisible(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	unavailableOnly := retryPolicy(3, 100)
@@ -303,7 +303,7 @@ func caseRetryRefusalVisible(e *Env) {
 	assert.Nil(e.T, res.NotScheduled)
 }
 
-func caseRetryNextDueRace(e *Env) {
+func caseRetryNextDueRace(e *env) {
 	const workers = 8
 	s := store(e)
 	k, res := retryable(e, s, "r", 100)

@@ -10,8 +10,8 @@ import (
 )
 
 // Cancellation of composition trees and run completion.
-func treeCases() []Case {
-	return []Case{
+func treeCases() []testCase {
+	return []testCase{
 		{Name: "tree_root_cancellation_waits_for_its_child_runs", Run: caseTreeRootWaitsForChildren},
 		{Name: "tree_cancellation_reaches_every_descendant_once", Run: caseTreeCancelEveryDescendant},
 		{Name: "tree_cancellation_finalises_the_parent_chain_with_the_last_child", Run: caseTreeParentChain},
@@ -23,7 +23,7 @@ func treeCases() []Case {
 
 func parentOf(run, act string) string { return identity(key(run, "n", act), 1) }
 
-func caseTreeRootWaitsForChildren(e *Env) {
+func caseTreeRootWaitsForChildren(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	child := spawn(e, s, "r", "a", 10)
@@ -88,7 +88,7 @@ func caseTreeRootWaitsForChildren(e *Env) {
 
 // tree builds r → c (from r/n/a#1) → g (from c/n/x#1) and r → d (from
 // r/n/b#1), with a pending activation in each run.
-func tree(e *Env, s *workflow.Store, r string) (c, d, g string) {
+func tree(e *env, s *workflow.Store, r string) (c, d, g string) {
 	e.T.Helper()
 	mkRun(e, s, r, workflow.Limits{}, nil)
 	c = spawn(e, s, r, "a", 10)
@@ -100,7 +100,7 @@ func tree(e *Env, s *workflow.Store, r string) (c, d, g string) {
 	return c, d, g
 }
 
-func caseTreeCancelEveryDescendant(e *Env) {
+func caseTreeCancelEveryDescendant(e *env) {
 	s := store(e)
 	c, d, g := tree(e, s, "r")
 	all := []string{"r", c, d, g}
@@ -177,7 +177,7 @@ func caseTreeCancelEveryDescendant(e *Env) {
 	unchanged(e, before, "tree-cancelling a completed root", "done")
 }
 
-func caseTreeParentChain(e *Env) {
+func caseTreeParentChain(e *env) {
 	s := store(e)
 	c, d, g := tree(e, s, "r")
 	gk := key(g, "n", "w")
@@ -220,7 +220,7 @@ func caseTreeParentChain(e *Env) {
 	assert.Equal(e.T, []string{"cancellation_requested", "run_cancelled"}, lastTypes(e, s, "q", 2))
 }
 
-func caseTreeFailedDescendant(e *Env) {
+func caseTreeFailedDescendant(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	mkAct(e, s, key("r", "n", "keep"))
@@ -247,7 +247,7 @@ func caseTreeFailedDescendant(e *Env) {
 	unchanged(e, before, "retries in a cancelled tree", "r", f)
 }
 
-func caseTreeRunCompletes(e *Env) {
+func caseTreeRunCompletes(e *env) {
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	a, b, c := key("r", "n", "a"), key("r", "n", "b"), key("r", "n", "c")
@@ -304,7 +304,7 @@ func caseTreeRunCompletes(e *Env) {
 	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "p").Status, "the child's completion finalises its cancelling parent")
 }
 
-func caseTreeCompletionWaits(e *Env) {
+func caseTreeCompletionWaits(e *env) {
 	s := store(e)
 	o := newOwner()
 

@@ -10,8 +10,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-func verifyCases() []Case {
-	return []Case{
+func verifyCases() []testCase {
+	return []testCase{
 		{Name: "verify_finds_no_violation_in_a_store_the_store_wrote", Run: caseVerifyClean},
 		{Name: "verify_reports_exactly_the_corrupted_invariants", Run: caseVerifyCorrupted},
 	}
@@ -21,7 +21,7 @@ func verifyCases() []Case {
 // holding a lease, a prepared attempt that parents a child run, and a
 // pending activation; and a run "vf" failed by an attempt with a retry
 // schedule.
-func verifyStore(e *Env) *workflow.Store {
+func verifyStore(e *env) *workflow.Store {
 	e.T.Helper()
 	s := store(e)
 	mkRun(e, s, "v", workflow.Limits{}, nil)
@@ -39,7 +39,7 @@ func verifyStore(e *Env) *workflow.Store {
 	return s
 }
 
-func caseVerifyClean(e *Env) {
+func caseVerifyClean(e *env) {
 	s := verifyStore(e)
 	before := digest(e, "v", "vf")
 	rep, err := s.Verify(e.Ctx, workflow.VerifyOptions{PageSize: 1})
@@ -49,7 +49,7 @@ func caseVerifyClean(e *Env) {
 	unchanged(e, before, "Verify", "v", "vf")
 }
 
-func caseVerifyCorrupted(e *Env) {
+func caseVerifyCorrupted(e *env) {
 	s := verifyStore(e)
 	e.update(e.B, func(tx backend.Tx) error {
 		run, err := backend.GetRun(e.Ctx, tx, "v")

@@ -297,7 +297,7 @@ func (s fullSet) lookup() backend.Lookup {
 
 // checkFullSet loads every record of s through Load and through the scan that
 // returns it, and compares each with what was written.
-func (e *Env) checkFullSet(b backend.Backend, what string, s fullSet) {
+func (e *env) checkFullSet(b backend.Backend, what string, s fullSet) {
 	e.T.Helper()
 	f := e.load(b, s.lookup())
 	e.equal(what+": Load Runs", map[string]backend.Run{s.Run.ID: s.Run}, f.Runs)

@@ -1,0 +1,139 @@
+package model
+
+import "fmt"
+
+// Fan-out groups: materialising members, promotion within the group's
+// bound, settlement and retirement.
+
+// AddFanOut materialises a group of n members of controller ctl, at most
+// max pending or running at once; def is the members' shared definition
+// (its key is ignored).
+func (m *Model) AddFanOut(ctl ActivationKey, n, max int, failFast bool, def NewActivation) (bool, Err) {
+	run, ok := m.Runs[ctl.RunID]
+	if !ok {
+		return false, NotFound
+	}
+	if _, ok := m.Activations[ctl]; !ok {
+		return false, NotFound
+	}
+	def.Key, def.Predecessors = ActivationKey{}, nil
+	if old, ok := m.Groups[ctl]; ok {
+		if len(old.Members) == n && old.Max == max && old.FailFast == failFast && old.Def.same(def) {
+			return false, OK
+		}
+		return false, Conflict
+	}
+	if run.Status != RunRunning || run.Cancel {
+		return false, Ineligible
+	}
+	g := &Group{Controller: ctl, Max: max, FailFast: failFast, Def: def}
+	for i := range n {
+		k := ActivationKey{RunID: ctl.RunID, NodeID: fmt.Sprintf("%s::member::%d", ctl.NodeID, i), ActivationID: m.F.MemberID(ctl.RunID, ctl.ActivationID, int64(i))}
+		d := def
+		d.Key = k
+		a := &Activation{Def: d, Status: ActivationPending, Group: g, Index: i}
+		if i >= max {
+			a.Status = ActivationWaiting
+		}
+		a.Admissible = m.admissible(run, a)
+		m.Activations[k] = a
+		g.Members = append(g.Members, k)
+	}
+	m.Groups[ctl] = g
+	return true, OK
+}
+
+// occupied counts the group's members pending or running.
+func (m *Model) occupied(g *Group) int {
+	n := 0
+	for _, k := range g.Members {
+		if s := m.Activations[k].Status; s == ActivationPending || s == ActivationRunning {
+			n++
+		}
+	}
+	return n
+}
+
+// promote moves waiting members to pending, lowest index first, while the
+// group has a free place.
+func (m *Model) promote(run *Run, g *Group) {
+	for _, k := range g.Members {
+		if m.occupied(g) >= g.Max {
+			return
+		}
+		if a := m.Activations[k]; a.Status == ActivationWaiting {
+			a.Status = ActivationPending
+			a.Admissible = m.admissible(run, a)
+		}
+	}
+}
+
+func terminalAct(st string) bool {
+	return st == ActivationCompleted || st == ActivationFailed || st == ActivationCancelled
+}
+
+// memberSettled: a member reached a terminal status. Waiting members take
+// the freed place; a wait-all group whose members have all settled fails
+// the run when any of them failed.
+func (m *Model) memberSettled(run *Run, act *Activation) {
+	g := act.Group
+	if g == nil {
+		return
+	}
+	m.promote(run, g)
+	if g.FailFast {
+		return
+	}
+	failed := false
+	for _, k := range g.Members {
+		st := m.Activations[k].Status
+		if !terminalAct(st) {
+			return
+		}
+		failed = failed || st == ActivationFailed
+	}
+	if failed && (run.Status == RunRunning || run.Status == RunPaused) {
+		run.Status = RunFailed
+		m.reindex(run)
+	}
+}
+
+// activationFailed: the activation failed (no automatic retry scheduled
+// unless scheduled). A member of a fail-fast group stops its siblings.
+func (m *Model) activationFailed(run *Run, act *Activation, scheduled bool) {
+	g := act.Group
+	switch {
+	case g == nil || scheduled:
+		m.memberSettled(run, act)
+	case !g.FailFast:
+		m.memberSettled(run, act)
+		return
+	default:
+		for _, k := range g.Members {
+			a := m.Activations[k]
+			if a == act {
+				continue
+			}
+			switch a.Status {
+			case ActivationWaiting, ActivationPending:
+				a.Status = ActivationCancelled
+				a.Admissible = false
+			case ActivationRunning:
+				att := m.Attempts[AttemptKey{k, a.LastAttempt}]
+				switch {
+				case att == nil:
+				case att.Status == AttemptPrepared && att.Receipt == "" && att.Handoff == HandoffPending:
+					att.Status = AttemptCancelled
+					a.Status = ActivationCancelled
+				case att.Status == AttemptPrepared || att.Status == AttemptAdmitted || att.Status == AttemptRunning:
+					att.Status = AttemptSiblingCancelling
+				}
+			}
+		}
+		g.Retired = true
+	}
+	if run.Status == RunRunning || run.Status == RunPaused {
+		// A repair_required run stays so until its repair is resolved.
+		run.Status = RunFailed
+	}
+}
