@@ -17,20 +17,29 @@ import (
 // DefaultSchema is the schema used when WithSchema is not given.
 const DefaultSchema = "wfstore"
 
-// DefaultMaxRuns is how many times Update runs fn at most when the server
-// keeps reporting transient failures.
-const DefaultMaxRuns = 50
+// DefaultBusyTimeout is how long Update keeps re-running fn after
+// transient failures unless WithBusyTimeout says otherwise. Ten seconds is
+// about what the fixed bound of 50 runs it replaces allowed (the backoff
+// doubles from 1 ms to its 250 ms cap, with full jitter: 50 runs paused
+// about five seconds on average, ten and a half at most), so it rides
+// out bursts of contention on hot rows as before, yet a transaction that
+// cannot get through (an overloaded server, a livelocking workload) ends
+// with ErrBusy before the usual request and RPC deadlines of tens of
+// seconds, so that the caller learns why rather than seeing its own
+// deadline pass.
+const DefaultBusyTimeout = 10 * time.Second
 
 // Option configures Open and OpenPool.
 type Option func(*config)
 
 type config struct {
 	schema       string
-	maxRuns      int
+	busyTimeout  time.Duration
 	relaxed      bool
 	advisoryLock bool
 	backoffBase  time.Duration
 	backoffMax   time.Duration
+	manyRowsFrom int // shortest slice written with one many-row statement
 }
 
 // WithSchema sets the schema that holds the store's tables (default
@@ -40,16 +49,14 @@ func WithSchema(name string) Option {
 	return func(c *config) { c.schema = name }
 }
 
-// WithMaxRuns sets how many times Update may run fn when the server reports
-// serialization failures, deadlocks or a lost connection before commit
-// (default DefaultMaxRuns, minimum 1).
-func WithMaxRuns(n int) Option {
-	return func(c *config) {
-		if n < 1 {
-			n = 1
-		}
-		c.maxRuns = n
-	}
+// WithBusyTimeout bounds how long one Update keeps re-running fn after
+// transient failures (serialization failures, deadlocks, a connection lost
+// before COMMIT), counted from the start of Update, on top of its ctx
+// (default DefaultBusyTimeout). When a transient failure ends a run after
+// d has passed, Update fails with an error wrapping backend.ErrBusy and the
+// server's last error. Zero or less means: re-run as long as ctx allows.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) { c.busyTimeout = max(d, 0) }
 }
 
 // WithRelaxedDurability commits with synchronous_commit = off: a commit
@@ -59,6 +66,15 @@ func WithMaxRuns(n int) Option {
 // For tests and benchmarks only.
 func WithRelaxedDurability() Option {
 	return func(c *config) { c.relaxed = true }
+}
+
+// withManyRowsFrom makes Apply write a slice of at least n records (n >=
+// 2) with one many-row statement, a shorter one with a statement per
+// record (default: smallSlice+1). Tests and benchmarks only: tests use 2
+// to exercise the many-row statements on short slices, benchmarks
+// math.MaxInt to measure what they save.
+func withManyRowsFrom(n int) Option {
+	return func(c *config) { c.manyRowsFrom = max(n, 2) }
 }
 
 // withoutAdvisoryLock makes migrations rely on the version row's
@@ -157,8 +173,9 @@ func OpenPool(ctx context.Context, pool *pgxpool.Pool, opts ...Option) (*Backend
 func newConfig(opts []Option) (config, error) {
 	cfg := config{
 		schema:       DefaultSchema,
-		maxRuns:      DefaultMaxRuns,
+		busyTimeout:  DefaultBusyTimeout,
 		advisoryLock: true,
+		manyRowsFrom: smallSlice + 1,
 		backoffBase:  time.Millisecond,
 		backoffMax:   250 * time.Millisecond,
 	}
@@ -183,7 +200,7 @@ func open(ctx context.Context, pool *pgxpool.Pool, own bool, cfg config) (*Backe
 		pool:    pool,
 		ownPool: own,
 		schema:  cfg.schema,
-		q:       buildQueries(quoteIdent(cfg.schema)),
+		q:       buildQueries(quoteIdent(cfg.schema), cfg.manyRowsFrom),
 		cfg:     cfg,
 		version: version,
 	}
@@ -197,16 +214,25 @@ func open(ctx context.Context, pool *pgxpool.Pool, own bool, cfg config) (*Backe
 	// (every key lookup and write) is planned a few times per connection and
 	// then runs from the cached plan, while a statement whose generic plan
 	// looks worse (the array forms of Load) keeps being planned for its
-	// actual parameters, whatever the pool's own setting; enable_seqscan =
-	// off, so that no plan, generic or custom, made on small or empty tables
-	// is a sequential scan: every statement has an index path, and under
-	// SERIALIZABLE a sequential scan takes a relation-wide predicate lock (the
-	// PostgreSQL manual, "Serializable Isolation Level"), which turns every
-	// concurrent write to the table into a serialization failure.
+	// actual parameters, whatever the pool's own setting (Apply switches to
+	// force_generic_plan around many-row writes, see genericPlans);
+	// enable_seqscan = off, so that no plan, generic or custom, made on
+	// small or empty tables is a sequential scan: every statement has an
+	// index path, and under SERIALIZABLE a sequential scan takes a
+	// relation-wide predicate lock (the PostgreSQL manual, "Serializable
+	// Isolation Level"), which turns every concurrent write to the table
+	// into a serialization failure.
 	b.settings = "SELECT set_config('synchronous_commit', '" + sync + "', true), " +
 		"set_config('plan_cache_mode', 'auto', true), set_config('enable_seqscan', 'off', true)"
 	b.closeCtx, b.closeFn = context.WithCancelCause(context.Background())
 	return b, nil
+}
+
+func busyTimeout(d time.Duration) string {
+	if d <= 0 {
+		return "none (re-runs as long as ctx allows)"
+	}
+	return d.String()
 }
 
 // Schema returns the schema holding the store.
@@ -236,7 +262,7 @@ func (b *Backend) Info() backend.Info {
 			"synchronous_commit": sync,
 			"plan_cache_mode":    "auto",
 			"enable_seqscan":     "off",
-			"max_runs":           strconv.Itoa(b.cfg.maxRuns),
+			"busy_timeout":       busyTimeout(b.cfg.busyTimeout),
 		},
 	}
 }

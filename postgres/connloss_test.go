@@ -34,7 +34,7 @@ func TestConnectionLossMidTransaction(t *testing.T) {
 			t.Parallel()
 			b, _, _ := openFresh(t)
 			admin := pgtest.Admin(t)
-			apply(t, b, backend.Ins(backend.Run{ID: "seed"}))
+			apply(t, b, insertRuns("seed"))
 			var killed atomic.Uint32
 			var holder atomic.Uint32
 			b.SetAfterRoundTrip(func(pid uint32, n int) {
@@ -59,19 +59,19 @@ func TestConnectionLossMidTransaction(t *testing.T) {
 			runs := 0
 			err := b.Update(ctxT(t), func(tx backend.Tx) error {
 				runs++
-				if err := tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "A"})); err != nil {
+				if err := tx.Apply(context.Background(), insertRuns("A")); err != nil {
 					return err
 				}
 				if _, err := tx.Load(context.Background(), backend.Lookup{Runs: []string{"seed"}}); err != nil {
 					return err
 				}
-				if err := tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "B"})); err != nil {
+				if err := tx.Apply(context.Background(), insertRuns("B")); err != nil {
 					return err
 				}
 				if _, err := tx.Load(context.Background(), backend.Lookup{Runs: []string{"seed"}}); err != nil || !c.trailing {
 					return err
 				}
-				return tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "C"}))
+				return tx.Apply(context.Background(), insertRuns("C"))
 			})
 			require.NotZero(t, killed.Load(), "the hook fired")
 			var gone bool
@@ -93,7 +93,7 @@ func TestConnectionLossMidTransaction(t *testing.T) {
 				t.Logf("%s: error (not re-run): %v", c.name, err)
 			}
 			// The Backend is healthy afterwards.
-			apply(t, b, backend.Ins(backend.Run{ID: "after"}))
+			apply(t, b, insertRuns("after"))
 		})
 	}
 }

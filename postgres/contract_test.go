@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/postgres"
 )
 
 // Ids that must survive byte for byte: unicode, mixed case, 512 bytes.
@@ -81,8 +82,7 @@ func TestRoundTripEveryFieldByteExact(t *testing.T) {
 	b, _, _ := openFresh(t)
 	for _, runID := range []string{idUnicode, id512, "Plain"} {
 		run, link, act, group, att, lease, sched, ev := fullRecords(runID)
-		apply(t, b, backend.Ins(run), backend.Ins(link), backend.Ins(act), backend.Ins(group),
-			backend.Ins(att), backend.Ins(lease), backend.Ins(sched), backend.Ins(ev))
+		apply(t, b, insertAll(run, link, act, group, att, lease, sched, ev))
 		f := load(t, b, lookupAll(run, act, att, lease))
 		require.Equal(t, map[string]backend.Run{run.ID: run}, f.Runs)
 		require.Equal(t, map[string]backend.RunLink{run.ID: link}, f.Links)
@@ -108,7 +108,7 @@ func TestRoundTripEveryFieldByteExact(t *testing.T) {
 // Nil and empty are different values and both survive; zero records too.
 func TestRoundTripNilEmptyAndZero(t *testing.T) {
 	t.Parallel()
-	b, _, _ := openFresh(t)
+	b, _, _ := openFresh(t, postgres.WithManyRowsFrom(2))
 	ak := backend.ActivationKey{RunID: "r", NodeID: "n", ActivationID: "nil"}
 	ek := backend.ActivationKey{RunID: "r", NodeID: "n", ActivationID: "empty"}
 	nilAct := backend.Activation{Key: ak}
@@ -116,8 +116,21 @@ func TestRoundTripNilEmptyAndZero(t *testing.T) {
 		Claims: []backend.ResourceClaim{}, Predecessors: []backend.NodeRef{}}
 	run := backend.Run{ID: "r"}
 	authRun := backend.Run{ID: "zero-authority", Authority: &backend.Authority{}}
-	apply(t, b, backend.Ins(run), backend.Ins(authRun), backend.Ins(nilAct), backend.Ins(emptyAct))
-	f := load(t, b, backend.Lookup{Runs: []string{"r", "zero-authority"}, Activations: []backend.ActivationKey{ak, ek}})
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{run}, Activations: []backend.Activation{nilAct}}})
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{authRun}, Activations: []backend.Activation{emptyAct}}})
+	// The same through the many-row statements.
+	mk := func(a backend.Activation) backend.Activation { a.Key.RunID = "m"; return a }
+	mRun, mAuthRun, mNilAct, mEmptyAct := backend.Run{ID: "m"}, backend.Run{ID: "m-zero-authority", Authority: &backend.Authority{}}, mk(nilAct), mk(emptyAct)
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{mRun, mAuthRun}, Activations: []backend.Activation{mNilAct, mEmptyAct}}})
+	f := load(t, b, backend.Lookup{Runs: []string{"m", "m-zero-authority"}, Activations: []backend.ActivationKey{mNilAct.Key, mEmptyAct.Key}})
+	require.Equal(t, mRun, f.Runs["m"])
+	require.Equal(t, mAuthRun, f.Runs["m-zero-authority"])
+	require.Equal(t, mNilAct, f.Activations[mNilAct.Key])
+	require.Equal(t, mEmptyAct, f.Activations[mEmptyAct.Key])
+	require.NotNil(t, f.Activations[mEmptyAct.Key].Claims)
+	require.Nil(t, f.Activations[mNilAct.Key].Claims)
+
+	f = load(t, b, backend.Lookup{Runs: []string{"r", "zero-authority"}, Activations: []backend.ActivationKey{ak, ek}})
 	require.Equal(t, run, f.Runs["r"])
 	require.Equal(t, authRun, f.Runs["zero-authority"])
 	require.Equal(t, nilAct, f.Activations[ak])
@@ -132,7 +145,10 @@ func TestReplaceAndDelete(t *testing.T) {
 	t.Parallel()
 	b, _, _ := openFresh(t)
 	run, _, act, group, att, lease, sched, _ := fullRecords("r")
-	apply(t, b, backend.Ins(run), backend.Ins(act), backend.Ins(group), backend.Ins(att), backend.Ins(lease), backend.Ins(sched))
+	apply(t, b, backend.Changes{Insert: backend.Inserts{
+		Runs: []backend.Run{run}, Activations: []backend.Activation{act}, Groups: []backend.FanOutGroup{group},
+		Attempts: []backend.Attempt{att}, Leases: []backend.Lease{lease}, Schedules: []backend.RetrySchedule{sched},
+	}})
 
 	run2 := run
 	run2.Authority, run2.Metadata, run2.Status, run2.AttemptCount = nil, nil, backend.RunRunning, 99
@@ -146,7 +162,10 @@ func TestReplaceAndDelete(t *testing.T) {
 	lease2.ReleasedMS = 77
 	sched2 := sched
 	sched2.DueMS = 1
-	apply(t, b, backend.Rep(run2), backend.Rep(act2), backend.Rep(group2), backend.Rep(att2), backend.Rep(lease2), backend.Rep(sched2))
+	apply(t, b, backend.Changes{Replace: backend.Replaces{
+		Runs: []backend.Run{run2}, Activations: []backend.Activation{act2}, Groups: []backend.FanOutGroup{group2},
+		Attempts: []backend.Attempt{att2}, Leases: []backend.Lease{lease2}, Schedules: []backend.RetrySchedule{sched2},
+	}})
 	f := load(t, b, lookupAll(run, act, att, lease))
 	require.Equal(t, run2, f.Runs[run.ID])
 	require.Equal(t, act2, f.Activations[act.Key])
@@ -157,7 +176,7 @@ func TestReplaceAndDelete(t *testing.T) {
 	require.Empty(t, f.Resources, "a released lease is not active")
 	require.Equal(t, sched2, f.Schedules[act.Key])
 
-	apply(t, b, backend.Del(backend.RetrySchedule{Key: act.Key}))
+	apply(t, b, backend.Changes{Delete: backend.Deletes{Schedules: []backend.ActivationKey{act.Key}}})
 	f = load(t, b, backend.Lookup{Schedules: []backend.ActivationKey{act.Key}})
 	require.Empty(t, f.Schedules)
 }
@@ -166,68 +185,108 @@ func TestWriteErrors(t *testing.T) {
 	t.Parallel()
 	b, _, _ := openFresh(t)
 	run, link, act, group, att, lease, sched, ev := fullRecords("r")
-	apply(t, b, backend.Ins(run), backend.Ins(link), backend.Ins(act), backend.Ins(group), backend.Ins(att), backend.Ins(lease), backend.Ins(sched), backend.Ins(ev))
+	apply(t, b, insertAll(run, link, act, group, att, lease, sched, ev))
 
-	try := func(ws ...backend.Write) error {
-		return b.Update(ctxT(t), func(tx backend.Tx) error { return tx.Apply(context.Background(), ws...) })
+	try := func(c backend.Changes) error {
+		return b.Update(ctxT(t), func(tx backend.Tx) error { return tx.Apply(context.Background(), c) })
 	}
-	for _, rec := range []backend.Record{run, link, act, group, att, lease, sched, ev} {
-		require.ErrorIs(t, try(backend.Ins(rec)), backend.ErrConflict, rec.Kind())
+	for name, c := range map[string]backend.Inserts{
+		"run": {Runs: []backend.Run{run}}, "link": {Links: []backend.RunLink{link}},
+		"activation": {Activations: []backend.Activation{act}}, "group": {Groups: []backend.FanOutGroup{group}},
+		"attempt": {Attempts: []backend.Attempt{att}}, "lease": {Leases: []backend.Lease{lease}},
+		"schedule": {Schedules: []backend.RetrySchedule{sched}}, "event": {Events: []backend.Event{ev}},
+	} {
+		require.ErrorIs(t, try(backend.Changes{Insert: c}), backend.ErrConflict, name)
 	}
 	// Identity is unique too: a new key with a taken identity conflicts.
 	att2 := att
 	att2.Key.Attempt = 1
-	require.ErrorIs(t, try(backend.Ins(att2)), backend.ErrConflict)
+	require.ErrorIs(t, try(backend.Changes{Insert: backend.Inserts{Attempts: []backend.Attempt{att2}}}), backend.ErrConflict)
 	// Replacing onto a taken identity conflicts as well.
 	att3 := att
 	att3.Key.Attempt, att3.Identity = 2, "other"
-	apply(t, b, backend.Ins(att3))
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Attempts: []backend.Attempt{att3}}})
 	att3.Identity = att.Identity
-	require.ErrorIs(t, try(backend.Rep(att3)), backend.ErrConflict)
+	require.ErrorIs(t, try(backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{att3}}}), backend.ErrConflict)
 
 	missing := backend.ActivationKey{RunID: "nope", NodeID: "n", ActivationID: "a"}
-	for _, rec := range []backend.Record{
-		backend.Run{ID: "nope"}, backend.Activation{Key: missing}, backend.FanOutGroup{Controller: missing},
-		backend.Attempt{Key: backend.AttemptKey{ActivationKey: missing}, Identity: "x"},
-		backend.Lease{Key: backend.LeaseKey{AttemptKey: backend.AttemptKey{ActivationKey: missing}}},
-		backend.RetrySchedule{Key: missing},
+	for name, c := range map[string]backend.Replaces{
+		"run": {Runs: []backend.Run{{ID: "nope"}}}, "activation": {Activations: []backend.Activation{{Key: missing}}},
+		"group":    {Groups: []backend.FanOutGroup{{Controller: missing}}},
+		"attempt":  {Attempts: []backend.Attempt{{Key: backend.AttemptKey{ActivationKey: missing}, Identity: "x"}}},
+		"lease":    {Leases: []backend.Lease{{Key: backend.LeaseKey{AttemptKey: backend.AttemptKey{ActivationKey: missing}}}}},
+		"schedule": {Schedules: []backend.RetrySchedule{{Key: missing}}},
 	} {
-		require.ErrorIs(t, try(backend.Rep(rec)), backend.ErrNotFound, rec.Kind())
+		require.ErrorIs(t, try(backend.Changes{Replace: c}), backend.ErrNotFound, name)
 	}
-	for _, rec := range []backend.Record{
-		backend.RetrySchedule{Key: missing}, backend.Attempt{Key: backend.AttemptKey{ActivationKey: missing}},
-		backend.Lease{Key: backend.LeaseKey{AttemptKey: backend.AttemptKey{ActivationKey: missing}}},
-		backend.Event{RunID: "nope", Seq: 1},
+	for name, c := range map[string]backend.Deletes{
+		"schedule": {Schedules: []backend.ActivationKey{missing}},
+		"attempt":  {Attempts: []backend.AttemptKey{{ActivationKey: missing}}},
+		"lease":    {Leases: []backend.LeaseKey{{AttemptKey: backend.AttemptKey{ActivationKey: missing}}}},
+		"event":    {Events: []backend.EventKey{{RunID: "nope", Seq: 1}}},
 	} {
-		require.ErrorIs(t, try(backend.Del(rec)), backend.ErrNotFound, rec.Kind())
+		require.ErrorIs(t, try(backend.Changes{Delete: c}), backend.ErrNotFound, name)
 	}
-
-	for _, w := range []backend.Write{
-		backend.Rep(link), backend.Rep(ev), backend.Del(run), backend.Del(link), backend.Del(act),
-		backend.Del(group),
-		{Op: 0, Record: run}, {Op: 9, Record: sched}, {Op: backend.Insert, Record: nil}, {Op: backend.Insert, Record: &run},
+	changedRun := run
+	changedRun.Depth++
+	changedAct := act
+	changedAct.Predecessors = changedAct.Predecessors[:1]
+	changedAtt := att
+	changedAtt.Receipt = nil
+	for name, c := range map[string]backend.Expected{
+		"run": {Runs: []backend.Run{changedRun}}, "missing run": {Runs: []backend.Run{{ID: "nope"}}},
+		"activation": {Activations: []backend.Activation{changedAct}}, "attempt": {Attempts: []backend.Attempt{changedAtt}},
 	} {
-		require.ErrorIs(t, try(w), backend.ErrUnsupported, "%v %T", w.Op, w.Record)
+		require.ErrorIs(t, try(backend.Changes{Expect: c}), backend.ErrChanged, name)
 	}
+	require.NoError(t, try(backend.Changes{Expect: backend.Expected{
+		Runs: []backend.Run{run}, Activations: []backend.Activation{act}, Attempts: []backend.Attempt{att}}}))
+	// An empty Changes is no write at all.
+	require.NoError(t, try(backend.Changes{}))
 }
 
 // A failing write in the middle of one Apply dooms the transaction, for
-// every failing shape: Apply refuses an unsupported write at once, the
-// others are deferred and fail the next read with their error kind; every
-// later call fails, Update refuses to commit even when fn returns nil, and
-// nothing of the transaction is stored.
+// every failing shape: the writes are deferred and fail the next read with
+// their error kind; every later call fails, Update refuses to commit even
+// when fn returns nil, and nothing of the transaction is stored. Each
+// shape has a one-row and a many-row form.
 func TestApplyFailureShapes(t *testing.T) {
 	t.Parallel()
-	b, _, _ := openFresh(t)
-	apply(t, b, backend.Ins(backend.Run{ID: "exists"}))
-	shapes := map[string]struct {
-		w    backend.Write
+	b, _, _ := openFresh(t, postgres.WithManyRowsFrom(2))
+	apply(t, b, insertRuns("exists"))
+	exists := backend.Run{ID: "exists"}
+	changed := backend.Run{ID: "exists", Depth: 1}
+	type shape struct {
+		// cs are applied in turn; before and after name runs they insert
+		// around the failing write.
+		cs   func(before, after string) []backend.Changes
 		want error // nil: any error
-	}{
-		"conflict":    {backend.Ins(backend.Run{ID: "exists"}), backend.ErrConflict},
-		"notfound":    {backend.Rep(backend.Run{ID: "absent"}), backend.ErrNotFound},
-		"unsupported": {backend.Write{Op: backend.Delete, Record: backend.Run{ID: "x"}}, backend.ErrUnsupported},
-		"servererror": {backend.Ins(backend.Run{ID: "bad\x00nul"}), nil},
+	}
+	shapes := map[string]shape{
+		"conflict": {func(before, after string) []backend.Changes {
+			return []backend.Changes{{Insert: backend.Inserts{Runs: []backend.Run{{ID: before}, exists, {ID: after}}}}}
+		}, backend.ErrConflict},
+		"conflict-one": {func(before, after string) []backend.Changes {
+			return []backend.Changes{insertRuns(before), insertRuns("exists"), insertRuns(after)}
+		}, backend.ErrConflict},
+		"notfound": {func(before, after string) []backend.Changes {
+			return []backend.Changes{{Insert: backend.Inserts{Runs: runs(before, after)}, Replace: backend.Replaces{Runs: runs(before, "absent", after)}}}
+		}, backend.ErrNotFound},
+		"notfound-one": {func(before, after string) []backend.Changes {
+			return []backend.Changes{insertRuns(before), replaceRuns(backend.Run{ID: "absent"}), insertRuns(after)}
+		}, backend.ErrNotFound},
+		"changed": {func(before, after string) []backend.Changes {
+			return []backend.Changes{insertRuns(before), {Expect: backend.Expected{Runs: []backend.Run{exists, changed}}}, insertRuns(after)}
+		}, backend.ErrChanged},
+		"changed-one": {func(before, after string) []backend.Changes {
+			return []backend.Changes{insertRuns(before), {Expect: backend.Expected{Runs: []backend.Run{changed}}}, insertRuns(after)}
+		}, backend.ErrChanged},
+		"servererror": {func(before, after string) []backend.Changes {
+			return []backend.Changes{insertRuns(before, "bad\x00nul", after)}
+		}, nil},
+		"servererror-one": {func(before, after string) []backend.Changes {
+			return []backend.Changes{insertRuns(before), insertRuns("bad\x00nul"), insertRuns(after)}
+		}, nil},
 	}
 	for name, c := range shapes {
 		is := func(err error, msg string) {
@@ -240,25 +299,22 @@ func TestApplyFailureShapes(t *testing.T) {
 		before, after, later := name+"-before", name+"-after", name+"-later"
 		for _, readFirst := range []bool{true, false} {
 			err := b.Update(ctxT(t), func(tx backend.Tx) error {
-				err := tx.Apply(context.Background(), backend.Ins(backend.Run{ID: before}), c.w, backend.Ins(backend.Run{ID: after}))
-				if c.want == backend.ErrUnsupported {
-					is(err, "Apply refuses at once")
-				} else {
-					require.NoError(t, err, "%s: Apply defers", name)
-					if readFirst {
-						_, err = tx.Load(context.Background(), backend.Lookup{Runs: []string{before, after}})
-						is(err, "the next Load fails with the deferred write's error")
-					}
+				for _, ch := range c.cs(before, after) {
+					require.NoError(t, tx.Apply(context.Background(), ch), "%s: Apply defers", name)
 				}
 				if readFirst {
+					_, err := tx.Load(context.Background(), backend.Lookup{Runs: []string{before, after}})
+					is(err, "the next Load fails with the deferred write's error")
 					_, err = tx.Load(context.Background(), backend.Lookup{Runs: []string{before}})
 					require.Error(t, err, "%s: the transaction is doomed", name)
-					require.Error(t, tx.Apply(context.Background(), backend.Ins(backend.Run{ID: later})), name)
+					require.Error(t, tx.Apply(context.Background(), insertRuns(later)), name)
 				}
 				return nil // breaks the contract on purpose: Update must refuse to commit
 			})
 			is(err, "Update")
 			require.Empty(t, load(t, b, backend.Lookup{Runs: []string{before, after, later}}).Runs, name)
+			f := load(t, b, backend.Lookup{Runs: []string{"exists"}})
+			require.Equal(t, exists, f.Runs["exists"], name)
 		}
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/stretchr/testify/require"
@@ -18,27 +19,30 @@ import (
 // Replace of a missing key (ErrNotFound).
 func TestDeferredConflictSurfacesFromNextLoad(t *testing.T) {
 	t.Parallel()
-	b, _, _ := openFresh(t)
+	b, _, _ := openFresh(t, postgres.WithManyRowsFrom(2))
 	_, _, _, _, att, _, _, _ := fullRecords("r")
 	other := att
 	other.Key.Attempt, other.Identity = 7, "other-identity"
-	apply(t, b, backend.Ins(backend.Run{ID: "exists"}), backend.Ins(att), backend.Ins(other))
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: runs("exists"), Attempts: []backend.Attempt{att, other}}})
 	onto := other
 	onto.Identity = att.Identity
 	for _, c := range []struct {
 		name string
-		w    backend.Write
+		w    backend.Changes
 		want error
 	}{
-		{"insert", backend.Ins(backend.Run{ID: "exists"}), backend.ErrConflict},
-		{"identity", backend.Rep(onto), backend.ErrConflict},
-		{"missing", backend.Rep(backend.Run{ID: "absent"}), backend.ErrNotFound},
+		{"insert", insertRuns("exists"), backend.ErrConflict},
+		{"insert-many", insertRuns("fresh", "exists"), backend.ErrConflict},
+		{"identity", backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{onto}}}, backend.ErrConflict},
+		{"identity-many", backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{att, onto}}}, backend.ErrConflict},
+		{"missing", replaceRuns(backend.Run{ID: "absent"}), backend.ErrNotFound},
+		{"missing-many", replaceRuns(backend.Run{ID: "exists"}, backend.Run{ID: "absent"}), backend.ErrNotFound},
 	} {
 		runs := 0
 		var loadErr error
 		err := b.Update(ctxT(t), func(tx backend.Tx) error {
 			runs++
-			require.NoError(t, tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "new"})))
+			require.NoError(t, tx.Apply(context.Background(), insertRuns("new")))
 			require.NoError(t, tx.Apply(context.Background(), c.w), "%s: Apply sends nothing", c.name)
 			_, loadErr = tx.Load(context.Background(), backend.Lookup{Runs: []string{"exists", "new"}})
 			return loadErr
@@ -58,15 +62,19 @@ func TestDeferredConflictSurfacesFromNextLoad(t *testing.T) {
 // not run again.
 func TestDeferredConflictAtCommit(t *testing.T) {
 	t.Parallel()
-	b, _, _ := openFresh(t)
-	apply(t, b, backend.Ins(backend.Run{ID: "exists"}))
+	b, _, _ := openFresh(t, postgres.WithManyRowsFrom(2))
+	apply(t, b, insertRuns("exists"))
 	for _, c := range []struct {
 		name string
-		w    backend.Write
+		w    backend.Changes
 		want error
 	}{
-		{"conflict", backend.Ins(backend.Run{ID: "exists"}), backend.ErrConflict},
-		{"notfound", backend.Del(backend.RetrySchedule{Key: backend.ActivationKey{RunID: "x"}}), backend.ErrNotFound},
+		{"conflict", insertRuns("b", "exists", "c"), backend.ErrConflict},
+		{"conflict-one", backend.Changes{Insert: backend.Inserts{Runs: runs("exists"), Links: []backend.RunLink{{ChildRunID: "b"}}}}, backend.ErrConflict},
+		{"notfound", backend.Changes{Insert: backend.Inserts{Runs: runs("b", "c")},
+			Delete: backend.Deletes{Schedules: []backend.ActivationKey{{RunID: "x"}}}}, backend.ErrNotFound},
+		{"notfound-many", backend.Changes{Insert: backend.Inserts{Runs: runs("b", "c")},
+			Delete: backend.Deletes{Events: []backend.EventKey{{RunID: "x", Seq: 1}, {RunID: "x", Seq: 2}}}}, backend.ErrNotFound},
 	} {
 		for _, read := range []bool{false, true} { // BEGIN in the commit batch, or sent before
 			runs := 0
@@ -77,10 +85,10 @@ func TestDeferredConflictAtCommit(t *testing.T) {
 						return err
 					}
 				}
-				if err := tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "a"})); err != nil {
+				if err := tx.Apply(context.Background(), insertRuns("a")); err != nil {
 					return err
 				}
-				return tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "b"}), c.w, backend.Ins(backend.Run{ID: "c"}))
+				return tx.Apply(context.Background(), c.w)
 			})
 			require.ErrorIs(t, err, c.want, c.name)
 			require.Equal(t, 1, runs, "%s: not re-run", c.name)
@@ -88,7 +96,7 @@ func TestDeferredConflictAtCommit(t *testing.T) {
 		}
 	}
 	require.Zero(t, b.StatsForTest().Serialization)
-	apply(t, b, backend.Ins(backend.Run{ID: "a"})) // the Backend is healthy
+	apply(t, b, insertRuns("a")) // the Backend is healthy
 }
 
 // A serialization failure raised in the batch carrying COMMIT (here: the
@@ -98,7 +106,7 @@ func TestSerializationFailureInCommitBatchReruns(t *testing.T) {
 	t.Parallel()
 	b1, dsn, schema := openFresh(t)
 	b2 := openOn(t, dsn, schema)
-	apply(t, b1, backend.Ins(backend.Run{ID: "c"}))
+	apply(t, b1, insertRuns("c"))
 	var runs atomic.Int32
 	require.NoError(t, b1.Update(ctxT(t), func(tx backend.Tx) error {
 		n := runs.Add(1)
@@ -107,12 +115,12 @@ func TestSerializationFailureInCommitBatchReruns(t *testing.T) {
 			return err
 		}
 		if n == 1 { // someone else commits a change to the row we read
-			apply(t, b2, backend.Rep(backend.Run{ID: "c", AttemptCount: r.AttemptCount + 100}))
+			apply(t, b2, replaceRuns(backend.Run{ID: "c", AttemptCount: r.AttemptCount + 100}))
 		}
 		r.AttemptCount++
 		// The write travels with COMMIT: the failure can only come from
 		// that batch.
-		return tx.Apply(context.Background(), backend.Rep(r))
+		return tx.Apply(context.Background(), replaceRuns(r))
 	}))
 	require.Equal(t, int32(2), runs.Load())
 	require.Equal(t, int64(101), load(t, b1, backend.Lookup{Runs: []string{"c"}}).Runs["c"].AttemptCount)
@@ -120,14 +128,14 @@ func TestSerializationFailureInCommitBatchReruns(t *testing.T) {
 
 	// When every run fails so, the caller gets ErrBusy with the 40001.
 	b3 := openOn(t, dsn, schema)
-	b4 := openOn(t, dsn, schema, postgres.WithMaxRuns(2))
+	b4 := openOn(t, dsn, schema, postgres.WithBusyTimeout(20*time.Millisecond))
 	err := b4.Update(ctxT(t), func(tx backend.Tx) error {
 		r, err := backend.GetRun(context.Background(), tx, "c")
 		if err != nil {
 			return err
 		}
-		apply(t, b3, backend.Rep(backend.Run{ID: "c", AttemptCount: r.AttemptCount + 1}))
-		return tx.Apply(context.Background(), backend.Rep(r))
+		apply(t, b3, replaceRuns(backend.Run{ID: "c", AttemptCount: r.AttemptCount + 1}))
+		return tx.Apply(context.Background(), replaceRuns(r))
 	})
 	require.ErrorIs(t, err, backend.ErrBusy)
 	var pe *pgconn.PgError

@@ -41,12 +41,14 @@
 // Update re-runs fn when the server reports a serialization failure
 // (SQLSTATE 40001) or deadlock (40P01), whether from a statement or from
 // COMMIT, or when the connection is lost before COMMIT was sent (the server
-// then rolled the transaction back). Re-runs are bounded (WithMaxRuns,
-// default DefaultMaxRuns) with exponential backoff and full jitter (1 ms
-// doubling to 250 ms), bounded by ctx. A transient failure never reaches the
-// caller while re-runs remain and ctx allows: fn's return value is ignored
-// after one, because the server transaction is gone anyway. When the re-runs
-// run out the error wraps backend.ErrBusy and the last *pgconn.PgError. A
+// then rolled the transaction back), with exponential backoff and full
+// jitter (1 ms doubling to 250 ms), for as long as the busy timeout
+// (WithBusyTimeout, default DefaultBusyTimeout, counted from the start of
+// Update) and ctx allow. A transient failure never reaches the caller while
+// re-runs remain: fn's return value is ignored after one, because the
+// server transaction is gone anyway. When a run fails so after the busy
+// timeout has passed, the error wraps backend.ErrBusy and the last
+// *pgconn.PgError. A
 // connection lost during COMMIT leaves the outcome unknown: that error is
 // returned and fn is not run again. fn's own error rolls back and is
 // returned as is; a panic rolls back and is re-raised. Close makes new calls
@@ -68,20 +70,14 @@
 //     one statement per key of a key set of up to eight keys, one per key
 //     set above that (= ANY($1) for string keys, a join against unnest of
 //     parallel arrays for composite keys); see below for why.
-//   - Apply sends nothing: it checks and encodes the writes (an operation
-//     outside the table in package backend's documentation is
-//     backend.ErrUnsupported at once) and queues them. The next read sends
-//     them first, in its own batch, so it sees them; the writes still queued
-//     when fn returns nil go in one batch with COMMIT. Every write is guarded
-//     so that matching no row is a server error (WITH w AS (... RETURNING 1)
-//     SELECT 1 / count(*) FROM w: division_by_zero), which aborts the
-//     transaction and makes the server skip the rest of the batch, COMMIT
-//     included: an Insert whose primary key or Attempt.Identity exists is
-//     backend.ErrConflict (INSERT ... ON CONFLICT DO NOTHING matched
-//     nothing), a Replace or Delete of a missing key backend.ErrNotFound, a
-//     Replace onto another attempt's Identity (unique violation)
-//     backend.ErrConflict. A deferred write that fails fails the read that
-//     carried it, or Update itself, with that error, and nothing commits.
+//   - Apply sends nothing: it encodes the Changes, one statement per
+//     non-empty slice, and queues them in the order backend.Changes fixes.
+//     The next read sends them first, in its own batch, so it sees them;
+//     the writes still queued when fn returns nil go in one batch with
+//     COMMIT. See "Writes" below for the statements. A deferred write that
+//     fails fails the read that carried it, or Update itself, with its
+//     error (backend.ErrConflict, backend.ErrNotFound, backend.ErrChanged),
+//     and nothing commits.
 //   - A failed write dooms the transaction: every later call fails and
 //     Update rolls back even if fn returns nil (the backend contract has fn
 //     return an error after a failed call, so no savepoint is needed).
@@ -100,12 +96,68 @@
 // with one array statement (= ANY, or unnest joined to the table). Under
 // plan_cache_mode = auto (set per transaction) the server caches the generic
 // plan of a statement whose generic plan costs what its custom plans cost,
-// which is every key statement and every write: planning them on each call
-// cost about as much as running them. Sequential scans are disabled per
+// which is every key statement and every one-row write: planning them on
+// each call cost about as much as running them (many-row writes force the
+// generic plan, see Writes). Sequential scans are disabled per
 // transaction, so no plan, even one made while the tables were empty, walks
 // a whole table; the first autoanalyze of a table invalidates the plans
 // made without statistics (TestExplainUsesIndexes checks the generic plans
 // on empty tables and both plans on 10k-row tables).
+//
+// # Writes
+//
+// A slice of one record is written with one-row statements: INSERT ...
+// VALUES ... ON CONFLICT DO NOTHING, UPDATE ... SET ... WHERE key, DELETE
+// ... WHERE key, and for Expect SELECT 1 / count(*) FROM table WHERE key
+// AND every column IS NOT DISTINCT FROM its value. A longer slice is one
+// statement for the whole slice, with fixed text (prepared once per
+// connection, whatever the slice's length). The records travel as one
+// array parameter per column; v is unnest(<key arrays>) WITH ORDINALITY
+// AS v(<key columns>, ord), and every other column is its array
+// subscripted with v.ord (a set-returning function per column would cost
+// more than the rest of the statement):
+//
+//   - Insert: INSERT INTO t (...) SELECT ... FROM v ON CONFLICT DO NOTHING;
+//   - Replace: UPDATE t AS x SET ... FROM v WHERE x.key = v.key;
+//   - Delete: DELETE FROM t AS x USING v WHERE x.key = v.key;
+//   - Expect: SELECT ... FROM v JOIN t AS x ON x.key = v.key AND every
+//     column IS NOT DISTINCT FROM its value.
+//
+// PostgreSQL arrays are rectangular, so a text[] column (an activation's
+// claims and predecessors) travels as one flat text[] of every row's list
+// plus each row's start and length in it (-1 for NULL). An Apply with a
+// many-row statement runs its writes under plan_cache_mode =
+// force_generic_plan (set_config around them, local to the transaction):
+// under auto the server would plan a short slice's statement afresh on
+// every call (the generic plan assumes ten rows, so the custom plan of a
+// shorter slice looks cheaper), which costs 0.15–0.3 ms, more than running
+// it, while the generic plan, a nested loop over v probing the primary
+// key, suits any slice.
+//
+// Every write is guarded so that matching fewer rows than it was given is
+// a server error: WITH w AS (... RETURNING 1) SELECT 1 / count(*) FROM w
+// for one row, SELECT 1 / (count(*) = cardinality($1))::int FROM w for
+// many (division_by_zero either way). It aborts the transaction and makes
+// the server skip the rest of the batch, COMMIT included, and the adapter
+// reports it as the statement's sentinel: backend.ErrConflict for an
+// Insert (a primary key or Attempt.Identity stored, or repeated within the
+// slice: ON CONFLICT DO NOTHING skips the row), backend.ErrNotFound for a
+// Replace or Delete (a key missing, or deleted twice), backend.ErrChanged
+// for an Expect. A Replace onto another attempt's Identity (unique
+// violation) is backend.ErrConflict.
+//
+// The result is that of applying the records one by one in order: a
+// Replace slice naming a key twice is written as its last Replace of that
+// key, which is what one by one leaves. Replace of attempts is the
+// exception that keeps one statement per record: PostgreSQL checks the
+// unique Identity row by row in the order the UPDATE reaches the rows, so
+// a slice moving an Identity from one attempt to another would conflict,
+// or not, by that order rather than the slice's. The statements of a slice
+// travel in the same batch, so this costs no round trip. A slice that
+// fails for a reason other than its sentinel (a value the server refuses,
+// such as a NUL byte in a string) fails as a whole with the server's
+// error, even when one by one an earlier record of the slice would have
+// failed first with a sentinel.
 //
 // # Schema
 //
@@ -146,14 +198,17 @@
 //     multi-statement simple query), relying on the server skipping the rest
 //     of a batch after a failed statement; the guard on each write is a
 //     data-modifying CTE (WITH ... RETURNING) whose division by zero turns
-//     "no row" into an error (CockroachDB supports both; YugabyteDB too).
+//     "fewer rows than given" into an error (CockroachDB supports both;
+//     YugabyteDB too). UPDATE ... FROM and DELETE ... USING for many-row
+//     writes.
 //   - pg_advisory_xact_lock during migrations (stubbed on some engines; the
 //     version-row compare-and-set keeps migrations safe without it).
 //   - Catalog reads in pg_catalog (pg_namespace, pg_class, pg_proc,
 //     pg_type) to tell an empty schema from a foreign one.
 //   - COLLATE "C" on text columns (CockroachDB compares strings bytewise by
 //     default and spells collations differently).
-//   - text[] and bigint[] parameters with = ANY and multi-argument unnest;
+//   - array parameters with = ANY and multi-argument unnest (Load's key
+//     sets, every many-row write), array slices (a[i:j]) and cardinality;
 //     partial indexes (WHERE admissible, WHERE released_ms = 0); row-value
 //     comparisons such as (a, b) > ($1, $2); INSERT ... ON CONFLICT DO
 //     NOTHING; bytea. CockroachDB and YugabyteDB support all of these.

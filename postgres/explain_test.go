@@ -26,7 +26,7 @@ import (
 // index-selected rows.)
 func TestExplainUsesIndexes(t *testing.T) {
 	t.Parallel()
-	b, _, schema := openFresh(t)
+	b, _, schema := openFresh(t, postgres.WithManyRowsFrom(2))
 	admin := pgtest.Admin(t)
 	ctx := ctxT(t)
 	s := pgx.Identifier{schema}.Sanitize()
@@ -104,24 +104,24 @@ func explained(b *postgres.Backend) []explainedStmt {
 	add := func(name string, sql string, args []any, index string, _ bool) {
 		stmts = append(stmts, explainedStmt{name, sql, args, index})
 	}
-	for name, q := range map[string]backend.PendingQuery{
-		"pending-start":        {Limit: 100},
-		"pending-after":        {After: backend.ActivationKey{RunID: "run-50", NodeID: "node-3", ActivationID: "act-33"}, Limit: 100},
-		"pending-after-run":    {After: backend.ActivationKey{RunID: "run-50"}, AfterRun: true, Limit: 100},
-		"pending-run":          {RunID: "run-77", Limit: 100},
-		"pending-run-after":    {RunID: "run-77", After: backend.ActivationKey{RunID: "run-77", NodeID: "node-0", ActivationID: "act-30"}, Limit: 100},
-		"pending-run-afterrun": {RunID: "run-77", After: backend.ActivationKey{RunID: "run-7"}, AfterRun: true, Limit: 100},
+	for name, q := range map[string]backend.AdmissibleQuery{
+		"admissible-start":        {Limit: 100},
+		"admissible-after":        {After: backend.ActivationKey{RunID: "run-50", NodeID: "node-3", ActivationID: "act-33"}, Limit: 100},
+		"admissible-after-run":    {After: backend.ActivationKey{RunID: "run-50"}, AfterRun: true, Limit: 100},
+		"admissible-run":          {RunID: "run-77", Limit: 100},
+		"admissible-run-after":    {RunID: "run-77", After: backend.ActivationKey{RunID: "run-77", NodeID: "node-0", ActivationID: "act-30"}, Limit: 100},
+		"admissible-run-afterrun": {RunID: "run-77", After: backend.ActivationKey{RunID: "run-7"}, AfterRun: true, Limit: 100},
 	} {
-		sql, args := b.PendingSQL(q)
+		sql, args := b.AdmissibleSQL(q)
 		add(name, sql, args, "activations_admissible", q.RunID == "")
 	}
 	sql, args := b.DueSchedulesSQL(backend.ScheduleQuery{RunID: "run-9", DueBy: 3000, Limit: 100})
 	add("due-schedules", sql, args, "retry_schedules_due", false)
 	for _, run := range []string{"", "run-5"} {
 		for _, st := range []backend.AttemptStatus{"", backend.AttemptPrepared} {
-			for _, after := range []*backend.AttemptCursor{nil, {PreparedMS: 5030, Identity: "id-5-30"}} {
+			for _, after := range []backend.AttemptCursor{{}, {PreparedMS: 5030, Identity: "id-5-30"}} {
 				sql, args := b.AttemptsSQL(backend.AttemptQuery{RunID: run, Status: st, After: after, Limit: 50})
-				add(fmt.Sprintf("attempts-run%q-status%q-after%v", run, st, after != nil), sql, args, "attempts_", run == "")
+				add(fmt.Sprintf("attempts-run%q-status%q-after%v", run, st, after != backend.AttemptCursor{}), sql, args, "attempts_", run == "")
 			}
 		}
 	}
@@ -165,6 +165,42 @@ func explained(b *postgres.Backend) []explainedStmt {
 		{"expectAttempt", "attempts_pkey", vals([]any{"run-3", "node-1", "act-1", int64(1)}, 15)},
 	} {
 		add(k.name, named[k.name], k.args, k.index, false)
+	}
+	// Many-row writes, two rows each: every one finds its rows through
+	// the primary key (inserts through ON CONFLICT's arbiter indexes).
+	ak := func(i int) backend.ActivationKey {
+		return backend.ActivationKey{RunID: fmt.Sprint("run-", i), NodeID: "node-1", ActivationID: fmt.Sprint("act-", i)}
+	}
+	tk := func(i int) backend.AttemptKey { return backend.AttemptKey{ActivationKey: ak(i), Attempt: 1} }
+	lk := func(i int) backend.LeaseKey {
+		return backend.LeaseKey{AttemptKey: tk(i), Resource: "res-1", Mode: backend.LeaseWrite}
+	}
+	acts := []backend.Activation{{Key: ak(1), Claims: []backend.ResourceClaim{{Resource: "res-1", Mode: backend.LeaseRead}}}, {Key: ak(2)}}
+	atts := []backend.Attempt{{Key: tk(1), Identity: "id-1-1"}, {Key: tk(2), Identity: "id-2-2"}}
+	for _, w := range []struct {
+		name, index string
+		c           backend.Changes
+	}{
+		{"expect-runs", "runs_pkey", backend.Changes{Expect: backend.Expected{Runs: []backend.Run{{ID: "run-1"}, {ID: "run-2"}}}}},
+		{"expect-activations", "activations_pkey", backend.Changes{Expect: backend.Expected{Activations: acts}}},
+		{"expect-attempts", "attempts_pkey", backend.Changes{Expect: backend.Expected{Attempts: atts}}},
+		{"delete-events", "events_pkey", backend.Changes{Delete: backend.Deletes{Events: []backend.EventKey{{RunID: "run-1", Seq: 1}, {RunID: "run-2", Seq: 2}}}}},
+		{"delete-schedules", "retry_schedules_pkey", backend.Changes{Delete: backend.Deletes{Schedules: []backend.ActivationKey{ak(1), ak(2)}}}},
+		{"delete-leases", "leases_pkey", backend.Changes{Delete: backend.Deletes{Leases: []backend.LeaseKey{lk(1), lk(2)}}}},
+		{"delete-attempts", "attempts_pkey", backend.Changes{Delete: backend.Deletes{Attempts: []backend.AttemptKey{tk(1), tk(2)}}}},
+		{"insert-activations", "", backend.Changes{Insert: backend.Inserts{Activations: acts}}},
+		{"insert-attempts", "", backend.Changes{Insert: backend.Inserts{Attempts: atts}}},
+		{"replace-runs", "runs_pkey", backend.Changes{Replace: backend.Replaces{Runs: []backend.Run{{ID: "run-1"}, {ID: "run-2"}}}}},
+		{"replace-activations", "activations_pkey", backend.Changes{Replace: backend.Replaces{Activations: acts}}},
+		{"replace-groups", "fan_out_groups_pkey", backend.Changes{Replace: backend.Replaces{Groups: []backend.FanOutGroup{{Controller: ak(1)}, {Controller: ak(2)}}}}},
+		{"replace-leases", "leases_pkey", backend.Changes{Replace: backend.Replaces{Leases: []backend.Lease{{Key: lk(1)}, {Key: lk(2)}}}}},
+		{"replace-schedules", "retry_schedules_pkey", backend.Changes{Replace: backend.Replaces{Schedules: []backend.RetrySchedule{{Key: ak(1)}, {Key: ak(2)}}}}},
+	} {
+		st := b.ChangesSQL(w.c)
+		if len(st) != 1 {
+			panic(fmt.Sprintf("%s: %d statements, want one", w.name, len(st)))
+		}
+		add(w.name, st[0].SQL, st[0].Args, w.index, false)
 	}
 	return stmts
 }
@@ -228,6 +264,8 @@ func literal(t *testing.T, a any) string {
 			q[i] = quote(s)
 		}
 		return "ARRAY[" + strings.Join(q, ", ") + "]::text[]"
+	case []int32, []int64, []*int64, []*string, []bool, [][]byte:
+		return "NULL" // the statement casts it to its array type
 	}
 	t.Fatalf("literal: unsupported %T", a)
 	return ""

@@ -10,6 +10,14 @@ import (
 // compare-and-set alone.
 var WithoutAdvisoryLock = withoutAdvisoryLock
 
+// WithManyRowsFrom sets the shortest slice Apply writes with one many-row
+// statement.
+var WithManyRowsFrom = withManyRowsFrom
+
+// SmallSlice is the longest slice Apply writes one statement per record by
+// default.
+const SmallSlice = smallSlice
+
 // SetAfterRoundTrip installs the round-trip hook (call before using b).
 func (b *Backend) SetAfterRoundTrip(h func(pid uint32, n int)) { b.hooks.afterRoundTrip = h }
 
@@ -38,8 +46,29 @@ func (b *Backend) StatsForTest() Stats {
 // RoundTrips returns how many round trips the transaction has made.
 func RoundTrips(tx backend.ReadTx) int { return tx.(*txn).rts }
 
-// PendingSQL returns the statement and arguments PendingActivations sends.
-func (b *Backend) PendingSQL(q backend.PendingQuery) (string, []any) { return b.q.pendingQuery(q) }
+// AdmissibleSQL returns the statement and arguments AdmissibleActivations
+// sends.
+func (b *Backend) AdmissibleSQL(q backend.AdmissibleQuery) (string, []any) {
+	return b.q.admissibleQuery(q)
+}
+
+// Statement is one statement Apply queues.
+type Statement struct {
+	SQL  string
+	Args []any
+}
+
+// ChangesSQL returns the write statements Apply queues for c, in order
+// (not the plan_cache_mode switches around many-row ones).
+func (b *Backend) ChangesSQL(c backend.Changes) []Statement {
+	var out []Statement
+	for _, w := range b.q.kinds.queueChanges(nil, &c) {
+		if !w.setting {
+			out = append(out, Statement{w.sql, w.args})
+		}
+	}
+	return out
+}
 
 // AttemptsSQL returns the statement and arguments Attempts sends.
 func (b *Backend) AttemptsSQL(q backend.AttemptQuery) (string, []any) { return b.q.attemptQuery(q) }
@@ -76,6 +105,18 @@ func (b *Backend) NamedSQL() map[string]string {
 
 // Settings returns the statement sent after BEGIN in every transaction.
 func (b *Backend) Settings() string { return b.settings }
+
+// TableColumns lists, per table, the columns the adapter reads and writes
+// as "name type", in its order.
+func TableColumns() map[string][]string {
+	out := map[string][]string{}
+	for _, t := range []table{tRuns, tLinks, tActivations, tGroups, tAttempts, tLeases, tSchedules, tEvents} {
+		for i, c := range t.cols {
+			out[t.name] = append(out[t.name], c+" "+t.types[i])
+		}
+	}
+	return out
+}
 
 // Tables lists the tables of the current schema version.
 var Tables = ourTables

@@ -87,12 +87,41 @@ func openOn(t testing.TB, dsn, schema string, opts ...postgres.Option) *postgres
 	return b
 }
 
-// apply runs writes in one Update.
-func apply(t testing.TB, b backend.Backend, writes ...backend.Write) {
+// apply applies c in one Update.
+func apply(t testing.TB, b backend.Backend, c backend.Changes) {
 	t.Helper()
 	require.NoError(t, b.Update(ctxT(t), func(tx backend.Tx) error {
-		return tx.Apply(context.Background(), writes...)
+		return tx.Apply(context.Background(), c)
 	}))
+}
+
+// runs returns runs with the given ids and every other field zero.
+func runs(ids ...string) []backend.Run {
+	rs := make([]backend.Run, len(ids))
+	for i, id := range ids {
+		rs[i] = backend.Run{ID: id}
+	}
+	return rs
+}
+
+// insertRuns inserts runs with the given ids.
+func insertRuns(ids ...string) backend.Changes {
+	return backend.Changes{Insert: backend.Inserts{Runs: runs(ids...)}}
+}
+
+// insertAll inserts one record of each kind (the values of fullRecords).
+func insertAll(run backend.Run, link backend.RunLink, act backend.Activation, group backend.FanOutGroup,
+	att backend.Attempt, lease backend.Lease, sched backend.RetrySchedule, ev backend.Event) backend.Changes {
+	return backend.Changes{Insert: backend.Inserts{
+		Runs: []backend.Run{run}, Links: []backend.RunLink{link}, Activations: []backend.Activation{act},
+		Groups: []backend.FanOutGroup{group}, Attempts: []backend.Attempt{att}, Leases: []backend.Lease{lease},
+		Schedules: []backend.RetrySchedule{sched}, Events: []backend.Event{ev},
+	}}
+}
+
+// replaceRuns replaces runs.
+func replaceRuns(rs ...backend.Run) backend.Changes {
+	return backend.Changes{Replace: backend.Replaces{Runs: rs}}
 }
 
 // load runs one Lookup in a View.

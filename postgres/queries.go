@@ -12,9 +12,9 @@ type queries struct {
 	loadRun, loadLink, loadActivation, loadGroup, loadAttempt string
 	loadIdentity, loadLease, loadSchedule, loadResource       string
 
-	// PendingActivations: global/run × start/after/afterRun.
-	pendingStart, pendingAfter, pendingAfterRun          string
-	pendingRunStart, pendingRunAfter, pendingRunAfterRun string
+	// AdmissibleActivations: global/run × start/after/afterRun.
+	admissibleStart, admissibleAfter, admissibleAfterRun          string
+	admissibleRunStart, admissibleRunAfter, admissibleRunAfterRun string
 
 	activationsStart, activationsAfter string
 
@@ -28,16 +28,17 @@ type queries struct {
 	dueSchedules string
 	events       string
 
-	activeLeasesStart, activeLeasesAfter string
+	activeLeasesStart, activeLeasesAfter string // unreleased only
 	allLeasesStart, allLeasesAfter       string
 
 	runsScan, runsScanStatus string
 
-	// Writes per table.
+	// Writes per table, and per slice of backend.Changes.
 	runs, links, activations, groups, attemptsW, leases, schedules, eventsW writeSQL
+	kinds                                                                   kinds
 }
 
-func buildQueries(quotedSchema string) *queries {
+func buildQueries(quotedSchema string, manyRowsFrom int) *queries {
 	qual := func(t string) string { return quotedSchema + "." + t }
 	q := &queries{}
 
@@ -77,19 +78,19 @@ func buildQueries(quotedSchema string) *queries {
 	q.loadResource = sel(tLeases) + " WHERE run_id = $1 AND resource = $2 AND released_ms = 0" +
 		" ORDER BY run_id, resource, node_id, activation_id, attempt, mode"
 
-	// Pending discovery walks the partial index activations_admissible.
-	pend := sel(tActivations) + " WHERE admissible"
-	pendOrder := " ORDER BY run_id, node_id, activation_id"
-	q.pendingStart = pend + pendOrder + " LIMIT $1"
-	q.pendingAfter = pend + " AND (run_id, node_id, activation_id) > ($1, $2, $3)" + pendOrder + " LIMIT $4"
-	q.pendingAfterRun = pend + " AND run_id > $1" + pendOrder + " LIMIT $2"
-	q.pendingRunStart = pend + " AND run_id = $1" + pendOrder + " LIMIT $2"
-	q.pendingRunAfter = pend + " AND run_id = $1 AND (run_id, node_id, activation_id) > ($2, $3, $4)" + pendOrder + " LIMIT $5"
-	q.pendingRunAfterRun = pend + " AND run_id = $1 AND run_id > $2" + pendOrder + " LIMIT $3"
+	// Admissible discovery walks the partial index activations_admissible.
+	adm := sel(tActivations) + " WHERE admissible"
+	actOrder := " ORDER BY run_id, node_id, activation_id"
+	q.admissibleStart = adm + actOrder + " LIMIT $1"
+	q.admissibleAfter = adm + " AND (run_id, node_id, activation_id) > ($1, $2, $3)" + actOrder + " LIMIT $4"
+	q.admissibleAfterRun = adm + " AND run_id > $1" + actOrder + " LIMIT $2"
+	q.admissibleRunStart = adm + " AND run_id = $1" + actOrder + " LIMIT $2"
+	q.admissibleRunAfter = adm + " AND run_id = $1 AND (run_id, node_id, activation_id) > ($2, $3, $4)" + actOrder + " LIMIT $5"
+	q.admissibleRunAfterRun = adm + " AND run_id = $1 AND run_id > $2" + actOrder + " LIMIT $3"
 
 	acts := sel(tActivations) + " WHERE run_id = $1"
-	q.activationsStart = acts + pendOrder + " LIMIT $2"
-	q.activationsAfter = acts + " AND (node_id, activation_id) > ($2, $3)" + pendOrder + " LIMIT $4"
+	q.activationsStart = acts + actOrder + " LIMIT $2"
+	q.activationsAfter = acts + " AND (node_id, activation_id) > ($2, $3)" + actOrder + " LIMIT $4"
 
 	// Attempts: each shape matches one of the four attempt order indexes.
 	// A descending scan walks the same index backwards.
@@ -166,6 +167,7 @@ func buildQueries(quotedSchema string) *queries {
 	q.leases = buildWriteSQL(qual, tLeases)
 	q.schedules = buildWriteSQL(qual, tSchedules)
 	q.eventsW = buildWriteSQL(qual, tEvents)
+	q.kinds = buildKinds(q, manyRowsFrom)
 	return q
 }
 

@@ -205,32 +205,32 @@ func resourceArgs(refs []backend.ResourceRef) []any {
 	return []any{runs, res}
 }
 
-// PendingActivations implements backend.ReadTx. It walks the partial index
-// activations_admissible in key order.
-func (t *txn) PendingActivations(ctx context.Context, q backend.PendingQuery) ([]backend.Activation, error) {
+// AdmissibleActivations implements backend.ReadTx. It walks the partial
+// index activations_admissible in key order.
+func (t *txn) AdmissibleActivations(ctx context.Context, q backend.AdmissibleQuery) ([]backend.Activation, error) {
 	if q.Limit <= 0 {
 		return nil, nil
 	}
-	sql, args := t.b.q.pendingQuery(q)
-	return query(ctx, t, "pending activations", sql, scanActivation, args...)
+	sql, args := t.b.q.admissibleQuery(q)
+	return query(ctx, t, "admissible activations", sql, scanActivation, args...)
 }
 
-func (q *queries) pendingQuery(p backend.PendingQuery) (string, []any) {
+func (q *queries) admissibleQuery(p backend.AdmissibleQuery) (string, []any) {
 	lim := int64(p.Limit)
 	start := !p.AfterRun && p.After == (backend.ActivationKey{})
 	switch {
 	case p.RunID == "" && start:
-		return q.pendingStart, []any{lim}
+		return q.admissibleStart, []any{lim}
 	case p.RunID == "" && p.AfterRun:
-		return q.pendingAfterRun, []any{p.After.RunID, lim}
+		return q.admissibleAfterRun, []any{p.After.RunID, lim}
 	case p.RunID == "":
-		return q.pendingAfter, []any{p.After.RunID, p.After.NodeID, p.After.ActivationID, lim}
+		return q.admissibleAfter, []any{p.After.RunID, p.After.NodeID, p.After.ActivationID, lim}
 	case start:
-		return q.pendingRunStart, []any{p.RunID, lim}
+		return q.admissibleRunStart, []any{p.RunID, lim}
 	case p.AfterRun:
-		return q.pendingRunAfterRun, []any{p.RunID, p.After.RunID, lim}
+		return q.admissibleRunAfterRun, []any{p.RunID, p.After.RunID, lim}
 	}
-	return q.pendingRunAfter, []any{p.RunID, p.After.RunID, p.After.NodeID, p.After.ActivationID, lim}
+	return q.admissibleRunAfter, []any{p.RunID, p.After.RunID, p.After.NodeID, p.After.ActivationID, lim}
 }
 
 // Activations implements backend.ReadTx.
@@ -266,7 +266,9 @@ func (q *queries) attemptQuery(a backend.AttemptQuery) (string, []any) {
 		status = 1
 		args = append(args, string(a.Status))
 	}
-	if a.After != nil {
+	// The zero cursor is before every attempt in ascending order and after
+	// every one in descending order: no condition at all.
+	if a.After != (backend.AttemptCursor{}) {
 		after = 1
 		args = append(args, a.After.PreparedMS, a.After.Identity)
 	}
@@ -277,15 +279,15 @@ func (q *queries) attemptQuery(a backend.AttemptQuery) (string, []any) {
 	return q.attempts[run][status][after][desc], append(args, int64(a.Limit))
 }
 
-// CountAttempts implements backend.ReadTx, reading at most limit index
+// CountAttempts implements backend.ReadTx, reading at most q.Limit index
 // entries.
-func (t *txn) CountAttempts(ctx context.Context, runID string, limit int) (int, error) {
-	if limit <= 0 {
+func (t *txn) CountAttempts(ctx context.Context, q backend.AttemptCountQuery) (int, error) {
+	if q.Limit <= 0 {
 		return 0, nil
 	}
 	var n int64
 	err := t.exchange(ctx,
-		func(b *pgx.Batch) { b.Queue(t.b.q.countAttempts, runID, int64(limit)) },
+		func(b *pgx.Batch) { b.Queue(t.b.q.countAttempts, q.RunID, int64(q.Limit)) },
 		func(br pgx.BatchResults) error { return br.QueryRow().Scan(&n) })
 	if err != nil {
 		return 0, fmt.Errorf("postgres: count attempts: %w", err)
@@ -298,11 +300,11 @@ func (t *txn) ChildRuns(ctx context.Context, q backend.ChildRunQuery) ([]backend
 	if q.Limit <= 0 {
 		return nil, nil
 	}
-	if q.AfterCreatedMS == 0 && q.AfterChildID == "" {
+	if q.After == (backend.ChildRunCursor{}) {
 		return query(ctx, t, "child runs", t.b.q.childRunsStart, scanLink, q.RootRunID, int64(q.Limit))
 	}
 	return query(ctx, t, "child runs", t.b.q.childRunsAfter, scanLink,
-		q.RootRunID, q.AfterCreatedMS, q.AfterChildID, int64(q.Limit))
+		q.RootRunID, q.After.CreatedMS, q.After.ChildRunID, int64(q.Limit))
 }
 
 // DueSchedules implements backend.ReadTx.
@@ -318,11 +320,12 @@ func (t *txn) Events(ctx context.Context, q backend.EventQuery) ([]backend.Event
 	if q.Limit <= 0 {
 		return nil, nil
 	}
-	return query(ctx, t, "events", t.b.q.events, scanEvent, q.RunID, q.AfterSeq, int64(q.Limit))
+	return query(ctx, t, "events", t.b.q.events, scanEvent, q.RunID, q.After, int64(q.Limit))
 }
 
-// ActiveLeases implements backend.ReadTx.
-func (t *txn) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
+// Leases implements backend.ReadTx: unreleased leases walk the partial
+// index leases_active, all leases the primary key.
+func (t *txn) Leases(ctx context.Context, q backend.LeaseQuery) ([]backend.Lease, error) {
 	if q.Limit <= 0 {
 		return nil, nil
 	}
@@ -330,11 +333,11 @@ func (t *txn) ActiveLeases(ctx context.Context, q backend.LeaseQuery) ([]backend
 	if q.IncludeReleased {
 		start, after = t.b.q.allLeasesStart, t.b.q.allLeasesAfter
 	}
-	if q.After == nil {
-		return query(ctx, t, "active leases", start, scanLease, q.RunID, int64(q.Limit))
+	if q.After == (backend.LeaseKey{}) {
+		return query(ctx, t, "leases", start, scanLease, q.RunID, int64(q.Limit))
 	}
 	k := q.After
-	return query(ctx, t, "active leases", after, scanLease,
+	return query(ctx, t, "leases", after, scanLease,
 		q.RunID, k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt), k.Resource, string(k.Mode), int64(q.Limit))
 }
 

@@ -2,6 +2,7 @@ package postgres_test
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"testing"
 
@@ -28,27 +29,27 @@ func TestScansOrderBytewiseWithLimitsAndCursors(t *testing.T) {
 	t.Parallel()
 	b, _, _ := openFresh(t)
 	ctx := context.Background()
-	var ws []backend.Write
+	var ins backend.Inserts
 	for _, run := range orderIDs {
-		ws = append(ws, backend.Ins(backend.Run{ID: run}))
+		ins.Runs = append(ins.Runs, backend.Run{ID: run})
 		for _, node := range orderIDs[:4] {
 			for _, act := range orderIDs[:3] {
 				k := backend.ActivationKey{RunID: run, NodeID: node, ActivationID: act}
 				// Every other activation is admissible.
-				ws = append(ws, backend.Ins(backend.Activation{Key: k, Admissible: act != orderIDs[1], Status: backend.ActivationPending}))
+				ins.Activations = append(ins.Activations, backend.Activation{Key: k, Admissible: act != orderIDs[1], Status: backend.ActivationPending})
 			}
 		}
 	}
-	apply(t, b, ws...)
+	apply(t, b, backend.Changes{Insert: ins})
 	runs := sortedBytewise(orderIDs)
 	nodes := sortedBytewise(orderIDs[:4])
 	acts := sortedBytewise(orderIDs[:3])
-	var wantPending []backend.ActivationKey
+	var wantAdmissible []backend.ActivationKey
 	for _, r := range runs {
 		for _, n := range nodes {
 			for _, a := range acts {
 				if a != orderIDs[1] {
-					wantPending = append(wantPending, backend.ActivationKey{RunID: r, NodeID: n, ActivationID: a})
+					wantAdmissible = append(wantAdmissible, backend.ActivationKey{RunID: r, NodeID: n, ActivationID: a})
 				}
 			}
 		}
@@ -62,11 +63,11 @@ func TestScansOrderBytewiseWithLimitsAndCursors(t *testing.T) {
 		return out
 	}
 	view(t, b, func(r backend.ReadTx) error {
-		// Page through the whole pending index 7 at a time.
+		// Page through the whole admissible index 7 at a time.
 		var got []backend.ActivationKey
-		q := backend.PendingQuery{Limit: 7}
+		q := backend.AdmissibleQuery{Limit: 7}
 		for {
-			page, err := r.PendingActivations(ctx, q)
+			page, err := r.AdmissibleActivations(ctx, q)
 			require.NoError(t, err)
 			require.LessOrEqual(t, len(page), 7)
 			got = append(got, keys(page)...)
@@ -75,27 +76,27 @@ func TestScansOrderBytewiseWithLimitsAndCursors(t *testing.T) {
 			}
 			q.After = page[len(page)-1].Key
 		}
-		require.Equal(t, wantPending, got)
+		require.Equal(t, wantAdmissible, got)
 
 		// AfterRun skips the rest of a run.
-		page, err := r.PendingActivations(ctx, backend.PendingQuery{After: backend.ActivationKey{RunID: runs[0], NodeID: "zzz"}, AfterRun: true, Limit: 1})
+		page, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{After: backend.ActivationKey{RunID: runs[0], NodeID: "zzz"}, AfterRun: true, Limit: 1})
 		require.NoError(t, err)
 		require.Equal(t, runs[1], page[0].Key.RunID)
 
 		// Per run, with cursor.
-		page, err = r.PendingActivations(ctx, backend.PendingQuery{RunID: runs[3], Limit: 100})
+		page, err = r.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: runs[3], Limit: 100})
 		require.NoError(t, err)
 		require.Len(t, page, len(nodes)*(len(acts)-1))
 		for _, a := range page {
 			require.Equal(t, runs[3], a.Key.RunID)
 		}
-		rest, err := r.PendingActivations(ctx, backend.PendingQuery{RunID: runs[3], After: page[2].Key, Limit: 100})
+		rest, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: runs[3], After: page[2].Key, Limit: 100})
 		require.NoError(t, err)
 		require.Equal(t, keys(page[3:]), keys(rest))
-		none, err := r.PendingActivations(ctx, backend.PendingQuery{RunID: runs[3], After: page[0].Key, AfterRun: true, Limit: 100})
+		none, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: runs[3], After: page[0].Key, AfterRun: true, Limit: 100})
 		require.NoError(t, err)
 		require.Empty(t, none)
-		zero, err := r.PendingActivations(ctx, backend.PendingQuery{Limit: 0})
+		zero, err := r.AdmissibleActivations(ctx, backend.AdmissibleQuery{Limit: 0})
 		require.NoError(t, err)
 		require.Empty(t, zero)
 
@@ -121,7 +122,6 @@ func TestAttemptScans(t *testing.T) {
 	t.Parallel()
 	b, _, _ := openFresh(t)
 	ctx := context.Background()
-	var ws []backend.Write
 	var all []backend.Attempt
 	statuses := []backend.AttemptStatus{backend.AttemptPrepared, backend.AttemptAdmitted}
 	for i, id := range orderIDs {
@@ -133,10 +133,9 @@ func TestAttemptScans(t *testing.T) {
 				PreparedMS: int64(i % 3), // ties broken by identity
 			}
 			all = append(all, a)
-			ws = append(ws, backend.Ins(a))
 		}
 	}
-	apply(t, b, ws...)
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Attempts: all}})
 	sort.Slice(all, func(i, j int) bool {
 		if all[i].PreparedMS != all[j].PreparedMS {
 			return all[i].PreparedMS < all[j].PreparedMS
@@ -167,21 +166,39 @@ func TestAttemptScans(t *testing.T) {
 						break
 					}
 					last := page[len(page)-1]
-					q.After = &backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+					q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
 				}
 				require.Equal(t, filter(run, st), got, "run %q status %q", run, st)
+				// Descending: the zero cursor starts at the top.
+				got = nil
+				q = backend.AttemptQuery{RunID: run, Status: st, Descending: true, Limit: 5}
+				for {
+					page, err := r.Attempts(ctx, q)
+					require.NoError(t, err)
+					for _, a := range page {
+						got = append(got, a.Identity)
+					}
+					if len(page) < 5 {
+						break
+					}
+					last := page[len(page)-1]
+					q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+				}
+				want := filter(run, st)
+				slices.Reverse(want)
+				require.Equal(t, want, got, "descending, run %q status %q", run, st)
 			}
 		}
-		n, err := r.CountAttempts(ctx, "r1", 1000)
+		n, err := r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: "r1", Limit: 1000})
 		require.NoError(t, err)
 		require.Equal(t, len(orderIDs), n)
-		n, err = r.CountAttempts(ctx, "r1", 3)
+		n, err = r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: "r1", Limit: 3})
 		require.NoError(t, err)
 		require.Equal(t, 3, n)
-		n, err = r.CountAttempts(ctx, "r1", 0)
+		n, err = r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: "r1", Limit: 0})
 		require.NoError(t, err)
 		require.Zero(t, n)
-		n, err = r.CountAttempts(ctx, "none", 10)
+		n, err = r.CountAttempts(ctx, backend.AttemptCountQuery{RunID: "none", Limit: 10})
 		require.NoError(t, err)
 		require.Zero(t, n)
 		return nil
@@ -192,19 +209,21 @@ func TestChildRunsSchedulesEventsLeases(t *testing.T) {
 	t.Parallel()
 	b, _, _ := openFresh(t)
 	ctx := context.Background()
-	var ws []backend.Write
+	var ins backend.Inserts
 	for i, id := range orderIDs {
-		ws = append(ws,
-			backend.Ins(backend.RunLink{ChildRunID: id, RootRunID: "root", CreatedMS: int64(i % 2)}),
-			backend.Ins(backend.RunLink{ChildRunID: "other-" + id, RootRunID: "other", CreatedMS: 1}),
-			backend.Ins(backend.RetrySchedule{Key: backend.ActivationKey{RunID: "run", NodeID: id, ActivationID: "x"}, DueMS: int64(i % 3)}),
-			backend.Ins(backend.RetrySchedule{Key: backend.ActivationKey{RunID: "run2", NodeID: id, ActivationID: "x"}, DueMS: 0}),
-			backend.Ins(backend.Event{RunID: "run", Seq: int64(10 * (i + 1)), Type: id}),
-			backend.Ins(backend.Lease{Key: backend.LeaseKey{AttemptKey: backend.AttemptKey{ActivationKey: backend.ActivationKey{RunID: "run", NodeID: id, ActivationID: "a"}, Attempt: 2}, Resource: "res", Mode: backend.LeaseWrite}, ReleasedMS: int64(i % 2)}),
-			backend.Ins(backend.Lease{Key: backend.LeaseKey{AttemptKey: backend.AttemptKey{ActivationKey: backend.ActivationKey{RunID: "run", NodeID: id, ActivationID: "a"}, Attempt: 2}, Resource: "res", Mode: backend.LeaseRead}}),
-		)
+		ins.Links = append(ins.Links,
+			backend.RunLink{ChildRunID: id, RootRunID: "root", CreatedMS: int64(i % 2)},
+			backend.RunLink{ChildRunID: "other-" + id, RootRunID: "other", CreatedMS: 1})
+		ins.Schedules = append(ins.Schedules,
+			backend.RetrySchedule{Key: backend.ActivationKey{RunID: "run", NodeID: id, ActivationID: "x"}, DueMS: int64(i % 3)},
+			backend.RetrySchedule{Key: backend.ActivationKey{RunID: "run2", NodeID: id, ActivationID: "x"}, DueMS: 0})
+		ins.Events = append(ins.Events, backend.Event{RunID: "run", Seq: int64(10 * (i + 1)), Type: id})
+		ak := backend.AttemptKey{ActivationKey: backend.ActivationKey{RunID: "run", NodeID: id, ActivationID: "a"}, Attempt: 2}
+		ins.Leases = append(ins.Leases,
+			backend.Lease{Key: backend.LeaseKey{AttemptKey: ak, Resource: "res", Mode: backend.LeaseWrite}, ReleasedMS: int64(i % 2)},
+			backend.Lease{Key: backend.LeaseKey{AttemptKey: ak, Resource: "res", Mode: backend.LeaseRead}})
 	}
-	apply(t, b, ws...)
+	apply(t, b, backend.Changes{Insert: ins})
 	view(t, b, func(r backend.ReadTx) error {
 		// Child runs by (CreatedMS, ChildRunID).
 		var want []string
@@ -226,7 +245,7 @@ func TestChildRunsSchedulesEventsLeases(t *testing.T) {
 			if len(page) < 4 {
 				break
 			}
-			q.AfterCreatedMS, q.AfterChildID = page[3].CreatedMS, page[3].ChildRunID
+			q.After = backend.ChildRunCursor{CreatedMS: page[3].CreatedMS, ChildRunID: page[3].ChildRunID}
 		}
 		require.Equal(t, want, got)
 
@@ -252,7 +271,7 @@ func TestChildRunsSchedulesEventsLeases(t *testing.T) {
 		require.Len(t, due, 2)
 
 		// Events after a sequence number.
-		evs, err := r.Events(ctx, backend.EventQuery{RunID: "run", AfterSeq: 25, Limit: 3})
+		evs, err := r.Events(ctx, backend.EventQuery{RunID: "run", After: 25, Limit: 3})
 		require.NoError(t, err)
 		require.Len(t, evs, 3)
 		require.Equal(t, []int64{30, 40, 50}, []int64{evs[0].Seq, evs[1].Seq, evs[2].Seq})
@@ -271,7 +290,7 @@ func TestChildRunsSchedulesEventsLeases(t *testing.T) {
 		var gotL []backend.LeaseKey
 		lq := backend.LeaseQuery{RunID: "run", Limit: 3}
 		for {
-			page, err := r.ActiveLeases(ctx, lq)
+			page, err := r.Leases(ctx, lq)
 			require.NoError(t, err)
 			for _, l := range page {
 				gotL = append(gotL, l.Key)
@@ -279,8 +298,7 @@ func TestChildRunsSchedulesEventsLeases(t *testing.T) {
 			if len(page) < 3 {
 				break
 			}
-			k := page[2].Key
-			lq.After = &k
+			lq.After = page[2].Key
 		}
 		require.Equal(t, wantL, gotL)
 

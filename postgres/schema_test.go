@@ -58,6 +58,23 @@ func tablesOf(t testing.TB, schema string) []string {
 	return out
 }
 
+// The adapter's column list and types (which its many-row writes cast
+// their array parameters to) are those of the created schema, in order.
+func TestTablesMatchTheSchema(t *testing.T) {
+	t.Parallel()
+	_, _, schema := openFresh(t)
+	for table, want := range postgres.TableColumns() {
+		rows, err := pgtest.Admin(t).Query(ctxT(t), `
+			SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+			FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, schema, table)
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		require.Equal(t, want, got, table)
+	}
+}
+
 func wantTables() []string {
 	out := append([]string(nil), postgres.Tables...)
 	sort.Strings(out)
@@ -68,7 +85,7 @@ func TestOpenCreatesSchemaAndReopenWritesNothing(t *testing.T) {
 	t.Parallel()
 	dsn, schema := pgtest.SchemaName(t) // does not exist yet
 	b := openOn(t, dsn, schema)
-	apply(t, b, backend.Ins(backend.Run{ID: "r"}))
+	apply(t, b, insertRuns("r"))
 	require.Equal(t, wantTables(), tablesOf(t, schema))
 	before, meta := catalog(t, schema), metaRow(t, schema)
 	require.Contains(t, meta, fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))

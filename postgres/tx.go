@@ -25,11 +25,12 @@ const (
 // travel in the same round trip as fn's first read; Apply sends nothing and
 // its writes travel with the next read or with COMMIT, so an fn that reads
 // then writes costs two round trips, one that only writes costs one, and
-// one that does neither costs none. fn is run again (up to WithMaxRuns
-// times, with jittered exponential backoff bounded by ctx) when the server
-// reports a serialization failure (40001) or deadlock (40P01), or the
-// connection is lost before COMMIT was sent; a loss during COMMIT leaves the
-// outcome unknown and is returned, never re-run.
+// one that does neither costs none. fn is run again (with jittered
+// exponential backoff, for as long as WithBusyTimeout allows and ctx
+// allows) when the server reports a serialization failure (40001) or
+// deadlock (40P01), or the connection is lost before COMMIT was sent; a
+// loss during COMMIT leaves the outcome unknown and is returned, never
+// re-run.
 func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
 	if fn == nil {
 		return errors.New("postgres: Update: nil fn")
@@ -40,6 +41,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 	}
 	defer leave()
 	b.stats.updates.Add(1)
+	start := time.Now()
 	var last error
 	for run := 1; ; run++ {
 		if cctx.Err() != nil {
@@ -62,11 +64,17 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			b.stats.connLost.Add(1)
 		}
 		last = err
-		if run >= b.cfg.maxRuns {
-			b.stats.exhausted.Add(1)
-			return fmt.Errorf("postgres: update: all %d runs ended in transient failures: %w: %w", run, backend.ErrBusy, err)
+		pause := b.backoff(run)
+		if limit := b.cfg.busyTimeout; limit > 0 {
+			left := limit - time.Since(start)
+			if left <= 0 {
+				b.stats.exhausted.Add(1)
+				return fmt.Errorf("postgres: update: %d runs in %v ended in transient failures (busy timeout %v): %w: %w",
+					run, time.Since(start).Round(time.Millisecond), limit, backend.ErrBusy, err)
+			}
+			pause = min(pause, left)
 		}
-		if err := sleepCtx(cctx, b.backoff(run)); err != nil {
+		if err := sleepCtx(cctx, pause); err != nil {
 			return ctxErr(cctx, "update", last)
 		}
 	}
@@ -127,12 +135,12 @@ type txn struct {
 
 	mu        sync.Mutex
 	conn      *pgxpool.Conn
-	began     bool   // BEGIN was sent
-	done      bool   // fn returned; further use fails
-	rts       int    // round trips so far
-	pending   []stmt // writes Apply queued, not yet sent (see Apply)
-	broken    error  // the server transaction is aborted or the connection is gone
-	retryErr  error  // a transient failure: this run must be rolled back and re-run
+	began     bool    // BEGIN was sent
+	done      bool    // fn returned; further use fails
+	rts       int     // round trips so far
+	pending   []write // writes Apply queued, not yet sent (see Apply)
+	broken    error   // the server transaction is aborted or the connection is gone
+	retryErr  error   // a transient failure: this run must be rolled back and re-run
 	retryKind string
 }
 
@@ -414,8 +422,8 @@ func (t *txn) fail(ctx context.Context, err error) error {
 	return werr
 }
 
-// ctxWrap makes an error caused by ctx (or by Close) match ctx.Err() (or
-// backend.ErrClosed) with errors.Is.
+// ctxWrap makes an error caused by ctx (or by Close) match ctx.Err() and
+// its cause (or backend.ErrClosed) with errors.Is.
 func ctxWrap(ctx context.Context, err error) error {
 	if ctx.Err() == nil {
 		return err
@@ -424,7 +432,13 @@ func ctxWrap(ctx context.Context, err error) error {
 		return fmt.Errorf("%w: %w", backend.ErrClosed, err)
 	}
 	if !errors.Is(err, ctx.Err()) {
-		return fmt.Errorf("%w: %w", ctx.Err(), err)
+		err = fmt.Errorf("%w: %w", ctx.Err(), err)
+	}
+	// A method's ctx merged with the call's (opCtx) is cancelled with the
+	// call's cause: a deadline of Update's ctx must match
+	// context.DeadlineExceeded too.
+	if cause := context.Cause(ctx); !errors.Is(err, cause) {
+		err = fmt.Errorf("%w: %w", cause, err)
 	}
 	return err
 }
@@ -436,7 +450,7 @@ func isDBError(err error) bool {
 	if errors.As(err, &pe) {
 		return true
 	}
-	for _, s := range []error{backend.ErrConflict, backend.ErrNotFound, backend.ErrUnsupported, errDecode} {
+	for _, s := range []error{backend.ErrConflict, backend.ErrNotFound, backend.ErrChanged, errDecode} {
 		if errors.Is(err, s) {
 			return false
 		}

@@ -24,7 +24,7 @@ func TestRollbackOnError(t *testing.T) {
 	b, _, _ := openFresh(t)
 	boom := errors.New("boom")
 	err := b.Update(ctxT(t), func(tx backend.Tx) error {
-		require.NoError(t, tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "r"})))
+		require.NoError(t, tx.Apply(context.Background(), insertRuns("r")))
 		return boom
 	})
 	require.Same(t, boom, err, "fn's error is returned as is")
@@ -37,7 +37,7 @@ func TestPanicRollsBackAndRepanics(t *testing.T) {
 	func() {
 		defer func() { require.Equal(t, "kaboom", recover()) }()
 		_ = b.Update(ctxT(t), func(tx backend.Tx) error {
-			require.NoError(t, tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "r"})))
+			require.NoError(t, tx.Apply(context.Background(), insertRuns("r")))
 			panic("kaboom")
 		})
 		t.Fatal("not reached")
@@ -52,7 +52,7 @@ func TestPanicRollsBackAndRepanics(t *testing.T) {
 	}()
 	// The pool is still healthy (connections were rolled back, not leaked).
 	for i := 0; i < 5; i++ {
-		apply(t, b, backend.Ins(backend.Run{ID: fmt.Sprint("ok", i)}))
+		apply(t, b, insertRuns(fmt.Sprint("ok", i)))
 	}
 }
 
@@ -61,14 +61,14 @@ func TestClosed(t *testing.T) {
 	dsn, schema := pgtest.Schema(t)
 	b, err := postgres.Open(ctxT(t), withMaxConns(dsn, 2), postgres.WithSchema(schema))
 	require.NoError(t, err)
-	apply(t, b, backend.Ins(backend.Run{ID: "r"}))
+	apply(t, b, insertRuns("r"))
 
 	// Close while an Update is in flight: it fails with ErrClosed and rolls back.
 	started := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
 		done <- b.Update(context.Background(), func(tx backend.Tx) error {
-			if err := tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "inflight"})); err != nil {
+			if err := tx.Apply(context.Background(), insertRuns("inflight")); err != nil {
 				return err
 			}
 			close(started)
@@ -101,7 +101,7 @@ func TestCallerPoolIsNotClosed(t *testing.T) {
 	pool := newPool(t, dsn, 2)
 	b, err := postgres.OpenPool(ctxT(t), pool, postgres.WithSchema(schema))
 	require.NoError(t, err)
-	apply(t, b, backend.Ins(backend.Run{ID: "r"}))
+	apply(t, b, insertRuns("r"))
 	require.NoError(t, b.Close())
 	require.NoError(t, pool.Ping(ctxT(t)), "our Close leaves the caller's pool open")
 }
@@ -119,18 +119,18 @@ func TestCallerPoolInSimpleProtocolMode(t *testing.T) {
 	pool, err := pgxpool.NewWithConfig(ctxT(t), cfg)
 	require.NoError(t, err)
 	t.Cleanup(pool.Close)
-	b, err := postgres.OpenPool(ctxT(t), pool, postgres.WithSchema(schema))
+	b, err := postgres.OpenPool(ctxT(t), pool, postgres.WithSchema(schema), postgres.WithManyRowsFrom(2))
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, b.Close()) })
 	run, link, act, group, att, lease, sched, ev := fullRecords(idUnicode)
-	apply(t, b, backend.Ins(run), backend.Ins(link), backend.Ins(act), backend.Ins(group), backend.Ins(att), backend.Ins(lease), backend.Ins(sched), backend.Ins(ev))
+	apply(t, b, insertAll(run, link, act, group, att, lease, sched, ev))
 	f := load(t, b, lookupAll(run, act, att, lease))
 	require.Equal(t, act, f.Activations[act.Key])
 	require.Equal(t, att, f.Identities[att.Identity])
 	require.Equal(t, run, f.Runs[run.ID])
 	// A deferred write is sent ahead of the next read, which sees it.
 	require.NoError(t, b.Update(ctxT(t), func(tx backend.Tx) error {
-		require.NoError(t, tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "w"})))
+		require.NoError(t, tx.Apply(context.Background(), insertRuns("w")))
 		f, err := tx.Load(context.Background(), backend.Lookup{Runs: []string{"w"}})
 		require.NoError(t, err)
 		require.Contains(t, f.Runs, "w")
@@ -138,7 +138,7 @@ func TestCallerPoolInSimpleProtocolMode(t *testing.T) {
 	}))
 	// A deferred conflict fails Update, and nothing of it commits.
 	err = b.Update(ctxT(t), func(tx backend.Tx) error {
-		return tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "x"}), backend.Ins(run), backend.Ins(backend.Run{ID: "y"}))
+		return tx.Apply(context.Background(), backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{{ID: "x"}, run, {ID: "y"}}}})
 	})
 	require.ErrorIs(t, err, backend.ErrConflict)
 	got := load(t, b, backend.Lookup{Runs: []string{"w", "x", "y"}}).Runs
@@ -147,13 +147,28 @@ func TestCallerPoolInSimpleProtocolMode(t *testing.T) {
 	require.NotContains(t, got, "y")
 	// Expect compares every column with values pgx interpolates into the
 	// SQL text (byte strings, text arrays, NULLs).
-	apply(t, b, backend.Exp(run), backend.Exp(act), backend.Exp(att))
+	apply(t, b, backend.Changes{Expect: backend.Expected{Runs: []backend.Run{run}, Activations: []backend.Activation{act}, Attempts: []backend.Attempt{att}}})
 	other := act
 	other.Claims = nil
 	require.ErrorIs(t, b.Update(ctxT(t), func(tx backend.Tx) error {
-		return tx.Apply(context.Background(), backend.Exp(other), backend.Ins(backend.Run{ID: "z"}))
+		return tx.Apply(context.Background(), backend.Changes{Expect: backend.Expected{Activations: []backend.Activation{other}}, Insert: backend.Inserts{Runs: runs("z")}})
 	}), backend.ErrChanged)
 	require.NotContains(t, load(t, b, backend.Lookup{Runs: []string{"z"}}).Runs, "z")
+	// Many-row statements too: arrays of byte strings, NULL elements and
+	// the flattened lists of activations.
+	acts := []backend.Activation{act, {Key: backend.ActivationKey{RunID: "m", NodeID: "n", ActivationID: "nil"}},
+		{Key: backend.ActivationKey{RunID: "m", NodeID: "n", ActivationID: "empty"}, Input: []byte{}, Claims: []backend.ResourceClaim{}, Predecessors: []backend.NodeRef{}}}
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{{ID: "m1"}, {ID: "m2", Metadata: []byte{}}}, Activations: acts[1:]}})
+	apply(t, b, backend.Changes{Expect: backend.Expected{Activations: acts, Runs: []backend.Run{run, {ID: "m1"}, {ID: "m2", Metadata: []byte{}}}}})
+	acts[1].Claims, acts[2].Claims = acts[2].Claims, acts[1].Claims
+	require.ErrorIs(t, b.Update(ctxT(t), func(tx backend.Tx) error {
+		return tx.Apply(context.Background(), backend.Changes{Expect: backend.Expected{Activations: acts}})
+	}), backend.ErrChanged)
+	apply(t, b, backend.Changes{Replace: backend.Replaces{Activations: acts}})
+	f = load(t, b, backend.Lookup{Activations: []backend.ActivationKey{acts[0].Key, acts[1].Key, acts[2].Key}})
+	for _, a := range acts {
+		require.Equal(t, a, f.Activations[a.Key])
+	}
 }
 
 func TestCancelledContext(t *testing.T) {
@@ -171,11 +186,11 @@ func TestCancelledContext(t *testing.T) {
 	// Cancelled inside fn: the statement fails, nothing commits.
 	ctx, cancel = context.WithCancel(context.Background())
 	err = b.Update(ctx, func(tx backend.Tx) error {
-		if err := tx.Apply(ctx, backend.Ins(backend.Run{ID: "r"})); err != nil {
+		if err := tx.Apply(ctx, insertRuns("r")); err != nil {
 			return err
 		}
 		cancel()
-		return tx.Apply(ctx, backend.Ins(backend.Run{ID: "r2"}))
+		return tx.Apply(ctx, insertRuns("r2"))
 	})
 	require.ErrorIs(t, err, context.Canceled)
 	require.Empty(t, load(t, b, backend.Lookup{Runs: []string{"r", "r2"}}).Runs)
@@ -196,12 +211,12 @@ func TestCancelledContext(t *testing.T) {
 func TestViewIsOneSnapshot(t *testing.T) {
 	t.Parallel()
 	b, _, _ := openFresh(t)
-	apply(t, b, backend.Ins(backend.Run{ID: "r", AttemptCount: 1}))
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{{ID: "r", AttemptCount: 1}}}})
 	view(t, b, func(r backend.ReadTx) error {
 		run, err := backend.GetRun(context.Background(), r, "r")
 		require.NoError(t, err)
 		require.Equal(t, int64(1), run.AttemptCount)
-		apply(t, b, backend.Rep(backend.Run{ID: "r", AttemptCount: 2}), backend.Ins(backend.Run{ID: "new"}))
+		apply(t, b, backend.Changes{Replace: backend.Replaces{Runs: []backend.Run{{ID: "r", AttemptCount: 2}}}, Insert: backend.Inserts{Runs: runs("new")}})
 		run, err = backend.GetRun(context.Background(), r, "r")
 		require.NoError(t, err)
 		require.Equal(t, int64(1), run.AttemptCount, "the snapshot does not move")
@@ -211,7 +226,7 @@ func TestViewIsOneSnapshot(t *testing.T) {
 	})
 	// Update sees its own writes.
 	require.NoError(t, b.Update(ctxT(t), func(tx backend.Tx) error {
-		require.NoError(t, tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "own"})))
+		require.NoError(t, tx.Apply(context.Background(), insertRuns("own")))
 		_, err := backend.GetRun(context.Background(), tx, "own")
 		return err
 	}))
@@ -231,7 +246,7 @@ func TestRoundTrips(t *testing.T) {
 		return b.StatsForTest().RoundTrips - before
 	}
 	require.Equal(t, int64(1), rts(func(tx backend.Tx) error {
-		return tx.Apply(context.Background(), backend.Ins(run), backend.Ins(link), backend.Ins(act), backend.Ins(group), backend.Ins(att), backend.Ins(lease), backend.Ins(sched), backend.Ins(ev))
+		return tx.Apply(context.Background(), insertAll(run, link, act, group, att, lease, sched, ev))
 	}), "a write-only Update: BEGIN, eight writes and COMMIT in one batch")
 	for i := 0; i < 2; i++ { // the second pass runs on prepared statements
 		require.Equal(t, int64(2), rts(func(tx backend.Tx) error {
@@ -243,20 +258,22 @@ func TestRoundTrips(t *testing.T) {
 			r2.AttemptCount++
 			a2 := att
 			a2.Status = backend.AttemptRunning
-			require.NoError(t, tx.Apply(context.Background(), backend.Rep(r2), backend.Rep(a2),
-				backend.Ins(backend.Event{RunID: "r", Seq: int64(100 + i)}), backend.Rep(lease)))
+			require.NoError(t, tx.Apply(context.Background(), backend.Changes{
+				Replace: backend.Replaces{Runs: []backend.Run{r2}, Attempts: []backend.Attempt{a2}, Leases: []backend.Lease{lease}},
+				Insert:  backend.Inserts{Events: []backend.Event{{RunID: "r", Seq: int64(100 + i)}}},
+			}))
 			require.Equal(t, 1, postgres.RoundTrips(tx), "Apply defers its writes")
 			return nil
 		}), "read-decide-write: BEGIN+Load, then four writes+COMMIT")
 	}
 	require.Equal(t, int64(2), rts(func(tx backend.Tx) error {
-		require.NoError(t, tx.Apply(context.Background(), backend.Ins(backend.Event{RunID: "r", Seq: 200})))
+		require.NoError(t, tx.Apply(context.Background(), backend.Changes{Insert: backend.Inserts{Events: []backend.Event{{RunID: "r", Seq: 200}}}}))
 		f, err := tx.Load(context.Background(), backend.Lookup{Runs: []string{"r"}})
 		require.NoError(t, err)
 		require.Equal(t, 1, postgres.RoundTrips(tx), "the deferred write rides with the Load")
 		r2 := f.Runs["r"]
 		r2.LastEventSeq = 200
-		return tx.Apply(context.Background(), backend.Rep(r2))
+		return tx.Apply(context.Background(), replaceRuns(r2))
 	}), "write, read, write: two round trips")
 	require.Equal(t, int64(2), rts(func(tx backend.Tx) error {
 		_, err := tx.Load(context.Background(), backend.Lookup{Runs: []string{"r"}})
@@ -266,8 +283,12 @@ func TestRoundTrips(t *testing.T) {
 	require.Equal(t, int64(1), rts(func(tx backend.Tx) error {
 		r2 := cur.Runs["r"]
 		r2.LastEventSeq = 300
-		return tx.Apply(context.Background(), backend.Exp(cur.Runs["r"]), backend.Exp(cur.Activations[act.Key]),
-			backend.Exp(cur.Attempts[att.Key]), backend.Ins(backend.Event{RunID: "r", Seq: 300}), backend.Rep(r2))
+		return tx.Apply(context.Background(), backend.Changes{
+			Expect: backend.Expected{Runs: []backend.Run{cur.Runs["r"]}, Activations: []backend.Activation{cur.Activations[act.Key]},
+				Attempts: []backend.Attempt{cur.Attempts[att.Key]}},
+			Insert:  backend.Inserts{Events: []backend.Event{{RunID: "r", Seq: 300}}},
+			Replace: backend.Replaces{Runs: []backend.Run{r2}},
+		})
 	}), "expect-decide-write: BEGIN, three Expects, two writes and COMMIT in one batch")
 	require.Equal(t, int64(0), rts(func(tx backend.Tx) error {
 		require.Equal(t, 0, postgres.RoundTrips(tx), "nothing is sent before fn's first statement")
@@ -277,7 +298,7 @@ func TestRoundTrips(t *testing.T) {
 	before := b.StatsForTest().RoundTrips
 	boom := errors.New("boom")
 	require.Same(t, boom, b.Update(ctxT(t), func(tx backend.Tx) error {
-		require.NoError(t, tx.Apply(context.Background(), backend.Ins(backend.Run{ID: "dropped"})))
+		require.NoError(t, tx.Apply(context.Background(), insertRuns("dropped")))
 		return boom
 	}))
 	require.Equal(t, before, b.StatsForTest().RoundTrips)
@@ -291,7 +312,7 @@ func TestSerializableIncrementsLoseNothing(t *testing.T) {
 	t.Parallel()
 	b1, dsn, schema := openFresh(t)
 	b2 := openOn(t, dsn, schema)
-	apply(t, b1, backend.Ins(backend.Run{ID: "counter"}))
+	apply(t, b1, insertRuns("counter"))
 	const workers, each = 6, 15
 	var wg sync.WaitGroup
 	start := make(chan struct{})
@@ -309,7 +330,7 @@ func TestSerializableIncrementsLoseNothing(t *testing.T) {
 						return err
 					}
 					r.AttemptCount++
-					return tx.Apply(context.Background(), backend.Rep(r))
+					return tx.Apply(context.Background(), replaceRuns(r))
 				})
 			}
 		}()
@@ -334,7 +355,7 @@ func TestNoWriteSkew(t *testing.T) {
 	t.Parallel()
 	b1, dsn, schema := openFresh(t)
 	b2 := openOn(t, dsn, schema)
-	apply(t, b1, backend.Ins(backend.Run{ID: "x", ActiveCount: 1}), backend.Ins(backend.Run{ID: "y", ActiveCount: 1}))
+	apply(t, b1, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{{ID: "x", ActiveCount: 1}, {ID: "y", ActiveCount: 1}}}})
 	// Invariant: x.ActiveCount + y.ActiveCount >= 1. Each tx zeroes one if
 	// the sum is 2.
 	var barrier sync.WaitGroup
@@ -352,7 +373,7 @@ func TestNoWriteSkew(t *testing.T) {
 			}
 			r := f.Runs[mine]
 			r.ActiveCount = 0
-			return tx.Apply(context.Background(), backend.Rep(r))
+			return tx.Apply(context.Background(), replaceRuns(r))
 		})
 	}
 	var wg sync.WaitGroup
@@ -368,31 +389,57 @@ func TestNoWriteSkew(t *testing.T) {
 }
 
 // When every run hits a serialization failure the caller gets ErrBusy
-// wrapping the server's error, and nothing commits.
+// wrapping the server's error once the busy timeout has passed, and
+// nothing commits.
 func TestRetriesExhaustedIsErrBusy(t *testing.T) {
 	t.Parallel()
-	b1, dsn, schema := openFresh(t, postgres.WithMaxRuns(3))
+	const timeout = 150 * time.Millisecond
+	b1, dsn, schema := openFresh(t, postgres.WithBusyTimeout(timeout))
 	b2 := openOn(t, dsn, schema)
-	apply(t, b1, backend.Ins(backend.Run{ID: "c"}))
-	var runs atomic.Int32
+	apply(t, b1, insertRuns("c"))
+	var n atomic.Int32
+	start := time.Now()
 	err := b1.Update(ctxT(t), func(tx backend.Tx) error {
-		runs.Add(1)
+		n.Add(1)
 		r, err := backend.GetRun(context.Background(), tx, "c")
 		if err != nil {
 			return err
 		}
 		// Someone else commits a change to the row we read, every time.
-		apply(t, b2, backend.Rep(backend.Run{ID: "c", AttemptCount: r.AttemptCount + 100}))
+		apply(t, b2, replaceRuns(backend.Run{ID: "c", AttemptCount: r.AttemptCount + 100}))
 		r.AttemptCount++
 		r.ID = "c"
-		return tx.Apply(context.Background(), backend.Rep(r))
+		return tx.Apply(context.Background(), replaceRuns(r))
 	})
+	elapsed := time.Since(start)
 	require.ErrorIs(t, err, backend.ErrBusy)
 	var pe *pgconn.PgError
 	require.ErrorAs(t, err, &pe)
 	require.Equal(t, "40001", pe.Code)
-	require.Equal(t, int32(3), runs.Load())
-	require.Equal(t, int64(300), load(t, b1, backend.Lookup{Runs: []string{"c"}}).Runs["c"].AttemptCount)
+	require.GreaterOrEqual(t, elapsed, timeout, "re-runs go on until the busy timeout")
+	require.Greater(t, n.Load(), int32(1), "fn was re-run")
+	require.Equal(t, int64(n.Load())*100, load(t, b1, backend.Lookup{Runs: []string{"c"}}).Runs["c"].AttemptCount,
+		"only the other Backend's writes committed")
+	require.Equal(t, int64(1), b1.StatsForTest().Exhausted)
+	t.Logf("%d runs in %v", n.Load(), elapsed)
+
+	// Zero: no bound but ctx.
+	b3 := openOn(t, dsn, schema, postgres.WithBusyTimeout(0))
+	ctx, cancel := context.WithTimeout(ctxT(t), 300*time.Millisecond)
+	defer cancel()
+	n.Store(0)
+	err = b3.Update(ctx, func(tx backend.Tx) error {
+		n.Add(1)
+		r, err := backend.GetRun(context.Background(), tx, "c")
+		if err != nil {
+			return err
+		}
+		apply(t, b2, replaceRuns(backend.Run{ID: "c", AttemptCount: r.AttemptCount + 1}))
+		return tx.Apply(context.Background(), replaceRuns(r))
+	})
+	require.ErrorIs(t, err, context.DeadlineExceeded)
+	require.NotErrorIs(t, err, backend.ErrBusy)
+	require.Greater(t, n.Load(), int32(1))
 }
 
 func TestInfoAndCapabilities(t *testing.T) {
@@ -405,4 +452,5 @@ func TestInfoAndCapabilities(t *testing.T) {
 	require.Equal(t, "serializable", info.Settings["isolation"])
 	require.Equal(t, "on", info.Settings["synchronous_commit"])
 	require.Equal(t, schema, info.Settings["schema"])
+	require.Equal(t, postgres.DefaultBusyTimeout.String(), info.Settings["busy_timeout"])
 }

@@ -1,0 +1,68 @@
+package postgres_test
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"testing"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/postgres"
+)
+
+// BenchmarkApplySlices measures one write-only Update (one round trip)
+// that expects and replaces n activations and inserts n events, with the
+// many-row statements (one per slice, whatever n) and, for comparison, one
+// statement per record (see smallSlice). Durability is relaxed so that the commit's WAL flush does
+// not drown the statements' cost.
+//
+//	WFSTORE_POSTGRES_DSN=... go test -run '^$' -bench ApplySlices ./postgres/
+func BenchmarkApplySlices(b *testing.B) {
+	for _, n := range []int{1, 2, 4, 5, 6, 8, 16, 64} {
+		for _, mode := range []string{"many-row", "one-row"} {
+			b.Run(fmt.Sprintf("rows=%d/%s", n, mode), func(b *testing.B) {
+				opts := []postgres.Option{postgres.WithRelaxedDurability()}
+				if mode == "one-row" {
+					opts = append(opts, postgres.WithManyRowsFrom(math.MaxInt))
+				} else {
+					opts = append(opts, postgres.WithManyRowsFrom(2))
+				}
+				be, _, _ := openFresh(b, opts...)
+				acts := make([]backend.Activation, n)
+				for i := range acts {
+					acts[i] = backend.Activation{
+						Key:    backend.ActivationKey{RunID: "run", NodeID: "node", ActivationID: fmt.Sprint("act-", i)},
+						Status: backend.ActivationPending, Input: []byte(`{"in":1}`),
+						Claims: []backend.ResourceClaim{{Resource: "res", Mode: backend.LeaseRead}},
+					}
+				}
+				apply(b, be, backend.Changes{Insert: backend.Inserts{Runs: runs("run"), Activations: acts}})
+				ctx := context.Background()
+				seq := int64(0)
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i++ {
+					next := make([]backend.Activation, n)
+					evs := make([]backend.Event, n)
+					for j := range next {
+						next[j] = acts[j]
+						next[j].Generation++
+						seq++
+						evs[j] = backend.Event{RunID: "run", Seq: seq, Type: "activation_updated", Payload: []byte(`{"k":1}`)}
+					}
+					err := be.Update(ctx, func(tx backend.Tx) error {
+						return tx.Apply(ctx, backend.Changes{
+							Expect:  backend.Expected{Activations: acts},
+							Insert:  backend.Inserts{Events: evs},
+							Replace: backend.Replaces{Activations: next},
+						})
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+					acts = next
+				}
+			})
+		}
+	}
+}
