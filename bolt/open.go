@@ -40,6 +40,7 @@ type config struct {
 	lockTimeout  time.Duration
 	relaxed      bool // Open: set NoSync
 	noSyncHandle bool // OpenDB, Update: accept a NoSync handle
+	groupCommit  bool // Update: concurrent Updates share commits (group.go)
 }
 
 // WithLockTimeout sets how long Open waits for the file lock (default
@@ -66,6 +67,15 @@ func WithRelaxedDurability() Option {
 // (see WithRelaxedDurability for what that gives up). For tests and
 // benchmarks only.
 func WithNoSyncHandle() Option { return func(c *config) { c.noSyncHandle = true } }
+
+// WithGroupCommit lets concurrent Updates share one bbolt write
+// transaction and one fsync (group.go): an Update that finds the writer
+// busy queues, and the next writer runs every queued fn (at most 64) in one
+// transaction. Each fn's writes still commit or roll back as a unit; a
+// failing fn's writes never commit; Update returns nil only once the commit
+// holding fn's writes is durable. A fn that fails after writing makes the
+// others of its group run again (the contract allows re-runs).
+func WithGroupCommit() Option { return func(c *config) { c.groupCommit = true } }
 
 func newConfig(opts []Option) (config, error) {
 	c := config{lockTimeout: DefaultLockTimeout}
