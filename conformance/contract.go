@@ -16,6 +16,7 @@ func contractTier() []Case {
 		transactionCases(),
 		concurrencyCases(),
 		errorCases(),
+		groupCommitCases(),
 	} {
 		all = append(all, group...)
 	}
