@@ -12,6 +12,7 @@ type config struct {
 	relaxed     bool
 	busyTimeout time.Duration
 	readers     int
+	groupCommit bool
 }
 
 func defaultConfig() config {
@@ -61,4 +62,14 @@ func WithMaxReaders(n int) Option {
 			c.readers = n
 		}
 	}
+}
+
+// WithGroupCommit lets concurrent Updates of this Backend share one
+// physical commit (group.go): an Update that finds the writer busy queues,
+// and the next writer runs what is queued (at most 64 fns) in one
+// transaction, each fn inside a SAVEPOINT of its own. A fn that fails is
+// rolled back alone (ROLLBACK TO) and the others commit together; Update
+// returns nil only once the commit holding fn's writes is durable.
+func WithGroupCommit() Option {
+	return func(c *config) { c.groupCommit = true }
 }
