@@ -113,6 +113,16 @@ type Queue[F any] struct {
 func (q *Queue[F]) Do(ctx context.Context, fn F, closing <-chan struct{}, closedErr error, ctxErr func(error) error, lead func(batch []*Call[F])) error {
 	c := &Call[F]{Ctx: ctx, Fn: fn, done: make(chan struct{})}
 	q.mu.Lock()
+	if len(q.pending) == 0 {
+		select {
+		case q.Lock <- struct{}{}: // nobody waits and the writer is free
+			c.taken = true
+			q.mu.Unlock()
+			q.leadBatch([]*Call[F]{c}, lead)
+			return c.result()
+		default:
+		}
+	}
 	q.pending = append(q.pending, c)
 	q.mu.Unlock()
 	ctxDone := ctx.Done()
@@ -176,6 +186,12 @@ func (q *Queue[F]) leadOnce(lead func(batch []*Call[F])) {
 		c.taken = true
 	}
 	q.mu.Unlock()
+	q.leadBatch(batch, lead)
+}
+
+// leadBatch runs batch, whose calls are taken, while holding the lock,
+// then releases it.
+func (q *Queue[F]) leadBatch(batch []*Call[F], lead func(batch []*Call[F])) {
 	normal := false
 	defer func() {
 		if !normal {
@@ -183,7 +199,7 @@ func (q *Queue[F]) leadOnce(lead func(batch []*Call[F])) {
 		}
 		<-q.Lock
 	}()
-	if n > 0 {
+	if len(batch) > 0 {
 		lead(batch)
 	}
 	normal = true
