@@ -101,6 +101,10 @@ func (b *Backend) View(ctx context.Context, fn func(rtx backend.ReadTx) error) e
 //
 // If a write failed part-way with a storage error (so its record and index
 // entries may disagree), Update refuses to commit even if fn returns nil.
+//
+// By default (see WithoutGroupCommit), concurrent Updates share one transaction and one
+// fsync (group.go); the guarantees above hold for each fn, and a fn may
+// run twice when another fn of its group failed after writing.
 func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
 	if err := b.enter(ctx, "update"); err != nil {
 		return err

@@ -21,7 +21,7 @@ func TestConformance(t *testing.T) {
 			return filepath.Join(t.TempDir(), "store.db")
 		},
 		Open: func(ctx context.Context, path string) (backend.Backend, error) {
-			return bolt.Open(ctx, path, bolt.WithRelaxedDurability(), bolt.WithGroupCommit())
+			return bolt.Open(ctx, path, bolt.WithRelaxedDurability())
 		},
 		Verify: func(ctx context.Context, b backend.Backend) error {
 			return b.(*bolt.Backend).Verify(ctx)

@@ -60,7 +60,7 @@ func storedRuns(t *testing.T, b *Backend) []string {
 }
 
 func TestGroupCommitSharesOneCommit(t *testing.T) {
-	b := openTemp(t, WithGroupCommit())
+	b := openTemp(t)
 	var fns []func(tx backend.Tx) error
 	for i := range 10 {
 		fns = append(fns, insertRun(fmt.Sprintf("r%02d", i)))
@@ -75,7 +75,7 @@ func TestGroupCommitSharesOneCommit(t *testing.T) {
 }
 
 func TestGroupCommitFailuresStayWithTheirCaller(t *testing.T) {
-	b := openTemp(t, WithGroupCommit())
+	b := openTemp(t)
 	errA := errors.New("a failed after writing")
 	errB := errors.New("b failed without writing")
 	var sawR0 []bool // what the fn after r0 saw, per run of it
@@ -131,7 +131,7 @@ func TestGroupCommitFailuresStayWithTheirCaller(t *testing.T) {
 }
 
 func TestGroupCommitNoWritesNoCommit(t *testing.T) {
-	b := openTemp(t, WithGroupCommit())
+	b := openTemp(t)
 	read := func(tx backend.Tx) error {
 		_, err := tx.Runs(context.Background(), backend.RunQuery{Limit: 1})
 		return err
@@ -145,7 +145,7 @@ func TestGroupCommitNoWritesNoCommit(t *testing.T) {
 }
 
 func TestGroupCommitCtxWhileQueued(t *testing.T) {
-	b := openTemp(t, WithGroupCommit())
+	b := openTemp(t)
 	b.writer <- struct{}{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
@@ -162,7 +162,7 @@ func TestGroupCommitCtxWhileQueued(t *testing.T) {
 // A fn that calls runtime.Goexit (t.FailNow) in a group must not leave the
 // other callers waiting forever.
 func TestGroupCommitGoexitReleasesOthers(t *testing.T) {
-	b := openTemp(t, WithGroupCommit())
+	b := openTemp(t)
 	b.writer <- struct{}{}
 	var wg sync.WaitGroup
 	errs := make([]error, 3)

@@ -72,7 +72,7 @@ type Stats struct {
 	// in-process writer (without group commit).
 	MaxQueueWait time.Duration
 	// SharedCommits counts commits of a group of Updates run together
-	// (WithGroupCommit); SharedUpdates counts the Updates run in them,
+	// (on by default; WithoutGroupCommit); SharedUpdates counts the Updates run in them,
 	// those whose fn failed and was rolled back alone included.
 	SharedCommits, SharedUpdates int64
 }

@@ -20,7 +20,7 @@ func TestConformance(t *testing.T) {
 			return filepath.Join(t.TempDir(), "store.db")
 		},
 		Open: func(ctx context.Context, path string) (backend.Backend, error) {
-			return sqlite.Open(ctx, path, sqlite.WithRelaxedDurability(), sqlite.WithGroupCommit())
+			return sqlite.Open(ctx, path, sqlite.WithRelaxedDurability())
 		},
 	})
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/wfstore/wfstore/internal/groupcommit"
 )
 
-// Group commit (WithGroupCommit): concurrent Updates of one Backend share
+// Group commit (on by default; WithoutGroupCommit): concurrent Updates of one Backend share
 // one physical commit on the writer connection.
 //
 // The first Update to get the writer lock leads: it takes what is queued

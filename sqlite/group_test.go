@@ -58,7 +58,7 @@ func storedRunIDs(t *testing.T, b *Backend) []string {
 
 func TestGroupCommitSharesOneCommit(t *testing.T) {
 	t.Parallel()
-	b := newStore(t, WithGroupCommit())
+	b := newStore(t)
 	var fns []func(tx backend.Tx) error
 	for i := range 10 {
 		fns = append(fns, applyFn(insertRuns(groupRun(fmt.Sprintf("r%02d", i), 1))))
@@ -75,7 +75,7 @@ func TestGroupCommitSharesOneCommit(t *testing.T) {
 
 func TestGroupCommitFailuresRollBackAlone(t *testing.T) {
 	t.Parallel()
-	b := newStore(t, WithGroupCommit())
+	b := newStore(t)
 	ctx := context.Background()
 	errA := errors.New("a failed after writing")
 	errB := errors.New("b failed without writing")
@@ -120,7 +120,7 @@ func TestGroupCommitFailuresRollBackAlone(t *testing.T) {
 // trust them (a Replace equal to a wrong image would write nothing).
 func TestGroupCommitImagesAfterARollback(t *testing.T) {
 	t.Parallel()
-	b := newStore(t, WithGroupCommit())
+	b := newStore(t)
 	update(t, b, insertRuns(groupRun("r", 1)))
 	fail := errors.New("rolled back")
 	errs, _ := queueUpdates(t, b,
@@ -159,7 +159,7 @@ func TestGroupCommitImagesAfterARollback(t *testing.T) {
 // run again and commit, and that fn gets its own error.
 func TestGroupCommitPoisonedFnRunsAlone(t *testing.T) {
 	t.Parallel()
-	b := newStore(t, WithGroupCommit())
+	b := newStore(t)
 	cctx, cancel := context.WithCancel(context.Background())
 	errs, _ := queueUpdates(t, b,
 		applyFn(insertRuns(groupRun("r0", 1))),
@@ -178,7 +178,7 @@ func TestGroupCommitPoisonedFnRunsAlone(t *testing.T) {
 
 func TestGroupCommitCtxWhileQueued(t *testing.T) {
 	t.Parallel()
-	b := newStore(t, WithGroupCommit())
+	b := newStore(t)
 	b.wsem <- struct{}{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)

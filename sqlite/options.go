@@ -16,7 +16,7 @@ type config struct {
 }
 
 func defaultConfig() config {
-	return config{readers: max(4, runtime.GOMAXPROCS(0))}
+	return config{readers: max(4, runtime.GOMAXPROCS(0)), groupCommit: true}
 }
 
 // synchronous returns the synchronous setting of the configured durability.
@@ -64,12 +64,13 @@ func WithMaxReaders(n int) Option {
 	}
 }
 
-// WithGroupCommit lets concurrent Updates of this Backend share one
-// physical commit (group.go): an Update that finds the writer busy queues,
-// and the next writer runs what is queued (at most 64 fns) in one
-// transaction, each fn inside a SAVEPOINT of its own. A fn that fails is
-// rolled back alone (ROLLBACK TO) and the others commit together; Update
-// returns nil only once the commit holding fn's writes is durable.
-func WithGroupCommit() Option {
-	return func(c *config) { c.groupCommit = true }
-}
+// WithoutGroupCommit turns group commit off: every Update runs and commits
+// alone. Group commit is on by default: concurrent Updates of one Backend
+// that queue for the writer share one transaction and one commit (group.go;
+// at most 64 fns, merged from what is queued when the writer becomes free,
+// never by waiting for more). Each fn's writes still commit or roll back as
+// a unit, a failing fn's writes never commit, and Update returns nil only
+// once the commit holding fn's writes is durable. An Update that finds no
+// queue and a free writer runs at once, so one caller at a time pays
+// nothing for it (measured: no difference on one dispatcher).
+func WithoutGroupCommit() Option { return func(c *config) { c.groupCommit = false } }
