@@ -85,6 +85,23 @@ type Backend interface {
 	// run out. When any call on tx fails, fn must return an error: what a
 	// failed Apply left behind is unspecified, and an adapter may refuse to
 	// commit a transaction in which a storage call failed.
+	//
+	// Group commit. An adapter over a single-writer store may run the fns
+	// of concurrent Updates on one Backend one after another in one
+	// physical transaction and commit them together. What it may do: fns
+	// share a commit (and its fsync); fn may run on another goroutine than
+	// its caller's (its error, or its panic re-raised in the caller's
+	// goroutine, still goes to its own caller only); fn may be run again,
+	// as after a transient conflict, when another fn of its group failed
+	// after writing. What it must keep: each fn's writes commit or roll
+	// back as a unit; a failing fn's writes (error or panic) never reach
+	// the store and no other fn sees them; every other fn's writes commit
+	// exactly once; Update returns nil only after the commit containing
+	// fn's writes is durable; a fn's reads see the writes of the fns merged
+	// before it in the same commit, which are serialized before it (so the
+	// history stays serializable), and never part of another fn's writes;
+	// ctx is honoured while the call waits for the writer. fn must not call
+	// runtime.Goexit (t.FailNow): it may run on another caller's goroutine.
 	Update(ctx context.Context, fn func(tx Tx) error) error
 
 	// Capabilities reports what this adapter honours.

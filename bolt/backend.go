@@ -12,6 +12,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/groupcommit"
 )
 
 // This file is the Backend: transactions, capabilities, Close.
@@ -29,6 +30,11 @@ type Backend struct {
 	// writer admits one Update at a time. bbolt's own writer lock cannot be
 	// waited for with a ctx; this can.
 	writer chan struct{}
+	// group queues Updates for group commit (group.go) when enabled.
+	group *groupcommit.Queue[func(backend.Tx) error]
+	// commits counts write transactions committed; grouped counts fns that
+	// ran in a transaction shared with another fn (tests, benchmarks).
+	commits, grouped atomic.Int64
 	// steps, when set (tests), counts the cursor positions scans visit.
 	steps *atomic.Int64
 }
@@ -39,7 +45,11 @@ func newBackend(db *bbolt.DB, c config, owned bool) (*Backend, error) {
 	if err := prepare(db); err != nil {
 		return nil, fmt.Errorf("bolt: open %s: %w", db.Path(), err)
 	}
-	return &Backend{db: db, owned: owned, cfg: c, writer: make(chan struct{}, 1)}, nil
+	b := &Backend{db: db, owned: owned, cfg: c, writer: make(chan struct{}, 1)}
+	if c.groupCommit {
+		b.group = &groupcommit.Queue[func(backend.Tx) error]{Lock: b.writer, Max: maxGroup}
+	}
+	return b, nil
 }
 
 // enter checks that a call may start.
@@ -91,14 +101,21 @@ func (b *Backend) View(ctx context.Context, fn func(rtx backend.ReadTx) error) e
 //
 // If a write failed part-way with a storage error (so its record and index
 // entries may disagree), Update refuses to commit even if fn returns nil.
+//
+// By default (see WithoutGroupCommit), concurrent Updates share one transaction and one
+// fsync (group.go); the guarantees above hold for each fn, and a fn may
+// run twice when another fn of its group failed after writing.
 func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
 	if err := b.enter(ctx, "update"); err != nil {
 		return err
 	}
+	if b.group != nil {
+		return b.group.Do(ctx, fn, nil, nil, waitError, b.lead)
+	}
 	select {
 	case b.writer <- struct{}{}:
 	case <-ctx.Done():
-		return fmt.Errorf("bolt: update: waiting for the writer: %w", ctx.Err())
+		return waitError(ctx.Err())
 	}
 	defer func() { <-b.writer }()
 	if b.db.NoSync && !b.cfg.noSyncHandle {
@@ -130,7 +147,13 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 	if err := btx.Commit(); err != nil {
 		return fmt.Errorf("bolt: commit: %w", err)
 	}
+	b.commits.Add(1)
 	return nil
+}
+
+// waitError is Update's error when ctx ends while it waits for the writer.
+func waitError(err error) error {
+	return fmt.Errorf("bolt: update: waiting for the writer: %w", err)
 }
 
 // Capabilities: bbolt's exclusive file lock allows one Backend per file,

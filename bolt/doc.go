@@ -13,6 +13,7 @@
 //	meta.go     the meta bucket: store marker and schema version
 //	open.go     Open, OpenDB and their options
 //	backend.go  Backend: View, Update, Close, Capabilities, Info
+//	group.go    group commit (on by default; WithoutGroupCommit): Updates sharing a commit
 //	tx.go       the transaction types
 //	load.go     ReadTx.Load
 //	scans.go    the ordered, bounded scans of ReadTx

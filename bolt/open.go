@@ -40,6 +40,7 @@ type config struct {
 	lockTimeout  time.Duration
 	relaxed      bool // Open: set NoSync
 	noSyncHandle bool // OpenDB, Update: accept a NoSync handle
+	groupCommit  bool // Update: concurrent Updates share commits (group.go)
 }
 
 // WithLockTimeout sets how long Open waits for the file lock (default
@@ -67,8 +68,19 @@ func WithRelaxedDurability() Option {
 // benchmarks only.
 func WithNoSyncHandle() Option { return func(c *config) { c.noSyncHandle = true } }
 
+// WithoutGroupCommit turns group commit off: every Update runs and commits
+// alone. Group commit is on by default: concurrent Updates of one Backend
+// that queue for the writer share one transaction and one commit (group.go;
+// at most 64 fns, merged from what is queued when the writer becomes free,
+// never by waiting for more). Each fn's writes still commit or roll back as
+// a unit, a failing fn's writes never commit, and Update returns nil only
+// once the commit holding fn's writes is durable. An Update that finds no
+// queue and a free writer runs at once, so one caller at a time pays
+// nothing for it (measured: no difference on one dispatcher).
+func WithoutGroupCommit() Option { return func(c *config) { c.groupCommit = false } }
+
 func newConfig(opts []Option) (config, error) {
-	c := config{lockTimeout: DefaultLockTimeout}
+	c := config{lockTimeout: DefaultLockTimeout, groupCommit: true}
 	for _, o := range opts {
 		o(&c)
 	}

@@ -16,6 +16,7 @@ func contractTier() []testCase {
 		transactionCases(),
 		concurrencyCases(),
 		errorCases(),
+		groupCommitCases(),
 	} {
 		all = append(all, group...)
 	}

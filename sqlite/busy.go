@@ -69,12 +69,17 @@ type Stats struct {
 	// write lock (from the first BEGIN IMMEDIATE to the successful one).
 	MaxLockWait time.Duration
 	// MaxQueueWait is the longest time one Update waited for this Backend's
-	// in-process writer.
+	// in-process writer (without group commit).
 	MaxQueueWait time.Duration
+	// SharedCommits counts commits of a group of Updates run together
+	// (on by default; WithoutGroupCommit); SharedUpdates counts the Updates run in them,
+	// those whose fn failed and was rolled back alone included.
+	SharedCommits, SharedUpdates int64
 }
 
 type stats struct {
 	commits, busyRetries, reruns, busyFailures atomic.Int64
+	sharedCommits, sharedUpdates               atomic.Int64
 	maxLockWait, maxQueueWait                  atomic.Int64
 }
 
@@ -95,5 +100,8 @@ func (s *stats) snapshot() Stats {
 		BusyFailures: s.busyFailures.Load(),
 		MaxLockWait:  time.Duration(s.maxLockWait.Load()),
 		MaxQueueWait: time.Duration(s.maxQueueWait.Load()),
+
+		SharedCommits: s.sharedCommits.Load(),
+		SharedUpdates: s.sharedUpdates.Load(),
 	}
 }

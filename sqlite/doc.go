@@ -23,6 +23,10 @@
 // (a *sqlite.Error, reachable with errors.As) and, when ctx ended the wait,
 // ctx.Err().
 //
+// By default (see WithoutGroupCommit), Updates of one Backend that queue for the writer
+// share one commit, each fn in a SAVEPOINT of its own that a failure rolls
+// back alone (group.go); Stats reports SharedCommits.
+//
 // A ReadTx or Tx belongs to the goroutine running fn and must not be kept
 // after fn returns. fn must not call Update on the same Backend (the writer
 // is not re-entrant); a View inside fn is fine unless OpenDB's pool has a

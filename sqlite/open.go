@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/groupcommit"
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
 
@@ -34,7 +35,9 @@ type Backend struct {
 	viewOnWriter bool
 
 	wsem chan struct{} // the in-process writer lock; guards w
-	w    *writer
+	// group queues Updates for group commit (group.go) when enabled.
+	group *groupcommit.Queue[func(backend.Tx) error]
+	w     *writer
 
 	rstmts [numStmts]*sql.Stmt // prepared on rdb (unless viewOnWriter)
 
@@ -206,7 +209,7 @@ func OpenDB(ctx context.Context, db *sql.DB, opts ...Option) (*Backend, error) {
 }
 
 func newBackend(cfg config) *Backend {
-	return &Backend{
+	b := &Backend{
 		cfg:     cfg,
 		wsem:    make(chan struct{}, 1),
 		closing: make(chan struct{}),
@@ -215,6 +218,10 @@ func newBackend(cfg config) *Backend {
 			Settings: map[string]string{},
 		},
 	}
+	if cfg.groupCommit {
+		b.group = &groupcommit.Queue[func(backend.Tx) error]{Lock: b.wsem, Max: maxGroup}
+	}
+	return b
 }
 
 // setup pins the writer connection, inspects the store (refusing before any

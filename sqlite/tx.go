@@ -79,11 +79,18 @@ func (b *Backend) lockWriter(ctx context.Context) error {
 		storeMax(&b.stats.maxQueueWait, int64(time.Since(start)))
 		return nil
 	case <-ctx.Done():
-		return fmt.Errorf("sqlite: waiting for the writer: %w", ctx.Err())
+		return waitError(ctx.Err())
 	case <-b.closing:
-		return fmt.Errorf("sqlite: waiting for the writer: %w", backend.ErrClosed)
+		return errWaitClosed
 	}
 }
+
+// waitError is the error of a call whose ctx ended while it waited for the
+// writer.
+func waitError(err error) error { return fmt.Errorf("sqlite: waiting for the writer: %w", err) }
+
+// errWaitClosed: Close began while a call waited for the writer.
+var errWaitClosed = fmt.Errorf("sqlite: waiting for the writer: %w", backend.ErrClosed)
 
 func (b *Backend) unlockWriter() { <-b.wsem }
 
@@ -115,10 +122,18 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("sqlite: update: %w", err)
 	}
+	if b.group != nil {
+		return b.group.Do(ctx, fn, b.closing, errWaitClosed, waitError, b.lead)
+	}
 	if err := b.lockWriter(ctx); err != nil {
 		return err
 	}
 	defer b.unlockWriter()
+	return b.updateLocked(ctx, fn)
+}
+
+// updateLocked is Update once the writer lock is held.
+func (b *Backend) updateLocked(ctx context.Context, fn func(tx backend.Tx) error) error {
 	start := time.Now()
 	for run := 0; ; run++ {
 		if b.w.broken {
