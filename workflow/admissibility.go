@@ -36,9 +36,6 @@ func exhaustionHolds(run backend.Run) bool {
 	if !run.ExhaustionRecorded {
 		return false
 	}
-	if mutated("exhaustion-parks-forever") {
-		return true
-	}
 	return run.AttemptCount >= run.Limits.NodeExecutionCap ||
 		(run.RootID == run.ID && run.TreeAttemptCount >= run.Limits.NodeExecutionCap)
 }

@@ -113,7 +113,7 @@ func (s *Store) prepare(ctx context.Context, k backend.ActivationKey, plan Plan,
 		if !ok {
 			return errNoop
 		}
-		if err := check.verify(run); err != nil && !mutated("prepare-authority") {
+		if err := check.verify(run); err != nil {
 			return err
 		}
 		act, ok := g.Activations[k]
@@ -133,11 +133,11 @@ func (s *Store) prepare(ctx context.Context, k backend.ActivationKey, plan Plan,
 			if v, ok := g.Groups[act.Group.Controller]; ok {
 				group = &v
 			}
-			if group != nil && group.Retiring && !mutated("retirement-ignored") {
+			if group != nil && group.Retiring {
 				return errNoop
 			}
 		}
-		if (act.Status != backend.ActivationPending && !mutated("pending-guard")) || run.Status != backend.RunRunning || (run.CancelRequestedMS != 0 && !mutated("cancel-gate")) {
+		if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
 			return errNoop
 		}
 		if act.LastAttempt == ^uint32(0) {
@@ -205,9 +205,6 @@ func (s *Store) prepare(ctx context.Context, k backend.ActivationKey, plan Plan,
 // none) has passed at at. The deadline is exclusive: at the deadline
 // millisecond itself the run no longer accepts work or attempts.
 func deadlineElapsed(deadlineMS, at int64) bool {
-	if mutated("deadline-inclusive") {
-		return deadlineMS != 0 && at > deadlineMS
-	}
 	return deadlineMS != 0 && at >= deadlineMS
 }
 
@@ -218,7 +215,7 @@ func enforceAttemptLimits(run, root backend.Run, attempt uint32, at int64) error
 	if err := limitsBeforeCapacity(run, root, attempt, at, 0, 0); err != nil {
 		return err
 	}
-	if run.ActiveCount >= run.Limits.ConcurrencyCap && !mutated("concurrency-cap") {
+	if run.ActiveCount >= run.Limits.ConcurrencyCap {
 		return stateErr(ErrConcurrencyCapacity, "run %q has %d active attempts (cap %d)", run.ID, run.ActiveCount, run.Limits.ConcurrencyCap)
 	}
 	return nil
@@ -232,7 +229,7 @@ func limitsBeforeCapacity(run, root backend.Run, attempt uint32, at, runMore, tr
 	if run.Status != backend.RunRunning {
 		return stateErr(ErrIneligible, "workflow run does not accept attempts while %s", run.Status)
 	}
-	if run.CancelRequestedMS != 0 && !mutated("cancel-gate") {
+	if run.CancelRequestedMS != 0 {
 		return stateErr(ErrIneligible, "workflow cancellation has been requested")
 	}
 	if deadlineElapsed(run.DeadlineMS, at) {
@@ -241,10 +238,10 @@ func limitsBeforeCapacity(run, root backend.Run, attempt uint32, at, runMore, tr
 	if int64(attempt) > run.Limits.RetryCap+1 {
 		return stateErr(ErrIneligible, "workflow retry cap exceeded")
 	}
-	if run.AttemptCount+runMore >= run.Limits.NodeExecutionCap && !mutated("node-cap") {
+	if run.AttemptCount+runMore >= run.Limits.NodeExecutionCap {
 		return stateErr(ErrNodeAllowanceExhausted, "run %q has %d of %d attempts", run.ID, run.AttemptCount+runMore, run.Limits.NodeExecutionCap)
 	}
-	if root.TreeAttemptCount+treeMore >= root.Limits.NodeExecutionCap && !mutated("root-cap") {
+	if root.TreeAttemptCount+treeMore >= root.Limits.NodeExecutionCap {
 		return stateErr(ErrRootAllowanceExhausted, "root %q has %d of %d attempts", root.ID, root.TreeAttemptCount+treeMore, root.Limits.NodeExecutionCap)
 	}
 	return nil
@@ -291,7 +288,7 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 		if err != nil {
 			return notFoundFrom(err, "run %q", runID)
 		}
-		if err := check.verify(run); err != nil && !mutated("exhaustion-authority") {
+		if err := check.verify(run); err != nil {
 			return err
 		}
 		root := run
@@ -305,7 +302,7 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 		if !local && !tree {
 			return errNoop
 		}
-		event := !run.ExhaustionRecorded || mutated("exhaustion-event-twice")
+		event := !run.ExhaustionRecorded
 		if event {
 			run.ExhaustionRecorded = true
 			w.emit(&run, ExecutionAllowanceExhaustedPayload{Version: 1, AdditionalWorkAdmitted: false}, at)

@@ -72,14 +72,6 @@ func (s *Store) IncreaseAllowance(ctx context.Context, req AllowanceIncrease, no
 			return stateErr(ErrConflict, "run %q node execution cap is %d, not the expected %d", runID, run.Limits.NodeExecutionCap, expectedCap)
 		}
 		run.Limits.NodeExecutionCap = targetCap
-		if mutated("increase-raises-root") && run.RootID != run.ID {
-			root, err := backend.GetRun(ctx, tx, run.RootID)
-			if err != nil {
-				return err
-			}
-			root.Limits.NodeExecutionCap += targetCap - expectedCap
-			replace(w, root)
-		}
 		run.UpdatedMS = at
 		w.emit(&run, ExecutionAllowanceIncreasedPayload{PreviousCap: expectedCap, TargetCap: targetCap}, at)
 		if err := reindexRun(ctx, tx, w, run); err != nil {

@@ -283,23 +283,21 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 			}
 		}
 		runs := []*backend.Run{&root}
-		if !mutated("tree-cancel-skips-children") {
-			links, err := treeLinks(ctx, tx, w, rootID)
-			if err != nil {
-				return err
-			}
-			ids := make([]string, len(links))
-			for i, l := range links {
-				ids[i] = l.ChildRunID
-			}
-			f, err := tx.Load(ctx, backend.Lookup{Runs: ids})
-			if err != nil {
-				return err
-			}
-			for _, id := range ids {
-				if r, ok := f.Runs[id]; ok {
-					runs = append(runs, &r)
-				}
+		links, err := treeLinks(ctx, tx, w, rootID)
+		if err != nil {
+			return err
+		}
+		ids := make([]string, len(links))
+		for i, l := range links {
+			ids[i] = l.ChildRunID
+		}
+		f, err := tx.Load(ctx, backend.Lookup{Runs: ids})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if r, ok := f.Runs[id]; ok {
+				runs = append(runs, &r)
 			}
 		}
 		dirty := map[string]bool{}

@@ -198,7 +198,7 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act 
 	}
 	if kn, err = s.handoff(ctx, p.key(), check.with("dispatch handoff"), false, now, kn); err != nil {
 		switch {
-		case errors.Is(err, ErrIneligible) && !mutated("handoff-refusal-fatal"):
+		case errors.Is(err, ErrIneligible):
 			// The run (or the attempt) changed since prepare: the attempt
 			// stays prepared with its handoff pending, provably never
 			// dispatched, for reconciliation to recover.
@@ -283,9 +283,6 @@ func (c *discoveryCursor) load() pendingPos {
 }
 
 func (c *discoveryCursor) save(p pendingPos) {
-	if mutated("discovery-restarts") {
-		p = pendingPos{}
-	}
 	c.mu.Lock()
 	c.pos = p
 	c.mu.Unlock()
@@ -319,9 +316,6 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 		takenTree := map[string]int64{} // planned, by root
 		planned, reported := 0, 0
 		rowsLeft := discoveryRowsPerLimit * limit
-		if mutated("discovery-unbounded") {
-			rowsLeft = 1 << 30
-		}
 		pos := start
 		wrap := start != (pendingPos{}) // the scan may wrap to the beginning
 		inWrap := false
@@ -356,7 +350,7 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 				}
 				root, ok := runs[run.RootID]
 				refusedFirst := !ok // a missing root: let preparation report it
-				if ok && !mutated("capacity-before-allowance") {
+				if ok {
 					refusedFirst = act.LastAttempt == ^uint32(0) ||
 						limitsBeforeCapacity(run, root, act.LastAttempt+1, at, takenRun[id], takenTree[run.RootID]) != nil
 				}

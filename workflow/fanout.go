@@ -271,9 +271,6 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 	if g.Retiring || g.RetiredMS != 0 {
 		return stateErr(ErrIneligible, "fan-out group %v is retiring or retired; its members are not requeued", g.Controller)
 	}
-	if mutated("fanout-settled-accounting") {
-		return nil
-	}
 	g.Settled--
 	if occupied(&g) > g.MaxConcurrency {
 		g.Promoted--
@@ -311,10 +308,8 @@ func activationFailed(ctx context.Context, tx backend.Tx, w *batch, run *backend
 		return settleMember(ctx, tx, w, run, &g, at)
 	}
 	g.Settled++
-	if !mutated("fanout-failfast-skips-siblings") {
-		if err := cancelSiblings(ctx, tx, w, run, &g, act, at); err != nil {
-			return err
-		}
+	if err := cancelSiblings(ctx, tx, w, run, &g, act, at); err != nil {
+		return err
 	}
 	if g.RetiredMS == 0 {
 		g.RetiredMS = at

@@ -47,7 +47,7 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 	// attempt (found reports whether the attempt exists).
 	decide := func(tx backend.Tx, w *batch, run backend.Run, act backend.Activation, att backend.Attempt, found bool) error {
 		next = nil
-		if err := check.verify(run); err != nil && !mutated("handoff-authority") {
+		if err := check.verify(run); err != nil {
 			return err
 		}
 		if !found || att.Status != backend.AttemptPrepared || act.Status != backend.ActivationRunning ||
@@ -62,7 +62,7 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 		switch att.Handoff {
 		case backend.HandoffPending:
 		case backend.HandoffRecorded:
-			if (reHandoff && att.SideEffect == backend.ReadOnly) || mutated("handoff-cas") {
+			if reHandoff && att.SideEffect == backend.ReadOnly {
 				return errNoop
 			}
 			return stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
@@ -116,7 +116,7 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 // retirementPending reports whether act is a fan-out member whose group has
 // a retirement intent recorded and not settled.
 func retirementPending(ctx context.Context, r backend.ReadTx, act backend.Activation) (bool, error) {
-	if act.Group == nil || mutated("retirement-ignored") {
+	if act.Group == nil {
 		return false, nil
 	}
 	f, err := r.Load(ctx, backend.Lookup{Groups: []backend.ActivationKey{act.Group.Controller}})

@@ -119,7 +119,7 @@ func (s *Store) DispatchIntent(ctx context.Context, identity string) (CommittedI
 	if err != nil {
 		return out, err
 	}
-	if Checksum(att.Intent) != att.IntentChecksum && !mutated("intent-checksum-unverified") {
+	if Checksum(att.Intent) != att.IntentChecksum {
 		return out, stateErr(ErrCorrupt, "dispatch intent of %s does not match its checksum", identity)
 	}
 	return CommittedIntent{Key: att.Key, Identity: att.Identity, SideEffect: att.SideEffect,

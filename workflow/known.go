@@ -42,9 +42,6 @@ var errReread = errors.New("workflow: decide again on records read now")
 // so that every refusal is made on the state as it is.
 func (s *Store) decideKnown(ctx context.Context, exp backend.Expected, decide func(tx backend.Tx, w *batch) error) (bool, error) {
 	err := s.update(ctx, func(tx backend.Tx, w *batch) error {
-		if mutated("known-unchecked") {
-			exp = backend.Expected{}
-		}
 		if err := tx.Apply(ctx, backend.Changes{Expect: exp}); err != nil {
 			return err
 		}

@@ -25,7 +25,7 @@ func acquireLeases(act backend.Activation, k backend.AttemptKey, held map[backen
 			if l.Key.AttemptKey == k {
 				continue // our own (cannot happen for a fresh attempt)
 			}
-			if (c.Mode == backend.LeaseWrite || l.Key.Mode == backend.LeaseWrite) && !mutated("lease-conflict") {
+			if c.Mode == backend.LeaseWrite || l.Key.Mode == backend.LeaseWrite {
 				return nil, stateErr(ErrResourceConflict, "workflow resource is already leased incompatibly: %s", c.Resource)
 			}
 		}
@@ -40,7 +40,7 @@ func acquireLeases(act backend.Activation, k backend.AttemptKey, held map[backen
 // releaseLeases releases the unreleased leases of attempt k (its
 // activation's claims).
 func releaseLeases(ctx context.Context, tx backend.ReadTx, w *batch, act backend.Activation, k backend.AttemptKey, at int64) error {
-	if len(act.Claims) == 0 || mutated("lease-release") {
+	if len(act.Claims) == 0 {
 		return nil
 	}
 	keys := make([]backend.LeaseKey, 0, len(act.Claims))

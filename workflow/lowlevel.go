@@ -48,7 +48,7 @@ func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.T
 			return err
 		}
 		if old, ok := f.Attempts[k]; ok {
-			if old.Identity == identity && bytes.Equal(old.Intent, intent) && (old.SideEffect == effect || mutated("prepare-attempt-effect")) {
+			if old.Identity == identity && bytes.Equal(old.Intent, intent) && old.SideEffect == effect {
 				return errNoop
 			}
 			return stateErr(ErrConflict, "prepared attempt identity conflict: %s", identity)

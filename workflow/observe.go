@@ -206,9 +206,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 		if run.CancelRequestedMS != 0 || att.Status == backend.AttemptSiblingCancelling {
 			// A cancelling run's attempts and a fail-fast group's stopped
 			// siblings settle as cancelled, whatever the owner reports.
-			if !(kind == ObservedUnknown && run.CancelRequestedMS != 0 && mutated("cancelled-unknown-to-repair")) {
-				kind = ObservedCancelled
-			}
+			kind = ObservedCancelled
 		}
 		if detail != nil {
 			att.Detail = detail

@@ -270,7 +270,7 @@ func (s *Store) pruneEligible(ctx context.Context, ids []string) ([]backend.Run,
 			if !ok {
 				return stateErr(ErrNotFound, "run %q", id)
 			}
-			if !prunable(run.Status) && !mutated("prune-live-run") {
+			if !prunable(run.Status) {
 				return stateErr(ErrIneligible, "run %q is %s: only completed and cancelled runs are pruned", id, run.Status)
 			}
 			if !checked[run.RootID] {
@@ -290,9 +290,6 @@ func (s *Store) pruneEligible(ctx context.Context, ids []string) ([]backend.Run,
 // and every run linked to that root are completed or cancelled. It reads
 // the tree a page at a time.
 func pruneTreeSettled(ctx context.Context, r backend.ReadTx, run backend.Run) error {
-	if mutated("prune-live-run") {
-		return nil
-	}
 	root := run.RootID
 	ids := []string{root}
 	q := backend.ChildRunQuery{RootRunID: root, Limit: MaxPageLimit}
@@ -376,7 +373,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 			if err != nil {
 				return notFoundFrom(err, "run %q", runID)
 			}
-			if !prunable(run.Status) && !mutated("prune-live-run") {
+			if !prunable(run.Status) {
 				return stateErr(ErrIneligible, "run %q is %s: only completed and cancelled runs are pruned", runID, run.Status)
 			}
 			budget := batchSize

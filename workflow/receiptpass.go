@@ -107,7 +107,7 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 	var plan []planned
 	for _, att := range attempts {
 		p := planned{att: att, out: ReceiptOutcome{Identity: att.Identity}}
-		if runs[att.Key.RunID].CancelRequestedMS != 0 && !mutated("receipt-pass-cancel-asks-owner") {
+		if runs[att.Key.RunID].CancelRequestedMS != 0 {
 			p.obs = Observation{Kind: ObservedCancelled}
 		} else {
 			if err := ctx.Err(); err != nil {
@@ -131,7 +131,7 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 		for i := range plan {
 			p := &plan[i]
 			c := check.with("receipt-backed reconciliation")
-			if opts.Authority == nil && !mutated("receipt-pass-skips-snapshot") {
+			if opts.Authority == nil {
 				c = authorityCheck{mode: authSnapshot, want: runs[p.att.Key.RunID].Authority, what: "receipt-backed reconciliation"}
 			}
 			mark := w.mark()

@@ -73,11 +73,8 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 	}
 	for _, pa := range attempts {
 		att, check := pa.att, pa.check
-		if mutated("reconcile-authority") {
-			check = authorityCheck{}
-		}
 		switch {
-		case att.Handoff == backend.HandoffPending && !mutated("never-dispatched-proof"):
+		case att.Handoff == backend.HandoffPending:
 			sum.NeverDispatched = append(sum.NeverDispatched, att.Identity)
 			continue
 		case att.Handoff == backend.HandoffRecorded && opts.Lookup != nil:
@@ -187,7 +184,7 @@ func (s *Store) markRepairRequired(ctx context.Context, identity string, check a
 		if err := check.verify(*run); err != nil {
 			return err
 		}
-		if att.Status != backend.AttemptPrepared || att.Receipt != nil || (att.Handoff == backend.HandoffPending && !mutated("never-dispatched-proof")) {
+		if att.Status != backend.AttemptPrepared || att.Receipt != nil || att.Handoff == backend.HandoffPending {
 			return errNoop
 		}
 		setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
@@ -247,9 +244,6 @@ func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptio
 	}
 	for _, pa := range attempts {
 		att, check := pa.att, pa.check
-		if mutated("redispatch-authority") {
-			check = authorityCheck{}
-		}
 		if att.Receipt != nil || (att.Handoff != backend.HandoffPending && att.SideEffect != backend.ReadOnly) {
 			sum.Skipped = append(sum.Skipped, att.Identity)
 			continue

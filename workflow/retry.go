@@ -353,7 +353,7 @@ const (
 // status st: only a failed one. An abandoned mutation is retried only
 // explicitly (RetryFailedNode).
 func consumesAttempt(st backend.AttemptStatus) bool {
-	return st == backend.AttemptFailed || (st == backend.AttemptAbandoned && mutated("consume-abandoned"))
+	return st == backend.AttemptFailed
 }
 
 // judgeSchedule decides, from the activation and its latest attempt (nil
@@ -367,7 +367,7 @@ func judgeSchedule(run backend.Run, act backend.Activation, att *backend.Attempt
 		return scheduleStale, discardNextAttemptMismatch
 	case int64(next) > run.Limits.RetryCap+1:
 		return scheduleStale, discardRetryCapExceeded
-	case act.HasSuccessors && !mutated("retry-downstream"):
+	case act.HasSuccessors:
 		return scheduleStale, discardSuccessorsExist
 	case act.LastAttempt > sched.FailedAttempt:
 		return scheduleStale, discardAttemptMovedOn
@@ -572,7 +572,7 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 	if int64(next) > run.Limits.RetryCap+1 {
 		return RetryRequeue{}, stateErr(ErrIneligible, "workflow retry cap exceeded")
 	}
-	if act.HasSuccessors && !mutated("retry-downstream") {
+	if act.HasSuccessors {
 		return RetryRequeue{}, stateErr(ErrIneligible, "workflow retry is unsafe after downstream activation")
 	}
 	if sched != nil && (sched.FailedAttempt != failed || sched.NextAttempt != next) {
@@ -591,9 +591,7 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 		RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID, PreviousAttempt: failed, NextAttempt: next,
 	}, at)
 	if sched != nil {
-		if !mutated("schedule-consume-twice") {
-			remove(w, *sched)
-		}
+		remove(w, *sched)
 		w.emit(&run, AutomaticRetryConsumedPayload(schedulePayload(*sched)), at)
 	} else if err := supersedeSchedule(ctx, tx, w, &run, k, at); err != nil {
 		return RetryRequeue{}, err

@@ -69,10 +69,8 @@ func finalizeRun(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run,
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
 		return false, err
 	}
-	if !mutated("finalize-ignores-children") {
-		if open, err := hasOpenChildRun(ctx, tx, w, *run); err != nil || open {
-			return false, err
-		}
+	if open, err := hasOpenChildRun(ctx, tx, w, *run); err != nil || open {
+		return false, err
 	}
 	if err := cancelOpenActivations(ctx, tx, w, run.ID, at); err != nil {
 		return false, err

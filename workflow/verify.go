@@ -354,7 +354,7 @@ func (v *verifier) run(ctx context.Context, r backend.ReadTx, run backend.Run) e
 			switch {
 			case !ok:
 				v.add(CheckLeaseHolder, id, subject, "unreleased, but its attempt does not exist")
-			case !isLive(att.Status) && !mutated("verify-lease-holder"):
+			case !isLive(att.Status):
 				v.add(CheckLeaseHolder, id, subject, "unreleased, but its attempt is %s", att.Status)
 			}
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,11 +10,12 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/mutants"
 	"github.com/wfstore/wfstore/internal/pgtest"
 )
 
 var (
-	buildOnce sync.Map // build tags → *builtBinary
+	buildOnce sync.Map // mutant name ("" for none) → *builtBinary
 )
 
 type builtBinary struct {
@@ -22,11 +24,13 @@ type builtBinary struct {
 	err  error
 }
 
-// wfstoreBinary builds cmd/wfstore once per set of build tags, as a user
-// would get it from go build.
-func wfstoreBinary(t *testing.T, tags string) string {
+// wfstoreBinary builds cmd/wfstore once per mutant, as a user would get it
+// from go build: mutant "" is the library as it is, any other name one
+// seeded mutant of internal/mutants's catalog, compiled in with
+// go build -overlay.
+func wfstoreBinary(t *testing.T, mutant string) string {
 	t.Helper()
-	v, _ := buildOnce.LoadOrStore(tags, &builtBinary{})
+	v, _ := buildOnce.LoadOrStore(mutant, &builtBinary{})
 	b := v.(*builtBinary)
 	b.once.Do(func() {
 		dir, err := os.MkdirTemp("", "wfstore-cli-test-")
@@ -36,8 +40,13 @@ func wfstoreBinary(t *testing.T, tags string) string {
 		}
 		b.path = filepath.Join(dir, "wfstore")
 		args := []string{"build", "-o", b.path}
-		if tags != "" {
-			args = append(args, "-tags", tags)
+		if mutant != "" {
+			ov, err := mutantOverlay(mutant, dir)
+			if err != nil {
+				b.err, b.path = err, err.Error()
+				return
+			}
+			args = append(args, "-overlay", ov)
 		}
 		out, err := exec.Command("go", append(args, ".")...).CombinedOutput()
 		if err != nil {
@@ -47,6 +56,20 @@ func wfstoreBinary(t *testing.T, tags string) string {
 	})
 	require.NoError(t, b.err, "go build: %s", b.path)
 	return b.path
+}
+
+// mutantOverlay writes the overlay of the named mutant under dir and
+// returns its path.
+func mutantOverlay(name, dir string) (string, error) {
+	m, ok := mutants.Lookup(name)
+	if !ok {
+		return "", fmt.Errorf("no mutant named %q in internal/mutants", name)
+	}
+	root, err := mutants.ModuleRoot(".")
+	if err != nil {
+		return "", err
+	}
+	return m.Overlay(root, dir)
 }
 
 func TestMain(m *testing.M) {

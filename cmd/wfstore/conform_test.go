@@ -82,8 +82,8 @@ func TestConformReportsSkipsWithTheCapability(t *testing.T) {
 // A Store mutant that admits a non-pending activation must not be certified.
 func TestConformFailsOnASeededMutant(t *testing.T) {
 	t.Parallel()
-	bin := wfstoreBinary(t, "wfmutant")
-	stdout, stderr, code := runCLI(t, bin, []string{"WFSTORE_MUTANT=pending-guard"},
+	bin := wfstoreBinary(t, "pending-guard")
+	stdout, stderr, code := runCLI(t, bin, nil,
 		"conform", "--backend", "sqlite", "--relaxed", "--run", "store/admission")
 	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	assert.Contains(t, stdout, "# wfstore conformance: sqlite FAILED")
@@ -163,8 +163,8 @@ func TestTestOutputParserAttributesOutputToEachCase(t *testing.T) {
 // certified either: the contract tier catches it.
 func TestConformFailsOnASeededMutantAdapter(t *testing.T) {
 	t.Parallel()
-	bin := wfstoreBinary(t, "wfmutant")
-	stdout, stderr, code := runCLI(t, bin, []string{"WFSTORE_ADAPTER_MUTANT=expect-ignored"},
+	bin := wfstoreBinary(t, "sqlite-expect-ignored")
+	stdout, stderr, code := runCLI(t, bin, nil,
 		"conform", "--backend", "sqlite", "--relaxed", "--run", "contract/expect", "--json")
 	assert.Equal(t, 1, code, "stdout: %s\nstderr: %s", stdout, stderr)
 	r := decodeReport(t, stdout)
