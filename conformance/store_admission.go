@@ -303,7 +303,7 @@ func casePrepareAttemptNoProof(e *env) {
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	assert.Empty(e.T, sum.NeverDispatched, "no proof for an unknown handoff")
-	assert.Equal(e.T, []string{a.Identity}, sum.RepairRequired)
+	assert.Equal(e.T, []string{a.Identity}, refIdentities(sum.RepairRequired))
 }
 
 func caseBytewiseDiscovery(e *env) {

@@ -92,7 +92,7 @@ func caseDiscoveryHandoffRefusal(e *env) {
 		assert.NotContains(e.T, payloadsOf(e, s, k.RunID, "dispatch_handed_off"), `{"dispatch_identity":"`+identity(k, 1)+`"}`)
 		rs, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: k.RunID, Limit: 10}, ms(20))
 		require.NoError(e.T, err)
-		assert.Equal(e.T, workflow.ReconcileSummary{NeverDispatched: []string{identity(k, 1)}}, rs, "reconciliation of %s", k.RunID)
+		assert.Equal(e.T, workflow.ReconcileSummary{NeverDispatched: []workflow.AttemptRef{{Key: attemptKey(k, 1), Identity: identity(k, 1)}}}, rs, "reconciliation of %s", k.RunID)
 	}
 	// Recovery works on what was left: the cancelled run's attempt is
 	// cancelled as never dispatched, the paused one is redispatched with

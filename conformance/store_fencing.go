@@ -196,7 +196,7 @@ func requireRecovered(e *env, s *workflow.Store, o *owner, run string, a *workfl
 	e.T.Helper()
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: run, Authority: a, Limit: 10, Lookup: o}, ms(at))
 	require.NoError(e.T, err, "%s: the current authority recovers the attempt", what)
-	assert.Equal(e.T, []string{id}, sum.Recovered, "%s", what)
+	assert.Equal(e.T, []string{id}, refIdentities(sum.Recovered), "%s", what)
 	att, err := s.GetAttempt(e.Ctx, id)
 	require.NoError(e.T, err)
 	assert.Equal(e.T, workflow.AttemptAdmitted, att.Status, "%s", what)
@@ -269,7 +269,7 @@ func caseFenceTransferRepair(e *env) {
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Authority: &a2, Limit: 10}, ms(30))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, []string{id}, sum.RepairRequired, "the new authority reconciles it")
+	assert.Equal(e.T, []string{id}, refIdentities(sum.RepairRequired), "the new authority reconciles it")
 }
 
 // --- An authority differing in exactly one field, at every boundary ---
@@ -562,7 +562,7 @@ func caseFenceRetirement(e *env) {
 	requireIs(e.T, err, workflow.ErrIneligible, "owner admission while retirement is pending")
 	rs, err := s.Redispatch(e.Ctx, o2, workflow.ReconcileOptions{RunID: "r2", Limit: 10}, ms(21))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, []string{p.Identity}, rs.Skipped, "redispatch skips a retiring member")
+	assert.Equal(e.T, []string{p.Identity}, refIdentities(rs.Skipped), "redispatch skips a retiring member")
 	assert.Zero(e.T, o2.totalCalls())
 	assert.Equal(e.T, after, digest(e, "r2"))
 }

@@ -316,8 +316,8 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		}
 		ws, werr := sq.s.ReconcilePrepared(ctx, opts, now)
 		mres, merr := sq.m.Reconcile(runID, a, 10, lookup)
-		g := fmt.Sprintf("%+v", model.ReconcileSummary{NeverDispatched: ws.NeverDispatched, Recovered: ws.Recovered,
-			RepairRequired: ws.RepairRequired, SafeReadOnly: ws.SafeReadOnly})
+		g := fmt.Sprintf("%+v", model.ReconcileSummary{NeverDispatched: refIdentities(ws.NeverDispatched), Recovered: refIdentities(ws.Recovered),
+			RepairRequired: refIdentities(ws.RepairRequired), SafeReadOnly: refIdentities(ws.SafeReadOnly)})
 		sq.agree(rt, "reconcile_prepared", g, werr, fmt.Sprintf("%+v", mres), merr)
 		return fmt.Sprintf("%s lookup=%v auth=%v: %+v err=%q", runID, lookup, a, mres, merr)
 	case opRedispatch:
@@ -333,7 +333,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		}
 		ws, werr := sq.s.Redispatch(ctx, sq.o, workflow.ReconcileOptions{RunID: runID, Authority: wfAuthority(a), Limit: 10}, now)
 		mres, merr := sq.m.Redispatch(runID, a, 10, fails)
-		g := fmt.Sprintf("%+v", model.RedispatchSummary{Admitted: refIdentities(ws.Admitted), Skipped: ws.Skipped})
+		g := fmt.Sprintf("%+v", model.RedispatchSummary{Admitted: refIdentities(ws.Admitted), Skipped: refIdentities(ws.Skipped)})
 		sq.agree(rt, "redispatch", g, werr, fmt.Sprintf("%+v", mres), merr)
 		return fmt.Sprintf("%s owner_fails=%v auth=%v: %+v err=%q", runID, fails, a, mres, merr)
 	case opHandoff:
@@ -461,7 +461,7 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 		ws, werr := sq.s.ReconcileReceiptBacked(ctx, obs, workflow.ReceiptPassOptions{RunID: runID, Authority: wfAuthority(a), Limit: 1 + o.C%3}, now)
 		var got []model.PassOutcome
 		for _, r := range ws.Attempts {
-			got = append(got, model.PassOutcome{Identity: r.Identity, OwnerAsked: r.OwnerAsked, Applied: string(r.Applied),
+			got = append(got, model.PassOutcome{Identity: r.Attempt.Identity, OwnerAsked: r.OwnerAsked, Applied: string(r.Applied),
 				Status: string(r.Status), Unresolved: r.Unresolved})
 		}
 		want, merr := sq.m.ReceiptPass(runID, a, 1+o.C%3, func(string) (string, bool) { return obs.kind, !obs.fail }, sq.at())

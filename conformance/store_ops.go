@@ -102,7 +102,7 @@ func receiptPass(e *env, s *workflow.Store, o workflow.Observer, opts workflow.R
 
 func outcomeOf(sum workflow.ReceiptPassSummary, id string) (workflow.ReceiptOutcome, bool) {
 	for _, o := range sum.Attempts {
-		if o.Identity == id {
+		if o.Attempt.Identity == id {
 			return o, true
 		}
 	}
@@ -185,7 +185,7 @@ func caseReceiptPassCancelled(e *env) {
 	assert.Empty(e.T, o.askedAbout(), "the owner is not asked about a run whose cancellation is requested")
 	require.Len(e.T, sum.Attempts, 2)
 	for _, out := range sum.Attempts {
-		assert.Equal(e.T, workflow.ObservedCancelled, out.Applied, "%s", out.Identity)
+		assert.Equal(e.T, workflow.ObservedCancelled, out.Applied, "%s", out.Attempt.Identity)
 		assert.False(e.T, out.OwnerAsked)
 		assert.Equal(e.T, workflow.AttemptCancelled, out.Status, "terminal, not repair_required")
 	}

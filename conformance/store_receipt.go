@@ -98,7 +98,7 @@ func caseLateReceipt(e *env) {
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
-	require.Equal(e.T, []string{p.Identity}, sum.RepairRequired)
+	require.Equal(e.T, []string{p.Identity}, refIdentities(sum.RepairRequired))
 	assert.Equal(e.T, workflow.RunRepairRequired, getRun(e, s, "r").Status)
 	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"late":true}`), nil, ms(21)))
 	a := getAttempt(e, s, p.Activation.Key, 1)

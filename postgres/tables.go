@@ -26,9 +26,6 @@ func newTable(name string, nkey int, cols ...string) table {
 	return t
 }
 
-func (t table) key() []string    { return t.cols[:t.nkey] }
-func (t table) nonKey() []string { return t.cols[t.nkey:] }
-
 // selectList returns the column list, each prefixed with alias when set.
 func (t table) selectList(alias string) string {
 	var sb strings.Builder

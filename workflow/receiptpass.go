@@ -31,7 +31,8 @@ type ReceiptPassOptions struct {
 
 // ReceiptOutcome is what the pass did with one attempt.
 type ReceiptOutcome struct {
-	Identity string
+	// Attempt is the attempt the pass examined.
+	Attempt AttemptRef
 	// OwnerAsked is false when the run's cancellation was requested: the
 	// pass then applied Cancelled without asking the observer.
 	OwnerAsked bool
@@ -106,7 +107,7 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 	}
 	var plan []planned
 	for _, att := range attempts {
-		p := planned{att: att, out: ReceiptOutcome{Identity: att.Identity}}
+		p := planned{att: att, out: ReceiptOutcome{Attempt: attemptRef(att)}}
 		if runs[att.Key.RunID].CancelRequestedMS != 0 {
 			p.obs = Observation{Kind: ObservedCancelled}
 		} else {

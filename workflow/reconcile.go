@@ -29,14 +29,14 @@ type ReconcileOptions struct {
 type ReconcileSummary struct {
 	// NeverDispatched: handoff provably never recorded; left prepared, safe
 	// to Redispatch with the same identity (mutating or not).
-	NeverDispatched []string
+	NeverDispatched []AttemptRef
 	// Recovered: the owner held a receipt; it was persisted (admitted).
-	Recovered []string
+	Recovered []AttemptRef
 	// RepairRequired: ambiguous mutating attempts moved to repair_required.
-	RepairRequired []string
+	RepairRequired []AttemptRef
 	// SafeReadOnly: ambiguous read-only attempts, left prepared; they may be
 	// redispatched with the same identity (the owner dedupes).
-	SafeReadOnly []string
+	SafeReadOnly []AttemptRef
 }
 
 // ReconcilePrepared examines prepared attempts after a restart, using the
@@ -75,7 +75,7 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 		att, check := pa.att, pa.check
 		switch {
 		case att.Handoff == backend.HandoffPending:
-			sum.NeverDispatched = append(sum.NeverDispatched, att.Identity)
+			sum.NeverDispatched = append(sum.NeverDispatched, attemptRef(att))
 			continue
 		case att.Handoff == backend.HandoffRecorded && opts.Lookup != nil:
 			receipt, found, err := opts.Lookup.LookupReceipt(ctx, att.Identity)
@@ -86,12 +86,12 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 				if err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now, nil); err != nil {
 					return sum, err
 				}
-				sum.Recovered = append(sum.Recovered, att.Identity)
+				sum.Recovered = append(sum.Recovered, attemptRef(att))
 				continue
 			}
 		}
 		if att.SideEffect == backend.ReadOnly {
-			sum.SafeReadOnly = append(sum.SafeReadOnly, att.Identity)
+			sum.SafeReadOnly = append(sum.SafeReadOnly, attemptRef(att))
 			continue
 		}
 		changed, err := s.markRepairRequired(ctx, att.Identity, check.with("reconciliation"), now)
@@ -99,7 +99,7 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 			return sum, err
 		}
 		if changed {
-			sum.RepairRequired = append(sum.RepairRequired, att.Identity)
+			sum.RepairRequired = append(sum.RepairRequired, attemptRef(att))
 		}
 	}
 	return sum, nil
@@ -208,7 +208,7 @@ type RedispatchSummary struct {
 	Admitted []AttemptRef
 	// Skipped lists prepared attempts not eligible for redispatch now
 	// (ambiguous mutating, or their run or activation no longer running).
-	Skipped []string
+	Skipped []AttemptRef
 }
 
 // Redispatch hands prepared attempts to the owner again with the same
@@ -245,7 +245,7 @@ func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptio
 	for _, pa := range attempts {
 		att, check := pa.att, pa.check
 		if att.Receipt != nil || (att.Handoff != backend.HandoffPending && att.SideEffect != backend.ReadOnly) {
-			sum.Skipped = append(sum.Skipped, att.Identity)
+			sum.Skipped = append(sum.Skipped, attemptRef(att))
 			continue
 		}
 		var act backend.Activation
@@ -258,7 +258,7 @@ func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptio
 		}
 		if _, err := s.handoff(ctx, att.Key, check.with("dispatch handoff"), true, now, nil); err != nil {
 			if isIneligible(err) || errors.Is(err, ErrConflict) {
-				sum.Skipped = append(sum.Skipped, att.Identity)
+				sum.Skipped = append(sum.Skipped, attemptRef(att))
 				continue
 			}
 			return sum, err
@@ -272,7 +272,7 @@ func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptio
 		if err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now, nil); err != nil {
 			return sum, err
 		}
-		sum.Admitted = append(sum.Admitted, AttemptRef{Key: attemptKeyOut(att.Key), Identity: att.Identity})
+		sum.Admitted = append(sum.Admitted, attemptRef(att))
 	}
 	return sum, nil
 }

@@ -17,6 +17,11 @@ func attemptKeyOut(k backend.AttemptKey) AttemptKey {
 	return AttemptKey{ActivationKey: keyOut(k.ActivationKey), Attempt: k.Attempt}
 }
 
+// attemptRef names a stored attempt by key and identity.
+func attemptRef(a backend.Attempt) AttemptRef {
+	return AttemptRef{Key: attemptKeyOut(a.Key), Identity: a.Identity}
+}
+
 func attemptKeyIn(k AttemptKey) backend.AttemptKey {
 	return backend.AttemptKey{ActivationKey: keyIn(k.ActivationKey), Attempt: k.Attempt}
 }

@@ -376,7 +376,8 @@ func (c *crashRun) reconcile(ctx context.Context) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, id := range sum.NeverDispatched {
+		for _, ref := range sum.NeverDispatched {
+			id := ref.Identity
 			if calls[id] > 0 {
 				t.Errorf("attempt %s reported never dispatched, but the owner was called for it", id)
 			}
@@ -384,10 +385,10 @@ func (c *crashRun) reconcile(ctx context.Context) {
 				t.Errorf("attempt %s reported never dispatched with handoff %s", id, a.Handoff)
 			}
 		}
-		for _, list := range [][]string{sum.Recovered, sum.RepairRequired, sum.SafeReadOnly} {
-			for _, id := range list {
-				if a := attempt(t, ctx, s, id); a.Handoff != workflow.HandoffRecorded {
-					t.Errorf("attempt %s reported ambiguous or recovered without a recorded handoff (%s)", id, a.Handoff)
+		for _, list := range [][]workflow.AttemptRef{sum.Recovered, sum.RepairRequired, sum.SafeReadOnly} {
+			for _, ref := range list {
+				if a := attempt(t, ctx, s, ref.Identity); a.Handoff != workflow.HandoffRecorded {
+					t.Errorf("attempt %s reported ambiguous or recovered without a recorded handoff (%s)", ref.Identity, a.Handoff)
 				}
 			}
 		}

@@ -218,7 +218,7 @@ var Catalog = []Mutant{
 			{
 				File: "workflow/reconcile.go",
 				Find: `		case att.Handoff == backend.HandoffPending:
-			sum.NeverDispatched = append(sum.NeverDispatched, att.Identity)
+			sum.NeverDispatched = append(sum.NeverDispatched, attemptRef(att))
 			continue
 `,
 				Replace: "",
