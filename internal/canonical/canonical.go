@@ -12,8 +12,7 @@
 //     \b \f \n \r \t where such a short form exists and \u00XX (lowercase
 //     hex) otherwise. Everything else, including '/', '<', '>', '&', U+007F,
 //     U+2028 and U+2029, is written literally; \uXXXX escapes in the input
-//     are decoded (a surrogate pair to its one code point). This is the
-//     string form serde_json writes.
+//     are decoded (a surrogate pair to its one code point).
 package canonical
 
 import (
