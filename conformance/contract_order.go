@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"reflect"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -14,7 +13,6 @@ import (
 // within each, kinds in field order; each slice in slice order.
 func orderCases() []testCase {
 	return []testCase{
-		{Name: "changes_has_a_slice_only_for_the_operations_in_the_table", Run: testChangesShape},
 		{Name: "operations_in_one_changes_take_effect_in_the_fixed_order", Run: testFixedOrder},
 		{Name: "delete_then_insert_of_one_key_in_one_changes_succeeds", Run: testDeleteThenInsert},
 		{Name: "insert_then_replace_of_one_key_in_one_changes_gives_the_replaced_value", Run: testInsertThenReplace},
@@ -22,72 +20,6 @@ func orderCases() []testCase {
 		{Name: "the_first_failing_operation_in_apply_order_decides_the_error", Run: testFirstFailingOperation},
 		{Name: "a_failing_element_of_a_slice_fails_the_update_and_nothing_of_the_changes_is_visible", Run: testFailingElement},
 		{Name: "a_slice_in_one_changes_equals_its_records_applied_one_at_a_time", Run: testSliceEqualsOneAtATime},
-	}
-}
-
-// changesShape is the contract's table of operations (the backend package
-// documentation), as the fields of Changes in apply order: part, then
-// kind, with the element type of each slice. Every other combination (a
-// Delete of a run, activation, group or link; a Replace of a link or an
-// event; an Expect of anything but runs, activations and attempts) cannot
-// be written at all.
-var changesShape = []struct {
-	part  string
-	kinds []string
-	elems []reflect.Type
-}{
-	{"Expect", []string{"Runs", "Activations", "Attempts"},
-		types(backend.Run{}, backend.Activation{}, backend.Attempt{})},
-	{"Delete", []string{"Events", "Schedules", "Leases", "Attempts"},
-		types(backend.EventKey{}, backend.ActivationKey{}, backend.LeaseKey{}, backend.AttemptKey{})},
-	{"Insert", []string{"Runs", "Links", "Activations", "Groups", "Attempts", "Leases", "Schedules", "Events"},
-		types(backend.Run{}, backend.RunLink{}, backend.Activation{}, backend.FanOutGroup{}, backend.Attempt{},
-			backend.Lease{}, backend.RetrySchedule{}, backend.Event{})},
-	{"Replace", []string{"Runs", "Activations", "Groups", "Attempts", "Leases", "Schedules"},
-		types(backend.Run{}, backend.Activation{}, backend.FanOutGroup{}, backend.Attempt{},
-			backend.Lease{}, backend.RetrySchedule{})},
-}
-
-func types(vs ...any) []reflect.Type {
-	out := make([]reflect.Type, len(vs))
-	for i, v := range vs {
-		out[i] = reflect.TypeOf(v)
-	}
-	return out
-}
-
-// testChangesShape checks, by reflection, that Changes has exactly the
-// slices of the table, in the documented apply order. It checks the
-// contract's own shape, the same for every adapter: what the old contract
-// rejected at run time with ErrUnsupported (a Delete of a run, a Replace of
-// an event, ...) is now a program that does not compile, and this case
-// fails if a field the table does not allow is ever added.
-func testChangesShape(e *env) {
-	ct := reflect.TypeOf(backend.Changes{})
-	if ct.NumField() != len(changesShape) {
-		e.T.Errorf("Changes has %d fields, the table has %d parts", ct.NumField(), len(changesShape))
-	}
-	for i, p := range changesShape {
-		if i >= ct.NumField() {
-			break
-		}
-		f := ct.Field(i)
-		if f.Name != p.part {
-			e.T.Errorf("Changes field %d is %s, want %s (the parts apply in the order expects, deletes, inserts, replaces)", i, f.Name, p.part)
-			continue
-		}
-		if f.Type.NumField() != len(p.kinds) {
-			e.T.Errorf("Changes.%s has %d slices, the table allows %d (%v)", p.part, f.Type.NumField(), len(p.kinds), p.kinds)
-		}
-		for j, kind := range p.kinds {
-			if j >= f.Type.NumField() {
-				break
-			}
-			k := f.Type.Field(j)
-			if k.Name != kind || k.Type.Kind() != reflect.Slice || k.Type.Elem() != p.elems[j] {
-				e.T.Errorf("Changes.%s field %d is %s %s, want %s []%s (the table, in apply order)", p.part, j, k.Name, k.Type, kind, p.elems[j])
-			}
-		}
 	}
 }
 

@@ -80,9 +80,6 @@
 //	durable across Close/Open                     reopen_keeps_every_record_byte_exact
 //	records share no memory with callers          loaded_bytes_stay_valid_after_later_writes,
 //	                                              stored_records_do_not_alias_caller_memory
-//	the shape of Changes is the table of          changes_has_a_slice_only_for_the_operations_in_the_table
-//	  operations (a Delete of a run, a Replace      (checks the contract itself: an operation outside
-//	  of an event, ... cannot be written)           the table does not compile, so no adapter can fail it)
 //	Insert of an existing key → ErrConflict       insert_of_an_existing_key_conflicts_for_every_kind,
 //	                                              insert_twice_in_one_apply_conflicts,
 //	                                              lease_modes_and_resources_are_distinct_records
