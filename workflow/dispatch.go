@@ -27,6 +27,20 @@ type DispatchOptions struct {
 	// Limit activations while more are pending; see Dispatch for how later
 	// passes reach them.
 	Limit int
+	// BatchSize selects how a pass commits. 0 or 1 (the default): one
+	// activation at a time, three transactions each (intent, handoff,
+	// receipt), and the first owner or per-activation error stops the pass.
+	// Above 1: up to BatchSize planned activations share each of those
+	// three transactions (see Dispatch, "Batch mode"); the pass takes
+	// min(Limit, BatchSize) activations per batch, batch after batch, until
+	// it has planned Limit. At most MaxPageLimit.
+	BatchSize int
+	// OwnerConcurrency bounds the owner calls a batch makes at once when
+	// the owner is not a BatchOwner (0 or 1, the default: one at a time, in
+	// batch order). Above 1 the owner's Dispatch must be safe for
+	// concurrent use. Ignored outside batch mode and for a BatchOwner,
+	// which receives the whole batch in one call.
+	OwnerConcurrency int
 	// Fault, when set, is called at every boundary.
 	Fault FaultHook
 }
@@ -62,6 +76,20 @@ type DispatchSummary struct {
 	// and provably never dispatched: ReconcilePrepared lists it as
 	// NeverDispatched, and CancelNeverDispatched or Redispatch recover it.
 	Rejected []Rejection
+	// OwnerFailed lists, in batch mode, the attempts whose owner call
+	// failed (or whose receipt could not be recorded): each was handed off
+	// and may have been dispatched, so it is left for ReconcilePrepared
+	// and Redispatch. In one-at-a-time mode such a failure stops the pass
+	// and is only returned as its error.
+	OwnerFailed []OwnerFailure
+}
+
+// OwnerFailure is one attempt of a batch that was handed off but not
+// admitted. Err matches ErrOwner when the owner refused or failed it, and
+// otherwise says why its receipt was not recorded.
+type OwnerFailure struct {
+	Attempt AttemptRef
+	Err     error
 }
 
 // Dispatch admits pending activations: for each one discovered it plans with

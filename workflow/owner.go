@@ -25,6 +25,27 @@ type Owner interface {
 	Dispatch(ctx context.Context, p PreparedDispatch) (json.RawMessage, error)
 }
 
+// BatchOwner is an Owner that accepts a whole batch of prepared attempts
+// in one call, for example by enqueueing them into its own database in
+// one write. A Dispatch in batch mode calls DispatchBatch instead of
+// Dispatch, once per batch, with every attempt already handed off.
+type BatchOwner interface {
+	Owner
+	// DispatchBatch asks the owner to accept every prepared attempt of ps
+	// and returns one result per attempt, in the order of ps. Like
+	// Dispatch it must be idempotent on each Identity and report a receipt
+	// only for work it durably admitted. A non-nil error fails every
+	// attempt of the call (each stays handed off, for recovery).
+	DispatchBatch(ctx context.Context, ps []PreparedDispatch) ([]DispatchResult, error)
+}
+
+// DispatchResult is the owner's answer for one attempt of a batch: a
+// receipt (JSON) proving durable admission, or the error that refused it.
+type DispatchResult struct {
+	Receipt json.RawMessage
+	Err     error
+}
+
 // ReceiptLookup is an owner's "receipt status" contract: it
 // answers, by dispatch identity, whether the owner holds a receipt.
 type ReceiptLookup interface {
