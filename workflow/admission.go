@@ -101,7 +101,6 @@ func (s *Store) prepare(ctx context.Context, k backend.ActivationKey, plan Plan,
 	var out *PreparedDispatch
 	var kn *known
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
-		out, kn = nil, nil
 		// One read of everything prepare decides on, shaped by the hint.
 		l := backend.Lookup{Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k}}
 		hint.lookup(&l, k)
@@ -109,88 +108,8 @@ func (s *Store) prepare(ctx context.Context, k backend.ActivationKey, plan Plan,
 		if err != nil {
 			return err
 		}
-		run, ok := g.Runs[k.RunID]
-		if !ok {
-			return errNoop
-		}
-		if err := check.verify(run); err != nil {
-			return err
-		}
-		act, ok := g.Activations[k]
-		if !ok {
-			return errNoop
-		}
-		if exact := hintFrom(run, act); !exact.covers(hint) {
-			// The hint missed something: read it now.
-			l := backend.Lookup{}
-			exact.lookup(&l, k)
-			if g, err = tx.Load(ctx, l); err != nil {
-				return err
-			}
-		}
-		var group *backend.FanOutGroup
-		if act.Group != nil {
-			if v, ok := g.Groups[act.Group.Controller]; ok {
-				group = &v
-			}
-			if group != nil && group.Retiring {
-				return errNoop
-			}
-		}
-		if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
-			return errNoop
-		}
-		if act.LastAttempt == ^uint32(0) {
-			return stateErr(ErrIneligible, "attempt number would exceed %d", ^uint32(0))
-		}
-		attempt := act.LastAttempt + 1
-		akey := backend.AttemptKey{ActivationKey: k, Attempt: attempt}
-		leases, err := acquireLeases(act, akey, g.Resources, at)
-		if err != nil {
-			return err
-		}
-		root := run
-		if run.RootID != run.ID {
-			r, ok := g.Runs[run.RootID]
-			if !ok {
-				return stateErr(ErrNotFound, "root run %q of run %q", run.RootID, run.ID)
-			}
-			root = r
-		}
-		if err := enforceAttemptLimits(run, root, attempt, at); err != nil {
-			return err
-		}
-		// Apply the prepared outcome.
-		for _, l := range leases {
-			insert(w, l)
-			w.emit(&run, leasePayload(l), at)
-		}
-		act.Status = backend.ActivationRunning
-		act.Admissible = false
-		act.LastAttempt = attempt
-		act.UpdatedMS = at
-		replace(w, act)
-		identity := DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, attempt)
-		att := backend.Attempt{
-			Key: akey, Identity: identity, Status: backend.AttemptPrepared, SideEffect: backend.Effect(plan.SideEffect),
-			Intent: intent, IntentChecksum: Checksum(intent), Handoff: backend.HandoffPending, PreparedMS: at,
-		}
-		insert(w, att)
-		run.AttemptCount++
-		run.ActiveCount++
-		if root.ID == run.ID {
-			run.TreeAttemptCount++
-		} else {
-			root.TreeAttemptCount++
-			replace(w, root)
-		}
-		run.UpdatedMS = at
-		w.emit(&run, preparedPayload(akey, backend.Effect(plan.SideEffect), intent, at), at)
-		replace(w, run)
-		out = &PreparedDispatch{Activation: toActivation(act), Attempt: attempt, Identity: identity,
-			SideEffect: plan.SideEffect, Intent: intent, PreparedAt: fromMS(at)}
-		kn = &known{run: run, act: act, att: att}
-		return nil
+		out, kn, err = decidePrepare(ctx, tx, w, &g, prepItem{key: k, effect: plan.SideEffect, intent: intent, check: check, hint: hint}, at)
+		return err
 	})
 	if errors.Is(err, errNoop) {
 		return nil, nil, nil
@@ -199,6 +118,148 @@ func (s *Store) prepare(ctx context.Context, k backend.ActivationKey, plan Plan,
 		return nil, nil, err
 	}
 	return out, kn, nil
+}
+
+// prepItem is one activation to prepare: its key, its checked plan, the
+// authority check and what discovery knows of it.
+type prepItem struct {
+	key    backend.ActivationKey
+	effect Effect
+	intent []byte // canonical
+	check  authorityCheck
+	hint   prepareHint
+}
+
+// decidePrepare is the whole preparation decision for it.key, on the
+// records in g (read by a lookup shaped by it.hint; a lookup the hint
+// missed is read now and added). It writes to w and, when it prepares,
+// updates g with the records it wrote (the run, its root, the activation
+// and the leases), so that the next decision on g in the same transaction
+// sees them. It returns errNoop when the activation is not admissible now.
+func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.Found, it prepItem, at int64) (*PreparedDispatch, *known, error) {
+	k, check := it.key, it.check
+	run, ok := g.Runs[k.RunID]
+	if !ok {
+		return nil, nil, errNoop
+	}
+	if err := check.verify(run); err != nil {
+		return nil, nil, err
+	}
+	act, ok := g.Activations[k]
+	if !ok {
+		return nil, nil, errNoop
+	}
+	if exact := hintFrom(run, act); !exact.covers(it.hint) {
+		// The hint missed something: read it now.
+		l := backend.Lookup{}
+		exact.lookup(&l, k)
+		more, err := tx.Load(ctx, l)
+		if err != nil {
+			return nil, nil, err
+		}
+		addMissing(g, more)
+	}
+	var group *backend.FanOutGroup
+	if act.Group != nil {
+		if v, ok := g.Groups[act.Group.Controller]; ok {
+			group = &v
+		}
+		if group != nil && group.Retiring {
+			return nil, nil, errNoop
+		}
+	}
+	if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
+		return nil, nil, errNoop
+	}
+	if act.LastAttempt == ^uint32(0) {
+		return nil, nil, stateErr(ErrIneligible, "attempt number would exceed %d", ^uint32(0))
+	}
+	attempt := act.LastAttempt + 1
+	akey := backend.AttemptKey{ActivationKey: k, Attempt: attempt}
+	leases, err := acquireLeases(act, akey, g.Resources, at)
+	if err != nil {
+		return nil, nil, err
+	}
+	root := run
+	if run.RootID != run.ID {
+		r, ok := g.Runs[run.RootID]
+		if !ok {
+			return nil, nil, stateErr(ErrNotFound, "root run %q of run %q", run.RootID, run.ID)
+		}
+		root = r
+	}
+	if err := enforceAttemptLimits(run, root, attempt, at); err != nil {
+		return nil, nil, err
+	}
+	// Apply the prepared outcome.
+	for _, l := range leases {
+		insert(w, l)
+		w.emit(&run, leasePayload(l), at)
+	}
+	act.Status = backend.ActivationRunning
+	act.Admissible = false
+	act.LastAttempt = attempt
+	act.UpdatedMS = at
+	replace(w, act)
+	identity := DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, attempt)
+	att := backend.Attempt{
+		Key: akey, Identity: identity, Status: backend.AttemptPrepared, SideEffect: backend.Effect(it.effect),
+		Intent: it.intent, IntentChecksum: Checksum(it.intent), Handoff: backend.HandoffPending, PreparedMS: at,
+	}
+	insert(w, att)
+	run.AttemptCount++
+	run.ActiveCount++
+	if root.ID == run.ID {
+		run.TreeAttemptCount++
+	} else {
+		root.TreeAttemptCount++
+		replace(w, root)
+		g.Runs[root.ID] = root
+	}
+	run.UpdatedMS = at
+	w.emit(&run, preparedPayload(akey, backend.Effect(it.effect), it.intent, at), at)
+	replace(w, run)
+	g.Runs[run.ID] = run
+	g.Activations[k] = act
+	for _, l := range leases {
+		ref := backend.ResourceRef{RunID: k.RunID, Resource: l.Key.Resource}
+		if g.Resources == nil {
+			g.Resources = map[backend.ResourceRef][]backend.Lease{}
+		}
+		g.Resources[ref] = append(g.Resources[ref], l)
+	}
+	out := &PreparedDispatch{Activation: toActivation(act), Attempt: attempt, Identity: identity,
+		SideEffect: it.effect, Intent: it.intent, PreparedAt: fromMS(at)}
+	return out, &known{run: run, act: act, att: att}, nil
+}
+
+// addMissing adds to g the records of more that g does not hold yet (g's
+// own may already carry this transaction's decisions).
+func addMissing(g *backend.Found, more backend.Found) {
+	for id, r := range more.Runs {
+		if _, ok := g.Runs[id]; !ok {
+			if g.Runs == nil {
+				g.Runs = map[string]backend.Run{}
+			}
+			g.Runs[id] = r
+		}
+	}
+	for k, v := range more.Groups {
+		if _, ok := g.Groups[k]; !ok {
+			if g.Groups == nil {
+				g.Groups = map[backend.ActivationKey]backend.FanOutGroup{}
+			}
+			g.Groups[k] = v
+		}
+	}
+	for k, v := range more.Resources {
+		if _, ok := g.Resources[k]; !ok {
+			if g.Resources == nil {
+				g.Resources = map[backend.ResourceRef][]backend.Lease{}
+			}
+			g.Resources[k] = v
+		}
+	}
 }
 
 // deadlineElapsed reports whether a run's wall-clock deadline (unix ms, 0 =

@@ -43,43 +43,10 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 		return nil, err
 	}
 	var next *known
-	// decide is the whole decision, on the run, the activation and the
-	// attempt (found reports whether the attempt exists).
 	decide := func(tx backend.Tx, w *batch, run backend.Run, act backend.Activation, att backend.Attempt, found bool) error {
-		next = nil
-		if err := check.verify(run); err != nil {
-			return err
-		}
-		if !found || att.Status != backend.AttemptPrepared || act.Status != backend.ActivationRunning ||
-			run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
-			return stateErr(ErrIneligible, "dispatch handoff is no longer eligible: %v", k)
-		}
-		if retiring, err := retirementPending(ctx, tx, act); err != nil {
-			return err
-		} else if retiring {
-			return stateErr(ErrIneligible, "dispatch handoff is no longer eligible: fan-out retirement pending for %v", k)
-		}
-		switch att.Handoff {
-		case backend.HandoffPending:
-		case backend.HandoffRecorded:
-			if reHandoff && att.SideEffect == backend.ReadOnly {
-				return errNoop
-			}
-			return stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
-		case backend.HandoffUnknown:
-			// No handoff state exists (low-level prepare): nothing to flip,
-			// and never a never-dispatched proof. Only read-only work may go.
-			if att.SideEffect == backend.ReadOnly {
-				return errNoop
-			}
-			return stateErr(ErrIneligible, "mutating attempt %s has no handoff state; reconcile it", att.Identity)
-		}
-		att.Handoff = backend.HandoffRecorded
-		replace(w, att)
-		w.emit(&run, DispatchHandedOffPayload{DispatchIdentity: att.Identity}, at)
-		replace(w, run)
-		next = &known{run: run, act: act, att: att}
-		return nil
+		var err error
+		next, err = decideHandoff(ctx, tx, w, &run, act, att, found, k, check, reHandoff, at)
+		return err
 	}
 	if kn != nil {
 		done, err := s.decideKnown(ctx, kn.expected(), func(tx backend.Tx, w *batch) error {
@@ -111,6 +78,45 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 		return nil, err
 	}
 	return next, nil
+}
+
+// decideHandoff is the whole handoff decision for attempt k, on its run,
+// activation and attempt (found reports whether the attempt exists). It
+// writes to w and to *run (the handed-off event advances its sequence) and
+// returns the records it committed; errNoop when there is nothing to flip.
+func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, att backend.Attempt, found bool, k backend.AttemptKey, check authorityCheck, reHandoff bool, at int64) (*known, error) {
+	if err := check.verify(*run); err != nil {
+		return nil, err
+	}
+	if !found || att.Status != backend.AttemptPrepared || act.Status != backend.ActivationRunning ||
+		run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
+		return nil, stateErr(ErrIneligible, "dispatch handoff is no longer eligible: %v", k)
+	}
+	if retiring, err := retirementPending(ctx, tx, act); err != nil {
+		return nil, err
+	} else if retiring {
+		return nil, stateErr(ErrIneligible, "dispatch handoff is no longer eligible: fan-out retirement pending for %v", k)
+	}
+	switch att.Handoff {
+	case backend.HandoffPending:
+	case backend.HandoffRecorded:
+		if reHandoff && att.SideEffect == backend.ReadOnly {
+			return nil, errNoop
+		}
+		return nil, stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
+	case backend.HandoffUnknown:
+		// No handoff state exists (low-level prepare): nothing to flip,
+		// and never a never-dispatched proof. Only read-only work may go.
+		if att.SideEffect == backend.ReadOnly {
+			return nil, errNoop
+		}
+		return nil, stateErr(ErrIneligible, "mutating attempt %s has no handoff state; reconcile it", att.Identity)
+	}
+	att.Handoff = backend.HandoffRecorded
+	replace(w, att)
+	w.emit(run, DispatchHandedOffPayload{DispatchIdentity: att.Identity}, at)
+	replace(w, *run)
+	return &known{run: *run, act: act, att: att}, nil
 }
 
 // retirementPending reports whether act is a fan-out member whose group has

@@ -45,52 +45,8 @@ func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identi
 	if err != nil {
 		return err
 	}
-	// decide is the whole decision, on the run and the attempt (found
-	// reports whether the attempt exists).
 	decide := func(tx backend.Tx, w *batch, run backend.Run, att backend.Attempt, found bool) error {
-		if err := check.verify(run); err != nil {
-			return err
-		}
-		if !found {
-			return stateErr(ErrNotFound, "attempt %s", identity)
-		}
-		if att.Receipt != nil {
-			switch att.Status {
-			case backend.AttemptAdmitted, backend.AttemptRunning, backend.AttemptCancelling, backend.AttemptSiblingCancelling:
-				if bytes.Equal(att.Receipt, rc) {
-					return errNoop
-				}
-			}
-			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
-		}
-		typ := EventAttemptAdmitted
-		switch att.Status {
-		case backend.AttemptPrepared:
-			att.Status = backend.AttemptAdmitted
-		case backend.AttemptCancelling, backend.AttemptSiblingCancelling:
-			typ = EventAttemptCancellationReceiptRecorded
-		case backend.AttemptRepairRequired:
-			if att.Handoff != backend.HandoffRecorded {
-				return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
-			}
-			att.Status = backend.AttemptAdmitted
-			run.ActiveCount++
-			if err := tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{att}}}); err != nil {
-				return err
-			}
-			if err := settleRepairState(ctx, tx, w, &run, at); err != nil {
-				return err
-			}
-		default:
-			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
-		}
-		att.Receipt = rc
-		att.AdmittedMS = at
-		replace(w, att)
-		w.emit(&run, receiptPayload(typ, k, identity, rc, at), at)
-		run.UpdatedMS = at
-		replace(w, run)
-		return nil
+		return decideReceipt(ctx, tx, w, &run, att, found, k, identity, rc, check, at)
 	}
 	if kn != nil {
 		done, err := s.decideKnown(ctx, backend.Expected{Runs: []backend.Run{kn.run}, Attempts: []backend.Attempt{kn.att}}, func(tx backend.Tx, w *batch) error {
@@ -116,6 +72,59 @@ func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identi
 		return nil
 	}
 	return err
+}
+
+// decideReceipt is the whole receipt decision for attempt k (whose
+// identity is identity), on its run and attempt (found reports whether the
+// attempt exists), with rc the canonical receipt. It writes to w and to
+// *run; errNoop when the same receipt is already stored. A repair_required
+// attempt is written at once through tx (its repair state is settled on
+// it), so a caller that must undo one decision alone keeps such attempts
+// out of a shared transaction.
+func decideReceipt(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, att backend.Attempt, found bool, k backend.AttemptKey, identity string, rc []byte, check authorityCheck, at int64) error {
+	if err := check.verify(*run); err != nil {
+		return err
+	}
+	if !found {
+		return stateErr(ErrNotFound, "attempt %s", identity)
+	}
+	if att.Receipt != nil {
+		switch att.Status {
+		case backend.AttemptAdmitted, backend.AttemptRunning, backend.AttemptCancelling, backend.AttemptSiblingCancelling:
+			if bytes.Equal(att.Receipt, rc) {
+				return errNoop
+			}
+		}
+		return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
+	}
+	typ := EventAttemptAdmitted
+	switch att.Status {
+	case backend.AttemptPrepared:
+		att.Status = backend.AttemptAdmitted
+	case backend.AttemptCancelling, backend.AttemptSiblingCancelling:
+		typ = EventAttemptCancellationReceiptRecorded
+	case backend.AttemptRepairRequired:
+		if att.Handoff != backend.HandoffRecorded {
+			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
+		}
+		att.Status = backend.AttemptAdmitted
+		run.ActiveCount++
+		if err := tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{att}}}); err != nil {
+			return err
+		}
+		if err := settleRepairState(ctx, tx, w, run, at); err != nil {
+			return err
+		}
+	default:
+		return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
+	}
+	att.Receipt = rc
+	att.AdmittedMS = at
+	replace(w, att)
+	w.emit(run, receiptPayload(typ, k, identity, rc, at), at)
+	run.UpdatedMS = at
+	replace(w, *run)
+	return nil
 }
 
 // OwnerAdmission is an owner's view of an admission request.
