@@ -131,6 +131,15 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 			return sum, err
 		}
 	}
+	if opts.BatchSize == 0 {
+		opts.BatchSize = s.batchSize
+	}
+	if opts.BatchSize < 0 || opts.BatchSize > MaxPageLimit {
+		return sum, invalid("dispatch batch size", "must be 0 to %d", MaxPageLimit)
+	}
+	if opts.OwnerConcurrency < 0 || opts.OwnerConcurrency > MaxPageLimit {
+		return sum, invalid("dispatch owner concurrency", "must be 0 to %d", MaxPageLimit)
+	}
 	if _, err := toMS("now", now); err != nil {
 		return sum, err
 	}
@@ -143,6 +152,11 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 	cands, err := s.discover(ctx, opts.RunID, opts.Limit, at)
 	if err != nil {
 		return sum, err
+	}
+	cands, release := s.claims.claim(cands)
+	defer release()
+	if opts.BatchSize > 1 {
+		return s.dispatchBatches(ctx, owner, cands, opts, now)
 	}
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
@@ -175,6 +189,31 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 		}
 	}
 	return sum, nil
+}
+
+// dispatchBatches admits cands in batch mode, BatchSize planned
+// candidates at a time.
+func (s *Store) dispatchBatches(ctx context.Context, owner Owner, cands []candidate, opts DispatchOptions, now time.Time) (DispatchSummary, error) {
+	var (
+		sum   DispatchSummary
+		fails []error
+	)
+	for len(cands) > 0 {
+		n, planned := 0, 0
+		for n < len(cands) && planned < opts.BatchSize {
+			if !cands[n].full {
+				planned++
+			}
+			n++
+		}
+		f, err := s.admitBatch(ctx, owner, cands[:n], opts, now, &sum)
+		fails = append(fails, f...)
+		if err != nil {
+			return sum, errors.Join(append(fails, err)...)
+		}
+		cands = cands[n:]
+	}
+	return sum, errors.Join(fails...)
 }
 
 type outcome uint8
@@ -368,6 +407,9 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 					break scan
 				}
 				pos = pendingPos{after: act.Key}
+				if s.claims.has(act.Key) {
+					continue // another pass of this Store is admitting it
+				}
 				if skipped[id] {
 					pos.afterRun = true
 					continue

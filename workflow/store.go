@@ -12,19 +12,34 @@ import (
 // Stores (in any number of processes, where the backend allows) may share
 // one backend store.
 type Store struct {
-	b    backend.Backend
-	disc discoveryCursor // where the next Dispatch over all runs resumes
+	b         backend.Backend
+	disc      discoveryCursor // where the next Dispatch over all runs resumes
+	claims    claimSet        // activations this Store's passes are admitting
+	batchSize int             // the BatchSize of a Dispatch that sets none
 }
+
+// Option configures a Store.
+type Option func(*Store)
+
+// WithBatchSize sets the BatchSize a Dispatch uses when its
+// DispatchOptions.BatchSize is 0 (see DispatchOptions.BatchSize). A value
+// outside 0 to MaxPageLimit makes such a Dispatch fail with
+// ErrInvalidInput.
+func WithBatchSize(n int) Option { return func(s *Store) { s.batchSize = n } }
 
 // New returns a Store over b. The caller keeps ownership of b. A nil b (or
 // an interface holding a nil pointer) is a programming error, not a
 // runtime condition: New panics at once with a message saying so, rather
 // than returning a Store that fails on its first call.
-func New(b backend.Backend) *Store {
+func New(b backend.Backend, opts ...Option) *Store {
 	if isNil(b) {
 		panic("workflow: New called with a nil backend.Backend")
 	}
-	return &Store{b: b}
+	s := &Store{b: b}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
 }
 
 // Backend returns the underlying backend.

@@ -1,0 +1,571 @@
+package workflow
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// Batch mode: one pass admits a batch of candidates in three transactions
+// instead of three per candidate. Each step decides every candidate on its
+// own, with the same code as one at a time, on records that already carry
+// the decisions taken for the candidates before it in the same
+// transaction; a refusal undoes only that candidate's writes. The steps
+// keep the per-attempt order of one at a time: every attempt's intent
+// commits before its handoff, its handoff before the owner is called, and
+// the owner's acceptance before its receipt.
+
+// batchSlot is the outcome of one candidate at preparation.
+type batchSlot struct {
+	out outcome
+	err error
+}
+
+// prepared is one attempt a batch prepared, with the check that follows it
+// through handoff and receipt.
+type prepared struct {
+	p     PreparedDispatch
+	check authorityCheck
+}
+
+// admitBatch admits one batch of candidates (full ones are reported raced
+// in their place). Outcomes go to sum; failures that belong to one
+// candidate are returned in fails and stop nothing; a non-nil stop error
+// (storage, context, fault hook) ends the pass.
+func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, opts DispatchOptions, now time.Time, sum *DispatchSummary) (fails []error, stop error) {
+	at, err := toMS("now", now)
+	if err != nil {
+		return nil, err
+	}
+	slots := make([]batchSlot, len(cands))
+	var (
+		items []prepItem
+		index []int // candidate index of each item
+	)
+	for i, c := range cands {
+		if c.full {
+			slots[i].out = outRaced
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return fails, err
+		}
+		plan, err := owner.Plan(ctx, toActivation(c.act))
+		if err != nil {
+			fails = append(fails, fmt.Errorf("%w: plan %v: %w", ErrOwner, c.act.Key, err))
+			slots[i].out = outFailed
+			continue
+		}
+		if plan == nil {
+			slots[i].out = outUnsupported
+			continue
+		}
+		intent, err := checkPlan(*plan)
+		if err != nil {
+			fails = append(fails, fmt.Errorf("plan %v: %w", c.act.Key, err))
+			slots[i].out = outFailed
+			continue
+		}
+		items = append(items, prepItem{key: c.act.Key, effect: plan.SideEffect, intent: intent,
+			check: c.check(opts).with("preparation"), hint: hintFrom(c.run, c.act)})
+		index = append(index, i)
+	}
+	var ready []prepared
+	var kn *batchKnown
+	if len(items) > 0 {
+		var res []prepResult
+		res, kn, err = s.prepareBatch(ctx, items, at)
+		if err != nil {
+			return fails, err
+		}
+		for j, r := range res {
+			slot := &slots[index[j]]
+			switch {
+			case r.err == nil && r.p == nil,
+				errors.Is(r.err, ErrConcurrencyCapacity), errors.Is(r.err, ErrResourceConflict):
+				slot.out = outRaced
+			case errors.Is(r.err, ErrNodeAllowanceExhausted), errors.Is(r.err, ErrRootAllowanceExhausted):
+				slot.out = outExhausted
+			case errors.Is(r.err, ErrIneligible):
+				slot.out, slot.err = outRejected, r.err
+			case r.err != nil:
+				slot.out = outFailed
+				fails = append(fails, r.err)
+			default:
+				slot.out = outAdmitted
+				ready = append(ready, prepared{p: *r.p, check: items[j].check})
+			}
+		}
+	}
+	// The follow-up writes of refusals, as one at a time makes them: one
+	// exhaustion observation per run, then the parked activations.
+	observed := map[string]bool{}
+	for i, slot := range slots {
+		c := cands[i]
+		switch {
+		case slot.out == outExhausted && !observed[c.act.Key.RunID]:
+			observed[c.act.Key.RunID] = true
+			if err := s.recordExhaustion(ctx, c.act.Key.RunID, c.check(opts).with("exhaustion observation"), now); err != nil {
+				return fails, err
+			}
+		case slot.out == outRejected:
+			if err := s.park(ctx, c.act.Key, now); err != nil {
+				return fails, err
+			}
+		}
+	}
+	for i, slot := range slots {
+		k := keyOut(cands[i].act.Key)
+		switch slot.out {
+		case outUnsupported:
+			sum.Unsupported = append(sum.Unsupported, k)
+		case outRaced:
+			sum.Raced = append(sum.Raced, k)
+		case outExhausted:
+			sum.Exhausted = append(sum.Exhausted, k)
+		case outRejected:
+			sum.Rejected = append(sum.Rejected, Rejection{Key: k, Err: slot.err})
+		}
+	}
+	if len(ready) == 0 {
+		return fails, nil
+	}
+	for _, r := range ready {
+		if err := runFault(ctx, opts.Fault, IntentCommitted, r.p); err != nil {
+			return fails, err
+		}
+	}
+	ready, kn, fails, err = s.handoffBatch(ctx, ready, kn, at, sum, fails)
+	if err != nil || len(ready) == 0 {
+		return fails, err
+	}
+	receipts := s.callOwner(ctx, owner, ready, opts.OwnerConcurrency)
+	var accepted []prepared
+	var rcs [][]byte
+	for i, r := range ready {
+		rc, err := receipts[i].Receipt, receipts[i].Err
+		if err != nil {
+			err = fmt.Errorf("%w: dispatch %s: %w", ErrOwner, r.p.Identity, err)
+		} else if len(rc) == 0 {
+			err = invalid("dispatch receipt", "is required")
+		} else {
+			rc, err = canonicalJSON("dispatch receipt", rc)
+		}
+		if err != nil {
+			sum.OwnerFailed = append(sum.OwnerFailed, OwnerFailure{Attempt: refOf(r.p), Err: err})
+			fails = append(fails, err)
+			continue
+		}
+		accepted = append(accepted, r)
+		rcs = append(rcs, rc)
+	}
+	for _, r := range accepted {
+		if err := runFault(ctx, opts.Fault, OwnerAccepted, r.p); err != nil {
+			return fails, err
+		}
+	}
+	if len(accepted) == 0 {
+		return fails, nil
+	}
+	admitted, fails, err := s.receiptBatch(ctx, accepted, rcs, kn, at, now, sum, fails)
+	if err != nil {
+		return fails, err
+	}
+	for _, r := range admitted {
+		if err := runFault(ctx, opts.Fault, ReceiptCommitted, r.p); err != nil {
+			return fails, err
+		}
+		sum.Admitted = append(sum.Admitted, refOf(r.p))
+	}
+	return fails, nil
+}
+
+func refOf(p PreparedDispatch) AttemptRef { return AttemptRef{Key: p.Key(), Identity: p.Identity} }
+
+// check returns the authority check a candidate is admitted under: the
+// owned authority of an owned dispatch, otherwise the run's authority as
+// discovery saw it.
+func (c candidate) check(opts DispatchOptions) authorityCheck {
+	if opts.Authority != nil {
+		return ownedBy(authorityIn(opts.Authority), "")
+	}
+	return authorityCheck{mode: authSnapshot, want: c.authority}
+}
+
+// batchKnown holds the records a batch step committed, as it wrote them,
+// for the next step to expect unchanged (see known).
+type batchKnown struct {
+	runs map[string]backend.Run
+	acts map[backend.ActivationKey]backend.Activation
+	atts map[backend.AttemptKey]backend.Attempt
+}
+
+func newBatchKnown() *batchKnown {
+	return &batchKnown{runs: map[string]backend.Run{}, acts: map[backend.ActivationKey]backend.Activation{},
+		atts: map[backend.AttemptKey]backend.Attempt{}}
+}
+
+// expected returns every known record, in key order.
+func (k *batchKnown) expected() backend.Expected {
+	var e backend.Expected
+	for _, id := range slices.Sorted(maps.Keys(k.runs)) {
+		e.Runs = append(e.Runs, k.runs[id])
+	}
+	e.Activations = sortedBy(k.acts, compareActivationKeys)
+	e.Attempts = sortedBy(k.atts, func(a, b backend.AttemptKey) int {
+		return cmp.Or(compareActivationKeys(a.ActivationKey, b.ActivationKey), cmp.Compare(a.Attempt, b.Attempt))
+	})
+	return e
+}
+
+func compareActivationKeys(a, b backend.ActivationKey) int {
+	return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.NodeID, b.NodeID), cmp.Compare(a.ActivationID, b.ActivationID))
+}
+
+func sortedBy[K comparable, V any](m map[K]V, cmp func(a, b K) int) []V {
+	keys := make([]K, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, cmp)
+	out := make([]V, len(keys))
+	for i, k := range keys {
+		out[i] = m[k]
+	}
+	return out
+}
+
+// prepResult is one item's preparation: its prepared dispatch, or nil
+// with a nil error when it was not admissible now, or the refusal.
+type prepResult struct {
+	p   *PreparedDispatch
+	err error
+}
+
+// prepareBatch prepares items in one transaction, each decided on its own
+// in order, and returns the records it committed for the handoff.
+func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([]prepResult, *batchKnown, error) {
+	var (
+		res []prepResult
+		kn  *batchKnown
+	)
+	err := s.update(ctx, func(tx backend.Tx, w *batch) error {
+		res, kn = make([]prepResult, len(items)), newBatchKnown()
+		var l backend.Lookup
+		runs := map[string]bool{}
+		for _, it := range items {
+			if !runs[it.key.RunID] {
+				runs[it.key.RunID] = true
+				l.Runs = append(l.Runs, it.key.RunID)
+			}
+			l.Activations = append(l.Activations, it.key)
+			h := it.hint
+			if h.rootID != "" && !runs[h.rootID] {
+				runs[h.rootID] = true
+				l.Runs = append(l.Runs, h.rootID)
+			}
+			if h.group != nil {
+				l.Groups = append(l.Groups, *h.group)
+			}
+			for _, c := range h.claims {
+				l.Resources = append(l.Resources, backend.ResourceRef{RunID: it.key.RunID, Resource: c.Resource})
+			}
+		}
+		g, err := tx.Load(ctx, l)
+		if err != nil {
+			return err
+		}
+		for i, it := range items {
+			m := w.mark()
+			p, k, err := decidePrepare(ctx, tx, w, &g, it, at)
+			switch {
+			case errors.Is(err, errNoop):
+				w.truncate(m)
+			case err != nil && isStorage(err):
+				return err
+			case err != nil:
+				w.truncate(m)
+				res[i].err = err
+			default:
+				res[i].p = p
+				kn.acts[k.act.Key] = k.act
+				kn.atts[k.att.Key] = k.att
+			}
+		}
+		for _, r := range res {
+			if r.p != nil {
+				kn.runs[r.p.Activation.Key.RunID] = g.Runs[r.p.Activation.Key.RunID]
+			}
+		}
+		if w.empty() {
+			return errNoop
+		}
+		return nil
+	})
+	if err != nil && !errors.Is(err, errNoop) {
+		return nil, nil, err
+	}
+	return res, kn, nil
+}
+
+// isStorage reports whether err came from the backend rather than from a
+// decision: such an error fails the whole transaction.
+func isStorage(err error) bool {
+	for _, e := range []error{ErrIneligible, ErrConcurrencyCapacity, ErrResourceConflict, ErrNodeAllowanceExhausted,
+		ErrRootAllowanceExhausted, ErrStaleAuthority, ErrNotFound, ErrConflict, ErrInvalidInput} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
+}
+
+// handoffBatch records the handoff of every ready attempt in one
+// transaction and returns those handed off, with the records it committed.
+// A refused handoff is reported as one at a time reports it (rejected:
+// the attempt stays prepared, provably never dispatched; raced: another
+// caller recorded it) or, for any other refusal, returned in fails.
+func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKnown, at int64, sum *DispatchSummary, fails []error) ([]prepared, *batchKnown, []error, error) {
+	var (
+		errs []error
+		next *batchKnown
+	)
+	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, acts map[backend.ActivationKey]backend.Activation, atts map[backend.AttemptKey]backend.Attempt) error {
+		errs, next = make([]error, len(ready)), newBatchKnown()
+		for i, r := range ready {
+			k := attemptKeyIn(r.p.Key())
+			run, ok := runs[k.RunID]
+			if !ok {
+				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
+				continue
+			}
+			att, found := atts[k]
+			m := w.mark()
+			kn, err := decideHandoff(ctx, tx, w, &run, acts[k.ActivationKey], att, found, k, r.check.with("dispatch handoff"), false, at)
+			switch {
+			case errors.Is(err, errNoop):
+				w.truncate(m)
+				next.acts[k.ActivationKey], next.atts[k] = acts[k.ActivationKey], att
+			case err != nil && isStorage(err):
+				return err
+			case err != nil:
+				w.truncate(m)
+				errs[i] = err
+			default:
+				runs[k.RunID] = run
+				next.acts[k.ActivationKey], next.atts[k] = kn.act, kn.att
+			}
+		}
+		for i, r := range ready {
+			if errs[i] == nil {
+				next.runs[r.p.Activation.Key.RunID] = runs[r.p.Activation.Key.RunID]
+			}
+		}
+		return nil
+	}
+	err := s.decideBatch(ctx, kn, func() bool { return !slices.ContainsFunc(errs, func(e error) bool { return e != nil }) },
+		func(tx backend.Tx, w *batch, k *batchKnown) error {
+			return decide(tx, w, k.runs, k.acts, k.atts)
+		},
+		func(tx backend.Tx, w *batch) error {
+			var l backend.Lookup
+			for _, r := range ready {
+				k := attemptKeyIn(r.p.Key())
+				l.Runs = append(l.Runs, k.RunID)
+				l.Activations = append(l.Activations, k.ActivationKey)
+				l.Attempts = append(l.Attempts, k)
+			}
+			f, err := tx.Load(ctx, l)
+			if err != nil {
+				return err
+			}
+			return decide(tx, w, f.Runs, f.Activations, f.Attempts)
+		})
+	if err != nil {
+		return nil, nil, fails, err
+	}
+	var out []prepared
+	for i, r := range ready {
+		switch err := errs[i]; {
+		case err == nil:
+			out = append(out, r)
+		case errors.Is(err, ErrIneligible):
+			sum.Rejected = append(sum.Rejected, Rejection{Key: r.p.Activation.Key, Err: err})
+		case errors.Is(err, ErrConflict):
+			sum.Raced = append(sum.Raced, r.p.Activation.Key)
+		default:
+			fails = append(fails, err)
+		}
+	}
+	return out, next, fails, nil
+}
+
+// errAlone marks an attempt whose receipt is recorded in a transaction of
+// its own (see decideReceipt).
+var errAlone = errors.New("workflow: recorded alone")
+
+// receiptBatch records the receipts rcs of the accepted attempts in one
+// transaction and returns those admitted. A receipt that cannot be
+// recorded is reported in sum.OwnerFailed and returned in fails.
+func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]byte, kn *batchKnown, at int64, now time.Time, sum *DispatchSummary, fails []error) ([]prepared, []error, error) {
+	var errs []error
+	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, atts map[backend.AttemptKey]backend.Attempt) error {
+		errs = make([]error, len(accepted))
+		for i, r := range accepted {
+			k := attemptKeyIn(r.p.Key())
+			run, ok := runs[k.RunID]
+			if !ok {
+				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
+				continue
+			}
+			att, found := atts[k]
+			if found && att.Status == backend.AttemptRepairRequired {
+				errs[i] = errAlone
+				continue
+			}
+			m := w.mark()
+			err := decideReceipt(ctx, tx, w, &run, att, found, k, r.p.Identity, rcs[i], r.check.with("receipt"), at)
+			switch {
+			case errors.Is(err, errNoop):
+				w.truncate(m)
+			case err != nil && isStorage(err):
+				return err
+			case err != nil:
+				w.truncate(m)
+				errs[i] = err
+			default:
+				runs[k.RunID] = run
+			}
+		}
+		return nil
+	}
+	err := s.decideBatch(ctx, kn, func() bool { return !slices.ContainsFunc(errs, func(e error) bool { return e != nil }) },
+		func(tx backend.Tx, w *batch, k *batchKnown) error {
+			return decide(tx, w, k.runs, k.atts)
+		},
+		func(tx backend.Tx, w *batch) error {
+			var l backend.Lookup
+			for _, r := range accepted {
+				k := attemptKeyIn(r.p.Key())
+				l.Runs = append(l.Runs, k.RunID)
+				l.Attempts = append(l.Attempts, k)
+			}
+			f, err := tx.Load(ctx, l)
+			if err != nil {
+				return err
+			}
+			return decide(tx, w, f.Runs, f.Attempts)
+		})
+	if err != nil {
+		return nil, fails, err
+	}
+	var out []prepared
+	for i, r := range accepted {
+		err := errs[i]
+		if errors.Is(err, errAlone) {
+			err = s.persistReceipt(ctx, attemptKeyIn(r.p.Key()), r.p.Identity, rcs[i], r.check.with("receipt"), now, nil)
+			if err != nil && isStorage(err) {
+				return out, fails, err
+			}
+		}
+		if err != nil {
+			sum.OwnerFailed = append(sum.OwnerFailed, OwnerFailure{Attempt: refOf(r.p), Err: err})
+			fails = append(fails, err)
+			continue
+		}
+		out = append(out, r)
+	}
+	return out, fails, nil
+}
+
+// decideBatch runs one batch step. With known records it first decides on
+// them in an Update that expects them unchanged; when they changed, or
+// when that decision refused any item (settled reports whether it did
+// not) or wrote nothing, it decides again on records read now, so that
+// every refusal is made on the state as it is.
+func (s *Store) decideBatch(ctx context.Context, kn *batchKnown, settled func() bool,
+	onKnown func(tx backend.Tx, w *batch, k *batchKnown) error, onRead func(tx backend.Tx, w *batch) error) error {
+	if kn != nil {
+		err := s.update(ctx, func(tx backend.Tx, w *batch) error {
+			if err := tx.Apply(ctx, backend.Changes{Expect: kn.expected()}); err != nil {
+				return err
+			}
+			// Decide on copies: a re-run must start from the known records.
+			k := &batchKnown{runs: maps.Clone(kn.runs), acts: maps.Clone(kn.acts), atts: maps.Clone(kn.atts)}
+			if err := onKnown(tx, w, k); err != nil {
+				return err
+			}
+			if !settled() || w.empty() {
+				return errReread
+			}
+			return nil
+		})
+		switch {
+		case err == nil:
+			return nil
+		case !errors.Is(err, errReread) && !errors.Is(err, backend.ErrChanged):
+			return err
+		}
+	}
+	err := s.update(ctx, func(tx backend.Tx, w *batch) error {
+		if err := onRead(tx, w); err != nil {
+			return err
+		}
+		if w.empty() {
+			return errNoop
+		}
+		return nil
+	})
+	if errors.Is(err, errNoop) {
+		return nil
+	}
+	return err
+}
+
+// callOwner asks the owner to accept every ready attempt: in one call for
+// a BatchOwner, otherwise with up to concurrency calls at once.
+func (s *Store) callOwner(ctx context.Context, owner Owner, ready []prepared, concurrency int) []DispatchResult {
+	ps := make([]PreparedDispatch, len(ready))
+	for i, r := range ready {
+		ps[i] = r.p
+	}
+	out := make([]DispatchResult, len(ps))
+	if bo, ok := owner.(BatchOwner); ok {
+		rs, err := bo.DispatchBatch(ctx, ps)
+		if err == nil && len(rs) != len(ps) {
+			err = fmt.Errorf("DispatchBatch returned %d results for %d attempts", len(rs), len(ps))
+		}
+		if err != nil {
+			for i := range out {
+				out[i].Err = err
+			}
+			return out
+		}
+		copy(out, rs)
+		return out
+	}
+	if concurrency <= 1 {
+		for i, p := range ps {
+			out[i].Receipt, out[i].Err = owner.Dispatch(ctx, p)
+		}
+		return out
+	}
+	sem := make(chan struct{}, concurrency)
+	var wg sync.WaitGroup
+	for i, p := range ps {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			out[i].Receipt, out[i].Err = owner.Dispatch(ctx, p)
+		})
+	}
+	wg.Wait()
+	return out
+}
