@@ -31,6 +31,10 @@ type env struct {
 	// Caps is what B declared.
 	Caps backend.Capabilities
 
+	// batch is the BatchSize of the Stores the case makes (newStore): 0 in
+	// the store tier, batchTierSize in the store-batch tier.
+	batch int
+
 	mu     sync.Mutex
 	open   []backend.Backend // instances still open, in opening order
 	opened bool              // the first Open succeeded (Verify is worth running)

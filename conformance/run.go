@@ -16,7 +16,9 @@ type testCase struct {
 }
 
 // Run runs the whole suite against the adapter h describes: every contract
-// case as subtest "contract/<name>" and every store case as "store/<name>".
+// case as subtest "contract/<name>", every store case as "store/<name>",
+// and every store case again with Dispatch in batch mode as
+// "store-batch/<name>" (the model tier has a batch-mode case of its own).
 // Each case gets a fresh store from h.New, a first Backend opened by the
 // runner and an env; cases run in parallel unless marked Serial.
 //
@@ -36,11 +38,17 @@ func Run(t *testing.T, h Harness) {
 		runChild(t, h)
 		return
 	}
-	runTier(t, h, "contract", contractTier())
-	runTier(t, h, "store", storeTier())
+	runTier(t, h, "contract", contractTier(), 0)
+	runTier(t, h, "store", storeTier(false), 0)
+	runTier(t, h, "store-batch", storeTier(true), batchTierSize)
 }
 
-func runTier(t *testing.T, h Harness, tier string, cases []testCase) {
+// batchTierSize is the batch size of the store-batch tier: every store case
+// again, with every Dispatch in batch mode. It is smaller than most cases'
+// Limit, so that a pass admits several batches.
+const batchTierSize = 3
+
+func runTier(t *testing.T, h Harness, tier string, cases []testCase, batch int) {
 	t.Helper()
 	seen := make(map[string]bool, len(cases))
 	for _, c := range cases {
@@ -61,6 +69,7 @@ func runTier(t *testing.T, h Harness, tier string, cases []testCase) {
 				t.Parallel()
 			}
 			e := newEnv(t, h)
+			e.batch = batch
 			c.Run(e)
 		})
 	}

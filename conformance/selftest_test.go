@@ -147,13 +147,13 @@ func TestSelfTestModelTierReportsANonSerializableBackend(t *testing.T) {
 	ctx, open := selfTestStore(t)
 
 	good := &recorder{name: t.Name() + "/good"}
-	good.run(func() { checkModel(good, ctx, open(false), 1500) })
+	good.run(func() { checkModel(good, ctx, open(false), 1500, false) })
 	if good.Failed() {
 		t.Fatalf("the model tier fails on an unbroken memstore:\n%s", good.output())
 	}
 
 	bad := &recorder{name: t.Name() + "/broken"}
-	bad.run(func() { checkModel(bad, ctx, open(true), 20000) })
+	bad.run(func() { checkModel(bad, ctx, open(true), 20000, false) })
 	if !bad.Failed() {
 		t.Fatalf("the model tier did not report the non-serializable backend:\n%s", bad.output())
 	}

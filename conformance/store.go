@@ -1,8 +1,10 @@
 package conformance
 
 // storeTier lists the store-tier cases: every operation and invariant of
-// the Store, through workflow.Store over the adapter.
-func storeTier() []testCase {
+// the Store, through workflow.Store over the adapter. The batch tier runs
+// them with Dispatch in batch mode, without the model cases (which check
+// both modes themselves).
+func storeTier(batch bool) []testCase {
 	var out []testCase
 	for _, group := range [][]testCase{
 		admissionCases(),
@@ -14,7 +16,7 @@ func storeTier() []testCase {
 		retryRuleCases(),
 		fanoutCases(),
 		fanoutSettlementCases(),
-		modelCases(),
+		modelCases(batch),
 		verifyCases(),
 		linearizabilityCases(),
 		cancelCases(),

@@ -41,7 +41,7 @@ func caseSingleWinner(e *env) {
 	mkAct(e, s, k)
 	other := s
 	if e.Caps.MultiInstance {
-		other = workflow.New(e.Open())
+		other = e.newStore(e.Open())
 	}
 	plan := workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{"x":1}`)}
 	p, err := s.PreparePending(e.Ctx, k, plan, ms(10))
@@ -169,7 +169,7 @@ func caseFaultMatrix(e *env) {
 		_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{RunID: run, Limit: 10, Fault: fault}, ms(10))
 		requireIs(e.T, err, errInjected, "fault at %s", row.at)
 	}
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	for i, row := range rows {
 		k := key(fmt.Sprintf("r%d", i), "n", "a")
 		a := getAttempt(e, s, k, 1)
@@ -197,7 +197,7 @@ func caseRacingDispatchers(e *env) {
 	}
 	stores := []*workflow.Store{s}
 	if e.Caps.MultiInstance {
-		stores = append(stores, workflow.New(e.Open()))
+		stores = append(stores, e.newStore(e.Open()))
 	} else {
 		e.T.Logf("capability MultiInstance=false: %s races %d goroutines on one instance", e.H.Name, workers)
 	}

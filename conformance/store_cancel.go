@@ -49,7 +49,7 @@ func caseCancelIntentFirst(e *env) {
 	assert.Equal(e.T, workflow.RunRunning, st)
 	unchanged(e, before, "second request", "r")
 
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	assert.Equal(e.T, ms(20).UnixMilli(), msOf(getRun(e, s, "r").CancelRequestedAt), "the intent is durable")
 	admitOnly(e, s, o, ms(30))
 	assert.Equal(e.T, 1, o.totalCalls(), "nothing more reaches the owner")
@@ -259,7 +259,7 @@ func caseCancelPauseResume(e *env) {
 	before := digest(e, "r")
 	require.NoError(e.T, s.PauseRun(e.Ctx, "r", nil, ms(11)), "pausing a paused run")
 	unchanged(e, before, "second pause", "r")
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	o := newOwner()
 	admitOnly(e, s, o, ms(12))
 	assert.Zero(e.T, o.totalCalls(), "a paused run admits nothing")

@@ -164,7 +164,7 @@ func caseChildIdempotent(e *env) {
 	assert.False(e.T, created, "a repeat does not create")
 	unchanged(e, before, "repeated child request", "p", child)
 	nc.Target = json.RawMessage(`{ "a" : 1, "b" : 2 }`)
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	again, created, err = s.CreateChildRun(e.Ctx, nc, ms(22))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, child, again, "an equivalent spelling of the target is the same child")

@@ -221,7 +221,7 @@ func caseDiscoveryBounded(e *env) {
 		mkRun(e, s, free.RunID, workflow.Limits{}, nil)
 		mkAct(e, s, free)
 		cs := newCounting(e.B)
-		st := workflow.New(cs)
+		st := e.newStore(cs)
 		o := newOwner()
 		reached := false
 		for pass := 0; pass <= fullRuns+1 && !reached; pass++ {

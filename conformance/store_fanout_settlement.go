@@ -117,7 +117,7 @@ func (x *explorer) nextRun() string {
 		loc := e.H.New(e.T)
 		b, err := e.H.Open(e.Ctx, loc)
 		require.NoError(e.T, err, "open a fresh store")
-		x.b, x.s = b, workflow.New(b)
+		x.b, x.s = b, x.e.newStore(b)
 	}
 	x.runs++
 	return fmt.Sprintf("il%d", x.runs)
@@ -432,7 +432,7 @@ func caseFanOutWaitAll(e *env) {
 	assert.Equal(e.T, []workflow.ActivationStatus{workflow.ActivationFailed, stRun, stPend}, memberStatuses(e, s, m),
 		"the failed member settled: member 2 promoted")
 	assert.Zero(e.T, countType(eventTypes(e, s, "r"), "fan_out_failed"))
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	admitOnly(e, s, o, ms(12), identity(m[2], 1))
 	observe(e, s, identity(m[1], 1), obs(workflow.ObservedSucceeded), ms(13))
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "member 2 still running")
@@ -495,7 +495,7 @@ func caseFanOutFailFast(e *env) {
 	assert.Equal(e.T, int64(5), g.Promoted)
 	assert.Equal(e.T, int64(3), g.Settled)
 
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	before := digest(e, "r")
 	_, err := s.RetryFailedNode(e.Ctx, m[0], 1, ms(21))
 	requireIs(e.T, err, workflow.ErrIneligible, "a fail-fast group's failed member is not requeued")
@@ -576,7 +576,7 @@ func caseFanOutScheduledMemberFailure(e *env) {
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 	assert.Equal(e.T, []workflow.ActivationStatus{stWait, stRun, stPend}, memberStatuses(e, s, m), "the group is full: the requeued member waits")
 	assert.Len(e.T, payloadsOf(e, s, "r", "fan_out_member_waiting"), 1)
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	admitOnly(e, s, o, ms(26), identity(m[2], 1))
 	observe(e, s, identity(m[1], 1), obs(workflow.ObservedSucceeded), ms(27))
 	assert.Equal(e.T, []workflow.ActivationStatus{stPend, stDone, stRun}, memberStatuses(e, s, m), "promoted into the freed place")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wfstore/wfstore/backend"
 	"testing"
 	"time"
 
@@ -29,7 +30,13 @@ func msOf(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-func store(e *env) *workflow.Store { return workflow.New(e.B) }
+func store(e *env) *workflow.Store { return e.newStore(e.B) }
+
+// newStore returns a Store over b in the case's dispatch mode: one at a time,
+// or batch mode with the batch size of the store-batch tier.
+func (e *env) newStore(b backend.Backend) *workflow.Store {
+	return workflow.New(b, workflow.WithBatchSize(e.batch))
+}
 
 func key(run, node, act string) workflow.ActivationKey {
 	return workflow.ActivationKey{RunID: run, NodeID: node, ActivationID: act}

@@ -339,7 +339,7 @@ func caseInputClosed(e *env) {
 	} else {
 		b = e.Reopen()
 	}
-	s := workflow.New(b)
+	s := e.newStore(b)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	mkAct(e, s, key("r", "n", "a"))
 	e.Close(b)

@@ -38,13 +38,16 @@ func linearizabilityCases() []testCase {
 			if e.Caps.MultiInstance {
 				bs = append(bs, e.Open(), e.Open())
 			}
-			checkLinearizable(e.T, e.Ctx, bs, defaultLinConfig)
+			cfg := defaultLinConfig
+			cfg.Batch = e.batch
+			checkLinearizable(e.T, e.Ctx, bs, cfg)
 		},
 	}}
 }
 
 type linConfig struct {
 	Runs, Workers, OpsPerWorker int
+	Batch                       int           // the workers' Stores' batch size
 	Timeout                     time.Duration // porcupine's check timeout per run
 }
 
@@ -443,7 +446,7 @@ func checkLinearizable(t reporter, ctx context.Context, instances []backend.Back
 	var wg sync.WaitGroup
 	start := make(chan struct{})
 	for i := range cfg.Workers {
-		w := &linWorker{id: i, s: workflow.New(instances[i%len(instances)]), h: h, runs: runs, clk: &clk,
+		w := &linWorker{id: i, s: workflow.New(instances[i%len(instances)], workflow.WithBatchSize(cfg.Batch)), h: h, runs: runs, clk: &clk,
 			rng: rand.New(rand.NewPCG(seed, uint64(i)))}
 		wg.Go(func() {
 			<-start

@@ -32,11 +32,24 @@ const envModelSteps = "WFSTORE_MODEL_STEPS"
 // defaultModelSteps is the default total per adapter.
 const defaultModelSteps = 1000
 
-func modelCases() []testCase {
+func modelCases(batchTier bool) []testCase {
+	if batchTier {
+		return nil
+	}
 	return []testCase{{
 		Name: "model_random_sequences_match_the_reference_model",
 		Run: func(e *env) {
-			checkModel(e.T, e.Ctx, e.B, modelSteps())
+			checkModel(e.T, e.Ctx, e.B, modelSteps(), false)
+		},
+	}, {
+		// The differential check of batch mode: the same random operations,
+		// with every Dispatch in batch mode on the adapter and in the
+		// model's batch mode, whose decisions are one-at-a-time's taken
+		// step by step over the batch. Owners alternate between a plain
+		// Owner called concurrently and a BatchOwner.
+		Name: "model_random_sequences_in_batch_mode_match_the_reference_model",
+		Run: func(e *env) {
+			checkModel(e.T, e.Ctx, e.B, modelSteps()/2, true)
 		},
 	}}
 }
@@ -67,9 +80,10 @@ func rapidChecks() int {
 
 var modelSeq atomic.Int64
 
-// checkModel runs rapid sequences totalling about steps operations against b.
-// t is a *testing.T or any rapid.TB (the self-test passes a recorder).
-func checkModel(t rapid.TB, ctx context.Context, b backend.Backend, steps int) {
+// checkModel runs rapid sequences totalling about steps operations against b,
+// every Dispatch in batch mode when batch is set. t is a *testing.T or any
+// rapid.TB (the self-test passes a recorder).
+func checkModel(t rapid.TB, ctx context.Context, b backend.Backend, steps int, batch bool) {
 	t.Helper()
 	maxLen := max(6, 2*steps/rapidChecks())
 	var total atomic.Int64
@@ -78,6 +92,9 @@ func checkModel(t rapid.TB, ctx context.Context, b backend.Backend, steps int) {
 		limits := rapid.IntRange(0, len(modelLimits)-1).Draw(rt, "limits")
 		n := rapid.IntRange(1, maxLen).Draw(rt, "steps")
 		sq := newSequence(ctx, b, fmt.Sprintf("m%d", modelSeq.Add(1)))
+		if batch {
+			sq.batch = rapid.IntRange(1, 2).Draw(rt, "batch owner") // 1: plain Owner, 2: BatchOwner
+		}
 		sq.createRun(rt, limits, true)
 		gen := opGen()
 		for i := range n {
@@ -102,6 +119,9 @@ type sequence struct {
 	atts   []model.AttemptKey
 	seen   map[model.AttemptKey]bool
 	now    int64 // ms after t0
+	// batch, when set, puts every Dispatch in batch mode: 1 with the plain
+	// owner called concurrently, 2 with the owner as a BatchOwner.
+	batch int
 }
 
 func newSequence(ctx context.Context, b backend.Backend, prefix string) *sequence {

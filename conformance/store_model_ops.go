@@ -576,8 +576,25 @@ func (sq *sequence) dispatch(rt *rapid.T, runID string, mode model.OwnerMode, ow
 	ctx, now := sq.ctx, ms(sq.at())
 	sq.o.mode = mode
 	opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuthority(owned), Limit: limit, Fault: sq.o.fault}
-	ws, werr := sq.s.Dispatch(ctx, sq.o, opts, now)
-	msum, merr := sq.m.Dispatch(runID, limit, mode, owned, sq.at())
+	var (
+		ws   workflow.DispatchSummary
+		werr error
+		msum model.Summary
+		merr model.Err
+	)
+	switch sq.batch {
+	case 0:
+		ws, werr = sq.s.Dispatch(ctx, sq.o, opts, now)
+		msum, merr = sq.m.Dispatch(runID, limit, mode, owned, sq.at())
+	default:
+		opts.BatchSize, opts.OwnerConcurrency = max(limit, 2), 3
+		var o workflow.Owner = sq.o
+		if sq.batch == 2 {
+			o = batchOwner{sq.o}
+		}
+		ws, werr = sq.s.Dispatch(ctx, o, opts, now)
+		msum, merr = sq.m.DispatchBatch(runID, limit, mode, owned, sq.at())
+	}
 	got := model.Summary{Admitted: refIdentities(ws.Admitted), Unsupported: modelKeys(ws.Unsupported), Raced: modelKeys(ws.Raced), Exhausted: modelKeys(ws.Exhausted)}
 	for _, r := range ws.Rejected {
 		got.Rejected = append(got.Rejected, modelKey(r.Key))

@@ -71,6 +71,18 @@ func (o *modelOwner) fault(ctx context.Context, b workflow.Boundary, p workflow.
 	return nil
 }
 
+// batchOwner presents the model owner as a BatchOwner: one call per
+// batch, one result per attempt.
+type batchOwner struct{ *modelOwner }
+
+func (o batchOwner) DispatchBatch(ctx context.Context, ps []workflow.PreparedDispatch) ([]workflow.DispatchResult, error) {
+	out := make([]workflow.DispatchResult, len(ps))
+	for i, p := range ps {
+		out[i].Receipt, out[i].Err = o.Dispatch(ctx, p)
+	}
+	return out, nil
+}
+
 func ownerReceipt(identity string) json.RawMessage {
 	return json.RawMessage(`{"accepted":"` + identity + `"}`)
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -38,7 +39,11 @@ func caseProcessesDispatch(e *env) {
 	for i := range acts {
 		mkAct(e, s, key("mp", "n", fmt.Sprintf("a%03d", i)))
 	}
-	results := e.RunChildren(roleDispatch, procs, nil)
+	args := make([][]byte, procs)
+	for i := range args {
+		args[i] = []byte(strconv.Itoa(e.batch))
+	}
+	results := e.RunChildren(roleDispatch, procs, args)
 	admitted := map[string]int{}
 	calls := map[string]int{}
 	raced := 0
@@ -70,9 +75,13 @@ func caseProcessesDispatch(e *env) {
 }
 
 // childDispatch is the child side: four goroutines dispatch until nothing
-// is left.
-func childDispatch(ctx context.Context, b backend.Backend, _ []byte, wait func()) ([]byte, error) {
-	s := workflow.New(b)
+// is left, in the dispatch mode args names (the batch size).
+func childDispatch(ctx context.Context, b backend.Backend, args []byte, wait func()) ([]byte, error) {
+	batch, err := strconv.Atoi(string(args))
+	if err != nil {
+		return nil, fmt.Errorf("batch size %q: %w", args, err)
+	}
+	s := workflow.New(b, workflow.WithBatchSize(batch))
 	o := newOwner()
 	wait()
 	var rep dispatchReport

@@ -112,7 +112,7 @@ func outcomeOf(sum workflow.ReceiptPassSummary, id string) (workflow.ReceiptOutc
 func caseReceiptPassSuccess(e *env) {
 	s := store(e)
 	ids := admittedIn(e, s, "r", workflow.Mutating, nil, "a")
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	o := newObserver()
 	o.answer[ids[0]] = workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{"done":true}`)}
 	sum := receiptPass(e, s, o, workflow.ReceiptPassOptions{}, 20)
@@ -122,7 +122,7 @@ func caseReceiptPassSuccess(e *env) {
 	assert.Equal(e.T, workflow.AttemptSucceeded, out.Status)
 	assert.Equal(e.T, workflow.ObservedSucceeded, out.Applied)
 	assert.True(e.T, out.OwnerAsked)
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	assert.Equal(e.T, workflow.AttemptSucceeded, getAttempt(e, s, key("r", "n", "a"), 1).Status, "persisted")
 	act := getAct(e, s, key("r", "n", "a"))
 	assert.Equal(e.T, workflow.ActivationCompleted, act.Status)

@@ -189,7 +189,7 @@ func casePruneDeletes(e *env) {
 	others := digest(e, "other", "live")
 
 	cb := &deleteCounting{Backend: e.B}
-	ps := workflow.New(cb)
+	ps := e.newStore(cb)
 	const batch = 3
 	rep, err := ps.Prune(e.Ctx, workflow.PruneOptions{Runs: []string{"done", gone}, BatchSize: batch}, ms(1000))
 	require.NoError(e.T, err)
@@ -259,7 +259,7 @@ func casePruneDeletes(e *env) {
 	assert.Equal(e.T, 0, rep.Runs[0].Transactions)
 	unchanged(e, before, "a second prune", "done", gone, "other", "live")
 
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, "done"), "durably")
 	requireVerified(e, s, "after pruning")
 }
@@ -281,7 +281,7 @@ func casePruneDryRun(e *env) {
 	before := digest(e, "done", gone)
 
 	cb := &deleteCounting{Backend: e.B}
-	rep, err := workflow.New(cb).Prune(e.Ctx, workflow.PruneOptions{Runs: []string{"done", gone}, DryRun: true, BatchSize: 2}, ms(1000))
+	rep, err := e.newStore(cb).Prune(e.Ctx, workflow.PruneOptions{Runs: []string{"done", gone}, DryRun: true, BatchSize: 2}, ms(1000))
 	require.NoError(e.T, err)
 	assert.True(e.T, rep.DryRun)
 	require.Len(e.T, rep.Runs, 2)
@@ -446,7 +446,7 @@ func casePruneLiveRunsUnaffected(e *env) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			_, err := workflow.New(e.B).Dispatch(e.Ctx, o, workflow.DispatchOptions{Limit: workflow.MaxPageLimit}, ms(130))
+			_, err := e.newStore(e.B).Dispatch(e.Ctx, o, workflow.DispatchOptions{Limit: workflow.MaxPageLimit}, ms(130))
 			assert.NoError(e.T, err)
 		}()
 	}

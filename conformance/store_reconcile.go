@@ -27,7 +27,7 @@ func reconcileCases() []testCase {
 func caseNeverDispatched(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, false)
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{p.Identity}, refIdentities(sum.NeverDispatched))
@@ -49,7 +49,7 @@ func caseNeverDispatched(e *env) {
 func caseAmbiguousMutation(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{p.Identity}, refIdentities(sum.RepairRequired))
@@ -75,7 +75,7 @@ func caseReceiptLookup(e *env) {
 	}
 	_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Limit: 10, Fault: fault}, ms(10))
 	requireIs(e.T, err, errInjected)
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	o.lookupErr = errInjected
 	_, err = s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10, Lookup: o}, ms(20))
 	requireIs(e.T, err, workflow.ErrOwner, "a failing lookup stops the pass")

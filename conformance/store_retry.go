@@ -64,7 +64,7 @@ func caseRetryFromObservation(e *env) {
 	before := digest(e, "r")
 	observe(e, s, identity(k, 1), obs(workflow.ObservedRetryableFailure), ms(21))
 	unchanged(e, before, "repeated retryable failure", "r")
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	check(s)
 	rq, err := s.ConsumeNextDueRetry(e.Ctx, "r", ms(119))
 	require.NoError(e.T, err)
@@ -111,7 +111,7 @@ func caseRetryScheduleIdempotent(e *env) {
 	_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, 100*time.Millisecond, ms(21))
 	requireIs(e.T, err, workflow.ErrConflict, "different scheduling time")
 	unchanged(e, before, "different scheduling time", "r")
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	got := getSchedule(e, s, k)
 	require.NotNil(e.T, got, "the schedule survives restart")
 	assert.Equal(e.T, want, *got)
@@ -248,7 +248,7 @@ func caseRetryConsumeRace(e *env) {
 	k, _ := retryable(e, s, "r", 100)
 	stores := []*workflow.Store{s}
 	if e.Caps.MultiInstance {
-		stores = append(stores, workflow.New(e.Open()))
+		stores = append(stores, e.newStore(e.Open()))
 	} else {
 		e.T.Logf("capability MultiInstance=false: %s races %d goroutines on one instance", e.H.Name, workers)
 	}

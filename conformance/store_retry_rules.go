@@ -310,7 +310,7 @@ func caseRetryNextDueRace(e *env) {
 	require.NotNil(e.T, res.Schedule)
 	stores := []*workflow.Store{s}
 	if e.Caps.MultiInstance {
-		stores = append(stores, workflow.New(e.Open()))
+		stores = append(stores, e.newStore(e.Open()))
 	}
 	var (
 		wg    sync.WaitGroup

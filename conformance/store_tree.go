@@ -82,7 +82,7 @@ func caseTreeRootWaitsForChildren(e *env) {
 	assert.Equal(e.T, []string{"run_cancelled"}, lastTypes(e, s, "r", 1))
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "run_cancelled"))
 
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "r").Status, "durably")
 }
 
@@ -150,7 +150,7 @@ func caseTreeCancelEveryDescendant(e *env) {
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 	unchanged(e, before, "refused tree cancellations", all...)
 
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	for _, id := range all {
 		assert.Equal(e.T, ms(20).UnixMilli(), msOf(getRun(e, s, id).CancelRequestedAt), "durably: %s", id)
 	}
@@ -276,7 +276,7 @@ func caseTreeRunCompletes(e *env) {
 	observe(e, s, identity(c, 1), obs(workflow.ObservedSucceeded), ms(42))
 	unchanged(e, before, "work offered to a completed run", "r")
 
-	s = workflow.New(e.Reopen())
+	s = e.newStore(e.Reopen())
 	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "r").Status, "durably")
 
 	// A run paused while its last activation runs completes all the same.

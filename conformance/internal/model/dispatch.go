@@ -25,31 +25,38 @@ type Summary struct {
 	Rejected    []ActivationKey
 }
 
-// Dispatch runs one Dispatch restricted to runID. owned, when set, is the
-// owned-dispatch authority.
+// Dispatch runs one Dispatch restricted to runID, one activation at a
+// time. owned, when set, is the owned-dispatch authority.
 func (m *Model) Dispatch(runID string, limit int, mode OwnerMode, owned *Authority, now int64) (Summary, Err) {
-	var sum Summary
 	run, ok := m.Runs[runID]
 	if owned != nil && (!ok || verify(run, owned) != OK) {
-		return sum, Stale
+		return Summary{}, Stale
 	}
 	if !ok {
-		return sum, OK
+		return Summary{}, OK
 	}
+	return m.dispatchOne(run, m.discover(run, limit), mode, owned, now)
+}
+
+// cand is one discovered activation; full marks a run without
+// concurrency room (reported raced).
+type cand struct {
+	act  *Activation
+	full bool
+}
+
+// discover lists what one pass over run takes.
+func (m *Model) discover(run *Run, limit int) []cand {
 	// Discovery: admissible activations in key order; a run without
 	// concurrency room contributes its next one as raced and stops, unless
 	// a check that comes before capacity (retry cap, node allowance, root
 	// allowance, counting the activations already taken) refuses that
 	// activation first: then it is taken like any other.
-	type cand struct {
-		act  *Activation
-		full bool
-	}
 	var cands []cand
 	c0 := m.counts(run)
 	room := run.Limits.ConcurrencyCap - c0.Active
 	attempts, tree := c0.Attempts, m.counts(m.root(run)).Tree
-	for _, a := range m.actsOf(runID) {
+	for _, a := range m.actsOf(run.ID) {
 		if len(cands) >= limit {
 			break
 		}
@@ -71,6 +78,13 @@ func (m *Model) Dispatch(runID string, limit int, mode OwnerMode, owned *Authori
 		tree++
 		cands = append(cands, cand{a, false})
 	}
+	return cands
+}
+
+// dispatchOne admits cands one at a time; the first owner or fault error
+// stops the pass.
+func (m *Model) dispatchOne(run *Run, cands []cand, mode OwnerMode, owned *Authority, now int64) (Summary, Err) {
+	var sum Summary
 	snap := cloneAuth(run.Authority)
 	for _, c := range cands {
 		k := c.act.Def.Key

@@ -1,0 +1,106 @@
+package model
+
+// Batch admission: the same decisions as one at a time, taken step by step
+// over the whole batch. Every candidate is planned, then every planned one
+// prepared (in discovery order, each decided on its own), then every
+// prepared one handed off, then the owner called for each, then every
+// accepted receipt recorded. A plan error refuses only its candidate; an
+// owner error leaves its attempt handed off; a fault stops the pass at its
+// boundary once that step is done for the whole batch.
+
+// DispatchBatch runs one Dispatch restricted to runID in batch mode, with
+// a batch as large as limit.
+func (m *Model) DispatchBatch(runID string, limit int, mode OwnerMode, owned *Authority, now int64) (Summary, Err) {
+	run, ok := m.Runs[runID]
+	if owned != nil && (!ok || verify(run, owned) != OK) {
+		return Summary{}, Stale
+	}
+	if !ok {
+		return Summary{}, OK
+	}
+	var (
+		sum      Summary
+		failed   Err = OK
+		prepared []*Attempt
+	)
+	snap := cloneAuth(run.Authority)
+	check := func() Err {
+		if owned != nil {
+			return verify(run, owned)
+		}
+		if !snapshotOK(run, snap) {
+			return Stale
+		}
+		return OK
+	}
+	for _, c := range m.discover(run, limit) {
+		k := c.act.Def.Key
+		if c.full {
+			sum.Raced = append(sum.Raced, k)
+			continue
+		}
+		switch mode {
+		case OwnerUnsupported:
+			sum.Unsupported = append(sum.Unsupported, k)
+			continue
+		case OwnerPlanError:
+			failed = Owner
+			continue
+		}
+		att, e := m.prepare(run, c.act, check, now)
+		switch e {
+		case OK:
+		case Capacity, Resource:
+			sum.Raced = append(sum.Raced, k)
+			continue
+		case NodeExhausted, RootExhausted:
+			m.recordExhaustion(run)
+			sum.Exhausted = append(sum.Exhausted, k)
+			continue
+		case Ineligible:
+			c.act.Admissible = false // parked
+			sum.Rejected = append(sum.Rejected, k)
+			continue
+		default:
+			failed = e
+			continue
+		}
+		if att == nil {
+			sum.Raced = append(sum.Raced, k)
+			continue
+		}
+		prepared = append(prepared, att)
+	}
+	if len(prepared) == 0 {
+		return sum, failed
+	}
+	if mode == FaultIntent {
+		return sum, Owner
+	}
+	for _, att := range prepared {
+		att.Handoff = HandoffRecorded
+	}
+	if mode == OwnerDispatchError {
+		for _, att := range prepared {
+			m.Calls[att.Identity]++
+		}
+		return sum, Owner
+	}
+	for _, att := range prepared {
+		m.ownerAccept(att.Identity)
+	}
+	if mode == FaultAccepted {
+		return sum, Owner
+	}
+	for _, att := range prepared {
+		att.Status = AttemptAdmitted
+		att.Receipt = ReceiptOwner
+	}
+	if mode == FaultReceipt {
+		return sum, Owner
+	}
+	for _, att := range prepared {
+		sum.Admitted = append(sum.Admitted, att.Identity)
+	}
+	return sum, failed
+}
