@@ -185,9 +185,11 @@ func caseFaultMatrix(e *env) {
 	assert.Equal(e.T, 2, o.totalCalls())
 }
 
-// caseRacingDispatchers: ≥8 goroutines × ≥2 separately opened instances
-// (one when the adapter lacks MultiInstance), released together, on the
-// same 200 activations.
+// caseRacingDispatchers: ≥8 goroutines × 2 Stores, released together, on
+// the same 200 activations. The second Store is over a separately opened
+// instance, or over the same instance when the adapter lacks MultiInstance:
+// a Store spreads its own concurrent passes over different work, so racing
+// between Stores is what reaches the prepare transaction's guard.
 func caseRacingDispatchers(e *env) {
 	const acts, workers = 200, 8
 	s := store(e)
@@ -199,7 +201,8 @@ func caseRacingDispatchers(e *env) {
 	if e.Caps.MultiInstance {
 		stores = append(stores, e.newStore(e.Open()))
 	} else {
-		e.T.Logf("capability MultiInstance=false: %s races %d goroutines on one instance", e.H.Name, workers)
+		e.T.Logf("capability MultiInstance=false: %s races two Stores of %d goroutines each on one instance", e.H.Name, workers)
+		stores = append(stores, e.newStore(e.B))
 	}
 	o := newOwner()
 	var (

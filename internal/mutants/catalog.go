@@ -95,13 +95,11 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/handoff.go",
-				Find: `		next = nil
-		if err := check.verify(run); err != nil {
-			return err
-		}
+				Find: `	if err := check.verify(*run); err != nil {
+		return nil, err
+	}
 `,
-				Replace: `		next = nil
-`,
+				Replace: "",
 			},
 		},
 	},
@@ -111,12 +109,12 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/handoff.go",
-				Find: `			if reHandoff && att.SideEffect == backend.ReadOnly {
-				return errNoop
-			}
-			return stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
+				Find: `		if reHandoff && att.SideEffect == backend.ReadOnly {
+			return nil, errNoop
+		}
+		return nil, stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
 `,
-				Replace: `			return errNoop
+				Replace: `		return nil, errNoop
 `,
 			},
 		},
@@ -200,13 +198,13 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/receipt.go",
-				Find: `			}
-			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
+				Find: `		}
+		return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 `,
-				Replace: `			}
-			att.Receipt = rc
-			replace(w, att)
-			return nil
+				Replace: `		}
+		att.Receipt = rc
+		replace(w, att)
+		return nil
 `,
 			},
 		},
@@ -258,12 +256,13 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/admission.go",
-				Find: `		if err := check.verify(run); err != nil {
-			return err
-		}
-		act, ok := g.Activations[k]
+				Find: `	if err := check.verify(run); err != nil {
+		return nil, nil, err
+	}
+	act, ok := g.Activations[k]
 `,
-				Replace: `		act, ok := g.Activations[k]
+				Replace: `	_ = check
+	act, ok := g.Activations[k]
 `,
 			},
 		},
@@ -274,12 +273,12 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/receipt.go",
-				Find: `found bool) error {
-		if err := check.verify(run); err != nil {
-			return err
-		}
+				Find: `	if err := check.verify(*run); err != nil {
+		return err
+	}
+	if !found {
 `,
-				Replace: `found bool) error {
+				Replace: `	if !found {
 `,
 			},
 		},
@@ -332,15 +331,15 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/admission.go",
-				Find: `		var group *backend.FanOutGroup
-		if act.Group != nil {
-			if v, ok := g.Groups[act.Group.Controller]; ok {
-				group = &v
-			}
-			if group != nil && group.Retiring {
-				return errNoop
-			}
+				Find: `	var group *backend.FanOutGroup
+	if act.Group != nil {
+		if v, ok := g.Groups[act.Group.Controller]; ok {
+			group = &v
 		}
+		if group != nil && group.Retiring {
+			return nil, nil, errNoop
+		}
+	}
 `,
 				Replace: "",
 			},
@@ -657,6 +656,80 @@ var Catalog = []Mutant{
 	key := kd.key(&want)
 	if stored, ok := imageOf(&t.readTx, kd, key); ok {
 `,
+			},
+		},
+	},
+	{
+		Name: "batch-refusal-fails-prepare",
+		Bug:  "in batch mode one candidate's refusal fails the whole prepare transaction",
+		Edits: []Edit{
+			{
+				File: "workflow/dispatch_batch.go",
+				Find: `			case err != nil:
+				w.truncate(m)
+				res[i].err = err
+			default:
+				res[i].p = p`,
+				Replace: `			case err != nil:
+				return err
+			default:
+				res[i].p = p`,
+			},
+		},
+	},
+	{
+		Name: "batch-overlay-stale",
+		Bug:  "in batch mode a candidate is decided on its run as read, without the batch's earlier decisions",
+		Edits: []Edit{
+			{
+				File: "workflow/admission.go",
+				Find: `	replace(w, run)
+	g.Runs[run.ID] = run
+`,
+				Replace: `	replace(w, run)
+`,
+			},
+		},
+	},
+	{
+		Name: "batch-refused-handoff-dispatched",
+		Bug:  "in batch mode the owner is called for an attempt whose handoff was refused",
+		Edits: []Edit{
+			{
+				File: "workflow/dispatch_batch.go",
+				Find: `		case errors.Is(err, ErrIneligible):
+			sum.Rejected = append(sum.Rejected, Rejection{Key: r.p.Activation.Key, Err: err})`,
+				Replace: `		case errors.Is(err, ErrIneligible):
+			out = append(out, r)`,
+			},
+		},
+	},
+	{
+		Name: "batch-owner-error-is-receipt",
+		Bug:  "in batch mode a receipt is recorded for an attempt the owner refused",
+		Edits: []Edit{
+			{
+				File: "workflow/dispatch_batch.go",
+				Find: `		if err != nil {
+			err = fmt.Errorf("%w: dispatch %s: %w", ErrOwner, r.p.Identity, err)
+		} else if len(rc) == 0 {`,
+				Replace: `		if err != nil {
+			rc, err = []byte(` + "`" + `{"refused":true}` + "`" + `), nil
+		} else if len(rc) == 0 {`,
+			},
+		},
+	},
+	{
+		Name: "batch-known-unexpected",
+		Bug:  "in batch mode handoff and receipt decide on the previous step's records without expecting them unchanged",
+		Edits: []Edit{
+			{
+				File: "workflow/dispatch_batch.go",
+				Find: `			if err := tx.Apply(ctx, backend.Changes{Expect: kn.expected()}); err != nil {
+				return err
+			}
+			// Decide on copies`,
+				Replace: `			// Decide on copies`,
 			},
 		},
 	},

@@ -181,7 +181,7 @@ func runSuite(ctx context.Context, b build) (string, error) {
 	return out.String(), err
 }
 
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: \S+?/((?:store|contract)/\S+)`)
+var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: \S+?/((?:store-batch|store|contract)/\S+)`)
 
 // caughtBy names up to three failing cases of the suite's output.
 func caughtBy(out string) string {
