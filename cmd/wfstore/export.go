@@ -81,41 +81,86 @@ type exportLine struct {
 	Record json.RawMessage `json:"record"`
 }
 
-// walkStore enumerates every record of the store, run by run in run id
-// order (each run read in one snapshot, its records in the contract's scan
-// orders), calling emit for each. The order depends only on the stored
-// records, so two stores with the same records give the same sequence.
+// walkStore enumerates every record of the store as of one snapshot, run
+// by run in run id order (its records in the contract's scan orders),
+// calling emit for each. The order depends only on the stored records, so
+// two stores with the same records give the same sequence. The snapshot
+// is read in pages of exportBatch into a temporary spool file (memory
+// stays bounded however large the store) and emitted from it after the
+// read transaction ends, so a View the adapter runs again after a
+// transient failure starts the spool afresh and nothing is emitted twice.
 func walkStore(ctx context.Context, b backend.Backend, emit func(record) error) error {
-	after := ""
-	for {
-		var runs []backend.Run
-		if err := b.View(ctx, func(r backend.ReadTx) error {
-			var err error
-			runs, err = r.Runs(ctx, backend.RunQuery{After: after, Limit: exportBatch})
+	spool, err := os.CreateTemp("", "wfstore-export-*.jsonl")
+	if err != nil {
+		return fmt.Errorf("export spool: %w", err)
+	}
+	defer func() {
+		spool.Close()
+		os.Remove(spool.Name())
+	}()
+	w := bufio.NewWriter(spool)
+	err = b.View(ctx, func(r backend.ReadTx) error {
+		if _, err := spool.Seek(0, io.SeekStart); err != nil {
 			return err
-		}); err != nil {
+		}
+		if err := spool.Truncate(0); err != nil {
+			return err
+		}
+		w.Reset(spool)
+		return spoolStore(ctx, r, w)
+	})
+	if err != nil {
+		return err
+	}
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("export spool: %w", err)
+	}
+	rd := bufio.NewReader(spool)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("export spool: %w", err)
+		}
+		rec, err := decodeLine(bytes.TrimSuffix(line, []byte{'\n'}))
+		if err != nil {
+			return fmt.Errorf("export spool: %w", err)
+		}
+		if err := emit(rec); err != nil {
+			return err
+		}
+	}
+}
+
+// spoolStore writes every record r reads, one export line each, to w.
+func spoolStore(ctx context.Context, r backend.ReadTx, w *bufio.Writer) error {
+	after := ""
+	var recs []record
+	for {
+		runs, err := r.Runs(ctx, backend.RunQuery{After: after, Limit: exportBatch})
+		if err != nil {
 			return err
 		}
 		for _, run := range runs {
 			after = run.ID
-			var recs []record
-			// One run's records are collected in one snapshot, then emitted.
-			if err := b.View(ctx, func(r backend.ReadTx) error {
-				recs = recs[:0]
-				var err error
-				recs, err = runRecords(ctx, r, run.ID, recs)
-				return err
-			}); err != nil {
+			if recs, err = runRecords(ctx, r, run.ID, recs[:0]); err != nil {
 				return err
 			}
 			for _, rec := range recs {
-				if err := emit(rec); err != nil {
+				line, err := encodeLine(rec)
+				if err != nil {
 					return err
+				}
+				w.Write(line)
+				if err := w.WriteByte('\n'); err != nil {
+					return fmt.Errorf("export spool: %w", err)
 				}
 			}
 		}
 		if len(runs) < exportBatch {
-			return nil
+			return w.Flush()
 		}
 	}
 }
@@ -318,10 +363,10 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 Each line is {"kind": K, "record": {...}} with the backend record's fields
 (byte fields base64, so every value round-trips exactly). Records are read
-run by run, each run in one snapshot, in bounded batches; export from a
-quiescent store for a consistent copy. The stream's digest (SHA-256 of its
-lines) and record count are printed on standard error; "wfstore import"
-prints the same digest for the store it fills.
+run by run, all from one snapshot of the store, in bounded pages spooled
+to a temporary file, so a store in use exports consistently. The stream's
+digest (SHA-256 of its lines) and record count are printed on standard
+error; "wfstore import" prints the same digest for the store it fills.
 
   wfstore export --db wfstore-demo.db --out store.jsonl --verify
   wfstore export --backend bolt --db store.bolt > store.jsonl
