@@ -107,7 +107,41 @@ type OwnerFailure struct {
 // end of the index, goes on from the beginning. Every pass moves that
 // position forward, so runs without concurrency room, however many, delay
 // the work behind them by some passes but never hide it. A new Store, and
-// every pass restricted to one run, starts at the beginning.
+// every pass restricted to one run, starts at the beginning. Concurrent
+// passes of one Store claim what they discover and pass over what another
+// pass of the same Store holds, so they spread over different work
+// instead of racing for the same activations; Stores in other processes
+// are not told of these claims, and the prepare transaction alone decides
+// between them.
+//
+// # Batch mode
+//
+// With DispatchOptions.BatchSize above 1, a pass plans up to BatchSize
+// candidates with the owner, then commits the intents of all of them in
+// one transaction, records all their handoffs in a second, calls the owner
+// (one DispatchBatch call for a BatchOwner, otherwise up to
+// OwnerConcurrency Dispatch calls at once), and persists every receipt in
+// a third. Each candidate is decided on its own in each transaction:
+// admitted, raced, exhausted, rejected or unsupported as one at a time
+// would decide it, and one candidate's refusal never fails the others.
+// Per attempt the order is that of one-at-a-time mode: intent durable,
+// then handoff recorded, then the owner called, then the receipt; the
+// authority check runs in each of the three transactions, and the fault
+// hook fires at each boundary for each attempt. An owner failure or a
+// receipt that cannot be recorded affects that attempt only: it is listed
+// in DispatchSummary.OwnerFailed, the receipts of the others are still
+// persisted, and the pass goes on; its error joins the returned error.
+// Storage errors, a stale authority and fault-hook errors stop the pass as
+// in one-at-a-time mode.
+//
+// A crash mid-batch leaves each attempt of the batch in one of the states
+// a crash leaves one attempt in: no attempt (the intent transaction did
+// not commit), prepared with its handoff pending (provably never
+// dispatched), prepared with its handoff recorded and no receipt (maybe
+// dispatched), or admitted. ReconcilePrepared, Redispatch and
+// CancelNeverDispatched recover them exactly as after a one-at-a-time
+// crash; a larger batch only means more attempts may be caught between
+// two of those states at once.
 func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions, now time.Time) (DispatchSummary, error) {
 	var sum DispatchSummary
 	if err := requireOwner(owner); err != nil {
