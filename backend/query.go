@@ -127,9 +127,11 @@ type LeaseQuery struct {
 
 // RunQuery scans runs in run id order, bytewise.
 type RunQuery struct {
-	// Status restricts the scan to runs in this status when not empty. A
-	// filtered scan may read the runs of other statuses it passes over: it
-	// serves operator listings, never the admission path.
+	// Status restricts the scan to runs in this status when not empty.
+	// An adapter should read only the runs it returns (an index on
+	// status and id); one that has no such index may read the runs of
+	// other statuses it passes over and must say so. The scan serves
+	// operator listings and maintenance, never the admission path.
 	Status RunStatus
 	// After resumes strictly after this run id; empty starts at the
 	// beginning.

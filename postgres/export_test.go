@@ -100,6 +100,7 @@ func (b *Backend) NamedSQL() map[string]string {
 		"expectRun":         q.runs.expect,
 		"expectActivation":  q.activations.expect,
 		"expectAttempt":     q.attemptsW.expect,
+		"runsScanStatus":    q.runsScanStatus,
 	}
 }
 

@@ -3,7 +3,7 @@ package postgres
 import "strings"
 
 // SchemaVersion is the schema version this build creates and accepts.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // storeMark is written to the version row; a meta table holding anything
 // else marks a foreign store.
@@ -185,6 +185,11 @@ CREATE TABLE {{s}}.events (
 	// default, and what every group created before this version is).
 	`
 ALTER TABLE {{s}}.fan_out_groups ADD COLUMN fail_fast boolean NOT NULL DEFAULT false;
+`,
+	// 2 -> 3: runs by status, in id order, so that a status-filtered run
+	// listing reads only the runs it returns.
+	`
+CREATE INDEX runs_by_status ON {{s}}.runs (status, id);
 `,
 }
 

@@ -154,8 +154,8 @@ func buildQueries(quotedSchema string, manyRowsFrom int) *queries {
 	q.allLeasesAfter = allLeases + " AND (run_id, node_id, activation_id, attempt, resource, mode) > ($2, $3, $4, $5, $6, $7)" +
 		leaseOrder + " LIMIT $8"
 
-	// Runs walk the primary key in id order; a status filter skips the
-	// rows of other statuses on the way.
+	// Runs walk the primary key in id order, or runs_by_status (status,
+	// id) with a status filter.
 	q.runsScan = sel(tRuns) + " WHERE id > $1 ORDER BY id LIMIT $2"
 	q.runsScanStatus = sel(tRuns) + " WHERE id > $1 AND status = $2 ORDER BY id LIMIT $3"
 

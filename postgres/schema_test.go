@@ -274,3 +274,20 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return string(b.buf)
 }
+
+func TestVersionTwoSchemaMigratesToTheRunStatusIndex(t *testing.T) {
+	t.Parallel()
+	b, dsn, schema := openFresh(t)
+	apply(t, b, insertRuns("a", "b"))
+	require.NoError(t, b.Close())
+	s := pgx.Identifier{schema}.Sanitize()
+	exec1(t, "DROP INDEX "+s+".runs_by_status")
+	exec1(t, "UPDATE "+s+".wfstore_meta SET version = 2")
+	b2 := openOn(t, dsn, schema)
+	require.Contains(t, metaRow(t, schema), fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))
+	var n int
+	require.NoError(t, pgtest.Admin(t).QueryRow(ctxT(t),
+		"SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = 'runs_by_status'", schema).Scan(&n))
+	require.Equal(t, 1, n, "the migration created the index")
+	require.Contains(t, load(t, b2, backend.Lookup{Runs: []string{"a"}}).Runs, "a")
+}

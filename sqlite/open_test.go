@@ -103,14 +103,14 @@ func TestForeignFilesRefusedByteIdentical(t *testing.T) {
 func TestNewerSchemaVersionRefusedByteIdentical(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	path := storeOfVersion(t, 3)
+	path := storeOfVersion(t, SchemaVersion+1)
 	before := fileHash(t, path)
 
 	_, err := Open(ctx, path)
 	require.ErrorIs(t, err, backend.ErrSchemaVersion)
 	var sv *backend.SchemaVersionError
 	require.ErrorAs(t, err, &sv)
-	require.Equal(t, backend.SchemaVersionError{Found: 3, Supported: SchemaVersion}, *sv)
+	require.Equal(t, backend.SchemaVersionError{Found: SchemaVersion + 1, Supported: SchemaVersion}, *sv)
 	require.Equal(t, before, fileHash(t, path))
 	if st, err := os.Stat(path + "-wal"); err == nil {
 		require.Zero(t, st.Size(), "nothing written to the WAL")
@@ -228,9 +228,12 @@ func TestVersionOneStoreMigratesToTheFanOutPolicy(t *testing.T) {
 	group := backend.FanOutGroup{Controller: c, Size: 3, MaxConcurrency: 2, Promoted: 2, CreatedMS: 1_700_000_000_000}
 	update(t, b, backend.Changes{Insert: backend.Inserts{Groups: []backend.FanOutGroup{group}}})
 	require.NoError(t, b.Close())
-	// Make the file what version 1 wrote: no fail_fast column.
+	// Make the file what version 1 wrote: no fail_fast column (and no
+	// index of version 3).
 	db := rawDB(t, path)
 	_, err := db.Exec("ALTER TABLE fan_out_groups DROP COLUMN fail_fast")
+	require.NoError(t, err)
+	_, err = db.Exec("DROP INDEX runs_by_status")
 	require.NoError(t, err)
 	_, err = db.Exec("UPDATE wfstore_meta SET value = '1' WHERE key = 'schema_version'")
 	require.NoError(t, err)
@@ -255,5 +258,38 @@ func TestVersionOneStoreMigratesToTheFanOutPolicy(t *testing.T) {
 	var v string
 	require.NoError(t, db.QueryRow("SELECT value FROM wfstore_meta WHERE key = 'schema_version'").Scan(&v))
 	require.Equal(t, strconv.Itoa(SchemaVersion), v)
+	require.NoError(t, db.Close())
+}
+
+func TestVersionTwoStoreMigratesToTheRunStatusIndex(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newPath(t)
+	b := openAt(t, path)
+	runs := []backend.Run{{ID: "a", Status: backend.RunRunning}, {ID: "b", Status: backend.RunCompleted}, {ID: "c", Status: backend.RunRunning}}
+	update(t, b, insertRuns(runs...))
+	require.NoError(t, b.Close())
+	// Make the file what version 2 wrote: no runs_by_status index.
+	db := rawDB(t, path)
+	_, err := db.Exec("DROP INDEX runs_by_status")
+	require.NoError(t, err)
+	_, err = db.Exec("UPDATE wfstore_meta SET value = '2' WHERE key = 'schema_version'")
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+
+	b = openAt(t, path)
+	view(t, b, func(r backend.ReadTx) {
+		got, err := r.Runs(ctx, backend.RunQuery{Status: backend.RunRunning, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []backend.Run{runs[0], runs[2]}, got)
+	})
+	require.NoError(t, b.Close())
+	db = rawDB(t, path)
+	var v string
+	require.NoError(t, db.QueryRow("SELECT value FROM wfstore_meta WHERE key = 'schema_version'").Scan(&v))
+	require.Equal(t, strconv.Itoa(SchemaVersion), v)
+	var n int
+	require.NoError(t, db.QueryRow("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'runs_by_status'").Scan(&n))
+	require.Equal(t, 1, n, "the migration created the index")
 	require.NoError(t, db.Close())
 }

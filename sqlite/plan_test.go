@@ -43,6 +43,9 @@ func TestScansUseIndexesAndNeverSort(t *testing.T) {
 		}
 		require.NoError(t, rows.Err())
 		rows.Close()
+		if strings.Contains(q, "FROM runs WHERE") && strings.Contains(q, "status = ?") {
+			require.Contains(t, strings.Join(plan, "\n"), "runs_by_status", "%s: a status-filtered run scan reads the status index", q)
+		}
 		for _, line := range plan {
 			require.NotContains(t, line, "TEMP B-TREE", q)
 			if (strings.HasPrefix(line, "SCAN") || strings.HasPrefix(line, "SEARCH")) && !strings.Contains(line, "(subquery") {

@@ -272,8 +272,8 @@ func buildStmts() [numStmts]string {
 	s[sAllLeases] = allLeases + leaseOrder
 	s[sAllLeasesAfter] = allLeases + " AND (node_id, activation_id, attempt, resource, mode) > (?, ?, ?, ?, ?)" + leaseOrder
 
-	// Runs scan the primary key in id order (TEXT compares bytewise); the
-	// status filter skips rows of other statuses along the way.
+	// Runs scan the primary key in id order (TEXT compares bytewise), or
+	// runs_by_status (status, id) with a status filter.
 	for v := 0; v < 4; v++ {
 		var where []string
 		if v&runsAfter != 0 {
