@@ -22,13 +22,19 @@ const inspectUsage = `wfstore inspect: read a store's runs, one run, or a run's 
 
   wfstore inspect runs [--status S] [--after ID] [--limit N] [flags]
   wfstore inspect run ID [--limit N] [flags]
+  wfstore inspect activations ID [--after '["NODE","ACTIVATION"]'] [--limit N] [flags]
+  wfstore inspect attempts ID [--after '[PREPARED_MS,"IDENTITY"]'] [--limit N] [flags]
   wfstore inspect events ID [--after SEQ] [--limit N] [flags]
 
-"runs" lists runs in run id order; "run" shows the run, its allowance and a
-bounded summary (activations, attempts newest first, unreleased leases,
-retry schedules); "events" lists events after a sequence number. Output is
-a table unless --json. A listing cut at --limit prints the cursor of the
-next page ("next: --after ...").
+"runs" lists runs in run id order (only those of --status, read through a
+status index on SQLite and Postgres); "run" shows the run, its allowance
+and a bounded summary (activations, attempts newest first, unreleased
+leases, retry schedules); "activations" and "attempts" page through all
+of a run's activations (in key order) and attempts (newest first);
+"events" lists events after a sequence number. Output is a table unless
+--json. A listing cut at --limit prints the cursor of the next page
+("next: --after ..."); a section of "run" cut at --limit prints the
+command that goes on ("more: ...").
 
 Flags:
 `
@@ -55,7 +61,7 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	sf.register(fs)
 	status := fs.String("status", "", "runs: only runs in this status")
-	after := fs.String("after", "", "runs: start after this run id; events: after this sequence number")
+	after := fs.String("after", "", "runs: start after this run id; events: after this sequence number; activations, attempts: after the cursor a page printed")
 	limit := fs.Int("limit", 50, "rows per listing (1..1000)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	fs.Usage = func() {
@@ -78,9 +84,26 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if verb == "runs" {
 		want = 0
 	}
+	var (
+		actFrom backend.NodeRef
+		attFrom backend.AttemptCursor
+		cerr    error
+	)
 	switch {
-	case verb != "runs" && verb != "run" && verb != "events":
-		fmt.Fprintf(stderr, "wfstore inspect: unknown subcommand %q (want runs, run or events)\n", verb)
+	case verb == "activations" && *after != "":
+		actFrom, cerr = parseActivationCursor(*after)
+	case verb == "attempts" && *after != "":
+		attFrom, cerr = parseAttemptCursor(*after)
+	}
+	switch {
+	case verb != "runs" && verb != "run" && verb != "activations" && verb != "attempts" && verb != "events":
+		fmt.Fprintf(stderr, "wfstore inspect: unknown subcommand %q (want runs, run, activations, attempts or events)\n", verb)
+		return errUsage
+	case cerr != nil:
+		fmt.Fprintf(stderr, "wfstore inspect %s: %v\n", verb, cerr)
+		return errUsage
+	case verb == "run" && *after != "":
+		fmt.Fprintln(stderr, "wfstore inspect run: takes no --after (page with inspect activations or inspect attempts)")
 		return errUsage
 	case len(rest) != want:
 		fmt.Fprintf(stderr, "wfstore inspect %s: takes %d argument(s), got %d\n", verb, want, len(rest))
@@ -106,6 +129,10 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return inspectRuns(ctx, b, backend.RunStatus(*status), *after, *limit, *asJSON, stdout)
 	case "run":
 		return inspectRun(ctx, s, rest[0], *limit, *asJSON, stdout)
+	case "activations":
+		return inspectActivations(ctx, s, rest[0], actFrom, *limit, *asJSON, stdout)
+	case "attempts":
+		return inspectAttempts(ctx, s, rest[0], attFrom, *limit, *asJSON, stdout)
 	default:
 		var seq int64
 		if *after != "" {
@@ -167,10 +194,10 @@ func inspectRun(ctx context.Context, s *workflow.Store, runID string, limit int,
 		if run, err = backend.GetRun(ctx, r, runID); err != nil {
 			return err
 		}
-		if acts, err = r.Activations(ctx, backend.ActivationQuery{RunID: runID, Limit: limit}); err != nil {
+		if acts, err = r.Activations(ctx, backend.ActivationQuery{RunID: runID, Limit: limit + 1}); err != nil {
 			return err
 		}
-		if atts, err = r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Descending: true, Limit: limit}); err != nil {
+		if atts, err = r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Descending: true, Limit: limit + 1}); err != nil {
 			return err
 		}
 		if leases, err = r.Leases(ctx, backend.LeaseQuery{RunID: runID, Limit: limit}); err != nil {
@@ -181,8 +208,20 @@ func inspectRun(ctx context.Context, s *workflow.Store, runID string, limit int,
 	}); err != nil {
 		return err
 	}
+	// One row more than shown tells whether a list goes on.
+	moreActs, moreAtts := "", ""
+	if len(acts) > limit {
+		acts = acts[:limit]
+		last := acts[limit-1].Key
+		moreActs = activationCursor(backend.NodeRef{NodeID: last.NodeID, ActivationID: last.ActivationID})
+	}
+	if len(atts) > limit {
+		atts = atts[:limit]
+		moreAtts = attemptCursor(atts[limit-1])
+	}
 	if asJSON {
 		return writeJSON(w, map[string]any{
+			"activations_next_after": moreActs, "attempts_next_after": moreAtts,
 			"run": jsonRecord(run), "allowance": sum.Allowance,
 			"activation_counts": sum.Activations, "activation_counts_complete": sum.ActivationsComplete,
 			"attempt_counts": sum.Attempts, "attempt_counts_complete": sum.AttemptsComplete,
@@ -209,18 +248,18 @@ func inspectRun(ctx context.Context, s *workflow.Store, runID string, limit int,
 	}
 	section("ACTIVATIONS", len(acts))
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tACTIVATION\tSTATUS\tADMISSIBLE\tLAST_ATTEMPT")
-	for _, a := range acts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%d\n", a.Key.NodeID, a.Key.ActivationID, a.Status, a.Admissible, a.LastAttempt)
-	}
+	writeActivations(tw, acts)
 	tw.Flush()
+	if moreActs != "" {
+		fmt.Fprintln(w, moreHint("activations", runID, moreActs))
+	}
 	section("ATTEMPTS, NEWEST FIRST", len(atts))
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "IDENTITY\tSTATUS\tHANDOFF\tRECEIPT\tPREPARED")
-	for _, a := range atts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\n", a.Identity, a.Status, a.Handoff, a.Receipt != nil, msTime(a.PreparedMS))
-	}
+	writeAttempts(tw, atts)
 	tw.Flush()
+	if moreAtts != "" {
+		fmt.Fprintln(w, moreHint("attempts", runID, moreAtts))
+	}
 	section("UNRELEASED LEASES", len(leases))
 	tw = tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tACTIVATION\tATTEMPT\tRESOURCE\tMODE\tACQUIRED")

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"text/tabwriter"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// The cursors of the per-run listings are JSON arrays, so that ids holding
+// any character round-trip: ["NODE","ACTIVATION"] for activations and
+// [PREPARED_MS,"IDENTITY"] for attempts.
+
+func activationCursor(n backend.NodeRef) string {
+	b, _ := json.Marshal([]any{n.NodeID, n.ActivationID})
+	return string(b)
+}
+
+func parseActivationCursor(s string) (backend.NodeRef, error) {
+	var parts []string
+	if err := json.Unmarshal([]byte(s), &parts); err != nil || len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+		return backend.NodeRef{}, fmt.Errorf(`--after must be ["NODE","ACTIVATION"], as a previous page printed it, got %q`, s)
+	}
+	return backend.NodeRef{NodeID: parts[0], ActivationID: parts[1]}, nil
+}
+
+func attemptCursor(a backend.Attempt) string {
+	b, _ := json.Marshal([]any{a.PreparedMS, a.Identity})
+	return string(b)
+}
+
+func parseAttemptCursor(s string) (backend.AttemptCursor, error) {
+	var parts []json.RawMessage
+	var c backend.AttemptCursor
+	err := json.Unmarshal([]byte(s), &parts)
+	if err == nil && len(parts) == 2 {
+		if err = json.Unmarshal(parts[0], &c.PreparedMS); err == nil {
+			err = json.Unmarshal(parts[1], &c.Identity)
+		}
+	}
+	if err != nil || len(parts) != 2 || c.PreparedMS <= 0 || c.Identity == "" {
+		return backend.AttemptCursor{}, fmt.Errorf(`--after must be [PREPARED_MS,"IDENTITY"], as a previous page printed it, got %q`, s)
+	}
+	return c, nil
+}
+
+// moreHint is the line that tells where a listing cut at its limit goes
+// on.
+func moreHint(verb, runID, cursor string) string {
+	return fmt.Sprintf("more: wfstore inspect %s %s --after %s", verb, strconv.Quote(runID), strconv.Quote(cursor))
+}
+
+// inspectActivations lists one run's activations in (node, activation)
+// order after the cursor, a page at a time.
+func inspectActivations(ctx context.Context, s *workflow.Store, runID string, from backend.NodeRef, limit int, asJSON bool, w io.Writer) error {
+	if _, err := s.GetRun(ctx, runID); err != nil {
+		return err
+	}
+	var acts []backend.Activation
+	if err := s.Backend().View(ctx, func(r backend.ReadTx) error {
+		var err error
+		acts, err = r.Activations(ctx, backend.ActivationQuery{RunID: runID, After: from, Limit: limit + 1})
+		return err
+	}); err != nil {
+		return err
+	}
+	next := ""
+	if len(acts) > limit {
+		acts = acts[:limit]
+		last := acts[limit-1].Key
+		next = activationCursor(backend.NodeRef{NodeID: last.NodeID, ActivationID: last.ActivationID})
+	}
+	if asJSON {
+		return writeJSON(w, map[string]any{"activations": jsonRecords(acts), "next_after": next})
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	writeActivations(tw, acts)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(w, "next: --after %s\n", strconv.Quote(next))
+	}
+	return nil
+}
+
+// inspectAttempts lists one run's attempts newest first, a page at a time.
+func inspectAttempts(ctx context.Context, s *workflow.Store, runID string, from backend.AttemptCursor, limit int, asJSON bool, w io.Writer) error {
+	if _, err := s.GetRun(ctx, runID); err != nil {
+		return err
+	}
+	var atts []backend.Attempt
+	if err := s.Backend().View(ctx, func(r backend.ReadTx) error {
+		var err error
+		atts, err = r.Attempts(ctx, backend.AttemptQuery{RunID: runID, After: from, Descending: true, Limit: limit + 1})
+		return err
+	}); err != nil {
+		return err
+	}
+	next := ""
+	if len(atts) > limit {
+		atts = atts[:limit]
+		next = attemptCursor(atts[limit-1])
+	}
+	if asJSON {
+		return writeJSON(w, map[string]any{"attempts_newest_first": jsonRecords(atts), "next_after": next})
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	writeAttempts(tw, atts)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if next != "" {
+		fmt.Fprintf(w, "next: --after %s\n", strconv.Quote(next))
+	}
+	return nil
+}
+
+func writeActivations(tw *tabwriter.Writer, acts []backend.Activation) {
+	fmt.Fprintln(tw, "NODE\tACTIVATION\tSTATUS\tADMISSIBLE\tLAST_ATTEMPT")
+	for _, a := range acts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%d\n", a.Key.NodeID, a.Key.ActivationID, a.Status, a.Admissible, a.LastAttempt)
+	}
+}
+
+func writeAttempts(tw *tabwriter.Writer, atts []backend.Attempt) {
+	fmt.Fprintln(tw, "IDENTITY\tSTATUS\tHANDOFF\tRECEIPT\tPREPARED")
+	for _, a := range atts {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\n", a.Identity, a.Status, a.Handoff, a.Receipt != nil, msTime(a.PreparedMS))
+	}
+}
