@@ -52,7 +52,7 @@
 // run 33.1 / 34.8 / 47.3.
 //
 //	record kind or index (tag)    key parts, in order                                       value          scan or lookup
-//	meta                          "store" | "version"                                       marker | 2     Open
+//	meta                          "store" | "version"                                       marker | 3     Open
 //	runs/<run>: (a bucket per run; key = tag, then the remaining key parts)
 //	  run                    0x40  id                                                        Run            Load
 //	  run_link               0x41  child                                                     RunLink        Load
@@ -73,6 +73,7 @@
 //	  ix_attempt_identity       2  identity, run, node, act, attempt                   [2]  empty          Load.Identities
 //	  ix_attempt_status         3  status, prepared_ms, identity, run, node, act, attempt   empty          Attempts{Status}
 //	  ix_attempt_prepared       6  prepared_ms, identity, run, node, act, attempt           empty          Attempts{}
+//	  ix_run_status            11  status, id                                               empty          Runs{Status}
 //
 //	[1] only activations with Admissible set   [2] unique prefix: identity
 //	[3] only unreleased leases (ReleasedMS == 0)

@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -16,12 +17,27 @@ import (
 
 // The bytes on disk are SchemaVersion's: a store holding one record of
 // every kind (and a released lease) has exactly the buckets, keys and
-// values of testdata/store-v2.golden, which the adapter wrote before the
-// contract v2 rewrite of Apply. A change to the layout or encoding shows
-// here; it needs a new SchemaVersion.
-func TestStoreBytesAreSchemaVersion2(t *testing.T) {
+// values of testdata/store-v3.golden, which is store-v2.golden (what the
+// adapter wrote before the contract v2 rewrite of Apply) plus the run
+// status index entries and the new version. A change to the layout or
+// encoding shows here; it needs a new SchemaVersion.
+func TestStoreBytesAreSchemaVersion3(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, 2, SchemaVersion, "a new schema version needs a new golden file")
+	require.Equal(t, 3, SchemaVersion, "a new schema version needs a new golden file")
+	require.Equal(t, readGolden(t, "store-v3.golden"), dumpStore(t, goldenStore(t)))
+}
+
+func readGolden(t *testing.T, name string) string {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", name))
+	require.NoError(t, err)
+	return string(b)
+}
+
+// goldenStore writes the golden records into a fresh store and returns
+// its path.
+func goldenStore(t *testing.T) string {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "g.db")
 	b, err := Open(context.Background(), path, WithRelaxedDurability())
 	require.NoError(t, err)
@@ -34,9 +50,82 @@ func TestStoreBytesAreSchemaVersion2(t *testing.T) {
 		Schedules: []backend.RetrySchedule{sch}, Events: []backend.Event{ev},
 	}})
 	require.NoError(t, b.Close())
-	want, err := os.ReadFile(filepath.Join("testdata", "store-v2.golden"))
+	return path
+}
+
+// A version 2 store, rebuilt byte for byte from store-v2.golden, is
+// migrated on Open to exactly what version 3 writes for the same records,
+// and its indexes verify.
+func TestVersionTwoStoreMigratesToTheGoldenVersionThree(t *testing.T) {
+	t.Parallel()
+	v2 := readGolden(t, "store-v2.golden")
+	path := filepath.Join(t.TempDir(), "v2.db")
+	loadDump(t, path, v2)
+	require.Equal(t, v2, dumpStore(t, path), "the rebuilt file is the version 2 golden")
+
+	// A read-only handle cannot migrate: refused, the file untouched.
+	ro, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
 	require.NoError(t, err)
-	require.Equal(t, string(want), dumpStore(t, path))
+	_, err = OpenDB(context.Background(), ro)
+	require.ErrorIs(t, err, backend.ErrSchemaVersion)
+	require.NoError(t, ro.Close())
+	require.Equal(t, v2, dumpStore(t, path))
+
+	b, err := Open(context.Background(), path, WithRelaxedDurability())
+	require.NoError(t, err)
+	require.NoError(t, b.Verify(context.Background()))
+	var running []backend.Run
+	require.NoError(t, b.View(context.Background(), func(r backend.ReadTx) (err error) {
+		running, err = r.Runs(context.Background(), backend.RunQuery{Status: backend.RunRepairRequired, Limit: 10})
+		return err
+	}))
+	require.Len(t, running, 1, "the migrated index serves the status scan")
+	require.NoError(t, b.Close())
+	require.Equal(t, readGolden(t, "store-v3.golden"), dumpStore(t, path))
+}
+
+// loadDump writes the buckets, keys and values of a dumpStore text into a
+// new bbolt file at path.
+func loadDump(t *testing.T, path, dump string) {
+	t.Helper()
+	db, err := bbolt.Open(path, 0o600, nil)
+	require.NoError(t, err)
+	defer db.Close()
+	require.NoError(t, db.Update(func(tx *bbolt.Tx) error {
+		var stack []*bbolt.Bucket // stack[d] is the bucket at depth d
+		for _, line := range strings.Split(strings.TrimSuffix(dump, "\n"), "\n") {
+			trimmed := strings.TrimLeft(line, " ")
+			depth := (len(line) - len(trimmed)) / 2
+			stack = stack[:depth]
+			if name, ok := strings.CutSuffix(trimmed, "/"); ok {
+				var bk *bbolt.Bucket
+				var err error
+				if depth == 0 {
+					bk, err = tx.CreateBucket([]byte(name))
+				} else {
+					bk, err = stack[depth-1].CreateBucket(unhex(t, name))
+				}
+				if err != nil {
+					return err
+				}
+				stack = append(stack, bk)
+				continue
+			}
+			k, v, ok := strings.Cut(trimmed, " = ")
+			require.True(t, ok, "dump line %q", line)
+			if err := stack[depth-1].Put(unhex(t, k), unhex(t, v)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}))
+}
+
+func unhex(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(s)
+	require.NoError(t, err)
+	return b
 }
 
 // dumpStore renders every bucket, nested bucket, key and value of a bbolt

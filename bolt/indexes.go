@@ -8,8 +8,8 @@ import "github.com/wfstore/wfstore/backend"
 // records, under the index id as tag (layout.go), so an admission's index
 // writes share leaves with its record writes. The others (pending, which
 // global discovery scans across runs; identity, status and prepared, which
-// order attempts across runs) live in bucket "ix", each the key range of
-// its id byte. Every entry is one key per (indexed values, record) pair
+// order attempts across runs; run status) live in bucket "ix", each the key
+// range of its id byte. Every entry is one key per (indexed values, record) pair
 // with an empty value, and a record has at most one entry per index.
 // Entries are written in the same transaction as their record (apply.go):
 // the entry the old record had is deleted and the new record's entry is
@@ -196,10 +196,24 @@ var (
 		},
 	}
 
+	// ixRunStatus: runs by (status, id), for a status-filtered run
+	// listing (added in schema version 3).
+	ixRunStatus = &indexOf[backend.Run]{
+		index: &index{
+			name:   "ix_run_status",
+			schema: schema{{"status", partStr}, {"id", partStr}},
+			pk:     []int{1},
+		},
+		entry: func(r backend.Run) (key, bool) {
+			return key(nil).str(string(r.Status)).str(r.ID), true
+		},
+	}
+
 	indexes = []*index{
 		ixPending.index,
 		ixAttemptIdentity.index, ixAttemptStatus.index, ixAttemptRunStatus.index, ixAttemptRun.index, ixAttemptPrepared.index,
 		ixLinkRoot.index, ixScheduleDue.index, ixLeaseActive.index, ixLeaseResource.index,
+		ixRunStatus.index,
 	}
 )
 

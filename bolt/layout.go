@@ -220,10 +220,11 @@ func newTable[K comparable, R any](name string, tag byte, s schema, id func(R) K
 
 // The record kinds, in the order of the table in backend's package doc.
 // Their tags are fixed by the format: never renumber one. They share the
-// tag byte of bucketRuns with the per-run indexes' ids (1 to 10).
+// tag byte of bucketRuns with the per-run indexes' ids (1 to 11).
 var (
 	kindRun = newTable("run", 0x40, schema{{"id", partStr}},
-		func(r backend.Run) string { return r.ID }, runKey, encodeRun, decodeRun)
+		func(r backend.Run) string { return r.ID }, runKey, encodeRun, decodeRun,
+		ixRunStatus)
 	kindLink = newTable("run_link", 0x41, schema{{"child", partStr}},
 		func(l backend.RunLink) string { return l.ChildRunID }, linkKey, encodeLink, decodeLink,
 		ixLinkRoot)

@@ -18,12 +18,18 @@ import (
 
 // SchemaVersion is the store layout version this build reads and writes
 // (the sqlite and postgres adapters' constant of the same name means the
-// same for their stores). A store of another version is refused with a
-// *backend.SchemaVersionError, not migrated.
+// same for their stores). Opening a version 2 store through a writable
+// handle migrates it in one transaction; a store of any other version
+// (or a version 2 store on a read-only handle) is refused with a
+// *backend.SchemaVersionError and left untouched.
 //
+// 3: version 2 plus the run status index (ix_run_status).
 // 2: a bucket per run in bucket runs, keyed tag | rest; cross-run indexes
 // in ix. (1, never shipped: a bucket per kind.)
-const SchemaVersion = 2
+const SchemaVersion = 3
+
+// migratableVersion is the one older version Open migrates.
+const migratableVersion = 2
 
 var (
 	bucketMeta  = []byte("meta")
@@ -38,6 +44,7 @@ type storeState int
 const (
 	stateFresh storeState = iota + 1 // no buckets at all: create the layout
 	stateReady                       // a wfstore store of SchemaVersion
+	stateOld                         // a wfstore store of migratableVersion
 )
 
 // inspect classifies the store tx reads without writing anything. It fails
@@ -67,15 +74,46 @@ func inspect(tx *bbolt.Tx) (storeState, error) {
 	if len(v) != 8 {
 		return 0, fmt.Errorf("bolt: meta version is %d bytes, not 8: %w", len(v), backend.ErrForeignStore)
 	}
-	if found := binary.BigEndian.Uint64(v); found != SchemaVersion {
+	found := binary.BigEndian.Uint64(v)
+	if found != SchemaVersion && found != migratableVersion {
 		return 0, &backend.SchemaVersionError{Found: int64(found), Supported: SchemaVersion}
 	}
 	for _, name := range allBuckets() {
 		if tx.Bucket(name) == nil {
-			return 0, fmt.Errorf("bolt: wfstore store (schema version %d) is missing bucket %q", SchemaVersion, name)
+			return 0, fmt.Errorf("bolt: wfstore store (schema version %d) is missing bucket %q", found, name)
 		}
 	}
+	if found == migratableVersion {
+		return stateOld, nil
+	}
 	return stateReady, nil
+}
+
+// migrate moves a version 2 store to SchemaVersion in tx: it writes the
+// run status index entry of every run, then the version.
+func migrate(tx *bbolt.Tx) error {
+	top, ix := tx.Bucket(bucketRuns), tx.Bucket(bucketIndex)
+	ix.FillPercent = fillPercent
+	recKey := []byte{kindRun.tag}
+	err := top.ForEachBucket(func(name []byte) error {
+		raw := top.Bucket(name).Get(recKey)
+		if raw == nil {
+			return nil // the run's other records exist, its record does not
+		}
+		run, err := decodeRun(raw)
+		if err != nil {
+			return fmt.Errorf("bolt: migrate run bucket %x: %w", name, err)
+		}
+		e, _ := ixRunStatus.entry(run)
+		return ix.Put(ixRunStatus.stored(e), []byte{})
+	})
+	if err != nil {
+		return err
+	}
+	if err := tx.Bucket(bucketMeta).Put(metaVersion, key(nil).u64(SchemaVersion)); err != nil {
+		return fmt.Errorf("bolt: write meta: %w", err)
+	}
+	return nil
 }
 
 // create writes the layout into a fresh store, in tx.
@@ -96,9 +134,9 @@ func create(tx *bbolt.Tx) error {
 }
 
 // prepare makes db ready: it inspects the store in a read transaction and,
-// only when the store is fresh, creates the layout in one Update (checking
-// again inside it, in case another Backend over the same handle got there
-// first).
+// only when the store is fresh or of migratableVersion, creates or
+// migrates the layout in one Update (checking again inside it, in case
+// another Backend over the same handle got there first).
 func prepare(db *bbolt.DB) error {
 	var state storeState
 	if err := db.View(func(tx *bbolt.Tx) (err error) {
@@ -107,16 +145,22 @@ func prepare(db *bbolt.DB) error {
 	}); err != nil {
 		return err
 	}
-	if state == stateReady {
+	switch {
+	case state == stateReady:
 		return nil
-	}
-	if db.IsReadOnly() {
+	case db.IsReadOnly() && state == stateOld:
+		return fmt.Errorf("bolt: the store needs a migration and the handle is read-only: %w",
+			&backend.SchemaVersionError{Found: migratableVersion, Supported: SchemaVersion})
+	case db.IsReadOnly():
 		return fmt.Errorf("bolt: store is empty and the handle is read-only, so it cannot be initialized")
 	}
 	return db.Update(func(tx *bbolt.Tx) error {
 		state, err := inspect(tx)
-		if err != nil || state == stateReady {
+		switch {
+		case err != nil || state == stateReady:
 			return err
+		case state == stateOld:
+			return migrate(tx)
 		}
 		return create(tx)
 	})

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,7 +48,7 @@ func TestOpenFreshEmptyAndExisting(t *testing.T) {
 		require.Equal(t, "bolt", b.Info().Name)
 		require.True(t, strings.HasPrefix(b.Info().Version, "go.etcd.io/bbolt v1.5.0"), b.Info().Version)
 		require.Equal(t, "on", b.Info().Settings["fsync"])
-		require.Equal(t, "2", b.Info().Settings["schema_version"])
+		require.Equal(t, strconv.Itoa(SchemaVersion), b.Info().Settings["schema_version"])
 		apply(t, b, insertRuns(backend.Run{ID: "r"}))
 		require.NoError(t, b.Close())
 

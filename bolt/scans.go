@@ -289,14 +289,23 @@ func (t *readTx) Leases(ctx context.Context, q backend.LeaseQuery) ([]backend.Le
 }
 
 // Runs walks the run buckets of bucketRuns, named by the encoded run id
-// and so in run id order, reading each run's record. A status filter skips
-// the runs of other statuses on the way (there is no status index).
+// and so in run id order, reading each run's record; with a status filter
+// it scans that status's range of the run status index instead.
 func (t *readTx) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, error) {
 	if err := t.check(ctx, "runs"); err != nil {
 		return nil, err
 	}
 	if q.Limit <= 0 {
 		return nil, nil
+	}
+	if q.Status != "" {
+		prefix := key(nil).str(string(q.Status))
+		from := []byte(prefix)
+		if q.After != "" {
+			from = prefixEnd(prefix.clone().str(q.After))
+		}
+		sfrom, suntil := ixRunStatus.span(from, prefixEnd(prefix))
+		return indexScan(t, ixRunStatus, kindRun, sfrom, suntil, q.Limit)
 	}
 	top, err := t.bucket(bucketRuns)
 	if err != nil {
@@ -323,9 +332,6 @@ func (t *readTx) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, e
 		run, err := decodeRun(raw)
 		if err != nil {
 			return false, err
-		}
-		if q.Status != "" && run.Status != q.Status {
-			return true, nil
 		}
 		out = append(out, run)
 		return len(out) < q.Limit, nil
