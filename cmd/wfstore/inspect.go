@@ -26,8 +26,8 @@ const inspectUsage = `wfstore inspect: read a store's runs, one run, or a run's 
   wfstore inspect attempts ID [--after '[PREPARED_MS,"IDENTITY"]'] [--limit N] [flags]
   wfstore inspect events ID [--after SEQ] [--limit N] [flags]
 
-"runs" lists runs in run id order (only those of --status, read through a
-status index on SQLite and Postgres); "run" shows the run, its allowance
+"runs" lists runs in run id order (only those of --status, read through
+the store's run status index); "run" shows the run, its allowance
 and a bounded summary (activations, attempts newest first, unreleased
 leases, retry schedules); "activations" and "attempts" page through all
 of a run's activations (in key order) and attempts (newest first);
