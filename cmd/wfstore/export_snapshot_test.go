@@ -46,13 +46,7 @@ func TestExportReadsOneSnapshotOfAStoreInUse(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { b.Close() })
 	recs := everyKind()
-	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
-		var c backend.Changes
-		for _, r := range recs {
-			addInsert(&c, r)
-		}
-		return tx.Apply(ctx, c)
-	}))
+	require.NoError(t, insertRecords(ctx, b, recs))
 	// After the runs page is read, another writer adds an activation and
 	// an event to a run the export has not reached yet, and a new run.
 	late := []record{
@@ -62,15 +56,7 @@ func TestExportReadsOneSnapshotOfAStoreInUse(t *testing.T) {
 		backend.Event{RunID: "run-é", Seq: 3, Type: "late", Payload: []byte(`{}`), CreatedMS: 1_700_000_000_101},
 		backend.Run{ID: "late-run", RootID: "late-run", Depth: 1, Status: backend.RunRunning, CreatedMS: 1_700_000_000_102},
 	}
-	wb := &writeOnFirstRuns{Backend: b, write: func() error {
-		return b.Update(ctx, func(tx backend.Tx) error {
-			var c backend.Changes
-			for _, r := range late {
-				addInsert(&c, r)
-			}
-			return tx.Apply(ctx, c)
-		})
-	}}
+	wb := &writeOnFirstRuns{Backend: b, write: func() error { return insertRecords(ctx, b, late) }}
 	var got []record
 	require.NoError(t, walkStore(ctx, wb, func(rec record) error {
 		got = append(got, rec)
@@ -89,4 +75,15 @@ func TestExportReadsOneSnapshotOfAStoreInUse(t *testing.T) {
 		return nil
 	}))
 	assert.Len(t, got, len(recs)+len(late))
+}
+
+// insertRecords inserts recs in one Update.
+func insertRecords(ctx context.Context, b backend.Backend, recs []record) error {
+	return b.Update(ctx, func(tx backend.Tx) error {
+		var c backend.Changes
+		for _, r := range recs {
+			addInsert(&c, r)
+		}
+		return tx.Apply(ctx, c)
+	})
 }

@@ -154,26 +154,13 @@ func inspectRuns(ctx context.Context, b backend.Backend, status backend.RunStatu
 	}); err != nil {
 		return err
 	}
-	next := ""
-	if len(runs) > limit {
-		runs = runs[:limit]
-		next = runs[limit-1].ID
-	}
-	if asJSON {
-		return writeJSON(w, map[string]any{"runs": jsonRecords(runs), "next_after": next})
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "RUN\tSTATUS\tROOT\tDEPTH\tATTEMPTS\tACTIVE\tLAST_SEQ\tUPDATED")
-	for _, r := range runs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.Status, r.RootID, r.Depth, r.AttemptCount, r.ActiveCount, r.LastEventSeq, msTime(r.UpdatedMS))
-	}
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if next != "" {
-		fmt.Fprintf(w, "next: --after %s\n", strconv.Quote(next))
-	}
-	return nil
+	return printPage(w, runs, limit, func(r backend.Run) string { return r.ID }, "runs", asJSON,
+		func(tw *tabwriter.Writer, runs []backend.Run) {
+			fmt.Fprintln(tw, "RUN\tSTATUS\tROOT\tDEPTH\tATTEMPTS\tACTIVE\tLAST_SEQ\tUPDATED")
+			for _, r := range runs {
+				fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", r.ID, r.Status, r.RootID, r.Depth, r.AttemptCount, r.ActiveCount, r.LastEventSeq, msTime(r.UpdatedMS))
+			}
+		})
 }
 
 func inspectRun(ctx context.Context, s *workflow.Store, runID string, limit int, asJSON bool, w io.Writer) error {

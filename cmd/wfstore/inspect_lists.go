@@ -69,24 +69,10 @@ func inspectActivations(ctx context.Context, s *workflow.Store, runID string, fr
 	}); err != nil {
 		return err
 	}
-	next := ""
-	if len(acts) > limit {
-		acts = acts[:limit]
-		last := acts[limit-1].Key
-		next = activationCursor(backend.NodeRef{NodeID: last.NodeID, ActivationID: last.ActivationID})
+	cursor := func(a backend.Activation) string {
+		return activationCursor(backend.NodeRef{NodeID: a.Key.NodeID, ActivationID: a.Key.ActivationID})
 	}
-	if asJSON {
-		return writeJSON(w, map[string]any{"activations": jsonRecords(acts), "next_after": next})
-	}
-	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	writeActivations(tw, acts)
-	if err := tw.Flush(); err != nil {
-		return err
-	}
-	if next != "" {
-		fmt.Fprintf(w, "next: --after %s\n", strconv.Quote(next))
-	}
-	return nil
+	return printPage(w, acts, limit, cursor, "activations", asJSON, writeActivations)
 }
 
 // inspectAttempts lists one run's attempts newest first, a page at a time.
@@ -102,16 +88,23 @@ func inspectAttempts(ctx context.Context, s *workflow.Store, runID string, from 
 	}); err != nil {
 		return err
 	}
+	return printPage(w, atts, limit, attemptCursor, "attempts_newest_first", asJSON, writeAttempts)
+}
+
+// printPage prints one page of a listing read with limit+1 rows: as JSON
+// under key with "next_after", or as a table with a "next: --after" line,
+// the cursor of the page's last row when a further row exists.
+func printPage[T any](w io.Writer, rows []T, limit int, cursor func(T) string, key string, asJSON bool, table func(*tabwriter.Writer, []T)) error {
 	next := ""
-	if len(atts) > limit {
-		atts = atts[:limit]
-		next = attemptCursor(atts[limit-1])
+	if len(rows) > limit {
+		rows = rows[:limit]
+		next = cursor(rows[limit-1])
 	}
 	if asJSON {
-		return writeJSON(w, map[string]any{"attempts_newest_first": jsonRecords(atts), "next_after": next})
+		return writeJSON(w, map[string]any{key: jsonRecords(rows), "next_after": next})
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	writeAttempts(tw, atts)
+	table(tw, rows)
 	if err := tw.Flush(); err != nil {
 		return err
 	}

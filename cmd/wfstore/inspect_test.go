@@ -320,13 +320,7 @@ func TestExportImportRoundTripsEveryRecordKind(t *testing.T) {
 	b, err := sqlite.Open(ctx, src)
 	require.NoError(t, err)
 	recs := everyKind()
-	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
-		var c backend.Changes
-		for _, r := range recs {
-			addInsert(&c, r)
-		}
-		return tx.Apply(ctx, c)
-	}))
+	require.NoError(t, insertRecords(ctx, b, recs))
 	require.NoError(t, b.Close())
 
 	stream := filepath.Join(dir, "all.jsonl")
