@@ -207,13 +207,7 @@ func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.
 		Intent: it.intent, IntentChecksum: Checksum(it.intent), Handoff: backend.HandoffPending, PreparedMS: at,
 	}
 	insert(w, att)
-	run.AttemptCount++
-	run.ActiveCount++
-	if root.ID == run.ID {
-		run.TreeAttemptCount++
-	} else {
-		root.TreeAttemptCount++
-		replace(w, root)
+	if countAttempt(w, &run, &root) {
 		g.Runs[root.ID] = root
 	}
 	run.UpdatedMS = at
@@ -267,6 +261,21 @@ func addMissing(g *backend.Found, more backend.Found) {
 // millisecond itself the run no longer accepts work or attempts.
 func deadlineElapsed(deadlineMS, at int64) bool {
 	return deadlineMS != 0 && at >= deadlineMS
+}
+
+// countAttempt counts a new active attempt of run against the run's and
+// the root's allowance counters; a root other than run is replaced in w
+// (run is the caller's to write). It reports whether it wrote root.
+func countAttempt(w *batch, run, root *backend.Run) bool {
+	run.AttemptCount++
+	run.ActiveCount++
+	if root.ID == run.ID {
+		run.TreeAttemptCount++
+		return false
+	}
+	root.TreeAttemptCount++
+	replace(w, *root)
+	return true
 }
 
 // enforceAttemptLimits applies the limits in upstream order: run status,

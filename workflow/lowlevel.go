@@ -79,14 +79,7 @@ func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.T
 			act.UpdatedMS = at
 			replace(w, act)
 		}
-		run.AttemptCount++
-		run.ActiveCount++
-		if root.ID == run.ID {
-			run.TreeAttemptCount++
-		} else {
-			root.TreeAttemptCount++
-			replace(w, root)
-		}
+		countAttempt(w, &run, &root)
 		run.UpdatedMS = at
 		w.emit(&run, preparedPayload(k, effect, intent, at), at)
 		replace(w, run)
