@@ -8,7 +8,8 @@
 // that accepts a whole batch in one durable ledger write; in the batch
 // modes each child takes a batch size of 8 to 12 and the owner refuses some
 // attempts, so batches carry owner failures next to acceptances. Each mode
-// takes at least 50 kills per backend (WFSTORE_CRASH_KILLS sets another
+// takes at least 50 kills per backend (20 in a race build, which looks for
+// data races rather than crash states; WFSTORE_CRASH_KILLS sets another
 // count), spread over five windows: intents committed with no handoff
 // recorded, handoff recorded before the owner works, the owner at work,
 // the owner holding a receipt the store has not persisted, and inside a
