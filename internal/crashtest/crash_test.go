@@ -601,8 +601,8 @@ func crash(t *testing.T, kind, loc, mode string, kills int) {
 	c := &crashRun{t: t, kind: kind, loc: loc, mode: mode, ledger: filepath.Join(t.TempDir(), "ledger")}
 	seed := uint64(time.Now().UnixNano())
 	rng := rand.New(rand.NewPCG(seed, 1))
-	// Activations a kill consumes, about: a batch kill stops in the first
-	// or the second batch of its pass.
+	// Activations a kill consumes, about: a batch kill lands in the first
+	// or the second batch its child admits (see pick).
 	perKill := 2
 	if mode != modeSingle {
 		perKill = 12
