@@ -242,12 +242,6 @@ func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br Backen
 			return br, out, err
 		}
 	}
-	var seqRate float64
-	for _, r := range out {
-		if r.Workload == WSequential {
-			seqRate = r.OpsPerSec
-		}
-	}
 	single := func(name string, workers int, mk func(*Env) (phase, error), ops int, after func(p phase, r *Result)) error {
 		if !cfg.wants(name) {
 			return nil
@@ -279,13 +273,7 @@ func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br Backen
 	mk := func(name string, n int) func(*Env) (phase, error) {
 		return func(e *Env) (phase, error) { return newPhase(ctx, e, name, n, cfg.Workers, 0) }
 	}
-	err = single(WParallel, cfg.Workers, mk(WParallel, n), n,
-		func(_ phase, r *Result) {
-			if seqRate > 0 {
-				r.Speedup = ptr(r.OpsPerSec / seqRate)
-			}
-		})
-	if err != nil {
+	if err := single(WParallel, cfg.Workers, mk(WParallel, n), n, nil); err != nil {
 		return br, out, err
 	}
 	racing := func(p phase, r *Result) {
@@ -355,9 +343,9 @@ func Derive(rs []Result) {
 			if s := find(x.Backend, WSequential); s != nil {
 				x.SeqRatio = ratio(x.OpsPerSec, s.OpsPerSec)
 			}
-		case WBatchParallel:
-			if b := find(x.Backend, WBatch); b != nil {
-				x.Speedup = ratio(x.OpsPerSec, b.OpsPerSec)
+		case WParallel, WBatchParallel:
+			if o := find(x.Backend, one); o != nil {
+				x.Speedup = ratio(x.OpsPerSec, o.OpsPerSec)
 			}
 		case WRacing, WRacingBatch, WRacingStores, WRacingStoresBatch:
 			if d := find(x.Backend, distinct); d != nil {

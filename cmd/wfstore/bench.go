@@ -78,20 +78,19 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		return errors.New("no backend to measure")
 	}
 	var riverNote string
-	switch *river {
-	case "off", "":
+	switch {
+	case *river == "off" || *river == "":
 		riverNote = "not run (--river off)"
-	case "auto":
+	case !slices.ContainsFunc(cfg.Targets, func(t wfbench.Target) bool { return t.Name == "postgres" }):
+		riverNote = "not run: it needs the postgres backend"
+	case *river != "auto":
+		cfg.River = *river
+	default:
 		if _, err := os.Stat(filepath.Join("bench", "river", "go.mod")); err == nil {
 			cfg.River = filepath.Join("bench", "river")
 		} else {
 			riverNote = "not run: no bench/river here (run from the repository root, or pass --river DIR)"
 		}
-	default:
-		cfg.River = *river
-	}
-	if riverNote == "" && !slices.ContainsFunc(cfg.Targets, func(t wfbench.Target) bool { return t.Name == "postgres" }) {
-		riverNote = "not run: it needs the postgres backend"
 	}
 	if *dir != "" {
 		if err := os.MkdirAll(*dir, 0o755); err != nil {
