@@ -201,3 +201,11 @@ func TestSummaryShowsModesAndPeer(t *testing.T) {
 	(&Report{Results: rs, Peers: []Peer{{Name: "river", Skipped: "no go command on PATH"}}}).WriteSummary(&b)
 	assert.Contains(t, b.String(), "river (peer): not measured: no go command on PATH")
 }
+
+// A River module that is not there is reported, never fatal.
+func TestRunRiverSkipsWithoutTheModule(t *testing.T) {
+	p := RunRiver(t.Context(), t.TempDir(), "postgres://unused", 10, nil)
+	assert.Equal(t, "river", p.Name)
+	assert.Contains(t, p.Skipped, "no River module at")
+	assert.Zero(t, p.JobsPerSec)
+}
