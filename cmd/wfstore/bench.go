@@ -21,7 +21,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("wfstore bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	backends := fs.String("backends", "sqlite,bolt,postgres", "comma-separated backends to measure: sqlite, bolt, postgres")
-	quick := fs.Bool("quick", false, "smaller sizes: N=2000 and 100k historical attempts (under 3 minutes for sqlite and bolt)")
+	quick := fs.Bool("quick", false, "smaller sizes: N=2000, 10000 per batch-mode workload, 100k historical attempts")
 	n := fs.Int("n", 0, "admissions per workload (default 2000 with --quick, 10000 without)")
 	workers := fs.Int("workers", 8, "dispatchers in the parallel and racing workloads")
 	batchN := fs.Int("batch-n", 0, "admissions per batch-mode workload (default 5×n: 10000 with --quick)")
