@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -30,6 +31,13 @@ type Config struct {
 	// (and so do the two growth stores), so that their ratios share the
 	// machine's noise (default 8).
 	Rounds int
+	// BatchN is the number of admissions of each batch-mode workload
+	// (default 5×N: 10000 with Quick, the backlog River drains).
+	BatchN int
+	// River, when set, is the directory of the River peer module
+	// (bench/river); after the postgres target, Run drains a BatchN backlog
+	// with it on the same database (see RunRiver). Empty: not run.
+	River string
 	// Workloads restricts the run to these names (default all).
 	Workloads []string
 	// Dir holds the store files (default a temporary directory, removed).
@@ -47,6 +55,9 @@ func (c *Config) defaults() {
 	}
 	if c.Workers <= 0 {
 		c.Workers = 8
+	}
+	if c.BatchN <= 0 {
+		c.BatchN = 5 * c.N
 	}
 	if c.History <= 0 {
 		c.History = 1_000_000
@@ -100,8 +111,18 @@ type Result struct {
 	// Sequential: admissions/s ÷ (bare commits/s ÷ 3), and ÷ raw admissions/s.
 	CeilingRatio *float64 `json:"ceiling_ratio,omitempty"`
 	RawRatio     *float64 `json:"raw_ratio,omitempty"`
-	// Parallel: admissions/s ÷ sequential admissions/s.
+	// Parallel: admissions/s ÷ sequential admissions/s; batch-parallel:
+	// ÷ batch admissions/s.
 	Speedup *float64 `json:"speedup,omitempty"`
+	// Batch: admissions/s ÷ bare commits/s, and ÷ sequential (one at a
+	// time) admissions/s.
+	BareRatio *float64 `json:"bare_ratio,omitempty"`
+	SeqRatio  *float64 `json:"sequential_ratio,omitempty"`
+	// Racing rows: admissions/s ÷ the distinct-run row of the same mode
+	// (parallel, or batch-parallel), and p99 ÷ the p99 of the one-dispatcher
+	// row of the same mode (sequential, or batch).
+	VsDistinct *float64 `json:"vs_distinct,omitempty"`
+	P99VsOne   *float64 `json:"p99_vs_one,omitempty"`
 	// Racing: owner calls beyond one per identity plus attempts beyond one
 	// per activation (must be 0), and Dispatch results reported raced.
 	Duplicates *int `json:"duplicates,omitempty"`
@@ -139,6 +160,8 @@ type Report struct {
 	Config   ConfigSummary   `json:"config"`
 	Backends []BackendReport `json:"backends"`
 	Results  []Result        `json:"results"`
+	// Peers are the peer comparisons run next to the backends (River).
+	Peers []Peer `json:"peers,omitempty"`
 	// Partial, when set, says why the run stopped before measuring
 	// everything (an interruption); the rows present are complete.
 	Partial string `json:"partial,omitempty"`
@@ -148,6 +171,7 @@ type Report struct {
 type ConfigSummary struct {
 	Quick        bool `json:"quick"`
 	N            int  `json:"n"`
+	BatchN       int  `json:"batch_n"`
 	Workers      int  `json:"workers"`
 	History      int  `json:"history"`
 	SmallHistory int  `json:"small_history"`
@@ -164,7 +188,7 @@ func (r *Report) Skip(name, why string) {
 func Run(ctx context.Context, cfg Config) (*Report, error) {
 	cfg.defaults()
 	rep := &Report{Machine: MachineInfo(), Started: time.Now(), Config: ConfigSummary{
-		Quick: cfg.Quick, N: cfg.N, Workers: cfg.Workers, History: cfg.History,
+		Quick: cfg.Quick, N: cfg.N, BatchN: cfg.BatchN, Workers: cfg.Workers, History: cfg.History,
 		SmallHistory: cfg.SmallHistory, Rounds: cfg.Rounds,
 	}}
 	dir := cfg.Dir
@@ -184,6 +208,14 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Seconds = time.Since(rep.Started).Seconds()
 			return rep, fmt.Errorf("%s: %w", t.Name, err)
 		}
+		if t.dsn != "" && cfg.River != "" {
+			// Right after wfstore's own postgres rows, on the same database.
+			rep.Peers = append(rep.Peers, RunRiver(ctx, cfg.River, t.dsn, cfg.BatchN, cfg.Progress))
+			if err := context.Cause(ctx); err != nil {
+				rep.Seconds = time.Since(rep.Started).Seconds()
+				return rep, err
+			}
+		}
 	}
 	rep.Seconds = time.Since(rep.Started).Seconds()
 	return rep, nil
@@ -195,22 +227,19 @@ func (c *Config) wants(w string) bool { return slices.Contains(c.Workloads, w) }
 func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br BackendReport, out []Result, err error) {
 	br = BackendReport{Name: t.Name, BareNote: t.BareNote}
 	pg := newProgress(cfg.Progress, t.Name)
-	defer func() { pg.finish(err) }()
+	defer func() {
+		Derive(out)
+		pg.finish(err)
+	}()
 	open := func() (*Env, error) { return t.Open(ctx, dir, cfg.Workers) }
 	n := cfg.N
 
-	if cfg.wants(WBare) || cfg.wants(WRaw) || cfg.wants(WSequential) {
+	if cfg.wants(WBare) || cfg.wants(WRaw) || cfg.wants(WSequential) || cfg.wants(WBatch) {
 		res, info, err := runCeiling(ctx, cfg, open, pg, t.Name)
 		br.Info = info
 		out = append(out, res...)
 		if err != nil {
 			return br, out, err
-		}
-	}
-	var seqRate float64
-	for _, r := range out {
-		if r.Workload == WSequential {
-			seqRate = r.OpsPerSec
 		}
 	}
 	single := func(name string, workers int, mk func(*Env) (phase, error), ops int, after func(p phase, r *Result)) error {
@@ -244,22 +273,25 @@ func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br Backen
 	mk := func(name string, n int) func(*Env) (phase, error) {
 		return func(e *Env) (phase, error) { return newPhase(ctx, e, name, n, cfg.Workers, 0) }
 	}
-	err = single(WParallel, cfg.Workers, mk(WParallel, n), n,
-		func(_ phase, r *Result) {
-			if seqRate > 0 {
-				r.Speedup = ptr(r.OpsPerSec / seqRate)
-			}
-		})
-	if err != nil {
+	if err := single(WParallel, cfg.Workers, mk(WParallel, n), n, nil); err != nil {
 		return br, out, err
 	}
-	err = single(WRacing, cfg.Workers, mk(WRacing, n), n,
-		func(p phase, r *Result) {
-			rp := p.(*racingP)
-			r.Duplicates, r.Raced = ptr(rp.dups), ptr(rp.raced)
-		})
-	if err != nil {
-		return br, out, err
+	racing := func(p phase, r *Result) {
+		rp := p.(*racingP)
+		r.Duplicates, r.Raced = ptr(rp.dups), ptr(rp.raced)
+	}
+	for _, w := range []string{WBatchParallel, WRacing, WRacingBatch, WRacingStores, WRacingStoresBatch} {
+		k := n
+		if isBatch(w) {
+			k = cfg.BatchN
+		}
+		after := racing
+		if w == WBatchParallel {
+			after = nil
+		}
+		if err := single(w, cfg.Workers, mk(w, k), k, after); err != nil {
+			return br, out, err
+		}
 	}
 	if cfg.wants(WGrowth) {
 		r, err := runGrowth(ctx, cfg, open, pg, t.Name, dir)
@@ -273,11 +305,68 @@ func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br Backen
 	return br, out, err
 }
 
+// Derive fills in the ratios that compare a backend's rows with each
+// other, all measured in the same run: batch ÷ bare commits and ÷
+// sequential, batch-parallel ÷ batch, each racing row ÷ the distinct-run
+// row of its mode (parallel or batch-parallel) and its p99 ÷ the p99 of
+// the one-dispatcher row of its mode (sequential or batch). A ratio whose
+// reference row is missing or empty is left nil.
+func Derive(rs []Result) {
+	find := func(backend, workload string) *Result {
+		for i := range rs {
+			if rs[i].Backend == backend && rs[i].Workload == workload && rs[i].Ops > 0 {
+				return &rs[i]
+			}
+		}
+		return nil
+	}
+	ratio := func(a, b float64) *float64 {
+		if a <= 0 || b <= 0 {
+			return nil
+		}
+		return ptr(a / b)
+	}
+	for i := range rs {
+		x := &rs[i]
+		if x.Ops == 0 {
+			continue
+		}
+		one, distinct := WSequential, WParallel
+		if isBatch(x.Workload) {
+			one, distinct = WBatch, WBatchParallel
+		}
+		switch x.Workload {
+		case WBatch:
+			if b := find(x.Backend, WBare); b != nil {
+				x.BareRatio = ratio(x.OpsPerSec, b.OpsPerSec)
+			}
+			if s := find(x.Backend, WSequential); s != nil {
+				x.SeqRatio = ratio(x.OpsPerSec, s.OpsPerSec)
+			}
+		case WParallel, WBatchParallel:
+			if o := find(x.Backend, one); o != nil {
+				x.Speedup = ratio(x.OpsPerSec, o.OpsPerSec)
+			}
+		case WRacing, WRacingBatch, WRacingStores, WRacingStoresBatch:
+			if d := find(x.Backend, distinct); d != nil {
+				x.VsDistinct = ratio(x.OpsPerSec, d.OpsPerSec)
+			}
+			if o := find(x.Backend, one); o != nil {
+				x.P99VsOne = ratio(x.P99US, o.P99US)
+			}
+		}
+	}
+}
+
 func ptr[T any](v T) *T { return &v }
 
 // warmup is how many operations of each interleaved phase run unrecorded
 // first (connections, statement caches, file growth).
 func warmup(n int) int { return min(50, max(n/20, 1)) }
+
+// batchWarmup is how many batch-mode admissions run unrecorded before the
+// batch workload is measured: two batches.
+func batchWarmup(n int) int { return min(2*batchSize, max(n/20, 1)) }
 
 // bareWarmup is how many bare commits run before the ceiling is measured.
 // A fresh store's first commits are slower than its steady state (on
@@ -288,9 +377,10 @@ func warmup(n int) int { return min(50, max(n/20, 1)) }
 // to 0.86. Bare commits are cheap, so every backend gets 1000.
 const bareWarmup = 1000
 
-// runCeiling runs bare, raw and sequential interleaved in rounds, on two
-// fresh stores (bare and raw share one: the bare commit has its own file or
-// table), and computes the sequential row's ratios.
+// runCeiling runs bare, raw, sequential and batch interleaved in rounds,
+// on three fresh stores (bare and raw share one: the bare commit has its own
+// file or table), and computes the sequential row's ratios. Each round runs
+// its share of N operations of the first three and of BatchN of batch.
 func runCeiling(ctx context.Context, cfg Config, open func() (*Env, error), pg *progress, name string) ([]Result, backend.Info, error) {
 	n, w := cfg.N, warmup(cfg.N)
 	envR, err := open()
@@ -304,6 +394,7 @@ func runCeiling(ctx context.Context, cfg Config, open func() (*Env, error), pg *
 	}
 	defer envS.Close()
 	info := envS.Backend.Info()
+	bn, bw := cfg.BatchN, batchWarmup(cfg.BatchN)
 	pg.phase("seeding", 0)
 	bare := &bareP{env: envR}
 	raw, err := newRaw(ctx, envR, n+w)
@@ -314,36 +405,58 @@ func runCeiling(ctx context.Context, cfg Config, open func() (*Env, error), pg *
 	if err != nil {
 		return nil, info, fmt.Errorf("sequential: %w", err)
 	}
+	var batch phase
+	if cfg.wants(WBatch) {
+		envB, err := open()
+		if err != nil {
+			return nil, info, err
+		}
+		defer envB.Close()
+		if batch, err = newBatch(ctx, envB, "batch", bn+bw); err != nil {
+			return nil, info, fmt.Errorf("batch: %w", err)
+		}
+	}
 	type item struct {
 		name string
 		p    phase
+		n    int // operations in all rounds
 		rec  recorder
 	}
 	var items []*item
 	for _, x := range []struct {
 		name string
 		p    phase
-	}{{WBare, bare}, {WRaw, raw}, {WSequential, seq}} {
+		n    int
+	}{{WBare, bare, n}, {WRaw, raw, n}, {WSequential, seq, n}, {WBatch, batch, bn}} {
 		if cfg.wants(x.name) {
-			items = append(items, &item{name: x.name, p: x.p})
+			items = append(items, &item{name: x.name, p: x.p, n: x.n})
 		}
 	}
+	total := 0
 	for _, it := range items {
+		total += it.n
 		k := w
-		if it.name == WBare {
+		switch it.name {
+		case WBare:
 			k = max(w, bareWarmup)
+		case WBatch:
+			k = bw
 		}
 		if err := it.p.run(ctx, k, &recorder{}); err != nil {
 			return nil, info, fmt.Errorf("%s warm-up: %w", it.name, err)
 		}
 	}
-	tick := pg.phase("bare+raw+sequential", n*len(items))
+	var names []string
+	for _, it := range items {
+		names = append(names, it.name)
+	}
+	tick := pg.phase(strings.Join(names, "+"), total)
 	for r := range cfg.Rounds {
-		k := n / cfg.Rounds
-		if r == cfg.Rounds-1 {
-			k = n - k*(cfg.Rounds-1)
-		}
 		for _, it := range items {
+			k := it.n / cfg.Rounds
+			if r == cfg.Rounds-1 {
+				k = it.n - k*(cfg.Rounds-1)
+			}
 			it.rec.tick = tick
 			if err := measure(ctx, it.p, k, &it.rec); err != nil {
 				return nil, info, fmt.Errorf("%s: %w", it.name, err)

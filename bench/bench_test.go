@@ -35,7 +35,7 @@ func TestRunSmoke(t *testing.T) {
 			t.Parallel()
 			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 			defer cancel()
-			cfg := Config{Targets: []Target{tg}, N: 24, Workers: 4, History: 350, SmallHistory: 120, Rounds: 2, Dir: t.TempDir()}
+			cfg := Config{Targets: []Target{tg}, N: 24, BatchN: 240, Workers: 4, History: 350, SmallHistory: 120, Rounds: 2, Dir: t.TempDir()}
 			rep, err := Run(ctx, cfg)
 			if err != nil {
 				t.Fatal(err)
@@ -50,20 +50,32 @@ func TestRunSmoke(t *testing.T) {
 					t.Fatalf("no %s result", w)
 				}
 				want := 24
-				if w == WRetry {
+				switch {
+				case w == WRetry:
 					want = 6
+				case isBatch(w):
+					want = 240
 				}
 				if r.Ops != want || r.OpsPerSec <= 0 || r.P50US <= 0 || r.P99US < r.P50US || r.AllocsPerOp <= 0 ||
 					(runtime.GOOS == "linux" && r.CPUPerOpUS <= 0) {
 					t.Errorf("%s: ops %d (want %d), %.0f/s, p50 %.0f p99 %.0f, allocs %.0f, cpu %.0f µs", w, r.Ops, want, r.OpsPerSec, r.P50US, r.P99US, r.AllocsPerOp, r.CPUPerOpUS)
 				}
 			}
-			seq, race, grow := byName[WSequential], byName[WRacing], byName[WGrowth]
+			seq, grow := byName[WSequential], byName[WGrowth]
 			if seq.CeilingRatio == nil || seq.RawRatio == nil || *seq.CeilingRatio <= 0 || *seq.RawRatio <= 0 {
 				t.Errorf("sequential ratios missing: %+v", seq)
 			}
-			if race.Duplicates == nil || *race.Duplicates != 0 || race.Raced == nil {
-				t.Errorf("racing: duplicates %v raced %v", race.Duplicates, race.Raced)
+			for _, w := range []string{WRacing, WRacingBatch, WRacingStores, WRacingStoresBatch} {
+				race := byName[w]
+				if race.Duplicates == nil || *race.Duplicates != 0 || race.Raced == nil || race.VsDistinct == nil || race.P99VsOne == nil {
+					t.Errorf("%s: duplicates %v raced %v, ratios %v %v", w, race.Duplicates, race.Raced, race.VsDistinct, race.P99VsOne)
+				}
+			}
+			if b := byName[WBatch]; b.BareRatio == nil || b.SeqRatio == nil {
+				t.Errorf("batch ratios missing: %+v", b)
+			}
+			if b := byName[WBatchParallel]; b.Speedup == nil || b.Workers != 4 {
+				t.Errorf("batch-parallel: %+v", b)
 			}
 			if grow.GrowthRatio == nil || grow.HistoryLarge != 350 || grow.HistorySmall != 120 {
 				t.Errorf("growth: %+v", grow)
@@ -94,7 +106,8 @@ func TestRunSmoke(t *testing.T) {
 						t.Errorf("%v: no %s", row["workload"], f)
 					}
 				}
-				extra := map[string]string{WSequential: "ceiling_ratio", WGrowth: "growth_ratio", WRacing: "duplicates"}[row["workload"].(string)]
+				extra := map[string]string{WSequential: "ceiling_ratio", WGrowth: "growth_ratio", WRacing: "duplicates",
+					WRacingBatch: "duplicates", WBatch: "bare_ratio"}[row["workload"].(string)]
 				if extra != "" {
 					if _, ok := row[extra]; !ok {
 						t.Errorf("%v: no %s", row["workload"], extra)
@@ -118,7 +131,7 @@ func TestRunSmoke(t *testing.T) {
 				}
 			}
 			md, _ := os.ReadFile(filepath.Join(out, "report.md"))
-			for _, s := range []string{"ceiling ratio", "duplicates **0**", "Targets", rep.Machine.GoVersion} {
+			for _, s := range []string{"ceiling ratio", "duplicates **0**", "Targets", rep.Machine.GoVersion, "Modes side by side", "batch ≥ 2× bare commit rate"} {
 				if !strings.Contains(string(md), s) {
 					t.Errorf("report.md lacks %q", s)
 				}
@@ -186,7 +199,7 @@ func BenchmarkAdmission(b *testing.B) {
 					}
 					defer env.Close()
 					workers := 1
-					if w.workload == WParallel || w.workload == WRacing {
+					if w.workload != WBatch && (w.workload == WParallel || isBatch(w.workload) || strings.HasPrefix(w.workload, WRacing)) {
 						workers = 8
 					}
 					p, err := newPhase(ctx, env, w.workload, b.N, workers, w.history)

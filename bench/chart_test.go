@@ -9,10 +9,10 @@ import (
 // sampleReport is a report shaped like a full run on three backends.
 func sampleReport() *Report {
 	r := &Report{}
-	rates := map[string][]float64{ // bare, raw, sequential, parallel, racing, growth, retry
-		"sqlite":   {5200, 1900, 1500, 2100, 1800, 1400, 310},
-		"bolt":     {640, 230, 180, 520, 470, 150, 40},
-		"postgres": {1900, 700, 560, 1700, 1500, 520, 120},
+	rates := map[string][]float64{ // in the order of Workloads
+		"sqlite":   {5200, 1900, 1500, 11000, 2100, 12000, 1800, 10000, 900, 6000, 1400, 310},
+		"bolt":     {640, 230, 180, 2000, 520, 2500, 470, 2400, 300, 1500, 150, 40},
+		"postgres": {1900, 700, 560, 6000, 1700, 7000, 1500, 6500, 400, 3000, 520, 120},
 	}
 	for _, b := range []string{"sqlite", "bolt", "postgres"} {
 		for i, w := range Workloads {

@@ -12,16 +12,26 @@
 //	sequential  one dispatcher admitting through workflow.Store.Dispatch
 //	            with a no-op owner (three commits per admission)
 //	parallel    Workers dispatchers, each on its own runs
-//	racing      Workers dispatchers on the same activations; duplicates
-//	            (extra owner calls or attempts) must be 0
+//	racing      Workers dispatchers of one Store on the same activations;
+//	            duplicates (extra owner calls or attempts) must be 0
+//	batch       one dispatcher in batch mode (BatchSize 100) over a backlog
+//	            of BatchN pending activations, with a no-op BatchOwner
+//	batch-parallel, racing-batch
+//	            parallel and racing in batch mode (BatchN each)
+//	racing-stores, racing-stores-batch
+//	            racing with a Store per dispatcher on the one Backend, as
+//	            separate processes would race, in both modes
 //	growth      sequential admission into a store holding SmallHistory vs
 //	            History historical attempts, loaded in bulk, one attempt
 //	            per millisecond in load order (loadHistory)
 //	retry       retryable failure → schedule → consume → attempt 2
 //
-// bare, raw and sequential run interleaved in rounds, and so do the two
-// growth stores, so that each ratio is measured under the same machine
-// noise. Besides latency, allocations and the process's CPU time, every
+// bare, raw, sequential and batch run interleaved in rounds, and so do the
+// two growth stores, so that each ratio is measured under the same machine
+// noise; Derive computes the ratios and Report.Checks evaluates the targets
+// on them. With Config.River set, Run also drains a BatchN backlog with
+// River (the module in bench/river, a Go module of its own) on the
+// postgres target's database, right after its workloads (RunRiver). Besides latency, allocations and the process's CPU time, every
 // workload records the whole machine's busy CPU time while it ran (Linux,
 // /proc/stat): with a local PostgreSQL server it counts the server too, and
 // its share of all CPUs tells whether the workload was CPU-bound here (or

@@ -32,6 +32,7 @@ type Target struct {
 	Name string
 	// BareNote says how the bare commit is made, for the report.
 	BareNote string
+	dsn      string // Postgres only: the database, for the River peer
 	open     func(ctx context.Context, dir string, workers int) (*Env, error)
 }
 
@@ -200,6 +201,7 @@ var schemaSeq atomic.Int64
 func Postgres(dsn string) Target {
 	return Target{
 		Name:     "postgres",
+		dsn:      dsn,
 		BareNote: "BEGIN SERIALIZABLE + SET LOCAL synchronous_commit=on + INSERT (one round trip), COMMIT, through the adapter's own pgx pool",
 		open:     func(ctx context.Context, _ string, workers int) (*Env, error) { return openPostgres(ctx, dsn, workers) },
 	}

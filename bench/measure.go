@@ -105,19 +105,25 @@ func (r *recorder) result(backendName, workload string, workers int) Result {
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
-// noopOwner accepts everything at once. It times each admission from the
-// Plan call (just before the intent transaction) to the receipt commit
-// (the ReceiptCommitted fault boundary); one owner per dispatcher.
+// noopOwner accepts everything at once. It times each admission from its
+// Plan call (in batch mode every candidate of a batch is planned before the
+// batch's intent transaction) to its receipt commit (the ReceiptCommitted
+// fault boundary). One owner per dispatcher: Plan and the fault hook of one
+// owner are never called concurrently. It is a BatchOwner, so a batch-mode
+// pass hands it each batch in one call.
 type noopOwner struct {
-	start time.Time
+	start map[workflow.ActivationKey]time.Time
 	rec   *recorder
 	calls *callCounter // racing only: owner calls per identity
 }
 
 var noopPlan = workflow.Plan{SideEffect: workflow.ReadOnly, Intent: benchdata.Intent}
 
-func (o *noopOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan, error) {
-	o.start = time.Now()
+func (o *noopOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
+	if o.start == nil {
+		o.start = map[workflow.ActivationKey]time.Time{}
+	}
+	o.start[a.Key] = time.Now()
 	p := noopPlan
 	return &p, nil
 }
@@ -129,9 +135,22 @@ func (o *noopOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (js
 	return benchdata.Receipt, nil
 }
 
-func (o *noopOwner) fault(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
+func (o *noopOwner) DispatchBatch(_ context.Context, ps []workflow.PreparedDispatch) ([]workflow.DispatchResult, error) {
+	out := make([]workflow.DispatchResult, len(ps))
+	for i, p := range ps {
+		if o.calls != nil {
+			o.calls.add(p.Identity)
+		}
+		out[i].Receipt = benchdata.Receipt
+	}
+	return out, nil
+}
+
+func (o *noopOwner) fault(_ context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
 	if b == workflow.ReceiptCommitted && o.rec != nil {
-		o.rec.add(time.Since(o.start))
+		k := p.Activation.Key
+		o.rec.add(time.Since(o.start[k]))
+		delete(o.start, k)
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -20,13 +21,36 @@ const (
 	WRacing     = "racing"
 	WGrowth     = "growth"
 	WRetry      = "retry"
+
+	// Batch mode (DispatchOptions.BatchSize = batchSize).
+	WBatch         = "batch"          // one dispatcher over a backlog
+	WBatchParallel = "batch-parallel" // Workers dispatchers, each on its own runs
+	WRacingBatch   = "racing-batch"   // Workers dispatchers on the same backlog
+	// Workers dispatchers on the same activations, each through a Store of
+	// its own on the one Backend, as separate processes would be: the
+	// in-process claims that spread the dispatchers of one Store do not
+	// apply, so only the prepare transaction keeps them apart.
+	WRacingStores      = "racing-stores"
+	WRacingStoresBatch = "racing-stores-batch"
 )
 
 // Workloads lists every workload in report order.
-var Workloads = []string{WBare, WRaw, WSequential, WParallel, WRacing, WGrowth, WRetry}
+var Workloads = []string{WBare, WRaw, WSequential, WBatch, WParallel, WBatchParallel,
+	WRacing, WRacingBatch, WRacingStores, WRacingStoresBatch, WGrowth, WRetry}
+
+// batchWorkloads are the workloads that admit in batch mode; they run
+// Config.BatchN admissions each.
+var batchWorkloads = []string{WBatch, WBatchParallel, WRacingBatch, WRacingStoresBatch}
+
+// isBatch reports whether workload w admits in batch mode.
+func isBatch(w string) bool { return slices.Contains(batchWorkloads, w) }
 
 // dispatchLimit is the discovery batch of one Dispatch call.
 const dispatchLimit = 100
+
+// batchSize is the BatchSize of the batch-mode workloads: one pass of
+// dispatchLimit activations is one batch.
+const batchSize = 100
 
 // bareP (1): one tiny durable write transaction per operation.
 type bareP struct {
@@ -86,20 +110,42 @@ func newSequential(ctx context.Context, env *Env, prefix string, n int) (*seqP, 
 }
 
 func (p *seqP) run(ctx context.Context, k int, rec *recorder) error {
-	n, err := dispatchN(ctx, p.env.Store, &p.owner, rec, p.runID, k)
+	n, err := dispatchN(ctx, p.env.Store, &p.owner, rec, p.runID, k, 0)
 	if err == nil && n < k {
 		err = fmt.Errorf("sequential: admitted %d of %d: no pending work left", n, k)
 	}
 	return err
 }
 
+// batchP (3b): one dispatcher admitting a pre-seeded backlog in batch
+// mode, one batch of batchSize per Dispatch call.
+type batchP struct {
+	env   *Env
+	owner noopOwner
+}
+
+func newBatch(ctx context.Context, env *Env, prefix string, n int) (*batchP, error) {
+	_, err := seedRuns(ctx, env, prefix, n, perRun, nil, time.Now())
+	return &batchP{env: env}, err
+}
+
+func (p *batchP) run(ctx context.Context, k int, rec *recorder) error {
+	n, err := dispatchN(ctx, p.env.Store, &p.owner, rec, "", k, batchSize)
+	if err == nil && n < k {
+		err = fmt.Errorf("batch: admitted %d of %d: no pending work left", n, k)
+	}
+	return err
+}
+
 // dispatchN calls Dispatch until k activations are admitted or discovery
-// finds nothing more; it returns how many it admitted.
-func dispatchN(ctx context.Context, s *workflow.Store, o *noopOwner, rec *recorder, runID string, k int) (int, error) {
+// finds nothing more; it returns how many it admitted. batch is the
+// BatchSize (0: one activation at a time).
+func dispatchN(ctx context.Context, s *workflow.Store, o *noopOwner, rec *recorder, runID string, k, batch int) (int, error) {
 	o.rec = rec
 	admitted := 0
 	for admitted < k {
-		sum, err := s.Dispatch(ctx, o, workflow.DispatchOptions{RunID: runID, Limit: min(dispatchLimit, k-admitted), Fault: o.fault}, time.Now())
+		sum, err := s.Dispatch(ctx, o, workflow.DispatchOptions{RunID: runID, Limit: min(dispatchLimit, k-admitted),
+			BatchSize: batch, Fault: o.fault}, time.Now())
 		admitted += len(sum.Admitted)
 		if err != nil {
 			return admitted, err
@@ -111,19 +157,21 @@ func dispatchN(ctx context.Context, s *workflow.Store, o *noopOwner, rec *record
 	return admitted, nil
 }
 
-// parallelP (4): workers dispatchers, each admitting only its own runs.
+// parallelP (4): workers dispatchers, each admitting only its own runs,
+// one activation at a time or (batch > 1) in batch mode, one run per pass.
 type parallelP struct {
 	env     *Env
 	workers int
+	batch   int
 	runs    [][]string // per worker
 }
 
-func newParallel(ctx context.Context, env *Env, n, workers int) (*parallelP, error) {
+func newParallel(ctx context.Context, env *Env, n, workers, batch int) (*parallelP, error) {
 	keys, err := seedRuns(ctx, env, "par", n, perRun, nil, time.Now())
 	if err != nil {
 		return nil, err
 	}
-	p := &parallelP{env: env, workers: workers, runs: make([][]string, workers)}
+	p := &parallelP{env: env, workers: workers, batch: batch, runs: make([][]string, workers)}
 	seen := map[string]bool{}
 	w := 0
 	for _, k := range keys {
@@ -147,7 +195,7 @@ func (p *parallelP) run(ctx context.Context, _ int, rec *recorder) error {
 		wg.Go(func() {
 			o := &noopOwner{}
 			for _, runID := range p.runs[w] {
-				if _, err := dispatchN(ctx, p.env.Store, o, &recs[w], runID, perRun); err != nil {
+				if _, err := dispatchN(ctx, p.env.Store, o, &recs[w], runID, perRun, p.batch); err != nil {
 					errs[w] = err
 					return
 				}
@@ -161,21 +209,26 @@ func (p *parallelP) run(ctx context.Context, _ int, rec *recorder) error {
 	return errors.Join(errs...)
 }
 
-// racingP (5): workers dispatchers on the same activations. Every owner call
-// is counted per identity; afterwards each activation must have exactly one
-// attempt and each identity exactly one owner call.
+// racingP (5): workers dispatchers on the same activations, sharing the
+// env's Store (its passes claim disjoint work) or (stores) each through a
+// Store of its own on the same Backend, one activation at a time or
+// (batch > 1) in batch mode. Every owner call is counted per identity;
+// afterwards each activation must have exactly one attempt and each
+// identity exactly one owner call.
 type racingP struct {
 	env     *Env
 	workers int
+	batch   int
+	stores  bool
 	keys    []workflow.ActivationKey
 	calls   callCounter
 	raced   int
 	dups    int
 }
 
-func newRacing(ctx context.Context, env *Env, n, workers int) (*racingP, error) {
+func newRacing(ctx context.Context, env *Env, n, workers, batch int, stores bool) (*racingP, error) {
 	keys, err := seedRuns(ctx, env, "race", n, perRun, nil, time.Now())
-	return &racingP{env: env, workers: workers, keys: keys}, err
+	return &racingP{env: env, workers: workers, batch: batch, stores: stores, keys: keys}, err
 }
 
 // racingLimit is smaller than dispatchLimit so that dispatchers keep
@@ -191,12 +244,20 @@ func (p *racingP) run(ctx context.Context, _ int, rec *recorder) error {
 	errs := make([]error, p.workers)
 	start := make(chan struct{})
 	var wg sync.WaitGroup
+	limit := racingLimit
+	if p.batch > 1 {
+		limit = dispatchLimit
+	}
 	for w := range p.workers {
+		s := p.env.Store
+		if p.stores {
+			s = workflow.New(p.env.Backend)
+		}
 		wg.Go(func() {
 			o := &noopOwner{rec: &recs[w], calls: &p.calls}
 			<-start
 			for {
-				sum, err := p.env.Store.Dispatch(ctx, o, workflow.DispatchOptions{Limit: racingLimit, Fault: o.fault}, time.Now())
+				sum, err := s.Dispatch(ctx, o, workflow.DispatchOptions{Limit: limit, BatchSize: p.batch, Fault: o.fault}, time.Now())
 				raced[w] += len(sum.Raced)
 				if err != nil {
 					errs[w] = err
@@ -329,10 +390,20 @@ func newPhase(ctx context.Context, env *Env, name string, n, workers, history in
 		return newRaw(ctx, env, n)
 	case WSequential:
 		return newSequential(ctx, env, "seq", n)
+	case WBatch:
+		return newBatch(ctx, env, "batch", n)
 	case WParallel:
-		return newParallel(ctx, env, n, workers)
+		return newParallel(ctx, env, n, workers, 0)
+	case WBatchParallel:
+		return newParallel(ctx, env, n, workers, batchSize)
 	case WRacing:
-		return newRacing(ctx, env, n, workers)
+		return newRacing(ctx, env, n, workers, 0, false)
+	case WRacingBatch:
+		return newRacing(ctx, env, n, workers, batchSize, false)
+	case WRacingStores:
+		return newRacing(ctx, env, n, workers, 0, true)
+	case WRacingStoresBatch:
+		return newRacing(ctx, env, n, workers, batchSize, true)
 	case WGrowth:
 		if _, err := loadHistory(ctx, env, "hist", 0, history, time.Now(), nil); err != nil {
 			return nil, err

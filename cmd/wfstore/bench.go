@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	wfbench "github.com/wfstore/wfstore/bench"
@@ -19,9 +21,12 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("wfstore bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	backends := fs.String("backends", "sqlite,bolt,postgres", "comma-separated backends to measure: sqlite, bolt, postgres")
-	quick := fs.Bool("quick", false, "smaller sizes: N=2000 and 100k historical attempts (under 3 minutes for sqlite and bolt)")
+	quick := fs.Bool("quick", false, "smaller sizes: N=2000, 10000 per batch-mode workload, 100k historical attempts")
 	n := fs.Int("n", 0, "admissions per workload (default 2000 with --quick, 10000 without)")
 	workers := fs.Int("workers", 8, "dispatchers in the parallel and racing workloads")
+	batchN := fs.Int("batch-n", 0, "admissions per batch-mode workload (default 5×n: 10000 with --quick)")
+	river := fs.String("river", "auto", "River peer module directory, drained after postgres on the same database; "+
+		"auto: bench/river when it is there (run from the repository root), off: never")
 	history := fs.Int("history", 0, "historical attempts of the growth workload (default 100000 with --quick, 1000000 without)")
 	dsn := fs.String("dsn", "", "Postgres DSN (default $WFSTORE_POSTGRES_DSN); postgres is skipped without one")
 	out := fs.String("out", "", "directory for report.md, report.json and SVG charts")
@@ -30,21 +35,23 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: wfstore bench [flags]\n\n"+
 			"Measures every backend side by side against its own bare commit rate, in durable mode:\n"+
-			"bare commit, raw admission, sequential, parallel (distinct runs), racing, history growth, retry round trip.\n\n")
+			"bare commit, raw admission, sequential, batch (batch 100 over a backlog), parallel and batch-parallel\n"+
+			"(distinct runs), racing in both modes (dispatchers of one Store, and of one Store each), history growth,\n"+
+			"retry round trip; then the targets, met or missed, and River draining the same backlog on the same Postgres.\n\n")
 		fs.PrintDefaults()
 	}
 	if ok, err := parseFlags(fs, args, stderr); !ok {
 		return err
 	}
-	if *workers < 1 || *n < 0 || *history < 0 {
-		fmt.Fprintln(stderr, "wfstore bench: --workers must be positive, --n and --history not negative")
+	if *workers < 1 || *n < 0 || *history < 0 || *batchN < 0 {
+		fmt.Fprintln(stderr, "wfstore bench: --workers must be positive, --n, --batch-n and --history not negative")
 		return errUsage
 	}
 	if *dsn == "" {
 		*dsn = os.Getenv("WFSTORE_POSTGRES_DSN")
 	}
 
-	cfg := wfbench.Config{Quick: *quick, N: *n, Workers: *workers, History: *history, Dir: *dir, Progress: stderr}
+	cfg := wfbench.Config{Quick: *quick, N: *n, BatchN: *batchN, Workers: *workers, History: *history, Dir: *dir, Progress: stderr}
 	var skipped [][2]string
 	for _, b := range strings.Split(*backends, ",") {
 		switch strings.TrimSpace(b) {
@@ -70,6 +77,21 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(cfg.Targets) == 0 {
 		return errors.New("no backend to measure")
 	}
+	var riverNote string
+	switch {
+	case *river == "off" || *river == "":
+		riverNote = "not run (--river off)"
+	case !slices.ContainsFunc(cfg.Targets, func(t wfbench.Target) bool { return t.Name == "postgres" }):
+		riverNote = "not run: it needs the postgres backend"
+	case *river != "auto":
+		cfg.River = *river
+	default:
+		if _, err := os.Stat(filepath.Join("bench", "river", "go.mod")); err == nil {
+			cfg.River = filepath.Join("bench", "river")
+		} else {
+			riverNote = "not run: no bench/river here (run from the repository root, or pass --river DIR)"
+		}
+	}
 	if *dir != "" {
 		if err := os.MkdirAll(*dir, 0o755); err != nil {
 			return fmt.Errorf("--dir: %w", err)
@@ -89,8 +111,13 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	for _, s := range skipped {
 		rep.Skip(s[0], s[1])
 	}
+	if riverNote != "" {
+		rep.Peers = append(rep.Peers, wfbench.Peer{Name: "river", Skipped: riverNote})
+	}
 	rep.WritePartial(stdout)
 	rep.WriteTable(stdout)
+	fmt.Fprintln(stdout)
+	rep.WriteSummary(stdout)
 	fmt.Fprintln(stdout)
 	rep.WriteChecks(stdout)
 	rep.WriteSkips(stdout)

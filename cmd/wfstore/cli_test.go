@@ -182,7 +182,7 @@ func TestCLI(t *testing.T) {
 	})
 
 	benchArgs := func(jsonPath string) []string {
-		return []string{"bench", "--backends", "bolt", "-n", "400", "--history", "1000", "--json", jsonPath}
+		return []string{"bench", "--backends", "bolt", "-n", "400", "--batch-n", "400", "--history", "1000", "--json", jsonPath}
 	}
 	for _, tc := range []struct {
 		sig  syscall.Signal
@@ -192,12 +192,12 @@ func TestCLI(t *testing.T) {
 		t.Run("bench stopped by "+strings.Fields(tc.name)[0], func(t *testing.T) {
 			jsonPath := filepath.Join(t.TempDir(), "rows.json")
 			// Interrupt it in the middle of the parallel workload: the
-			// ceiling rows are measured by then.
+			// ceiling rows (bare, raw, sequential, batch) are measured by then.
 			r := interrupt(t, bin, tc.sig, "[bolt] parallel: 400 operations", benchArgs(jsonPath)...)
 			require.Equal(t, tc.code, r.code, "stderr:\n%s", r.stderr)
 			errLines := lines(r.stderr)
 			last := errLines[len(errLines)-1]
-			require.Equal(t, "wfstore bench: interrupted by "+tc.name+"; partial report of 3 measured rows (marked partial) on stdout and in "+jsonPath, last)
+			require.Equal(t, "wfstore bench: interrupted by "+tc.name+"; partial report of 4 measured rows (marked partial) on stdout and in "+jsonPath, last)
 			require.Equal(t, "[bolt] stopped after", errLines[len(errLines)-2][:len("[bolt] stopped after")])
 			require.NotContains(t, r.stderr, "context canceled")
 			require.NotContains(t, r.stderr, "bench: bench:")
@@ -211,7 +211,7 @@ func TestCLI(t *testing.T) {
 			b, err := os.ReadFile(jsonPath)
 			require.NoError(t, err)
 			require.NoError(t, json.Unmarshal(b, &rows))
-			require.Len(t, rows, 3)
+			require.Len(t, rows, 4)
 			for _, row := range rows {
 				require.Equal(t, true, row["partial"], "%v", row)
 			}
@@ -219,11 +219,14 @@ func TestCLI(t *testing.T) {
 	}
 
 	t.Run("bench progress outside a terminal", func(t *testing.T) {
-		r := runBin(t, bin, "bench", "--backends", "bolt", "-n", "200", "--history", "500")
+		r := runBin(t, bin, "bench", "--backends", "bolt", "-n", "200", "--batch-n", "200", "--history", "500")
 		require.Equal(t, 0, r.code, r.stderr)
 		require.NotContains(t, r.stderr, "\r")
 		require.NotContains(t, r.stderr, "\x1b[")
-		require.Contains(t, r.stderr, "[bolt] bare+raw+sequential: 600 operations\n")
+		require.Contains(t, r.stderr, "[bolt] bare+raw+sequential+batch: 800 operations\n")
+		require.Contains(t, r.stdout, "| batch (1 dispatcher, batch 100) |")
+		require.Contains(t, r.stdout, "river (peer): not measured: not run: it needs the postgres backend")
+		require.Contains(t, r.stdout, "bolt — batch ≥ 2× bare commit rate: ")
 		require.Regexp(t, `(?m)^\[bolt\] done in \d+s$`, r.stderr)
 		require.NotContains(t, r.stdout, "PARTIAL")
 	})
