@@ -190,8 +190,12 @@ func (w *writer) partialStmt(ctx context.Context, id stmtID, tb *table, mask uin
 // no read). Changed, unreadable, or after an Update that did not commit,
 // the next Update starts with none.
 
-// maxCarried bounds the images one Update passes to the next.
-const maxCarried = 64
+// maxCarried bounds the images one Update passes to the next. It is sized
+// for a batch admission step (a batch of 1000 activations touches 1000
+// attempts, 1000 activations and their runs), so that the next step's
+// Expects of those rows compare against the images without reading; an
+// image is a row's column values, so the bound is a few megabytes at most.
+const maxCarried = 4096
 
 // carried is what one committed Update passes to the next.
 type carried struct {
