@@ -422,6 +422,45 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 		inWrap := false
 		skipped := map[string]bool{} // runs whose remaining activations are passed over
 		q := backend.AdmissibleQuery{RunID: runID, After: start.after, AfterRun: start.afterRun}
+		// consider takes act as a candidate, or as its run's full entry,
+		// or passes over it; it reports whether act's run is now passed
+		// over (the pass's position then moves past the whole run).
+		consider := func(act backend.Activation) bool {
+			id := act.Key.RunID
+			if skipped[id] {
+				return true
+			}
+			run, ok := runs[id]
+			if !ok {
+				return false
+			}
+			root, ok := runs[run.RootID]
+			refusedFirst := !ok // a missing root: let preparation report it
+			if ok {
+				refusedFirst = act.LastAttempt == ^uint32(0) ||
+					limitsBeforeCapacity(run, root, act.LastAttempt+1, at, takenRun[id], takenTree[run.RootID]) != nil
+			}
+			room := run.Limits.ConcurrencyCap - run.ActiveCount - takenRun[id]
+			switch {
+			case refusedFirst || room > 0:
+				out = append(out, candidate{act: act, run: run, authority: run.Authority})
+				planned++
+				if !refusedFirst {
+					takenRun[id]++
+					takenTree[run.RootID]++
+				}
+			case reported < limit:
+				out = append(out, candidate{act: act, run: run, authority: run.Authority, full: true})
+				reported++
+				skipped[id] = true
+				return true
+			default:
+				skipped[id] = true
+				return true
+			}
+			return false
+		}
+		var deferred []backend.Activation // of runs another pass holds
 	scan:
 		for planned < limit && rowsLeft > 0 {
 			q.Limit = min(limit-planned, rowsLeft)
@@ -434,45 +473,24 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 				return err
 			}
 			for _, act := range page {
-				id := act.Key.RunID
 				if inWrap && start.covers(act.Key) {
 					// Back where this pass began: the whole index is seen.
 					pos = pendingPos{}
 					break scan
 				}
 				pos = pendingPos{after: act.Key}
-				if s.claims.has(act.Key) {
-					continue // another pass of this Store is admitting it
-				}
-				if skipped[id] {
-					pos.afterRun = true
-					continue
-				}
-				run, ok := runs[id]
-				if !ok {
-					continue
-				}
-				root, ok := runs[run.RootID]
-				refusedFirst := !ok // a missing root: let preparation report it
-				if ok {
-					refusedFirst = act.LastAttempt == ^uint32(0) ||
-						limitsBeforeCapacity(run, root, act.LastAttempt+1, at, takenRun[id], takenTree[run.RootID]) != nil
-				}
-				room := run.Limits.ConcurrencyCap - run.ActiveCount - takenRun[id]
 				switch {
-				case refusedFirst || room > 0:
-					out = append(out, candidate{act: act, run: run, authority: run.Authority})
-					planned++
-					if !refusedFirst {
-						takenRun[id]++
-						takenTree[run.RootID]++
-					}
-				case reported < limit:
-					out = append(out, candidate{act: act, run: run, authority: run.Authority, full: true})
-					reported++
-					skipped[id], pos.afterRun = true, true
-				default:
-					skipped[id], pos.afterRun = true, true
+				case s.claims.has(act.Key):
+					continue // another pass of this Store is admitting it
+				case s.claims.runHeld(act.Key.RunID):
+					// Another pass of this Store is admitting this run:
+					// prefer other runs, so that concurrent passes do
+					// not contend for one run's records.
+					deferred = append(deferred, act)
+					continue
+				}
+				if consider(act) {
+					pos.afterRun = true
 				}
 			}
 			if len(page) < q.Limit {
@@ -487,6 +505,15 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 				continue
 			}
 			q.After, q.AfterRun = pos.after, pos.afterRun
+		}
+		// What this pass read of runs other passes hold, when it found
+		// too little elsewhere: taking it spreads nothing, but leaves no
+		// work idle.
+		for _, act := range deferred {
+			if planned >= limit {
+				break
+			}
+			consider(act) // its run was loaded with its page
 		}
 		next = pos
 		return nil

@@ -389,10 +389,10 @@ var Catalog = []Mutant{
 			},
 			{
 				File: "workflow/dispatch.go",
-				Find: `				if ok {
-					refusedFirst = act.LastAttempt == ^uint32(0) ||
-						limitsBeforeCapacity(run, root, act.LastAttempt+1, at, takenRun[id], takenTree[run.RootID]) != nil
-				}
+				Find: `			if ok {
+				refusedFirst = act.LastAttempt == ^uint32(0) ||
+					limitsBeforeCapacity(run, root, act.LastAttempt+1, at, takenRun[id], takenTree[run.RootID]) != nil
+			}
 `,
 				Replace: "",
 			},

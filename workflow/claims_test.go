@@ -1,0 +1,96 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/memstore"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// gateOwner blocks its first Plan call until release is closed, telling
+// planning when it is inside it.
+type gateOwner struct {
+	once     sync.Once
+	planning chan struct{}
+	release  chan struct{}
+}
+
+func (o *gateOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
+	o.once.Do(func() {
+		close(o.planning)
+		<-o.release
+	})
+	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, nil
+}
+
+func (o *gateOwner) Dispatch(context.Context, workflow.PreparedDispatch) (json.RawMessage, error) {
+	return json.RawMessage(`{}`), nil
+}
+
+// Concurrent passes of one Store spread over runs: while one pass admits
+// run "a", another takes run "b" first, and only comes back to "a"'s
+// unclaimed activations when nothing else is left.
+func TestConcurrentPassesOfOneStorePreferRunsNoOtherPassHolds(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []int{0, 10} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			b := memstore.New()
+			t.Cleanup(func() { b.Close() })
+			s := workflow.New(b, workflow.WithBatchSize(batch))
+			now := time.UnixMilli(1_700_000_000_000)
+			for _, run := range []string{"a", "b"} {
+				_, err := s.CreateRun(ctx, workflow.NewRun{ID: run}, now)
+				require.NoError(t, err)
+				for i := range 4 {
+					_, err := s.AddActivation(ctx, workflow.NewActivation{
+						Key:   workflow.ActivationKey{RunID: run, NodeID: "n", ActivationID: fmt.Sprint("x", i)},
+						Input: json.RawMessage(`{}`),
+					}, now)
+					require.NoError(t, err)
+				}
+			}
+			first := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			done := make(chan workflow.DispatchSummary, 1)
+			go func() {
+				sum, err := s.Dispatch(ctx, first, workflow.DispatchOptions{Limit: 2}, now)
+				assert.NoError(t, err)
+				done <- sum
+			}()
+			<-first.planning // the first pass holds a/x0 and a/x1
+
+			free := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			close(free.release)
+			second, err := s.Dispatch(ctx, free, workflow.DispatchOptions{Limit: 4}, now)
+			require.NoError(t, err)
+			// With nothing else left, a pass takes the held run's rest.
+			third, err := s.Dispatch(ctx, free, workflow.DispatchOptions{Limit: 4}, now)
+			require.NoError(t, err)
+			close(first.release)
+			firstSum := <-done
+
+			runsOf := func(sum workflow.DispatchSummary) []string {
+				var out []string
+				for _, ref := range sum.Admitted {
+					out = append(out, ref.Key.RunID+"/"+ref.Key.ActivationID)
+				}
+				return out
+			}
+			assert.Equal(t, []string{"a/x0", "a/x1"}, runsOf(firstSum))
+			assert.Equal(t, []string{"b/x0", "b/x1", "b/x2", "b/x3"}, runsOf(second),
+				"the second pass takes the run nobody holds before the held one")
+			assert.Empty(t, second.Raced)
+			assert.Equal(t, []string{"a/x2", "a/x3"}, runsOf(third), "what the held run has left is not left idle")
+			assert.Empty(t, third.Raced)
+		})
+	}
+}
