@@ -288,7 +288,8 @@ func (r *Runner) recover(ctx context.Context) (bool, error) {
 		acc.Recovered = append(acc.Recovered, rs.Recovered...)
 		acc.RepairRequired = append(acc.RepairRequired, rs.RepairRequired...)
 		acc.SafeReadOnly = append(acc.SafeReadOnly, rs.SafeReadOnly...)
-		r.log.LogAttrs(ctx, slog.LevelInfo, "reconciled prepared attempts",
+		examined := len(rs.NeverDispatched) + len(rs.Recovered) + len(rs.RepairRequired) + len(rs.SafeReadOnly)
+		r.log.LogAttrs(ctx, levelFor(examined), "reconciled prepared attempts",
 			slog.Int("never_dispatched", len(rs.NeverDispatched)), slog.Int("recovered", len(rs.Recovered)),
 			slog.Int("repair_required", len(rs.RepairRequired)), slog.Int("safe_read_only", len(rs.SafeReadOnly)))
 		ds, err := r.store.Redispatch(ctx, r.owner, ropts, r.cfg.clock.Now())
@@ -298,8 +299,8 @@ func (r *Runner) recover(ctx context.Context) (bool, error) {
 		if err != nil {
 			return false, fmt.Errorf("redispatch: %w", err)
 		}
-		r.log.LogAttrs(ctx, slog.LevelInfo, "redispatched", slog.Int("admitted", len(ds.Admitted)), slog.Int("skipped", len(ds.Skipped)))
-		examined := len(rs.NeverDispatched) + len(rs.Recovered) + len(rs.RepairRequired) + len(rs.SafeReadOnly)
+		r.log.LogAttrs(ctx, levelFor(len(ds.Admitted)+len(ds.Skipped)), "redispatched",
+			slog.Int("admitted", len(ds.Admitted)), slog.Int("skipped", len(ds.Skipped)))
 		if examined < workflow.MaxPageLimit || len(rs.Recovered)+len(rs.RepairRequired)+len(ds.Admitted) == 0 {
 			break
 		}
@@ -308,6 +309,25 @@ func (r *Runner) recover(ctx context.Context) (bool, error) {
 		return false, err
 	}
 	return true, nil // the first pass follows at once
+}
+
+// levelFor logs a step at Info when it found something (n > 0), else at
+// Debug.
+func levelFor(n int) slog.Level {
+	if n > 0 {
+		return slog.LevelInfo
+	}
+	return slog.LevelDebug
+}
+
+// Run is New followed by Run: it runs owner over store until ctx is
+// cancelled or an error that cannot heal occurs.
+func Run(ctx context.Context, store *workflow.Store, owner workflow.Owner, opts ...Option) (Summary, error) {
+	r, err := New(store, owner, opts...)
+	if err != nil {
+		return Summary{}, err
+	}
+	return r.Run(ctx)
 }
 
 // pass is one iteration: due retries, a dispatch batch, the receipt-backed
