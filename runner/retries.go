@@ -168,6 +168,7 @@ func (r *Runner) consumeDue(ctx context.Context, now time.Time) (int, bool, erro
 				break
 			}
 			if errors.Is(err, workflow.ErrNotFound) {
+				stuck = true
 				break
 			}
 			if err != nil {

@@ -75,8 +75,12 @@ type Runner struct {
 
 // Summary reports what one Run did, and what it leaves for the next start.
 type Summary struct {
-	Passes          int
-	Admitted        int // attempts admitted by dispatch passes and redispatch
+	Passes int
+	// Admitted counts the receipts this runner persisted (dispatch passes
+	// and redispatch). A read-only attempt that another runner
+	// redispatched during its start-up is admitted once in the store but
+	// may count in both runners' summaries.
+	Admitted        int
 	RetriesConsumed int
 	Observed        int // observations the receipt-backed pass applied
 	Reconciled      workflow.ReconcileSummary
