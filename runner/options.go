@@ -39,6 +39,7 @@ type config struct {
 	noObserver       bool
 	meters           metric.MeterProvider
 	tracers          trace.TracerProvider
+	fault            workflow.FaultHook
 }
 
 // Option configures a Runner.
@@ -112,3 +113,6 @@ func WithTracerProvider(p trace.TracerProvider) Option { return func(c *config) 
 
 // withRand replaces the jitter's random source (tests).
 func withRand(f func() float64) Option { return func(c *config) { c.rand = f } }
+
+// withFault sets DispatchOptions.Fault of every dispatch pass (tests).
+func withFault(f workflow.FaultHook) Option { return func(c *config) { c.fault = f } }

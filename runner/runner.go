@@ -40,6 +40,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -67,6 +68,10 @@ type Runner struct {
 	log      *slog.Logger
 	in       *instruments
 	sweep    *sweep
+	// rejected holds the runs where a dispatch pass was refused at the
+	// handoff: such an attempt stays prepared, provably never dispatched,
+	// until a redispatch admits it once its run is eligible again.
+	rejected map[string]bool
 	stopping atomic.Bool
 	ran      atomic.Bool
 
@@ -80,7 +85,10 @@ type Summary struct {
 	// and redispatch). A read-only attempt that another runner
 	// redispatched during its start-up is admitted once in the store but
 	// may count in both runners' summaries.
-	Admitted        int
+	Admitted int
+	// Raced counts activations another dispatcher took first (or that
+	// lost to concurrency capacity or a resource lease).
+	Raced           int
 	RetriesConsumed int
 	Observed        int // observations the receipt-backed pass applied
 	Reconciled      workflow.ReconcileSummary
@@ -128,7 +136,7 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 	if err != nil {
 		return nil, fmt.Errorf("runner: instruments: %w", err)
 	}
-	r := &Runner{store: store, cfg: cfg, log: cfg.logger, in: in, sweep: newSweep(cfg.runID)}
+	r := &Runner{store: store, cfg: cfg, log: cfg.logger, in: in, sweep: newSweep(cfg.runID), rejected: map[string]bool{}}
 	r.shim = &shim{owner: owner, clock: cfg.clock, in: in, stopping: &r.stopping, inFlight: map[string]workflow.AttemptRef{}}
 	r.owner = r.shim.wrap()
 	if l, ok := owner.(workflow.ReceiptLookup); ok {
@@ -358,9 +366,13 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if r.stopping.Load() {
 		return false, nil
 	}
+	redone, err := r.redispatchRejected(ctx)
+	if err != nil {
+		return consumed > 0 || redone > 0, fmt.Errorf("redispatch: %w", err)
+	}
 	sum, derr := r.store.Dispatch(ctx, r.owner, workflow.DispatchOptions{
 		RunID: r.cfg.runID, Authority: r.cfg.authority, Limit: r.cfg.limit,
-		BatchSize: r.cfg.batchSize, OwnerConcurrency: r.cfg.ownerConcurrency,
+		BatchSize: r.cfg.batchSize, OwnerConcurrency: r.cfg.ownerConcurrency, Fault: r.cfg.fault,
 	}, r.cfg.clock.Now())
 	r.account(ctx, sum)
 	span.SetAttributes(attribute.Int("admitted", len(sum.Admitted)))
@@ -371,13 +383,55 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if err != nil {
 		return true, err
 	}
-	return consumed > 0 || more || len(sum.Admitted) > 0 || observed > 0, nil
+	return consumed > 0 || more || redone > 0 || len(sum.Admitted) > 0 || observed > 0, nil
+}
+
+// redispatchRejected redispatches, run by run, the attempts a dispatch
+// pass left prepared when their handoff was refused (the run was paused or
+// failed at that moment, say); it returns how many it admitted. A run
+// leaves the set once none of its prepared attempts has a pending handoff.
+func (r *Runner) redispatchRejected(ctx context.Context) (int, error) {
+	if len(r.rejected) == 0 {
+		return 0, nil
+	}
+	runs := make([]string, 0, len(r.rejected))
+	for id := range r.rejected {
+		runs = append(runs, id)
+	}
+	slices.Sort(runs)
+	admitted := 0
+	for _, id := range runs {
+		opts := workflow.ReconcileOptions{RunID: id, Limit: r.cfg.limit}
+		if id == r.cfg.runID {
+			opts.Authority = r.cfg.authority
+		}
+		ds, err := r.store.Redispatch(ctx, r.owner, opts, r.cfg.clock.Now())
+		r.shim.admitted(ds.Admitted)
+		r.total.Admitted += len(ds.Admitted)
+		admitted += len(ds.Admitted)
+		if len(ds.Admitted) > 0 {
+			r.in.admissions.Add(ctx, int64(len(ds.Admitted)), outcomeAttr(OutcomeAdmitted))
+			r.log.LogAttrs(ctx, slog.LevelInfo, "redispatched", slog.String("run", id), slog.Int("admitted", len(ds.Admitted)))
+		}
+		if err != nil {
+			return admitted, err
+		}
+		page, err := r.store.Attempts(ctx, workflow.AttemptPage{RunID: id, Status: workflow.AttemptPrepared, Limit: workflow.MaxPageLimit})
+		if err != nil {
+			return admitted, err
+		}
+		if !slices.ContainsFunc(page, func(a workflow.Attempt) bool { return a.Handoff == workflow.HandoffPending }) {
+			delete(r.rejected, id)
+		}
+	}
+	return admitted, nil
 }
 
 // account records one dispatch summary in the totals, metrics and logs.
 func (r *Runner) account(ctx context.Context, sum workflow.DispatchSummary) {
 	r.shim.admitted(sum.Admitted)
 	r.total.Admitted += len(sum.Admitted)
+	r.total.Raced += len(sum.Raced)
 	n := len(sum.Admitted) + len(sum.Unsupported) + len(sum.Raced) + len(sum.Exhausted) + len(sum.Rejected) + len(sum.OwnerFailed)
 	if n == 0 {
 		return
@@ -397,6 +451,7 @@ func (r *Runner) account(ctx context.Context, sum workflow.DispatchSummary) {
 		slog.Int("exhausted", len(sum.Exhausted)), slog.Int("rejected", len(sum.Rejected)),
 		slog.Int("owner_failed", len(sum.OwnerFailed)))
 	for _, rj := range sum.Rejected {
+		r.rejected[rj.Key.RunID] = true
 		r.log.LogAttrs(ctx, slog.LevelInfo, "activation rejected", slog.String("run", rj.Key.RunID),
 			slog.String("node", rj.Key.NodeID), slog.String("activation", rj.Key.ActivationID), slog.String("reason", rj.Err.Error()))
 	}

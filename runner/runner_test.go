@@ -421,3 +421,47 @@ func TestJitterShortensIdleWaits(t *testing.T) {
 	clock.fire(tm)
 	assert.Equal(t, 1800*time.Millisecond, clock.nextTimer(t).d)
 }
+
+// A run paused between an attempt's intent and its handoff refuses the
+// handoff: the attempt stays prepared, provably never dispatched. Once the
+// run is resumed the runner redispatches it, with the same identity.
+func TestAttemptRefusedAtHandoffIsRedispatchedLater(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	ctx := context.Background()
+	s := newStore(t, clock, "r1")
+	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+	var once sync.Once
+	var prepared string
+	pause := func(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
+		if b == workflow.IntentCommitted {
+			once.Do(func() {
+				prepared = p.Identity
+				require.NoError(t, s.PauseRun(ctx, "r1", nil, clock.Now()))
+			})
+		}
+		return nil
+	}
+	o := &testOwner{clock: clock}
+	st := start(t, newRunner(t, s, o, clock, withFault(pause)))
+	tm := clock.nextTimer(t)
+	assert.Empty(t, o.dispatched(), "the handoff was refused")
+	att, err := s.GetAttempt(ctx, prepared)
+	require.NoError(t, err)
+	assert.Equal(t, workflow.AttemptPrepared, att.Status)
+	assert.Equal(t, workflow.HandoffPending, att.Handoff)
+
+	require.NoError(t, s.ResumeRun(ctx, "r1", nil, clock.Now()))
+	clock.fire(tm)
+	clock.nextTimer(t)
+	calls := o.dispatched()
+	require.Len(t, calls, 1)
+	assert.Equal(t, uint32(1), calls[0].key.Attempt)
+	att, err = s.GetAttempt(ctx, prepared)
+	require.NoError(t, err)
+	assert.Equal(t, workflow.AttemptAdmitted, att.Status, "redispatched with the same identity")
+	sum, err := st.stop(t)
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Admitted)
+}
