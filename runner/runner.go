@@ -317,10 +317,54 @@ func (r *Runner) recover(ctx context.Context) (bool, error) {
 			break
 		}
 	}
+	if err := r.lateReceipts(ctx); err != nil {
+		return false, err
+	}
 	if _, err := r.observe(ctx); err != nil {
 		return false, err
 	}
 	return true, nil // the first pass follows at once
+}
+
+// lateReceipts asks the owner's ReceiptLookup about repair_required
+// attempts whose handoff was recorded, and persists each receipt it holds:
+// a late receipt admits such an attempt. This recovers an attempt another
+// process marked ambiguous while its owner call was still running, when
+// the process that made the call stopped before persisting the receipt.
+func (r *Runner) lateReceipts(ctx context.Context) error {
+	if r.lookup == nil {
+		return nil
+	}
+	page := workflow.AttemptPage{RunID: r.cfg.runID, Status: workflow.AttemptRepairRequired, Limit: workflow.MaxPageLimit}
+	for range DefaultReconcileRounds {
+		atts, err := r.store.Attempts(ctx, page)
+		if err != nil {
+			return fmt.Errorf("late receipts: %w", err)
+		}
+		for _, a := range atts {
+			if a.Handoff != workflow.HandoffRecorded || r.stopping.Load() {
+				continue
+			}
+			rc, found, err := r.lookup.LookupReceipt(ctx, a.Identity)
+			if err != nil {
+				return fmt.Errorf("late receipts: %w: %w", workflow.ErrOwner, err)
+			}
+			if !found {
+				continue
+			}
+			if err := r.store.PersistReceipt(ctx, a.Key, rc, r.cfg.authority, r.cfg.clock.Now()); err != nil {
+				return fmt.Errorf("late receipts: %w", err)
+			}
+			ref := workflow.AttemptRef{Key: a.Key, Identity: a.Identity}
+			r.total.Reconciled.Recovered = append(r.total.Reconciled.Recovered, ref)
+			r.log.LogAttrs(ctx, slog.LevelInfo, "late receipt persisted", slog.String("identity", a.Identity))
+		}
+		if len(atts) < page.Limit {
+			return nil
+		}
+		page.After = &atts[len(atts)-1]
+	}
+	return nil
 }
 
 // levelFor logs a step at Info when it found something (n > 0), else at

@@ -465,3 +465,52 @@ func TestAttemptRefusedAtHandoffIsRedispatchedLater(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 1, sum.Admitted)
 }
+
+// lookupOwner holds a receipt for every identity it is asked about.
+type lookupOwner struct{ *testOwner }
+
+func (lookupOwner) LookupReceipt(context.Context, string) (json.RawMessage, bool, error) {
+	return json.RawMessage(`{"accepted":true}`), true, nil
+}
+
+// An attempt marked repair_required while its owner call was still running
+// (by another process's start-up reconciliation, say) is admitted at the
+// next start by the receipt the owner holds.
+func TestStartPersistsLateReceiptsOfRepairRequiredAttempts(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	ctx := context.Background()
+	s := newStore(t, clock, "r1")
+	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`), Effect: workflow.Mutating}, clock.Now())
+	require.NoError(t, err)
+	crash := errors.New("crashed after the owner accepted")
+	mutating := &mutatingOwner{testOwner: &testOwner{clock: clock}}
+	_, err = s.Dispatch(ctx, mutating, workflow.DispatchOptions{Fault: func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
+		if b == workflow.OwnerAccepted {
+			return crash
+		}
+		return nil
+	}}, clock.Now())
+	require.ErrorIs(t, err, crash)
+	rs, err := s.ReconcilePrepared(ctx, workflow.ReconcileOptions{}, clock.Now())
+	require.NoError(t, err)
+	require.Len(t, rs.RepairRequired, 1)
+	id := rs.RepairRequired[0].Identity
+
+	st := start(t, newRunner(t, s, lookupOwner{&testOwner{clock: clock}}, clock))
+	clock.nextTimer(t)
+	sum, err := st.stop(t)
+	require.NoError(t, err)
+	require.Len(t, sum.Reconciled.Recovered, 1)
+	assert.Equal(t, id, sum.Reconciled.Recovered[0].Identity)
+	att, err := s.GetAttempt(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, workflow.AttemptAdmitted, att.Status)
+}
+
+// mutatingOwner plans mutating work.
+type mutatingOwner struct{ *testOwner }
+
+func (mutatingOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan, error) {
+	return &workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, nil
+}
