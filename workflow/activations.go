@@ -177,6 +177,9 @@ func (s *Store) AddActivation(ctx context.Context, na NewActivation, now time.Ti
 	if errors.Is(err, errNoop) {
 		return false, nil
 	}
+	if created && err == nil {
+		s.work.notify()
+	}
 	return created, err
 }
 

@@ -173,6 +173,9 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 	if errors.Is(err, errNoop) {
 		return false, nil
 	}
+	if created && err == nil {
+		s.work.notify()
+	}
 	return created, err
 }
 

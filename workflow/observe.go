@@ -157,6 +157,9 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 	if errors.Is(err, errNoop) {
 		return res, nil
 	}
+	if err == nil {
+		s.work.notify()
+	}
 	return res, err
 }
 

@@ -113,6 +113,9 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 	if errors.Is(err, errNoop) {
 		return false, nil
 	}
+	if created && err == nil {
+		s.work.notify()
+	}
 	return created, err
 }
 

@@ -16,6 +16,7 @@ type Store struct {
 	disc      discoveryCursor // where the next Dispatch over all runs resumes
 	claims    claimSet        // activations this Store's passes are admitting
 	batchSize int             // the BatchSize of a Dispatch that sets none
+	work      workSignal      // closed when work arrives (WorkArrived)
 }
 
 // Option configures a Store.

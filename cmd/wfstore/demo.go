@@ -36,7 +36,7 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&c.path, "db", "wfstore-demo.db", "SQLite file to create or reuse (each demo adds new runs)")
 	fs.IntVar(&c.activations, "activations", 12, "activations of the first run, raced by the dispatchers")
 	fs.IntVar(&c.members, "members", 6, "members of the fail-fast fan-out group (at least 3; about half start at once)")
-	fs.IntVar(&c.dispatchers, "dispatchers", 4, "concurrent dispatchers racing for the first run's activations")
+	fs.IntVar(&c.dispatchers, "dispatchers", 4, "runners racing for the first run's activations (each with its own Store)")
 	fs.IntVar(&c.events, "events", 0, "also print the last N events of each run (0 = none)")
 	fs.StringVar(&c.seed, "seed", "", "seed choosing which activation and which fan-out member fail (default: the run id)")
 	fs.Usage = func() {
@@ -44,10 +44,10 @@ func demo(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 Each demo adds four new runs to the file and says, in numbered sentences,
 what the Store did with them:
-  1. several dispatchers race for one run's activations; each is admitted once;
-  2. a retryable failure is retried automatically (a durable schedule, consumed
-     when due, attempt 2 succeeds), and one whose node cannot be retried safely
-     is refused with the Store's reason;
+  1. several runners race for one run's activations; each is admitted once;
+  2. a retryable failure is retried automatically (a durable schedule the
+     runners consume when due, attempt 2 succeeds), and one whose node cannot
+     be retried safely is refused with the Store's reason;
   3. a fail-fast fan-out group: one member fails, its running siblings are
      stopped and the unstarted ones cancelled, and the run fails;
   4. a run cancelled while work is in flight;
@@ -248,130 +248,7 @@ func demoRace(ctx context.Context, s *workflow.Store, c demoConfig, seed, runID 
 		}
 	}
 	flaky := key(pick(seed, "flaky", c.activations))
-
-	// Race: every round, all dispatchers call Dispatch at one instant; the
-	// owner then reports on what was admitted (the flaky one fails).
-	var admitted, raced, rounds int
-	var failedID string
-	var failure workflow.ObservationResult
-	for {
-		now := clock.step()
-		ids, r, err := race(ctx, s, runID, c.dispatchers, 16, now)
-		if err != nil {
-			return err
-		}
-		if len(ids) == 0 {
-			break
-		}
-		rounds++
-		admitted += len(ids)
-		raced += r
-		for _, id := range ids {
-			a, err := s.GetAttempt(ctx, id)
-			if err != nil {
-				return err
-			}
-			if a.Key.ActivationKey == flaky {
-				failedID = id
-				continue // reported last, below
-			}
-			if _, err := observe(ctx, s, id, workflow.ObservedSucceeded, clock.step()); err != nil {
-				return err
-			}
-		}
-	}
-	atts, err := runAttempts(ctx, s, runID)
-	if err != nil {
-		return err
-	}
-	per := map[workflow.ActivationKey]int{}
-	for _, a := range atts {
-		per[a.Key.ActivationKey]++
-	}
-	once := 0
-	for _, n := range per {
-		if n == 1 {
-			once++
-		}
-	}
-	st.say("Run %s: %s raced for its %s, calling Dispatch at the same instants over %s. The Store admitted %s; %d of the %d activations have exactly one attempt, and any dispatcher that lost was told \"raced\" %s (the activation was already taken, or the run had no concurrency room) instead of admitting anything twice.",
-		runID, count(c.dispatchers, "1 dispatcher", "%d dispatchers"), count(c.activations, "1 activation", "%d activations"), count(rounds, "1 round", "%d rounds"), count(admitted, "1 attempt", "%d attempts"), once, c.activations, count(raced, "once", "%d times"))
-	if failedID == "" {
-		return fmt.Errorf("demo: activation %v was never admitted", flaky)
-	}
-
-	fa, err := s.GetAttempt(ctx, failedID)
-	if err != nil {
-		return err
-	}
-	act, err := s.GetActivation(ctx, flaky)
-	if err != nil {
-		return err
-	}
-	failAt := clock.step()
-	failure, err = observe(ctx, s, failedID, workflow.ObservedRetryableFailure, failAt)
-	if err != nil {
-		return err
-	}
-	run, err := s.GetRun(ctx, runID)
-	if err != nil {
-		return err
-	}
-	sched := failure.Schedule
-	if sched == nil {
-		st.say("Attempt %d of %s/%s failed retryably, and the Store scheduled no retry (%s).", fa.Key.Attempt, flaky.NodeID, flaky.ActivationID, refusalText(failure.NotScheduled))
-		return nil
-	}
-	var pol workflow.RetryPolicy
-	if err := json.Unmarshal(act.RetryPolicy, &pol); err != nil {
-		return fmt.Errorf("demo: stored retry policy: %w", err)
-	}
-	st.say("The owner reported attempt %d of %s/%s as a retryable failure. Its node is %s with reconciliation %s and declares a retry policy (up to %d attempts, first backoff %d ms), so in the same transaction the Store marked the attempt %s and scheduled attempt %d after a backoff of %d ms; meanwhile the run is %s.",
-		fa.Key.Attempt, flaky.NodeID, flaky.ActivationID, act.Effect, act.Reconciliation, pol.MaxAttempts, pol.InitialBackoff.Milliseconds(),
-		failure.Status, sched.NextAttempt, sched.Backoff.Milliseconds(), run.Status)
-
-	early := sched.Backoff.Milliseconds() / 2
-	rq, err := s.ConsumeNextDueRetry(ctx, runID, failAt.Add(time.Duration(early)*time.Millisecond))
-	if err != nil {
-		return err
-	}
-	if rq != nil {
-		return fmt.Errorf("demo: retry consumed %d ms before it was due", sched.Backoff.Milliseconds()-early)
-	}
-	clock.t = sched.Due
-	rq, err = s.ConsumeNextDueRetry(ctx, runID, clock.t)
-	if err != nil {
-		return err
-	}
-	if rq == nil {
-		return fmt.Errorf("demo: the retry of %v was not consumed when due", flaky)
-	}
-	run, err = s.GetRun(ctx, runID)
-	if err != nil {
-		return err
-	}
-	ids, _, err := race(ctx, s, runID, c.dispatchers, 16, clock.step())
-	if err != nil {
-		return err
-	}
-	if len(ids) != 1 {
-		return fmt.Errorf("demo: %d attempts admitted after the retry, want 1", len(ids))
-	}
-	second, err := s.GetAttempt(ctx, ids[0])
-	if err != nil {
-		return err
-	}
-	res, err := observe(ctx, s, ids[0], workflow.ObservedSucceeded, clock.step())
-	if err != nil {
-		return err
-	}
-	final, err := s.GetRun(ctx, runID)
-	if err != nil {
-		return err
-	}
-	st.say("%d ms after the failure ConsumeNextDueRetry found nothing due; at %d ms it consumed the schedule, requeuing attempt %d after attempt %d (the run is %s again). The dispatchers raced once more: attempt %d was admitted after the scheduled retry (identity %.12s…), the owner reported it %s, and with nothing left open the run is %s.",
-		early, sched.Backoff.Milliseconds(), rq.NextAttempt, rq.PreviousAttempt, run.Status, second.Key.Attempt, second.Identity, res.Status, final.Status)
-	return nil
+	return raceWithRunners(ctx, s, c, runID, flaky, clock, st)
 }
 
 // count says n things: one when n is 1, else many with n in place of %d.

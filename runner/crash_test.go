@@ -1,0 +1,448 @@
+package runner
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/pgtest"
+	"github.com/wfstore/wfstore/postgres"
+	"github.com/wfstore/wfstore/sqlite"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// The SIGKILL test: runner processes (this test binary, re-executed) admit
+// activations through an owner whose durable ledger is a file, and are
+// killed inside the owner call, between intent and handoff, between the
+// owner's acceptance and the receipt, and inside a commit; each killed
+// process is replaced by a new one at once, which recovers at start while
+// the others go on. At the end every activation must have exactly one
+// attempt, admitted with the receipt the owner's ledger holds (or, for an
+// ambiguous mutation the owner holds no receipt for, repair_required); no
+// attempt may stay prepared and no receipt may be lost.
+const (
+	envCrashChild  = "WFSTORE_RUNNER_CRASH_CHILD" // backend kind; set in a child
+	envCrashLoc    = "WFSTORE_RUNNER_CRASH_LOC"
+	envCrashLedger = "WFSTORE_RUNNER_CRASH_LEDGER"
+)
+
+var crashPhases = []string{"owner", "prepared", "accepted", "commit"}
+
+func TestMain(m *testing.M) {
+	if kind := os.Getenv(envCrashChild); kind != "" {
+		if err := crashChild(kind, os.Getenv(envCrashLoc), os.Getenv(envCrashLedger)); err != nil {
+			fmt.Fprintln(os.Stderr, "crash child:", err)
+			os.Exit(2)
+		}
+		os.Exit(0)
+	}
+	pgtest.Main(m)
+}
+
+func openCrash(ctx context.Context, kind, loc string) (backend.Backend, error) {
+	switch kind {
+	case "sqlite":
+		return sqlite.Open(ctx, loc)
+	case "postgres":
+		schema, dsn, _ := strings.Cut(loc, "|")
+		return postgres.Open(ctx, dsn, postgres.WithSchema(schema))
+	}
+	return nil, fmt.Errorf("unknown backend %q", kind)
+}
+
+// ledger is the owner's durable record, shared by every process: lines
+// "call <id>" (before the owner accepts) and "receipt <id>" (once it has),
+// each appended in one write and fsynced.
+type ledger struct {
+	mu   sync.Mutex
+	path string
+	f    *os.File
+}
+
+func openLedgerFile(path string) (*ledger, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	return &ledger{path: path, f: f}, nil
+}
+
+func (l *ledger) append(line string) error {
+	if _, err := l.f.WriteString(line + "\n"); err != nil {
+		return err
+	}
+	return l.f.Sync()
+}
+
+func readLedgerFile(path string) (calls map[string]int, receipts map[string]bool, err error) {
+	b, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		return nil, nil, err
+	}
+	calls, receipts = map[string]int{}, map[string]bool{}
+	s := string(b)
+	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	} else {
+		s = ""
+	}
+	for _, line := range strings.Split(s, "\n") {
+		kind, id, _ := strings.Cut(line, " ")
+		switch kind {
+		case "call":
+			calls[id]++
+		case "receipt":
+			receipts[id] = true
+		}
+	}
+	return calls, receipts, nil
+}
+
+func crashReceipt(identity string) json.RawMessage {
+	return json.RawMessage(`{"accepted":"` + identity + `"}`)
+}
+
+// ledgerOwner is idempotent by identity through the ledger and looks
+// receipts up in it.
+type ledgerOwner struct {
+	l      *ledger
+	signal func(string)
+}
+
+func (o *ledgerOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
+	return &workflow.Plan{SideEffect: a.Effect, Intent: json.RawMessage(`{"do":"` + a.Key.RunID + `"}`)}, nil
+}
+
+func (o *ledgerOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
+	o.l.mu.Lock()
+	defer o.l.mu.Unlock()
+	_, receipts, err := readLedgerFile(o.l.path)
+	if err != nil {
+		return nil, err
+	}
+	if receipts[p.Identity] {
+		return crashReceipt(p.Identity), nil
+	}
+	if err := o.l.append("call " + p.Identity); err != nil {
+		return nil, err
+	}
+	o.signal("owner")
+	if err := o.l.append("receipt " + p.Identity); err != nil {
+		return nil, err
+	}
+	return crashReceipt(p.Identity), nil
+}
+
+func (o *ledgerOwner) LookupReceipt(_ context.Context, identity string) (json.RawMessage, bool, error) {
+	_, receipts, err := readLedgerFile(o.l.path)
+	if err != nil || !receipts[identity] {
+		return nil, false, err
+	}
+	return crashReceipt(identity), true, nil
+}
+
+// signalling signals "commit" at the end of every Update fn, just before
+// the adapter commits.
+type signalling struct {
+	backend.Backend
+	signal func(string)
+}
+
+func (b signalling) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
+	return b.Backend.Update(ctx, func(tx backend.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		b.signal("commit")
+		return nil
+	})
+}
+
+// crashChild is one runner process: it runs until SIGTERM (then drains)
+// or SIGKILL.
+func crashChild(kind, loc, ledgerPath string) error {
+	ctx, stop := signalContext()
+	defer stop()
+	var outMu sync.Mutex
+	signal := func(phase string) {
+		outMu.Lock()
+		os.Stdout.WriteString(phase + "\n")
+		outMu.Unlock()
+		if phase != "commit" {
+			time.Sleep(2 * time.Millisecond) // the parent kills inside this phase
+		}
+	}
+	b, err := openCrash(context.Background(), kind, loc)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
+	l, err := openLedgerFile(ledgerPath)
+	if err != nil {
+		return err
+	}
+	fault := func(_ context.Context, bd workflow.Boundary, _ workflow.PreparedDispatch) error {
+		switch bd {
+		case workflow.IntentCommitted:
+			signal("prepared")
+		case workflow.OwnerAccepted:
+			signal("accepted")
+		}
+		return nil
+	}
+	_, err = Run(ctx, workflow.New(signalling{Backend: b, signal: signal}), &ledgerOwner{l: l, signal: signal},
+		withFault(fault), WithLimit(3), WithPollInterval(5*time.Millisecond, 50*time.Millisecond))
+	return err
+}
+
+func signalContext() (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancel(context.Background())
+	ch := make(chan os.Signal, 1)
+	signalNotify(ch)
+	go func() {
+		select {
+		case <-ch:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, cancel
+}
+
+func TestRunnerProcessesSurviveSIGKILL(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills runner processes")
+	}
+	t.Run("sqlite", func(t *testing.T) {
+		t.Parallel()
+		crashRunners(t, "sqlite", filepath.Join(t.TempDir(), "store.db"), 2, 32)
+	})
+	t.Run("postgres", func(t *testing.T) {
+		t.Parallel()
+		dsn, schema := pgtest.Schema(t)
+		crashRunners(t, "postgres", schema+"|"+dsn, 3, 21)
+	})
+}
+
+func crashKey(i int) workflow.ActivationKey {
+	return workflow.ActivationKey{RunID: fmt.Sprintf("crash-%04d", i), NodeID: "node", ActivationID: "a"}
+}
+
+type crashProc struct {
+	cmd    *exec.Cmd
+	killed bool
+	done   chan error
+}
+
+type crashEvent struct {
+	p     *crashProc
+	phase string
+}
+
+func crashRunners(t *testing.T, kind, loc string, procs, kills int) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	ledgerPath := filepath.Join(t.TempDir(), "ledger")
+	n := 5*kills + 20
+	seed := uint64(time.Now().UnixNano())
+	rng := rand.New(rand.NewPCG(seed, 2))
+	t.Logf("seed %d, %d activations, %d runner processes at once", seed, n, procs)
+
+	b, err := openCrash(ctx, kind, loc)
+	require.NoError(t, err)
+	defer b.Close()
+	s := workflow.New(b)
+	// One run per activation (an ambiguous mutation stops its run for
+	// repair), half read-only and half mutating.
+	for i := range n {
+		_, err := s.CreateRun(ctx, workflow.NewRun{ID: crashKey(i).RunID}, time.Now())
+		require.NoError(t, err)
+		eff := workflow.ReadOnly
+		if i%2 == 1 {
+			eff = workflow.Mutating
+		}
+		_, err = s.AddActivation(ctx, workflow.NewActivation{Key: crashKey(i), Input: json.RawMessage(`{}`), Effect: eff}, time.Now())
+		require.NoError(t, err)
+	}
+
+	events := make(chan crashEvent, 4096)
+	var live []*crashProc
+	start := func() {
+		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), envCrashChild+"="+kind, envCrashLoc+"="+loc, envCrashLedger+"="+ledgerPath)
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		p := &crashProc{cmd: cmd, done: make(chan error, 1)}
+		go func() {
+			sc := bufio.NewScanner(out)
+			for sc.Scan() {
+				events <- crashEvent{p, sc.Text()}
+			}
+			err := cmd.Wait()
+			if err != nil && !p.killed {
+				err = fmt.Errorf("%w: %s", err, stderr.String())
+			}
+			p.done <- err
+		}()
+		live = append(live, p)
+	}
+	for range procs {
+		start()
+	}
+	perPhase := map[string]int{}
+	phase, nth, seen := crashPhases[0], 1+rng.IntN(3), 0
+	for k := 0; k < kills; {
+		select {
+		case e := <-events:
+			if e.p.killed || e.phase != phase {
+				continue
+			}
+			if seen++; seen < nth {
+				continue
+			}
+			e.p.killed = true
+			_ = e.p.cmd.Process.Signal(syscall.SIGKILL)
+			k++
+			perPhase[phase]++
+			for i, p := range live {
+				if p == e.p {
+					live = append(live[:i], live[i+1:]...)
+					break
+				}
+			}
+			start()
+			phase, nth, seen = crashPhases[k%len(crashPhases)], 1+rng.IntN(3), 0
+		case <-time.After(30 * time.Second):
+			t.Fatalf("no %q signal for 30s after %d kills %v: the runners ran out of work or stalled", phase, k, perPhase)
+		}
+	}
+	t.Logf("%s: %d kills %v", kind, kills, perPhase)
+
+	// The survivors and the replacements finish the work, then drain.
+	deadline := time.Now().Add(90 * time.Second)
+	for !crashSettled(t, ctx, s, n) {
+		require.True(t, time.Now().Before(deadline), "the runners did not settle every activation within 90s")
+		select {
+		case <-events:
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+	go func() { // keep the pipes flowing while the children drain
+		for range events {
+		}
+	}()
+	for _, p := range live {
+		_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	}
+	for _, p := range live {
+		require.NoError(t, <-p.done, "a runner process stopped by SIGTERM exits 0")
+	}
+	// A last start recovers what the survivors' own starts could not see.
+	l, err := openLedgerFile(ledgerPath)
+	require.NoError(t, err)
+	defer l.f.Close()
+	last, err := New(s, &ledgerOwner{l: l, signal: func(string) {}})
+	require.NoError(t, err)
+	_, err = last.recover(ctx)
+	require.NoError(t, err)
+	verifyCrash(t, ctx, s, ledgerPath, n)
+}
+
+// crashSettled reports whether every activation has an attempt and none
+// is prepared.
+func crashSettled(t *testing.T, ctx context.Context, s *workflow.Store, n int) bool {
+	t.Helper()
+	atts := allAttempts(t, ctx, s)
+	if len(atts) < n {
+		return false
+	}
+	for _, a := range atts {
+		if a.Status == workflow.AttemptPrepared {
+			return false
+		}
+	}
+	return true
+}
+
+func allAttempts(t *testing.T, ctx context.Context, s *workflow.Store) []workflow.Attempt {
+	t.Helper()
+	var atts []workflow.Attempt
+	p := workflow.AttemptPage{Limit: workflow.MaxPageLimit}
+	for {
+		page, err := s.Attempts(ctx, p)
+		require.NoError(t, err)
+		atts = append(atts, page...)
+		if len(page) < p.Limit {
+			return atts
+		}
+		p.After = &page[len(page)-1]
+	}
+}
+
+func verifyCrash(t *testing.T, ctx context.Context, s *workflow.Store, ledgerPath string, n int) {
+	calls, receipts, err := readLedgerFile(ledgerPath)
+	require.NoError(t, err)
+	atts := allAttempts(t, ctx, s)
+	byIdentity := map[string]workflow.Attempt{}
+	perAct := map[workflow.ActivationKey]int{}
+	status := map[workflow.AttemptStatus]int{}
+	for _, a := range atts {
+		byIdentity[a.Identity] = a
+		perAct[a.Key.ActivationKey]++
+		status[a.Status]++
+		switch {
+		case a.Status == workflow.AttemptAdmitted && string(a.Receipt) == string(crashReceipt(a.Identity)):
+			if !receipts[a.Identity] {
+				t.Errorf("attempt %s admitted with a receipt the owner's ledger lacks", a.Identity)
+			}
+		case a.Status == workflow.AttemptRepairRequired:
+			if a.SideEffect != workflow.Mutating || a.Handoff != workflow.HandoffRecorded || receipts[a.Identity] {
+				t.Errorf("attempt %s is repair_required (effect %s, handoff %s, owner holds a receipt: %v)", a.Identity, a.SideEffect, a.Handoff, receipts[a.Identity])
+			}
+		default:
+			t.Errorf("attempt %s ended %s (receipt %s): stuck", a.Identity, a.Status, a.Receipt)
+		}
+		if a.Handoff == workflow.HandoffPending && calls[a.Identity] > 0 {
+			t.Errorf("attempt %s has no recorded handoff but the owner was called", a.Identity)
+		}
+	}
+	for i := range n {
+		if c := perAct[crashKey(i)]; c != 1 {
+			t.Errorf("activation %v has %d attempts, want exactly 1", crashKey(i), c)
+		}
+	}
+	for id, c := range calls {
+		a, ok := byIdentity[id]
+		if !ok {
+			t.Errorf("the owner's ledger names %s, which matches no attempt", id)
+			continue
+		}
+		if a.SideEffect == workflow.Mutating && c > 1 {
+			t.Errorf("the owner was called %d times for mutating attempt %s", c, id)
+		}
+	}
+	lost := 0
+	for id := range receipts {
+		if a, ok := byIdentity[id]; !ok || string(a.Receipt) != string(crashReceipt(id)) {
+			lost++
+			t.Errorf("the owner holds a receipt for %s that was not persisted (status %s)", id, a.Status)
+		}
+	}
+	t.Logf("%d attempts %v; owner ledger: %d identities called, %d receipts, %d lost", len(atts), status, len(calls), len(receipts), lost)
+}

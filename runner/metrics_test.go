@@ -1,0 +1,136 @@
+package runner
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/otel/attribute"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
+
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// collected reads every metric of the runner's meter by name.
+func collected(t *testing.T, reader *sdkmetric.ManualReader) map[string]metricdata.Aggregation {
+	t.Helper()
+	var rm metricdata.ResourceMetrics
+	require.NoError(t, reader.Collect(context.Background(), &rm))
+	out := map[string]metricdata.Aggregation{}
+	for _, sm := range rm.ScopeMetrics {
+		if sm.Scope.Name != instrumentationName {
+			continue
+		}
+		for _, m := range sm.Metrics {
+			out[m.Name] = m.Data
+		}
+	}
+	return out
+}
+
+// counter returns a counter's value for the attribute set attrs.
+func counter(t *testing.T, m map[string]metricdata.Aggregation, name string, attrs ...attribute.KeyValue) int64 {
+	t.Helper()
+	sum, ok := m[name].(metricdata.Sum[int64])
+	if !ok {
+		return 0
+	}
+	want := attribute.NewSet(attrs...)
+	for _, dp := range sum.DataPoints {
+		if dp.Attributes.Equals(&want) {
+			return dp.Value
+		}
+	}
+	return 0
+}
+
+func TestMetricsAndSpansOfAScriptedRun(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() {
+		_ = mp.Shutdown(context.Background())
+		_ = tp.Shutdown(context.Background())
+	})
+
+	clock := newFakeClock()
+	s := newStore(t, clock, "r1", "r2")
+	t0 := clock.Now()
+	addRetryable(t, s, key("r1", "a"), t0)
+	addRetryable(t, s, key("r2", "a"), t0)
+	o := retryingOwner{&testOwner{clock: clock}}
+	st := start(t, newRunner(t, s, o, clock, WithMeterProvider(mp), WithTracerProvider(tp),
+		WithPollInterval(time.Minute, time.Minute)))
+
+	// Attempt 1 of both fails at t0; the retries are due at t0+10s, where
+	// the runner wakes, consumes both and admits attempt 2 of each.
+	tm := clock.nextTimer(t)
+	assert.Equal(t, 10*time.Second, tm.d)
+	clock.fire(tm)
+	clock.nextTimer(t)
+	sum, err := st.stop(t)
+	require.NoError(t, err)
+	assert.Equal(t, 4, sum.Admitted)
+	assert.Equal(t, 2, sum.RetriesConsumed)
+	for _, id := range []string{"r1", "r2"} {
+		run, err := s.GetRun(context.Background(), id)
+		require.NoError(t, err)
+		assert.Equal(t, workflow.RunCompleted, run.Status, id)
+	}
+
+	m := collected(t, reader)
+	assert.Equal(t, int64(4), counter(t, m, MetricAdmissions, attribute.String("outcome", OutcomeAdmitted)))
+	assert.Equal(t, int64(0), counter(t, m, MetricAdmissions, attribute.String("outcome", OutcomeRaced)))
+	assert.Equal(t, int64(2), counter(t, m, MetricRetriesScheduled))
+	assert.Equal(t, int64(2), counter(t, m, MetricRetriesConsumed))
+	assert.Equal(t, int64(0), counter(t, m, MetricFencedRejections))
+
+	calls, ok := m[MetricOwnerCallDuration].(metricdata.Histogram[float64])
+	require.True(t, ok, "owner-call histogram recorded")
+	byCall := map[string]uint64{}
+	for _, dp := range calls.DataPoints {
+		v, _ := dp.Attributes.Value("call")
+		byCall[v.AsString()] = dp.Count
+	}
+	assert.Equal(t, map[string]uint64{"plan": 4, "dispatch": 4, "observe": 4}, byCall)
+
+	batches, ok := m[MetricBatchSize].(metricdata.Histogram[int64])
+	require.True(t, ok, "batch-size histogram recorded")
+	require.Len(t, batches.DataPoints, 1)
+	assert.Equal(t, uint64(2), batches.DataPoints[0].Count, "two dispatch passes admitted work")
+	assert.Equal(t, int64(4), batches.DataPoints[0].Sum)
+
+	passes := 0
+	for _, sp := range spans.Ended() {
+		if sp.Name() == SpanPass {
+			passes++
+		}
+	}
+	assert.Equal(t, sum.Passes, passes, "one span per pass")
+	assert.GreaterOrEqual(t, passes, 3)
+}
+
+func TestFencedRejectionsAreCounted(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	clock := newFakeClock()
+	ctx := context.Background()
+	s := newStore(t, clock)
+	auth := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d1", Generation: 1, FencingToken: "t1"}
+	_, err := s.CreateRun(ctx, workflow.NewRun{ID: "r1", Authority: &auth}, clock.Now())
+	require.NoError(t, err)
+	next := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d2", Generation: 2, FencingToken: "t2"}
+	require.NoError(t, s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r1", Expected: auth, Replacement: next}, clock.Now()))
+	st := start(t, newRunner(t, s, &testOwner{clock: clock}, clock, WithRun("r1", &auth), WithMeterProvider(mp)))
+	_, err = st.wait(t)
+	require.ErrorIs(t, err, workflow.ErrStaleAuthority)
+	assert.Equal(t, int64(1), counter(t, collected(t, reader), MetricFencedRejections))
+}

@@ -1,0 +1,204 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"math"
+	"slices"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// retryStatuses are the run statuses that can hold a consumable retry
+// schedule: a failed run (its failure scheduled the retry) and a running
+// one (a sibling's retry requeued it first).
+var retryStatuses = []backend.RunStatus{backend.RunFailed, backend.RunRunning}
+
+// dueEntry is what the runner knows of one run's retry schedules: the due
+// time of its earliest one, and whether that one is due but cannot be
+// consumed yet (its attempt has not settled, or the run cannot retry now),
+// so that it wakes nobody until the run is read again.
+type dueEntry struct {
+	dueMS int64
+	stuck bool
+}
+
+// sweep finds due retries across runs. The backend scans retry schedules
+// one run at a time, so the sweep pages the runs that can hold one
+// (bounded per pass, resuming where the last pass stopped) and remembers
+// each run's earliest schedule; a pass then consumes the schedules whose
+// time has come and the runner sleeps until the earliest one left.
+type sweep struct {
+	runID string // a runner restricted to one run reads only it
+	idx   int    // position in retryStatuses
+	after string // last run id read at idx
+	known map[string]dueEntry
+	seen  map[string]bool // runs read in the current cycle
+}
+
+func newSweep(runID string) *sweep {
+	return &sweep{runID: runID, known: map[string]dueEntry{}, seen: map[string]bool{}}
+}
+
+// earliest reads the due time of a run's earliest retry schedule.
+func earliest(ctx context.Context, r backend.ReadTx, runID string) (int64, bool, error) {
+	s, err := r.DueSchedules(ctx, backend.ScheduleQuery{RunID: runID, DueBy: math.MaxInt64, Limit: 1})
+	if err != nil || len(s) == 0 {
+		return 0, false, err
+	}
+	return s[0].DueMS, true, nil
+}
+
+func (w *sweep) note(runID string, dueMS int64, ok bool) {
+	w.seen[runID] = true
+	if ok {
+		w.known[runID] = dueEntry{dueMS: dueMS}
+	} else {
+		delete(w.known, runID)
+	}
+}
+
+// visit reads the earliest schedule of up to n runs from where the last
+// visit stopped; at the end of the runs it starts a new cycle and forgets
+// runs the cycle did not read.
+func (w *sweep) visit(ctx context.Context, b backend.Backend, n int) error {
+	return b.View(ctx, func(r backend.ReadTx) error {
+		if w.runID != "" {
+			due, ok, err := earliest(ctx, r, w.runID)
+			if err == nil {
+				w.note(w.runID, due, ok)
+			}
+			return err
+		}
+		for n > 0 {
+			runs, err := r.Runs(ctx, backend.RunQuery{Status: retryStatuses[w.idx], After: w.after, Limit: n})
+			if err != nil {
+				return err
+			}
+			for _, run := range runs {
+				due, ok, err := earliest(ctx, r, run.ID)
+				if err != nil {
+					return err
+				}
+				w.note(run.ID, due, ok)
+				w.after = run.ID
+			}
+			n -= len(runs)
+			if n > 0 { // this status is exhausted
+				w.idx, w.after = w.idx+1, ""
+				if w.idx == len(retryStatuses) {
+					w.idx = 0
+					for id := range w.known {
+						if !w.seen[id] {
+							delete(w.known, id)
+						}
+					}
+					clear(w.seen)
+					return nil
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// due returns the runs with a consumable schedule due by at, earliest
+// first.
+func (w *sweep) due(at int64) []string {
+	var ids []string
+	for id, e := range w.known {
+		if !e.stuck && e.dueMS <= at {
+			ids = append(ids, id)
+		}
+	}
+	slices.SortFunc(ids, func(a, b string) int {
+		if c := w.known[a].dueMS - w.known[b].dueMS; c != 0 {
+			if c < 0 {
+				return -1
+			}
+			return 1
+		}
+		return compareStrings(a, b)
+	})
+	return ids
+}
+
+func compareStrings(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// next returns the earliest known due time after at.
+func (w *sweep) next(at int64) (int64, bool) {
+	best, ok := int64(0), false
+	for _, e := range w.known {
+		if !e.stuck && e.dueMS > at && (!ok || e.dueMS < best) {
+			best, ok = e.dueMS, true
+		}
+	}
+	return best, ok
+}
+
+// consumeDue consumes due retries, at most budget of them, run by run. It
+// returns how many it consumed and whether due ones are left.
+func (r *Runner) consumeDue(ctx context.Context, now time.Time) (int, bool, error) {
+	at := now.UnixMilli()
+	budget := r.cfg.retriesPerPass
+	consumed := 0
+	for _, runID := range r.sweep.due(at) {
+		if budget == 0 || r.stopping.Load() {
+			return consumed, true, nil
+		}
+		stuck := false
+		for budget > 0 && !r.stopping.Load() {
+			rq, err := r.store.ConsumeNextDueRetry(ctx, runID, now)
+			if errors.Is(err, workflow.ErrIneligible) {
+				r.log.LogAttrs(ctx, slog.LevelWarn, "retry refused", slog.String("run", runID),
+					slog.String("reason", "run_not_retryable"), slog.String("error", err.Error()))
+				r.in.refused.Add(ctx, 1, reasonAttr("run_not_retryable"))
+				stuck = true
+				break
+			}
+			if errors.Is(err, workflow.ErrNotFound) {
+				stuck = true
+				break
+			}
+			if err != nil {
+				return consumed, false, err
+			}
+			if rq == nil {
+				stuck = true // what is due waits for its attempt to settle
+				break
+			}
+			consumed++
+			budget--
+			r.total.RetriesConsumed++
+			r.in.consumed.Add(ctx, 1)
+			r.log.LogAttrs(ctx, slog.LevelInfo, "retry consumed", slog.String("run", rq.Key.RunID),
+				slog.String("node", rq.Key.NodeID), slog.String("activation", rq.Key.ActivationID),
+				slog.Uint64("previous_attempt", uint64(rq.PreviousAttempt)), slog.Uint64("next_attempt", uint64(rq.NextAttempt)))
+		}
+		if err := r.store.Backend().View(ctx, func(tx backend.ReadTx) error {
+			due, ok, err := earliest(ctx, tx, runID)
+			if err != nil {
+				return err
+			}
+			r.sweep.note(runID, due, ok)
+			if ok && due <= at && stuck {
+				r.sweep.known[runID] = dueEntry{dueMS: due, stuck: true}
+			}
+			return nil
+		}); err != nil {
+			return consumed, false, err
+		}
+	}
+	return consumed, len(r.sweep.due(at)) > 0, nil
+}

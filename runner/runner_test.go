@@ -1,0 +1,516 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/memstore"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// call is one owner Dispatch call as the test owner saw it.
+type call struct {
+	key workflow.AttemptKey
+	at  time.Time
+}
+
+// testOwner accepts every activation as read-only work and records each
+// Dispatch with the fake time it happened at. With block set, Dispatch
+// waits for block (or its context) before it accepts.
+type testOwner struct {
+	clock   *fakeClock
+	block   chan struct{}
+	entered chan workflow.PreparedDispatch
+
+	mu    sync.Mutex
+	calls []call
+	plans int
+}
+
+func (o *testOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
+	o.mu.Lock()
+	o.plans++
+	o.mu.Unlock()
+	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, nil
+}
+
+func (o *testOwner) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
+	if o.entered != nil {
+		o.entered <- p
+	}
+	if o.block != nil {
+		select {
+		case <-o.block:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	o.mu.Lock()
+	o.calls = append(o.calls, call{key: p.Key(), at: o.clock.Now()})
+	o.mu.Unlock()
+	return json.RawMessage(`{"accepted":true}`), nil
+}
+
+func (o *testOwner) dispatched() []call {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]call(nil), o.calls...)
+}
+
+func (o *testOwner) planCount() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.plans
+}
+
+// retryingOwner also observes: attempt 1 of every activation failed
+// retryably, later attempts succeeded.
+type retryingOwner struct{ *testOwner }
+
+func (retryingOwner) Observe(_ context.Context, a workflow.Attempt) (workflow.Observation, error) {
+	if a.Key.Attempt == 1 {
+		return workflow.Observation{Kind: workflow.ObservedRetryableFailure}, nil
+	}
+	return workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{"ok":true}`)}, nil
+}
+
+var retryPolicy = &workflow.RetryPolicy{Version: 1, MaxAttempts: 3,
+	EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
+	InitialBackoff:   10 * time.Second, BackoffMultiplier: 2, MaximumBackoff: time.Minute}
+
+func key(run, act string) workflow.ActivationKey {
+	return workflow.ActivationKey{RunID: run, NodeID: "n", ActivationID: act}
+}
+
+func addRetryable(t *testing.T, s *workflow.Store, k workflow.ActivationKey, now time.Time) {
+	t.Helper()
+	_, err := s.AddActivation(context.Background(), workflow.NewActivation{Key: k, Input: json.RawMessage(`{}`),
+		Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, RetryPolicy: retryPolicy}, now)
+	require.NoError(t, err)
+}
+
+func newStore(t *testing.T, clock *fakeClock, runs ...string) *workflow.Store {
+	t.Helper()
+	s := workflow.New(memstore.New())
+	for _, id := range runs {
+		_, err := s.CreateRun(context.Background(), workflow.NewRun{ID: id}, clock.Now())
+		require.NoError(t, err)
+	}
+	return s
+}
+
+// started runs r in the background; stop cancels it and returns what Run
+// returned.
+type started struct {
+	cancel context.CancelFunc
+	done   chan struct{}
+	sum    Summary
+	err    error
+}
+
+func start(t *testing.T, r *Runner) *started {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	st := &started{cancel: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(st.done)
+		st.sum, st.err = r.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		<-st.done
+	})
+	return st
+}
+
+func (st *started) wait(t *testing.T) (Summary, error) {
+	t.Helper()
+	select {
+	case <-st.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("Run did not return within 10s")
+	}
+	return st.sum, st.err
+}
+
+func (st *started) stop(t *testing.T) (Summary, error) {
+	st.cancel()
+	return st.wait(t)
+}
+
+func newRunner(t *testing.T, s *workflow.Store, o workflow.Owner, clock *fakeClock, opts ...Option) *Runner {
+	t.Helper()
+	opts = append([]Option{WithClock(clock), WithJitter(0), WithPollInterval(time.Second, 8*time.Second)}, opts...)
+	r, err := New(s, o, opts...)
+	require.NoError(t, err)
+	return r
+}
+
+func TestDueRetryIsConsumedAtItsDueTimeNotBefore(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	s := newStore(t, clock, "r1")
+	t0 := clock.Now()
+	addRetryable(t, s, key("r1", "a"), t0)
+	o := retryingOwner{&testOwner{clock: clock}}
+	start(t, newRunner(t, s, o, clock))
+
+	// Attempt 1 is admitted and fails at t0; its retry is due at t0+10s.
+	// The runner idles 1s, 2s, 4s, then 3s: exactly to the due time.
+	var waits []time.Duration
+	for clock.Now().Before(t0.Add(10 * time.Second)) {
+		tm := clock.nextTimer(t)
+		waits = append(waits, tm.d)
+		require.Len(t, o.dispatched(), 1, "attempt 2 dispatched before its retry was due (at %v)", clock.Now().Sub(t0))
+		clock.fire(tm)
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 3 * time.Second}, waits)
+	clock.nextTimer(t) // idle again: attempt 2 was admitted and succeeded
+	calls := o.dispatched()
+	require.Len(t, calls, 2)
+	assert.Equal(t, uint32(1), calls[0].key.Attempt)
+	assert.Equal(t, t0, calls[0].at)
+	assert.Equal(t, uint32(2), calls[1].key.Attempt)
+	assert.Equal(t, t0.Add(10*time.Second), calls[1].at, "attempt 2 dispatched at its due time")
+	run, err := s.GetRun(context.Background(), "r1")
+	require.NoError(t, err)
+	assert.Equal(t, workflow.RunCompleted, run.Status)
+}
+
+func TestBackoffGrowsAndResetsOnWork(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	s := newStore(t, clock, "r1")
+	o := &testOwner{clock: clock}
+	start(t, newRunner(t, s, o, clock))
+
+	var waits []time.Duration
+	for range 5 {
+		tm := clock.nextTimer(t)
+		waits = append(waits, tm.d)
+		clock.fire(tm)
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second, 8 * time.Second}, waits)
+
+	tm := clock.nextTimer(t) // waiting 8s
+	_, err := s.AddActivation(context.Background(), workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+	after := clock.nextTimer(t)
+	assert.Equal(t, time.Second, after.d, "work resets the backoff")
+	assert.Equal(t, 8*time.Second, tm.d)
+	assert.Len(t, o.dispatched(), 1)
+}
+
+func TestWakesOnInProcessAdd(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	s := newStore(t, clock)
+	o := &testOwner{clock: clock, entered: make(chan workflow.PreparedDispatch, 1)}
+	start(t, newRunner(t, s, o, clock, WithPollInterval(time.Hour, time.Hour)))
+	clock.nextTimer(t) // idle for an hour
+
+	_, err := s.CreateRun(context.Background(), workflow.NewRun{ID: "late"}, clock.Now())
+	require.NoError(t, err)
+	clock.nextTimer(t) // woke on the new run, found nothing, idles again
+	_, err = s.AddActivation(context.Background(), workflow.NewActivation{Key: key("late", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+	select {
+	case p := <-o.entered:
+		assert.Equal(t, key("late", "a"), p.Activation.Key)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the runner did not wake on an in-process AddActivation")
+	}
+	assert.Equal(t, time.UnixMilli(1_700_000_000_000).UTC(), clock.Now(), "no time passed")
+}
+
+func TestCancelDrainsInFlightOwnerCalls(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	s := newStore(t, clock, "r1")
+	ctx := context.Background()
+	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+	o := &testOwner{clock: clock, block: make(chan struct{}), entered: make(chan workflow.PreparedDispatch, 1)}
+	st := start(t, newRunner(t, s, o, clock, WithDrainTimeout(time.Minute)))
+	p := <-o.entered
+
+	st.cancel()
+	drain := clock.nextTimer(t)
+	assert.Equal(t, time.Minute, drain.d)
+	// New work after the cancellation is not planned.
+	plans := o.planCount()
+	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "b"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+	select {
+	case <-st.done:
+		t.Fatal("Run returned while an owner call was in flight")
+	case <-time.After(20 * time.Millisecond):
+	}
+	close(o.block)
+	sum, err := st.wait(t)
+	require.NoError(t, err)
+	assert.False(t, sum.DrainExpired)
+	assert.Empty(t, sum.Unresolved)
+	assert.Equal(t, 1, sum.Admitted)
+	assert.Equal(t, plans, o.planCount(), "nothing planned after the cancellation")
+	att, err := s.GetAttempt(ctx, p.Identity)
+	require.NoError(t, err)
+	assert.Equal(t, workflow.AttemptAdmitted, att.Status, "the receipt was persisted during the drain")
+	b, err := s.GetActivation(ctx, key("r1", "b"))
+	require.NoError(t, err)
+	assert.Equal(t, workflow.ActivationPending, b.Status)
+}
+
+func TestDrainTimeoutLeavesTheAttemptForTheNextStart(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	s := newStore(t, clock, "r1")
+	ctx := context.Background()
+	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+	o := &testOwner{clock: clock, block: make(chan struct{}), entered: make(chan workflow.PreparedDispatch, 1)}
+	st := start(t, newRunner(t, s, o, clock, WithDrainTimeout(time.Minute)))
+	p := <-o.entered
+	st.cancel()
+	clock.fire(clock.nextTimer(t))
+	sum, err := st.wait(t)
+	require.NoError(t, err)
+	assert.True(t, sum.DrainExpired)
+	require.Len(t, sum.Unresolved, 1)
+	assert.Equal(t, p.Identity, sum.Unresolved[0].Identity)
+	att, err := s.GetAttempt(ctx, p.Identity)
+	require.NoError(t, err)
+	assert.Equal(t, workflow.AttemptPrepared, att.Status)
+
+	// The next start recovers it: read-only, so it is redispatched.
+	o2 := &testOwner{clock: clock}
+	st2 := start(t, newRunner(t, s, o2, clock))
+	clock.nextTimer(t)
+	sum2, err := st2.stop(t)
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum2.Admitted)
+	require.Len(t, sum2.Reconciled.SafeReadOnly, 1)
+	att, err = s.GetAttempt(ctx, p.Identity)
+	require.NoError(t, err)
+	assert.Equal(t, workflow.AttemptAdmitted, att.Status)
+}
+
+func TestOwnedRunnerStopsWhenFenced(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	ctx := context.Background()
+	s := workflow.New(memstore.New())
+	auth := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d1", Generation: 1, FencingToken: "t1"}
+	_, err := s.CreateRun(ctx, workflow.NewRun{ID: "r1", Authority: &auth}, clock.Now())
+	require.NoError(t, err)
+	o := &testOwner{clock: clock}
+	st := start(t, newRunner(t, s, o, clock, WithRun("r1", &auth)))
+	clock.nextTimer(t)
+
+	next := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d2", Generation: 2, FencingToken: "t2"}
+	require.NoError(t, s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r1", Expected: auth, Replacement: next}, clock.Now()))
+	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+	_, err = st.wait(t)
+	require.ErrorIs(t, err, workflow.ErrStaleAuthority)
+	assert.Empty(t, o.dispatched(), "a fenced runner admits nothing")
+}
+
+// flaky fails the first n transactions with ErrBusy.
+type flaky struct {
+	backend.Backend
+	mu sync.Mutex
+	n  int
+}
+
+func (f *flaky) fail() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.n > 0 {
+		f.n--
+		return fmt.Errorf("injected: %w", backend.ErrBusy)
+	}
+	return nil
+}
+
+func (f *flaky) View(ctx context.Context, fn func(backend.ReadTx) error) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.Backend.View(ctx, fn)
+}
+
+func (f *flaky) Update(ctx context.Context, fn func(backend.Tx) error) error {
+	if err := f.fail(); err != nil {
+		return err
+	}
+	return f.Backend.Update(ctx, fn)
+}
+
+func TestTransientErrorsBackOffAndGoOn(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	ctx := context.Background()
+	fb := &flaky{Backend: memstore.New()}
+	s := workflow.New(fb)
+	_, err := s.CreateRun(ctx, workflow.NewRun{ID: "r1"}, clock.Now())
+	require.NoError(t, err)
+	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+	fb.mu.Lock()
+	fb.n = 3
+	fb.mu.Unlock()
+	o := &testOwner{clock: clock}
+	st := start(t, newRunner(t, s, o, clock))
+	var waits []time.Duration
+	for range 3 {
+		tm := clock.nextTimer(t)
+		assert.Empty(t, o.dispatched())
+		waits = append(waits, tm.d)
+		clock.fire(tm)
+	}
+	assert.Equal(t, []time.Duration{time.Second, 2 * time.Second, 4 * time.Second}, waits, "each failure backs off further")
+	assert.Equal(t, time.Second, clock.nextTimer(t).d, "work resets the backoff")
+	assert.Len(t, o.dispatched(), 1)
+	_, err = st.stop(t)
+	require.NoError(t, err)
+}
+
+func TestNewRejectsBadOptions(t *testing.T) {
+	t.Parallel()
+	s := workflow.New(memstore.New())
+	o := &testOwner{}
+	for name, opts := range map[string][]Option{
+		"poll":      {WithPollInterval(2*time.Second, time.Second)},
+		"jitter":    {WithJitter(2)},
+		"retries":   {WithRetriesPerPass(0)},
+		"authority": {WithRun("", &workflow.Authority{})},
+		"drain":     {WithDrainTimeout(-1)},
+	} {
+		_, err := New(s, o, opts...)
+		assert.ErrorIs(t, err, ErrInvalidOptions, name)
+	}
+	_, err := New(nil, o)
+	assert.ErrorIs(t, err, ErrInvalidOptions)
+	r, err := New(s, o)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = r.Run(ctx)
+	require.NoError(t, err)
+	_, err = r.Run(ctx)
+	assert.True(t, errors.Is(err, ErrInvalidOptions))
+}
+
+func TestJitterShortensIdleWaits(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	s := newStore(t, clock)
+	start(t, newRunner(t, s, &testOwner{clock: clock}, clock, WithJitter(0.2), withRand(func() float64 { return 0.5 })))
+	tm := clock.nextTimer(t)
+	assert.Equal(t, 900*time.Millisecond, tm.d)
+	clock.fire(tm)
+	assert.Equal(t, 1800*time.Millisecond, clock.nextTimer(t).d)
+}
+
+// A run paused between an attempt's intent and its handoff refuses the
+// handoff: the attempt stays prepared, provably never dispatched. Once the
+// run is resumed the runner redispatches it, with the same identity.
+func TestAttemptRefusedAtHandoffIsRedispatchedLater(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	ctx := context.Background()
+	s := newStore(t, clock, "r1")
+	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+	var once sync.Once
+	var prepared string
+	pause := func(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
+		if b == workflow.IntentCommitted {
+			once.Do(func() {
+				prepared = p.Identity
+				require.NoError(t, s.PauseRun(ctx, "r1", nil, clock.Now()))
+			})
+		}
+		return nil
+	}
+	o := &testOwner{clock: clock}
+	st := start(t, newRunner(t, s, o, clock, withFault(pause)))
+	tm := clock.nextTimer(t)
+	assert.Empty(t, o.dispatched(), "the handoff was refused")
+	att, err := s.GetAttempt(ctx, prepared)
+	require.NoError(t, err)
+	assert.Equal(t, workflow.AttemptPrepared, att.Status)
+	assert.Equal(t, workflow.HandoffPending, att.Handoff)
+
+	require.NoError(t, s.ResumeRun(ctx, "r1", nil, clock.Now()))
+	clock.fire(tm)
+	clock.nextTimer(t)
+	calls := o.dispatched()
+	require.Len(t, calls, 1)
+	assert.Equal(t, uint32(1), calls[0].key.Attempt)
+	att, err = s.GetAttempt(ctx, prepared)
+	require.NoError(t, err)
+	assert.Equal(t, workflow.AttemptAdmitted, att.Status, "redispatched with the same identity")
+	sum, err := st.stop(t)
+	require.NoError(t, err)
+	assert.Equal(t, 1, sum.Admitted)
+}
+
+// lookupOwner holds a receipt for every identity it is asked about.
+type lookupOwner struct{ *testOwner }
+
+func (lookupOwner) LookupReceipt(context.Context, string) (json.RawMessage, bool, error) {
+	return json.RawMessage(`{"accepted":true}`), true, nil
+}
+
+// An attempt marked repair_required while its owner call was still running
+// (by another process's start-up reconciliation, say) is admitted at the
+// next start by the receipt the owner holds.
+func TestStartPersistsLateReceiptsOfRepairRequiredAttempts(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	ctx := context.Background()
+	s := newStore(t, clock, "r1")
+	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`), Effect: workflow.Mutating}, clock.Now())
+	require.NoError(t, err)
+	crash := errors.New("crashed after the owner accepted")
+	mutating := &mutatingOwner{testOwner: &testOwner{clock: clock}}
+	_, err = s.Dispatch(ctx, mutating, workflow.DispatchOptions{Fault: func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
+		if b == workflow.OwnerAccepted {
+			return crash
+		}
+		return nil
+	}}, clock.Now())
+	require.ErrorIs(t, err, crash)
+	rs, err := s.ReconcilePrepared(ctx, workflow.ReconcileOptions{}, clock.Now())
+	require.NoError(t, err)
+	require.Len(t, rs.RepairRequired, 1)
+	id := rs.RepairRequired[0].Identity
+
+	st := start(t, newRunner(t, s, lookupOwner{&testOwner{clock: clock}}, clock))
+	clock.nextTimer(t)
+	sum, err := st.stop(t)
+	require.NoError(t, err)
+	require.Len(t, sum.Reconciled.Recovered, 1)
+	assert.Equal(t, id, sum.Reconciled.Recovered[0].Identity)
+	att, err := s.GetAttempt(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, workflow.AttemptAdmitted, att.Status)
+}
+
+// mutatingOwner plans mutating work.
+type mutatingOwner struct{ *testOwner }
+
+func (mutatingOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan, error) {
+	return &workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, nil
+}
