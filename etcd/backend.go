@@ -42,14 +42,25 @@ var _ backend.Backend = (*Backend)(nil)
 type hooks struct {
 	// commitFn sends an Update's commit Txn (tests wrap it to lose its
 	// answer).
-	commitFn func(ctx context.Context, txn clientv3.Txn) (*clientv3.TxnResponse, error)
+	commitFn func(ctx context.Context, kv clientv3.KV, c commitTxn) (*clientv3.TxnResponse, error)
 }
 
-func (h hooks) commit(ctx context.Context, txn clientv3.Txn) (*clientv3.TxnResponse, error) {
+// commitTxn is the content of one commit Txn (for test hooks).
+type commitTxn struct {
+	If         []clientv3.Cmp
+	Then, Else []clientv3.Op
+}
+
+// send sends c through kv.
+func (c commitTxn) send(ctx context.Context, kv clientv3.KV) (*clientv3.TxnResponse, error) {
+	return kv.Txn(ctx).If(c.If...).Then(c.Then...).Else(c.Else...).Commit()
+}
+
+func (h hooks) commit(ctx context.Context, kv clientv3.KV, c commitTxn) (*clientv3.TxnResponse, error) {
 	if h.commitFn != nil {
-		return h.commitFn(ctx, txn)
+		return h.commitFn(ctx, kv, c)
 	}
-	return txn.Commit()
+	return c.send(ctx, kv)
 }
 
 // stats are the counters behind Stats.
@@ -83,6 +94,9 @@ type Stats struct {
 	// MaxReruns is the most re-runs of fn one Update needed.
 	MaxReruns int64
 }
+
+// Prefix returns the key prefix of the store.
+func (b *Backend) Prefix() string { return b.prefix }
 
 // Stats returns the Backend's counters.
 func (b *Backend) Stats() Stats {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"flag"
 	"fmt"
 	"net"
 	"net/url"
@@ -38,6 +39,7 @@ var testEndpoints []string
 var childMains []func() (int, bool)
 
 func TestMain(m *testing.M) {
+	flag.Parse()
 	for _, cm := range childMains {
 		if code, ok := cm(); ok {
 			os.Exit(code)
@@ -45,6 +47,11 @@ func TestMain(m *testing.M) {
 	}
 	if conformance.IsChild() {
 		os.Exit(m.Run()) // a conformance child gets its endpoints in the locator
+	}
+	// The cases wait on the cluster's round trips, not on the CPU: run more
+	// of them at once than GOMAXPROCS unless -test.parallel says otherwise.
+	if f := flag.Lookup("test.parallel"); f != nil && !flagSet("test.parallel") {
+		_ = f.Value.Set("8")
 	}
 	if env := os.Getenv(envEndpoints); env != "" {
 		testEndpoints = strings.Split(env, ",")
@@ -55,7 +62,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	members, err := startCluster(dir, 3)
+	members, err := startCluster(dir, clusterSize())
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the embedded etcd cluster:", err)
 		_ = os.RemoveAll(dir)
@@ -70,6 +77,13 @@ func TestMain(m *testing.M) {
 	}
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// flagSet reports whether the command line set the named flag.
+func flagSet(name string) bool {
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // freePorts returns n free loopback TCP ports.
@@ -253,4 +267,39 @@ func openFresh(t testing.TB, opts ...etcd.Option) (*etcd.Backend, string) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = b.Close() })
 	return b, p
+}
+
+// clusterSize is the number of members of the embedded cluster: 3, or
+// WFSTORE_ETCD_MEMBERS.
+func clusterSize() int {
+	var n int
+	if _, err := fmt.Sscan(os.Getenv("WFSTORE_ETCD_MEMBERS"), &n); err == nil && n > 0 {
+		return n
+	}
+	return 3
+}
+
+// Raw access to the test cluster, for corruption tests.
+
+func withPrefix() []clientv3.OpOption { return []clientv3.OpOption{clientv3.WithPrefix()} }
+
+func put(t *testing.T, k, v string) {
+	t.Helper()
+	_, err := newClient(t).Put(ctxT(t), k, v)
+	require.NoError(t, err)
+}
+
+func del(t *testing.T, k string) {
+	t.Helper()
+	resp, err := newClient(t).Delete(ctxT(t), k)
+	require.NoError(t, err)
+	require.Equal(t, int64(1), resp.Deleted, "deleted %q", k)
+}
+
+func get(t *testing.T, k string) string {
+	t.Helper()
+	resp, err := newClient(t).Get(ctxT(t), k)
+	require.NoError(t, err)
+	require.Len(t, resp.Kvs, 1, "key %q", k)
+	return string(resp.Kvs[0].Value)
 }

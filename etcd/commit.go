@@ -118,7 +118,7 @@ func (b *Backend) commit(ctx context.Context, t *tx, s *slot) (outcome, error) {
 	n := nonce()
 	ops := append(w.ops(), clientv3.OpPut(s.key, "c:"+n))
 	rctx, cancel := b.requestCtx(ctx)
-	resp, err := b.hooks.commit(rctx, b.kv.Txn(rctx).If(cmps...).Then(ops...).Else(clientv3.OpGet(s.key)))
+	resp, err := b.hooks.commit(rctx, b.kv, commitTxn{If: cmps, Then: ops, Else: []clientv3.Op{clientv3.OpGet(s.key)}})
 	cancel()
 	b.stats.commitRequests.Add(1)
 	if err == nil {

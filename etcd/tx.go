@@ -3,10 +3,12 @@ package etcd
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 
 	"github.com/wfstore/wfstore/backend"
@@ -120,12 +122,27 @@ func (b *Backend) sk(s space, k []byte) string {
 // spaceEnd returns the first stored key after space s.
 func (b *Backend) spaceEnd(s space) string { return b.prefix + string([]byte{s.tag + 1}) }
 
-// withRev returns the options that read at t's revision.
-func (t *readTx) withRev(opts ...clientv3.OpOption) []clientv3.OpOption {
+// withRev returns the options that read at t's revision. The first read
+// is linearizable (it sees every commit acknowledged before it started);
+// once the revision is fixed, reads of it are served by whichever member
+// the client asks without a round of the leader (serializable): every
+// member that has applied the revision holds the same data at it. A member
+// that has not applied it yet refuses (ErrFutureRev) and the read is sent
+// again, linearizable (readAt).
+func (t *readTx) withRev(serializable bool, opts ...clientv3.OpOption) []clientv3.OpOption {
 	if t.rev != 0 {
 		opts = append(opts, clientv3.WithRev(t.rev))
+		if serializable {
+			opts = append(opts, clientv3.WithSerializable())
+		}
 	}
 	return opts
+}
+
+// isFutureRev reports a serializable read sent to a member that has not
+// applied the revision yet.
+func isFutureRev(err error) bool {
+	return errors.Is(err, rpctypes.ErrFutureRev) || rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrFutureRev)
 }
 
 // pin fixes t's revision from the header of its first read.
@@ -151,14 +168,21 @@ func (t *readTx) fetch(ctx context.Context, op string, keys []string) error {
 		n := min(len(need), t.b.cfg.maxTxnOps)
 		chunk := need[:n]
 		need = need[n:]
-		ops := make([]clientv3.Op, len(chunk))
-		for i, k := range chunk {
-			ops[i] = clientv3.OpGet(k, t.withRev()...)
+		var resp *clientv3.TxnResponse
+		var err error
+		for _, serializable := range []bool{true, false} {
+			ops := make([]clientv3.Op, len(chunk))
+			for i, k := range chunk {
+				ops[i] = clientv3.OpGet(k, t.withRev(serializable)...)
+			}
+			rctx, cancel := t.b.requestCtx(ctx)
+			resp, err = t.b.kv.Txn(rctx).Then(ops...).Commit()
+			cancel()
+			t.b.stats.reads.Add(1)
+			if !isFutureRev(err) {
+				break
+			}
 		}
-		rctx, cancel := t.b.requestCtx(ctx)
-		resp, err := t.b.kv.Txn(rctx).Then(ops...).Commit()
-		cancel()
-		t.b.stats.reads.Add(1)
 		if err != nil {
 			return t.readErr(ctx, op, err)
 		}
@@ -273,10 +297,17 @@ func (t *readTx) scan(ctx context.Context, op, from, end string, limit int, o sc
 	if o.keysOnly {
 		opts = append(opts, clientv3.WithKeysOnly())
 	}
-	rctx, cancel := t.b.requestCtx(ctx)
-	resp, err := t.b.kv.Get(rctx, from, t.withRev(opts...)...)
-	cancel()
-	t.b.stats.reads.Add(1)
+	var resp *clientv3.GetResponse
+	var err error
+	for _, serializable := range []bool{true, false} {
+		rctx, cancel := t.b.requestCtx(ctx)
+		resp, err = t.b.kv.Get(rctx, from, t.withRev(serializable, opts...)...)
+		cancel()
+		t.b.stats.reads.Add(1)
+		if !isFutureRev(err) {
+			break
+		}
+	}
 	if err != nil {
 		return nil, t.readErr(ctx, op, err)
 	}
