@@ -202,18 +202,30 @@ func definite(err error) bool {
 			return true
 		}
 	}
-	if st, ok := status.FromError(err); ok {
-		switch st.Code() {
-		case codes.InvalidArgument, codes.ResourceExhausted, codes.PermissionDenied, codes.FailedPrecondition, codes.OutOfRange:
-			return !strings.Contains(st.Message(), "timed out")
-		}
+	switch code(err) {
+	case codes.InvalidArgument, codes.ResourceExhausted, codes.PermissionDenied, codes.FailedPrecondition, codes.OutOfRange:
+		return !strings.Contains(err.Error(), "timed out")
 	}
 	return false
 }
 
+// code returns the gRPC code of an error the client returned: an
+// rpctypes.EtcdError for the server's own errors, a gRPC status for the
+// others; codes.Unknown when it is neither.
+func code(err error) codes.Code {
+	var ee rpctypes.EtcdError
+	if errors.As(err, &ee) {
+		return ee.Code()
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Code()
+	}
+	return codes.Unknown
+}
+
 // isTransient reports whether a failed read may succeed when fn runs
-// again: the cluster lost its leader, timed out or compacted the
-// transaction's revision.
+// again: the cluster lost or changed its leader, timed out, or compacted
+// the transaction's revision.
 func isTransient(err error) bool {
 	if errors.Is(err, rpctypes.ErrCompacted) || rpctypes.ErrorDesc(err) == rpctypes.ErrorDesc(rpctypes.ErrCompacted) {
 		return true
@@ -221,11 +233,9 @@ func isTransient(err error) bool {
 	if errors.Is(err, context.DeadlineExceeded) {
 		return true // the request timeout, not the caller's ctx (checked by the caller)
 	}
-	if st, ok := status.FromError(err); ok {
-		switch st.Code() {
-		case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Canceled:
-			return true
-		}
+	switch code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Aborted, codes.Canceled:
+		return true
 	}
 	return false
 }
