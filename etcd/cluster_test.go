@@ -34,6 +34,32 @@ const envEndpoints = "WFSTORE_ETCD_ENDPOINTS"
 // testEndpoints are the client URLs of the cluster the tests use.
 var testEndpoints []string
 
+// suiteEndpoints are the endpoints the conformance suite's Backends dial:
+// on the embedded cluster, only the member that led it when it started. A
+// client spreads its requests over its endpoints, and a follower forwards
+// each write and linearizable read to the leader, a hop that costs the
+// suite's long sequential cases more than a 2-core CI machine gives them;
+// the members still replicate every commit. (Failover across endpoints is
+// what the leader-kill test exercises.)
+var suiteEndpoints []string
+
+// leaderFirst returns the client URL of the members' leader, waiting up
+// to 10 s for one, or every member's when none is known.
+func leaderFirst(members []*embed.Etcd) []string {
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		for _, e := range members {
+			if e.Server.Leader() == e.Server.MemberID() {
+				return []string{e.Config().AdvertiseClientUrls[0].String()}
+			}
+		}
+	}
+	var all []string
+	for _, e := range members {
+		all = append(all, e.Config().AdvertiseClientUrls[0].String())
+	}
+	return all
+}
+
 // childMain, when set by a test file's init, runs instead of the tests in
 // a child process it recognises (returning its exit code and true).
 var childMains []func() (int, bool)
@@ -55,6 +81,7 @@ func TestMain(m *testing.M) {
 	}
 	if env := os.Getenv(envEndpoints); env != "" {
 		testEndpoints = strings.Split(env, ",")
+		suiteEndpoints = testEndpoints
 		os.Exit(m.Run())
 	}
 	dir, err := os.MkdirTemp("", "wfstore-etcd-")
@@ -71,6 +98,7 @@ func TestMain(m *testing.M) {
 	for _, e := range members {
 		testEndpoints = append(testEndpoints, e.Config().AdvertiseClientUrls[0].String())
 	}
+	suiteEndpoints = leaderFirst(members)
 	code := m.Run()
 	for _, e := range members {
 		e.Close()
@@ -137,7 +165,9 @@ func clusterSpecs(dir string, n int) ([]memberSpec, error) {
 // memberConfig is the embed configuration of one member. Members run
 // without fsync (tests only: what a SIGKILL of a member process leaves is
 // still in the page cache), with room for the suite's large transactions.
-func memberConfig(s memberSpec, existing bool) (*embed.Config, error) {
+// fast shortens heartbeats and the election timeout (the leader-kill test:
+// a member process is gone, not just slow, so elections may be quick).
+func memberConfig(s memberSpec, fast bool) (*embed.Config, error) {
 	cfg := embed.NewConfig()
 	cfg.Name = s.Name
 	cfg.Dir = s.Dir
@@ -154,16 +184,14 @@ func memberConfig(s memberSpec, existing bool) (*embed.Config, error) {
 	cfg.InitialCluster = s.InitialCluster
 	cfg.InitialClusterToken = "wfstore-test"
 	cfg.ClusterState = embed.ClusterStateFlagNew
-	if existing {
-		cfg.ClusterState = embed.ClusterStateFlagExisting
-	}
 	cfg.LogLevel = "error"
 	cfg.LogOutputs = []string{"/dev/null"} // StartEtcd returns what matters; Close logs noise
 	cfg.UnsafeNoFsync = true
 	cfg.MaxTxnOps = 16384
 	cfg.MaxRequestBytes = 32 << 20
-	cfg.TickMs = 50
-	cfg.ElectionMs = 500
+	if fast {
+		cfg.TickMs, cfg.ElectionMs = 50, 500
+	}
 	return cfg, nil
 }
 
@@ -240,8 +268,11 @@ func newClient(t testing.TB) *clientv3.Client {
 	return cli
 }
 
-// locator names a store for the conformance harness: endpoints|prefix.
+// locator names a store on the test cluster: endpoints|prefix.
 func locator(prefix string) string { return strings.Join(testEndpoints, ",") + "|" + prefix }
+
+// suiteLocator names a store for the conformance suite (suiteEndpoints).
+func suiteLocator(prefix string) string { return strings.Join(suiteEndpoints, ",") + "|" + prefix }
 
 // openLocator opens the store a locator names.
 func openLocator(ctx context.Context, loc string, opts ...etcd.Option) (*etcd.Backend, error) {

@@ -25,7 +25,7 @@ import (
 func TestConformance(t *testing.T) {
 	conformance.Run(t, conformance.Harness{
 		Name: "etcd",
-		New:  func(t testing.TB) string { return locator(newPrefix(t)) },
+		New:  func(t testing.TB) string { return suiteLocator(newPrefix(t)) },
 		Open: func(ctx context.Context, loc string) (backend.Backend, error) {
 			return openLocator(ctx, loc, etcd.WithCommitHook(lossyCommits()))
 		},

@@ -52,7 +52,7 @@ func memberMain() (int, bool) {
 		fmt.Fprintln(os.Stderr, err)
 		return 2, true
 	}
-	cfg, err := memberConfig(s, false)
+	cfg, err := memberConfig(s, true)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2, true

@@ -1,7 +1,6 @@
 package etcd
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -429,17 +428,4 @@ func (w *writeSet) ops() []clientv3.Op {
 		}
 	}
 	return out
-}
-
-// sameAsStored reports whether a buffered write of k changes nothing
-// against what t read from etcd (so it need not be sent).
-func (t *readTx) sameAsStored(k string, p pending) bool {
-	e, ok := t.cache[k]
-	if !ok {
-		return false
-	}
-	if p.del {
-		return e.mod == 0
-	}
-	return e.mod != 0 && bytes.Equal(e.value, p.value)
 }
