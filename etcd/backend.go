@@ -181,7 +181,9 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		switch {
 		case err != nil && t.transient == nil:
 			return err
-		case err != nil:
+		case t.transient != nil:
+			// A read failed transiently; fn returned its error (or, against
+			// the contract, swallowed it): never commit what it wrote.
 			b.stats.transient.Add(1)
 		case t.w.broken != nil:
 			return fmt.Errorf("etcd: update not committed because a write failed part-way: %w", t.w.broken)
