@@ -660,6 +660,21 @@ var Catalog = []Mutant{
 		},
 	},
 	{
+		Name:  "etcd-timeout-is-failure",
+		Bug:   "the etcd adapter reports a commit whose answer was lost as failed, without learning whether it applied",
+		Suite: "./etcd/",
+		Edits: []Edit{
+			{
+				File: "etcd/commit.go",
+				Find: `	b.stats.unknown.Add(1)
+	return b.resolve(ctx, s, n, err)
+`,
+				Replace: `	return 0, fmt.Errorf("etcd: commit: %w", err)
+`,
+			},
+		},
+	},
+	{
 		Name: "batch-refusal-fails-prepare",
 		Bug:  "in batch mode one candidate's refusal fails the whole prepare transaction",
 		Edits: []Edit{

@@ -1,0 +1,235 @@
+package etcd
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"time"
+
+	clientv3 "go.etcd.io/etcd/client/v3"
+	"go.uber.org/zap"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// This file opens stores: Dial for endpoints, Open for a caller's client,
+// their options, and the meta keys.
+//
+//	prefix | 'm' | "store"    "wfstore-etcd"
+//	prefix | 'm' | "version"  uint64 big-endian, SchemaVersion
+
+// SchemaVersion is the store layout version this build reads and writes.
+// A store of another version is refused with a *backend.SchemaVersionError.
+const SchemaVersion = 1
+
+// DefaultPrefix is the key prefix of a store when WithPrefix is not given.
+const DefaultPrefix = "wfstore/"
+
+// DefaultBusyTimeout is how long Update keeps re-running fn after
+// conflicts and transient failures unless WithBusyTimeout says otherwise
+// (as for the postgres adapter).
+const DefaultBusyTimeout = 10 * time.Second
+
+// DefaultRequestTimeout bounds one request to the cluster unless
+// WithRequestTimeout says otherwise. A leader election takes about a
+// second with etcd's default timing.
+const DefaultRequestTimeout = 5 * time.Second
+
+// DefaultMaxTxnOps is etcd's default --max-txn-ops: the most operations
+// (and, separately, compares) one Txn may hold.
+const DefaultMaxTxnOps = 128
+
+var storeMarker = []byte("wfstore-etcd")
+
+// Option configures Dial and Open.
+type Option func(*config)
+
+type config struct {
+	prefix         string
+	busyTimeout    time.Duration
+	requestTimeout time.Duration
+	maxTxnOps      int
+	dialTimeout    time.Duration
+	hooks          hooks
+}
+
+// WithPrefix sets the key prefix under which the store lives (default
+// DefaultPrefix). Several stores may share a cluster under prefixes none of
+// which is a prefix of another.
+func WithPrefix(p string) Option { return func(c *config) { c.prefix = p } }
+
+// WithBusyTimeout bounds how long one Update keeps re-running fn after
+// conflicts and transient failures, counted from the start of Update, on
+// top of its ctx (default DefaultBusyTimeout). Then Update fails with an
+// error wrapping backend.ErrBusy. Zero or less means: as long as ctx
+// allows.
+func WithBusyTimeout(d time.Duration) Option {
+	return func(c *config) { c.busyTimeout = max(d, 0) }
+}
+
+// WithRequestTimeout bounds each request to the cluster (default
+// DefaultRequestTimeout). A commit request that times out has an unknown
+// outcome, which Update resolves (commit.go).
+func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
+
+// WithMaxTxnOps tells the adapter the cluster's --max-txn-ops (default
+// DefaultMaxTxnOps): reads are batched in Txns of at most n gets. A commit
+// needs one compare per key and range its transaction read and one
+// operation per key it wrote; a transaction too large for the cluster fails
+// with etcd's ErrTooManyOps. Run the cluster with --max-txn-ops of a few
+// thousand for large prunes and cancellations.
+func WithMaxTxnOps(n int) Option { return func(c *config) { c.maxTxnOps = n } }
+
+// WithDialTimeout bounds Dial's first connection (default 5 s).
+func WithDialTimeout(d time.Duration) Option { return func(c *config) { c.dialTimeout = d } }
+
+func newConfig(opts []Option) (config, error) {
+	c := config{prefix: DefaultPrefix, busyTimeout: DefaultBusyTimeout, requestTimeout: DefaultRequestTimeout,
+		maxTxnOps: DefaultMaxTxnOps, dialTimeout: 5 * time.Second}
+	for _, o := range opts {
+		o(&c)
+	}
+	switch {
+	case c.requestTimeout <= 0:
+		return c, fmt.Errorf("etcd: request timeout %v is not positive", c.requestTimeout)
+	case c.maxTxnOps < 1:
+		return c, fmt.Errorf("etcd: max txn ops %d is not positive", c.maxTxnOps)
+	}
+	return c, nil
+}
+
+// Dial connects to the cluster at endpoints and opens the store (see
+// Open). Close closes the connection.
+func Dial(ctx context.Context, endpoints []string, opts ...Option) (*Backend, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("etcd: dial: %w", err)
+	}
+	cli, err := clientv3.New(clientv3.Config{
+		Endpoints:          endpoints,
+		DialTimeout:        c.dialTimeout,
+		MaxCallSendMsgSize: 64 << 20,
+		MaxCallRecvMsgSize: 64 << 20,
+		Logger:             zap.NewNop(),
+		Context:            context.WithoutCancel(ctx),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("etcd: dial %v: %w", endpoints, err)
+	}
+	b, err := open(ctx, cli, c, true)
+	if err != nil {
+		_ = cli.Close()
+		return nil, err
+	}
+	return b, nil
+}
+
+// Open opens the store under the prefix (WithPrefix) of the cluster cli
+// talks to, creating it when no key has the prefix. It first reads, and
+// refuses without writing anything a prefix holding keys that are not a
+// wfstore store (backend.ErrForeignStore) or a store of another schema
+// version (*backend.SchemaVersionError). Concurrent opens of a fresh store
+// are safe: the creation is one Txn that applies only if the prefix is
+// still empty. Close does not close cli.
+func Open(ctx context.Context, cli *clientv3.Client, opts ...Option) (*Backend, error) {
+	c, err := newConfig(opts)
+	if err != nil {
+		return nil, err
+	}
+	if cli == nil {
+		return nil, errors.New("etcd: Open: nil *clientv3.Client")
+	}
+	return open(ctx, cli, c, false)
+}
+
+func open(ctx context.Context, cli *clientv3.Client, c config, owned bool) (*Backend, error) {
+	b := &Backend{cli: cli, kv: clientv3.NewKV(cli), owned: owned, prefix: c.prefix, cfg: c, hooks: c.hooks}
+	b.slots = newSlotPool(c.prefix)
+	if err := b.prepare(ctx); err != nil {
+		return nil, fmt.Errorf("etcd: open %q: %w", c.prefix, err)
+	}
+	return b, nil
+}
+
+func (b *Backend) metaKey(name string) string { return b.sk(space{tag: tagMeta}, []byte(name)) }
+
+// prefixEndKey is the first key after every key with the store's prefix
+// ("" for the empty prefix: the end of the key space).
+func (b *Backend) prefixEndKey() string {
+	if b.prefix == "" {
+		return "\x00"
+	}
+	return clientv3.GetPrefixRangeEnd(b.prefix)
+}
+
+// inspect reads the meta keys: fresh reports an empty prefix; rev is the
+// revision read.
+func (b *Backend) inspect(ctx context.Context) (fresh bool, rev int64, err error) {
+	rctx, cancel := b.requestCtx(ctx)
+	defer cancel()
+	resp, err := b.kv.Txn(rctx).Then(
+		clientv3.OpGet(b.metaKey("store")),
+		clientv3.OpGet(b.metaKey("version")),
+		clientv3.OpGet(b.prefix, clientv3.WithRange(b.prefixEndKey()), clientv3.WithLimit(1), clientv3.WithKeysOnly()),
+	).Commit()
+	if err != nil {
+		return false, 0, err
+	}
+	first := func(i int) []byte {
+		rr := resp.Responses[i].GetResponseRange()
+		if rr == nil || len(rr.Kvs) == 0 {
+			return nil
+		}
+		if i == 2 {
+			return rr.Kvs[0].Key
+		}
+		return rr.Kvs[0].Value
+	}
+	store, version, any := first(0), first(1), first(2)
+	switch {
+	case store == nil && any == nil:
+		return true, resp.Header.Revision, nil
+	case store == nil:
+		return false, 0, fmt.Errorf("prefix holds key %q but no wfstore store marker: %w", any, backend.ErrForeignStore)
+	case string(store) != string(storeMarker):
+		return false, 0, fmt.Errorf("store marker is %q, not %q: %w", store, storeMarker, backend.ErrForeignStore)
+	case len(version) != 8:
+		return false, 0, fmt.Errorf("schema version is %d bytes, not 8: %w", len(version), backend.ErrForeignStore)
+	}
+	if found := binary.BigEndian.Uint64(version); found != SchemaVersion {
+		return false, 0, &backend.SchemaVersionError{Found: int64(found), Supported: SchemaVersion}
+	}
+	return false, resp.Header.Revision, nil
+}
+
+// prepare inspects the store and creates it when the prefix is empty, in
+// one Txn that applies only while it still is.
+func (b *Backend) prepare(ctx context.Context) error {
+	for range 10 {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		fresh, rev, err := b.inspect(ctx)
+		if err != nil || !fresh {
+			return err
+		}
+		rctx, cancel := b.requestCtx(ctx)
+		resp, err := b.kv.Txn(rctx).
+			If(clientv3.Compare(clientv3.ModRevision(b.prefix), "<", rev+1).WithRange(b.prefixEndKey())).
+			Then(clientv3.OpPut(b.metaKey("store"), string(storeMarker)),
+				clientv3.OpPut(b.metaKey("version"), string(key(nil).u64(SchemaVersion)))).
+			Commit()
+		cancel()
+		if err != nil {
+			continue // unknown outcome: inspect again
+		}
+		if resp.Succeeded {
+			return nil
+		}
+	}
+	return errors.New("could not create the store: its prefix kept changing")
+}
