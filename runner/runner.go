@@ -4,10 +4,27 @@
 //
 // On start it recovers what a crash left: ReconcilePrepared (asking the
 // owner's ReceiptLookup when it has one), Redispatch of attempts that
-// provably never reached the owner, and the receipt-backed pass when there
-// is an observer. Then it loops. Each pass consumes the retries that are
-// due (a bounded number), dispatches a batch, and runs the receipt-backed
-// pass. A pass that did work is followed at once by the next; after an
+// provably never reached the owner, late receipts the ReceiptLookup holds
+// for repair_required attempts, and the receipt-backed pass when there is
+// an observer. Then it loops. Each pass consumes the retries that are due
+// (a bounded number), redispatches attempts an earlier pass left prepared
+// when their handoff was refused, dispatches a batch, and runs the
+// receipt-backed pass.
+//
+// Due retries: the backend scans retry schedules one run at a time, so the
+// runner pages the failed and running runs (WithRunsPerPass per pass,
+// resuming where the last pass stopped) and remembers each one's earliest
+// schedule; on a store with many runs a full cycle takes several passes,
+// and a status-filtered scan of runs may read the runs of other statuses
+// it passes over.
+//
+// Start-up reconciliation is meant for a restart. When several runners
+// share a store, one that starts while another is admitting may find that
+// one's attempts in flight: a read-only one is redispatched with the same
+// identity (the owner dedupes), and an ambiguous mutating one is marked
+// repair_required unless the ReceiptLookup already holds its receipt; the
+// receipt its owner call returns later admits it again (a late receipt),
+// at once when the other runner persists it, or at a later start. A pass that did work is followed at once by the next; after an
 // idle one the runner waits until the earliest of the next due retry and
 // an idle backoff (WithPollInterval, with jitter) that doubles while
 // nothing happens and resets on work. Work added through the same Store

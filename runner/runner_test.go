@@ -514,3 +514,49 @@ type mutatingOwner struct{ *testOwner }
 func (mutatingOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan, error) {
 	return &workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, nil
 }
+
+// Every in-process arrival the runner relies on closes the channel
+// WorkArrived returned before it: a run, an activation, a fan-out and an
+// applied observation (which may schedule a retry).
+func TestWorkArrivedClosesOnEveryArrival(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.UnixMilli(1_700_000_000_000)
+	s := workflow.New(memstore.New())
+	closed := func(ch <-chan struct{}) bool {
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+	ch := s.WorkArrived()
+	assert.False(t, closed(ch))
+	_, err := s.CreateRun(ctx, workflow.NewRun{ID: "r"}, now)
+	require.NoError(t, err)
+	assert.True(t, closed(ch), "CreateRun")
+
+	ch = s.WorkArrived()
+	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("r", "a"), Input: json.RawMessage(`{}`)}, now)
+	require.NoError(t, err)
+	assert.True(t, closed(ch), "AddActivation")
+
+	ch = s.WorkArrived()
+	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("r", "a"), Input: json.RawMessage(`{}`)}, now)
+	require.NoError(t, err)
+	assert.False(t, closed(ch), "adding an existing activation adds no work")
+
+	_, err = s.AddFanOut(ctx, workflow.NewFanOut{Controller: key("r", "a"),
+		Members: []json.RawMessage{json.RawMessage(`{}`), json.RawMessage(`{}`)}, MaxConcurrency: 1}, now)
+	require.NoError(t, err)
+	assert.True(t, closed(ch), "AddFanOut")
+
+	sum, err := s.Dispatch(ctx, &testOwner{clock: newFakeClock()}, workflow.DispatchOptions{RunID: "r", Limit: 1}, now)
+	require.NoError(t, err)
+	require.NotEmpty(t, sum.Admitted)
+	ch = s.WorkArrived()
+	_, err = s.ApplyObservation(ctx, sum.Admitted[0].Identity, workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{}`)}, now)
+	require.NoError(t, err)
+	assert.True(t, closed(ch), "ApplyObservation")
+}
