@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -231,6 +232,10 @@ func newRacing(ctx context.Context, env *Env, n, workers, batch int, stores bool
 	return &racingP{env: env, workers: workers, batch: batch, stores: stores, keys: keys}, err
 }
 
+// racingIdle is how long a racing dispatcher looks for work while no
+// dispatcher admits anything before it gives up.
+const racingIdle = 10 * time.Second
+
 // racingLimit is smaller than dispatchLimit so that dispatchers keep
 // meeting on the same activations instead of splitting long batches.
 const racingLimit = 10
@@ -248,6 +253,15 @@ func (p *racingP) run(ctx context.Context, _ int, rec *recorder) error {
 	if p.batch > 1 {
 		limit = dispatchLimit
 	}
+	// Every dispatcher keeps going until all the work is admitted. A pass
+	// that finds nothing (what is left is claimed by passes of the same
+	// Store, in flight) waits a millisecond and looks again, as a
+	// dispatcher polling for work would; it gives up once no dispatcher
+	// has admitted anything for racingIdle (check then reports what is
+	// missing).
+	var left, progress atomic.Int64
+	left.Store(int64(len(p.keys)))
+	progress.Store(time.Now().UnixNano())
 	for w := range p.workers {
 		s := p.env.Store
 		if p.stores {
@@ -256,15 +270,22 @@ func (p *racingP) run(ctx context.Context, _ int, rec *recorder) error {
 		wg.Go(func() {
 			o := &noopOwner{rec: &recs[w], calls: &p.calls}
 			<-start
-			for {
+			for left.Load() > 0 {
 				sum, err := s.Dispatch(ctx, o, workflow.DispatchOptions{Limit: limit, BatchSize: p.batch, Fault: o.fault}, time.Now())
 				raced[w] += len(sum.Raced)
+				if n := len(sum.Admitted); n > 0 {
+					left.Add(-int64(n))
+					progress.Store(time.Now().UnixNano())
+				}
 				if err != nil {
 					errs[w] = err
 					return
 				}
 				if len(sum.Admitted) == 0 && len(sum.Raced) == 0 {
-					return
+					if time.Since(time.Unix(0, progress.Load())) > racingIdle {
+						return
+					}
+					time.Sleep(time.Millisecond)
 				}
 			}
 		})
