@@ -31,6 +31,9 @@ func main() {
 	os.Exit(check(os.Stdin, os.Stdout, strings.Split(*strict, ",")))
 }
 
+// maxFailureOutputs bounds how many failing tests' output check prints.
+const maxFailureOutputs = 20
+
 func check(r io.Reader, w io.Writer, strict []string) int {
 	type key struct{ pkg, test string }
 	output := map[key]*strings.Builder{}
@@ -69,6 +72,11 @@ func check(r io.Reader, w io.Writer, strict []string) int {
 			case "fail":
 				failed++
 				problems = append(problems, fmt.Sprintf("FAIL %s %s", ev.Package, ev.Test))
+				// What the failing test printed, so that a CI log says why
+				// (the first few failures; the rest are listed below).
+				if b := output[k]; b != nil && failed <= maxFailureOutputs {
+					fmt.Fprintf(w, "--- %s %s, last lines of its output:\n%s", ev.Package, ev.Test, lastLines(b.String(), 40))
+				}
 			case "skip":
 				skipped++
 				out := ""

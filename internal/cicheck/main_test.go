@@ -66,3 +66,16 @@ func TestFailureFails(t *testing.T) {
 	assert.Equal(t, 1, code)
 	assert.Contains(t, out, "0 passed, 1 failed")
 }
+
+func TestFailurePrintsWhatTheTestPrinted(t *testing.T) {
+	code, out := run(
+		`{"Action":"output","Package":"x","Test":"TestA/case","Output":"    case.go:12: racing must actually have happened\n"}`,
+		`{"Action":"fail","Package":"x","Test":"TestA/case"}`,
+		`{"Action":"output","Package":"x","Test":"TestB","Output":"quiet\n"}`,
+		`{"Action":"pass","Package":"x","Test":"TestB"}`,
+		`{"Action":"fail","Package":"x","Elapsed":1}`,
+	)
+	assert.Equal(t, 1, code)
+	assert.Contains(t, out, "--- x TestA/case, last lines of its output:\n    case.go:12: racing must actually have happened\n")
+	assert.NotContains(t, out, "quiet", "a passing test's output stays out")
+}
