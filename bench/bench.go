@@ -293,7 +293,9 @@ func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br Backen
 			return br, out, err
 		}
 	}
-	if cfg.wants(WGrowth) {
+	if cfg.wants(WGrowth) && t.GrowthNote != "" {
+		out = append(out, Result{Backend: t.Name, Workload: WGrowth, Workers: 1, Note: t.GrowthNote})
+	} else if cfg.wants(WGrowth) {
 		r, err := runGrowth(ctx, cfg, open, pg, t.Name, dir)
 		if err != nil {
 			return br, out, fmt.Errorf("growth: %w", err)

@@ -32,6 +32,9 @@ type Target struct {
 	Name string
 	// BareNote says how the bare commit is made, for the report.
 	BareNote string
+	// GrowthNote, when set, says why the growth workload is not run on
+	// this target.
+	GrowthNote string
 	dsn      string // Postgres only: the database, for the River peer
 	open     func(ctx context.Context, dir string, workers int) (*Env, error)
 }
@@ -61,7 +64,7 @@ func (t Target) Open(ctx context.Context, dir string, workers int) (*Env, error)
 		os.RemoveAll(sub)
 		return nil, err
 	}
-	if t.Name != "postgres" {
+	if t.Name != "postgres" && t.Name != "etcd" {
 		e.dir = sub
 	}
 	closeStore := e.close

@@ -20,7 +20,7 @@ import (
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("wfstore bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	backends := fs.String("backends", "sqlite,bolt,postgres", "comma-separated backends to measure: sqlite, bolt, postgres")
+	backends := fs.String("backends", "sqlite,bolt,postgres", "comma-separated backends to measure: sqlite, bolt, postgres, etcd")
 	quick := fs.Bool("quick", false, "smaller sizes: N=2000, 10000 per batch-mode workload, 100k historical attempts")
 	n := fs.Int("n", 0, "admissions per workload (default 2000 with --quick, 10000 without)")
 	workers := fs.Int("workers", 8, "dispatchers in the parallel and racing workloads")
@@ -29,6 +29,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		"auto: bench/river when it is there (run from the repository root), off: never")
 	history := fs.Int("history", 0, "historical attempts of the growth workload (default 100000 with --quick, 1000000 without)")
 	dsn := fs.String("dsn", "", "Postgres DSN (default $WFSTORE_POSTGRES_DSN); postgres is skipped without one")
+	etcdEndpoints := fs.String("etcd", "", "comma-separated etcd endpoints (default $WFSTORE_ETCD_ENDPOINTS); etcd is skipped without them")
+	etcdOps := fs.Int("etcd-max-txn-ops", 4096, "the etcd cluster's --max-txn-ops (the batch workloads need a few thousand)")
 	out := fs.String("out", "", "directory for report.md, report.json and SVG charts")
 	jsonPath := fs.String("json", "", "file for one JSON object per backend and workload")
 	dir := fs.String("dir", "", "directory for the store files (default a temporary directory)")
@@ -65,9 +67,19 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 				continue
 			}
 			cfg.Targets = append(cfg.Targets, wfbench.Postgres(*dsn))
+		case "etcd":
+			eps := *etcdEndpoints
+			if eps == "" {
+				eps = os.Getenv("WFSTORE_ETCD_ENDPOINTS")
+			}
+			if eps == "" {
+				skipped = append(skipped, [2]string{"etcd", "no endpoints (set --etcd or WFSTORE_ETCD_ENDPOINTS)"})
+				continue
+			}
+			cfg.Targets = append(cfg.Targets, wfbench.Etcd(strings.Split(eps, ","), *etcdOps))
 		case "":
 		default:
-			fmt.Fprintf(stderr, "wfstore bench: unknown backend %q (sqlite, bolt, postgres)\n", b)
+			fmt.Fprintf(stderr, "wfstore bench: unknown backend %q (sqlite, bolt, postgres, etcd)\n", b)
 			return errUsage
 		}
 	}

@@ -150,6 +150,16 @@ func TestCLI(t *testing.T) {
 		require.True(t, os.IsNotExist(err))
 	})
 
+	t.Run("etcd without endpoints is skipped, saying why", func(t *testing.T) {
+		if os.Getenv("WFSTORE_ETCD_ENDPOINTS") != "" {
+			t.Skip("WFSTORE_ETCD_ENDPOINTS is set: etcd would be measured")
+		}
+		r := runBin(t, bin, "bench", "--backends", "etcd")
+		require.Equal(t, 1, r.code, r.stderr)
+		require.Contains(t, r.stderr, "wfstore bench: etcd skipped: no endpoints (set --etcd or WFSTORE_ETCD_ENDPOINTS)")
+		require.Contains(t, r.stderr, "no backend to measure")
+	})
+
 	t.Run("an error names the file", func(t *testing.T) {
 		r := runBin(t, bin, "demo", "-db", "/nonexistent-wfstore-dir/demo.db")
 		require.Equal(t, 1, r.code)
