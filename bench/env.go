@@ -35,8 +35,8 @@ type Target struct {
 	// GrowthNote, when set, says why the growth workload is not run on
 	// this target.
 	GrowthNote string
-	dsn      string // Postgres only: the database, for the River peer
-	open     func(ctx context.Context, dir string, workers int) (*Env, error)
+	dsn        string // Postgres only: the database, for the River peer
+	open       func(ctx context.Context, dir string, workers int) (*Env, error)
 }
 
 // Env is one opened store of a Target.
