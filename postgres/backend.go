@@ -238,6 +238,16 @@ func busyTimeout(d time.Duration) string {
 // Schema returns the schema holding the store.
 func (b *Backend) Schema() string { return b.schema }
 
+// Reruns implements backend.RerunCounter.
+func (b *Backend) Reruns() backend.Reruns {
+	return backend.Reruns{
+		Conflict:  b.stats.serialization.Load(),
+		Deadlock:  b.stats.deadlock.Load(),
+		Transient: b.stats.connLost.Load(),
+		Exhausted: b.stats.exhausted.Load(),
+	}
+}
+
 // Capabilities implements backend.Backend: every Update is SERIALIZABLE in
 // one database, so instances and processes are serializable with each other.
 func (b *Backend) Capabilities() backend.Capabilities {

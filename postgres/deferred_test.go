@@ -125,6 +125,7 @@ func TestSerializationFailureInCommitBatchReruns(t *testing.T) {
 	require.Equal(t, int32(2), runs.Load())
 	require.Equal(t, int64(101), load(t, b1, backend.Lookup{Runs: []string{"c"}}).Runs["c"].AttemptCount)
 	require.Equal(t, int64(1), b1.StatsForTest().Serialization)
+	require.Equal(t, backend.Reruns{Conflict: 1}, b1.Reruns(), "the re-run counter tells the same")
 
 	// When every run fails so, the caller gets ErrBusy with the 40001.
 	b3 := openOn(t, dsn, schema)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,6 +14,8 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -133,4 +136,41 @@ func TestFencedRejectionsAreCounted(t *testing.T) {
 	_, err = st.wait(t)
 	require.ErrorIs(t, err, workflow.ErrStaleAuthority)
 	assert.Equal(t, int64(1), counter(t, collected(t, reader), MetricFencedRejections))
+}
+
+// rerunBackend is a Backend that counts re-runs, as the SQL and etcd
+// adapters do.
+type rerunBackend struct {
+	backend.Backend
+	conflicts atomic.Int64
+}
+
+func (b *rerunBackend) Reruns() backend.Reruns {
+	return backend.Reruns{Conflict: b.conflicts.Load(), Exhausted: 1}
+}
+
+func TestBackendRerunsAreObservedByCause(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	b := &rerunBackend{Backend: memstore.New()}
+	newRunner(t, workflow.New(b), &testOwner{clock: newFakeClock()}, newFakeClock(), WithMeterProvider(mp))
+
+	b.conflicts.Store(7)
+	m := collected(t, reader)
+	assert.Equal(t, int64(7), counter(t, m, MetricBackendReruns, attribute.String("cause", "conflict")))
+	assert.Equal(t, int64(1), counter(t, m, MetricBackendReruns, attribute.String("cause", "exhausted")))
+	assert.Equal(t, int64(0), counter(t, m, MetricBackendReruns, attribute.String("cause", "busy")))
+	b.conflicts.Store(9)
+	assert.Equal(t, int64(9), counter(t, collected(t, reader), MetricBackendReruns, attribute.String("cause", "conflict")),
+		"read from the backend at every collection")
+
+	// A Backend that does not count re-runs has no such metric.
+	plain := sdkmetric.NewManualReader()
+	mp2 := sdkmetric.NewMeterProvider(sdkmetric.WithReader(plain))
+	t.Cleanup(func() { _ = mp2.Shutdown(context.Background()) })
+	newRunner(t, workflow.New(memstore.New()), &testOwner{clock: newFakeClock()}, newFakeClock(), WithMeterProvider(mp2))
+	_, ok := collected(t, plain)[MetricBackendReruns]
+	assert.False(t, ok)
 }

@@ -149,7 +149,7 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
-	in, err := newInstruments(cfg.meters, cfg.tracers)
+	in, err := newInstruments(cfg.meters, cfg.tracers, store.Backend())
 	if err != nil {
 		return nil, fmt.Errorf("runner: instruments: %w", err)
 	}

@@ -1,11 +1,15 @@
 package runner
 
 import (
+	"context"
+
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
+
+	"github.com/wfstore/wfstore/backend"
 )
 
 // instrumentationName names the runner's meter and tracer.
@@ -23,6 +27,11 @@ const (
 	MetricOwnerCallDuration = "wfstore.runner.owner_call.duration" // {call}
 	MetricBatchSize         = "wfstore.runner.batch.size"          //
 	SpanPass                = "wfstore.runner.pass"                //
+	// MetricBackendReruns is observed from the Store's Backend when it is
+	// a backend.RerunCounter: its transaction re-runs since it was opened,
+	// by cause (busy, conflict, deadlock, transient, outcome_unknown), and
+	// the Updates that gave up (exhausted).
+	MetricBackendReruns = "wfstore.backend.reruns" // {cause}
 )
 
 // Admission outcomes, the values of the "outcome" attribute of
@@ -48,7 +57,7 @@ type instruments struct {
 	batchSize  metric.Int64Histogram
 }
 
-func newInstruments(mp metric.MeterProvider, tp trace.TracerProvider) (*instruments, error) {
+func newInstruments(mp metric.MeterProvider, tp trace.TracerProvider, b backend.Backend) (*instruments, error) {
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
@@ -79,6 +88,23 @@ func newInstruments(mp metric.MeterProvider, tp trace.TracerProvider) (*instrume
 	if in.batchSize, err = m.Int64Histogram(MetricBatchSize,
 		metric.WithDescription("Activations one dispatch pass handled.")); err != nil {
 		return nil, err
+	}
+	if rc, ok := b.(backend.RerunCounter); ok {
+		if _, err := m.Int64ObservableCounter(MetricBackendReruns,
+			metric.WithDescription("Transaction re-runs of the Store's backend since it was opened, by cause; exhausted counts Updates that gave up."),
+			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
+				r := rc.Reruns()
+				for _, c := range []struct {
+					cause string
+					n     int64
+				}{{"busy", r.Busy}, {"conflict", r.Conflict}, {"deadlock", r.Deadlock}, {"transient", r.Transient},
+					{"outcome_unknown", r.OutcomeUnknown}, {"exhausted", r.Exhausted}} {
+					o.Observe(c.n, metric.WithAttributes(attribute.String("cause", c.cause)))
+				}
+				return nil
+			})); err != nil {
+			return nil, err
+		}
 	}
 	return in, nil
 }

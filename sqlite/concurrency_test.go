@@ -145,6 +145,8 @@ func TestBeginImmediateContentionBetweenBackends(t *testing.T) {
 	require.Greater(t, st.BusyRetries, int64(0))
 	require.GreaterOrEqual(t, st.MaxLockWait, 20*time.Millisecond)
 	require.Equal(t, int64(1), st.BusyFailures)
+	require.Equal(t, backend.Reruns{Busy: st.Reruns, Exhausted: 1}, b.Reruns(), "the re-run counter tells the same")
+	require.Equal(t, backend.Reruns{Exhausted: 1}, c.Reruns())
 }
 
 func TestConcurrentOpensOfAFreshFile(t *testing.T) {

@@ -513,6 +513,13 @@ func (b *Backend) Info() backend.Info {
 // Stats returns counters since Open, including the worst write-lock wait.
 func (b *Backend) Stats() Stats { return b.stats.snapshot() }
 
+// Reruns implements backend.RerunCounter: SQLite re-runs fn only when
+// another writer held the database.
+func (b *Backend) Reruns() backend.Reruns {
+	s := b.Stats()
+	return backend.Reruns{Busy: s.Reruns, Exhausted: s.BusyFailures}
+}
+
 // retryBusy runs f until it does not report SQLITE_BUSY/LOCKED, sleeping a
 // jittered backoff in between, for as long as ctx, Close and the busy
 // timeout allow. The final error wraps backend.ErrBusy and the last driver error

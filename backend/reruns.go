@@ -1,0 +1,30 @@
+package backend
+
+// Reruns counts, since a Backend was opened, the times its Update ran fn
+// again, by cause, and the Updates that gave up. Each re-run is counted
+// once, under the cause the adapter saw; a cause the adapter cannot meet
+// stays 0.
+type Reruns struct {
+	// Busy: another writer held the store (SQLite's SQLITE_BUSY).
+	Busy int64
+	// Conflict: a serialization failure (Postgres 40001) or a failed
+	// compare of what fn read (etcd).
+	Conflict int64
+	// Deadlock: the database broke a deadlock (Postgres 40P01).
+	Deadlock int64
+	// Transient: the connection broke or the cluster changed leader
+	// before the outcome was decided.
+	Transient int64
+	// OutcomeUnknown: a commit whose answer was lost, found not applied
+	// (and then fenced off) when the adapter looked again.
+	OutcomeUnknown int64
+	// Exhausted: Updates that stopped re-running and returned ErrBusy.
+	Exhausted int64
+}
+
+// RerunCounter is implemented by a Backend that counts its re-runs.
+// Instrumentation reads it through this interface, so that neither an
+// adapter nor its users need a telemetry dependency of the other.
+type RerunCounter interface {
+	Reruns() Reruns
+}
