@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 
+	clientv3 "go.etcd.io/etcd/client/v3"
+
 	"github.com/wfstore/wfstore/backend"
 )
 
@@ -53,6 +55,20 @@ func BenchmarkView(b *testing.B) {
 			return err
 		})
 		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkBareCommit measures the cluster's ceiling for the adapter: one
+// Txn with one Put, as the bench package's bare commits are measured.
+func BenchmarkBareCommit(b *testing.B) {
+	cli := newClient(b)
+	p := newPrefix(b)
+	ctx := context.Background()
+	b.ResetTimer()
+	for i := range b.N {
+		if _, err := cli.Txn(ctx).Then(clientv3.OpPut(p+"bare", fmt.Sprint(i))).Commit(); err != nil {
 			b.Fatal(err)
 		}
 	}

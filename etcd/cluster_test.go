@@ -247,14 +247,36 @@ func newPrefix(t testing.TB) string {
 	p := "wfstore-test/" + hex.EncodeToString(b[:]) + "/"
 	t.Cleanup(func() {
 		cli := newClient(t)
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := cli.Delete(ctx, p, clientv3.WithPrefix())
-		if err != nil {
-			t.Errorf("deleting test prefix %q: %v", p, err)
+		// A case that wrote thousands of keys deletes them in pages: one
+		// Delete of all of them can outlast the server's request timeout
+		// on a loaded machine.
+		var err error
+		for try := 0; try < 5; try++ {
+			if err = deletePrefix(cli, p); err == nil {
+				return
+			}
+			time.Sleep(time.Duration(try+1) * 200 * time.Millisecond)
 		}
+		t.Errorf("deleting test prefix %q: %v", p, err)
 	})
 	return p
+}
+
+// deletePrefix deletes every key with prefix p, 500 at a time.
+func deletePrefix(cli *clientv3.Client, p string) error {
+	end := clientv3.GetPrefixRangeEnd(p)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		resp, err := cli.Get(ctx, p, clientv3.WithRange(end), clientv3.WithLimit(500), clientv3.WithKeysOnly())
+		if err == nil && len(resp.Kvs) > 0 {
+			last := string(resp.Kvs[len(resp.Kvs)-1].Key)
+			_, err = cli.Delete(ctx, p, clientv3.WithRange(last+"\x00"))
+		}
+		cancel()
+		if err != nil || len(resp.Kvs) == 0 {
+			return err
+		}
+	}
 }
 
 // newClient returns a client of the test cluster, closed when t ends.

@@ -63,10 +63,13 @@
 // # Transactions
 //
 // View and each run of an Update's fn read one revision: the first read
-// is made at the current revision and fixes it, later reads name it
-// (WithRev); Load reads all its keys in one read-only Txn of gets, a scan
-// is one range request with a limit, and an index scan reads the records
-// its entries name in one more Txn.
+// is linearizable, at the current revision, and fixes it; later reads name
+// it (WithRev) and are served by whichever member the client asks
+// (serializable: every member that has applied the revision holds the same
+// data at it; one that has not applied it yet refuses, and the read is
+// sent again, linearizable). Load reads all its keys in one read-only Txn
+// of gets, a scan is one range request with a limit, and an index scan
+// reads the records its entries name in one more Txn.
 //
 // Update is optimistic. fn's writes are buffered (its reads see them) and
 // sent in one Txn, whose If compares every key the transaction read from

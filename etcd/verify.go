@@ -60,12 +60,13 @@ func (e *VerifyError) Error() string {
 }
 
 // verifyPage is how many keys one Verify request reads.
-const verifyPage = 1000
+const verifyPage = 256
 
 // Verify checks the store's indexes against its records (see above). It
 // returns nil, a *VerifyError listing every discrepancy, or an error that
 // stopped it (closed store, cancelled ctx, a failed request). It reads the
-// whole store at one revision, in pages, and does not block writers.
+// whole store at one revision, in pages bounded by ctx (not by the request
+// timeout), and does not block writers.
 func (b *Backend) Verify(ctx context.Context) error {
 	if err := b.enter(ctx, "verify"); err != nil {
 		return err
@@ -76,10 +77,9 @@ func (b *Backend) Verify(ctx context.Context) error {
 	var order []string
 	from, end := b.prefix, b.prefixEndKey()
 	for {
-		var resp *clientv3.GetResponse
-		rctx, cancel := b.requestCtx(ctx)
-		resp, err := b.kv.Get(rctx, from, t.withRev(false, clientv3.WithRange(end), clientv3.WithLimit(verifyPage))...)
-		cancel()
+		// A page of large records is a large answer: bound it by ctx
+		// alone, not by the request timeout.
+		resp, err := b.kv.Get(ctx, from, t.withRev(false, clientv3.WithRange(end), clientv3.WithLimit(verifyPage))...)
 		if err != nil {
 			return fmt.Errorf("etcd: verify: %w", err)
 		}
