@@ -147,7 +147,10 @@ type txn struct {
 var _ backend.Tx = (*txn)(nil)
 
 // run executes fn and ends the transaction. retry reports a transient
-// failure after which fn may run again.
+// failure after which fn may run again; whether ctx still allows it is
+// Update's to decide (it returns ctx's error, wrapping the failure, when
+// not), so a deadline that passes during the failing round trip cannot
+// turn the failure into a final answer.
 func (t *txn) run(fn func(*txn) error) (retry bool, err error) {
 	defer t.release()
 	returned := false
@@ -163,7 +166,7 @@ func (t *txn) run(fn func(*txn) error) (retry bool, err error) {
 	switch {
 	case t.retryErr != nil && !t.readOnly:
 		t.rollback()
-		return t.ctx.Err() == nil, t.retryErr
+		return true, t.retryErr
 	case ferr != nil:
 		t.rollback() // queued writes are dropped unsent
 		return false, ferr
@@ -251,12 +254,12 @@ func (t *txn) commit() (retry bool, err error) {
 		if code := pe.Code; code == "40001" || code == "40P01" {
 			t.retryKind = code
 			t.rollback()
-			return t.ctx.Err() == nil, werr
+			return true, werr
 		}
 		if t.conn.Conn().IsClosed() { // FATAL: the server rolled back and hung up
 			t.retryKind = "connection"
 			t.rollback()
-			return t.ctx.Err() == nil, werr
+			return true, werr
 		}
 		t.rollback()
 		return false, werr
@@ -264,11 +267,11 @@ func (t *txn) commit() (retry bool, err error) {
 		// The batch was never sent and the connection is gone, which rolled
 		// back whatever had been sent before: as if lost before COMMIT.
 		t.retryKind = "connection"
-		return t.ctx.Err() == nil, ctxWrap(t.ctx, fmt.Errorf("postgres: commit not sent: %w", err))
+		return true, ctxWrap(t.ctx, fmt.Errorf("postgres: commit not sent: %w", err))
 	case committing && (pgCode(err) == "40001" || pgCode(err) == "40P01"):
 		t.retryKind = pgCode(err)
 		t.began = false
-		return t.ctx.Err() == nil, fmt.Errorf("postgres: commit: %w", err)
+		return true, fmt.Errorf("postgres: commit: %w", err)
 	case t.ctx.Err() != nil:
 		return false, ctxWrap(t.ctx, fmt.Errorf("postgres: commit interrupted, outcome unknown: %w", err))
 	}
