@@ -6,22 +6,18 @@ import (
 	"encoding/hex"
 	"flag"
 	"fmt"
-	"net"
-	"net/url"
 	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	clientv3 "go.etcd.io/etcd/client/v3"
-	"go.etcd.io/etcd/server/v3/embed"
 	"go.uber.org/zap"
 
 	"github.com/wfstore/wfstore/conformance"
 	"github.com/wfstore/wfstore/etcd"
+	"github.com/wfstore/wfstore/internal/etcdcluster"
 )
 
 // The tests run on an embedded 3-member cluster started by TestMain in
@@ -42,23 +38,6 @@ var testEndpoints []string
 // the members still replicate every commit. (Failover across endpoints is
 // what the leader-kill test exercises.)
 var suiteEndpoints []string
-
-// leaderFirst returns the client URL of the members' leader, waiting up
-// to 10 s for one, or every member's when none is known.
-func leaderFirst(members []*embed.Etcd) []string {
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		for _, e := range members {
-			if e.Server.Leader() == e.Server.MemberID() {
-				return []string{e.Config().AdvertiseClientUrls[0].String()}
-			}
-		}
-	}
-	var all []string
-	for _, e := range members {
-		all = append(all, e.Config().AdvertiseClientUrls[0].String())
-	}
-	return all
-}
 
 // childMain, when set by a test file's init, runs instead of the tests in
 // a child process it recognises (returning its exit code and true).
@@ -89,16 +68,14 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	members, err := startCluster(dir, clusterSize())
+	members, err := etcdcluster.Start(dir, clusterSize(), etcdcluster.Options{})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the embedded etcd cluster:", err)
 		_ = os.RemoveAll(dir)
 		os.Exit(1)
 	}
-	for _, e := range members {
-		testEndpoints = append(testEndpoints, e.Config().AdvertiseClientUrls[0].String())
-	}
-	suiteEndpoints = leaderFirst(members)
+	testEndpoints = etcdcluster.Endpoints(members)
+	suiteEndpoints = etcdcluster.Leader(members)
 	code := m.Run()
 	for _, e := range members {
 		e.Close()
@@ -112,131 +89,6 @@ func flagSet(name string) bool {
 	set := false
 	flag.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
-}
-
-// freePorts returns n free loopback TCP ports.
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			_ = l.Close()
-		}
-	}()
-	ports := make([]int, n)
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	return ports, nil
-}
-
-// memberSpec is one member of a test cluster.
-type memberSpec struct {
-	Name, Dir, PeerURL, ClientURL, InitialCluster string
-}
-
-// clusterSpecs lays out an n-member cluster in dir on free ports.
-func clusterSpecs(dir string, n int) ([]memberSpec, error) {
-	ports, err := freePorts(2 * n)
-	if err != nil {
-		return nil, err
-	}
-	specs := make([]memberSpec, n)
-	var initial []string
-	for i := range specs {
-		specs[i] = memberSpec{
-			Name:      fmt.Sprintf("m%d", i),
-			Dir:       filepath.Join(dir, fmt.Sprintf("m%d", i)),
-			PeerURL:   fmt.Sprintf("http://127.0.0.1:%d", ports[2*i]),
-			ClientURL: fmt.Sprintf("http://127.0.0.1:%d", ports[2*i+1]),
-		}
-		initial = append(initial, specs[i].Name+"="+specs[i].PeerURL)
-	}
-	for i := range specs {
-		specs[i].InitialCluster = strings.Join(initial, ",")
-	}
-	return specs, nil
-}
-
-// memberConfig is the embed configuration of one member. Members run
-// without fsync (tests only: what a SIGKILL of a member process leaves is
-// still in the page cache), with room for the suite's large transactions.
-// fast shortens heartbeats and the election timeout (the leader-kill test:
-// a member process is gone, not just slow, so elections may be quick).
-func memberConfig(s memberSpec, fast bool) (*embed.Config, error) {
-	cfg := embed.NewConfig()
-	cfg.Name = s.Name
-	cfg.Dir = s.Dir
-	peer, err := url.Parse(s.PeerURL)
-	if err != nil {
-		return nil, err
-	}
-	client, err := url.Parse(s.ClientURL)
-	if err != nil {
-		return nil, err
-	}
-	cfg.ListenPeerUrls, cfg.AdvertisePeerUrls = []url.URL{*peer}, []url.URL{*peer}
-	cfg.ListenClientUrls, cfg.AdvertiseClientUrls = []url.URL{*client}, []url.URL{*client}
-	cfg.InitialCluster = s.InitialCluster
-	cfg.InitialClusterToken = "wfstore-test"
-	cfg.ClusterState = embed.ClusterStateFlagNew
-	cfg.LogLevel = "error"
-	cfg.LogOutputs = []string{"/dev/null"} // StartEtcd returns what matters; Close logs noise
-	cfg.UnsafeNoFsync = true
-	cfg.MaxTxnOps = 16384
-	cfg.MaxRequestBytes = 32 << 20
-	if fast {
-		cfg.TickMs, cfg.ElectionMs = 50, 500
-	}
-	return cfg, nil
-}
-
-// startCluster starts an n-member cluster in this process and waits until
-// every member is ready.
-func startCluster(dir string, n int) ([]*embed.Etcd, error) {
-	specs, err := clusterSpecs(dir, n)
-	if err != nil {
-		return nil, err
-	}
-	members := make([]*embed.Etcd, n)
-	errs := make([]error, n)
-	var wg sync.WaitGroup
-	for i, s := range specs {
-		wg.Go(func() {
-			cfg, err := memberConfig(s, false)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			members[i], errs[i] = embed.StartEtcd(cfg)
-		})
-	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			for _, m := range members {
-				if m != nil {
-					m.Close()
-				}
-			}
-			return nil, fmt.Errorf("member %d: %w", i, err)
-		}
-	}
-	for _, m := range members {
-		select {
-		case <-m.Server.ReadyNotify():
-		case <-time.After(30 * time.Second):
-			for _, m := range members {
-				m.Close()
-			}
-			return nil, fmt.Errorf("member %s not ready after 30s", m.Config().Name)
-		}
-	}
-	return members, nil
 }
 
 // newPrefix returns a fresh key prefix, whose keys are deleted when t

@@ -20,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/wfstore/wfstore/etcd"
+	"github.com/wfstore/wfstore/internal/etcdcluster"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -29,7 +30,7 @@ import (
 // the middle and restarted a second later.
 
 const (
-	envMember     = "WFSTORE_ETCD_TEST_MEMBER"   // JSON memberSpec: run a member
+	envMember     = "WFSTORE_ETCD_TEST_MEMBER"   // JSON etcdcluster.Member: run a member
 	envDispatcher = "WFSTORE_ETCD_TEST_DISPATCH" // endpoints|prefix|report file: run a dispatcher
 	memberReady   = "=== wfstore-etcd-member-ready ==="
 	lkRun         = "lk"
@@ -47,12 +48,12 @@ func memberMain() (int, bool) {
 	if raw == "" {
 		return 0, false
 	}
-	var s memberSpec
+	var s etcdcluster.Member
 	if err := json.Unmarshal([]byte(raw), &s); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2, true
 	}
-	cfg, err := memberConfig(s, true)
+	cfg, err := etcdcluster.Config(s, etcdcluster.Options{Fast: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 2, true
@@ -153,14 +154,14 @@ func (lkOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (json.Ra
 
 // memberProc is a member running in a child process.
 type memberProc struct {
-	spec memberSpec
+	spec etcdcluster.Member
 	cmd  *exec.Cmd
 	done chan struct{}
 }
 
 // startMember starts spec's member in a child process and waits until it
 // is ready (a restarted member is ready once it rejoined the cluster).
-func startMember(t *testing.T, spec memberSpec) *memberProc {
+func startMember(t *testing.T, spec etcdcluster.Member) *memberProc {
 	t.Helper()
 	raw, err := json.Marshal(spec)
 	require.NoError(t, err)
@@ -209,7 +210,7 @@ func TestLeaderKillDuringDispatchLosesNothing(t *testing.T) {
 	if os.Getenv(envEndpoints) != "" {
 		t.Skip("the leader-kill test runs its own cluster of child processes; it does not run against " + envEndpoints)
 	}
-	specs, err := clusterSpecs(t.TempDir(), 3)
+	specs, err := etcdcluster.Layout(t.TempDir(), 3)
 	require.NoError(t, err)
 	procs := make([]*memberProc, len(specs))
 	var wg sync.WaitGroup
