@@ -23,6 +23,7 @@ func retryCases() []testCase {
 		{Name: "retry_explicit_refused_after_downstream_activation", Run: caseRetryExplicitDownstream},
 		{Name: "retry_explicit_refused_when_cancellation_requested", Run: caseRetryExplicitCancelled},
 		{Name: "retry_explicit_supersedes_schedule_and_never_requeues_twice", Run: caseRetryExplicitSupersedes},
+		{Name: "retry_scan_pages_failed_then_running_runs_with_their_earliest_schedule", Run: caseRetryScan},
 	}
 }
 

@@ -82,8 +82,8 @@ func WithOwnerConcurrency(n int) Option { return func(c *config) { c.ownerConcur
 func WithRetriesPerPass(n int) Option { return func(c *config) { c.retriesPerPass = n } }
 
 // WithRunsPerPass bounds the runs one pass reads while it looks for due
-// retries (default DefaultRunsPerPass); a larger store is covered over
-// several passes.
+// retries (workflow.Store.ScanRetries; 1 to workflow.MaxPageLimit, default
+// DefaultRunsPerPass); a larger store is covered over several passes.
 func WithRunsPerPass(n int) Option { return func(c *config) { c.runsPerPass = n } }
 
 // WithDrainTimeout sets how long, after the context of Run is cancelled,

@@ -4,18 +4,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math"
 	"slices"
 	"time"
 
-	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
 )
-
-// retryStatuses are the run statuses that can hold a consumable retry
-// schedule: a failed run (its failure scheduled the retry) and a running
-// one (a sibling's retry requeued it first).
-var retryStatuses = []backend.RunStatus{backend.RunFailed, backend.RunRunning}
 
 // dueEntry is what the runner knows of one run's retry schedules: the due
 // time of its earliest one, and whether that one is due but cannot be
@@ -26,83 +19,51 @@ type dueEntry struct {
 	stuck bool
 }
 
-// sweep finds due retries across runs. The backend scans retry schedules
-// one run at a time, so the sweep pages the runs that can hold one
+// sweep finds due retries across runs. It pages the Store's retry scan
 // (bounded per pass, resuming where the last pass stopped) and remembers
 // each run's earliest schedule; a pass then consumes the schedules whose
 // time has come and the runner sleeps until the earliest one left.
 type sweep struct {
-	runID string // a runner restricted to one run reads only it
-	idx   int    // position in retryStatuses
-	after string // last run id read at idx
-	known map[string]dueEntry
-	seen  map[string]bool // runs read in the current cycle
+	runID  string // a runner restricted to one run reads only it
+	cursor workflow.RetryScanCursor
+	known  map[string]dueEntry
+	seen   map[string]bool // runs read in the current cycle
 }
 
 func newSweep(runID string) *sweep {
 	return &sweep{runID: runID, known: map[string]dueEntry{}, seen: map[string]bool{}}
 }
 
-// earliest reads the due time of a run's earliest retry schedule.
-func earliest(ctx context.Context, r backend.ReadTx, runID string) (int64, bool, error) {
-	s, err := r.DueSchedules(ctx, backend.ScheduleQuery{RunID: runID, DueBy: math.MaxInt64, Limit: 1})
-	if err != nil || len(s) == 0 {
-		return 0, false, err
-	}
-	return s[0].DueMS, true, nil
-}
-
-func (w *sweep) note(runID string, dueMS int64, ok bool) {
-	w.seen[runID] = true
-	if ok {
-		w.known[runID] = dueEntry{dueMS: dueMS}
+func (w *sweep) note(rr workflow.RunRetry) {
+	w.seen[rr.RunID] = true
+	if rr.Earliest != nil {
+		w.known[rr.RunID] = dueEntry{dueMS: rr.Earliest.Due.UnixMilli()}
 	} else {
-		delete(w.known, runID)
+		delete(w.known, rr.RunID)
 	}
 }
 
 // visit reads the earliest schedule of up to n runs from where the last
 // visit stopped; at the end of the runs it starts a new cycle and forgets
 // runs the cycle did not read.
-func (w *sweep) visit(ctx context.Context, b backend.Backend, n int) error {
-	return b.View(ctx, func(r backend.ReadTx) error {
-		if w.runID != "" {
-			due, ok, err := earliest(ctx, r, w.runID)
-			if err == nil {
-				w.note(w.runID, due, ok)
-			}
-			return err
-		}
-		for n > 0 {
-			runs, err := r.Runs(ctx, backend.RunQuery{Status: retryStatuses[w.idx], After: w.after, Limit: n})
-			if err != nil {
-				return err
-			}
-			for _, run := range runs {
-				due, ok, err := earliest(ctx, r, run.ID)
-				if err != nil {
-					return err
-				}
-				w.note(run.ID, due, ok)
-				w.after = run.ID
-			}
-			n -= len(runs)
-			if n > 0 { // this status is exhausted
-				w.idx, w.after = w.idx+1, ""
-				if w.idx == len(retryStatuses) {
-					w.idx = 0
-					for id := range w.known {
-						if !w.seen[id] {
-							delete(w.known, id)
-						}
-					}
-					clear(w.seen)
-					return nil
-				}
+func (w *sweep) visit(ctx context.Context, s *workflow.Store, n int) error {
+	page, err := s.ScanRetries(ctx, workflow.RetryScan{RunID: w.runID, Cursor: w.cursor, Limit: n})
+	if err != nil {
+		return err
+	}
+	for _, rr := range page.Runs {
+		w.note(rr)
+	}
+	w.cursor = page.Next
+	if page.Done && w.runID == "" {
+		for id := range w.known {
+			if !w.seen[id] {
+				delete(w.known, id)
 			}
 		}
-		return nil
-	})
+		clear(w.seen)
+	}
+	return nil
 }
 
 // due returns the runs with a consumable schedule due by at, earliest
@@ -186,18 +147,13 @@ func (r *Runner) consumeDue(ctx context.Context, now time.Time) (int, bool, erro
 				slog.String("node", rq.Key.NodeID), slog.String("activation", rq.Key.ActivationID),
 				slog.Uint64("previous_attempt", uint64(rq.PreviousAttempt)), slog.Uint64("next_attempt", uint64(rq.NextAttempt)))
 		}
-		if err := r.store.Backend().View(ctx, func(tx backend.ReadTx) error {
-			due, ok, err := earliest(ctx, tx, runID)
-			if err != nil {
-				return err
-			}
-			r.sweep.note(runID, due, ok)
-			if ok && due <= at && stuck {
-				r.sweep.known[runID] = dueEntry{dueMS: due, stuck: true}
-			}
-			return nil
-		}); err != nil {
+		page, err := r.store.ScanRetries(ctx, workflow.RetryScan{RunID: runID})
+		if err != nil {
 			return consumed, false, err
+		}
+		r.sweep.note(page.Runs[0])
+		if e := page.Runs[0].Earliest; e != nil && stuck && e.Due.UnixMilli() <= at {
+			r.sweep.known[runID] = dueEntry{dueMS: e.Due.UnixMilli(), stuck: true}
 		}
 	}
 	return consumed, len(r.sweep.due(at)) > 0, nil

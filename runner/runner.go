@@ -137,8 +137,10 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 		return nil, fmt.Errorf("%w: poll interval needs 0 < min <= max", ErrInvalidOptions)
 	case cfg.jitter < 0 || cfg.jitter > 1:
 		return nil, fmt.Errorf("%w: jitter must be 0 to 1", ErrInvalidOptions)
-	case cfg.retriesPerPass < 1 || cfg.runsPerPass < 1:
-		return nil, fmt.Errorf("%w: retries and runs per pass must be positive", ErrInvalidOptions)
+	case cfg.retriesPerPass < 1:
+		return nil, fmt.Errorf("%w: retries per pass must be positive", ErrInvalidOptions)
+	case cfg.runsPerPass < 1 || cfg.runsPerPass > workflow.MaxPageLimit:
+		return nil, fmt.Errorf("%w: runs per pass must be 1 to %d", ErrInvalidOptions, workflow.MaxPageLimit)
 	case cfg.drain < 0:
 		return nil, fmt.Errorf("%w: drain timeout must not be negative", ErrInvalidOptions)
 	case cfg.authority != nil && cfg.runID == "":
@@ -210,6 +212,7 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 		}
 	}()
 
+	defer r.store.OnTransaction(r.in.transaction)()
 	err := r.loop(ctx, work)
 	sum := r.total
 	sum.Unresolved = r.shim.unresolved()
@@ -416,7 +419,7 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 		span.End()
 	}()
 	r.total.Passes++
-	if err := r.sweep.visit(ctx, r.store.Backend(), r.cfg.runsPerPass); err != nil {
+	if err := r.sweep.visit(ctx, r.store, r.cfg.runsPerPass); err != nil {
 		return false, fmt.Errorf("retry sweep: %w", err)
 	}
 	consumed, more, err := r.consumeDue(ctx, r.cfg.clock.Now())
@@ -550,6 +553,15 @@ func (r *Runner) observe(ctx context.Context) (int, error) {
 			r.in.scheduled.Add(ctx, 1)
 			attrs = append(attrs, slog.Time("retry_due", o.Schedule.Due), slog.Uint64("next_attempt", uint64(o.Schedule.NextAttempt)))
 			r.log.LogAttrs(ctx, slog.LevelInfo, "retry scheduled", attrs...)
+			continue
+		}
+		if ns := o.NotScheduled; ns != nil {
+			r.in.refused.Add(ctx, 1, reasonAttr(string(ns.Reason)))
+			attrs = append(attrs, slog.String("reason", string(ns.Reason)))
+			if ns.Ineligible != "" {
+				attrs = append(attrs, slog.String("ineligible", string(ns.Ineligible)))
+			}
+			r.log.LogAttrs(ctx, slog.LevelWarn, "retry refused", attrs...)
 			continue
 		}
 		r.log.LogAttrs(ctx, slog.LevelInfo, "observation applied", attrs...)

@@ -1,0 +1,65 @@
+package conformance
+
+import (
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// caseRetryScan pages ScanRetries one run at a time: failed runs in id
+// order, then running ones, each read once with its earliest schedule;
+// paused runs are passed over; a one-run scan reads that run whatever its
+// status; bad limits and ids are refused; nothing is written.
+func caseRetryScan(e *env) {
+	s := store(e)
+	ka, _ := retryable(e, s, "a", 100)
+	kb, _ := retryable(e, s, "b", 300)
+	mkRun(e, s, "c", workflow.Limits{}, nil)
+	mkRun(e, s, "d", workflow.Limits{}, nil)
+	require.NoError(e.T, s.PauseRun(e.Ctx, "d", nil, ms(40)))
+	before := digest(e, "a", "b", "c", "d")
+
+	var got []workflow.RunRetry
+	var cur workflow.RetryScanCursor
+	for pages := 0; ; pages++ {
+		require.Less(e.T, pages, 10, "the scan must end")
+		page, err := s.ScanRetries(e.Ctx, workflow.RetryScan{Cursor: cur, Limit: 1})
+		require.NoError(e.T, err)
+		assert.LessOrEqual(e.T, len(page.Runs), 1, "a page reads at most Limit runs")
+		got = append(got, page.Runs...)
+		if page.Done {
+			assert.Equal(e.T, workflow.RetryScanCursor{}, page.Next, "a finished scan has no cursor")
+			break
+		}
+		cur = page.Next
+	}
+	ids := make([]string, len(got))
+	for i, rr := range got {
+		ids[i] = rr.RunID
+	}
+	require.Equal(e.T, []string{"a", "b", "c"}, ids, "failed runs by id, then running ones; the paused run is passed over")
+	require.NotNil(e.T, got[0].Earliest)
+	assert.Equal(e.T, ka, got[0].Earliest.Key)
+	assert.Equal(e.T, ms(120), got[0].Earliest.Due)
+	require.NotNil(e.T, got[1].Earliest)
+	assert.Equal(e.T, kb, got[1].Earliest.Key)
+	assert.Equal(e.T, ms(320), got[1].Earliest.Due)
+	assert.Nil(e.T, got[2].Earliest, "run c holds no schedule")
+
+	whole, err := s.ScanRetries(e.Ctx, workflow.RetryScan{})
+	require.NoError(e.T, err)
+	assert.True(e.T, whole.Done, "the default limit covers four runs")
+	assert.Equal(e.T, got, whole.Runs, "one page reads what the small pages read")
+
+	one, err := s.ScanRetries(e.Ctx, workflow.RetryScan{RunID: "d", Cursor: cur})
+	require.NoError(e.T, err)
+	assert.Equal(e.T, []workflow.RunRetry{{RunID: "d"}}, one.Runs, "a one-run scan reads that run, paused or not")
+	assert.True(e.T, one.Done)
+
+	for _, q := range []workflow.RetryScan{{Limit: -1}, {Limit: workflow.MaxPageLimit + 1}, {RunID: "x\x00"}} {
+		_, err := s.ScanRetries(e.Ctx, q)
+		requireIs(e.T, err, workflow.ErrInvalidInput, "scan %+v", q)
+	}
+	unchanged(e, before, "retry scans", "a", "b", "c", "d")
+}
