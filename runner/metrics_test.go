@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"log/slog"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -173,4 +174,67 @@ func TestBackendRerunsAreObservedByCause(t *testing.T) {
 	newRunner(t, workflow.New(memstore.New()), &testOwner{clock: newFakeClock()}, newFakeClock(), WithMeterProvider(mp2))
 	_, ok := collected(t, plain)[MetricBackendReruns]
 	assert.False(t, ok)
+}
+
+// An observation that fails an attempt retryably but schedules nothing
+// (the activation has no retry policy) is counted and logged as refused,
+// with the reason.
+func TestRetryRefusedAtObservationIsCountedAndLogged(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	clock := newFakeClock()
+	s := newStore(t, clock, "r1")
+	_, err := s.AddActivation(context.Background(), workflow.NewActivation{Key: key("r1", "a"), Input: []byte(`{}`),
+		Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay}, clock.Now())
+	require.NoError(t, err)
+	var logs logBuffer
+	st := start(t, newRunner(t, s, retryingOwner{&testOwner{clock: clock}}, clock, WithMeterProvider(mp),
+		WithLogger(slog.New(slog.NewJSONHandler(&logs, nil))), WithPollInterval(time.Minute, time.Minute)))
+	clock.nextTimer(t) // idle: attempt 1 was admitted and observed
+	_, err = st.stop(t)
+	require.NoError(t, err)
+
+	m := collected(t, reader)
+	assert.Equal(t, int64(1), counter(t, m, MetricRetriesRefused, attribute.String("reason", string(workflow.RefusedNoPolicy))))
+	assert.Equal(t, int64(0), counter(t, m, MetricRetriesScheduled))
+	assert.Equal(t, 1, count(logs.messages(t), "retry refused"))
+	run, err := s.GetRun(context.Background(), "r1")
+	require.NoError(t, err)
+	assert.Equal(t, workflow.RunFailed, run.Status)
+}
+
+// Every transaction of the Store while the runner runs lands in the
+// transaction histogram, by kind; none after it stopped.
+func TestTransactionLatencyIsRecordedWhileTheRunnerRuns(t *testing.T) {
+	t.Parallel()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	clock := newFakeClock()
+	s := newStore(t, clock, "r1")
+	addRetryable(t, s, key("r1", "a"), clock.Now())
+	st := start(t, newRunner(t, s, &testOwner{clock: clock}, clock, WithMeterProvider(mp), WithPollInterval(time.Minute, time.Minute)))
+	clock.nextTimer(t)
+	_, err := st.stop(t)
+	require.NoError(t, err)
+
+	counts := func() map[string]uint64 {
+		h, ok := collected(t, reader)[MetricTransactionDuration].(metricdata.Histogram[float64])
+		require.True(t, ok, "transaction histogram recorded")
+		out := map[string]uint64{}
+		for _, dp := range h.DataPoints {
+			kind, _ := dp.Attributes.Value("kind")
+			res, _ := dp.Attributes.Value("result")
+			out[kind.AsString()+"/"+res.AsString()] += dp.Count
+		}
+		return out
+	}
+	before := counts()
+	assert.Positive(t, before["update/ok"], "the admission's writes")
+	assert.Positive(t, before["view/ok"], "discovery and the retry scan")
+	_, err = s.GetRun(context.Background(), "r1")
+	require.NoError(t, err)
+	assert.Equal(t, before, counts(), "a stopped runner records nothing")
 }

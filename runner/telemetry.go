@@ -10,6 +10,7 @@ import (
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow"
 )
 
 // instrumentationName names the runner's meter and tracer.
@@ -26,7 +27,12 @@ const (
 	MetricTransientErrors   = "wfstore.runner.transient_errors"    //
 	MetricOwnerCallDuration = "wfstore.runner.owner_call.duration" // {call}
 	MetricBatchSize         = "wfstore.runner.batch.size"          //
-	SpanPass                = "wfstore.runner.pass"                //
+	// MetricTransactionDuration is the latency, in seconds, of every
+	// transaction the Store ran while the runner ran (its own and those of
+	// other callers of the Store), re-runs included, by kind (update,
+	// view) and result (ok, error).
+	MetricTransactionDuration = "wfstore.store.transaction.duration" // {kind, result}
+	SpanPass                  = "wfstore.runner.pass"                //
 	// MetricBackendReruns is observed from the Store's Backend when it is
 	// a backend.RerunCounter: its transaction re-runs since it was opened,
 	// by cause (busy, conflict, deadlock, transient, outcome_unknown), and
@@ -55,6 +61,20 @@ type instruments struct {
 	transient  metric.Int64Counter
 	ownerCall  metric.Float64Histogram
 	batchSize  metric.Int64Histogram
+	txDuration metric.Float64Histogram
+}
+
+// transaction records one Store transaction (workflow.Store.OnTransaction).
+func (in *instruments) transaction(ctx context.Context, ti workflow.TransactionInfo) {
+	kind, result := "view", "ok"
+	if ti.Write {
+		kind = "update"
+	}
+	if ti.Err != nil {
+		result = "error"
+	}
+	in.txDuration.Record(ctx, ti.Duration.Seconds(),
+		metric.WithAttributes(attribute.String("kind", kind), attribute.String("result", result)))
 }
 
 func newInstruments(mp metric.MeterProvider, tp trace.TracerProvider, b backend.Backend) (*instruments, error) {
@@ -83,6 +103,10 @@ func newInstruments(mp metric.MeterProvider, tp trace.TracerProvider, b backend.
 	}
 	if in.ownerCall, err = m.Float64Histogram(MetricOwnerCallDuration, metric.WithUnit("s"),
 		metric.WithDescription("Latency of owner calls (plan, dispatch, dispatch_batch, lookup, observe).")); err != nil {
+		return nil, err
+	}
+	if in.txDuration, err = m.Float64Histogram(MetricTransactionDuration, metric.WithUnit("s"),
+		metric.WithDescription("Latency of the Store's transactions, backend re-runs included.")); err != nil {
 		return nil, err
 	}
 	if in.batchSize, err = m.Int64Histogram(MetricBatchSize,

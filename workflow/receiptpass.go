@@ -46,6 +46,9 @@ type ReceiptOutcome struct {
 	Unresolved bool
 	// Schedule is the automatic retry a RetryableFailure scheduled, if any.
 	Schedule *RetrySchedule
+	// NotScheduled says why a RetryableFailure that failed the attempt
+	// scheduled no retry (see ObservationResult.NotScheduled).
+	NotScheduled *RetryRefusal
 }
 
 // ReceiptPassSummary lists the attempts a pass examined, in selection
@@ -143,7 +146,7 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 			case err != nil:
 				return err
 			}
-			p.out.Status, p.out.Unresolved, p.out.Schedule = res.Status, res.Unresolved, res.Schedule
+			p.out.Status, p.out.Unresolved, p.out.Schedule, p.out.NotScheduled = res.Status, res.Unresolved, res.Schedule, res.NotScheduled
 			if err := flush(ctx, tx, w); err != nil {
 				return err
 			}

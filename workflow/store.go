@@ -17,6 +17,7 @@ type Store struct {
 	claims    claimSet        // activations this Store's passes are admitting
 	batchSize int             // the BatchSize of a Dispatch that sets none
 	work      workSignal      // closed when work arrives (WorkArrived)
+	hooks     txHooks         // OnTransaction's functions
 }
 
 // Option configures a Store.
@@ -49,17 +50,19 @@ func (s *Store) Backend() backend.Backend { return s.b }
 // update runs fn in a backend Update with a fresh write batch that is
 // applied when fn returns nil.
 func (s *Store) update(ctx context.Context, fn func(tx backend.Tx, w *batch) error) error {
-	return s.b.Update(ctx, func(tx backend.Tx) error {
-		w := &batch{}
-		if err := fn(tx, w); err != nil {
-			return err
-		}
-		return w.apply(ctx, tx)
+	return s.timed(ctx, true, func() error {
+		return s.b.Update(ctx, func(tx backend.Tx) error {
+			w := &batch{}
+			if err := fn(tx, w); err != nil {
+				return err
+			}
+			return w.apply(ctx, tx)
+		})
 	})
 }
 
 func (s *Store) view(ctx context.Context, fn func(r backend.ReadTx) error) error {
-	return s.b.View(ctx, fn)
+	return s.timed(ctx, false, func() error { return s.b.View(ctx, fn) })
 }
 
 // errNoop aborts an Update whose outcome needs no write.
