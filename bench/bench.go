@@ -127,6 +127,10 @@ type Result struct {
 	// per activation (must be 0), and Dispatch results reported raced.
 	Duplicates *int `json:"duplicates,omitempty"`
 	Raced      *int `json:"raced,omitempty"`
+	// Reruns are the transaction re-runs the backend made while the
+	// workload ran, by cause (nil when the backend does not count them:
+	// bbolt never re-runs).
+	Reruns *backend.Reruns `json:"reruns,omitempty"`
 	// Growth: cost per admission with History attempts ÷ with SmallHistory.
 	// The row's other figures are those of the large store.
 	GrowthRatio    *float64 `json:"growth_ratio,omitempty"`
@@ -259,7 +263,7 @@ func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br Backen
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		rec := &recorder{tick: pg.phase(name, ops)}
+		rec := (&recorder{tick: pg.phase(name, ops)}).counting(env.Backend)
 		if err := measure(ctx, p, ops, rec); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
@@ -408,9 +412,9 @@ func runCeiling(ctx context.Context, cfg Config, open func() (*Env, error), pg *
 		return nil, info, fmt.Errorf("sequential: %w", err)
 	}
 	var batch phase
+	var envB *Env
 	if cfg.wants(WBatch) {
-		envB, err := open()
-		if err != nil {
+		if envB, err = open(); err != nil {
 			return nil, info, err
 		}
 		defer envB.Close()
@@ -429,9 +433,14 @@ func runCeiling(ctx context.Context, cfg Config, open func() (*Env, error), pg *
 		name string
 		p    phase
 		n    int
-	}{{WBare, bare, n}, {WRaw, raw, n}, {WSequential, seq, n}, {WBatch, batch, bn}} {
+		env  *Env // whose re-runs count (the bare commit's are not the adapter's)
+	}{{WBare, bare, n, nil}, {WRaw, raw, n, envR}, {WSequential, seq, n, envS}, {WBatch, batch, bn, envB}} {
 		if cfg.wants(x.name) {
-			items = append(items, &item{name: x.name, p: x.p, n: x.n})
+			it := &item{name: x.name, p: x.p, n: x.n}
+			if x.env != nil {
+				it.rec.counting(x.env.Backend)
+			}
+			items = append(items, it)
 		}
 	}
 	total := 0

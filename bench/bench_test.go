@@ -83,6 +83,15 @@ func TestRunSmoke(t *testing.T) {
 			if p := byName[WParallel]; p.Speedup == nil || p.Workers != 4 {
 				t.Errorf("parallel: %+v", p)
 			}
+			counts := tg.Name != "bolt" // bbolt never re-runs, so it counts nothing
+			for _, w := range []string{WRaw, WSequential, WBatch, WParallel, WRacing, WRacingStoresBatch} {
+				if got := byName[w].Reruns != nil; got != counts {
+					t.Errorf("%s: re-runs reported %v, want %v", w, got, counts)
+				}
+			}
+			if byName[WBare].Reruns != nil {
+				t.Error("bare: the bare commit does not go through the adapter, its re-runs are not counted")
+			}
 
 			dir := t.TempDir()
 			path := filepath.Join(dir, "b.json")

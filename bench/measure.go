@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/internal/benchdata"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -27,6 +28,16 @@ type recorder struct {
 	mBusy, mTotal uint64
 	noMachine     bool  // the platform does not report machine CPU time
 	tick          *tick // progress, may be nil (shared by a phase's workers)
+	// reruns counts the transaction re-runs of the backend while the
+	// workload ran, when counter (the workload's backend) reports them.
+	counter backend.RerunCounter
+	reruns  backend.Reruns
+}
+
+// counting sets the backend whose re-runs r counts, when it counts them.
+func (r *recorder) counting(b backend.Backend) *recorder {
+	r.counter, _ = b.(backend.RerunCounter)
+	return r
 }
 
 func (r *recorder) add(d time.Duration) {
@@ -52,9 +63,16 @@ func measure(ctx context.Context, p phase, k int, rec *recorder) error {
 	runtime.ReadMemStats(&m0)
 	b0, t0m, okm0 := machineCPU()
 	c0, ok0 := processCPU()
+	var rr0 backend.Reruns
+	if rec.counter != nil {
+		rr0 = rec.counter.Reruns()
+	}
 	t0 := time.Now()
 	err := p.run(ctx, k, rec)
 	rec.elapsed += time.Since(t0)
+	if rec.counter != nil {
+		rec.reruns = addReruns(rec.reruns, rec.counter.Reruns(), rr0)
+	}
 	c1, ok1 := processCPU()
 	b1, t1m, okm1 := machineCPU()
 	rec.cpu += c1 - c0
@@ -96,11 +114,26 @@ func (r *recorder) result(backendName, workload string, workers int) Result {
 			res.MachineCPUPerOpUS = float64(r.mBusy) * 1e6 / userHZ / float64(r.ops)
 		}
 	}
+	if r.counter != nil {
+		rr := r.reruns
+		res.Reruns = &rr
+	}
 	res.P50US, res.P95US, res.P99US = us(percentile(s, 50)), us(percentile(s, 95)), us(percentile(s, 99))
 	if len(s) > 0 {
 		res.MaxUS = us(s[len(s)-1])
 	}
 	return res
+}
+
+// addReruns returns acc plus the re-runs from before to after.
+func addReruns(acc, after, before backend.Reruns) backend.Reruns {
+	acc.Busy += after.Busy - before.Busy
+	acc.Conflict += after.Conflict - before.Conflict
+	acc.Deadlock += after.Deadlock - before.Deadlock
+	acc.Transient += after.Transient - before.Transient
+	acc.OutcomeUnknown += after.OutcomeUnknown - before.OutcomeUnknown
+	acc.Exhausted += after.Exhausted - before.Exhausted
+	return acc
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/wfstore/wfstore/backend"
 )
 
 // Performance targets, checked on every report.
@@ -137,6 +139,11 @@ func (r *Report) notes(x Result) string {
 	if x.Duplicates != nil {
 		s = append(s, fmt.Sprintf("duplicates **%d**, raced %d", *x.Duplicates, *x.Raced))
 	}
+	if rr := x.Reruns; rr != nil {
+		if n := rr.Busy + rr.Conflict + rr.Deadlock + rr.Transient + rr.OutcomeUnknown; n > 0 || rr.Exhausted > 0 {
+			s = append(s, fmt.Sprintf("re-runs %.3f/op (%s)", float64(n)/float64(x.Ops), rerunCauses(*rr)))
+		}
+	}
 	if x.GrowthRatio != nil {
 		s = append(s, fmt.Sprintf("growth ratio **%.2f** (%s: %.0f/s, %s: %.0f/s; load %.0f s)",
 			*x.GrowthRatio, count(x.HistorySmall), x.SmallOpsPerSec, count(x.HistoryLarge), x.OpsPerSec, x.LoadSeconds))
@@ -151,6 +158,21 @@ func (r *Report) notes(x Result) string {
 		s = append(s, x.Note)
 	}
 	return strings.Join(s, "; ")
+}
+
+// rerunCauses lists the non-zero causes of rr.
+func rerunCauses(rr backend.Reruns) string {
+	var s []string
+	for _, c := range []struct {
+		name string
+		n    int64
+	}{{"busy", rr.Busy}, {"conflict", rr.Conflict}, {"deadlock", rr.Deadlock}, {"transient", rr.Transient},
+		{"outcome unknown", rr.OutcomeUnknown}, {"gave up", rr.Exhausted}} {
+		if c.n > 0 {
+			s = append(s, fmt.Sprintf("%s %d", c.name, c.n))
+		}
+	}
+	return strings.Join(s, ", ")
 }
 
 // oneOf is the one-dispatcher workload of w's mode: batch or sequential.

@@ -7,6 +7,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/backend"
 )
 
 // row is a measured result of backend b for workload w.
@@ -208,4 +210,14 @@ func TestRunRiverSkipsWithoutTheModule(t *testing.T) {
 	assert.Equal(t, "river", p.Name)
 	assert.Contains(t, p.Skipped, "no River module at")
 	assert.Zero(t, p.JobsPerSec)
+}
+
+// A row's re-runs appear in its notes, per operation and by cause; a row
+// without any says nothing of them.
+func TestNotesShowReruns(t *testing.T) {
+	r := &Report{}
+	x := Result{Backend: "postgres", Workload: WRacing, Ops: 8, Reruns: &backend.Reruns{Conflict: 3, Busy: 1}}
+	assert.Contains(t, r.notes(x), "re-runs 0.500/op (busy 1, conflict 3)")
+	x.Reruns = &backend.Reruns{}
+	assert.NotContains(t, r.notes(x), "re-runs")
 }
