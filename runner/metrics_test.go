@@ -238,3 +238,24 @@ func TestTransactionLatencyIsRecordedWhileTheRunnerRuns(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, before, counts(), "a stopped runner records nothing")
 }
+
+// The re-runs a backend made since the last pass are logged by cause after
+// the pass: at debug level, nothing when there were none.
+func TestBackendRerunsAreLoggedPerPass(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	b := &rerunBackend{Backend: memstore.New()}
+	b.conflicts.Store(3) // before the runner: not its to log
+	var logs logBuffer
+	st := start(t, newRunner(t, workflow.New(b), &testOwner{clock: clock}, clock,
+		WithLogger(slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))),
+		WithPollInterval(time.Minute, time.Minute)))
+	tm := clock.nextTimer(t) // the first pass found nothing
+	b.conflicts.Store(8)
+	clock.fire(tm)
+	clock.nextTimer(t) // the second pass ran
+	_, err := st.stop(t)
+	require.NoError(t, err)
+	assert.Equal(t, 1, count(logs.messages(t), "backend re-runs"))
+	assert.Contains(t, logs.String(), `"msg":"backend re-runs","busy":0,"conflict":5,`)
+}

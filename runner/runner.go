@@ -11,12 +11,10 @@
 // when their handoff was refused, dispatches a batch, and runs the
 // receipt-backed pass.
 //
-// Due retries: the backend scans retry schedules one run at a time, so the
-// runner pages the failed and running runs (WithRunsPerPass per pass,
-// resuming where the last pass stopped) and remembers each one's earliest
-// schedule; on a store with many runs a full cycle takes several passes,
-// and a status-filtered scan of runs may read the runs of other statuses
-// it passes over.
+// Due retries: the runner pages workflow.Store.ScanRetries, the earliest
+// schedule of each failed and running run (WithRunsPerPass runs per pass,
+// resuming where the last pass stopped), and remembers each one's earliest
+// schedule; on a store with many runs a full cycle takes several passes.
 //
 // Start-up reconciliation is meant for a restart. When several runners
 // share a store, one that starts while another is admitting may find that
@@ -45,9 +43,12 @@
 // the owner whose admission it did not see: nothing is lost, the next
 // start reconciles them.
 //
-// Logs go to a *slog.Logger (WithLogger; silent by default); metrics and
-// spans go to OpenTelemetry providers (WithMeterProvider,
-// WithTracerProvider; none by default). Time comes from a Clock
+// Logs go to a *slog.Logger (WithLogger; silent by default): passes,
+// reconciliations, retries consumed, scheduled and refused (with the
+// reason), fenced stops, transient errors and, at debug level, the
+// backend's transaction re-runs by cause. Metrics and spans go to
+// OpenTelemetry providers (WithMeterProvider, WithTracerProvider; none by
+// default): the Metric* and SpanPass names below. Time comes from a Clock
 // (WithClock), so tests never sleep.
 package runner
 
@@ -89,8 +90,12 @@ type Runner struct {
 	// handoff: such an attempt stays prepared, provably never dispatched,
 	// until a redispatch admits it once its run is eligible again.
 	rejected map[string]bool
-	stopping atomic.Bool
-	ran      atomic.Bool
+	// reruns reads the backend's re-run counts, when it keeps them;
+	// lastReruns is what the last pass logged.
+	reruns     backend.RerunCounter
+	lastReruns backend.Reruns
+	stopping   atomic.Bool
+	ran        atomic.Bool
 
 	total Summary // counters, owned by the Run goroutine
 }
@@ -156,6 +161,9 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 		return nil, fmt.Errorf("runner: instruments: %w", err)
 	}
 	r := &Runner{store: store, cfg: cfg, log: cfg.logger, in: in, sweep: newSweep(cfg.runID), rejected: map[string]bool{}}
+	if rc, ok := store.Backend().(backend.RerunCounter); ok {
+		r.reruns, r.lastReruns = rc, rc.Reruns()
+	}
 	r.shim = &shim{owner: owner, clock: cfg.clock, in: in, stopping: &r.stopping, inFlight: map[string]workflow.AttemptRef{}}
 	r.owner = r.shim.wrap()
 	if l, ok := owner.(workflow.ReceiptLookup); ok {
@@ -419,6 +427,7 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 		span.End()
 	}()
 	r.total.Passes++
+	defer r.logReruns(ctx)
 	if err := r.sweep.visit(ctx, r.store, r.cfg.runsPerPass); err != nil {
 		return false, fmt.Errorf("retry sweep: %w", err)
 	}

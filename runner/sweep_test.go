@@ -125,3 +125,9 @@ func TestSilentByDefault(t *testing.T) {
 		assert.False(t, r.log.Enabled(context.Background(), l), "the default logger discards %v", l)
 	}
 }
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"log/slog"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -143,4 +144,31 @@ func reasonAttr(r string) metric.MeasurementOption {
 
 func callAttr(c string) metric.MeasurementOption {
 	return metric.WithAttributes(attribute.String("call", c))
+}
+
+// logReruns logs the backend's re-runs since the last pass, by cause: at
+// debug level, or as a warning when an Update gave up. Re-runs are how
+// optimistic and serializable backends resolve contention; a steady stream
+// of them says dispatchers compete for the same runs.
+func (r *Runner) logReruns(ctx context.Context) {
+	if r.reruns == nil {
+		return
+	}
+	now := r.reruns.Reruns()
+	d := backend.Reruns{
+		Busy: now.Busy - r.lastReruns.Busy, Conflict: now.Conflict - r.lastReruns.Conflict,
+		Deadlock: now.Deadlock - r.lastReruns.Deadlock, Transient: now.Transient - r.lastReruns.Transient,
+		OutcomeUnknown: now.OutcomeUnknown - r.lastReruns.OutcomeUnknown, Exhausted: now.Exhausted - r.lastReruns.Exhausted,
+	}
+	r.lastReruns = now
+	if d == (backend.Reruns{}) {
+		return
+	}
+	level := slog.LevelDebug
+	if d.Exhausted > 0 {
+		level = slog.LevelWarn
+	}
+	r.log.LogAttrs(ctx, level, "backend re-runs", slog.Int64("busy", d.Busy), slog.Int64("conflict", d.Conflict),
+		slog.Int64("deadlock", d.Deadlock), slog.Int64("transient", d.Transient),
+		slog.Int64("outcome_unknown", d.OutcomeUnknown), slog.Int64("gave_up", d.Exhausted))
 }
