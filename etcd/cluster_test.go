@@ -21,8 +21,10 @@ import (
 )
 
 // The tests run on an embedded 3-member cluster started by TestMain in
-// this process (free loopback ports, a temp dir), or on the cluster at
-// WFSTORE_ETCD_ENDPOINTS (comma-separated) when it is set. Each test gets
+// this process (free loopback ports, a temp dir; in a child process built
+// without the race detector when this binary has it, see startExternal),
+// or on the cluster at WFSTORE_ETCD_ENDPOINTS (comma-separated) when it is
+// set. Each test gets
 // a fresh key prefix, deleted at its end.
 
 const envEndpoints = "WFSTORE_ETCD_ENDPOINTS"
@@ -67,6 +69,19 @@ func TestMain(m *testing.M) {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
+	}
+	if raceBuild {
+		eps, stop, err := startExternal(dir, clusterSize())
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "starting the etcd cluster:", err)
+			_ = os.RemoveAll(dir)
+			os.Exit(1)
+		}
+		testEndpoints, suiteEndpoints = eps, eps[:1]
+		code := m.Run()
+		stop()
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
 	}
 	members, err := etcdcluster.Start(dir, clusterSize(), etcdcluster.Options{})
 	if err != nil {
