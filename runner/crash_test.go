@@ -18,9 +18,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/crashtest"
 	"github.com/wfstore/wfstore/internal/pgtest"
-	"github.com/wfstore/wfstore/postgres"
-	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -52,73 +51,10 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-func openCrash(ctx context.Context, kind, loc string) (backend.Backend, error) {
-	switch kind {
-	case "sqlite":
-		return sqlite.Open(ctx, loc)
-	case "postgres":
-		schema, dsn, _ := strings.Cut(loc, "|")
-		return postgres.Open(ctx, dsn, postgres.WithSchema(schema))
-	}
-	return nil, fmt.Errorf("unknown backend %q", kind)
-}
-
-// ledger is the owner's durable record, shared by every process: lines
-// "call <id>" (before the owner accepts) and "receipt <id>" (once it has),
-// each appended in one write and fsynced.
-type ledger struct {
-	mu   sync.Mutex
-	path string
-	f    *os.File
-}
-
-func openLedgerFile(path string) (*ledger, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return &ledger{path: path, f: f}, nil
-}
-
-func (l *ledger) append(line string) error {
-	if _, err := l.f.WriteString(line + "\n"); err != nil {
-		return err
-	}
-	return l.f.Sync()
-}
-
-func readLedgerFile(path string) (calls map[string]int, receipts map[string]bool, err error) {
-	b, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return nil, nil, err
-	}
-	calls, receipts = map[string]int{}, map[string]bool{}
-	s := string(b)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	} else {
-		s = ""
-	}
-	for _, line := range strings.Split(s, "\n") {
-		kind, id, _ := strings.Cut(line, " ")
-		switch kind {
-		case "call":
-			calls[id]++
-		case "receipt":
-			receipts[id] = true
-		}
-	}
-	return calls, receipts, nil
-}
-
-func crashReceipt(identity string) json.RawMessage {
-	return json.RawMessage(`{"accepted":"` + identity + `"}`)
-}
-
 // ledgerOwner is idempotent by identity through the ledger and looks
 // receipts up in it.
 type ledgerOwner struct {
-	l      *ledger
+	l      *crashtest.Ledger
 	signal func(string)
 }
 
@@ -127,31 +63,29 @@ func (o *ledgerOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.
 }
 
 func (o *ledgerOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
-	o.l.mu.Lock()
-	defer o.l.mu.Unlock()
-	_, receipts, err := readLedgerFile(o.l.path)
+	st, err := o.l.Read()
 	if err != nil {
 		return nil, err
 	}
-	if receipts[p.Identity] {
-		return crashReceipt(p.Identity), nil
+	if st.Receipts[p.Identity] {
+		return crashtest.ReceiptOf(p.Identity), nil
 	}
-	if err := o.l.append("call " + p.Identity); err != nil {
+	if err := o.l.Append("call " + p.Identity); err != nil {
 		return nil, err
 	}
 	o.signal("owner")
-	if err := o.l.append("receipt " + p.Identity); err != nil {
+	if err := o.l.Append("receipt " + p.Identity); err != nil {
 		return nil, err
 	}
-	return crashReceipt(p.Identity), nil
+	return crashtest.ReceiptOf(p.Identity), nil
 }
 
 func (o *ledgerOwner) LookupReceipt(_ context.Context, identity string) (json.RawMessage, bool, error) {
-	_, receipts, err := readLedgerFile(o.l.path)
-	if err != nil || !receipts[identity] {
+	st, err := o.l.Read()
+	if err != nil || !st.Receipts[identity] {
 		return nil, false, err
 	}
-	return crashReceipt(identity), true, nil
+	return crashtest.ReceiptOf(identity), true, nil
 }
 
 // signalling signals "commit" at the end of every Update fn, just before
@@ -185,12 +119,12 @@ func crashChild(kind, loc, ledgerPath string) error {
 			time.Sleep(2 * time.Millisecond) // the parent kills inside this phase
 		}
 	}
-	b, err := openCrash(context.Background(), kind, loc)
+	b, err := crashtest.OpenBackend(context.Background(), kind, loc)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	l, err := openLedgerFile(ledgerPath)
+	l, err := crashtest.OpenLedger(ledgerPath)
 	if err != nil {
 		return err
 	}
@@ -261,7 +195,7 @@ func crashRunners(t *testing.T, kind, loc string, procs, kills int) {
 	rng := rand.New(rand.NewPCG(seed, 2))
 	t.Logf("seed %d, %d activations, %d runner processes at once", seed, n, procs)
 
-	b, err := openCrash(ctx, kind, loc)
+	b, err := crashtest.OpenBackend(ctx, kind, loc)
 	require.NoError(t, err)
 	defer b.Close()
 	s := workflow.New(b)
@@ -354,9 +288,9 @@ func crashRunners(t *testing.T, kind, loc string, procs, kills int) {
 		require.NoError(t, <-p.done, "a runner process stopped by SIGTERM exits 0")
 	}
 	// A last start recovers what the survivors' own starts could not see.
-	l, err := openLedgerFile(ledgerPath)
+	l, err := crashtest.OpenLedger(ledgerPath)
 	require.NoError(t, err)
-	defer l.f.Close()
+	defer l.Close()
 	last, err := New(s, &ledgerOwner{l: l, signal: func(string) {}})
 	require.NoError(t, err)
 	_, err = last.recover(ctx)
@@ -396,7 +330,8 @@ func allAttempts(t *testing.T, ctx context.Context, s *workflow.Store) []workflo
 }
 
 func verifyCrash(t *testing.T, ctx context.Context, s *workflow.Store, ledgerPath string, n int) {
-	calls, receipts, err := readLedgerFile(ledgerPath)
+	st, err := crashtest.ReadLedger(ledgerPath)
+	calls, receipts := st.Calls, st.Receipts
 	require.NoError(t, err)
 	atts := allAttempts(t, ctx, s)
 	byIdentity := map[string]workflow.Attempt{}
@@ -407,7 +342,7 @@ func verifyCrash(t *testing.T, ctx context.Context, s *workflow.Store, ledgerPat
 		perAct[a.Key.ActivationKey]++
 		status[a.Status]++
 		switch {
-		case a.Status == workflow.AttemptAdmitted && string(a.Receipt) == string(crashReceipt(a.Identity)):
+		case a.Status == workflow.AttemptAdmitted && string(a.Receipt) == string(crashtest.ReceiptOf(a.Identity)):
 			if !receipts[a.Identity] {
 				t.Errorf("attempt %s admitted with a receipt the owner's ledger lacks", a.Identity)
 			}
@@ -439,7 +374,7 @@ func verifyCrash(t *testing.T, ctx context.Context, s *workflow.Store, ledgerPat
 	}
 	lost := 0
 	for id := range receipts {
-		if a, ok := byIdentity[id]; !ok || string(a.Receipt) != string(crashReceipt(id)) {
+		if a, ok := byIdentity[id]; !ok || string(a.Receipt) != string(crashtest.ReceiptOf(id)) {
 			lost++
 			t.Errorf("the owner holds a receipt for %s that was not persisted (status %s)", id, a.Status)
 		}

@@ -21,10 +21,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/bolt"
 	"github.com/wfstore/wfstore/internal/pgtest"
-	"github.com/wfstore/wfstore/postgres"
-	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -78,94 +75,6 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-func open(ctx context.Context, kind, loc string) (backend.Backend, error) {
-	switch kind {
-	case "sqlite":
-		return sqlite.Open(ctx, loc)
-	case "bolt":
-		return bolt.Open(ctx, loc)
-	case "postgres":
-		schema, dsn, _ := strings.Cut(loc, "|")
-		return postgres.Open(ctx, dsn, postgres.WithSchema(schema))
-	}
-	return nil, fmt.Errorf("unknown backend %q", kind)
-}
-
-// ---- the owner's durable ledger ----
-
-// ledger is an append-only file, fsynced after every write: "call <id>" is
-// written before the owner accepts, "receipt <id>" once it has, and
-// "refuse <id>" when it refused the attempt without doing any work.
-type ledger struct {
-	mu   sync.Mutex
-	path string
-	f    *os.File
-}
-
-func openLedger(path string) (*ledger, error) {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
-	if err != nil {
-		return nil, err
-	}
-	return &ledger{path: path, f: f}, nil
-}
-
-// append writes lines in one write and fsyncs it.
-func (l *ledger) append(lines ...string) error {
-	if len(lines) == 0 {
-		return nil
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if _, err := l.f.WriteString(strings.Join(lines, "\n") + "\n"); err != nil {
-		return err
-	}
-	return l.f.Sync()
-}
-
-func (l *ledger) read() (ledgerState, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return readLedger(l.path)
-}
-
-// ledgerState is what the ledger's complete lines say, by identity.
-type ledgerState struct {
-	calls    map[string]int
-	receipts map[string]bool
-	refused  map[string]bool
-}
-
-func readLedger(path string) (ledgerState, error) {
-	st := ledgerState{calls: map[string]int{}, receipts: map[string]bool{}, refused: map[string]bool{}}
-	b, err := os.ReadFile(path)
-	if err != nil && !os.IsNotExist(err) {
-		return st, err
-	}
-	s := string(b)
-	if i := strings.LastIndexByte(s, '\n'); i >= 0 {
-		s = s[:i]
-	} else {
-		s = ""
-	}
-	for _, line := range strings.Split(s, "\n") {
-		kind, id, _ := strings.Cut(line, " ")
-		switch kind {
-		case "call":
-			st.calls[id]++
-		case "receipt":
-			st.receipts[id] = true
-		case "refuse":
-			st.refused[id] = true
-		}
-	}
-	return st, nil
-}
-
-func receiptOf(identity string) json.RawMessage {
-	return json.RawMessage(`{"accepted":"` + identity + `"}`)
-}
-
 var errRefused = errors.New("owner refused the attempt")
 
 // owner is idempotent by identity through the ledger, and offers receipt
@@ -174,7 +83,7 @@ var errRefused = errors.New("owner refused the attempt")
 // doing any work, so that batches carry owner failures next to
 // acceptances.
 type owner struct {
-	l      *ledger
+	l      *Ledger
 	signal func(string)
 	refuse bool
 
@@ -183,7 +92,7 @@ type owner struct {
 	acceptedBy map[string]bool // accepted by this process, since the last take
 }
 
-func newOwner(l *ledger, signal func(string), refuse bool) *owner {
+func newOwner(l *Ledger, signal func(string), refuse bool) *owner {
 	return &owner{l: l, signal: signal, refuse: refuse, refusedBy: map[string]bool{}, acceptedBy: map[string]bool{}}
 }
 
@@ -193,10 +102,10 @@ func (o *owner) Plan(ctx context.Context, a workflow.Activation) (*workflow.Plan
 
 // refuses decides, for an attempt without a receipt, whether to refuse it
 // now, and notes the refusal.
-func (o *owner) refuses(id string, st ledgerState) bool {
+func (o *owner) refuses(id string, st LedgerState) bool {
 	h := fnv.New32a()
 	h.Write([]byte(id))
-	if !o.refuse || st.refused[id] || h.Sum32()%8 != 0 {
+	if !o.refuse || st.Refused[id] || h.Sum32()%8 != 0 {
 		return false
 	}
 	o.mu.Lock()
@@ -210,7 +119,7 @@ func (o *owner) accept(id string) json.RawMessage {
 	o.mu.Lock()
 	o.acceptedBy[id] = true
 	o.mu.Unlock()
-	return receiptOf(id)
+	return ReceiptOf(id)
 }
 
 // take returns the identities refused and accepted since the last call.
@@ -224,32 +133,32 @@ func (o *owner) take() (refused, accepted map[string]bool) {
 
 func (o *owner) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
 	o.signal("handoff")
-	st, err := o.l.read()
+	st, err := o.l.Read()
 	if err != nil {
 		return nil, err
 	}
-	if st.receipts[p.Identity] {
+	if st.Receipts[p.Identity] {
 		return o.accept(p.Identity), nil
 	}
 	if o.refuses(p.Identity, st) {
-		return nil, errors.Join(errRefused, o.l.append("refuse "+p.Identity))
+		return nil, errors.Join(errRefused, o.l.Append("refuse "+p.Identity))
 	}
-	if err := o.l.append("call " + p.Identity); err != nil {
+	if err := o.l.Append("call " + p.Identity); err != nil {
 		return nil, err
 	}
 	o.signal("owner")
-	if err := o.l.append("receipt " + p.Identity); err != nil {
+	if err := o.l.Append("receipt " + p.Identity); err != nil {
 		return nil, err
 	}
 	return o.accept(p.Identity), nil
 }
 
 func (o *owner) LookupReceipt(ctx context.Context, identity string) (json.RawMessage, bool, error) {
-	st, err := o.l.read()
-	if err != nil || !st.receipts[identity] {
+	st, err := o.l.Read()
+	if err != nil || !st.Receipts[identity] {
 		return nil, false, err
 	}
-	return receiptOf(identity), true, nil
+	return ReceiptOf(identity), true, nil
 }
 
 // batchOwner accepts a whole batch in one durable ledger write: it records
@@ -259,7 +168,7 @@ type batchOwner struct{ *owner }
 
 func (o batchOwner) DispatchBatch(ctx context.Context, ps []workflow.PreparedDispatch) ([]workflow.DispatchResult, error) {
 	o.signal("handoff")
-	st, err := o.l.read()
+	st, err := o.l.Read()
 	if err != nil {
 		return nil, err
 	}
@@ -268,7 +177,7 @@ func (o batchOwner) DispatchBatch(ctx context.Context, ps []workflow.PreparedDis
 	for i, p := range ps {
 		id := p.Identity
 		switch {
-		case st.receipts[id]:
+		case st.Receipts[id]:
 			out[i].Receipt = o.accept(id)
 		case o.refuses(id, st):
 			calls = append(calls, "refuse "+id)
@@ -278,13 +187,13 @@ func (o batchOwner) DispatchBatch(ctx context.Context, ps []workflow.PreparedDis
 			receipts = append(receipts, "receipt "+id)
 		}
 	}
-	if err := o.l.append(calls...); err != nil {
+	if err := o.l.Append(calls...); err != nil {
 		return nil, err
 	}
 	if len(receipts) > 0 {
 		o.signal("owner")
 	}
-	if err := o.l.append(receipts...); err != nil {
+	if err := o.l.Append(receipts...); err != nil {
 		return nil, err
 	}
 	for i, p := range ps {
@@ -356,12 +265,12 @@ func child(kind, loc, ledgerPath string) error {
 			time.Sleep(time.Hour) // the parent kills inside this phase
 		}
 	}
-	b, err := open(ctx, kind, loc)
+	b, err := OpenBackend(ctx, kind, loc)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	l, err := openLedger(ledgerPath)
+	l, err := OpenLedger(ledgerPath)
 	if err != nil {
 		return err
 	}
@@ -427,14 +336,14 @@ func checkPass(o *owner, sum workflow.DispatchSummary, err error) error {
 			return fmt.Errorf("the owner refused attempt %s, which the pass does not report owner failed", id)
 		}
 	}
-	st, err := o.l.read()
+	st, err := o.l.Read()
 	if err != nil {
 		return err
 	}
 	admitted := map[string]bool{}
 	for _, a := range sum.Admitted {
 		admitted[a.Identity] = true
-		if !accepted[a.Identity] || !st.receipts[a.Identity] {
+		if !accepted[a.Identity] || !st.Receipts[a.Identity] {
 			return fmt.Errorf("attempt %s reported admitted without the owner's receipt", a.Identity)
 		}
 	}
@@ -739,7 +648,7 @@ func (c *crashRun) withStore(ctx context.Context, f func(s *workflow.Store)) {
 		f(workflow.New(c.kept))
 		return
 	}
-	b, err := open(ctx, c.kind, c.loc)
+	b, err := OpenBackend(ctx, c.kind, c.loc)
 	if err != nil {
 		c.t.Fatalf("reopen: %v", err)
 	}
@@ -807,11 +716,11 @@ func (c *crashRun) runChild(ctx context.Context, cfg childConfig) (killed, finis
 // windows of the attempts it found.
 func (c *crashRun) reconcile(ctx context.Context) windows {
 	t := c.t
-	l, err := openLedger(c.ledger)
+	l, err := OpenLedger(c.ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.f.Close()
+	defer l.Close()
 	o := newOwner(l, func(string) {}, false)
 	var w windows
 	c.withStore(ctx, func(s *workflow.Store) {
@@ -819,13 +728,13 @@ func (c *crashRun) reconcile(ctx context.Context) windows {
 		if err != nil {
 			t.Fatalf("reconcile: %v", err)
 		}
-		st, err := readLedger(c.ledger)
+		st, err := ReadLedger(c.ledger)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, ref := range sum.NeverDispatched {
 			id := ref.Identity
-			if st.calls[id] > 0 || st.refused[id] {
+			if st.Calls[id] > 0 || st.Refused[id] {
 				t.Errorf("attempt %s reported never dispatched, but the owner was called for it", id)
 			}
 			if a := attempt(t, ctx, s, id); a.Handoff != workflow.HandoffPending {
@@ -834,7 +743,7 @@ func (c *crashRun) reconcile(ctx context.Context) windows {
 			w.intent++
 		}
 		for _, ref := range sum.Recovered {
-			if !st.receipts[ref.Identity] {
+			if !st.Receipts[ref.Identity] {
 				t.Errorf("attempt %s recovered without the owner's receipt", ref.Identity)
 			}
 			w.receipt++
@@ -849,11 +758,11 @@ func (c *crashRun) reconcile(ctx context.Context) windows {
 		for _, list := range [][]workflow.AttemptRef{sum.RepairRequired, sum.SafeReadOnly} {
 			for _, ref := range list {
 				switch id := ref.Identity; {
-				case st.receipts[id]:
+				case st.Receipts[id]:
 					t.Errorf("attempt %s reported ambiguous, but the owner holds its receipt", id)
-				case st.refused[id]:
+				case st.Refused[id]:
 					w.refused++
-				case st.calls[id] > 0:
+				case st.Calls[id] > 0:
 					w.owner++
 				default:
 					w.handoff++
@@ -879,11 +788,11 @@ func attempt(t *testing.T, ctx context.Context, s *workflow.Store, id string) wo
 // verify checks the final state against the ledger.
 func (c *crashRun) verify(ctx context.Context) {
 	t := c.t
-	st, err := readLedger(c.ledger)
+	st, err := ReadLedger(c.ledger)
 	if err != nil {
 		t.Fatal(err)
 	}
-	calls, receipts := st.calls, st.receipts
+	calls, receipts := st.Calls, st.Receipts
 	c.withStore(ctx, func(s *workflow.Store) {
 		var atts []workflow.Attempt
 		p := workflow.AttemptPage{Limit: workflow.MaxPageLimit}
@@ -909,7 +818,7 @@ func (c *crashRun) verify(ctx context.Context) {
 				t.Errorf("attempt %v has identity %s", a.Key, a.Identity)
 			}
 			switch {
-			case a.Status == workflow.AttemptStatus("admitted") && string(a.Receipt) == string(receiptOf(a.Identity)):
+			case a.Status == workflow.AttemptStatus("admitted") && string(a.Receipt) == string(ReceiptOf(a.Identity)):
 				if !receipts[a.Identity] {
 					t.Errorf("attempt %s admitted with the owner's receipt, which the owner ledger lacks", a.Identity)
 				}
@@ -920,7 +829,7 @@ func (c *crashRun) verify(ctx context.Context) {
 			default:
 				t.Errorf("attempt %s ended %s (receipt %s)", a.Identity, a.Status, a.Receipt)
 			}
-			if a.Handoff == workflow.HandoffPending && (calls[a.Identity] > 0 || st.refused[a.Identity]) {
+			if a.Handoff == workflow.HandoffPending && (calls[a.Identity] > 0 || st.Refused[a.Identity]) {
 				t.Errorf("attempt %s has no recorded handoff but the owner was called", a.Identity)
 			}
 		}
@@ -939,17 +848,17 @@ func (c *crashRun) verify(ctx context.Context) {
 				t.Errorf("the owner was called %d times for mutating attempt %s", n, id)
 			}
 		}
-		for id := range st.refused {
+		for id := range st.Refused {
 			if _, ok := byIdentity[id]; !ok {
 				t.Errorf("the owner ledger refuses %s, which matches no attempt", id)
 			}
 		}
 		for id := range receipts {
-			if a, ok := byIdentity[id]; !ok || string(a.Receipt) != string(receiptOf(id)) {
+			if a, ok := byIdentity[id]; !ok || string(a.Receipt) != string(ReceiptOf(id)) {
 				t.Errorf("the owner holds a receipt for %s that was not persisted (status %s)", id, a.Status)
 			}
 		}
-		t.Logf("%d attempts %v; owner ledger: %d identities called, %d receipts, %d refusals", len(atts), status, len(calls), len(receipts), len(st.refused))
+		t.Logf("%d attempts %v; owner ledger: %d identities called, %d receipts, %d refusals", len(atts), status, len(calls), len(receipts), len(st.Refused))
 		if vb, ok := s.Backend().(interface{ Verify(context.Context) error }); ok {
 			if err := vb.Verify(ctx); err != nil {
 				t.Errorf("Verify: %v", err)
