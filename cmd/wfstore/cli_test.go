@@ -192,7 +192,10 @@ func TestCLI(t *testing.T) {
 	})
 
 	benchArgs := func(jsonPath string) []string {
-		return []string{"bench", "--backends", "bolt", "-n", "400", "--batch-n", "400", "--history", "1000", "--json", jsonPath}
+		// -n 3000: the parallel workload must outlast the signal's
+		// delivery (400 operations took 0.2 s on a quiet machine, and the
+		// signal landed in the next workload).
+		return []string{"bench", "--backends", "bolt", "-n", "3000", "--batch-n", "400", "--history", "1000", "--json", jsonPath}
 	}
 	for _, tc := range []struct {
 		sig  syscall.Signal
@@ -203,7 +206,7 @@ func TestCLI(t *testing.T) {
 			jsonPath := filepath.Join(t.TempDir(), "rows.json")
 			// Interrupt it in the middle of the parallel workload: the
 			// ceiling rows (bare, raw, sequential, batch) are measured by then.
-			r := interrupt(t, bin, tc.sig, "[bolt] parallel: 400 operations", benchArgs(jsonPath)...)
+			r := interrupt(t, bin, tc.sig, "[bolt] parallel: 3000 operations", benchArgs(jsonPath)...)
 			require.Equal(t, tc.code, r.code, "stderr:\n%s", r.stderr)
 			errLines := lines(r.stderr)
 			last := errLines[len(errLines)-1]
