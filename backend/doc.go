@@ -52,6 +52,16 @@
 // raw bytes in bbolt). Every scan has a total order, stated on its query type,
 // and returns at most Limit rows.
 //
+// # Wake-ups
+//
+// Two optional capabilities let runners in other processes wake as soon as
+// work arrives rather than at their next poll. The workflow layer decides
+// when a transaction makes work available and tells a Tx that implements
+// WorkSignaler; the adapter makes that signal visible only if the
+// transaction commits. A Backend that implements WorkListener delivers
+// those signals from every process on the same store. An adapter without
+// them is unaffected: runners over it poll.
+//
 // # Errors
 //
 // Adapters return the sentinels below (wrapped with %w so that errors.Is

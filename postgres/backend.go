@@ -94,6 +94,8 @@ type Backend struct {
 	version string
 	// settings is sent with BEGIN in every transaction.
 	settings string
+	// channel is the store's LISTEN/NOTIFY channel (see workChannel).
+	channel string
 
 	mu       sync.Mutex
 	closed   bool
@@ -123,9 +125,19 @@ type hooks struct {
 	// transaction with the server pid holding it and the round trip's number
 	// (1 = the one that carried BEGIN).
 	afterRoundTrip func(pid uint32, n int)
+	// listening is called each time a work listener's LISTEN succeeds, with
+	// the server pid of its connection, before it sends the value a
+	// reconnection owes.
+	listening func(pid uint32)
+	// heard is called with the payload of each notification a work
+	// listener receives, before it sends its value.
+	heard func(payload string)
 }
 
-var _ backend.Backend = (*Backend)(nil)
+var (
+	_ backend.Backend      = (*Backend)(nil)
+	_ backend.WorkListener = (*Backend)(nil)
+)
 
 // Open connects to the database at dsn (a pgx connection string; pool
 // settings such as pool_max_conns are honoured), creates or migrates the
@@ -203,6 +215,7 @@ func open(ctx context.Context, pool *pgxpool.Pool, own bool, cfg config) (*Backe
 		q:       buildQueries(quoteIdent(cfg.schema), cfg.manyRowsFrom),
 		cfg:     cfg,
 		version: version,
+		channel: workChannel(cfg.schema),
 	}
 	sync := "on"
 	if cfg.relaxed {

@@ -178,11 +178,31 @@
 // sequential scan takes a relation-wide predicate lock that would turn every
 // concurrent write to that table into a serialization failure.
 //
+// # Wake-ups
+//
+// The adapter implements the optional wake-up capability of the backend
+// contract. A transaction the workflow layer signals (backend.WorkSignaler:
+// a run created, an activation added, an observation applied, ...) sends
+// pg_notify on the store's channel, with an empty payload, in the commit's
+// own round trip, right after COMMIT in a short transaction of its own
+// (asynchronous commit), which the server runs only if COMMIT succeeded:
+// a NOTIFY inside the transaction would hold the server's database-wide
+// notify lock through the commit's WAL flush and so serialize every
+// signalled commit.
+// Backend.ListenWork (backend.WorkListener) runs LISTEN on one dedicated
+// connection and hears those commits from every process on the same
+// schema. The channel is per store: "wfstore_work_" and the schema name
+// (hashed when too long), so two schemas in one database never wake each
+// other. A listener that loses its connection reconnects with backoff and
+// then wakes its receiver once, in case it missed a commit meanwhile. A
+// runner over this adapter therefore wakes as soon as another process adds
+// work, where over the other adapters it finds it at its next poll.
+//
 // # PostgreSQL-specific features
 //
 // The adapter avoids PostgreSQL-only features on the path to correctness
-// (no LISTEN/NOTIFY, no advisory-lock-only correctness, no triggers, no
-// stored procedures). What it does use, for a port to CockroachDB or
+// (LISTEN/NOTIFY only for wake-ups, which polling backs up; no
+// advisory-lock-only correctness, no triggers, no stored procedures). What it does use, for a port to CockroachDB or
 // YugabyteDB (neither can be tested here):
 //
 //   - SERIALIZABLE is PostgreSQL's SSI; CockroachDB runs SERIALIZABLE
@@ -215,4 +235,7 @@
 //   - Transactional DDL in migrations (CockroachDB runs schema changes
 //     asynchronously and would need one statement per transaction).
 //   - SHOW server_version for Info.
+//   - LISTEN and pg_notify for wake-ups (CockroachDB has neither; an
+//     engine without them drops SignalWork and ListenWork, and runners
+//     poll).
 package postgres

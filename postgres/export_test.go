@@ -21,6 +21,17 @@ const SmallSlice = smallSlice
 // SetAfterRoundTrip installs the round-trip hook (call before using b).
 func (b *Backend) SetAfterRoundTrip(h func(pid uint32, n int)) { b.hooks.afterRoundTrip = h }
 
+// SetListening installs the hook called with the server pid of each
+// connection a work listener has run LISTEN on (call before using b).
+func (b *Backend) SetListening(h func(pid uint32)) { b.hooks.listening = h }
+
+// SetHeard installs the hook called with the payload of each notification
+// a work listener receives (call before using b).
+func (b *Backend) SetHeard(h func(payload string)) { b.hooks.heard = h }
+
+// WorkChannel returns the LISTEN/NOTIFY channel of the store in schema.
+var WorkChannel = workChannel
+
 // Stats is a snapshot of the re-run counters.
 type Stats struct {
 	Updates, Runs, Serialization, Deadlock, ConnLost, Exhausted, MaxRuns int64

@@ -139,12 +139,16 @@ type txn struct {
 	done      bool    // fn returned; further use fails
 	rts       int     // round trips so far
 	pending   []write // writes Apply queued, not yet sent (see Apply)
+	signal    bool    // SignalWork was called: a NOTIFY follows COMMIT
 	broken    error   // the server transaction is aborted or the connection is gone
 	retryErr  error   // a transient failure: this run must be rolled back and re-run
 	retryKind string
 }
 
-var _ backend.Tx = (*txn)(nil)
+var (
+	_ backend.Tx           = (*txn)(nil)
+	_ backend.WorkSignaler = (*txn)(nil)
+)
 
 // run executes fn and ends the transaction. retry reports a transient
 // failure after which fn may run again; whether ctx still allows it is
@@ -173,10 +177,24 @@ func (t *txn) run(fn func(*txn) error) (retry bool, err error) {
 	case t.broken != nil:
 		t.rollback()
 		return false, fmt.Errorf("postgres: transaction rolled back: fn returned nil after a call failed: %w", t.broken)
-	case !t.began && len(t.pending) == 0:
+	case !t.began && len(t.pending) == 0 && !t.signal:
 		return false, nil
 	}
 	return t.commit()
+}
+
+// SignalWork implements backend.WorkSignaler: the commit batch carries,
+// after COMMIT and in the same round trip, a notification on the store's
+// channel (see queueNotify and ListenWork), which the server runs only if
+// COMMIT succeeded. It is sent once however often SignalWork was called; a
+// re-run of fn is a new txn, unsignalled. A read-only transaction ignores
+// it.
+func (t *txn) SignalWork() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if !t.readOnly && !t.done {
+		t.signal = true
+	}
 }
 
 func (t *txn) finish() {
@@ -186,7 +204,8 @@ func (t *txn) finish() {
 }
 
 // commit ends the transaction in one round trip: BEGIN and the settings
-// when nothing was sent yet, the deferred writes, then COMMIT, in one batch.
+// when nothing was sent yet, the deferred writes, then COMMIT, and after it
+// the work signal when fn gave one (SignalWork, queueNotify), in one batch.
 // A read-only fn (or a View) pays for the COMMIT alone: under SERIALIZABLE
 // what fn read is only known to be consistent once COMMIT succeeds.
 //
@@ -216,6 +235,9 @@ func (t *txn) commit() (retry bool, err error) {
 	prefix := t.queueBegin(batch)
 	queueWrites(batch, writes)
 	batch.Queue("COMMIT")
+	if t.signal {
+		queueNotify(batch, t.b.channel)
+	}
 	br := t.conn.SendBatch(t.ctx, batch)
 	var tag pgconn.CommandTag
 	var raw error // the server's or connection's error, before mapping

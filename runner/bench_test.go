@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/wfstore/wfstore/internal/pgtest"
 	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -44,14 +45,25 @@ func benchStore(b *testing.B) *workflow.Store {
 // owner's Dispatch of that activation, with the runner idle in between (the
 // default poll interval: 50ms doubling to 2s). notify adds through the
 // runner's own Store, which wakes it; poll adds through another Store on
-// the same database, which the runner finds only when it polls.
+// the same SQLite database, which the runner finds only when it polls;
+// listen adds through another Backend on the same PostgreSQL schema (as
+// another process would), whose commit's NOTIFY wakes the runner (skipped
+// without a PostgreSQL server, see internal/pgtest).
 func BenchmarkWakeLatency(b *testing.B) {
-	for _, mode := range []string{"notify", "poll"} {
+	for _, mode := range []string{"notify", "poll", "listen"} {
 		b.Run(mode, func(b *testing.B) {
-			s := benchStore(b)
-			adder := s
-			if mode == "poll" {
+			var s, adder *workflow.Store
+			switch mode {
+			case "notify":
+				s = benchStore(b)
+				adder = s
+			case "poll":
+				s = benchStore(b)
 				adder = workflow.New(s.Backend())
+			case "listen":
+				dsn, schema := pgtest.Schema(b)
+				s = workflow.New(openPostgres(b, dsn, schema))
+				adder = workflow.New(openPostgres(b, dsn, schema))
 			}
 			o := signalOwner{got: make(chan string, 1)}
 			ctx, cancel := context.WithCancel(context.Background())

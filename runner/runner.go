@@ -22,12 +22,23 @@
 // identity (the owner dedupes), and an ambiguous mutating one is marked
 // repair_required unless the ReceiptLookup already holds its receipt; the
 // receipt its owner call returns later admits it again (a late receipt),
-// at once when the other runner persists it, or at a later start. A pass that did work is followed at once by the next; after an
+// at once when the other runner persists it, or at a later start.
+//
+// Waking: a pass that did work is followed at once by the next; after an
 // idle one the runner waits until the earliest of the next due retry and
 // an idle backoff (WithPollInterval, with jitter) that doubles while
-// nothing happens and resets on work. Work added through the same Store
-// (workflow.Store.WorkArrived) wakes it at once; work added by other
-// processes is found by polling.
+// nothing happens and resets on work, unless work arrives first. For the
+// whole of Run it listens (workflow.Store.ListenWork): work added through
+// the same Store (a run, an activation or fan-out, an observation, a
+// retry scheduled or requeued, a run resumed, an allowance raised) wakes
+// it at once on every backend. On PostgreSQL, the same arrivals through
+// any other Store or process on the same schema wake it at once too: the
+// committing transaction sends a NOTIFY that the runner's listener (one
+// extra connection per runner) hears; a listener that lost its connection
+// reconnects and then wakes the runner once. On the other backends, and
+// where listening cannot start, work added by other processes is found at
+// the next poll. Polling goes on everywhere as the fallback (behind a
+// pooler in transaction mode, for one, no notification arrives).
 //
 // Errors: a storage error that may heal (busy, serialization, a lost
 // connection), an owner error or an authority change of one run in an
@@ -239,11 +250,14 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 func (r *Runner) loop(ctx, work context.Context) error {
 	backoff := r.cfg.minPoll
 	recovered := false
+	lctx, stopListening := context.WithCancel(ctx)
+	defer stopListening()
+	wake := r.listen(lctx)
 	for {
 		if ctx.Err() != nil {
 			return nil
 		}
-		wake := r.store.WorkArrived()
+		wake.arm()
 		var progress bool
 		var err error
 		if !recovered {
@@ -281,7 +295,7 @@ func (r *Runner) loop(ctx, work context.Context) error {
 		t := r.cfg.clock.NewTimer(wait)
 		select {
 		case <-ctx.Done():
-		case <-wake:
+		case <-wake.c():
 			backoff = r.cfg.minPoll
 		case <-t.C():
 		}

@@ -223,11 +223,19 @@ func TestWakesOnInProcessAdd(t *testing.T) {
 	clock.nextTimer(t) // woke on the new run, found nothing, idles again
 	_, err = s.AddActivation(context.Background(), workflow.NewActivation{Key: key("late", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
 	require.NoError(t, err)
+	wokeFor(t, o, clock, key("late", "a"), "an in-process AddActivation")
+}
+
+// wokeFor waits (in real time, bounded) for the idle runner's owner to be
+// asked to dispatch k, with no fake time passed: what woke the runner was
+// the arrival of work, not its poll.
+func wokeFor(t *testing.T, o *testOwner, clock *fakeClock, k workflow.ActivationKey, what string) {
+	t.Helper()
 	select {
 	case p := <-o.entered:
-		assert.Equal(t, key("late", "a"), p.Activation.Key)
+		assert.Equal(t, k, p.Activation.Key)
 	case <-time.After(10 * time.Second):
-		t.Fatal("the runner did not wake on an in-process AddActivation")
+		t.Fatalf("the runner did not wake on %s", what)
 	}
 	assert.Equal(t, time.UnixMilli(1_700_000_000_000).UTC(), clock.Now(), "no time passed")
 }
@@ -516,8 +524,8 @@ func (mutatingOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan,
 }
 
 // Every in-process arrival the runner relies on closes the channel
-// WorkArrived returned before it: a run, an activation, a fan-out and an
-// applied observation (which may schedule a retry).
+// WorkArrived returned before it: a run, an activation, a fan-out, an
+// applied observation (which may schedule a retry) and a resumed run.
 func TestWorkArrivedClosesOnEveryArrival(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -559,4 +567,10 @@ func TestWorkArrivedClosesOnEveryArrival(t *testing.T) {
 	_, err = s.ApplyObservation(ctx, sum.Admitted[0].Identity, workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{}`)}, now)
 	require.NoError(t, err)
 	assert.True(t, closed(ch), "ApplyObservation")
+
+	ch = s.WorkArrived()
+	require.NoError(t, s.PauseRun(ctx, "r", nil, now))
+	assert.False(t, closed(ch), "pausing a run adds no work")
+	require.NoError(t, s.ResumeRun(ctx, "r", nil, now))
+	assert.True(t, closed(ch), "ResumeRun")
 }

@@ -172,13 +172,11 @@ func (s *Store) AddActivation(ctx context.Context, na NewActivation, now time.Ti
 		}
 		created = true
 		replace(w, run)
+		w.workArrives()
 		return nil
 	})
 	if errors.Is(err, errNoop) {
 		return false, nil
-	}
-	if created && err == nil {
-		s.work.notify()
 	}
 	return created, err
 }

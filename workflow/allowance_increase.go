@@ -78,6 +78,7 @@ func (s *Store) IncreaseAllowance(ctx context.Context, req AllowanceIncrease, no
 			return err
 		}
 		replace(w, run)
+		w.workArrives() // activations parked by exhaustion are discoverable again
 		if run.RootID != run.ID {
 			return nil
 		}

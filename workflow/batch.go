@@ -15,6 +15,8 @@ import (
 // state the decisions describe.
 type batch struct {
 	log []entry
+	// arrived: the transaction makes work available (see workArrives).
+	arrived bool
 }
 
 type writeOp uint8
@@ -50,6 +52,12 @@ type (
 func insert[R insertable](w *batch, r R)   { w.log = append(w.log, entry{opInsert, r}) }
 func replace[R replaceable](w *batch, r R) { w.log = append(w.log, entry{opReplace, r}) }
 func remove[R removable](w *batch, r R)    { w.log = append(w.log, entry{opDelete, r}) }
+
+// workArrives records that the transaction makes work available: once it
+// commits, in-process waiters (WorkArrived, ListenWork) are woken, and the
+// backend, when it can (backend.WorkSignaler), signals listeners in other
+// processes. A transaction that does not commit wakes no one.
+func (b *batch) workArrives() { b.arrived = true }
 
 // empty reports whether no write has been decided since the last apply.
 func (b *batch) empty() bool { return len(b.log) == 0 }

@@ -168,13 +168,11 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		run.UpdatedMS = at
 		replace(w, run)
 		created = true
+		w.workArrives()
 		return nil
 	})
 	if errors.Is(err, errNoop) {
 		return false, nil
-	}
-	if created && err == nil {
-		s.work.notify()
 	}
 	return created, err
 }

@@ -152,13 +152,11 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		var err error
 		res, err = applyObservation(ctx, tx, w, identity, obs, validObservation{output, detail, succ}, authorityCheck{}, at)
+		w.workArrives() // settling may add successors, schedule a retry, free capacity or leases
 		return err
 	})
 	if errors.Is(err, errNoop) {
 		return res, nil
-	}
-	if err == nil {
-		s.work.notify()
 	}
 	return res, err
 }

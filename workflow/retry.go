@@ -207,6 +207,7 @@ func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, key Activ
 			return errNoop
 		}
 		replace(w, run)
+		w.workArrives() // a runner learns when it falls due
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -531,6 +532,7 @@ func (s *Store) RetryFailedNode(ctx context.Context, key ActivationKey, failedAt
 	var out RetryRequeue
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		out, err = retryFailedNode(ctx, tx, w, k, failedAttempt, nil, at)
+		w.workArrives()
 		return err
 	})
 	return out, err

@@ -108,13 +108,11 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 		created = true
 		w.emit(&run, RunCreatedPayload{RunID: run.ID, Limits: limitsPayload(limits)}, at)
 		insert(w, run)
+		w.workArrives()
 		return nil
 	})
 	if errors.Is(err, errNoop) {
 		return false, nil
-	}
-	if created && err == nil {
-		s.work.notify()
 	}
 	return created, err
 }
@@ -199,6 +197,9 @@ func (s *Store) setRunGate(ctx context.Context, runID string, auth *backend.Auth
 		}
 		w.emit(&run, ev, at)
 		replace(w, run)
+		if !pause {
+			w.workArrives() // its pending activations are admissible again
+		}
 		return nil
 	})
 	if errors.Is(err, errNoop) {

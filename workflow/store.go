@@ -48,17 +48,29 @@ func New(b backend.Backend, opts ...Option) *Store {
 func (s *Store) Backend() backend.Backend { return s.b }
 
 // update runs fn in a backend Update with a fresh write batch that is
-// applied when fn returns nil.
+// applied when fn returns nil. When the run of fn that commits said that
+// work arrives (batch.workArrives), the transaction signals it to the
+// backend's listeners and, after the commit, to in-process waiters.
 func (s *Store) update(ctx context.Context, fn func(tx backend.Tx, w *batch) error) error {
-	return s.timed(ctx, true, func() error {
+	arrived := false
+	err := s.timed(ctx, true, func() error {
 		return s.b.Update(ctx, func(tx backend.Tx) error {
+			arrived = false // a re-run decides afresh
 			w := &batch{}
 			if err := fn(tx, w); err != nil {
 				return err
 			}
+			if w.arrived {
+				signalWork(tx)
+			}
+			arrived = w.arrived
 			return w.apply(ctx, tx)
 		})
 	})
+	if err == nil && arrived {
+		s.work.notify()
+	}
+	return err
 }
 
 func (s *Store) view(ctx context.Context, fn func(r backend.ReadTx) error) error {
