@@ -36,8 +36,10 @@ type Discrepancy struct {
 	Problem string // what is wrong
 }
 
+// String renders d on one line: bucket (kind or index), decoded key,
+// problem.
 func (d Discrepancy) String() string {
-	return fmt.Sprintf("%s %s: %s", d.Bucket, d.KeyText, d.Problem)
+	return kvlayout.Discrepancy{Space: d.Bucket, KeyText: d.KeyText, Problem: d.Problem}.String()
 }
 
 // VerifyError lists every discrepancy Verify found.

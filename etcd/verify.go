@@ -31,9 +31,8 @@ type Discrepancy struct {
 	Problem string // what is wrong
 }
 
-func (d Discrepancy) String() string {
-	return fmt.Sprintf("%s %s: %s", d.Space, d.KeyText, d.Problem)
-}
+// String renders d on one line: space, decoded key, problem.
+func (d Discrepancy) String() string { return kvlayout.Discrepancy(d).String() }
 
 // VerifyError lists every discrepancy Verify found.
 type VerifyError struct {
