@@ -9,7 +9,8 @@
 // checks) is internal/kvlayout's, shared with the bolt adapter, in its flat
 // form. Each file here holds one concept:
 //
-//	layout.go   the key spaces under the prefix; kvlayout's reads and writes
+//	layout.go   the key spaces under the prefix
+//	store.go    the transaction as kvlayout's Store: batched reads, buffered writes
 //	open.go     Dial, Open, options, the meta keys
 //	backend.go  Backend: View, Update, Close, Capabilities, Info, Stats
 //	tx.go       the transaction: snapshot reads, read set, write buffer
