@@ -145,13 +145,15 @@ func TestApplyExpect(t *testing.T) {
 	// A stored value whose bytes differ from the record's encoding but
 	// which decodes to the same record (here an overlong varint, which the
 	// codec never writes) is the expected record.
-	v := encodeRun(run)
-	require.Equal(t, []byte{tagRun, 1, 'r', 1, 'r'}, v[:5], "ID and RootID")
+	v := layout.Run.Encode(run)
+	require.Equal(t, []byte{1, 1, 'r', 1, 'r'}, v[:5], "the run tag, ID and RootID")
 	odd := append(append(append([]byte(nil), v[:3]...), 0x81, 0x00), v[4:]...) // RootID's length 1 as two bytes
-	got, err := decodeRun(odd)
+	got, err := layout.Run.Decode(odd)
 	require.NoError(t, err)
 	require.Equal(t, run, got)
-	damage(t, b, func(tx *bbolt.Tx) error { return putAt(tx, &kindRun.space, kindRun.stored(runKey("r")), odd) })
+	damage(t, b, func(tx *bbolt.Tx) error {
+		return putAt(tx, &layout.Run.Space, layout.Run.Stored(layout.Run.Key("r")), odd)
+	})
 	apply(t, b, backend.Changes{Expect: backend.Expected{Runs: []backend.Run{run}}})
 	require.ErrorIs(t, applyErr(b, backend.Changes{Expect: backend.Expected{Runs: []backend.Run{deeper}}}), backend.ErrChanged)
 	require.NoError(t, b.Verify(ctx))

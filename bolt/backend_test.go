@@ -227,7 +227,7 @@ func TestOpenDBWithCallersHandle(t *testing.T) {
 	require.ErrorIs(t, b.Update(ctx, func(backend.Tx) error { return nil }), backend.ErrClosed)
 	// The caller's handle is still open and holds the store.
 	require.NoError(t, db.View(func(tx *bbolt.Tx) error {
-		bk, k, err := locate(tx, &kindRun.space, kindRun.stored(runKey("r")), false)
+		bk, k, err := locate(tx, &layout.Run.Space, layout.Run.Stored(layout.Run.Key("r")), false)
 		require.NoError(t, err)
 		require.NotNil(t, bk.Get(k))
 		return nil

@@ -2,9 +2,7 @@ package bolt
 
 import (
 	"context"
-	"encoding/json"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -12,77 +10,6 @@ import (
 
 	"github.com/wfstore/wfstore/backend"
 )
-
-// Value encoding: the compact binary form against encoding/json, for an
-// Attempt with a 1 KiB intent. Measured on the project machine (2 vCPU AMD
-// EPYC, load average ~4.6 from other work, so absolute times are noisy;
-// go test -bench Value -benchmem -count 3 ./bolt/, Go 1.26), ranges over
-// three runs:
-//
-//	BenchmarkValueEncode/binary   1.2–1.8 µs/op  1 alloc    1256-byte value
-//	BenchmarkValueEncode/json     4.5–6.0 µs/op  2 allocs   1825-byte value
-//	BenchmarkValueDecode/binary   1.6–1.9 µs/op  10 allocs
-//	BenchmarkValueDecode/json     20–22 µs/op    18 allocs
-//
-// JSON base64-encodes []byte fields (the intent grows by a third) and
-// matches field names on every read, so the binary form is about 3–4×
-// faster to encode, about 11× faster to decode and 31% smaller; see doc.go.
-func benchAttempt() backend.Attempt {
-	a := attempt(attKey("run-0123456789", "node-charge-card", "activation-0001", 1), "run-0123456789/node-charge-card/activation-0001/1", backend.AttemptAdmitted, 1_700_000_000_000)
-	a.Intent = []byte(`{"payload":"` + strings.Repeat("x", 1024-14) + `"}`)
-	a.IntentChecksum = "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	a.Receipt = []byte(`{"receipt":"r-1"}`)
-	a.AdmittedMS = 1_700_000_000_100
-	return a
-}
-
-func BenchmarkValueEncode(b *testing.B) {
-	a := benchAttempt()
-	b.Run("binary", func(b *testing.B) {
-		b.ReportAllocs()
-		var n int
-		for b.Loop() {
-			n = len(encodeAttempt(a))
-		}
-		b.ReportMetric(float64(n), "value-bytes")
-	})
-	b.Run("json", func(b *testing.B) {
-		b.ReportAllocs()
-		var n int
-		for b.Loop() {
-			v, err := json.Marshal(a)
-			if err != nil {
-				b.Fatal(err)
-			}
-			n = len(v)
-		}
-		b.ReportMetric(float64(n), "value-bytes")
-	})
-}
-
-func BenchmarkValueDecode(b *testing.B) {
-	a := benchAttempt()
-	bin := encodeAttempt(a)
-	js, err := json.Marshal(a)
-	require.NoError(b, err)
-	b.Run("binary", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := decodeAttempt(bin); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-	b.Run("json", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			var got backend.Attempt
-			if err := json.Unmarshal(js, &got); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
-}
 
 // An Update that writes nothing, durable mode: bbolt's Commit writes a
 // meta page and freelist and fsyncs even with no dirty pages; Backend.Update

@@ -3,13 +3,12 @@
 // that proves them.
 //
 // It is meant to be read by whoever writes the next key-value adapter.
-// Each file holds one concept:
+// The key layout (key codec, values, record kinds, index entries, how a
+// Changes becomes key writes, which range each scan reads, what Verify
+// checks) is internal/kvlayout's, shared with the etcd adapter; this
+// package holds the bbolt side. Each file holds one concept:
 //
-//	codec.go    order-preserving key codec (tuples → bytes)
-//	value.go    record value encoding primitives
-//	records.go  each record kind's primary key and value
-//	layout.go   the buckets, the key spaces in them, the record kinds
-//	indexes.go  the index definitions: one key range per scan
+//	layout.go   the buckets, where kvlayout's spaces live in them (locate)
 //	meta.go     the meta bucket: store marker and schema version
 //	open.go     Open, OpenDB and their options
 //	backend.go  Backend: View, Update, Close, Capabilities, Info
@@ -17,8 +16,8 @@
 //	tx.go       the transaction types
 //	load.go     ReadTx.Load
 //	scans.go    the ordered, bounded scans of ReadTx
-//	apply.go    Tx.Apply: the Changes slices in order, index maintenance
-//	verify.go   Backend.Verify
+//	apply.go    Tx.Apply: kvlayout's Apply through tx's Put and Delete
+//	verify.go   Backend.Verify: the buckets, and kvlayout's Verifier
 //
 // # Layout
 //
@@ -34,8 +33,8 @@
 // entry per index, written and deleted in the same transaction as the
 // record. An index key ends with the primary key parts it does not already
 // hold, so it names its record. The code handles a per-run key as one
-// "stored key", run part | tag | rest (layout.go); locate splits it into
-// the run's bucket and the key in it.
+// "stored key", run part | tag | rest (kvlayout's per-run spaces); locate
+// (layout.go) splits it into the run's bucket and the key in it.
 //
 // Why: bbolt rewrites every page on the path from a tree's root to each
 // leaf a commit touches. With a bucket per kind (schema 1) an admission
@@ -97,9 +96,9 @@
 //
 // # Writes
 //
-// Tx.Apply (apply.go) takes the slices of a backend.Changes in the fixed
-// order the contract gives: expects, deletes, inserts, replaces, each
-// slice in slice order. Each record kind is a typed table (layout.go:
+// Tx.Apply (kvlayout's apply.go) takes the slices of a backend.Changes in
+// the fixed order the contract gives: expects, deletes, inserts, replaces,
+// each slice in slice order. Each record kind is a typed table (kvlayout:
 // key, codec and indexes of one Go record type), and each slice is one
 // generic pass over its table: the slice's type names the kind and the
 // call names the operation, so no code inspects a record's type and an
@@ -117,19 +116,19 @@
 //
 // # Key codec
 //
-// Keys are tuples encoded so that bytewise order is tuple order (codec.go):
-// unsigned integers fixed-width big-endian; int64 times with the sign bit
-// flipped, big-endian; strings with 0x00 escaped as 0x00 0xFF and ended by
+// Keys are tuples encoded so that bytewise order is tuple order (kvlayout's
+// codec.go): unsigned integers fixed-width big-endian; int64 times with the
+// sign bit flipped, big-endian; strings with 0x00 escaped as 0x00 0xFF and ended by
 // 0x00 0x01. A string part is therefore self-delimiting and no key of a
 // bucket is a prefix of another, for any bytes at all, not only valid ids.
 // Strings compare bytewise, as the contract requires.
 //
 // # Values
 //
-// Values use a compact binary encoding (value.go, records.go): a kind tag
+// Values use a compact binary encoding (kvlayout's value.go, records.go): a kind tag
 // byte, then the fields in a fixed order as varints and length-prefixed
 // bytes, with nil and empty kept apart. It was chosen over encoding/json by
-// measurement (bench_test.go, an Attempt with a 1 KiB intent): JSON
+// measurement (kvlayout's bench_test.go, an Attempt with a 1 KiB intent): JSON
 // base64-encodes the []byte fields, so its values were 31% larger (1825 vs
 // 1256 bytes), 3–4× slower to encode and about 11× slower to decode.
 // Values carry their key fields too, so a value decodes on its own and

@@ -8,6 +8,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/kvlayout"
 )
 
 // This file is the meta bucket: what marks a bbolt file as a wfstore store,
@@ -94,23 +95,23 @@ func inspect(tx *bbolt.Tx) (storeState, error) {
 func migrate(tx *bbolt.Tx) error {
 	top, ix := tx.Bucket(bucketRuns), tx.Bucket(bucketIndex)
 	ix.FillPercent = fillPercent
-	recKey := []byte{kindRun.tag}
+	recKey := []byte{layout.Run.Tag}
 	err := top.ForEachBucket(func(name []byte) error {
 		raw := top.Bucket(name).Get(recKey)
 		if raw == nil {
 			return nil // the run's other records exist, its record does not
 		}
-		run, err := decodeRun(raw)
+		run, err := layout.Run.Decode(raw)
 		if err != nil {
 			return fmt.Errorf("bolt: migrate run bucket %x: %w", name, err)
 		}
-		e, _ := ixRunStatus.entry(run)
-		return ix.Put(ixRunStatus.stored(e), []byte{})
+		e, _ := layout.RunStatus.Entry(run)
+		return ix.Put(layout.RunStatus.Stored(e), []byte{})
 	})
 	if err != nil {
 		return err
 	}
-	if err := tx.Bucket(bucketMeta).Put(metaVersion, key(nil).u64(SchemaVersion)); err != nil {
+	if err := tx.Bucket(bucketMeta).Put(metaVersion, kvlayout.Key(nil).U64(SchemaVersion)); err != nil {
 		return fmt.Errorf("bolt: write meta: %w", err)
 	}
 	return nil
@@ -127,7 +128,7 @@ func create(tx *bbolt.Tx) error {
 	if err := meta.Put(metaStore, storeMarker); err != nil {
 		return fmt.Errorf("bolt: write meta: %w", err)
 	}
-	if err := meta.Put(metaVersion, key(nil).u64(SchemaVersion)); err != nil {
+	if err := meta.Put(metaVersion, kvlayout.Key(nil).U64(SchemaVersion)); err != nil {
 		return fmt.Errorf("bolt: write meta: %w", err)
 	}
 	return nil

@@ -16,6 +16,7 @@ import (
 	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/kvlayout"
 )
 
 func fileSum(t *testing.T, path string) [32]byte {
@@ -69,7 +70,7 @@ func TestOpenRefusesUnknownVersionWithoutWriting(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, b.Close())
 	rawBolt(t, path, func(tx *bbolt.Tx) error {
-		return tx.Bucket(bucketMeta).Put(metaVersion, key(nil).u64(SchemaVersion+1))
+		return tx.Bucket(bucketMeta).Put(metaVersion, kvlayout.Key(nil).U64(SchemaVersion+1))
 	})
 	before := fileSum(t, path)
 
@@ -99,7 +100,7 @@ func TestOpenRefusesForeignFilesWithoutWriting(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				return m.Put([]byte("version"), key(nil).u64(1))
+				return m.Put([]byte("version"), kvlayout.Key(nil).U64(1))
 			})
 		},
 		"top-level key": func(path string) {

@@ -128,19 +128,3 @@ func TestRoundTripNilAndEmpty(t *testing.T) {
 		require.Equal(t, zeroRun, f.Runs[""])
 	})
 }
-
-// Every value decodes only as its own kind, and damage is an error.
-func TestValueDecodeRejectsDamage(t *testing.T) {
-	t.Parallel()
-	_, _, act, _, att, _, _, _ := fullRecords("x", []byte(`{}`))
-	v := encodeAttempt(att)
-	_, err := decodeActivation(v)
-	require.ErrorIs(t, err, errMalformedValue)
-	_, err = decodeAttempt(v[:len(v)-1])
-	require.ErrorIs(t, err, errMalformedValue)
-	_, err = decodeAttempt(append(v, 0))
-	require.ErrorIs(t, err, errMalformedValue)
-	got, err := decodeActivation(encodeActivation(act))
-	require.NoError(t, err)
-	require.Equal(t, act, got)
-}

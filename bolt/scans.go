@@ -4,16 +4,16 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 
 	"go.etcd.io/bbolt"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/kvlayout"
 )
 
 // This file holds the ordered, bounded scans of ReadTx. Each one is a range
-// [from, until) of one bucket: an index, or a primary bucket whose key order
-// is the scan's order. A scan visits exactly the entries it returns (plus,
+// [from, until) of one space (kvlayout's scans.go says which): an index, or
+// a record kind whose key order is the scan's order. A scan visits exactly the entries it returns (plus,
 // for DueSchedules, none: its bound is a key too), so its cost is its limit,
 // not the size of the store. Limit <= 0 returns nothing.
 
@@ -69,15 +69,15 @@ func (t *readTx) scanDesc(bk *bbolt.Bucket, from, until []byte, visit func(k, v 
 	return nil
 }
 
-// recordScan returns up to limit records of tb's kind stored in [sfrom,
-// suntil) (stored keys, from tb.runSpan).
-func recordScan[K comparable, R any](t *readTx, tb *table[K, R], sfrom, suntil []byte, limit int) ([]R, error) {
+// recordScan returns up to limit records of tb's kind stored in the range
+// of sc.
+func recordScan[K comparable, R any](t *readTx, tb *kvlayout.Table[K, R], sc kvlayout.Scan, limit int) ([]R, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	var out []R
-	err := t.scanSpace(&tb.space, sfrom, suntil, func(_, v []byte) (bool, error) {
-		rec, err := tb.decode(v)
+	err := t.scanSpaceDir(&tb.Space, sc.From, sc.Until, sc.Desc, func(_, v []byte) (bool, error) {
+		rec, err := tb.Decode(v)
 		if err != nil {
 			return false, err
 		}
@@ -88,25 +88,14 @@ func recordScan[K comparable, R any](t *readTx, tb *table[K, R], sfrom, suntil [
 }
 
 // indexScan returns up to limit records named by the entries of ix stored
-// in [sfrom, suntil) (from ix.span or ix.runSpan), reading each record
-// from tb, the table ix indexes.
-func indexScan[K comparable, R any](t *readTx, ix *indexOf[R], tb *table[K, R], sfrom, suntil []byte, limit int) ([]R, error) {
-	return indexScanDir(t, ix, tb, sfrom, suntil, false, limit)
-}
-
-// indexScanDir is indexScan in ascending or (desc) descending key order.
-func indexScanDir[K comparable, R any](t *readTx, ix *indexOf[R], tb *table[K, R], sfrom, suntil []byte, desc bool, limit int) ([]R, error) {
+// in the range of sc, reading each record from tb, the table ix indexes.
+func indexScan[K comparable, R any](ctx context.Context, t *readTx, ix *kvlayout.IndexOf[R], tb *kvlayout.Table[K, R], sc kvlayout.Scan, limit int) ([]R, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
 	var out []R
-	err := t.scanSpaceDir(&ix.space, sfrom, suntil, desc, func(sk, _ []byte) (bool, error) {
-		ik, _ := ix.unstored(sk)
-		pk, err := ix.primary(ik)
-		if err != nil {
-			return false, fmt.Errorf("bolt: index %s: %w", ix.name, err)
-		}
-		rec, err := getRecord(t, tb, pk)
+	err := t.scanSpaceDir(&ix.Space, sc.From, sc.Until, sc.Desc, func(sk, _ []byte) (bool, error) {
+		rec, err := tb.NamedBy(ctx, t, ix.Index, sk)
 		if err != nil {
 			return false, err
 		}
@@ -116,98 +105,30 @@ func indexScanDir[K comparable, R any](t *readTx, ix *indexOf[R], tb *table[K, R
 	return out, err
 }
 
-// clone copies k, so that appending to the copy cannot write into k's
-// spare capacity.
-func (k key) clone() key { return append(key(nil), k...) }
-
-// later returns the larger of two range starts.
-func later(a, b []byte) []byte {
-	if bytes.Compare(a, b) > 0 {
-		return a
-	}
-	return b
-}
-
 // AdmissibleActivations scans the pending index: global key order, or one
 // run's prefix of it.
 func (t *readTx) AdmissibleActivations(ctx context.Context, q backend.AdmissibleQuery) ([]backend.Activation, error) {
 	if err := t.check(ctx, "admissible activations"); err != nil {
 		return nil, err
 	}
-	var from, until key
-	if q.RunID != "" {
-		from = key(nil).str(q.RunID)
-		until = prefixEnd(from)
-	}
-	switch {
-	case q.AfterRun:
-		from = later(from, prefixEnd(key(nil).str(q.After.RunID)))
-	case q.After != backend.ActivationKey{}:
-		from = later(from, prefixEnd(activationKey(q.After)))
-	}
-	sfrom, suntil := ixPending.span(from, until)
-	return indexScan(t, ixPending, kindActivation, sfrom, suntil, q.Limit)
+	return indexScan(ctx, t, layout.Pending, layout.Activation, layout.AdmissibleScan(q), q.Limit)
 }
 
-// Activations scans one run's prefix of the activation bucket.
+// Activations scans one run's range of the activation space.
 func (t *readTx) Activations(ctx context.Context, q backend.ActivationQuery) ([]backend.Activation, error) {
 	if err := t.check(ctx, "activations"); err != nil {
 		return nil, err
 	}
-	prefix := key(nil).str(q.RunID)
-	from := prefix
-	if q.After != (backend.NodeRef{}) {
-		from = prefixEnd(prefix.clone().str(q.After.NodeID).str(q.After.ActivationID))
-	}
-	sfrom, suntil := kindActivation.runSpan(q.RunID, from, nil)
-	return recordScan(t, kindActivation, sfrom, suntil, q.Limit)
+	return recordScan(t, layout.Activation, layout.ActivationScan(q), q.Limit)
 }
 
-// Attempts scans the attempt index that matches the query's filters; each
-// is ordered by (prepared_ms, identity) after its filter parts.
+// Attempts scans the attempt index that matches the query's filters.
 func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backend.Attempt, error) {
 	if err := t.check(ctx, "attempts"); err != nil {
 		return nil, err
 	}
-	var ix *indexOf[backend.Attempt]
-	var prefix key
-	switch {
-	case q.RunID != "" && q.Status != "":
-		ix, prefix = ixAttemptRunStatus, key(nil).str(q.RunID).str(string(q.Status))
-	case q.RunID != "":
-		ix, prefix = ixAttemptRun, key(nil).str(q.RunID)
-	case q.Status != "":
-		ix, prefix = ixAttemptStatus, key(nil).str(string(q.Status))
-	default:
-		ix = ixAttemptPrepared
-	}
-	// The filter's whole range is [prefix, end); a cursor (any but the
-	// zero one) cuts it after its position (ascending) or before it
-	// (descending). An index entry
-	// extends its (prepared_ms, identity) part, so the cursor's own
-	// entries sort at or after that part and before its prefixEnd.
-	from := []byte(prefix)
-	var end []byte // nil: the end of the run or the space
-	if q.RunID == "" || q.Status != "" {
-		if len(prefix) > 0 {
-			end = prefixEnd(prefix)
-		}
-	}
-	if q.After != (backend.AttemptCursor{}) {
-		at := prefix.clone().i64(q.After.PreparedMS).str(q.After.Identity)
-		if q.Descending {
-			end = at
-		} else {
-			from = prefixEnd(at)
-		}
-	}
-	var sfrom, suntil []byte
-	if q.RunID != "" {
-		sfrom, suntil = ix.runSpan(q.RunID, from, end)
-	} else {
-		sfrom, suntil = ix.span(from, end)
-	}
-	return indexScanDir(t, ix, kindAttempt, sfrom, suntil, q.Descending, q.Limit)
+	ix, sc := layout.AttemptScan(q)
+	return indexScan(ctx, t, ix, layout.Attempt, sc, q.Limit)
 }
 
 // CountAttempts counts keys of the run's range of the attempt space, up
@@ -219,53 +140,38 @@ func (t *readTx) CountAttempts(ctx context.Context, q backend.AttemptCountQuery)
 	if q.Limit <= 0 {
 		return 0, nil
 	}
-	sfrom, suntil := kindAttempt.runSpan(q.RunID, nil, nil)
+	sc := layout.AttemptCountScan(q)
 	n := 0
-	err := t.scanSpace(&kindAttempt.space, sfrom, suntil, func(_, _ []byte) (bool, error) {
+	err := t.scanSpace(&layout.Attempt.Space, sc.From, sc.Until, func(_, _ []byte) (bool, error) {
 		n++
 		return n < q.Limit, nil
 	})
 	return n, err
 }
 
-// ChildRuns scans one root's prefix of the link index.
+// ChildRuns scans one root's range of the link index.
 func (t *readTx) ChildRuns(ctx context.Context, q backend.ChildRunQuery) ([]backend.RunLink, error) {
 	if err := t.check(ctx, "child runs"); err != nil {
 		return nil, err
 	}
-	prefix := key(nil).str(q.RootRunID)
-	from := prefix
-	if q.After != (backend.ChildRunCursor{}) {
-		from = prefixEnd(prefix.clone().i64(q.After.CreatedMS).str(q.After.ChildRunID))
-	}
-	sfrom, suntil := ixLinkRoot.runSpan(q.RootRunID, from, nil)
-	return indexScan(t, ixLinkRoot, kindLink, sfrom, suntil, q.Limit)
+	return indexScan(ctx, t, layout.LinkRoot, layout.Link, layout.ChildRunScan(q), q.Limit)
 }
 
-// DueSchedules scans one run's prefix of the schedule index up to the
+// DueSchedules scans one run's range of the schedule index up to the
 // first entry due after q.DueBy.
 func (t *readTx) DueSchedules(ctx context.Context, q backend.ScheduleQuery) ([]backend.RetrySchedule, error) {
 	if err := t.check(ctx, "due schedules"); err != nil {
 		return nil, err
 	}
-	prefix := key(nil).str(q.RunID)
-	until := prefixEnd(prefix.clone().i64(q.DueBy)) // past every due_ms <= DueBy
-	sfrom, suntil := ixScheduleDue.runSpan(q.RunID, prefix, until)
-	return indexScan(t, ixScheduleDue, kindSchedule, sfrom, suntil, q.Limit)
+	return indexScan(ctx, t, layout.ScheduleDue, layout.Schedule, layout.DueScan(q), q.Limit)
 }
 
-// Events scans one run's range of the event space, whose keys are
-// (run, seq).
+// Events scans one run's range of the event space.
 func (t *readTx) Events(ctx context.Context, q backend.EventQuery) ([]backend.Event, error) {
 	if err := t.check(ctx, "events"); err != nil {
 		return nil, err
 	}
-	from := key(nil).str(q.RunID)
-	if q.After != 0 {
-		from = prefixEnd(from.i64(q.After))
-	}
-	sfrom, suntil := kindEvent.runSpan(q.RunID, from, nil)
-	return recordScan(t, kindEvent, sfrom, suntil, q.Limit)
+	return recordScan(t, layout.Event, layout.EventScan(q), q.Limit)
 }
 
 // Leases scans one run's range of the active-lease index, or with
@@ -274,18 +180,11 @@ func (t *readTx) Leases(ctx context.Context, q backend.LeaseQuery) ([]backend.Le
 	if err := t.check(ctx, "leases"); err != nil {
 		return nil, err
 	}
-	prefix := key(nil).str(q.RunID)
-	from := []byte(prefix)
-	if q.After != (backend.LeaseKey{}) {
-		from = later(from, prefixEnd(leaseKey(q.After)))
+	ix, sc := layout.LeaseScan(q)
+	if ix == nil {
+		return recordScan(t, layout.Lease, sc, q.Limit)
 	}
-	if q.IncludeReleased {
-		// The lease space's key order is LeaseKey order.
-		sfrom, suntil := kindLease.runSpan(q.RunID, from, nil)
-		return recordScan(t, kindLease, sfrom, suntil, q.Limit)
-	}
-	sfrom, suntil := ixLeaseActive.runSpan(q.RunID, from, nil)
-	return indexScan(t, ixLeaseActive, kindLease, sfrom, suntil, q.Limit)
+	return indexScan(ctx, t, ix, layout.Lease, sc, q.Limit)
 }
 
 // Runs walks the run buckets of bucketRuns, named by the encoded run id
@@ -299,25 +198,15 @@ func (t *readTx) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, e
 		return nil, nil
 	}
 	if q.Status != "" {
-		prefix := key(nil).str(string(q.Status))
-		from := []byte(prefix)
-		if q.After != "" {
-			from = prefixEnd(prefix.clone().str(q.After))
-		}
-		sfrom, suntil := ixRunStatus.span(from, prefixEnd(prefix))
-		return indexScan(t, ixRunStatus, kindRun, sfrom, suntil, q.Limit)
+		return indexScan(ctx, t, layout.RunStatus, layout.Run, layout.RunStatusScan(q), q.Limit)
 	}
 	top, err := t.bucket(bucketRuns)
 	if err != nil {
 		return nil, err
 	}
-	var from []byte
-	if q.After != "" {
-		from = prefixEnd(runKey(q.After))
-	}
-	recKey := []byte{kindRun.tag}
+	recKey := []byte{layout.Run.Tag}
 	var out []backend.Run
-	err = t.scan(top, from, nil, func(k, v []byte) (bool, error) {
+	err = t.scan(top, layout.RunsAfter(q.After), nil, func(k, v []byte) (bool, error) {
 		if v != nil {
 			return true, nil // not a run bucket
 		}
@@ -329,7 +218,7 @@ func (t *readTx) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, e
 		if raw == nil {
 			return true, nil // the run's other records exist, its record does not
 		}
-		run, err := decodeRun(raw)
+		run, err := layout.Run.Decode(raw)
 		if err != nil {
 			return false, err
 		}

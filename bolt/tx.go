@@ -1,16 +1,19 @@
 package bolt
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
 	"go.etcd.io/bbolt"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/kvlayout"
 )
 
 // This file holds the transaction types. readTx implements backend.ReadTx
-// (load.go, scans.go); tx adds Apply (apply.go).
+// (load.go, scans.go) and kvlayout.Reader; tx adds Apply (apply.go) and
+// kvlayout.Store.
 
 type readTx struct {
 	b    *Backend
@@ -25,8 +28,10 @@ type tx struct {
 }
 
 var (
-	_ backend.ReadTx = (*readTx)(nil)
-	_ backend.Tx     = (*tx)(nil)
+	_ backend.ReadTx  = (*readTx)(nil)
+	_ backend.Tx      = (*tx)(nil)
+	_ kvlayout.Reader = (*readTx)(nil)
+	_ kvlayout.Store  = (*tx)(nil)
 )
 
 // check is the start of every ReadTx and Tx method.
@@ -52,33 +57,96 @@ func (t *readTx) bucket(name []byte) (*bbolt.Bucket, error) {
 	return bk, nil
 }
 
-// at returns the bucket that holds stored key sk of s and sk's key in it
-// (locate); create is for writes.
-func (t *readTx) at(s *space, sk []byte, create bool) (*bbolt.Bucket, []byte, error) {
-	return locate(t.btx, s, sk, create)
+// Get returns the value under stored key sk of s, or nil (kvlayout.Reader).
+func (t *readTx) Get(_ context.Context, s *kvlayout.Space, sk []byte) ([]byte, error) {
+	bk, k, err := locate(t.btx, s, sk, false)
+	if err != nil || bk == nil {
+		return nil, err // no run bucket: the run has no keys
+	}
+	return bk.Get(k), nil
+}
+
+// Keys returns up to limit (< 0: all) stored keys of s in [from, until),
+// copied (kvlayout.Reader). It walks a cursor itself, without scanSpace's
+// callbacks, which cost allocations on Apply's path (uniqueness checks).
+func (t *readTx) Keys(_ context.Context, s *kvlayout.Space, from, until []byte, limit int) ([][]byte, error) {
+	if limit == 0 {
+		return nil, nil
+	}
+	bk, bfrom, err := locate(t.btx, s, from, false)
+	if err != nil || bk == nil {
+		return nil, err // no run bucket: the run has no keys
+	}
+	runPart := from[:len(from)-len(bfrom)] // empty for a flat space
+	buntil := until[len(runPart):]
+	var out [][]byte
+	c := bk.Cursor()
+	for k, _ := c.Seek(bfrom); k != nil && bytes.Compare(k, buntil) < 0; k, _ = c.Next() {
+		t.step()
+		out = append(out, append(append(make([]byte, 0, len(runPart)+len(k)), runPart...), k...))
+		if len(out) == limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Put stores value under stored key sk of s, making the run's bucket if it
+// has none (kvlayout.Store). A failure breaks the transaction.
+func (t *tx) Put(s *kvlayout.Space, sk, value []byte) error {
+	t.wrote = true
+	bk, k, err := locate(t.btx, s, sk, true)
+	if err == nil {
+		err = bk.Put(k, value)
+	}
+	if err != nil {
+		return t.fail(err)
+	}
+	return nil
+}
+
+// Delete deletes stored key sk of s (kvlayout.Store). A failure breaks the
+// transaction.
+func (t *tx) Delete(s *kvlayout.Space, sk []byte) error {
+	t.wrote = true
+	bk, k, err := locate(t.btx, s, sk, false)
+	if err == nil && bk != nil {
+		err = bk.Delete(k)
+	}
+	if err != nil {
+		return t.fail(err)
+	}
+	return nil
+}
+
+// fail marks the transaction broken after a storage error part-way through
+// a write.
+func (t *tx) fail(err error) error {
+	t.broken = fmt.Errorf("bolt: storage error: %w", err)
+	return t.broken
 }
 
 // scanSpace visits the stored keys of s in [sfrom, suntil), which for a
-// per-run space lie in one run (runSpan), as scan does; visit gets each
+// per-run space lie in one run (Space.Range), as scan does; visit gets each
 // stored key whole (run part included).
-func (t *readTx) scanSpace(s *space, sfrom, suntil []byte, visit func(sk, v []byte) (more bool, err error)) error {
+func (t *readTx) scanSpace(s *kvlayout.Space, sfrom, suntil []byte, visit func(sk, v []byte) (more bool, err error)) error {
 	return t.scanSpaceDir(s, sfrom, suntil, false, visit)
 }
 
 // scanSpaceDir is scanSpace in ascending or (desc) descending key order.
-func (t *readTx) scanSpaceDir(s *space, sfrom, suntil []byte, desc bool, visit func(sk, v []byte) (more bool, err error)) error {
+func (t *readTx) scanSpaceDir(s *kvlayout.Space, sfrom, suntil []byte, desc bool, visit func(sk, v []byte) (more bool, err error)) error {
 	scan := t.scan
 	if desc {
 		scan = t.scanDesc
 	}
-	if !s.perRun {
-		bk, err := t.bucket(s.bucket)
+	if !s.PerRun {
+		bk, err := t.bucket(s.Group)
 		if err != nil {
 			return err
 		}
 		return scan(bk, sfrom, suntil, visit)
 	}
-	bk, from, err := t.at(s, sfrom, false)
+	bk, from, err := locate(t.btx, s, sfrom, false)
 	if err != nil || bk == nil {
 		return err // no run bucket: the run has no keys
 	}

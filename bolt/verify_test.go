@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/bbolt"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/kvlayout"
 )
 
 // seeded returns a store holding a few records of every indexed kind, and
@@ -35,7 +36,7 @@ func damage(t *testing.T, b *Backend, fn func(tx *bbolt.Tx) error) {
 }
 
 // putAt and deleteAt write stored key sk of s behind the adapter's back.
-func putAt(tx *bbolt.Tx, s *space, sk, v []byte) error {
+func putAt(tx *bbolt.Tx, s *kvlayout.Space, sk, v []byte) error {
 	bk, k, err := locate(tx, s, sk, true)
 	if err != nil {
 		return err
@@ -43,7 +44,7 @@ func putAt(tx *bbolt.Tx, s *space, sk, v []byte) error {
 	return bk.Put(k, v)
 }
 
-func deleteAt(tx *bbolt.Tx, s *space, sk []byte) error {
+func deleteAt(tx *bbolt.Tx, s *kvlayout.Space, sk []byte) error {
 	bk, k, err := locate(tx, s, sk, false)
 	if err != nil {
 		return err
@@ -66,14 +67,14 @@ func problems(t *testing.T, b *Backend) []Discrepancy {
 func TestVerifyReportsMissingIndexEntry(t *testing.T) {
 	t.Parallel()
 	b, att := seeded(t)
-	entry, _ := ixAttemptStatus.entry(att)
+	entry, _ := layout.AttemptStatus.Entry(att)
 	damage(t, b, func(tx *bbolt.Tx) error {
-		return deleteAt(tx, &ixAttemptStatus.space, ixAttemptStatus.stored(entry))
+		return deleteAt(tx, &layout.AttemptStatus.Space, layout.AttemptStatus.Stored(entry))
 	})
 	ds := problems(t, b)
 	require.Len(t, ds, 1)
 	require.Equal(t, "attempt", ds[0].Bucket)
-	require.Equal(t, []byte(attemptKey(att.Key)), ds[0].Key)
+	require.Equal(t, []byte(layout.Attempt.Key(att.Key)), ds[0].Key)
 	require.Equal(t, `(run="r", node="n", activation="a", attempt=1)`, ds[0].KeyText)
 	require.Equal(t, `missing its ix_attempt_status entry (status="prepared", prepared_ms=10, identity="ident", run="r", node="n", activation="a", attempt=1)`, ds[0].Problem)
 }
@@ -81,12 +82,12 @@ func TestVerifyReportsMissingIndexEntry(t *testing.T) {
 func TestVerifyReportsStrayIndexEntry(t *testing.T) {
 	t.Parallel()
 	b, _ := seeded(t)
-	stray := activationKey(actKey("r", "ghost", "a"))
-	damage(t, b, func(tx *bbolt.Tx) error { return putAt(tx, &ixPending.space, ixPending.stored(stray), nil) })
+	stray := layout.Activation.Key(actKey("r", "ghost", "a"))
+	damage(t, b, func(tx *bbolt.Tx) error { return putAt(tx, &layout.Pending.Space, layout.Pending.Stored(stray), nil) })
 	ds := problems(t, b)
 	require.Len(t, ds, 1)
 	require.Equal(t, Discrepancy{
-		Bucket: "ix_pending_activation", Key: stray, KeyText: `(run="r", node="ghost", activation="a")`,
+		Bucket: "ix_pending_activation", Key: []byte(stray), KeyText: `(run="r", node="ghost", activation="a")`,
 		Problem: `names activation (run="r", node="ghost", activation="a"), which does not exist`,
 	}, ds[0])
 }
@@ -99,7 +100,7 @@ func TestVerifyReportsIndexedFieldChangedBehindIndex(t *testing.T) {
 	changed := att
 	changed.Status = backend.AttemptRunning
 	damage(t, b, func(tx *bbolt.Tx) error {
-		return putAt(tx, &kindAttempt.space, kindAttempt.stored(attemptKey(att.Key)), encodeAttempt(changed))
+		return putAt(tx, &layout.Attempt.Space, layout.Attempt.Stored(layout.Attempt.Key(att.Key)), layout.Attempt.Encode(changed))
 	})
 	ds := problems(t, b)
 	var got []string
@@ -119,7 +120,7 @@ func TestVerifyReportsMembershipChangedBehindIndex(t *testing.T) {
 	b, _ := seeded(t)
 	a := activation(actKey("r", "n", "a"), false) // was admissible
 	damage(t, b, func(tx *bbolt.Tx) error {
-		return putAt(tx, &kindActivation.space, kindActivation.stored(activationKey(a.Key)), encodeActivation(a))
+		return putAt(tx, &layout.Activation.Space, layout.Activation.Stored(layout.Activation.Key(a.Key)), layout.Activation.Encode(a))
 	})
 	ds := problems(t, b)
 	require.Len(t, ds, 1)
@@ -131,34 +132,34 @@ func TestVerifyReportsOtherDamage(t *testing.T) {
 	t.Parallel()
 	b, _ := seeded(t)
 	dup := attempt(attKey("r", "n", "c", 1), "ident", backend.AttemptPrepared, 12) // same identity
-	wrongKey := activationKey(actKey("r", "moved", "x"))
+	wrongKey := layout.Schedule.Key(actKey("r", "moved", "x"))
 	damage(t, b, func(tx *bbolt.Tx) error {
-		for _, ix := range kindAttempt.indexed {
-			e, _ := ix.entry(dup)
-			if err := putAt(tx, &ix.space, ix.stored(e), nil); err != nil {
+		for _, ix := range layout.Attempt.Indexed {
+			e, _ := ix.Entry(dup)
+			if err := putAt(tx, &ix.Space, ix.Stored(e), nil); err != nil {
 				return err
 			}
 		}
-		if err := putAt(tx, &kindAttempt.space, kindAttempt.stored(attemptKey(dup.Key)), encodeAttempt(dup)); err != nil {
+		if err := putAt(tx, &layout.Attempt.Space, layout.Attempt.Stored(layout.Attempt.Key(dup.Key)), layout.Attempt.Encode(dup)); err != nil {
 			return err
 		}
-		e, _ := ixLinkRoot.entry(link("child", "r", 5))
-		if err := putAt(tx, &ixLinkRoot.space, ixLinkRoot.stored(e), []byte("x")); err != nil {
+		e, _ := layout.LinkRoot.Entry(link("child", "r", 5))
+		if err := putAt(tx, &layout.LinkRoot.Space, layout.LinkRoot.Stored(e), []byte("x")); err != nil {
 			return err
 		}
-		if err := putAt(tx, &kindGroup.space, kindGroup.stored(key(nil).str("g")), []byte{0xee}); err != nil {
+		if err := putAt(tx, &layout.FanOutGroup.Space, layout.FanOutGroup.Stored(kvlayout.Key(nil).Str("g")), []byte{0xee}); err != nil {
 			return err
 		}
-		if err := putAt(tx, &kindSchedule.space, kindSchedule.stored(wrongKey), encodeSchedule(schedule(actKey("r", "n", "zzz"), 1))); err != nil {
+		if err := putAt(tx, &layout.Schedule.Space, layout.Schedule.Stored(wrongKey), layout.Schedule.Encode(schedule(actKey("r", "n", "zzz"), 1))); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketIndex).Put([]byte{0xee, 1, 2}, nil); err != nil {
 			return err
 		}
-		if err := tx.Bucket(bucketIndex).Put(ixAttemptRun.stored(key(nil).str("r")), nil); err != nil {
+		if err := tx.Bucket(bucketIndex).Put(layout.AttemptRun.Stored(kvlayout.Key(nil).Str("r")), nil); err != nil {
 			return err // a per-run index's id in ix
 		}
-		if err := tx.Bucket(bucketRuns).Bucket(key(nil).str("r")).Put([]byte{0xee}, nil); err != nil {
+		if err := tx.Bucket(bucketRuns).Bucket(kvlayout.Key(nil).Str("r")).Put([]byte{0xee}, nil); err != nil {
 			return err // an unknown tag
 		}
 		if err := tx.Bucket(bucketRuns).Put([]byte{0x61, 0x62}, nil); err != nil {

@@ -4,21 +4,21 @@
 // optimistic transactions on etcd's MVCC revisions and secondary indexes
 // built by hand, as in the bolt adapter.
 //
-// Each file holds one concept:
+// The key layout (key codec, values, record kinds, index entries, how a
+// Changes becomes key writes, which range each scan reads, what Verify
+// checks) is internal/kvlayout's, shared with the bolt adapter, in its flat
+// form. Each file here holds one concept:
 //
-//	codec.go    order-preserving key codec (the bolt adapter's)
-//	value.go    record value encoding primitives (the bolt adapter's)
-//	records.go  each record kind's primary key and value
-//	layout.go   the key spaces under the prefix, the record kinds
-//	indexes.go  the index definitions: one key range per scan
+//	layout.go   the key spaces under the prefix
+//	store.go    the transaction as kvlayout's Store: batched reads, buffered writes
 //	open.go     Dial, Open, options, the meta keys
 //	backend.go  Backend: View, Update, Close, Capabilities, Info, Stats
 //	tx.go       the transaction: snapshot reads, read set, write buffer
 //	commit.go   the commit Txn, commit markers, unknown outcomes
 //	load.go     ReadTx.Load
 //	scans.go    the ordered, bounded scans of ReadTx
-//	apply.go    Tx.Apply: the Changes slices in order, index maintenance
-//	verify.go   Backend.Verify
+//	apply.go    Tx.Apply: kvlayout's Apply, reads batched, writes buffered
+//	verify.go   Backend.Verify: the keys at one revision, kvlayout's Verifier
 //
 // # Layout
 //
@@ -27,8 +27,9 @@
 // index entry is a codec key: a tuple encoded so that etcd's bytewise key
 // order is the tuple order, and a tuple's encoding is a prefix of a key
 // exactly when the key's first parts are that tuple. Record kinds and
-// indexes keep the bolt adapter's tags and ids and key parts; without
-// buckets, each is simply the key range of its tag.
+// indexes are kvlayout's, with the bolt adapter's tags, ids and key parts
+// (but no ix_run_status); without buckets, each is simply the key range of
+// its tag.
 //
 //	space (tag)                   rest of the key                                          value          scan or lookup
 //	meta                   'm'    "store" | "version"                                      marker | 1     Open

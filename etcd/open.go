@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/kvlayout"
 )
 
 // This file opens stores: Dial for endpoints, Open for a caller's client,
@@ -155,7 +156,7 @@ func open(ctx context.Context, cli *clientv3.Client, c config, owned bool) (*Bac
 	return b, nil
 }
 
-func (b *Backend) metaKey(name string) string { return b.sk(space{tag: tagMeta}, []byte(name)) }
+func (b *Backend) metaKey(name string) string { return b.prefix + string([]byte{tagMeta}) + name }
 
 // prefixEndKey is the first key after every key with the store's prefix
 // ("" for the empty prefix: the end of the key space).
@@ -221,7 +222,7 @@ func (b *Backend) prepare(ctx context.Context) error {
 		resp, err := b.kv.Txn(rctx).
 			If(clientv3.Compare(clientv3.ModRevision(b.prefix), "<", rev+1).WithRange(b.prefixEndKey())).
 			Then(clientv3.OpPut(b.metaKey("store"), string(storeMarker)),
-				clientv3.OpPut(b.metaKey("version"), string(key(nil).u64(SchemaVersion)))).
+				clientv3.OpPut(b.metaKey("version"), string(kvlayout.Key(nil).U64(SchemaVersion)))).
 			Commit()
 		cancel()
 		if err != nil {

@@ -1,71 +1,50 @@
 package etcd
 
 import (
-	"bytes"
 	"context"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/kvlayout"
 )
 
 // This file holds the ordered, bounded scans of ReadTx. Each is one range
-// request [from, until) with a limit over one space: an index, whose
-// entries name the records then read in one batch, or a record space whose
-// key order is the scan's order.
+// request [from, until) with a limit over one space (kvlayout's scans.go
+// says which): an index, whose entries name the records then read in one
+// batch, or a record space whose key order is the scan's order.
 
-// clone copies k, so that appending to the copy cannot write into k's
-// spare capacity.
-func (k key) clone() key { return append(key(nil), k...) }
-
-// later returns the larger of two range starts.
-func later(a, b []byte) []byte {
-	if bytes.Compare(a, b) > 0 {
-		return a
-	}
-	return b
-}
-
-// span returns the stored range of codec keys [from, until) of space s:
-// a nil from is the space's start, a nil until its end.
-func (t *readTx) span(s space, from, until []byte) (string, string) {
-	sfrom := t.b.sk(s, from)
-	if until == nil {
-		return sfrom, t.b.spaceEnd(s)
-	}
-	return sfrom, t.b.sk(s, until)
-}
-
-// recordScan returns up to limit records of tb's kind in codec range
-// [from, until).
-func recordScan[K comparable, R any](ctx context.Context, t *readTx, op string, tb *table[K, R], from, until []byte, limit int) ([]R, error) {
+// recordScan returns up to limit records of tb's kind in the range of sc.
+func recordScan[K comparable, R any](ctx context.Context, t *readTx, op string, tb *kvlayout.Table[K, R], sc kvlayout.Scan, limit int) ([]R, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	sfrom, suntil := t.span(tb.space, from, until)
-	got, err := t.scan(ctx, op, sfrom, suntil, limit, scanOpts{perKey: true})
+	got, err := t.scan(ctx, op, t.b.key(sc.From), t.b.key(sc.Until), limit, scanOpts{desc: sc.Desc, perKey: true})
 	if err != nil {
 		return nil, err
 	}
 	out := make([]R, len(got))
 	for i, e := range got {
-		if out[i], err = tb.decode(e.value); err != nil {
+		if out[i], err = tb.Decode(e.value); err != nil {
 			return nil, err
 		}
 	}
 	return out, nil
 }
 
-// indexScan returns up to limit records named by the entries of ix in
-// codec range [from, until), ascending or (desc) descending.
-func indexScan[K comparable, R any](ctx context.Context, t *readTx, op string, ix *indexOf[R], tb *table[K, R], from, until []byte, desc bool, limit int) ([]R, error) {
+// indexScan returns up to limit records named by the entries of ix in the
+// range of sc, read in one batch.
+func indexScan[K comparable, R any](ctx context.Context, t *readTx, op string, ix *kvlayout.IndexOf[R], tb *kvlayout.Table[K, R], sc kvlayout.Scan, limit int) ([]R, error) {
 	if limit <= 0 {
 		return nil, nil
 	}
-	sfrom, suntil := t.span(ix.space, from, until)
-	got, err := t.scan(ctx, op, sfrom, suntil, limit, scanOpts{desc: desc, keysOnly: true})
+	got, err := t.scan(ctx, op, t.b.key(sc.From), t.b.key(sc.Until), limit, scanOpts{desc: sc.Desc, keysOnly: true})
 	if err != nil || len(got) == 0 {
 		return nil, err
 	}
-	return records(ctx, t, ix, tb, got)
+	entries := make([][]byte, len(got))
+	for i, e := range got {
+		entries[i] = t.b.stored(e.key)
+	}
+	return tb.Named(ctx, store{t: t, op: ix.Name}, ix.Index, entries)
 }
 
 // AdmissibleActivations scans the pending index: global key order, or one
@@ -74,18 +53,7 @@ func (t *readTx) AdmissibleActivations(ctx context.Context, q backend.Admissible
 	if err := t.check(ctx, "admissible activations"); err != nil {
 		return nil, err
 	}
-	var from, until key
-	if q.RunID != "" {
-		from = key(nil).str(q.RunID)
-		until = prefixEnd(from)
-	}
-	switch {
-	case q.AfterRun:
-		from = later(from, prefixEnd(key(nil).str(q.After.RunID)))
-	case q.After != backend.ActivationKey{}:
-		from = later(from, prefixEnd(activationKey(q.After)))
-	}
-	return indexScan(ctx, t, "admissible activations", ixPending, kindActivation, from, until, false, q.Limit)
+	return indexScan(ctx, t, "admissible activations", layout.Pending, layout.Activation, layout.AdmissibleScan(q), q.Limit)
 }
 
 // Activations scans one run's range of the activation space.
@@ -93,12 +61,7 @@ func (t *readTx) Activations(ctx context.Context, q backend.ActivationQuery) ([]
 	if err := t.check(ctx, "activations"); err != nil {
 		return nil, err
 	}
-	prefix := key(nil).str(q.RunID)
-	from := []byte(prefix)
-	if q.After != (backend.NodeRef{}) {
-		from = later(from, prefixEnd(prefix.clone().str(q.After.NodeID).str(q.After.ActivationID)))
-	}
-	return recordScan(ctx, t, "activations", kindActivation, from, prefixEnd(prefix), q.Limit)
+	return recordScan(ctx, t, "activations", layout.Activation, layout.ActivationScan(q), q.Limit)
 }
 
 // Attempts scans the attempt index that matches the query's filters; each
@@ -107,37 +70,8 @@ func (t *readTx) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backen
 	if err := t.check(ctx, "attempts"); err != nil {
 		return nil, err
 	}
-	var ix *indexOf[backend.Attempt]
-	var prefix key
-	switch {
-	case q.RunID != "" && q.Status != "":
-		ix, prefix = ixAttemptRunStatus, key(nil).str(q.RunID).str(string(q.Status))
-	case q.RunID != "":
-		ix, prefix = ixAttemptRun, key(nil).str(q.RunID)
-	case q.Status != "":
-		ix, prefix = ixAttemptStatus, key(nil).str(string(q.Status))
-	default:
-		ix = ixAttemptPrepared
-	}
-	// The filter's whole range is [prefix, end); a cursor (any but the
-	// zero one) cuts it after its position (ascending) or before it
-	// (descending). An index entry extends its (prepared_ms, identity)
-	// part, so the cursor's own entries sort at or after that part and
-	// before its prefixEnd.
-	from := []byte(prefix)
-	var end []byte // nil: the end of the space
-	if len(prefix) > 0 {
-		end = prefixEnd(prefix)
-	}
-	if q.After != (backend.AttemptCursor{}) {
-		at := prefix.clone().i64(q.After.PreparedMS).str(q.After.Identity)
-		if q.Descending {
-			end = at
-		} else {
-			from = prefixEnd(at)
-		}
-	}
-	return indexScan(ctx, t, "attempts", ix, kindAttempt, from, end, q.Descending, q.Limit)
+	ix, sc := layout.AttemptScan(q)
+	return indexScan(ctx, t, "attempts", ix, layout.Attempt, sc, q.Limit)
 }
 
 // CountAttempts counts keys of the run's range of the attempt space, up
@@ -149,9 +83,8 @@ func (t *readTx) CountAttempts(ctx context.Context, q backend.AttemptCountQuery)
 	if q.Limit <= 0 {
 		return 0, nil
 	}
-	prefix := key(nil).str(q.RunID)
-	sfrom, suntil := t.span(kindAttempt.space, prefix, prefixEnd(prefix))
-	got, err := t.scan(ctx, "count attempts", sfrom, suntil, q.Limit, scanOpts{keysOnly: true, perKey: true})
+	sc := layout.AttemptCountScan(q)
+	got, err := t.scan(ctx, "count attempts", t.b.key(sc.From), t.b.key(sc.Until), q.Limit, scanOpts{keysOnly: true, perKey: true})
 	return len(got), err
 }
 
@@ -160,12 +93,7 @@ func (t *readTx) ChildRuns(ctx context.Context, q backend.ChildRunQuery) ([]back
 	if err := t.check(ctx, "child runs"); err != nil {
 		return nil, err
 	}
-	prefix := key(nil).str(q.RootRunID)
-	from := []byte(prefix)
-	if q.After != (backend.ChildRunCursor{}) {
-		from = later(from, prefixEnd(prefix.clone().i64(q.After.CreatedMS).str(q.After.ChildRunID)))
-	}
-	return indexScan(ctx, t, "child runs", ixLinkRoot, kindLink, from, prefixEnd(prefix), false, q.Limit)
+	return indexScan(ctx, t, "child runs", layout.LinkRoot, layout.Link, layout.ChildRunScan(q), q.Limit)
 }
 
 // DueSchedules scans one run's range of the schedule index up to the
@@ -174,12 +102,7 @@ func (t *readTx) DueSchedules(ctx context.Context, q backend.ScheduleQuery) ([]b
 	if err := t.check(ctx, "due schedules"); err != nil {
 		return nil, err
 	}
-	prefix := key(nil).str(q.RunID)
-	until := prefixEnd(prefix.clone().i64(q.DueBy)) // past every due_ms <= DueBy
-	if end := prefixEnd(prefix); bytes.Compare(until, end) > 0 {
-		until = end
-	}
-	return indexScan(ctx, t, "due schedules", ixScheduleDue, kindSchedule, prefix, until, false, q.Limit)
+	return indexScan(ctx, t, "due schedules", layout.ScheduleDue, layout.Schedule, layout.DueScan(q), q.Limit)
 }
 
 // Events scans one run's range of the event space, whose keys are
@@ -188,12 +111,7 @@ func (t *readTx) Events(ctx context.Context, q backend.EventQuery) ([]backend.Ev
 	if err := t.check(ctx, "events"); err != nil {
 		return nil, err
 	}
-	prefix := key(nil).str(q.RunID)
-	from := []byte(prefix)
-	if q.After != 0 {
-		from = prefixEnd(prefix.clone().i64(q.After))
-	}
-	return recordScan(ctx, t, "events", kindEvent, from, prefixEnd(prefix), q.Limit)
+	return recordScan(ctx, t, "events", layout.Event, layout.EventScan(q), q.Limit)
 }
 
 // Leases scans one run's range of the active-lease index, or with
@@ -202,15 +120,11 @@ func (t *readTx) Leases(ctx context.Context, q backend.LeaseQuery) ([]backend.Le
 	if err := t.check(ctx, "leases"); err != nil {
 		return nil, err
 	}
-	prefix := key(nil).str(q.RunID)
-	from := []byte(prefix)
-	if q.After != (backend.LeaseKey{}) {
-		from = later(from, prefixEnd(leaseKey(q.After)))
+	ix, sc := layout.LeaseScan(q)
+	if ix == nil {
+		return recordScan(ctx, t, "leases", layout.Lease, sc, q.Limit)
 	}
-	if q.IncludeReleased {
-		return recordScan(ctx, t, "leases", kindLease, from, prefixEnd(prefix), q.Limit)
-	}
-	return indexScan(ctx, t, "leases", ixLeaseActive, kindLease, from, prefixEnd(prefix), false, q.Limit)
+	return indexScan(ctx, t, "leases", ix, layout.Lease, sc, q.Limit)
 }
 
 // Runs scans the run space, in run id order. A status filter skips the
@@ -223,13 +137,11 @@ func (t *readTx) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, e
 	if q.Limit <= 0 {
 		return nil, nil
 	}
-	var from []byte
-	if q.After != "" {
-		from = prefixEnd(runKey(q.After))
-	}
+	from := layout.RunsAfter(q.After)
 	var out []backend.Run
 	for {
-		page, err := recordScan(ctx, t, "runs", kindRun, from, nil, q.Limit)
+		sfrom, suntil := layout.Run.Range("", from, nil)
+		page, err := recordScan(ctx, t, "runs", layout.Run, kvlayout.Scan{From: sfrom, Until: suntil}, q.Limit)
 		if err != nil {
 			return nil, err
 		}
@@ -244,6 +156,6 @@ func (t *readTx) Runs(ctx context.Context, q backend.RunQuery) ([]backend.Run, e
 		if len(page) < q.Limit {
 			return out, nil
 		}
-		from = prefixEnd(runKey(page[len(page)-1].ID))
+		from = layout.RunsAfter(page[len(page)-1].ID)
 	}
 }

@@ -111,16 +111,6 @@ func (t *readTx) readErr(ctx context.Context, op string, err error) error {
 	return fmt.Errorf("etcd: %s: %w", op, err)
 }
 
-// sk returns the stored key of codec key k in space s.
-func (b *Backend) sk(s space, k []byte) string {
-	out := make([]byte, 0, len(b.prefix)+1+len(k))
-	out = append(append(append(out, b.prefix...), s.tag), k...)
-	return string(out)
-}
-
-// spaceEnd returns the first stored key after space s.
-func (b *Backend) spaceEnd(s space) string { return b.prefix + string([]byte{s.tag + 1}) }
-
 // withRev returns the options that read at t's revision. The first read
 // is linearizable (it sees every commit acknowledged before it started);
 // once the revision is fixed, reads of it are served by whichever member
@@ -382,14 +372,14 @@ func merge(got, buffered []kv, desc bool) []kv {
 	return out
 }
 
-// put buffers a put of value under stored key k.
-func (t *tx) put(k string, value []byte) {
+// put buffers a put of value under key k (an Update only).
+func (t *readTx) put(k string, value []byte) {
 	t.w.writes[k] = pending{value: value}
 	t.w.wrote = true
 }
 
-// del buffers a delete of stored key k.
-func (t *tx) del(k string) {
+// del buffers a delete of key k (an Update only).
+func (t *readTx) del(k string) {
 	t.w.writes[k] = pending{del: true}
 	t.w.wrote = true
 }

@@ -1,4 +1,4 @@
-package etcd
+package kvlayout
 
 import (
 	"bytes"
@@ -8,10 +8,9 @@ import (
 	"strings"
 )
 
-// This file is the order-preserving key codec, the same as the bolt
-// adapter's. A key is a tuple of parts
+// This file is the order-preserving key codec. A key is a tuple of parts
 // (strings, unsigned and signed integers) encoded so that comparing two
-// encoded keys bytewise, as etcd orders keys, gives the same answer as comparing
+// encoded keys bytewise, as bbolt and etcd do, gives the same answer as comparing
 // the tuples part by part:
 //
 //   - uint32 and uint64: fixed-width big-endian.
@@ -35,14 +34,14 @@ const (
 	int64Flip = 1 << 63
 )
 
-// key is an encoded tuple. Its methods append one part and return the
+// Key is an encoded tuple. Its methods append one part and return the
 // extended key, so a key reads like its schema:
 //
-//	key(nil).str(run).str(node).str(act).u32(attempt)
-type key []byte
+//	Key(nil).Str(run).Str(node).Str(act).U32(attempt)
+type Key []byte
 
-// str appends a string part.
-func (k key) str(s string) key {
+// Str appends a string part.
+func (k Key) Str(s string) Key {
 	for {
 		i := strings.IndexByte(s, escByte)
 		if i < 0 {
@@ -56,37 +55,41 @@ func (k key) str(s string) key {
 	return append(k, escByte, escEnd)
 }
 
-// u32 appends a fixed-width unsigned 32-bit part.
-func (k key) u32(v uint32) key { return binary.BigEndian.AppendUint32(k, v) }
+// U32 appends a fixed-width unsigned 32-bit part.
+func (k Key) U32(v uint32) Key { return binary.BigEndian.AppendUint32(k, v) }
 
-// u64 appends a fixed-width unsigned 64-bit part.
-func (k key) u64(v uint64) key { return binary.BigEndian.AppendUint64(k, v) }
+// U64 appends a fixed-width unsigned 64-bit part.
+func (k Key) U64(v uint64) Key { return binary.BigEndian.AppendUint64(k, v) }
 
-// i64 appends a signed 64-bit part in order-preserving form.
-func (k key) i64(v int64) key { return k.u64(uint64(v) ^ int64Flip) }
+// I64 appends a signed 64-bit part in order-preserving form.
+func (k Key) I64(v int64) Key { return k.U64(uint64(v) ^ int64Flip) }
 
-// errMalformedKey reports a key that does not decode under its schema.
-var errMalformedKey = errors.New("etcd: malformed key")
+// Clone copies k, so that appending to the copy cannot write into k's
+// spare capacity.
+func (k Key) Clone() Key { return append(Key(nil), k...) }
 
-// keyReader decodes the parts of a key in order. The first failure sticks:
-// later reads return zero values and end reports it.
-type keyReader struct {
+// ErrMalformedKey reports a key that does not decode under its schema.
+var ErrMalformedKey = errors.New("malformed key")
+
+// KeyReader decodes the parts of a key in order. The first failure sticks:
+// later reads return zero values and End reports it.
+type KeyReader struct {
 	rest []byte
 	err  error
 }
 
-// readKey starts decoding k.
-func readKey(k []byte) *keyReader { return &keyReader{rest: k} }
+// ReadKey starts decoding k.
+func ReadKey(k []byte) *KeyReader { return &KeyReader{rest: k} }
 
-func (r *keyReader) fail(what string) {
+func (r *KeyReader) fail(what string) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s", errMalformedKey, what)
+		r.err = fmt.Errorf("%w: %s", ErrMalformedKey, what)
 	}
 	r.rest = nil
 }
 
-// str reads a string part.
-func (r *keyReader) str() string {
+// Str reads a string part.
+func (r *KeyReader) Str() string {
 	if r.err != nil {
 		return ""
 	}
@@ -118,8 +121,8 @@ func (r *keyReader) str() string {
 	}
 }
 
-// u32 reads a fixed-width unsigned 32-bit part.
-func (r *keyReader) u32() uint32 {
+// U32 reads a fixed-width unsigned 32-bit part.
+func (r *KeyReader) U32() uint32 {
 	if r.err != nil || len(r.rest) < 4 {
 		r.fail("short uint32")
 		return 0
@@ -129,8 +132,8 @@ func (r *keyReader) u32() uint32 {
 	return v
 }
 
-// u64 reads a fixed-width unsigned 64-bit part.
-func (r *keyReader) u64() uint64 {
+// U64 reads a fixed-width unsigned 64-bit part.
+func (r *KeyReader) U64() uint64 {
 	if r.err != nil || len(r.rest) < 8 {
 		r.fail("short uint64")
 		return 0
@@ -140,24 +143,24 @@ func (r *keyReader) u64() uint64 {
 	return v
 }
 
-// i64 reads a signed 64-bit part.
-func (r *keyReader) i64() int64 { return int64(r.u64() ^ int64Flip) }
+// I64 reads a signed 64-bit part.
+func (r *KeyReader) I64() int64 { return int64(r.U64() ^ int64Flip) }
 
-// end reports the first decoding failure, or trailing bytes after the last
+// End reports the first decoding failure, or trailing bytes after the last
 // part the caller read.
-func (r *keyReader) end() error {
+func (r *KeyReader) End() error {
 	if r.err == nil && len(r.rest) != 0 {
 		r.fail(fmt.Sprintf("%d trailing bytes", len(r.rest)))
 	}
 	return r.err
 }
 
-// prefixEnd returns the smallest key greater than every key that starts
+// PrefixEnd returns the smallest key greater than every key that starts
 // with p, or nil when there is none (p is all 0xFF). Seeking to
-// prefixEnd(p) skips everything under p. For an encoded tuple it means
+// PrefixEnd(p) skips everything under p. For an encoded tuple it means
 // "strictly after this position", because an encoded string always ends in
 // 0x01, which increments without carry.
-func prefixEnd(p []byte) []byte {
+func PrefixEnd(p []byte) []byte {
 	end := append([]byte(nil), p...)
 	for i := len(end) - 1; i >= 0; i-- {
 		if end[i] < 0xFF {
@@ -168,54 +171,57 @@ func prefixEnd(p []byte) []byte {
 	return nil
 }
 
-// part is the type of one part of a key schema.
-type part uint8
+// Part is the type of one part of a key schema.
+type Part uint8
 
+// The part types.
 const (
-	partStr part = iota + 1
-	partU32
-	partI64
+	PartStr Part = iota + 1 // a string
+	PartU32                 // a uint32
+	PartI64                 // an int64
 )
 
-// field names one part of a key schema.
-type field struct {
-	name string
-	part part
+// Field names one part of a key schema.
+type Field struct {
+	Name string
+	Part Part
 }
 
-// schema describes the parts of the keys of one bucket. It lets generic code
-// (the verifier, index entry decoding) take keys apart and print them.
-type schema []field
+// Schema describes the parts of the keys of one record kind or index. It
+// lets generic code (the verifier, index entry decoding) take keys apart
+// and print them.
+type Schema []Field
 
-// decode splits k into its parts: string, uint32 or int64 values.
-func (s schema) decode(k []byte) ([]any, error) {
-	r := readKey(k)
+// Decode splits k into its parts: string, uint32 or int64 values. It fails
+// with ErrMalformedKey when k is not a key of s.
+func (s Schema) Decode(k []byte) ([]any, error) {
+	r := ReadKey(k)
 	vals := make([]any, len(s))
 	for i, f := range s {
-		switch f.part {
-		case partStr:
-			vals[i] = r.str()
-		case partU32:
-			vals[i] = r.u32()
-		case partI64:
-			vals[i] = r.i64()
+		switch f.Part {
+		case PartStr:
+			vals[i] = r.Str()
+		case PartU32:
+			vals[i] = r.U32()
+		case PartI64:
+			vals[i] = r.I64()
 		}
 	}
-	return vals, r.end()
+	return vals, r.End()
 }
 
-// encode is the inverse of decode for the parts at positions pick (all
+// Encode is the inverse of Decode for the parts at positions pick (all
 // parts when pick is nil).
-func (s schema) encode(vals []any, pick []int) key {
-	var k key
+func (s Schema) Encode(vals []any, pick []int) Key {
+	var k Key
 	add := func(i int) {
 		switch v := vals[i].(type) {
 		case string:
-			k = k.str(v)
+			k = k.Str(v)
 		case uint32:
-			k = k.u32(v)
+			k = k.U32(v)
 		case int64:
-			k = k.i64(v)
+			k = k.I64(v)
 		}
 	}
 	if pick == nil {
@@ -229,10 +235,10 @@ func (s schema) encode(vals []any, pick []int) key {
 	return k
 }
 
-// format renders k for people: (run="r1", attempt=2). A key that does not
+// Format renders k for people: (run="r1", attempt=2). A key that does not
 // decode is shown in hex.
-func (s schema) format(k []byte) string {
-	vals, err := s.decode(k)
+func (s Schema) Format(k []byte) string {
+	vals, err := s.Decode(k)
 	if err != nil {
 		return fmt.Sprintf("%x (%v)", k, err)
 	}
@@ -243,9 +249,9 @@ func (s schema) format(k []byte) string {
 			b.WriteString(", ")
 		}
 		if str, ok := vals[i].(string); ok {
-			fmt.Fprintf(&b, "%s=%q", f.name, str)
+			fmt.Fprintf(&b, "%s=%q", f.Name, str)
 		} else {
-			fmt.Fprintf(&b, "%s=%d", f.name, vals[i])
+			fmt.Fprintf(&b, "%s=%d", f.Name, vals[i])
 		}
 	}
 	b.WriteByte(')')

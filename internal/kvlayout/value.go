@@ -1,4 +1,4 @@
-package bolt
+package kvlayout
 
 import (
 	"encoding/binary"
@@ -11,12 +11,12 @@ import (
 // signed), strings are length-prefixed, and byte fields and slices store
 // length+1 so that nil (0) and empty (1) stay distinct: a record reads back
 // exactly as it was written, nil fields included. Each value starts with the
-// record kind's tag byte, so a value in the wrong bucket, or a truncated or
-// padded one, fails to decode instead of decoding as nonsense. See
-// bench_test.go for why this is binary rather than JSON.
+// record kind's tag byte, so a value under another kind's key, or a
+// truncated or padded one, fails to decode instead of decoding as nonsense.
+// See bench_test.go for why this is binary rather than JSON.
 
-// errMalformedValue reports a value that does not decode as its record kind.
-var errMalformedValue = errors.New("bolt: malformed record value")
+// ErrMalformedValue reports a value that does not decode as its record kind.
+var ErrMalformedValue = errors.New("malformed record value")
 
 // valueWriter appends the fields of one record value.
 type valueWriter struct{ b []byte }
@@ -59,7 +59,8 @@ func (w *valueWriter) count(n int, isNil bool) {
 
 // valueReader reads the fields of one record value in the order they were
 // written. The first failure sticks; end reports it. Everything it returns
-// is copied out of the bbolt page, so it outlives the transaction.
+// is copied out of the value, so it outlives the storage's transaction
+// (a bbolt page, an etcd response).
 type valueReader struct {
 	b   []byte
 	err error
@@ -67,7 +68,7 @@ type valueReader struct {
 
 func (r *valueReader) fail(what string) {
 	if r.err == nil {
-		r.err = fmt.Errorf("%w: %s", errMalformedValue, what)
+		r.err = fmt.Errorf("%w: %s", ErrMalformedValue, what)
 	}
 	r.b = nil
 }

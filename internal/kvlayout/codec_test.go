@@ -1,4 +1,4 @@
-package bolt
+package kvlayout
 
 import (
 	"bytes"
@@ -9,8 +9,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 	"pgregory.net/rapid"
-
-	"github.com/wfstore/wfstore/backend"
 )
 
 // compareTuples is the order the codec must preserve: part by part, strings
@@ -44,24 +42,24 @@ func awkwardString() *rapid.Generator[string] {
 	)
 }
 
-func drawSchema(t *rapid.T) schema {
-	parts := rapid.SliceOfN(rapid.SampledFrom([]part{partStr, partU32, partI64}), 1, 5).Draw(t, "parts")
-	s := make(schema, len(parts))
+func drawSchema(t *rapid.T) Schema {
+	parts := rapid.SliceOfN(rapid.SampledFrom([]Part{PartStr, PartU32, PartI64}), 1, 5).Draw(t, "parts")
+	s := make(Schema, len(parts))
 	for i, p := range parts {
-		s[i] = field{name: "f", part: p}
+		s[i] = Field{Name: "f", Part: p}
 	}
 	return s
 }
 
-func drawValues(t *rapid.T, s schema, label string) []any {
+func drawValues(t *rapid.T, s Schema, label string) []any {
 	vals := make([]any, len(s))
 	for i, f := range s {
-		switch f.part {
-		case partStr:
+		switch f.Part {
+		case PartStr:
 			vals[i] = awkwardString().Draw(t, label)
-		case partU32:
+		case PartU32:
 			vals[i] = rapid.OneOf(rapid.Uint32(), rapid.SampledFrom([]uint32{0, 1, math.MaxUint32})).Draw(t, label)
-		case partI64:
+		case PartI64:
 			vals[i] = rapid.OneOf(rapid.Int64(), rapid.SampledFrom([]int64{math.MinInt64, -1, 0, 1, math.MaxInt64})).Draw(t, label)
 		}
 	}
@@ -73,7 +71,7 @@ func TestCodecOrderMatchesTupleOrder(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := drawSchema(t)
 		a, b := drawValues(t, s, "a"), drawValues(t, s, "b")
-		ka, kb := s.encode(a, nil), s.encode(b, nil)
+		ka, kb := s.Encode(a, nil), s.Encode(b, nil)
 		require.Equal(t, compareTuples(a, b), bytes.Compare(ka, kb), "a=%q b=%q ka=%x kb=%x", a, b, ka, kb)
 	})
 }
@@ -83,7 +81,7 @@ func TestCodecRoundTrip(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := drawSchema(t)
 		vals := drawValues(t, s, "v")
-		got, err := s.decode(s.encode(vals, nil))
+		got, err := s.Decode(s.Encode(vals, nil))
 		require.NoError(t, err)
 		require.Equal(t, vals, got)
 	})
@@ -94,18 +92,18 @@ func TestCodecPrefixFree(t *testing.T) {
 	rapid.Check(t, func(t *rapid.T) {
 		s := drawSchema(t)
 		a, b := drawValues(t, s, "a"), drawValues(t, s, "b")
-		ka, kb := s.encode(a, nil), s.encode(b, nil)
+		ka, kb := s.Encode(a, nil), s.Encode(b, nil)
 		if !bytes.Equal(ka, kb) {
 			require.False(t, bytes.HasPrefix(kb, ka), "%x is a prefix of %x", ka, kb)
 		}
 		// The encoding of b's first n parts prefixes a's key exactly when a
 		// starts with those parts: prefix scans are exact.
 		n := rapid.IntRange(1, len(s)).Draw(t, "n")
-		kp := s[:n].encode(b[:n], nil)
+		kp := s[:n].Encode(b[:n], nil)
 		require.Equal(t, compareTuples(a[:n], b[:n]) == 0, bytes.HasPrefix(ka, kp))
-		// prefixEnd(kp) sorts after every key under kp and before every
+		// PrefixEnd(kp) sorts after every key under kp and before every
 		// larger key (nil: there is no larger key).
-		end := prefixEnd(kp)
+		end := PrefixEnd(kp)
 		if end == nil {
 			require.True(t, bytes.HasPrefix(ka, kp) || bytes.Compare(ka, kp) < 0)
 		} else if bytes.HasPrefix(ka, kp) {
@@ -119,23 +117,23 @@ func TestCodecPrefixFree(t *testing.T) {
 func TestCodecRejectsMalformed(t *testing.T) {
 	t.Parallel()
 	for _, k := range [][]byte{{}, {'a'}, {'a', 0x00}, {0x00, 0x02}, {'a', 0x00, 0x01, 'x'}} {
-		r := readKey(k)
-		r.str()
-		require.ErrorIs(t, r.end(), errMalformedKey, "%x", k)
+		r := ReadKey(k)
+		r.Str()
+		require.ErrorIs(t, r.End(), ErrMalformedKey, "%x", k)
 	}
-	r := readKey([]byte{1, 2, 3})
-	r.u32()
-	require.ErrorIs(t, r.end(), errMalformedKey)
+	r := ReadKey([]byte{1, 2, 3})
+	r.U32()
+	require.ErrorIs(t, r.End(), ErrMalformedKey)
 }
 
 func TestCodecKnownBytes(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, []byte{'a', 0x00, 0xff, 'b', 0x00, 0x01}, []byte(key(nil).str("a\x00b")))
-	require.Equal(t, []byte{0, 0, 0, 0, 0, 0, 0, 0}, []byte(key(nil).i64(math.MinInt64)))
-	require.Equal(t, []byte{0x80, 0, 0, 0, 0, 0, 0, 0}, []byte(key(nil).i64(0)))
-	require.Equal(t, []byte{0, 0, 1, 0}, []byte(key(nil).u32(256)))
-	require.Equal(t, []byte{'a', 0x00, 0x02}, prefixEnd(key(nil).str("a")))
-	require.Nil(t, prefixEnd([]byte{0xff, 0xff}))
+	require.Equal(t, []byte{'a', 0x00, 0xff, 'b', 0x00, 0x01}, []byte(Key(nil).Str("a\x00b")))
+	require.Equal(t, []byte{0, 0, 0, 0, 0, 0, 0, 0}, []byte(Key(nil).I64(math.MinInt64)))
+	require.Equal(t, []byte{0x80, 0, 0, 0, 0, 0, 0, 0}, []byte(Key(nil).I64(0)))
+	require.Equal(t, []byte{0, 0, 1, 0}, []byte(Key(nil).U32(256)))
+	require.Equal(t, []byte{'a', 0x00, 0x02}, PrefixEnd(Key(nil).Str("a")))
+	require.Nil(t, PrefixEnd([]byte{0xff, 0xff}))
 }
 
 // FuzzKeyCodec checks order, round trip and prefix-freedom on a
@@ -144,18 +142,18 @@ func TestCodecKnownBytes(t *testing.T) {
 func FuzzKeyCodec(f *testing.F) {
 	f.Add("a", int64(0), "b", uint32(0), "a", int64(0), "b", uint32(1))
 	f.Add("a\x00", int64(-1), "", uint32(7), "a", int64(1), "\x00\x01", uint32(7))
-	s := schema{{"s", partStr}, {"t", partI64}, {"u", partStr}, {"n", partU32}}
+	s := Schema{{"s", PartStr}, {"t", PartI64}, {"u", PartStr}, {"n", PartU32}}
 	f.Fuzz(func(t *testing.T, s1 string, t1 int64, u1 string, n1 uint32, s2 string, t2 int64, u2 string, n2 uint32) {
 		a, b := []any{s1, t1, u1, n1}, []any{s2, t2, u2, n2}
-		ka, kb := s.encode(a, nil), s.encode(b, nil)
+		ka, kb := s.Encode(a, nil), s.Encode(b, nil)
 		if got, want := bytes.Compare(ka, kb), compareTuples(a, b); got != want {
 			t.Fatalf("order: compare(%x, %x) = %d, tuples compare %d", ka, kb, got, want)
 		}
 		for _, tp := range []struct {
-			k    key
+			k    Key
 			vals []any
 		}{{ka, a}, {kb, b}} {
-			got, err := s.decode(tp.k)
+			got, err := s.Decode(tp.k)
 			if err != nil {
 				t.Fatalf("decode %x: %v", tp.k, err)
 			}
@@ -167,20 +165,4 @@ func FuzzKeyCodec(f *testing.F) {
 			t.Fatalf("prefix: %x and %x", ka, kb)
 		}
 	})
-}
-
-func TestGroupWrittenBeforeTheFanOutPolicyDecodesAsWaitAll(t *testing.T) {
-	g := backend.FanOutGroup{
-		Controller: backend.ActivationKey{RunID: "r", NodeID: "ctl", ActivationID: "c"},
-		Size:       3, MaxConcurrency: 2, Promoted: 2, Settled: 1, RetiredMS: 5, CreatedMS: 4,
-	}
-	old := encodeGroup(g)
-	old = old[:len(old)-1] // the earlier layout ended at CreatedMS
-	got, err := decodeGroup(old)
-	require.NoError(t, err)
-	require.Equal(t, g, got)
-	g.FailFast = true
-	got, err = decodeGroup(encodeGroup(g))
-	require.NoError(t, err)
-	require.Equal(t, g, got)
 }

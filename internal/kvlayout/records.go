@@ -1,4 +1,4 @@
-package etcd
+package kvlayout
 
 import "github.com/wfstore/wfstore/backend"
 
@@ -21,20 +21,20 @@ const (
 
 // Primary keys.
 
-func runKey(id string) key     { return key(nil).str(id) }
-func linkKey(child string) key { return key(nil).str(child) }
+func runKey(id string) Key     { return Key(nil).Str(id) }
+func linkKey(child string) Key { return Key(nil).Str(child) }
 
-func activationKey(k backend.ActivationKey) key {
-	return key(nil).str(k.RunID).str(k.NodeID).str(k.ActivationID)
+func activationKey(k backend.ActivationKey) Key {
+	return Key(nil).Str(k.RunID).Str(k.NodeID).Str(k.ActivationID)
 }
 
-func attemptKey(k backend.AttemptKey) key { return activationKey(k.ActivationKey).u32(k.Attempt) }
+func attemptKey(k backend.AttemptKey) Key { return activationKey(k.ActivationKey).U32(k.Attempt) }
 
-func leaseKey(k backend.LeaseKey) key {
-	return attemptKey(k.AttemptKey).str(k.Resource).str(string(k.Mode))
+func leaseKey(k backend.LeaseKey) Key {
+	return attemptKey(k.AttemptKey).Str(k.Resource).Str(string(k.Mode))
 }
 
-func eventKey(k backend.EventKey) key { return key(nil).str(k.RunID).i64(k.Seq) }
+func eventKey(k backend.EventKey) Key { return Key(nil).Str(k.RunID).I64(k.Seq) }
 
 // Shared pieces.
 
