@@ -20,6 +20,16 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
+// meterProvider returns an SDK meter provider whose metrics the returned
+// reader collects, shut down when t ends.
+func meterProvider(t *testing.T) (*sdkmetric.ManualReader, *sdkmetric.MeterProvider) {
+	t.Helper()
+	reader := sdkmetric.NewManualReader()
+	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	return reader, mp
+}
+
 // collected reads every metric of the runner's meter by name.
 func collected(t *testing.T, reader *sdkmetric.ManualReader) map[string]metricdata.Aggregation {
 	t.Helper()
@@ -123,8 +133,7 @@ func TestMetricsAndSpansOfAScriptedRun(t *testing.T) {
 
 func TestFencedRejectionsAreCounted(t *testing.T) {
 	t.Parallel()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
+	reader, mp := meterProvider(t)
 	clock := newFakeClock()
 	ctx := context.Background()
 	s := newStore(t, clock)
@@ -152,9 +161,7 @@ func (b *rerunBackend) Reruns() backend.Reruns {
 
 func TestBackendRerunsAreObservedByCause(t *testing.T) {
 	t.Parallel()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	reader, mp := meterProvider(t)
 	b := &rerunBackend{Backend: memstore.New()}
 	newRunner(t, workflow.New(b), &testOwner{clock: newFakeClock()}, newFakeClock(), WithMeterProvider(mp))
 
@@ -168,9 +175,7 @@ func TestBackendRerunsAreObservedByCause(t *testing.T) {
 		"read from the backend at every collection")
 
 	// A Backend that does not count re-runs has no such metric.
-	plain := sdkmetric.NewManualReader()
-	mp2 := sdkmetric.NewMeterProvider(sdkmetric.WithReader(plain))
-	t.Cleanup(func() { _ = mp2.Shutdown(context.Background()) })
+	plain, mp2 := meterProvider(t)
 	newRunner(t, workflow.New(memstore.New()), &testOwner{clock: newFakeClock()}, newFakeClock(), WithMeterProvider(mp2))
 	_, ok := collected(t, plain)[MetricBackendReruns]
 	assert.False(t, ok)
@@ -181,9 +186,7 @@ func TestBackendRerunsAreObservedByCause(t *testing.T) {
 // with the reason.
 func TestRetryRefusedAtObservationIsCountedAndLogged(t *testing.T) {
 	t.Parallel()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	reader, mp := meterProvider(t)
 	clock := newFakeClock()
 	s := newStore(t, clock, "r1")
 	_, err := s.AddActivation(context.Background(), workflow.NewActivation{Key: key("r1", "a"), Input: []byte(`{}`),
@@ -209,9 +212,7 @@ func TestRetryRefusedAtObservationIsCountedAndLogged(t *testing.T) {
 // transaction histogram, by kind; none after it stopped.
 func TestTransactionLatencyIsRecordedWhileTheRunnerRuns(t *testing.T) {
 	t.Parallel()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	t.Cleanup(func() { _ = mp.Shutdown(context.Background()) })
+	reader, mp := meterProvider(t)
 	clock := newFakeClock()
 	s := newStore(t, clock, "r1")
 	addRetryable(t, s, key("r1", "a"), clock.Now())
