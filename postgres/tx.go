@@ -337,7 +337,15 @@ func (t *txn) release() {
 
 // opCtx combines the ctx a method was given with the call's context (so
 // that Close interrupts fn's statements too).
+//
+// A done ctx fails the statement at once with its own error. Go cancels a
+// context's children after it closes its Done channel, so t.ctx (a child
+// of the ctx given to Update or View) can still look alive to a caller
+// that has just seen that ctx end; the statement must not run then.
 func (t *txn) opCtx(ctx context.Context) (context.Context, func()) {
+	if ctx != nil && ctx.Err() != nil {
+		return ctx, func() {}
+	}
 	if ctx == nil || ctx == t.userCtx {
 		return t.ctx, func() {}
 	}
