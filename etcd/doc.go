@@ -13,6 +13,7 @@
 //	store.go    the transaction as kvlayout's Store: batched reads, buffered writes
 //	open.go     Dial, Open, options, the meta keys
 //	backend.go  Backend: View, Update, Close, Capabilities, Info, Stats
+//	reruns.go   Backend.Reruns: re-runs by cause (backend.RerunCounter)
 //	tx.go       the transaction: snapshot reads, read set, write buffer
 //	commit.go   the commit Txn, commit markers, unknown outcomes
 //	load.go     ReadTx.Load
