@@ -28,3 +28,22 @@ type Reruns struct {
 type RerunCounter interface {
 	Reruns() Reruns
 }
+
+// Since returns the re-runs counted between before and r, two reads of
+// the same Backend's Reruns, cause by cause.
+func (r Reruns) Since(before Reruns) Reruns {
+	return Reruns{
+		Busy: r.Busy - before.Busy, Conflict: r.Conflict - before.Conflict, Deadlock: r.Deadlock - before.Deadlock,
+		Transient: r.Transient - before.Transient, OutcomeUnknown: r.OutcomeUnknown - before.OutcomeUnknown,
+		Exhausted: r.Exhausted - before.Exhausted,
+	}
+}
+
+// Add returns r and o summed, cause by cause.
+func (r Reruns) Add(o Reruns) Reruns {
+	return Reruns{
+		Busy: r.Busy + o.Busy, Conflict: r.Conflict + o.Conflict, Deadlock: r.Deadlock + o.Deadlock,
+		Transient: r.Transient + o.Transient, OutcomeUnknown: r.OutcomeUnknown + o.OutcomeUnknown,
+		Exhausted: r.Exhausted + o.Exhausted,
+	}
+}

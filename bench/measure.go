@@ -71,7 +71,7 @@ func measure(ctx context.Context, p phase, k int, rec *recorder) error {
 	err := p.run(ctx, k, rec)
 	rec.elapsed += time.Since(t0)
 	if rec.counter != nil {
-		rec.reruns = addReruns(rec.reruns, rec.counter.Reruns(), rr0)
+		rec.reruns = rec.reruns.Add(rec.counter.Reruns().Since(rr0))
 	}
 	c1, ok1 := processCPU()
 	b1, t1m, okm1 := machineCPU()
@@ -123,17 +123,6 @@ func (r *recorder) result(backendName, workload string, workers int) Result {
 		res.MaxUS = us(s[len(s)-1])
 	}
 	return res
-}
-
-// addReruns returns acc plus the re-runs from before to after.
-func addReruns(acc, after, before backend.Reruns) backend.Reruns {
-	acc.Busy += after.Busy - before.Busy
-	acc.Conflict += after.Conflict - before.Conflict
-	acc.Deadlock += after.Deadlock - before.Deadlock
-	acc.Transient += after.Transient - before.Transient
-	acc.OutcomeUnknown += after.OutcomeUnknown - before.OutcomeUnknown
-	acc.Exhausted += after.Exhausted - before.Exhausted
-	return acc
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }

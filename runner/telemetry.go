@@ -155,11 +155,7 @@ func (r *Runner) logReruns(ctx context.Context) {
 		return
 	}
 	now := r.reruns.Reruns()
-	d := backend.Reruns{
-		Busy: now.Busy - r.lastReruns.Busy, Conflict: now.Conflict - r.lastReruns.Conflict,
-		Deadlock: now.Deadlock - r.lastReruns.Deadlock, Transient: now.Transient - r.lastReruns.Transient,
-		OutcomeUnknown: now.OutcomeUnknown - r.lastReruns.OutcomeUnknown, Exhausted: now.Exhausted - r.lastReruns.Exhausted,
-	}
+	d := now.Since(r.lastReruns)
 	r.lastReruns = now
 	if d == (backend.Reruns{}) {
 		return
