@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 
@@ -356,7 +357,8 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sf.register(fs)
-	out := fs.String("out", "", "write the stream to this file (default: standard output)")
+	out := fs.String("out", "", "write the stream to this file, which must not exist (default: standard output)")
+	replace := fs.Bool("replace", false, "with --out: replace an existing file (atomically: the new export is written beside it and renamed over it)")
 	verify := fs.Bool("verify", false, "read the store again after the export and exit 1 unless its digest equals the stream's")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `wfstore export: write every record of a store as JSON lines.
@@ -381,20 +383,27 @@ Flags:
 	if err := sf.check(); err != nil {
 		return err
 	}
+	if err := sourceExists(&sf); err != nil {
+		return err
+	}
+	if *replace && *out == "" {
+		return errors.New("--replace goes with --out")
+	}
+	w := stdout
+	var f *atomicFile
+	if *out != "" {
+		var err error
+		if f, err = createAtomic(*out, *replace); err != nil {
+			return err
+		}
+		defer f.abort()
+		w = f
+	}
 	b, err := sf.open(ctx)
 	if err != nil {
 		return err // the adapter's error names the file or the DSN
 	}
 	defer b.Close()
-	w := stdout
-	var f *os.File
-	if *out != "" {
-		if f, err = os.Create(*out); err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
 	bw := bufio.NewWriter(w)
 	d := newDigester()
 	err = walkStore(ctx, b, func(rec record) error {
@@ -412,9 +421,12 @@ Flags:
 		err = bw.Flush()
 	}
 	if err == nil && f != nil {
-		err = f.Sync()
+		err = f.commit()
 	}
 	if err != nil {
+		if f != nil && ctx.Err() != nil {
+			return &interruptedError{left: "nothing was written: " + *out + " is as it was"}
+		}
 		return err
 	}
 	fmt.Fprintf(stderr, "exported %d records, digest %s\n", d.n, d.sum())
@@ -531,6 +543,21 @@ Flags:
 	fmt.Fprintf(stdout, "store:  %d records, digest %s\n", n, got)
 	if got != d.sum() {
 		return errors.New("the imported store's digest differs from the stream's: some record did not round-trip")
+	}
+	return nil
+}
+
+// sourceExists refuses a file store (sqlite, bolt) whose file does not
+// exist: opening it would create an empty store and export nothing.
+func sourceExists(sf *storeFlags) error {
+	if sf.backend == "postgres" {
+		return nil
+	}
+	if _, err := os.Stat(sf.path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s does not exist (check --db; export reads an existing store and creates none)", sf.path)
+		}
+		return err
 	}
 	return nil
 }
