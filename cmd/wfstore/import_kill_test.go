@@ -4,11 +4,14 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/internal/pgtest"
 )
 
 func TestImportOfADirectoryFailsBeforeCreatingTheTarget(t *testing.T) {
@@ -32,7 +35,7 @@ func TestImportKilledAtRandomPointsLeavesNoTargetOrACompleteOne(t *testing.T) {
 	bin := wfstoreBinary(t, "")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src.db")
-	_, stderr, code := runCLI(t, bin, nil, "demo", "-db", src, "-activations", "40", "-events", "0")
+	_, stderr, code := runCLI(t, bin, nil, "demo", "-db", src, "-activations", "30", "-events", "0")
 	require.Equal(t, 0, code, stderr)
 	stream := filepath.Join(dir, "src.jsonl")
 	_, stderr, code = runCLI(t, bin, nil, "export", "--db", src, "--out", stream)
@@ -40,12 +43,19 @@ func TestImportKilledAtRandomPointsLeavesNoTargetOrACompleteOne(t *testing.T) {
 	want := digestOf(t, stderr)
 	require.Len(t, want, 1)
 
-	for _, be := range []string{"sqlite", "bolt"} {
+	for _, be := range []string{"sqlite", "bolt", "postgres"} {
 		t.Run(be, func(t *testing.T) {
+			// target names a new, empty target.
+			target := func() []string {
+				if be == "postgres" {
+					dsn, schema := pgtest.SchemaName(t)
+					return []string{"--backend", be, "--dsn", dsn, "--schema", schema}
+				}
+				return []string{"--backend", be, "--db", filepath.Join(t.TempDir(), "target")}
+			}
 			// How long an import takes here: the kills land within it.
-			probe := filepath.Join(t.TempDir(), "probe")
 			start := time.Now()
-			_, stderr, code := runCLI(t, bin, nil, "import", "--backend", be, "--db", probe, "--in", stream)
+			_, stderr, code := runCLI(t, bin, nil, append([]string{"import", "--in", stream}, target()...)...)
 			require.Equal(t, 0, code, stderr)
 			took := time.Since(start)
 
@@ -54,21 +64,20 @@ func TestImportKilledAtRandomPointsLeavesNoTargetOrACompleteOne(t *testing.T) {
 			rng := rand.New(rand.NewPCG(seed, 1))
 			killed, complete := 0, 0
 			for try := 0; killed < 20 && try < 60; try++ {
-				tdir := t.TempDir()
-				db := filepath.Join(tdir, "target")
-				args := []string{"import", "--backend", be, "--db", db, "--in", stream}
+				tgt := target()
+				args := append([]string{"import", "--in", stream}, tgt...)
 				d := time.Duration(rng.Int64N(int64(took) + 1))
 				if !killAfter(t, bin, d, args...) {
 					killed++
 				}
-				if _, err := os.Stat(db); err == nil {
+				if records(t, bin, tgt) > 0 {
 					complete++
-					assertImported(t, bin, be, db, want[0])
+					assertImported(t, bin, tgt, want[0])
 					continue
 				}
 				stdout, stderr, code := runCLI(t, bin, nil, args...)
 				require.Equal(t, 0, code, "re-import after a kill at %v: %s%s", d, stdout, stderr)
-				assertImported(t, bin, be, db, want[0])
+				assertImported(t, bin, tgt, want[0])
 			}
 			t.Logf("%d kills landed inside an import; %d targets were complete", killed, complete)
 			assert.GreaterOrEqual(t, killed, 20)
@@ -76,13 +85,32 @@ func TestImportKilledAtRandomPointsLeavesNoTargetOrACompleteOne(t *testing.T) {
 	}
 }
 
-// assertImported checks that the store at db is verify-clean and exports
-// the stream's records.
-func assertImported(t *testing.T, bin, be, db, want string) {
+// records counts the records of the target: 0 when it holds none or does
+// not exist (a file target is not created by the count).
+func records(t *testing.T, bin string, target []string) int {
 	t.Helper()
-	stdout, stderr, code := runCLI(t, bin, nil, "verify", "--backend", be, "--db", db)
+	if target[1] != "postgres" {
+		if _, err := os.Stat(target[3]); err != nil {
+			require.True(t, os.IsNotExist(err))
+			return 0
+		}
+	}
+	_, stderr, code := runCLI(t, bin, nil, append([]string{"export", "--out", os.DevNull}, target...)...)
+	require.Equal(t, 0, code, stderr)
+	m := digestLine.FindStringSubmatch(stderr)
+	require.NotNil(t, m, stderr)
+	n, err := strconv.Atoi(m[1])
+	require.NoError(t, err)
+	return n
+}
+
+// assertImported checks that the target is verify-clean and exports the
+// stream's records.
+func assertImported(t *testing.T, bin string, target []string, want string) {
+	t.Helper()
+	stdout, stderr, code := runCLI(t, bin, nil, append([]string{"verify"}, target...)...)
 	require.Equal(t, 0, code, "%s%s", stdout, stderr)
-	_, stderr, code = runCLI(t, bin, nil, "export", "--backend", be, "--db", db, "--out", os.DevNull)
+	_, stderr, code = runCLI(t, bin, nil, append([]string{"export", "--out", os.DevNull}, target...)...)
 	require.Equal(t, 0, code, stderr)
 	got := digestOf(t, stderr)
 	require.Len(t, got, 1)
