@@ -1,6 +1,9 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"io"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -11,7 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/bolt"
 	"github.com/wfstore/wfstore/internal/pgtest"
+	"github.com/wfstore/wfstore/sqlite"
 )
 
 func TestImportOfADirectoryFailsBeforeCreatingTheTarget(t *testing.T) {
@@ -115,4 +120,36 @@ func assertImported(t *testing.T, bin string, target []string, want string) {
 	got := digestOf(t, stderr)
 	require.Len(t, got, 1)
 	require.Equal(t, want, got[0], "the target holds the stream's records")
+}
+
+func TestImportIntoAnExistingEmptyStoreOrFile(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "in.jsonl")
+	require.NoError(t, os.WriteFile(in, v2Stream(recordLines(t, everyKind())...), 0o600))
+	emptySQLite := filepath.Join(dir, "empty.db")
+	b, err := sqlite.Open(ctx, emptySQLite)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	emptyBolt := filepath.Join(dir, "empty.bolt")
+	bb, err := bolt.Open(ctx, emptyBolt)
+	require.NoError(t, err)
+	require.NoError(t, bb.Close())
+	zero := filepath.Join(dir, "zero.db")
+	require.NoError(t, os.WriteFile(zero, nil, 0o600))
+	for _, target := range [][]string{{"--db", emptySQLite}, {"--backend", "bolt", "--db", emptyBolt}, {"--db", zero}} {
+		var out bytes.Buffer
+		require.NoError(t, importCmd(ctx, append([]string{"--in", in}, target...), &out, io.Discard), "%v", target)
+		ds := digestOf(t, out.String())
+		require.Len(t, ds, 2)
+		fi, err := os.Stat(target[len(target)-1])
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm(), "%v", target)
+		// Now it is not empty: a second import is refused and changes nothing.
+		err = importCmd(ctx, append([]string{"--in", in}, target...), io.Discard, io.Discard)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "is not empty")
+	}
+	assert.Equal(t, []string{"empty.bolt", "empty.db", "in.jsonl", "zero.db"}, dirNames(t, dir), "no temporary folder is left")
 }
