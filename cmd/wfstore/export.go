@@ -79,14 +79,11 @@ func addInsert(c *backend.Changes, rec record) {
 // read transaction ends, so a View the adapter runs again after a
 // transient failure starts the spool afresh and nothing is emitted twice.
 func walkStore(ctx context.Context, b backend.Backend, emit func(record) error) error {
-	spool, err := os.CreateTemp("", "wfstore-export-*.jsonl")
+	spool, err := createSpool("wfstore-export-*.jsonl")
 	if err != nil {
 		return fmt.Errorf("export spool: %w", err)
 	}
-	defer func() {
-		spool.Close()
-		os.Remove(spool.Name())
-	}()
+	defer closeSpool(spool)
 	w := bufio.NewWriter(spool)
 	err = b.View(ctx, func(r backend.ReadTx) error {
 		if _, err := spool.Seek(0, io.SeekStart); err != nil {
@@ -377,4 +374,22 @@ func sourceExists(sf *storeFlags) error {
 		return err
 	}
 	return nil
+}
+
+// createSpool creates a temporary file (mode 0600) and removes its name at
+// once where the system allows it (the open file stays usable), so a
+// killed process leaves no spool behind.
+func createSpool(pattern string) (*os.File, error) {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name()) // fails on systems that keep open files' names; closeSpool retries
+	return f, nil
+}
+
+// closeSpool closes a spool and removes its name if it still has one.
+func closeSpool(f *os.File) {
+	f.Close()
+	os.Remove(f.Name())
 }

@@ -111,10 +111,7 @@ type checkedStream struct {
 	runLine map[string]int
 }
 
-func (c *checkedStream) close() {
-	c.spool.Close()
-	os.Remove(c.spool.Name())
-}
+func (c *checkedStream) close() { closeSpool(c.spool) }
 
 // checkStream reads r to its end, checking every record and the
 // references between them, and spools the records.
@@ -123,7 +120,7 @@ func checkStream(ctx context.Context, r io.Reader) (_ *checkedStream, err error)
 	if err != nil {
 		return nil, err
 	}
-	spool, err := os.CreateTemp("", "wfstore-import-*.jsonl")
+	spool, err := createSpool("wfstore-import-*.jsonl")
 	if err != nil {
 		return nil, fmt.Errorf("import spool: %w", err)
 	}
