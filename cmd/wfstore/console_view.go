@@ -50,8 +50,8 @@ func decodeEvent(e backend.Event) eventRow {
 			continue
 		}
 		fv := v.Field(i)
-		if fv.IsZero() {
-			continue
+		if fv.IsZero() || (fieldName(f) == "run_id" && fv.Kind() == reflect.String && fv.String() == e.RunID) {
+			continue // the timeline is the run's own
 		}
 		row.Fields = append(row.Fields, eventField{Name: fieldName(f), Value: fieldText(fv)})
 	}
