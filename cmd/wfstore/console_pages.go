@@ -4,7 +4,6 @@ import (
 	"encoding/base64"
 	"math"
 	"net/http"
-	"net/url"
 	"strconv"
 	"time"
 
@@ -148,7 +147,6 @@ type runView struct {
 	RaiseRefusal string
 	CanRetry     bool
 	ID           string
-	QID          string
 	Limit        int
 }
 
@@ -199,7 +197,7 @@ func (c *console) runPage(r *http.Request) (string, any, error) {
 		}
 	}
 	limit := c.cfg.PageSize
-	v := runView{Summary: sum, ID: id, QID: url.QueryEscape(id), Limit: limit, EvAfter: evAfter, Done: doneText[q.Get("done")]}
+	v := runView{Summary: sum, ID: id, Limit: limit, EvAfter: evAfter, Done: doneText[q.Get("done")]}
 	now := c.cfg.Now()
 	var evs []backend.Event
 	err = c.b.View(ctx, func(tx backend.ReadTx) error {
@@ -453,7 +451,6 @@ type attemptView struct {
 	Leases      []backend.Lease
 	Repairable  bool
 	Age         string
-	QID         string
 }
 
 // attemptPage shows one attempt by dispatch identity: its intent (checked
@@ -498,7 +495,6 @@ func (c *console) attemptEvidence(r *http.Request, identity string) (attemptView
 	}
 	v.Repairable = v.Att.Status == backend.AttemptRepairRequired && v.Att.SideEffect == backend.Mutating
 	v.Age = c.age(v.Att.PreparedMS)
-	v.QID = url.QueryEscape(identity)
 	return v, nil
 }
 
