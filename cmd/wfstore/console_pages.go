@@ -111,6 +111,17 @@ type attemptRow struct {
 	backend.Attempt
 	Receipt bool
 	Age     string
+	// Report is the owner's last report (the attempt's detail), cut for
+	// a table cell.
+	Report string
+}
+
+func newAttemptRow(a backend.Attempt, age string) attemptRow {
+	r := attemptRow{Attempt: a, Receipt: a.Receipt != nil, Age: age, Report: string(a.Detail)}
+	if rs := []rune(r.Report); len(rs) > 120 {
+		r.Report = string(rs[:119]) + "…"
+	}
+	return r
 }
 
 type eventRow struct {
@@ -217,7 +228,7 @@ func (c *console) runPage(r *http.Request) (string, any, error) {
 			v.AttNext = encCursor(attemptCursor(atts[limit-1]))
 		}
 		for _, a := range atts {
-			v.Attempts = append(v.Attempts, attemptRow{Attempt: a, Receipt: a.Receipt != nil, Age: c.age(a.PreparedMS)})
+			v.Attempts = append(v.Attempts, newAttemptRow(a, c.age(a.PreparedMS)))
 		}
 		if v.Leases, err = tx.Leases(ctx, backend.LeaseQuery{RunID: id, Limit: limit}); err != nil {
 			return err
@@ -437,7 +448,7 @@ func (c *console) stuckPage(r *http.Request) (string, any, error) {
 			since = a.PreparedMS
 		}
 		if since <= cut {
-			v.Rows = append(v.Rows, attemptRow{Attempt: a, Receipt: a.Receipt != nil, Age: c.age(since)})
+			v.Rows = append(v.Rows, newAttemptRow(a, c.age(since)))
 		}
 	}
 	return "Attempts " + string(status) + " longer than " + older.String(), v, nil

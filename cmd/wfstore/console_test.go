@@ -19,8 +19,10 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -544,4 +546,33 @@ func TestConsoleServesTLSWithASecureTokenCookie(t *testing.T) {
 	cancel()
 	var ie *interruptedError
 	assert.ErrorAs(t, <-done, &ie)
+}
+
+func TestConsoleBinaryServesUntilInterrupted(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	fx := newConsoleStore(t)
+	cmd := exec.Command(bin, "console", "--db", fx.Path, "--listen", "127.0.0.1:0")
+	out, err := cmd.StdoutPipe()
+	require.NoError(t, err)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	require.NoError(t, cmd.Start())
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		_ = cmd.Process.Kill()
+		t.Fatalf("no serving line: %v (stderr %q)", err, stderr.String())
+	}
+	go io.Copy(io.Discard, out)
+	assert.Regexp(t, `^wfstore console: serving \S+orders\.db on http://127\.0\.0\.1:\d+/$`, strings.TrimSpace(line))
+	resp, err := http.Get(strings.TrimSpace(line[strings.Index(line, "http://"):]) + "run?id=" + fx.Failed)
+	require.NoError(t, err)
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Contains(t, string(b), "card declined")
+	require.NoError(t, cmd.Process.Signal(syscall.SIGINT))
+	_ = cmd.Wait()
+	assert.Equal(t, 130, cmd.ProcessState.ExitCode())
+	assert.Equal(t, []string{"wfstore console: interrupted by SIGINT (Ctrl-C); the console stopped; every action it took had committed or changed nothing"}, lines(stderr.String()))
 }
