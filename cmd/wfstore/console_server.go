@@ -155,6 +155,8 @@ func (c *console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if r.Method == http.MethodPost {
+		// A form is small: ids, a cap, and at most one JSON output.
+		r.Body = http.MaxBytesReader(w, r.Body, 2*workflow.MaxJSONBytes)
 		if err := c.cop.Check(r); err != nil {
 			c.fail(w, r, consoleErr(http.StatusForbidden, "cross-origin request refused: "+err.Error()))
 			return
