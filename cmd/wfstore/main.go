@@ -108,6 +108,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 		err = importCmd(ctx, args[1:], stdout, stderr)
 	case "prune":
 		err = pruneCmd(ctx, args[1:], stdout, stderr)
+	case "console":
+		err = consoleCmd(ctx, args[1:], stdout, stderr)
 	case "version":
 		err = version(ctx, args[1:], stdout, stderr)
 	case "help", "-h", "-help", "--help":
