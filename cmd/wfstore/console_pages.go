@@ -15,7 +15,8 @@ import (
 // count that reaches it is shown as "N+", never by a full scan.
 const consoleCountBound = 500
 
-var runStatuses = []backend.RunStatus{backend.RunRunning, backend.RunPaused, backend.RunRepairRequired,
+// consoleRunStatuses are the run statuses the console filters by, in the order it shows them.
+var consoleRunStatuses = []backend.RunStatus{backend.RunRunning, backend.RunPaused, backend.RunRepairRequired,
 	backend.RunFailed, backend.RunCancelled, backend.RunCompleted}
 
 // Cursors in the console's links are opaque: the inspect command's cursor
@@ -72,7 +73,7 @@ func (c *console) runsPage(r *http.Request) (string, any, error) {
 	v := runsView{Status: string(status), Limit: c.cfg.PageSize}
 	now := c.cfg.Now().UnixMilli()
 	err := c.b.View(ctx, func(tx backend.ReadTx) error {
-		for _, st := range runStatuses {
+		for _, st := range consoleRunStatuses {
 			rs, err := tx.Runs(ctx, backend.RunQuery{Status: st, Limit: consoleCountBound})
 			if err != nil {
 				return err

@@ -10,6 +10,7 @@
 //	wfstore export  [flags]         write a whole store as JSON lines
 //	wfstore import  [flags]         load an export into an empty store
 //	wfstore prune   [flags]         delete the history of finished runs
+//	wfstore console [flags]         a web console over a store: look, cancel, retry, repair
 //	wfstore version                 print the module, Go and adapter versions
 //
 // Run "wfstore <command> -help" for a command's flags.
@@ -228,6 +229,7 @@ Usage:
   wfstore export  [flags]         write a whole store as JSON lines
   wfstore import  [flags]         load an export into an empty store
   wfstore prune   [flags]         delete the history of finished runs
+  wfstore console [flags]         a web console over a store: look, cancel, retry, repair
   wfstore version                 print the module, Go and adapter versions
 
 Run "wfstore <command> -help" for a command's flags.
