@@ -72,10 +72,7 @@ func (o Observation) validate(at int64) (v validObservation, err error) {
 	case ObservedAdmitted, ObservedRunning, ObservedDeferred, ObservedFailed, ObservedRetryableFailure,
 		ObservedPaused, ObservedCancelled, ObservedUnknown:
 	case ObservedSucceeded:
-		if len(o.Output) == 0 {
-			return v, invalid("observation output", "is required for succeeded")
-		}
-		if v.output, err = ownerJSON("observation output", o.Output); err != nil {
+		if v.output, err = ownerJSON("observation output", o.Output); err != nil { // required
 			v.unstorable = unstorableValue("observation output", o.Output, MaxOwnerJSONBytes, MaxOwnerJSONDepth, err)
 			return v, err
 		}
