@@ -666,7 +666,7 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "etcd/commit.go",
-				Find: `	b.stats.unknown.Add(1)
+				Find: `	t.unanswered = err
 	return b.resolve(ctx, s, n, err)
 `,
 				Replace: `	return 0, fmt.Errorf("etcd: commit: %w", err)
@@ -778,6 +778,18 @@ var Catalog = []Mutant{
 				File:    "workflow/observe.go",
 				Find:    `		if v.unstorable != nil && kind != ObservedCancelled {`,
 				Replace: `		if false {`,
+			},
+		},
+	},
+	{
+		Name:  "etcd-frozen-member-kept",
+		Bug:   "the etcd adapter keeps sending requests to a member that stopped answering",
+		Suite: "./etcd/",
+		Edits: []Edit{
+			{
+				File:    "etcd/endpoints.go",
+				Find:    `	g.cli.SetEndpoints(answered...)`,
+				Replace: `	_ = answered`,
 			},
 		},
 	},
