@@ -30,6 +30,7 @@ func storeTier(batch bool) []testCase {
 		treeCases(),
 		pruneCases(),
 		pruneResumeCases(),
+		payloadCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -3,7 +3,6 @@ package conformance
 import (
 	"encoding/json"
 	"errors"
-	"fmt"
 	"github.com/wfstore/wfstore/backend"
 	"testing"
 	"time"
@@ -75,7 +74,7 @@ func defaulted(l workflow.Limits) workflow.RunLimits {
 // mkAct adds a pending activation with input {"n":"<act>"}.
 func mkAct(e *env, s *workflow.Store, k workflow.ActivationKey, mod ...func(*workflow.NewActivation)) {
 	e.T.Helper()
-	na := workflow.NewActivation{Key: k, Input: json.RawMessage(fmt.Sprintf(`{"n":%q}`, k.ActivationID))}
+	na := workflow.NewActivation{Key: k, Input: json.RawMessage(`{"n":` + jsonString(k.ActivationID) + `}`)}
 	for _, m := range mod {
 		m(&na)
 	}
@@ -130,3 +129,12 @@ func requireIs(t testing.TB, err, target error, msgAndArgs ...any) {
 }
 
 var errInjected = errors.New("conformance: injected failure")
+
+// jsonString is s as a JSON string (ids may hold any character but NUL).
+func jsonString(s string) string {
+	b, err := json.Marshal(s)
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}

@@ -47,7 +47,7 @@ func (o *owner) Plan(ctx context.Context, a workflow.Activation) (*workflow.Plan
 	if o.unsupported[a.Key.ActivationID] {
 		return nil, nil
 	}
-	intent := json.RawMessage(fmt.Sprintf(`{"do":%q}`, a.Key.ActivationID))
+	intent := json.RawMessage(`{"do":` + jsonString(a.Key.ActivationID) + `}`)
 	if o.intent != nil {
 		intent = o.intent(a)
 	}
@@ -133,7 +133,7 @@ func refIdentities(refs []workflow.AttemptRef) []string {
 // intent naming it; it must produce an attempt.
 func prep(e *env, s *workflow.Store, k workflow.ActivationKey, effect workflow.Effect, at time.Time) *workflow.PreparedDispatch {
 	e.T.Helper()
-	p, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: effect, Intent: json.RawMessage(`{"do":"` + k.ActivationID + `"}`)}, at)
+	p, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: effect, Intent: json.RawMessage(`{"do":` + jsonString(k.ActivationID) + `}`)}, at)
 	require.NoError(e.T, err, "prepare %v", k)
 	require.NotNil(e.T, p, "prepare %v found nothing pending", k)
 	return p

@@ -28,6 +28,7 @@ type Backend struct {
 	cfg    config
 	slots  *slotPool
 	hooks  hooks
+	guard  *endpointGuard // a Dial-owned client's (endpoints.go); nil otherwise
 
 	mu       sync.Mutex
 	closed   atomic.Bool
@@ -171,6 +172,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		}
 	}()
 	start := time.Now()
+	var why retries // why fn ran again, for the error that ends the re-runs
 	for run := 0; ; run++ {
 		if run > 0 {
 			storeMax(&b.stats.maxReruns, int64(run))
@@ -185,6 +187,8 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			// A read failed transiently; fn returned its error (or, against
 			// the contract, swallowed it): never commit what it wrote.
 			b.stats.transient.Add(1)
+			why.reads++
+			why.last = fmt.Sprintf("a read failed (request timeout %v): %v", b.cfg.requestTimeout, t.transient)
 		case t.w.broken != nil:
 			return fmt.Errorf("etcd: update not committed because a write failed part-way: %w", t.w.broken)
 		case len(t.w.writes) == 0:
@@ -202,6 +206,11 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 				return nil
 			case out == conflicted:
 				b.stats.conflicts.Add(1)
+				why.conflicts++
+				why.last = "a concurrent commit changed what fn read"
+			case out == fenced:
+				why.fenced++
+				why.last = fmt.Sprintf("a commit request got no answer (request timeout %v: %v); the commit marker's fence proved it never applied", b.cfg.requestTimeout, t.unanswered)
 			}
 		}
 		if cerr := ctx.Err(); cerr != nil {
@@ -209,11 +218,11 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 				return fmt.Errorf("etcd: update: not committed: %w", cerr)
 			}
 			b.stats.busy.Add(1)
-			return fmt.Errorf("etcd: update: re-runs stopped after %d runs: %w: %w", run+1, backend.ErrBusy, cerr)
+			return fmt.Errorf("etcd: update: re-runs stopped after %d runs (%s): %w: %w", run+1, why, backend.ErrBusy, cerr)
 		}
 		if lim := b.cfg.busyTimeout; lim > 0 && time.Since(start) >= lim {
 			b.stats.busy.Add(1)
-			return fmt.Errorf("etcd: update: transient conflict after %d runs (busy timeout %v): %w", run+1, lim, backend.ErrBusy)
+			return fmt.Errorf("etcd: update: not committed after %d runs in the busy timeout %v (%s): %w", run+1, lim, why, backend.ErrBusy)
 		}
 		if b.closed.Load() {
 			return fmt.Errorf("etcd: update: %w", backend.ErrClosed)
@@ -295,6 +304,7 @@ func (b *Backend) Close() error {
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
 	_, derr := b.kv.Delete(ctx, b.slots.prefix, clientv3.WithPrefix())
 	cancel()
+	b.guard.close()
 	if b.owned {
 		if err := b.cli.Close(); err != nil {
 			return fmt.Errorf("etcd: close: %w", err)
@@ -304,4 +314,18 @@ func (b *Backend) Close() error {
 		return fmt.Errorf("etcd: close: deleting commit markers: %w", derr)
 	}
 	return nil
+}
+
+// retries counts why an Update ran fn again, so that the error ending its
+// re-runs says what happened (conflicts, or a cluster that did not answer).
+type retries struct {
+	conflicts, reads, fenced int
+	last                     string
+}
+
+func (r retries) String() string {
+	if r.last == "" {
+		r.last = "none"
+	}
+	return fmt.Sprintf("%d conflicts, %d failed reads, %d unanswered commits fenced; last: %s", r.conflicts, r.reads, r.fenced, r.last)
 }

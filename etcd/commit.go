@@ -137,6 +137,8 @@ func (b *Backend) commit(ctx context.Context, t *tx, s *slot) (outcome, error) {
 		return 0, fmt.Errorf("etcd: commit: %w", err)
 	}
 	b.stats.unknown.Add(1)
+	b.guard.suspect()
+	t.unanswered = err
 	return b.resolve(ctx, s, n, err)
 }
 
@@ -159,6 +161,9 @@ func (b *Backend) resolve(ctx context.Context, s *slot, n string, cause error) (
 			Else(clientv3.OpGet(s.key)).Commit()
 		reqCancel()
 		b.stats.fenceRequests.Add(1)
+		if err != nil {
+			b.guard.suspect()
+		}
 		if err == nil {
 			if resp.Succeeded {
 				s.rev = resp.Header.Revision

@@ -16,6 +16,7 @@
 //	reruns.go   Backend.Reruns: re-runs by cause (backend.RerunCounter)
 //	tx.go       the transaction: snapshot reads, read set, write buffer
 //	commit.go   the commit Txn, commit markers, unknown outcomes
+//	endpoints.go  keeping a Dial-owned client off members that stop answering
 //	load.go     ReadTx.Load
 //	scans.go    the ordered, bounded scans of ReadTx
 //	apply.go    Tx.Apply: kvlayout's Apply, reads batched, writes buffered
@@ -104,6 +105,19 @@
 // never can, so fn runs again; or the marker holds the commit's nonce, and
 // Update returns nil. The outcome of a commit is never reported as a
 // failure or success without one of these answers. Stats counts each case.
+// The error that ends an Update's re-runs says why fn ran again (how many
+// conflicts, failed reads and unanswered commits, and the last cause).
+//
+// A member that stops answering. Every request (read, commit, fence) has
+// its own timeout (WithRequestTimeout, default DefaultRequestTimeout), so
+// a member that froze holds a request at most that long; a read that
+// times out says so and runs fn again, a commit that times out is
+// resolved through its marker as above. Dial's client has a keepalive
+// (WithKeepAlive) that drops a dead connection, and when a request times
+// out the Backend asks each endpoint for its status and sends requests
+// only to those that answer until the others answer again (endpoints.go):
+// one frozen member of three costs about the request timeout plus a
+// second, not the whole time it is frozen.
 //
 // # Cluster settings
 //

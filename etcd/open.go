@@ -49,6 +49,22 @@ const DefaultBusyTimeout = 10 * time.Second
 // second with etcd's default timing.
 const DefaultRequestTimeout = 5 * time.Second
 
+// DefaultKeepAliveTime and DefaultKeepAliveTimeout are Dial's client
+// keepalive unless WithKeepAlive says otherwise: a connection with
+// requests in flight that has had no answer for DefaultKeepAliveTime is
+// pinged, and dropped when the ping gets no answer within
+// DefaultKeepAliveTimeout, so that a connection whose member vanished
+// without closing it (a partition that drops packets, a frozen process)
+// does not stay open forever. gRPC pings at most every 10 s, and etcd
+// members refuse pings more frequent than their --grpc-keepalive-min-time
+// (5 s by default). Requests stuck on such a member are bounded sooner by
+// the request timeout, and Dial's client then stops sending requests to
+// a member that does not answer (see Dial).
+const (
+	DefaultKeepAliveTime    = 10 * time.Second
+	DefaultKeepAliveTimeout = 3 * time.Second
+)
+
 // DefaultMaxTxnOps is etcd's default --max-txn-ops: the most operations
 // (and, separately, compares) one Txn may hold.
 const DefaultMaxTxnOps = 128
@@ -64,6 +80,8 @@ type config struct {
 	requestTimeout time.Duration
 	maxTxnOps      int
 	dialTimeout    time.Duration
+	keepAlive      time.Duration
+	keepAliveWait  time.Duration
 	hooks          hooks
 }
 
@@ -82,9 +100,28 @@ func WithBusyTimeout(d time.Duration) Option {
 }
 
 // WithRequestTimeout bounds each request to the cluster (default
-// DefaultRequestTimeout). A commit request that times out has an unknown
-// outcome, which Update resolves (commit.go).
+// DefaultRequestTimeout): every read, commit and fence request gets its
+// own context.WithTimeout of d (within the caller's ctx), so a member that
+// stops answering holds one request at most d. A read that times out runs
+// the Update's fn again; a commit request that times out may still have
+// been applied, and Update resolves its outcome through the commit marker
+// (commit.go), never by guessing: it returns nil only when the marker
+// shows the commit, and an error wrapping ErrOutcomeUnknown when even the
+// fence got no answer in time.
 func WithRequestTimeout(d time.Duration) Option { return func(c *config) { c.requestTimeout = d } }
+
+// WithKeepAlive sets Dial's client keepalive (default
+// DefaultKeepAliveTime, DefaultKeepAliveTimeout): after d without an
+// answer on a connection with requests in flight, the client pings the
+// member, and drops the connection when no answer comes within wait; the
+// client then sends requests only to the members that answer. gRPC raises
+// a d below 10 s to 10 s, and d must not be below the cluster's
+// --grpc-keepalive-min-time (5 s by default), or the members close the
+// client's connections for pinging too often. d = 0 turns keepalive off. Open uses the caller's client: set its
+// DialKeepAliveTime and DialKeepAliveTimeout.
+func WithKeepAlive(d, wait time.Duration) Option {
+	return func(c *config) { c.keepAlive, c.keepAliveWait = d, wait }
+}
 
 // WithMaxTxnOps tells the adapter the cluster's --max-txn-ops (default
 // DefaultMaxTxnOps): reads are batched in Txns of at most n gets. A commit
@@ -99,7 +136,8 @@ func WithDialTimeout(d time.Duration) Option { return func(c *config) { c.dialTi
 
 func newConfig(opts []Option) (config, error) {
 	c := config{prefix: DefaultPrefix, busyTimeout: DefaultBusyTimeout, requestTimeout: DefaultRequestTimeout,
-		maxTxnOps: DefaultMaxTxnOps, dialTimeout: 5 * time.Second}
+		maxTxnOps: DefaultMaxTxnOps, dialTimeout: 5 * time.Second,
+		keepAlive: DefaultKeepAliveTime, keepAliveWait: DefaultKeepAliveTimeout}
 	for _, o := range opts {
 		o(&c)
 	}
@@ -108,12 +146,24 @@ func newConfig(opts []Option) (config, error) {
 		return c, fmt.Errorf("etcd: request timeout %v is not positive", c.requestTimeout)
 	case c.maxTxnOps < 1:
 		return c, fmt.Errorf("etcd: max txn ops %d is not positive", c.maxTxnOps)
+	case c.keepAlive < 0 || (c.keepAlive > 0 && c.keepAliveWait <= 0):
+		return c, fmt.Errorf("etcd: keepalive %v, %v: the time may not be negative, and the timeout must be positive", c.keepAlive, c.keepAliveWait)
 	}
 	return c, nil
 }
 
 // Dial connects to the cluster at endpoints and opens the store (see
 // Open). Close closes the connection.
+//
+// The client Dial makes rides out a member that stops answering: its
+// keepalive (WithKeepAlive) drops a dead connection, every request is
+// bounded by the request timeout (WithRequestTimeout), and when a request
+// times out the Backend asks each endpoint for its status (within the
+// request timeout, at most 1 s) and sends requests only to those that
+// answer, asking the others again every second and using them again once
+// they answer. One frozen member of three then costs the requests in
+// flight to it and the probe: a few seconds. (Open leaves the caller's
+// client as it is.)
 func Dial(ctx context.Context, endpoints []string, opts ...Option) (*Backend, error) {
 	c, err := newConfig(opts)
 	if err != nil {
@@ -123,12 +173,14 @@ func Dial(ctx context.Context, endpoints []string, opts ...Option) (*Backend, er
 		return nil, fmt.Errorf("etcd: dial: %w", err)
 	}
 	cli, err := clientv3.New(clientv3.Config{
-		Endpoints:          endpoints,
-		DialTimeout:        c.dialTimeout,
-		MaxCallSendMsgSize: 64 << 20,
-		MaxCallRecvMsgSize: 64 << 20,
-		Logger:             zap.NewNop(),
-		Context:            context.WithoutCancel(ctx),
+		Endpoints:            endpoints,
+		DialTimeout:          c.dialTimeout,
+		DialKeepAliveTime:    c.keepAlive,
+		DialKeepAliveTimeout: c.keepAliveWait,
+		MaxCallSendMsgSize:   64 << 20,
+		MaxCallRecvMsgSize:   64 << 20,
+		Logger:               zap.NewNop(),
+		Context:              context.WithoutCancel(ctx),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("etcd: dial %v: %w", endpoints, err)
@@ -138,6 +190,7 @@ func Dial(ctx context.Context, endpoints []string, opts ...Option) (*Backend, er
 		_ = cli.Close()
 		return nil, err
 	}
+	b.guard = newEndpointGuard(cli, endpoints, c.requestTimeout)
 	return b, nil
 }
 

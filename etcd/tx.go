@@ -9,6 +9,7 @@ import (
 
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
+	"google.golang.org/grpc/codes"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -71,7 +72,12 @@ type writeSet struct {
 	broken error // a write failed part-way: never commit
 }
 
-type tx struct{ readTx }
+type tx struct {
+	readTx
+	// unanswered is the error of a commit request that got no answer
+	// (its outcome then resolved through the commit marker).
+	unanswered error
+}
 
 var (
 	_ backend.ReadTx = (*readTx)(nil)
@@ -105,8 +111,14 @@ func (t *readTx) readErr(ctx context.Context, op string, err error) error {
 	if ctx.Err() == nil && t.b.closed.Load() {
 		return fmt.Errorf("etcd: %s: %w: %w", op, backend.ErrClosed, err)
 	}
-	if ctx.Err() == nil && isTransient(err) && t.transient == nil {
-		t.transient = err
+	if ctx.Err() == nil && isTransient(err) {
+		t.b.guard.suspect()
+		if t.transient == nil {
+			t.transient = err
+		}
+		if errors.Is(err, context.DeadlineExceeded) || code(err) == codes.DeadlineExceeded {
+			return fmt.Errorf("etcd: %s: no answer from the cluster within the request timeout %v: %w", op, t.b.cfg.requestTimeout, err)
+		}
 	}
 	return fmt.Errorf("etcd: %s: %w", op, err)
 }

@@ -154,6 +154,7 @@ func TestConflictsRunOutIntoErrBusy(t *testing.T) {
 		return tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Runs: []backend.Run{run}}})
 	})
 	require.ErrorIs(t, err, backend.ErrBusy)
+	assert.ErrorContains(t, err, "last: a concurrent commit changed what fn read", "the error says why fn ran again")
 	s := b.Stats()
 	assert.Equal(t, int64(1), s.Busy)
 	assert.GreaterOrEqual(t, s.Conflicts, int64(1))

@@ -395,6 +395,14 @@ func (r *Runner) lateReceipts(ctx context.Context) error {
 				continue
 			}
 			if err := r.store.PersistReceipt(ctx, a.Key, rc, r.cfg.authority, r.cfg.clock.Now()); err != nil {
+				if errors.Is(err, workflow.ErrInvalidInput) {
+					// A receipt the store cannot keep (too large, too deep,
+					// invalid): the attempt stays repair_required for an
+					// operator; the owner would return the same receipt.
+					r.log.LogAttrs(ctx, slog.LevelWarn, "late receipt cannot be stored", slog.String("identity", a.Identity),
+						slog.String("error", err.Error()))
+					continue
+				}
 				return fmt.Errorf("late receipts: %w", err)
 			}
 			ref := workflow.AttemptRef{Key: a.Key, Identity: a.Identity}

@@ -76,7 +76,10 @@ func (na NewActivation) record(at int64) (backend.Activation, error) {
 		if err := na.RetryPolicy.Validate(); err != nil {
 			return backend.Activation{}, err
 		}
-		policy = mustCanonical(na.RetryPolicy)
+		var err error
+		if policy, err = encodeJSON("retry policy", na.RetryPolicy); err != nil {
+			return backend.Activation{}, err
+		}
 	}
 	preds := nodeRefsIn(na.Predecessors)
 	for _, p := range preds {

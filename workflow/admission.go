@@ -49,10 +49,7 @@ func checkPlan(plan Plan) ([]byte, error) {
 	if plan.SideEffect != ReadOnly && plan.SideEffect != Mutating {
 		return nil, invalid("side effect", "must be read_only or mutating")
 	}
-	if len(plan.Intent) == 0 {
-		return nil, invalid("dispatch intent", "is required")
-	}
-	return canonicalJSON("dispatch intent", plan.Intent)
+	return ownerJSON("dispatch intent", plan.Intent)
 }
 
 // prepareHint is what discovery already knows about an activation (its

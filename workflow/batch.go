@@ -25,11 +25,14 @@ const (
 	opInsert writeOp = iota + 1
 	opReplace
 	opDelete
+	// opFail: a write that could not be built (rec is its error); the
+	// batch refuses to apply while the entry is in it.
+	opFail
 )
 
 type entry struct {
 	op  writeOp
-	rec any // a backend record value
+	rec any // a backend record value, or the error of an opFail
 }
 
 // insertable, replaceable and removable are the record kinds the contract
@@ -69,14 +72,22 @@ func (b *batch) mark() int { return len(b.log) }
 func (b *batch) truncate(m int) { b.log = b.log[:m] }
 
 // event appends an event to run (advancing its sequence); the caller
-// replaces the run record afterwards.
+// replaces the run record afterwards. A payload that cannot be encoded
+// within the document limits fails the batch (apply returns its error):
+// the owner limits keep every owner document small enough that this never
+// happens, and if it did the transaction would be refused, not panic.
 func (b *batch) event(run *backend.Run, typ string, payload any, atMS int64) {
+	enc, err := encodeJSON("event "+typ+" payload", payload)
+	if err != nil {
+		b.log = append(b.log, entry{opFail, err})
+		return
+	}
 	run.LastEventSeq++
 	insert(b, backend.Event{
 		RunID:     run.ID,
 		Seq:       run.LastEventSeq,
 		Type:      typ,
-		Payload:   mustCanonical(payload),
+		Payload:   enc,
 		CreatedMS: atMS,
 	})
 }
@@ -229,6 +240,12 @@ func addDelete(c *backend.Changes, rec any, k recordKey) {
 func (b *batch) apply(ctx context.Context, tx backend.Tx) error {
 	if b.empty() {
 		return nil
+	}
+	for _, e := range b.log {
+		if e.op == opFail {
+			b.log = b.log[:0]
+			return e.rec.(error)
+		}
 	}
 	c := b.changes()
 	b.log = b.log[:0]

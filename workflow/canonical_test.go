@@ -219,7 +219,7 @@ func TestChecksum(t *testing.T) {
 	assert.Equal(t, "ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb", Checksum([]byte("a")))
 }
 
-func TestMustCanonical(t *testing.T) {
+func TestEncodeJSON(t *testing.T) {
 	t.Parallel()
 	type payload struct {
 		Z    string            `json:"z"`
@@ -229,8 +229,24 @@ func TestMustCanonical(t *testing.T) {
 	got := mustCanonical(payload{Z: "<&>\u2028", A: 1, Tags: map[string]string{"y": "1", "x": "2"}})
 	assert.Equal(t, "{\"a\":1,\"tags\":{\"x\":\"2\",\"y\":\"1\"},\"z\":\"<&>\u2028\"}", string(got))
 	assert.Equal(t, `null`, string(mustCanonical(nil)))
-	assert.Panics(t, func() { mustCanonical(make(chan int)) })
-	assert.Panics(t, func() { mustCanonical(json.RawMessage(`{"a":1,"a":2}`)) })
+	_, err := encodeJSON("test payload", make(chan int))
+	assert.Error(t, err, "an unencodable value is an error, not a panic")
+	_, err = encodeJSON("test payload", json.RawMessage(`{"a":1,"a":2}`))
+	assert.ErrorIs(t, err, ErrInvalidInput)
+	_, err = encodeJSON("test payload", json.RawMessage(`"`+strings.Repeat("x", MaxJSONBytes-1)+`"`))
+	assert.ErrorIs(t, err, ErrTooLarge, "one byte over the document limit")
+	_, err = encodeJSON("test payload", []json.RawMessage{json.RawMessage(strings.Repeat("[", MaxJSONDepth) + strings.Repeat("]", MaxJSONDepth))})
+	assert.ErrorIs(t, err, ErrInvalidInput, "one level over the depth limit")
+	assert.NotErrorIs(t, err, ErrTooLarge)
+}
+
+// mustCanonical encodes a test payload the test knows to be valid.
+func mustCanonical(v any) []byte {
+	b, err := encodeJSON("test payload", v)
+	if err != nil {
+		panic(err)
+	}
+	return b
 }
 
 // decodeJSON decodes with encoding/json (numbers as json.Number) for

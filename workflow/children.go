@@ -39,7 +39,7 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 	if len(nc.Target) == 0 {
 		return "", false, invalid("child target", "is required")
 	}
-	target, err := canonicalJSON("child target", nc.Target)
+	target, err := ownerJSON("child target", nc.Target)
 	if err != nil {
 		return "", false, err
 	}
@@ -123,10 +123,13 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 		w.emit(&child, RunCreatedPayload{RunID: childID, RootRunID: root.ID, Limits: limitsPayload(limits)}, at)
 		insert(w, child)
 		insert(w, backend.RunLink{ChildRunID: childID, RootRunID: root.ID, Parent: pk, Target: target, Depth: child.Depth, CreatedMS: at})
-		receipt := mustCanonical(map[string]any{
+		receipt, err := encodeJSON("child run receipt", map[string]any{
 			"owner": childReceiptOwner, "child_run_id": childID, "root_run_id": root.ID,
 			"depth": child.Depth, "target": json.RawMessage(target),
 		})
+		if err != nil {
+			return err
+		}
 		att.Status = backend.AttemptAdmitted
 		att.Receipt = receipt
 		att.AdmittedMS = at

@@ -79,7 +79,8 @@ type DispatchSummary struct {
 	// OwnerFailed lists, in batch mode, the attempts whose owner call
 	// failed (or whose receipt could not be recorded): each was handed off
 	// and may have been dispatched, so it is left for ReconcilePrepared
-	// and Redispatch. In one-at-a-time mode such a failure stops the pass
+	// and Redispatch, except one whose receipt the store cannot keep,
+	// which is settled as repair_required (Err is an *UnstorableError). In one-at-a-time mode such a failure stops the pass
 	// and is only returned as its error.
 	OwnerFailed []OwnerFailure
 }

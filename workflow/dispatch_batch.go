@@ -153,10 +153,12 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 		rc, err := receipts[i].Receipt, receipts[i].Err
 		if err != nil {
 			err = fmt.Errorf("%w: dispatch %s: %w", ErrOwner, r.p.Identity, err)
-		} else if len(rc) == 0 {
-			err = invalid("dispatch receipt", "is required")
-		} else {
-			rc, err = canonicalJSON("dispatch receipt", rc)
+		} else if rc, err = ownerJSON("dispatch receipt", rc); err != nil {
+			// A receipt the store cannot keep settles its attempt now.
+			err = s.persistReceipt(ctx, attemptKeyIn(r.p.Key()), r.p.Identity, receipts[i].Receipt, r.check.with("receipt"), now, nil)
+			if _, ok := errors.AsType[*UnstorableError](err); !ok && isStorage(err) {
+				return fails, err
+			}
 		}
 		if err != nil {
 			sum.OwnerFailed = append(sum.OwnerFailed, OwnerFailure{Attempt: refOf(r.p), Err: err})

@@ -62,7 +62,9 @@
 //	condition                                              sentinel                     in a Dispatch summary
 //	bad id, time, limit, policy, JSON (invalid, dup keys)   ErrInvalidInput              batch fails before any work
 //	nil or typed-nil Owner / ReceiptLookup, zero time.Time  ErrInvalidInput              batch fails before any work
-//	canonical JSON > 1 MiB                                  ErrTooLarge (+ErrInvalidInput) batch fails (intent from Plan)
+//	canonical JSON > MaxJSONBytes (owner: MaxOwnerJSONBytes) ErrTooLarge (+ErrInvalidInput) batch fails (intent from Plan)
+//	JSON > MaxJSONDepth deep (owner: MaxOwnerJSONDepth)     ErrInvalidInput              batch fails (intent from Plan)
+//	owner's receipt/observation the store cannot keep       *UnstorableError: ErrOwner   OwnerFailed (batch) / batch fails; attempt repair_required
 //	run, activation, attempt, schedule missing              ErrNotFound                  -
 //	different fields/intent/receipt/schedule for an id      ErrConflict                  batch fails
 //	second handoff of one identity                          ErrConflict                  Raced (another caller has it)
@@ -82,6 +84,22 @@
 //	stored intent fails its checksum (DispatchIntent)       ErrCorrupt                   -
 //	allowance increase: stored cap is not the expected one  ErrConflict                  -
 //	prune of a run that is not finished, or of a live tree  ErrIneligible                -
+//
+// # JSON limits
+//
+// Every JSON document is checked in canonical form before anything is
+// written. Documents kept only in their own record (inputs, metadata,
+// observation detail) may use MaxJSONBytes and MaxJSONDepth. Owner JSON,
+// which an event also carries (intents, receipts, outputs, child targets),
+// is held to MaxOwnerJSONBytes and MaxOwnerJSONDepth, the document limits
+// minus the largest event envelope (MaxEnvelopeBytes, MaxEnvelopeDepth), so
+// every accepted document fits every event that carries it and no write
+// fails on the event it needs. An owner's value that cannot be stored (a
+// receipt, or an Observer's output or detail, that is missing, invalid,
+// too large or too deep) settles its attempt as repair_required once, with
+// an attempt_repair_required event recording the limits, the size and the
+// SHA-256 of the value: see UnstorableError. The same value passed to
+// PersistReceipt or ApplyObservation directly is refused, state unchanged.
 //
 // # Boundaries
 //

@@ -14,9 +14,11 @@ var (
 	// ErrInvalidInput: an argument failed validation (id, time, JSON, limit,
 	// policy, a nil or typed-nil owner). Nothing was written.
 	ErrInvalidInput = errors.New("workflow: invalid input")
-	// ErrTooLarge: a JSON document's canonical form exceeds MaxJSONBytes.
-	// Also matches ErrInvalidInput.
-	ErrTooLarge = errors.New("workflow: json exceeds 1048576 bytes")
+	// ErrTooLarge: a JSON document's canonical form exceeds its limit
+	// (MaxJSONBytes, or MaxOwnerJSONBytes for owner JSON). As an argument
+	// it also matches ErrInvalidInput; as an owner's value the Store could
+	// not keep it is an *UnstorableError (see there).
+	ErrTooLarge = errors.New("workflow: json too large")
 	// ErrNotFound: a named run, activation, attempt or schedule does not exist.
 	ErrNotFound = errors.New("workflow: not found")
 	// ErrConflict: the request contradicts durable state for the same
@@ -52,6 +54,7 @@ type InputError struct {
 	Field     string // which argument, e.g. "run id", "dispatch intent"
 	Reason    string
 	Oversized bool
+	tooDeep   bool // JSON nested deeper than its limit
 }
 
 func (e *InputError) Error() string { return fmt.Sprintf("workflow: %s %s", e.Field, e.Reason) }

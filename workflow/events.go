@@ -518,6 +518,41 @@ func (AttemptSiblingCancellingPayload) EventType() EventType { return EventAttem
 type AttemptRepairRequiredPayload struct {
 	DispatchIdentity string `json:"dispatch_identity"`
 	Reason           string `json:"reason"`
+	// Unstorable describes the owner's value that could not be stored, for
+	// the reasons RepairReceiptNotStorable and RepairObservationNotStorable.
+	Unstorable *Unstorable `json:"unstorable,omitempty"`
+}
+
+// Reasons of an attempt_repair_required event for an owner's value the
+// store cannot keep (see Unstorable).
+const (
+	// RepairReceiptNotStorable: the owner's receipt (from Dispatch,
+	// DispatchBatch or a ReceiptLookup) cannot be stored.
+	RepairReceiptNotStorable = "receipt_not_storable"
+	// RepairObservationNotStorable: an Observer's observation (its output
+	// or detail) cannot be stored.
+	RepairObservationNotStorable = "observation_not_storable"
+)
+
+// Unstorable records an owner's value the store refused to keep: which
+// document, why, the limits it was held to, and its size and SHA-256 (of
+// the bytes the owner returned, as returned), so an operator can match it
+// with the owner's copy. The value itself is not stored.
+type Unstorable struct {
+	// Document names the value: "dispatch receipt", "observation output",
+	// "observation detail".
+	Document string `json:"document"`
+	// Problem is "too_large", "too_deep" or "invalid".
+	Problem string `json:"problem"`
+	// Detail is the validation error.
+	Detail string `json:"detail"`
+	// LimitBytes and LimitDepth are the limits the document was held to.
+	LimitBytes int64 `json:"limit_bytes"`
+	LimitDepth int64 `json:"limit_depth"`
+	// SizeBytes is the length of the bytes returned.
+	SizeBytes int64 `json:"size_bytes"`
+	// SHA256 is the lowercase hex SHA-256 of the bytes returned.
+	SHA256 string `json:"sha256"`
 }
 
 // EventType returns EventAttemptRepairRequired.

@@ -61,34 +61,39 @@ type ObservationResult struct {
 	Unresolved bool
 }
 
-func (o Observation) validate(at int64) (out, detail []byte, succ []backend.Activation, err error) {
+// validate checks o and returns its canonical JSON and successor records.
+// An output or detail that cannot be stored is returned both as err (an
+// *InputError) and as v.unstorable, so that a caller may refuse it (a
+// direct ApplyObservation) or settle its attempt (the receipt-backed pass,
+// whose observation comes from the owner); every other problem has
+// v.unstorable nil.
+func (o Observation) validate(at int64) (v validObservation, err error) {
 	switch o.Kind {
 	case ObservedAdmitted, ObservedRunning, ObservedDeferred, ObservedFailed, ObservedRetryableFailure,
 		ObservedPaused, ObservedCancelled, ObservedUnknown:
 	case ObservedSucceeded:
-		if len(o.Output) == 0 {
-			return nil, nil, nil, invalid("observation output", "is required for succeeded")
-		}
-		if out, err = canonicalJSON("observation output", o.Output); err != nil {
-			return nil, nil, nil, err
+		if v.output, err = ownerJSON("observation output", o.Output); err != nil { // required
+			v.unstorable = unstorableValue("observation output", o.Output, MaxOwnerJSONBytes, MaxOwnerJSONDepth, err)
+			return v, err
 		}
 	default:
-		return nil, nil, nil, invalid("observation kind", "unknown kind %q", o.Kind)
+		return v, invalid("observation kind", "unknown kind %q", o.Kind)
 	}
-	if detail, err = optionalJSON("observation detail", o.Detail); err != nil {
-		return nil, nil, nil, err
+	if v.detail, err = optionalJSON("observation detail", o.Detail); err != nil {
+		v.unstorable = unstorableValue("observation detail", o.Detail, MaxJSONBytes, MaxJSONDepth, err)
+		return v, err
 	}
 	if len(o.Successors) > 0 && o.Kind != ObservedSucceeded {
-		return nil, nil, nil, invalid("observation successors", "only a succeeded observation may carry successors")
+		return v, invalid("observation successors", "only a succeeded observation may carry successors")
 	}
 	for _, na := range o.Successors {
 		rec, err := na.record(at)
 		if err != nil {
-			return nil, nil, nil, err
+			return v, err
 		}
-		succ = append(succ, rec)
+		v.succ = append(v.succ, rec)
 	}
-	return out, detail, succ, nil
+	return v, nil
 }
 
 // compatibleSettled reports whether observing k on an attempt already in
@@ -135,7 +140,12 @@ func compatibleSettled(st backend.AttemptStatus, k ObservationKind) bool {
 //
 // An observation that contradicts a settled attempt fails with
 // ErrConflict; one for an attempt without a receipt fails with
-// ErrIneligible.
+// ErrIneligible. An Output is owner JSON (MaxOwnerJSONBytes,
+// MaxOwnerJSONDepth) and a Detail is held to MaxJSONBytes and
+// MaxJSONDepth: one that is invalid, too large (ErrTooLarge) or too deep
+// is refused with ErrInvalidInput before anything is written, and the
+// attempt is left as it was. (The receipt-backed pass, whose observation
+// comes from the owner, settles the attempt instead.)
 func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Observation, now time.Time) (ObservationResult, error) {
 	var res ObservationResult
 	if err := ValidateID("dispatch identity", identity); err != nil {
@@ -145,13 +155,13 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 	if err != nil {
 		return res, err
 	}
-	output, detail, succ, err := obs.validate(at)
+	v, err := obs.validate(at)
 	if err != nil {
 		return res, err
 	}
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		var err error
-		res, err = applyObservation(ctx, tx, w, identity, obs, validObservation{output, detail, succ}, authorityCheck{}, at)
+		res, err = applyObservation(ctx, tx, w, identity, obs, v, authorityCheck{}, at)
 		w.workArrives() // settling may add successors, schedule a retry, free capacity or leases
 		return err
 	})
@@ -165,6 +175,10 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 type validObservation struct {
 	output, detail []byte
 	succ           []backend.Activation
+	// unstorable, when set, describes an owner's output or detail that
+	// cannot be stored: applying the observation settles the attempt as
+	// repair_required instead (RepairObservationNotStorable).
+	unstorable *Unstorable
 }
 
 // applyObservation applies one validated observation inside tx, after
@@ -208,6 +222,16 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			// A cancelling run's attempts and a fail-fast group's stopped
 			// siblings settle as cancelled, whatever the owner reports.
 			kind = ObservedCancelled
+		}
+		if v.unstorable != nil && kind != ObservedCancelled {
+			// The owner reported something the store cannot keep: its
+			// outcome is for an operator, and never asked again.
+			if err := settleUnstorable(ctx, tx, w, &run, &att, RepairObservationNotStorable, v.unstorable, at); err != nil {
+				return err
+			}
+			res.Status = AttemptStatus(att.Status)
+			replace(w, run)
+			return nil
 		}
 		if detail != nil {
 			att.Detail = detail

@@ -17,6 +17,13 @@ import (
 // duplicate of the stored receipt is a no-op; a different one fails with
 // ErrConflict. The attempt is named by its key (its dispatch identity is
 // key.Identity()). authority, when set, must be the run's current authority.
+//
+// The receipt is owner JSON (MaxOwnerJSONBytes, MaxOwnerJSONDepth): one
+// that is missing, invalid, too large or too deep is refused with
+// ErrInvalidInput (ErrTooLarge when too large) before anything is
+// written, and the attempt is left as it was. (The Store's own paths,
+// which receive the receipt from the owner themselves, settle the attempt
+// instead: see UnstorableError.)
 func (s *Store) PersistReceipt(ctx context.Context, key AttemptKey, receipt json.RawMessage, authority *Authority, now time.Time) error {
 	k, a := attemptKeyIn(key), authorityIn(authority)
 	if err := validateAttemptKey(k); err != nil {
@@ -25,25 +32,28 @@ func (s *Store) PersistReceipt(ctx context.Context, key AttemptKey, receipt json
 	if err := validateAuthority(a); err != nil {
 		return err
 	}
+	if _, err := ownerJSON("dispatch receipt", receipt); err != nil {
+		return err
+	}
 	return s.persistReceipt(ctx, k, key.Identity(), receipt, ownedBy(a, "receipt"), now, nil)
 }
 
-// persistReceipt implements PersistReceipt. kn, when set, holds the records
-// the handoff committed (see known).
+// persistReceipt implements PersistReceipt for a receipt the owner
+// returned. kn, when set, holds the records the handoff committed (see
+// known). A receipt ownerJSON refuses settles the attempt as
+// repair_required (settleUnstorableReceipt) and is returned as an
+// *UnstorableError.
 func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identity string, receipt json.RawMessage, check authorityCheck, now time.Time, kn *known) error {
-	if len(receipt) == 0 {
-		return invalid("dispatch receipt", "is required")
-	}
-	rc, err := canonicalJSON("dispatch receipt", receipt)
-	if err != nil {
-		return err
-	}
 	if identity != DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, k.Attempt) {
 		return invalid("dispatch receipt", "identity does not match durable attempt identity")
 	}
 	at, err := toMS("now", now)
 	if err != nil {
 		return err
+	}
+	rc, err := ownerJSON("dispatch receipt", receipt)
+	if err != nil {
+		return s.settleUnstorableReceipt(ctx, k, identity, receipt, err, check, now)
 	}
 	decide := func(tx backend.Tx, w *batch, run backend.Run, att backend.Attempt, found bool) error {
 		return decideReceipt(ctx, tx, w, &run, att, found, k, identity, rc, check, at)
@@ -152,7 +162,7 @@ func (s *Store) CheckOwnerAdmission(ctx context.Context, req OwnerAdmission, aut
 	if err := validateAuthority(&auth); err != nil {
 		return nil, err
 	}
-	intent, err := canonicalJSON("owner admission intent", req.Intent)
+	intent, err := ownerJSON("owner admission intent", req.Intent)
 	if err != nil {
 		return nil, err
 	}

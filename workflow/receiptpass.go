@@ -123,11 +123,11 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 			}
 			p.obs, p.out.OwnerAsked = obs, true
 		}
-		output, detail, succ, err := p.obs.validate(at)
-		if err != nil {
+		v, err := p.obs.validate(at)
+		if err != nil && v.unstorable == nil { // an unstorable one settles its attempt
 			return sum, fmt.Errorf("%w: observation of %s: %w", ErrOwner, att.Identity, err)
 		}
-		p.v = validObservation{output, detail, succ}
+		p.v = v
 		p.out.Applied = p.obs.Kind
 		plan = append(plan, p)
 	}

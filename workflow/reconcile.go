@@ -83,7 +83,14 @@ func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, no
 				return sum, fmt.Errorf("%w: receipt lookup %s: %w", ErrOwner, att.Identity, err)
 			}
 			if found {
-				if err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now, nil); err != nil {
+				err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now, nil)
+				if _, ok := errors.AsType[*UnstorableError](err); ok {
+					// Settled as repair_required: never redispatched, since
+					// the owner would return the same receipt.
+					sum.RepairRequired = append(sum.RepairRequired, attemptRef(att))
+					continue
+				}
+				if err != nil {
 					return sum, err
 				}
 				sum.Recovered = append(sum.Recovered, attemptRef(att))

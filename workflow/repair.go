@@ -30,13 +30,16 @@ type RepairRequest struct {
 	Identity string
 	Action   RepairAction
 	// Output is required with RepairConfirmSucceeded (the activation's
-	// output JSON) and ignored otherwise.
+	// output JSON, owner JSON: see MaxOwnerJSONBytes) and ignored
+	// otherwise.
 	Output json.RawMessage
 	// Authority, when set, must be the run's current authority.
 	Authority *Authority
 }
 
-// Repair resolves a mutating repair_required attempt. It never dispatches
+// Repair resolves a repair_required attempt: a mutating one, or one of
+// either effect settled for an owner's value the store could not keep
+// (see UnstorableError). It never dispatches
 // anything. Once no repair_required attempt remains, the run leaves
 // repair_required: to failed after an abandon or a confirmed failure (so
 // RetryFailedNode applies), to running otherwise (or cancelled when its
@@ -55,7 +58,7 @@ func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) er
 			return invalid("repair output", "is required to confirm success")
 		}
 		var err error
-		if out, err = canonicalJSON("repair output", output); err != nil {
+		if out, err = ownerJSON("repair output", output); err != nil {
 			return err
 		}
 	case RepairConfirmFailed, RepairConfirmCancelled, RepairAbandon:
@@ -66,8 +69,8 @@ func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) er
 		if err := ownedBy(auth, "repair").verify(*run); err != nil {
 			return err
 		}
-		if att.Status != backend.AttemptRepairRequired || att.SideEffect != backend.Mutating {
-			return stateErr(ErrIneligible, "attempt %s is not a mutating repair_required attempt", identity)
+		if att.Status != backend.AttemptRepairRequired {
+			return stateErr(ErrIneligible, "attempt %s is not a repair_required attempt", identity)
 		}
 		st, as, to := backend.AttemptSucceeded, backend.ActivationCompleted, backend.RunRunning
 		switch action {

@@ -42,7 +42,7 @@ func SeedRuns(ctx context.Context, s *workflow.Store, b backend.Backend, prefix 
 	var pol []byte
 	recon := backend.RepairRequired
 	if policy != nil {
-		pol = canonical.Must(policy)
+		pol = mustJSON(policy)
 		recon = backend.IdempotentReplay
 	}
 	for r := 0; len(keys) < n; r++ {
@@ -66,7 +66,7 @@ func SeedRuns(ctx context.Context, s *workflow.Store, b backend.Backend, prefix 
 				})
 				run.LastEventSeq++
 				c.Insert.Events = append(c.Insert.Events, backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: "activation_created",
-					Payload: canonical.Must(map[string]any{
+					Payload: mustJSON(map[string]any{
 						"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID, "generation": 0,
 					}), CreatedMS: at})
 			}
@@ -116,7 +116,7 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 			ev := func(typ string, payload map[string]any) {
 				run.LastEventSeq++
 				c.Insert.Events = append(c.Insert.Events, backend.Event{RunID: runID, Seq: run.LastEventSeq, Type: typ,
-					Payload: canonical.Must(payload), CreatedMS: t})
+					Payload: mustJSON(payload), CreatedMS: t})
 			}
 			ev("run_created", map[string]any{"run_id": runID})
 			m := min(PerRun, attempts-done)
@@ -151,4 +151,14 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 		}
 	}
 	return r, nil
+}
+
+// mustJSON encodes a bench payload built here from bounded ids and ints;
+// an error is a bug in this file.
+func mustJSON(v any) []byte {
+	b, err := canonical.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("benchdata: %T: %v", v, err))
+	}
+	return b
 }

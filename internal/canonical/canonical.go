@@ -28,37 +28,55 @@ import (
 // "canonical length > MaxBytes".
 const MaxBytes = 1 << 20
 
-// maxDepth bounds array/object nesting. Deeper documents are invalid; the
+// MaxDepth bounds array/object nesting. Deeper documents are invalid; the
 // bound keeps the recursive parser's stack small.
-const maxDepth = 10000
+const MaxDepth = 10000
+
+// Limits bounds one document: its canonical length in bytes (the check is
+// "canonical length > Bytes") and its array/object nesting (a scalar has
+// depth 0, [] and {} depth 1). Both must be positive and at most MaxBytes
+// and MaxDepth.
+type Limits struct {
+	Bytes int
+	Depth int
+}
+
+// Default is the largest document the store keeps.
+var Default = Limits{Bytes: MaxBytes, Depth: MaxDepth}
 
 // Error is why a document was rejected.
 type Error struct {
 	Reason string
-	// Oversized: the canonical form exceeds MaxBytes.
+	// Oversized: the canonical form exceeds the byte limit.
 	Oversized bool
+	// TooDeep: the document is nested deeper than the depth limit.
+	TooDeep bool
 }
 
 func (e *Error) Error() string { return "canonical JSON " + e.Reason }
 
 // Canonical parses raw as one strict JSON document and returns its
-// canonical encoding.
+// canonical encoding, within Default.
 //
 // Rejected, with an *Error: empty input, invalid JSON, trailing data after
 // the document, invalid UTF-8 anywhere, unpaired surrogate escapes,
 // duplicate keys in one object (compared after unescaping) and nesting
-// deeper than 10000. A canonical form longer than MaxBytes is rejected as
-// Oversized; the parse stops as soon as the output grows past the limit, so
-// an oversized document may be reported as such even if it is invalid
-// further on.
+// deeper than 10000 (TooDeep). A canonical form longer than MaxBytes is
+// rejected as Oversized; the parse stops as soon as the output grows past
+// the limit, so an oversized document may be reported as such even if it
+// is invalid further on.
 //
 // Canonical is idempotent: Canonical(Canonical(x)) == Canonical(x).
-func Canonical(raw []byte) ([]byte, error) {
+func Canonical(raw []byte) ([]byte, error) { return Within(raw, Default) }
+
+// Within is Canonical with the limits lim (clamped to Default).
+func Within(raw []byte, lim Limits) ([]byte, error) {
 	if len(raw) == 0 {
 		return nil, &Error{Reason: "is not valid JSON: empty input"}
 	}
 	p := canonPool.Get().(*canonParser)
 	p.in, p.pos, p.depth = raw, 0, 0
+	p.maxBytes, p.maxDepth = min(max(lim.Bytes, 0), MaxBytes), min(max(lim.Depth, 0), MaxDepth)
 	err := p.value()
 	if err == nil {
 		p.skipWS()
@@ -66,7 +84,7 @@ func Canonical(raw []byte) ([]byte, error) {
 			err = p.fail("trailing data after the JSON value")
 		}
 	}
-	if err == nil && len(p.out) > MaxBytes {
+	if err == nil && len(p.out) > p.maxBytes {
 		err = p.oversized()
 	}
 	var res []byte
@@ -78,21 +96,18 @@ func Canonical(raw []byte) ([]byte, error) {
 	return res, err
 }
 
-// Must encodes a payload the library builds itself: encoding/json (without
-// HTML escaping), then Canonical. It panics on any error, so it must never
-// be given caller-supplied raw JSON.
-func Must(v any) []byte {
+// Marshal encodes a payload the library builds itself: encoding/json
+// (without HTML escaping), then Canonical. Unlike a panic, its error (an
+// *Error for a payload over Default) leaves the caller free to refuse the
+// write that needed it.
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(v); err != nil {
-		panic(fmt.Sprintf("canonical.Must(%T): %v", v, err))
+		return nil, fmt.Errorf("canonical.Marshal(%T): %w", v, err)
 	}
-	out, err := Canonical(buf.Bytes())
-	if err != nil {
-		panic(fmt.Sprintf("canonical.Must(%T): %v", v, err))
-	}
-	return out
+	return Canonical(buf.Bytes())
 }
 
 // member is one parsed object member: its decoded key in canonParser.keys and
@@ -105,14 +120,16 @@ type member struct {
 // canonParser is a recursive-descent JSON parser that writes the canonical
 // form as it goes. Its buffers are reused through canonPool.
 type canonParser struct {
-	in      []byte
-	pos     int
-	depth   int
-	out     []byte   // canonical output
-	keys    []byte   // decoded keys of the open objects, stack-wise
-	members []member // members of the open objects, stack-wise
-	sbuf    []byte   // decoded escaped string values
-	tmp     []byte   // scratch for re-ordering an object's members
+	in       []byte
+	pos      int
+	depth    int
+	maxBytes int // limits of the current document
+	maxDepth int
+	out      []byte   // canonical output
+	keys     []byte   // decoded keys of the open objects, stack-wise
+	members  []member // members of the open objects, stack-wise
+	sbuf     []byte   // decoded escaped string values
+	tmp      []byte   // scratch for re-ordering an object's members
 }
 
 var canonPool = sync.Pool{New: func() any { return new(canonParser) }}
@@ -135,7 +152,7 @@ func (p *canonParser) fail(format string, args ...any) error {
 }
 
 func (p *canonParser) oversized() error {
-	return &Error{Reason: fmt.Sprintf("exceeds %d bytes", MaxBytes), Oversized: true}
+	return &Error{Reason: fmt.Sprintf("exceeds %d bytes", p.maxBytes), Oversized: true}
 }
 
 func (p *canonParser) skipWS() {
@@ -225,7 +242,7 @@ func (p *canonParser) number() error {
 	}
 	p.out = append(p.out, in[p.pos:i]...)
 	p.pos = i
-	if len(p.out) > MaxBytes {
+	if len(p.out) > p.maxBytes {
 		return p.oversized()
 	}
 	return nil
@@ -233,8 +250,10 @@ func (p *canonParser) number() error {
 
 func (p *canonParser) enter() error {
 	p.depth++
-	if p.depth > maxDepth {
-		return p.fail("nesting deeper than %d", maxDepth)
+	if p.depth > p.maxDepth {
+		err := p.fail("nesting deeper than %d", p.maxDepth)
+		err.(*Error).TooDeep = true
+		return err
 	}
 	return nil
 }
@@ -396,7 +415,7 @@ func (p *canonParser) key() error {
 		}
 		p.out = appendQuoted(p.out, p.keys[off:])
 	}
-	if len(p.out) > MaxBytes {
+	if len(p.out) > p.maxBytes {
 		return p.oversized()
 	}
 	return nil
@@ -418,7 +437,7 @@ func (p *canonParser) stringValue() error {
 		}
 		p.out = appendQuoted(p.out, p.sbuf)
 	}
-	if len(p.out) > MaxBytes {
+	if len(p.out) > p.maxBytes {
 		return p.oversized()
 	}
 	return nil
@@ -548,7 +567,7 @@ func (p *canonParser) decodeEscaped(dst []byte, start, i int) ([]byte, error) {
 			return dst, p.fail("unterminated string")
 		}
 		dst = append(dst, in[s:i]...)
-		if len(dst) > MaxBytes {
+		if len(dst) > p.maxBytes {
 			return dst, p.oversized()
 		}
 	}

@@ -666,7 +666,7 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "etcd/commit.go",
-				Find: `	b.stats.unknown.Add(1)
+				Find: `	t.unanswered = err
 	return b.resolve(ctx, s, n, err)
 `,
 				Replace: `	return 0, fmt.Errorf("etcd: commit: %w", err)
@@ -727,10 +727,10 @@ var Catalog = []Mutant{
 				File: "workflow/dispatch_batch.go",
 				Find: `		if err != nil {
 			err = fmt.Errorf("%w: dispatch %s: %w", ErrOwner, r.p.Identity, err)
-		} else if len(rc) == 0 {`,
+		} else if rc, err = ownerJSON(`,
 				Replace: `		if err != nil {
 			rc, err = []byte(` + "`" + `{"refused":true}` + "`" + `), nil
-		} else if len(rc) == 0 {`,
+		} else if rc, err = ownerJSON(`,
 			},
 		},
 	},
@@ -768,6 +768,51 @@ var Catalog = []Mutant{
 				File:    "workflow/verify.go",
 				Find:    `(last[0].Type == string(EventRunPruned) || last[0].Type == string(EventRunPruneStarted))`,
 				Replace: `last[0].Type == string(EventRunPruned)`,
+			},
+		},
+	},
+	{
+		Name: "owner-limit-without-envelope",
+		Bug:  "owner JSON is held to the document limits, so the event that wraps a document at the limit does not fit",
+		Edits: []Edit{
+			{
+				File:    "workflow/json.go",
+				Find:    `var ownerLimits = canonical.Limits{Bytes: MaxOwnerJSONBytes, Depth: MaxOwnerJSONDepth}`,
+				Replace: `var ownerLimits = canonical.Limits{Bytes: MaxJSONBytes, Depth: MaxJSONDepth}`,
+			},
+		},
+	},
+	{
+		Name: "unstorable-receipt-left-prepared",
+		Bug:  "an owner's receipt the store cannot keep is refused and its attempt left handed off, to be asked for again",
+		Edits: []Edit{
+			{
+				File:    "workflow/receipt.go",
+				Find:    `		return s.settleUnstorableReceipt(ctx, k, identity, receipt, err, check, now)`,
+				Replace: `		return err`,
+			},
+		},
+	},
+	{
+		Name: "unstorable-observation-applied",
+		Bug:  "an owner's observation the store cannot keep is applied without its output",
+		Edits: []Edit{
+			{
+				File:    "workflow/observe.go",
+				Find:    `		if v.unstorable != nil && kind != ObservedCancelled {`,
+				Replace: `		if false {`,
+			},
+		},
+	},
+	{
+		Name:  "etcd-frozen-member-kept",
+		Bug:   "the etcd adapter keeps sending requests to a member that stopped answering",
+		Suite: "./etcd/",
+		Edits: []Edit{
+			{
+				File:    "etcd/endpoints.go",
+				Find:    `	g.cli.SetEndpoints(answered...)`,
+				Replace: `	_ = answered`,
 			},
 		},
 	},
