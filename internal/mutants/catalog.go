@@ -748,4 +748,26 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "timeout-on-settled",
+		Bug:  "timeout applied to a settled attempt",
+		Edits: []Edit{
+			{
+				File:    "workflow/timeout.go",
+				Find:    `if (att.Status != backend.AttemptAdmitted && att.Status != backend.AttemptRunning) || att.Receipt == nil {`,
+				Replace: `if att.Receipt == nil {`,
+			},
+		},
+	},
+	{
+		Name: "timeout-retried",
+		Bug:  "timeout accepted by automatic retry",
+		Edits: []Edit{
+			{
+				File:    "workflow/timeout.go",
+				Find:    `att.Key.Attempt, FailureTerminalTimeout, at)`,
+				Replace: `att.Key.Attempt, FailureOwnerReportedRetryable, at)`,
+			},
+		},
+	},
 }
