@@ -17,6 +17,7 @@ func stuckCases() []testCase {
 		{Name: "stuck_attempts_pages_prepared_admitted_and_cancelling_work_by_age_within_its_limit", Run: caseStuckAttempts},
 		{Name: "timeout_settles_read_only_attempt_failed_once_never_retried_and_records_late_observation", Run: caseTimeoutReadOnly},
 		{Name: "timeout_settles_mutating_attempt_repair_required_and_a_late_success_settles_it", Run: caseTimeoutMutating},
+		{Name: "timeout_of_an_activation_is_stored_bounded_and_wins_over_the_default", Run: caseTimeoutPerActivation},
 	}
 }
 
@@ -266,4 +267,42 @@ func caseTimeoutMutating(e *env) {
 	assert.Equal(e.T, workflow.ActivationCompleted, getAct(e, s, k).Status)
 	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "r").Status)
 	assert.Equal(e.T, 2, countType(eventTypes(e, s, "r"), "attempt_observed_after_timeout"))
+}
+
+// caseTimeoutPerActivation: an activation's own attempt timeout is stored
+// and read back, refused outside its bounds (nothing written), and decides
+// the deadline over the caller's default, which applies to activations
+// without one.
+func caseTimeoutPerActivation(e *env) {
+	s := store(e)
+	mkRun(e, s, "r", workflow.Limits{}, nil)
+	before := digest(e, "r")
+	for _, bad := range []time.Duration{-time.Millisecond, time.Microsecond, 1500 * time.Microsecond, workflow.MaxAttemptTimeout + time.Millisecond} {
+		_, err := s.AddActivation(e.Ctx, workflow.NewActivation{Key: key("r", "n", "bad"), Input: json.RawMessage(`{}`), AttemptTimeout: bad}, ms(1))
+		requireIs(e.T, err, workflow.ErrInvalidInput, "attempt timeout %v", bad)
+	}
+	unchanged(e, before, "refused attempt timeouts", "r")
+
+	own, dflt := key("r", "n", "own"), key("r", "n", "default")
+	mkAct(e, s, own, func(na *workflow.NewActivation) { na.AttemptTimeout = 20 * time.Millisecond })
+	mkAct(e, s, dflt)
+	assert.Equal(e.T, 20*time.Millisecond, getAct(e, s, own).AttemptTimeout)
+	assert.Zero(e.T, getAct(e, s, dflt).AttemptTimeout)
+	_, err := s.AddActivation(e.Ctx, workflow.NewActivation{Key: own, Input: json.RawMessage(`{}`), AttemptTimeout: 30 * time.Millisecond}, ms(2))
+	requireIs(e.T, err, workflow.ErrConflict, "the same activation with another timeout")
+	var ids []string
+	for _, k := range []workflow.ActivationKey{own, dflt} {
+		pd := prep(e, s, k, workflow.ReadOnly, ms(5))
+		require.NoError(e.T, s.PersistReceipt(e.Ctx, pd.Key(), json.RawMessage(`{"ok":1}`), nil, ms(10)))
+		ids = append(ids, pd.Identity)
+	}
+	assert.Equal(e.T, []string{ids[0]}, timedOutIDs(e, s, 0, ms(30)), "its own timeout applies without a default")
+	assert.Equal(e.T, []string{ids[0]}, timedOutIDs(e, s, time.Second, ms(30)), "and wins over a longer default")
+	assert.ElementsMatch(e.T, ids, timedOutIDs(e, s, 15*time.Millisecond, ms(30)), "the default applies to the other")
+	_, err = s.SettleTimedOut(e.Ctx, ids[1], workflow.TimeoutOptions{}, ms(1000))
+	requireIs(e.T, err, workflow.ErrIneligible, "no timeout of its own and no default")
+	res, err := s.SettleTimedOut(e.Ctx, ids[0], workflow.TimeoutOptions{Default: time.Hour}, ms(30))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, 20*time.Millisecond, res.Timeout)
+	assert.Equal(e.T, ms(30), res.Deadline)
 }

@@ -26,7 +26,7 @@ func validateAttemptTimeout(field string, d time.Duration) error {
 
 // activationTimeoutMS is the activation's own attempt timeout in
 // milliseconds, 0 when it has none.
-func activationTimeoutMS(backend.Activation) int64 { return 0 }
+func activationTimeoutMS(act backend.Activation) int64 { return act.AttemptTimeoutMS }
 
 // timeoutOf is the timeout that applies to an attempt of act: its own,
 // else def (milliseconds; 0 = none).
