@@ -29,6 +29,20 @@
 // as unresolved. Start-up reconciliation is therefore not the only
 // recovery: it is the one for what a crash left in flight.
 //
+// A pass that fails part-way (a commit whose answer was lost, matching
+// backend.ErrOutcomeUnknown, or any error that may heal) never stalls the
+// attempt it was admitting until a restart, and no step is run again
+// blindly: the runner keeps the attempts it planned or handed to its
+// owner, by identity, and on its next passes re-reads each one and
+// finishes it (heal.go): a pending handoff joins the redispatch set, a
+// receipt the owner returned is persisted again (the same bytes, with
+// backoff) until it commits or the attempt is settled otherwise, a
+// recorded handoff of a read-only attempt this runner never handed over
+// is handed to the owner by its identity. A recorded handoff of a
+// mutating attempt this runner never handed over is left for start-up
+// reconciliation: nothing yet proves the handoff is this runner's own.
+// Attempts of other processes are never touched this way.
+//
 // Start-up reconciliation is meant for a restart. When several runners
 // share a store, one that starts while another is admitting may find that
 // one's attempts in flight: a read-only one is redispatched with the same
@@ -116,6 +130,9 @@ type Runner struct {
 	// handoff: such an attempt stays prepared, provably never dispatched,
 	// until a redispatch admits it once its run is eligible again.
 	rejected map[string]bool
+	// doubt holds the attempts of this runner whose admission ended in
+	// doubt, by identity, until a re-read resolves them (heal.go).
+	doubt map[string]*doubt
 	// reruns reads the backend's re-run counts, when it keeps them;
 	// lastReruns is what the last pass logged.
 	reruns     backend.RerunCounter
@@ -211,7 +228,9 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 	if rc, ok := store.Backend().(backend.RerunCounter); ok {
 		r.reruns, r.lastReruns = rc, rc.Reruns()
 	}
-	r.shim = &shim{owner: owner, clock: cfg.clock, in: in, stopping: &r.stopping, inFlight: map[string]workflow.AttemptRef{}}
+	r.shim = &shim{owner: owner, clock: cfg.clock, in: in, stopping: &r.stopping, inFlight: map[string]workflow.AttemptRef{},
+		planned: map[string]workflow.AttemptRef{}, answers: map[string]answer{}}
+	r.doubt = map[string]*doubt{}
 	r.owner = r.shim.wrap()
 	if l, ok := owner.(workflow.ReceiptLookup); ok {
 		r.lookup = timedLookup{r.shim, l}
@@ -491,15 +510,18 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if r.stopping.Load() {
 		return false, nil
 	}
+	healed := r.heal(ctx)
 	redone, err := r.redispatchRejected(ctx)
 	if err != nil {
-		return consumed > 0 || redone > 0, fmt.Errorf("redispatch: %w", err)
+		r.collectDoubts(workflow.DispatchSummary{}, nil)
+		return consumed > 0 || redone > 0 || healed > 0, fmt.Errorf("redispatch: %w", err)
 	}
 	sum, derr := r.store.Dispatch(ctx, r.owner, workflow.DispatchOptions{
 		RunID: r.cfg.runID, Authority: r.cfg.authority, Limit: r.cfg.limit,
 		BatchSize: r.cfg.batchSize, OwnerConcurrency: r.cfg.ownerConcurrency, Fault: r.cfg.fault,
 	}, r.cfg.clock.Now())
 	r.account(ctx, sum)
+	r.collectDoubts(sum, derr)
 	span.SetAttributes(attribute.Int("admitted", len(sum.Admitted)))
 	if derr != nil {
 		return consumed > 0 || len(sum.Admitted) > 0, fmt.Errorf("dispatch: %w", derr)
@@ -515,7 +537,7 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if err := r.checkStuck(ctx); err != nil {
 		return true, err
 	}
-	return consumed > 0 || more || redone > 0 || len(sum.Admitted) > 0 || observed > 0 || timedOut > 0, nil
+	return consumed > 0 || more || redone > 0 || healed > 0 || len(sum.Admitted) > 0 || observed > 0 || timedOut > 0, nil
 }
 
 // redispatchRejected redispatches, run by run, the attempts a dispatch
