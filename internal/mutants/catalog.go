@@ -770,4 +770,30 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "stuck-admitted-aged-from-prepared",
+		Bug:  "the stuck-work query ages an admitted attempt from its prepared time, not its admission",
+		Edits: []Edit{
+			{
+				File:    "workflow/stuck.go",
+				Find:    `{StuckAdmitted, backend.AttemptAdmitted, func(a backend.Attempt, _ backend.Run) int64 { return a.AdmittedMS }},`,
+				Replace: `{StuckAdmitted, backend.AttemptAdmitted, func(a backend.Attempt, _ backend.Run) int64 { return a.PreparedMS }},`,
+			},
+		},
+	},
+	{
+		Name: "timeout-late-observation-ignored",
+		Bug:  "a later observation of a timed-out repair_required attempt is recorded but never settles it",
+		Edits: []Edit{
+			{
+				File:    "workflow/timeout.go",
+				Find:    `	if att.Status != backend.AttemptRepairRequired {
+		return false, nil
+	}`,
+				Replace: `	if att.Status != backend.AttemptRepairRequired || true {
+		return false, nil
+	}`,
+			},
+		},
+	},
 }
