@@ -33,7 +33,9 @@ type memoryOwner struct {
 	mine map[string]bool
 }
 
-func newMemoryOwner(o *ledgerOwner) *memoryOwner { return &memoryOwner{ledgerOwner: o, mine: map[string]bool{}} }
+func newMemoryOwner(o *ledgerOwner) *memoryOwner {
+	return &memoryOwner{ledgerOwner: o, mine: map[string]bool{}}
+}
 
 func (o *memoryOwner) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
 	rc, err := o.ledgerOwner.Dispatch(ctx, p)
