@@ -230,6 +230,16 @@ func caseTimeoutReadOnly(e *env) {
 	require.NoError(e.T, err, "an explicit retry of a timed-out read-only attempt")
 	assert.Equal(e.T, uint32(2), rq.NextAttempt)
 
+	// An attempt of a run whose cancellation is requested settles by the
+	// cancellation, never by a timeout.
+	_, cid := timeoutFixture(e, s, "c", workflow.ReadOnly)
+	_, err = s.RequestCancellation(e.Ctx, "c", nil, ms(20))
+	require.NoError(e.T, err)
+	before = digest(e, "c")
+	_, err = s.SettleTimedOut(e.Ctx, cid, opts, ms(1000))
+	requireIs(e.T, err, workflow.ErrIneligible, "a cancelling run's attempt does not time out")
+	unchanged(e, before, "timeout in a cancelling run", "c")
+
 	// An attempt settled otherwise is never timed out.
 	_, other := timeoutFixture(e, s, "q", workflow.ReadOnly)
 	observe(e, s, other, obs(workflow.ObservedSucceeded), ms(50))

@@ -118,7 +118,8 @@ type TimeoutResult struct {
 //
 // An attempt that is not admitted or running, or whose deadline is after
 // now (or that has no timeout), fails with ErrIneligible and nothing is
-// written; so does one already settled, by a timeout or otherwise.
+// written; so does one already settled, by a timeout or otherwise, and one
+// whose run has cancellation requested (cancellation settles it).
 func (s *Store) SettleTimedOut(ctx context.Context, identity string, opts TimeoutOptions, now time.Time) (TimeoutResult, error) {
 	var res TimeoutResult
 	def, auth, err := opts.validate()
@@ -131,6 +132,9 @@ func (s *Store) SettleTimedOut(ctx context.Context, identity string, opts Timeou
 		}
 		if (att.Status != backend.AttemptAdmitted && att.Status != backend.AttemptRunning) || att.Receipt == nil {
 			return stateErr(ErrIneligible, "attempt %s is %s; only admitted work times out", att.Identity, att.Status)
+		}
+		if run.CancelRequestedMS != 0 {
+			return stateErr(ErrIneligible, "run %q has cancellation requested: its attempts settle by cancellation", run.ID)
 		}
 		timeout := timeoutOf(act, def)
 		if timeout <= 0 {
@@ -182,9 +186,6 @@ func (s *Store) SettleTimedOut(ctx context.Context, identity string, opts Timeou
 			return err
 		}
 		if err := failedRunSettled(ctx, tx, w, run, was, at); err != nil {
-			return err
-		}
-		if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
 			return err
 		}
 		res.Status = AttemptStatus(att.Status)
