@@ -786,8 +786,8 @@ var Catalog = []Mutant{
 		Bug:  "a later observation of a timed-out repair_required attempt is recorded but never settles it",
 		Edits: []Edit{
 			{
-				File:    "workflow/timeout.go",
-				Find:    `	if att.Status != backend.AttemptRepairRequired {
+				File: "workflow/timeout.go",
+				Find: `	if att.Status != backend.AttemptRepairRequired {
 		return false, nil
 	}`,
 				Replace: `	if att.Status != backend.AttemptRepairRequired || true {
