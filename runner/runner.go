@@ -23,7 +23,9 @@
 // the owner has a Cancel(ctx, identity) error method, once and bounded by
 // WithCancelTimeout, and whatever it returns workflow.Store.SettleTimedOut
 // settles the attempt (read-only: failed, never retried automatically;
-// mutating: repair_required). And it pages workflow.Store.StuckAttempts:
+// mutating: repair_required); with an observer, the owner's later word on
+// such a repair_required attempt (succeeded, failed, ...) is applied and
+// settles it. And it pages workflow.Store.StuckAttempts:
 // each attempt unmoved for the stuck age (WithStuckCheck) is logged once,
 // counted in MetricStuckAttempts and listed in Summary.Stuck, which counts
 // as unresolved. Start-up reconciliation is therefore not the only

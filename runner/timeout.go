@@ -67,11 +67,16 @@ func newTimeoutWatch(def, every, cancelBound time.Duration, c canceller, mp metr
 func (r *Runner) settleTimeouts(ctx context.Context) (int, error) {
 	w := r.timeouts
 	now := r.cfg.clock.Now()
+	late := 0
 	if !w.scanning {
 		if now.Before(w.nextAt) {
 			return 0, nil
 		}
 		w.scanning, w.cursor = true, workflow.TimeoutCursor{}
+		var err error
+		if late, err = r.observeTimedOut(ctx); err != nil {
+			return 0, err
+		}
 	}
 	page, err := r.store.TimedOutAttempts(ctx, workflow.TimeoutScan{RunID: r.cfg.runID, Default: w.def, Cursor: w.cursor, Limit: workflow.MaxPageLimit}, now)
 	if err != nil {
@@ -82,7 +87,7 @@ func (r *Runner) settleTimeouts(ctx context.Context) (int, error) {
 	} else {
 		w.cursor = page.Next
 	}
-	settled := 0
+	settled := late
 	for _, t := range page.Attempts {
 		if r.stopping.Load() {
 			break
@@ -139,4 +144,43 @@ func (r *Runner) cancelBounded(ctx context.Context, identity string) error {
 
 func statusAttr(st workflow.AttemptStatus) attribute.KeyValue {
 	return attribute.String("status", string(st))
+}
+
+// observeTimedOut asks the observer, when there is one, about the
+// repair_required attempts a timeout settled (one page of them, earliest
+// first) and applies each answer that settles something: a late word of
+// the owner settles such an attempt as a late receipt would. It returns
+// how many it settled.
+func (r *Runner) observeTimedOut(ctx context.Context) (int, error) {
+	if r.observer == nil {
+		return 0, nil
+	}
+	atts, err := r.store.Attempts(ctx, workflow.AttemptPage{RunID: r.cfg.runID, Status: workflow.AttemptRepairRequired, Limit: workflow.MaxPageLimit})
+	if err != nil {
+		return 0, fmt.Errorf("timed-out attempts: %w", err)
+	}
+	settled := 0
+	for _, a := range atts {
+		if !a.TimedOut() || r.stopping.Load() {
+			continue
+		}
+		obs, err := r.observer.Observe(ctx, a)
+		if err != nil {
+			return settled, fmt.Errorf("observe timed-out attempt %s: %w: %w", a.Identity, workflow.ErrOwner, err)
+		}
+		switch obs.Kind {
+		case workflow.ObservedSucceeded, workflow.ObservedFailed, workflow.ObservedRetryableFailure,
+			workflow.ObservedPaused, workflow.ObservedCancelled:
+		default:
+			continue
+		}
+		res, err := r.store.ApplyObservation(ctx, a.Identity, obs, r.cfg.clock.Now())
+		if err != nil {
+			return settled, fmt.Errorf("late observation of %s: %w", a.Identity, err)
+		}
+		settled++
+		r.log.LogAttrs(ctx, slog.LevelInfo, "late observation of a timed-out attempt applied", slog.String("identity", a.Identity),
+			slog.String("observed", string(obs.Kind)), slog.String("status", string(res.Status)))
+	}
+	return settled, nil
 }

@@ -374,3 +374,9 @@ func observedAfterTimeout(ctx context.Context, tx backend.Tx, w *batch, run *bac
 	}
 	return true, settleRepairState(ctx, tx, w, run, at)
 }
+
+// TimedOut reports whether SettleTimedOut settled the attempt (its status
+// is failed or repair_required and its detail records the timeout).
+func (a Attempt) TimedOut() bool {
+	return timedOut(backend.Attempt{Status: backend.AttemptStatus(a.Status), Detail: a.Detail})
+}
