@@ -95,11 +95,15 @@ func caseStuckAttempts(e *env) {
 
 	var paged []seen
 	var cur workflow.StuckCursor
+	ctr := newCounting(e.B)
+	cs := e.newStore(ctr)
 	for pages := 0; ; pages++ {
 		require.Less(e.T, pages, 20, "the scan must end")
-		page, err := s.StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: 100 * time.Millisecond, Cursor: cur, Limit: 1}, now)
+		ctr.reset()
+		page, err := cs.StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: 100 * time.Millisecond, Cursor: cur, Limit: 1}, now)
 		require.NoError(e.T, err)
 		assert.LessOrEqual(e.T, len(page.Attempts), 1, "a page returns at most Limit attempts")
+		assert.LessOrEqual(e.T, ctr.rows.Load(), int64(2), "a page reads at most Limit attempts (and, for cancelling ones, their runs)")
 		paged = append(paged, flat(page)...)
 		if page.Done {
 			break
