@@ -28,6 +28,13 @@ var (
 	// ErrChanged: an Expect write found the record missing or different from
 	// the expected one.
 	ErrChanged = errors.New("backend: record is not the expected one")
+	// ErrOutcomeUnknown: the commit of an Update was sent and its answer
+	// lost (the connection dropped, the cluster did not answer, ctx ended
+	// during COMMIT), and the adapter could not learn whether it applied:
+	// the transaction may or may not have committed. A caller must not run
+	// it again blindly; it re-reads what the transaction would have
+	// written and decides from that.
+	ErrOutcomeUnknown = errors.New("backend: commit outcome unknown")
 )
 
 // SchemaVersionError reports the version found in a store this adapter

@@ -31,6 +31,7 @@ func storeTier(batch bool) []testCase {
 		pruneCases(),
 		pruneResumeCases(),
 		payloadCases(),
+		stuckCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -16,6 +16,8 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/wfstore/wfstore/backend"
 )
 
 // This file is the commit of an Update and the resolution of a commit whose
@@ -50,7 +52,8 @@ import (
 // ErrOutcomeUnknown: a commit request failed without an answer and the
 // fence that decides its outcome could not be completed in time either:
 // the transaction may or may not have committed. The Backend stays usable.
-var ErrOutcomeUnknown = errors.New("etcd: commit outcome unknown (no answer from the cluster)")
+// It matches backend.ErrOutcomeUnknown.
+var ErrOutcomeUnknown = fmt.Errorf("etcd: no answer from the cluster: %w", backend.ErrOutcomeUnknown)
 
 // slot is a commit marker key held by one Update at a time.
 type slot struct {

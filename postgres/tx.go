@@ -295,7 +295,10 @@ func (t *txn) commit() (retry bool, err error) {
 		t.began = false
 		return true, fmt.Errorf("postgres: commit: %w", err)
 	case t.ctx.Err() != nil:
-		return false, ctxWrap(t.ctx, fmt.Errorf("postgres: commit interrupted, outcome unknown: %w", err))
+		return false, ctxWrap(t.ctx, fmt.Errorf("postgres: commit interrupted: %w: %w", backend.ErrOutcomeUnknown, err))
+	}
+	if t.conn.Conn().IsClosed() {
+		return false, fmt.Errorf("postgres: commit failed, connection lost: %w: %w", backend.ErrOutcomeUnknown, err)
 	}
 	return false, fmt.Errorf("postgres: commit failed, outcome unknown if the connection was lost: %w", err)
 }

@@ -36,6 +36,7 @@ const (
 	envCrashChild  = "WFSTORE_RUNNER_CRASH_CHILD" // backend kind; set in a child
 	envCrashLoc    = "WFSTORE_RUNNER_CRASH_LOC"
 	envCrashLedger = "WFSTORE_RUNNER_CRASH_LEDGER"
+	envCrashMemory = "WFSTORE_RUNNER_CRASH_MEMORY" // "1": the owner observes from memory, with an attempt timeout
 )
 
 var crashPhases = []string{"owner", "prepared", "accepted", "commit"}
@@ -137,8 +138,13 @@ func crashChild(kind, loc, ledgerPath string) error {
 		}
 		return nil
 	}
-	_, err = Run(ctx, workflow.New(signalling{Backend: b, signal: signal}), &ledgerOwner{l: l, signal: signal},
-		withFault(fault), WithLimit(3), WithPollInterval(5*time.Millisecond, 50*time.Millisecond))
+	var owner workflow.Owner = &ledgerOwner{l: l, signal: signal}
+	opts := []Option{withFault(fault), WithLimit(3), WithPollInterval(5*time.Millisecond, 50*time.Millisecond)}
+	if os.Getenv(envCrashMemory) == "1" {
+		owner = newMemoryOwner(&ledgerOwner{l: l, signal: signal})
+		opts = append(opts, WithAttemptTimeout(crashAttemptTimeout), WithStuckCheck(crashStuckAge, 20*time.Millisecond))
+	}
+	_, err = Run(ctx, workflow.New(signalling{Backend: b, signal: signal}), owner, opts...)
 	return err
 }
 
@@ -164,6 +170,10 @@ func TestRunnerProcessesSurviveSIGKILL(t *testing.T) {
 		t.Parallel()
 		crashRunners(t, "sqlite", filepath.Join(t.TempDir(), "store.db"), 2, 32)
 	})
+	t.Run("sqlite_memory_owner", func(t *testing.T) {
+		t.Parallel()
+		crashRunners(t, "sqlite", filepath.Join(t.TempDir(), "store.db"), 2, 16, true)
+	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Parallel()
 		dsn, schema := pgtest.Schema(t)
@@ -186,7 +196,8 @@ type crashEvent struct {
 	phase string
 }
 
-func crashRunners(t *testing.T, kind, loc string, procs, kills int) {
+func crashRunners(t *testing.T, kind, loc string, procs, kills int, memory ...bool) {
+	mem := len(memory) > 0 && memory[0]
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ledgerPath := filepath.Join(t.TempDir(), "ledger")
@@ -217,6 +228,9 @@ func crashRunners(t *testing.T, kind, loc string, procs, kills int) {
 	start := func() {
 		cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), envCrashChild+"="+kind, envCrashLoc+"="+loc, envCrashLedger+"="+ledgerPath)
+		if mem {
+			cmd.Env = append(cmd.Env, envCrashMemory+"=1")
+		}
 		var stderr strings.Builder
 		cmd.Stderr = &stderr
 		out, err := cmd.StdoutPipe()
@@ -277,6 +291,11 @@ func crashRunners(t *testing.T, kind, loc string, procs, kills int) {
 		case <-time.After(20 * time.Millisecond):
 		}
 	}
+	if mem {
+		// The live runners observe what they accepted; what killed ones
+		// accepted stays admitted, past the stuck age, or times out.
+		time.Sleep(2 * crashStuckAge)
+	}
 	go func() { // keep the pipes flowing while the children drain
 		for range events {
 		}
@@ -291,6 +310,10 @@ func crashRunners(t *testing.T, kind, loc string, procs, kills int) {
 	l, err := crashtest.OpenLedger(ledgerPath)
 	require.NoError(t, err)
 	defer l.Close()
+	if mem {
+		verifyMemoryCrash(t, ctx, s, l, ledgerPath, n)
+		return
+	}
 	last, err := New(s, &ledgerOwner{l: l, signal: func(string) {}})
 	require.NoError(t, err)
 	_, err = last.recover(ctx)

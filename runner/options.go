@@ -40,6 +40,10 @@ type config struct {
 	meters           metric.MeterProvider
 	tracers          trace.TracerProvider
 	fault            workflow.FaultHook
+	stuckAge         time.Duration
+	checkEvery       time.Duration
+	attemptTimeout   time.Duration
+	cancelTimeout    time.Duration
 }
 
 // Option configures a Runner.
@@ -110,6 +114,36 @@ func WithMeterProvider(p metric.MeterProvider) Option { return func(c *config) {
 
 // WithTracerProvider sets where the runner's spans go (default: none).
 func WithTracerProvider(p trace.TracerProvider) Option { return func(c *config) { c.tracers = p } }
+
+// WithStuckCheck sets the stuck-work check: an attempt that has not moved
+// for age (prepared without a receipt, admitted or running, cancelling
+// without a receipt; see workflow.Store.StuckAttempts) is logged once,
+// counted in MetricStuckAttempts and listed in Summary.Stuck. A scan
+// starts at most every interval and reads one page per pass; the timeout
+// scan (WithAttemptTimeout) keeps the same interval. age is at least 1ms,
+// interval not negative. Defaults DefaultStuckAge and
+// DefaultCheckInterval.
+func WithStuckCheck(age, interval time.Duration) Option {
+	return func(c *config) { c.stuckAge, c.checkEvery = age, interval }
+}
+
+// WithAttemptTimeout sets the attempt timeout of activations that declare
+// none (default DefaultAttemptTimeout; 0 means none, else
+// workflow.MinAttemptTimeout to workflow.MaxAttemptTimeout). An admitted
+// attempt not observed terminal by its admitted time plus its timeout is
+// settled by workflow.Store.SettleTimedOut: failed when read-only (no
+// automatic retry), repair_required when mutating; so a timeout never
+// starts a second attempt while the first may still run. The deadline is
+// compared with this runner's clock: a clock ahead of the one that
+// admitted the attempt shortens the timeout by the difference.
+func WithAttemptTimeout(d time.Duration) Option { return func(c *config) { c.attemptTimeout = d } }
+
+// WithCancelTimeout bounds the owner's Cancel call (an owner with a
+// Cancel(ctx, identity) error method) made once before a timed-out
+// attempt is settled (default DefaultCancelTimeout, positive). Whatever
+// Cancel returns, and when it does not return in time, the settlement
+// goes ahead.
+func WithCancelTimeout(d time.Duration) Option { return func(c *config) { c.cancelTimeout = d } }
 
 // withRand replaces the jitter's random source (tests).
 func withRand(f func() float64) Option { return func(c *config) { c.rand = f } }

@@ -21,6 +21,19 @@ type shim struct {
 
 	mu       sync.Mutex
 	inFlight map[string]workflow.AttemptRef
+	// planned holds the attempts a Plan answered for, by the identity
+	// the Store prepares next, until a dispatch pass accounts for them
+	// (see takePlanned).
+	planned map[string]workflow.AttemptRef
+	// answers holds, for attempts in inFlight, what the owner's call
+	// returned once it returned: the receipt or the error.
+	answers map[string]answer
+}
+
+// answer is what one owner call returned.
+type answer struct {
+	receipt json.RawMessage
+	err     error
 }
 
 func (s *shim) timed(ctx context.Context, call string, f func()) {
@@ -34,7 +47,62 @@ func (s *shim) Plan(ctx context.Context, a workflow.Activation) (p *workflow.Pla
 		return nil, nil
 	}
 	s.timed(ctx, "plan", func() { p, err = s.owner.Plan(ctx, a) })
+	if p != nil && err == nil {
+		// The Store prepares the activation's next attempt.
+		k := workflow.AttemptKey{ActivationKey: a.Key, Attempt: a.LastAttempt + 1}
+		s.mu.Lock()
+		s.planned[k.Identity()] = workflow.AttemptRef{Key: k, Identity: k.Identity()}
+		s.mu.Unlock()
+	}
 	return p, err
+}
+
+// takePlanned returns and forgets the attempts planned since the last
+// call that were never handed to the owner.
+func (s *shim) takePlanned() []workflow.AttemptRef {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]workflow.AttemptRef, 0, len(s.planned))
+	for id, r := range s.planned {
+		if _, handed := s.inFlight[id]; !handed {
+			out = append(out, r)
+		}
+		delete(s.planned, id)
+	}
+	return out
+}
+
+// answered records what the owner's call for identity returned.
+func (s *shim) answered(identity string, rc json.RawMessage, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.inFlight[identity]; ok {
+		s.answers[identity] = answer{receipt: rc, err: err}
+	}
+}
+
+// answerOf reports what the owner's call for identity returned: ok is
+// false while the call runs or when this runner never made it.
+func (s *shim) answerOf(identity string) (a answer, handed, ok bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	_, handed = s.inFlight[identity]
+	a, ok = s.answers[identity]
+	return a, handed, ok
+}
+
+// returned lists the attempts whose owner call returned with a receipt
+// and whose admission this runner has not seen.
+func (s *shim) returned() []workflow.AttemptRef {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []workflow.AttemptRef
+	for id, a := range s.answers {
+		if a.err == nil && len(a.receipt) > 0 {
+			out = append(out, s.inFlight[id])
+		}
+	}
+	return out
 }
 
 func (s *shim) handed(ps ...workflow.PreparedDispatch) {
@@ -51,6 +119,7 @@ func (s *shim) admitted(refs []workflow.AttemptRef) {
 	defer s.mu.Unlock()
 	for _, r := range refs {
 		delete(s.inFlight, r.Identity)
+		delete(s.answers, r.Identity)
 	}
 }
 
@@ -69,6 +138,7 @@ func (s *shim) unresolved() []workflow.AttemptRef {
 func (s *shim) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (rc json.RawMessage, err error) {
 	s.handed(p)
 	s.timed(ctx, "dispatch", func() { rc, err = s.owner.Dispatch(ctx, p) })
+	s.answered(p.Identity, rc, err)
 	return rc, err
 }
 
@@ -81,6 +151,14 @@ type batchShim struct {
 func (s batchShim) DispatchBatch(ctx context.Context, ps []workflow.PreparedDispatch) (rs []workflow.DispatchResult, err error) {
 	s.handed(ps...)
 	s.timed(ctx, "dispatch_batch", func() { rs, err = s.batch.DispatchBatch(ctx, ps) })
+	for i, p := range ps {
+		switch {
+		case err != nil:
+			s.answered(p.Identity, nil, err)
+		case i < len(rs):
+			s.answered(p.Identity, rs[i].Receipt, rs[i].Err)
+		}
+	}
 	return rs, err
 }
 

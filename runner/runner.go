@@ -16,6 +16,35 @@
 // resuming where the last pass stopped), and remembers each one's earliest
 // schedule; on a store with many runs a full cycle takes several passes.
 //
+// Work that does not move is found without a restart. Every pass (a new
+// scan at most every check interval, one bounded page per pass) settles
+// admitted attempts past their attempt timeout (the activation's, else
+// WithAttemptTimeout's default): the owner's Cancel is called first when
+// the owner has a Cancel(ctx, identity) error method, once and bounded by
+// WithCancelTimeout, and whatever it returns workflow.Store.SettleTimedOut
+// settles the attempt (read-only: failed, never retried automatically;
+// mutating: repair_required); with an observer, the owner's later word on
+// such a repair_required attempt (succeeded, failed, ...) is applied and
+// settles it. And it pages workflow.Store.StuckAttempts:
+// each attempt unmoved for the stuck age (WithStuckCheck) is logged once,
+// counted in MetricStuckAttempts and listed in Summary.Stuck, which counts
+// as unresolved. Start-up reconciliation is therefore not the only
+// recovery: it is the one for what a crash left in flight.
+//
+// A pass that fails part-way (a commit whose answer was lost, matching
+// backend.ErrOutcomeUnknown, or any error that may heal) never stalls the
+// attempt it was admitting until a restart, and no step is run again
+// blindly: the runner keeps the attempts it planned or handed to its
+// owner, by identity, and on its next passes re-reads each one and
+// finishes it (heal.go): a pending handoff joins the redispatch set, a
+// receipt the owner returned is persisted again (the same bytes, with
+// backoff) until it commits or the attempt is settled otherwise, a
+// recorded handoff of a read-only attempt this runner never handed over
+// is handed to the owner by its identity. A recorded handoff of a
+// mutating attempt this runner never handed over is left for start-up
+// reconciliation: nothing yet proves the handoff is this runner's own.
+// Attempts of other processes are never touched this way.
+//
 // Start-up reconciliation is meant for a restart. When several runners
 // share a store, one that starts while another is admitting may find that
 // one's attempts in flight: a read-only one is redispatched with the same
@@ -51,8 +80,8 @@
 // owner is asked for no new plan and no retry is consumed); owner calls
 // already in flight go on for up to the drain timeout and their receipts
 // are persisted. Run then returns a Summary naming the attempts handed to
-// the owner whose admission it did not see: nothing is lost, the next
-// start reconciles them.
+// the owner whose admission it did not see (nothing is lost, the next
+// start reconciles them) and the stuck attempts it last found.
 //
 // Logs go to a *slog.Logger (WithLogger; silent by default): passes,
 // reconciliations, retries consumed, scheduled and refused (with the
@@ -97,10 +126,15 @@ type Runner struct {
 	log      *slog.Logger
 	in       *instruments
 	sweep    *sweep
+	stuck    *stuckWatch
+	timeouts *timeoutWatch
 	// rejected holds the runs where a dispatch pass was refused at the
 	// handoff: such an attempt stays prepared, provably never dispatched,
 	// until a redispatch admits it once its run is eligible again.
 	rejected map[string]bool
+	// doubt holds the attempts of this runner whose admission ended in
+	// doubt, by identity, until a re-read resolves them (heal.go).
+	doubt map[string]*doubt
 	// reruns reads the backend's re-run counts, when it keeps them;
 	// lastReruns is what the last pass logged.
 	reruns     backend.RerunCounter
@@ -130,6 +164,13 @@ type Summary struct {
 	// the call short). Each stays prepared in the store and is recovered
 	// by the next start's reconciliation.
 	Unresolved []workflow.AttemptRef
+	// Stuck lists the attempts the latest stuck-work scan found (and those
+	// the scan in progress found since): attempts that had not moved for
+	// the stuck age (WithStuckCheck), whatever runner handed them off.
+	// They are unresolved too.
+	Stuck []workflow.StuckAttempt
+	// TimedOut lists the attempts this runner settled as timed out.
+	TimedOut []workflow.AttemptRef
 	// DrainExpired: the drain timeout passed with owner calls in flight.
 	DrainExpired bool
 }
@@ -143,7 +184,8 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 	cfg := config{
 		clock: SystemClock(), minPoll: DefaultMinPoll, maxPoll: DefaultMaxPoll, jitter: DefaultJitter,
 		rand: rand.Float64, retriesPerPass: DefaultRetriesPerPass, runsPerPass: DefaultRunsPerPass,
-		drain: DefaultDrainTimeout,
+		drain: DefaultDrainTimeout, stuckAge: DefaultStuckAge, checkEvery: DefaultCheckInterval,
+		attemptTimeout: DefaultAttemptTimeout, cancelTimeout: DefaultCancelTimeout,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -163,6 +205,12 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 		return nil, fmt.Errorf("%w: an authority needs a run id", ErrInvalidOptions)
 	case cfg.clock == nil:
 		return nil, fmt.Errorf("%w: clock is nil", ErrInvalidOptions)
+	case cfg.stuckAge < time.Millisecond || cfg.checkEvery < 0:
+		return nil, fmt.Errorf("%w: stuck age must be at least 1ms and the check interval not negative", ErrInvalidOptions)
+	case cfg.attemptTimeout != 0 && (cfg.attemptTimeout < workflow.MinAttemptTimeout || cfg.attemptTimeout > workflow.MaxAttemptTimeout):
+		return nil, fmt.Errorf("%w: attempt timeout must be 0 or %v to %v", ErrInvalidOptions, workflow.MinAttemptTimeout, workflow.MaxAttemptTimeout)
+	case cfg.cancelTimeout <= 0:
+		return nil, fmt.Errorf("%w: cancel timeout must be positive", ErrInvalidOptions)
 	}
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
@@ -172,10 +220,19 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 		return nil, fmt.Errorf("runner: instruments: %w", err)
 	}
 	r := &Runner{store: store, cfg: cfg, log: cfg.logger, in: in, sweep: newSweep(cfg.runID), rejected: map[string]bool{}}
+	if r.stuck, err = newStuckWatch(cfg.stuckAge, cfg.checkEvery, cfg.meters); err != nil {
+		return nil, fmt.Errorf("runner: instruments: %w", err)
+	}
+	c, _ := owner.(canceller)
+	if r.timeouts, err = newTimeoutWatch(cfg.attemptTimeout, cfg.checkEvery, cfg.cancelTimeout, c, cfg.meters); err != nil {
+		return nil, fmt.Errorf("runner: instruments: %w", err)
+	}
 	if rc, ok := store.Backend().(backend.RerunCounter); ok {
 		r.reruns, r.lastReruns = rc, rc.Reruns()
 	}
-	r.shim = &shim{owner: owner, clock: cfg.clock, in: in, stopping: &r.stopping, inFlight: map[string]workflow.AttemptRef{}}
+	r.shim = &shim{owner: owner, clock: cfg.clock, in: in, stopping: &r.stopping, inFlight: map[string]workflow.AttemptRef{},
+		planned: map[string]workflow.AttemptRef{}, answers: map[string]answer{}}
+	r.doubt = map[string]*doubt{}
 	r.owner = r.shim.wrap()
 	if l, ok := owner.(workflow.ReceiptLookup); ok {
 		r.lookup = timedLookup{r.shim, l}
@@ -235,11 +292,13 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 	err := r.loop(ctx, work)
 	sum := r.total
 	sum.Unresolved = r.shim.unresolved()
+	sum.Stuck = r.stuck.stuck()
 	sum.DrainExpired = drainExpired.Load()
 	if err == nil || (ctx.Err() != nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded))) {
 		r.log.LogAttrs(work, slog.LevelInfo, "runner stopped", slog.Int("passes", sum.Passes),
 			slog.Int("admitted", sum.Admitted), slog.Int("retries_consumed", sum.RetriesConsumed),
-			slog.Int("unresolved", len(sum.Unresolved)), slog.Bool("drain_expired", sum.DrainExpired))
+			slog.Int("unresolved", sum.UnresolvedCount()), slog.Int("stuck", len(sum.Stuck)),
+			slog.Int("timed_out", len(sum.TimedOut)), slog.Bool("drain_expired", sum.DrainExpired))
 		return sum, nil
 	}
 	r.log.LogAttrs(work, slog.LevelError, "runner stopped on error", slog.String("error", err.Error()))
@@ -461,15 +520,18 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if r.stopping.Load() {
 		return false, nil
 	}
+	healed := r.heal(ctx)
 	redone, err := r.redispatchRejected(ctx)
 	if err != nil {
-		return consumed > 0 || redone > 0, fmt.Errorf("redispatch: %w", err)
+		r.collectDoubts(workflow.DispatchSummary{}, nil)
+		return consumed > 0 || redone > 0 || healed > 0, fmt.Errorf("redispatch: %w", err)
 	}
 	sum, derr := r.store.Dispatch(ctx, r.owner, workflow.DispatchOptions{
 		RunID: r.cfg.runID, Authority: r.cfg.authority, Limit: r.cfg.limit,
 		BatchSize: r.cfg.batchSize, OwnerConcurrency: r.cfg.ownerConcurrency, Fault: r.cfg.fault,
 	}, r.cfg.clock.Now())
 	r.account(ctx, sum)
+	r.collectDoubts(sum, derr)
 	span.SetAttributes(attribute.Int("admitted", len(sum.Admitted)))
 	if derr != nil {
 		return consumed > 0 || len(sum.Admitted) > 0, fmt.Errorf("dispatch: %w", derr)
@@ -478,7 +540,14 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if err != nil {
 		return true, err
 	}
-	return consumed > 0 || more || redone > 0 || len(sum.Admitted) > 0 || observed > 0, nil
+	timedOut, err := r.settleTimeouts(ctx)
+	if err != nil {
+		return true, err
+	}
+	if err := r.checkStuck(ctx); err != nil {
+		return true, err
+	}
+	return consumed > 0 || more || redone > 0 || healed > 0 || len(sum.Admitted) > 0 || observed > 0 || timedOut > 0, nil
 }
 
 // redispatchRejected redispatches, run by run, the attempts a dispatch

@@ -31,6 +31,13 @@ type NewActivation struct {
 	// Predecessors name activations of the same run this one follows. A
 	// failed predecessor can no longer be retried once this exists.
 	Predecessors []NodeRef
+	// AttemptTimeout bounds how long an admitted attempt of this
+	// activation may go without being observed terminal before
+	// SettleTimedOut settles it (see there): 0 means none of its own (the
+	// engine's default applies), else a whole number of milliseconds from
+	// MinAttemptTimeout to MaxAttemptTimeout; anything else is
+	// ErrInvalidInput.
+	AttemptTimeout time.Duration
 }
 
 // prepared validates na and returns the record it describes.
@@ -81,6 +88,12 @@ func (na NewActivation) record(at int64) (backend.Activation, error) {
 			return backend.Activation{}, err
 		}
 	}
+	if err := validateAttemptTimeout("attempt timeout", na.AttemptTimeout); err != nil {
+		return backend.Activation{}, err
+	}
+	if na.AttemptTimeout%time.Millisecond != 0 {
+		return backend.Activation{}, invalid("attempt timeout", "must be a whole number of milliseconds, got %v", na.AttemptTimeout)
+	}
 	preds := nodeRefsIn(na.Predecessors)
 	for _, p := range preds {
 		if err := ValidateID("predecessor node id", p.NodeID); err != nil {
@@ -93,7 +106,7 @@ func (na NewActivation) record(at int64) (backend.Activation, error) {
 	return backend.Activation{
 		Key: k, Generation: na.Generation, Status: backend.ActivationPending, Input: input,
 		Claims: claims, Effect: effect, Reconciliation: recon, RetryPolicy: policy,
-		Predecessors: preds, CreatedMS: at, UpdatedMS: at,
+		Predecessors: preds, CreatedMS: at, UpdatedMS: at, AttemptTimeoutMS: na.AttemptTimeout.Milliseconds(),
 	}, nil
 }
 
@@ -246,7 +259,8 @@ func sameActivationDefinition(a, b backend.Activation) bool {
 	return a.Generation == b.Generation && bytes.Equal(a.Input, b.Input) &&
 		slices.Equal(a.Claims, b.Claims) && a.Effect == b.Effect &&
 		a.Reconciliation == b.Reconciliation && bytes.Equal(a.RetryPolicy, b.RetryPolicy) &&
-		slices.Equal(a.Predecessors, b.Predecessors) && (a.Group == nil) == (b.Group == nil)
+		slices.Equal(a.Predecessors, b.Predecessors) && (a.Group == nil) == (b.Group == nil) &&
+		a.AttemptTimeoutMS == b.AttemptTimeoutMS
 }
 
 // GetActivation returns the activation.

@@ -84,6 +84,8 @@
 //	stored intent fails its checksum (DispatchIntent)       ErrCorrupt                   -
 //	allowance increase: stored cap is not the expected one  ErrConflict                  -
 //	prune of a run that is not finished, or of a live tree  ErrIneligible                -
+//	timeout of an attempt not admitted/running, or not due  ErrIneligible                -
+//	attempt timeout or stuck age outside its bounds         ErrInvalidInput              -
 //
 // # JSON limits
 //
@@ -104,7 +106,8 @@
 // # Boundaries
 //
 // Every page or batch limit (Dispatch, ReconcilePrepared, Redispatch,
-// ReconcileReceiptBacked, Events, Attempts, ActiveAttempts, ActiveLeases)
+// ReconcileReceiptBacked, Events, Attempts, ActiveAttempts, ActiveLeases,
+// StuckAttempts, TimedOutAttempts)
 // takes 0 as DefaultPageLimit and 1 to MaxPageLimit as given; a negative
 // limit or one above MaxPageLimit is ErrInvalidInput. Zero caps and a nil
 // RetryCap of a run's RunLimits take the defaults (see DefaultRetryCap), and

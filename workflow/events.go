@@ -194,6 +194,8 @@ var eventDecoders = map[EventType]func(json.RawMessage) (EventPayload, error){
 	EventAutomaticRetrySuperseded:           decodeAs[AutomaticRetrySupersededPayload],
 	EventAutomaticRetryDiscarded:            decodeAs[AutomaticRetryDiscardedPayload],
 	EventNodeRetryRequested:                 decodeAs[NodeRetryRequestedPayload],
+	EventAttemptTimedOut:                    decodeAs[AttemptTimedOutPayload],
+	EventAttemptObservedAfterTimeout:        decodeAs[AttemptObservedAfterTimeoutPayload],
 }
 
 // RunCreatedPayload is the payload of EventRunCreated.

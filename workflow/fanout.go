@@ -52,6 +52,7 @@ type NewFanOut struct {
 	Effect         Effect
 	Reconciliation Reconciliation
 	RetryPolicy    *RetryPolicy
+	AttemptTimeout time.Duration
 }
 
 // MemberKey returns the activation key of member i of the group whose
@@ -94,6 +95,7 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		na := NewActivation{
 			Key: MemberKey(nf.Controller, int64(i)), Generation: int64(i), Input: in, Claims: nf.Claims,
 			Effect: nf.Effect, Reconciliation: nf.Reconciliation, RetryPolicy: nf.RetryPolicy,
+			AttemptTimeout: nf.AttemptTimeout,
 		}
 		rec, err := na.record(at)
 		if err != nil {

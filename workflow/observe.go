@@ -138,6 +138,12 @@ func compatibleSettled(st backend.AttemptStatus, k ObservationKind) bool {
 // work. A child run's completion does not settle its parent attempt (that
 // is its owner's report); it only lets a cancelling parent finalise.
 //
+// An observation of an attempt SettleTimedOut settled is recorded as an
+// attempt_observed_after_timeout event and never fails: a repair_required
+// (mutating) attempt is admitted again and settled by it, as a late
+// receipt admits one, when it settles anything (succeeded, failed,
+// paused, cancelled); otherwise the attempt keeps its status.
+//
 // An observation that contradicts a settled attempt fails with
 // ErrConflict; one for an attempt without a receipt fails with
 // ErrIneligible. An Output is owner JSON (MaxOwnerJSONBytes,
@@ -202,6 +208,12 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			return err
 		}
 		res.Status = AttemptStatus(att.Status)
+		if timedOut(att) {
+			if readmitted, err := observedAfterTimeout(ctx, tx, w, &run, &att, obs.Kind, at); err != nil || !readmitted {
+				replace(w, run)
+				return err
+			}
+		}
 		if isSettled(att.Status) || att.Status == backend.AttemptRepairRequired {
 			if compatibleSettled(att.Status, obs.Kind) {
 				return errNoop

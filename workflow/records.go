@@ -91,6 +91,9 @@ type Activation struct {
 	LastAttempt uint32
 	CreatedAt   time.Time
 	UpdatedAt   time.Time
+	// AttemptTimeout is the activation's own attempt timeout, 0 when it
+	// has none (NewActivation.AttemptTimeout).
+	AttemptTimeout time.Duration
 }
 
 // Attempt is one prepared attempt of an activation.

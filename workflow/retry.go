@@ -107,6 +107,12 @@ type RetryRefusal struct {
 // (with an automatic_retry_discarded event); any other different schedule
 // is kept and the new one refused (RefusedScheduleExists).
 func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, identity string, attempt uint32, at int64) (*backend.RetrySchedule, *RetryRefusal, error) {
+	return scheduleForKind(ctx, tx, w, run, act, identity, attempt, FailureOwnerReportedRetryable, at)
+}
+
+// scheduleForKind is scheduleFromPolicy for a failure of kind: the policy
+// must admit kind and DecideRetry accept it (a terminal kind never is).
+func scheduleForKind(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, identity string, attempt uint32, kind FailureKind, at int64) (*backend.RetrySchedule, *RetryRefusal, error) {
 	refuse := func(r RetryRefusal) (*backend.RetrySchedule, *RetryRefusal, error) {
 		w.emit(run, AutomaticRetryNotScheduledPayload{
 			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID,
@@ -121,12 +127,12 @@ func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *b
 	if err := json.Unmarshal(act.RetryPolicy, &p); err != nil {
 		return nil, nil, err
 	}
-	if !p.Admits(FailureOwnerReportedRetryable) {
+	if !p.Admits(kind) {
 		return refuse(RetryRefusal{Reason: RefusedKindNotAdmitted})
 	}
 	e := RetryEligibility{
 		Version: RetryPolicyVersion, Effect: Effect(act.Effect), Reconciliation: Reconciliation(act.Reconciliation),
-		Failure: FailureOwnerReportedRetryable, AttemptsCompleted: attempt,
+		Failure: kind, AttemptsCompleted: attempt,
 		MaxAttempts: p.MaxAttempts, RetryCap: uint32(run.Limits.RetryCap),
 	}
 	if d := DecideRetry(e); !d.Eligible {
@@ -136,7 +142,7 @@ func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *b
 	if err != nil {
 		return refuse(RetryRefusal{Reason: RefusedBackoffOverflow})
 	}
-	sched, err := buildSchedule(e, act.Key, FailureOwnerReportedRetryable, backoff.Milliseconds(), at)
+	sched, err := buildSchedule(e, act.Key, kind, backoff.Milliseconds(), at)
 	if err != nil {
 		return refuse(RetryRefusal{Reason: RefusedBackoffOverflow})
 	}

@@ -112,6 +112,7 @@ func toActivation(a backend.Activation) Activation {
 		Effect: Effect(a.Effect), Reconciliation: Reconciliation(a.Reconciliation),
 		RetryPolicy: rawOut(a.RetryPolicy), Predecessors: nodeRefsOut(a.Predecessors),
 		LastAttempt: a.LastAttempt, CreatedAt: fromMS(a.CreatedMS), UpdatedAt: fromMS(a.UpdatedMS),
+		AttemptTimeout: msToDuration(a.AttemptTimeoutMS),
 	}
 	if a.Group != nil {
 		out.FanOut = &FanOutMember{Controller: keyOut(a.Group.Controller), Index: a.Group.Index}

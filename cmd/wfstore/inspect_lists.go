@@ -7,6 +7,7 @@ import (
 	"io"
 	"strconv"
 	"text/tabwriter"
+	"time"
 
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/workflow"
@@ -122,8 +123,28 @@ func writeActivations(tw *tabwriter.Writer, acts []backend.Activation) {
 }
 
 func writeAttempts(tw *tabwriter.Writer, atts []backend.Attempt) {
-	fmt.Fprintln(tw, "IDENTITY\tSTATUS\tHANDOFF\tRECEIPT\tPREPARED")
+	writeAttemptsAt(tw, atts, time.Now())
+}
+
+// writeAttemptsAt writes the attempt table with each attempt's age as of
+// now (see attemptAge).
+func writeAttemptsAt(tw *tabwriter.Writer, atts []backend.Attempt, now time.Time) {
+	fmt.Fprintln(tw, "IDENTITY\tSTATUS\tAGE\tHANDOFF\tRECEIPT\tPREPARED")
 	for _, a := range atts {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%t\t%s\n", a.Identity, a.Status, a.Handoff, a.Receipt != nil, msTime(a.PreparedMS))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%t\t%s\n", a.Identity, a.Status, attemptAge(a, now), a.Handoff, a.Receipt != nil, msTime(a.PreparedMS))
 	}
+}
+
+// attemptAge is how long the attempt has been in its status, as of now:
+// since it settled, else since it was admitted, else since it was
+// prepared; whole seconds from a second on, else milliseconds. An
+// unsettled attempt's age is what the stuck-work check
+// (workflow.Store.StuckAttempts) compares with its age limit.
+func attemptAge(a backend.Attempt, now time.Time) time.Duration {
+	since := max(a.PreparedMS, a.AdmittedMS, a.TerminalMS)
+	d := max(now.Sub(time.UnixMilli(since)), 0)
+	if d >= time.Second {
+		return d.Truncate(time.Second)
+	}
+	return d.Truncate(time.Millisecond)
 }

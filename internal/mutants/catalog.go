@@ -816,4 +816,52 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "timeout-on-settled",
+		Bug:  "timeout applied to a settled attempt",
+		Edits: []Edit{
+			{
+				File:    "workflow/timeout.go",
+				Find:    `if (att.Status != backend.AttemptAdmitted && att.Status != backend.AttemptRunning) || att.Receipt == nil {`,
+				Replace: `if att.Receipt == nil {`,
+			},
+		},
+	},
+	{
+		Name: "timeout-retried",
+		Bug:  "timeout accepted by automatic retry",
+		Edits: []Edit{
+			{
+				File:    "workflow/timeout.go",
+				Find:    `att.Key.Attempt, FailureTerminalTimeout, at)`,
+				Replace: `att.Key.Attempt, FailureOwnerReportedRetryable, at)`,
+			},
+		},
+	},
+	{
+		Name: "stuck-admitted-aged-from-prepared",
+		Bug:  "the stuck-work query ages an admitted attempt from its prepared time, not its admission",
+		Edits: []Edit{
+			{
+				File:    "workflow/stuck.go",
+				Find:    `{StuckAdmitted, backend.AttemptAdmitted, func(a backend.Attempt, _ backend.Run) int64 { return a.AdmittedMS }},`,
+				Replace: `{StuckAdmitted, backend.AttemptAdmitted, func(a backend.Attempt, _ backend.Run) int64 { return a.PreparedMS }},`,
+			},
+		},
+	},
+	{
+		Name: "timeout-late-observation-ignored",
+		Bug:  "a later observation of a timed-out repair_required attempt is recorded but never settles it",
+		Edits: []Edit{
+			{
+				File: "workflow/timeout.go",
+				Find: `	if att.Status != backend.AttemptRepairRequired {
+		return false, nil
+	}`,
+				Replace: `	if att.Status != backend.AttemptRepairRequired || true {
+		return false, nil
+	}`,
+			},
+		},
+	},
 }

@@ -1,0 +1,197 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/memstore"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// step names the admission transaction a fault hits.
+type step string
+
+const (
+	stepHandoff step = "handoff"
+	stepReceipt step = "receipt"
+)
+
+// fault loses the answer of one commit of an activation's step: after the
+// commit applied (applied) or with the transaction rolled back.
+type fault struct {
+	step    step
+	applied bool
+}
+
+// lossyBackend loses the answer of the commits its faults name, once
+// each, reporting backend.ErrOutcomeUnknown.
+type lossyBackend struct {
+	backend.Backend
+	mu     sync.Mutex
+	faults map[string]fault // by activation id
+	hit    []string
+}
+
+var errLost = fmt.Errorf("test: commit answer lost: %w", backend.ErrOutcomeUnknown)
+
+func (b *lossyBackend) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
+	var lost *fault
+	err := b.Backend.Update(ctx, func(tx backend.Tx) error {
+		lost = nil
+		rt := &recordingTx{Tx: tx}
+		if err := fn(rt); err != nil {
+			return err
+		}
+		lost = b.match(rt.attempts)
+		if lost != nil && !lost.applied {
+			return errLost
+		}
+		return nil
+	})
+	if lost != nil {
+		return errLost
+	}
+	return err
+}
+
+// match consumes the fault the written attempts hit, if any.
+func (b *lossyBackend) match(atts []backend.Attempt) *fault {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for _, a := range atts {
+		f, ok := b.faults[a.Key.ActivationID]
+		if !ok {
+			continue
+		}
+		hit := (f.step == stepReceipt && a.Receipt != nil) ||
+			(f.step == stepHandoff && a.Receipt == nil && a.Handoff == backend.HandoffRecorded)
+		if hit {
+			delete(b.faults, a.Key.ActivationID)
+			b.hit = append(b.hit, a.Key.ActivationID)
+			return &f
+		}
+	}
+	return nil
+}
+
+func (b *lossyBackend) hits() []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return append([]string(nil), b.hit...)
+}
+
+// recordingTx records the attempts a transaction writes.
+type recordingTx struct {
+	backend.Tx
+	attempts []backend.Attempt
+}
+
+func (t *recordingTx) Apply(ctx context.Context, c backend.Changes) error {
+	t.attempts = append(t.attempts, c.Insert.Attempts...)
+	t.attempts = append(t.attempts, c.Replace.Attempts...)
+	return t.Tx.Apply(ctx, c)
+}
+
+// healOwner plans "m*" activations as mutating work, the others as
+// read-only, counts its Dispatch calls by identity, and observes every
+// attempt it accepted as succeeded.
+type healOwner struct {
+	mu    sync.Mutex
+	calls map[string]int
+}
+
+func (o *healOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
+	eff := workflow.ReadOnly
+	if a.Key.ActivationID[0] == 'm' {
+		eff = workflow.Mutating
+	}
+	return &workflow.Plan{SideEffect: eff, Intent: json.RawMessage(`{}`)}, nil
+}
+
+func (o *healOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls[p.Identity]++
+	return json.RawMessage(fmt.Sprintf(`{"accepted":%q}`, p.Identity)), nil
+}
+
+func (o *healOwner) Observe(_ context.Context, a workflow.Attempt) (workflow.Observation, error) {
+	return workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{}`)}, nil
+}
+
+// A commit whose answer is lost, at the handoff or at the receipt, after
+// it applied or not, never stalls work until a restart and is never run
+// again blindly: the runner re-reads the attempt by its identity on its
+// next passes and finishes it. Every activation completes while the
+// runner runs, and the owner is called once per attempt.
+func TestUnknownCommitOutcomesHealWithoutARestart(t *testing.T) {
+	t.Parallel()
+	t.Run("one_at_a_time", func(t *testing.T) { t.Parallel(); testUnknownOutcomesHeal(t, 1) })
+	t.Run("batch", func(t *testing.T) { t.Parallel(); testUnknownOutcomesHeal(t, 3) })
+}
+
+func testUnknownOutcomesHeal(t *testing.T, batch int) {
+	clock := newFakeClock()
+	ctx := context.Background()
+	lb := &lossyBackend{Backend: memstore.New(), faults: map[string]fault{
+		"m-receipt-applied": {stepReceipt, true},
+		"m-receipt-lost":    {stepReceipt, false},
+		"m-handoff-lost":    {stepHandoff, false},
+		"r-handoff-applied": {stepHandoff, true},
+		"r-receipt-lost":    {stepReceipt, false},
+	}}
+	s := workflow.New(lb)
+	acts := []string{"m-receipt-applied", "m-receipt-lost", "m-handoff-lost", "r-handoff-applied", "r-receipt-lost", "r-plain"}
+	for _, a := range acts {
+		_, err := s.CreateRun(ctx, workflow.NewRun{ID: a}, clock.Now())
+		require.NoError(t, err)
+		eff, rec := workflow.ReadOnly, workflow.IdempotentReplay
+		if a[0] == 'm' {
+			eff, rec = workflow.Mutating, workflow.ReceiptStatus
+		}
+		_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key(a, a), Input: json.RawMessage(`{}`), Effect: eff, Reconciliation: rec}, clock.Now())
+		require.NoError(t, err)
+	}
+	o := &healOwner{calls: map[string]int{}}
+	st := start(t, newRunner(t, s, o, clock, WithAttemptTimeout(0), WithBatchSize(batch)))
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		done := 0
+		for _, a := range acts {
+			run, err := s.GetRun(ctx, a)
+			require.NoError(t, err)
+			if run.Status == workflow.RunCompleted {
+				done++
+			}
+		}
+		if done == len(acts) {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "only %d of %d runs completed without a restart", done, len(acts))
+		clock.fire(clock.nextTimer(t))
+	}
+	sum, err := st.stop(t)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []string{"m-receipt-applied", "m-receipt-lost", "m-handoff-lost", "r-handoff-applied", "r-receipt-lost"}, lb.hits(),
+		"every fault fired")
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, a := range acts {
+		assert.Equal(t, 1, o.calls[workflow.DispatchIdentity(a, "n", a, 1)], "owner calls of %s", a)
+	}
+	assert.Empty(t, sum.Unresolved)
+	assert.Equal(t, len(acts), sum.Admitted)
+	for _, a := range acts {
+		_, err := s.GetAttempt(ctx, workflow.DispatchIdentity(a, "n", a, 2))
+		assert.True(t, errors.Is(err, workflow.ErrNotFound), "%s has one attempt", a)
+	}
+}

@@ -1,0 +1,200 @@
+package workflow
+
+import (
+	"context"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// StuckStage names why an attempt counts as stuck, and so which time its
+// age is measured from.
+type StuckStage string
+
+// Stuck stages, in the order a StuckScan reads them.
+const (
+	// StuckPrepared: a prepared attempt without a receipt (its intent
+	// committed, its owner call, if any, not answered in the store); aged
+	// from its prepared time.
+	StuckPrepared StuckStage = "prepared"
+	// StuckAdmitted: an admitted or running attempt not observed terminal;
+	// aged from its admitted time.
+	StuckAdmitted StuckStage = "admitted"
+	// StuckCancelling: a cancelling attempt without a receipt (cancellation
+	// was signalled while it was prepared, and no receipt followed); aged
+	// from the time its run's cancellation was requested, which is at or
+	// before the signal, so the age may overstate the time since the
+	// signal by the delay between request and signal.
+	StuckCancelling StuckStage = "cancelling"
+)
+
+// stuckStage is one part of a StuckScan: the attempts of one status, and
+// the time each is aged from.
+type stuckStage struct {
+	stage  StuckStage
+	status backend.AttemptStatus
+	// since returns the time att is aged from, 0 when it is not in this
+	// stage (a cancelling attempt with a receipt).
+	since func(att backend.Attempt, run backend.Run) int64
+}
+
+var stuckStages = []stuckStage{
+	{StuckPrepared, backend.AttemptPrepared, func(a backend.Attempt, _ backend.Run) int64 {
+		if a.Receipt != nil {
+			return 0
+		}
+		return a.PreparedMS
+	}},
+	{StuckAdmitted, backend.AttemptAdmitted, func(a backend.Attempt, _ backend.Run) int64 { return a.AdmittedMS }},
+	{StuckAdmitted, backend.AttemptRunning, func(a backend.Attempt, _ backend.Run) int64 { return a.AdmittedMS }},
+	{StuckCancelling, backend.AttemptCancelling, func(a backend.Attempt, r backend.Run) int64 {
+		if a.Receipt != nil {
+			return 0
+		}
+		return r.CancelRequestedMS
+	}},
+}
+
+// StuckScan asks StuckAttempts for attempts that have not moved for
+// longer than OlderThan.
+type StuckScan struct {
+	// RunID restricts the scan to one run when set.
+	RunID string
+	// OlderThan is the age from which an attempt counts as stuck: at least
+	// one millisecond (it is truncated to the millisecond).
+	OlderThan time.Duration
+	// Cursor resumes after the previous page; the zero value starts at the
+	// beginning. Take it from StuckPage.Next.
+	Cursor StuckCursor
+	// Limit bounds the attempts one call reads (and so returns), by the
+	// page-limit rule: 1 to MaxPageLimit, 0 means DefaultPageLimit.
+	Limit int
+}
+
+// StuckCursor is where a StuckScan resumes. It is opaque; its zero value
+// is the beginning.
+type StuckCursor struct {
+	stage int
+	after backend.AttemptCursor
+}
+
+// StuckAttempt is one attempt a StuckScan found.
+type StuckAttempt struct {
+	Attempt Attempt
+	Stage   StuckStage
+	// Since is the time the attempt is aged from: the later of its
+	// prepared time and its stage's time (see StuckStage).
+	Since time.Time
+	// Age is now minus Since.
+	Age time.Duration
+}
+
+// StuckPage is one page of a StuckScan.
+type StuckPage struct {
+	// Attempts are the stuck attempts the page found, by stage, then by
+	// (prepared time, identity). A page may hold fewer than Limit attempts,
+	// none included, and still not be Done: it read Limit attempts, some
+	// of them not stuck.
+	Attempts []StuckAttempt
+	// Next resumes the scan; it is the zero cursor when Done.
+	Next StuckCursor
+	// Done: the scan read every stage to its end.
+	Done bool
+}
+
+// StuckAttempts returns, from one snapshot, a page of attempts that have
+// not moved for at least q.OlderThan before now: prepared attempts
+// without a receipt (aged from their prepared time), admitted and running
+// ones (aged from their admitted time) and cancelling ones without a
+// receipt (aged from their run's cancellation request); each is aged from
+// the later of that time and its prepared time. It writes nothing.
+//
+// Cost: one call reads at most q.Limit attempts. It pages the backend's
+// attempt index by status in (prepared time, identity) order and stops a
+// status at the first attempt prepared after now-OlderThan, which cannot
+// be stuck; so the attempts it reads and passes over are those prepared
+// long enough ago whose stage began recently (admitted, or their run's
+// cancellation requested, within OlderThan). A full scan pages until
+// Done.
+func (s *Store) StuckAttempts(ctx context.Context, q StuckScan, now time.Time) (StuckPage, error) {
+	var page StuckPage
+	if q.RunID != "" {
+		if err := ValidateID("run id", q.RunID); err != nil {
+			return page, err
+		}
+	}
+	limit, err := pageLimit("stuck attempt limit", q.Limit)
+	if err != nil {
+		return page, err
+	}
+	if q.OlderThan < time.Millisecond {
+		return page, invalid("stuck age", "must be at least 1ms, got %v", q.OlderThan)
+	}
+	if q.Cursor.stage < 0 || q.Cursor.stage > len(stuckStages) {
+		return page, invalid("stuck cursor", "is not one StuckAttempts returned")
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return page, err
+	}
+	cutoff := at - q.OlderThan.Milliseconds()
+	cur := q.Cursor
+	err = s.view(ctx, func(r backend.ReadTx) error {
+		page = StuckPage{}
+		cur = q.Cursor
+		budget := limit
+		for cur.stage < len(stuckStages) && budget > 0 {
+			st := stuckStages[cur.stage]
+			asked := budget
+			rows, err := r.Attempts(ctx, backend.AttemptQuery{RunID: q.RunID, Status: st.status, After: cur.after, Limit: asked})
+			if err != nil {
+				return err
+			}
+			budget -= len(rows)
+			runs := map[string]backend.Run{}
+			if st.status == backend.AttemptCancelling && len(rows) > 0 {
+				ids := make([]string, 0, len(rows))
+				for _, a := range rows {
+					ids = append(ids, a.Key.RunID)
+				}
+				f, err := r.Load(ctx, backend.Lookup{Runs: ids})
+				if err != nil {
+					return err
+				}
+				runs = f.Runs
+			}
+			ended := len(rows) < asked
+			for _, a := range rows {
+				if a.PreparedMS > cutoff {
+					ended = true
+					break
+				}
+				cur.after = backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}
+				since := st.since(a, runs[a.Key.RunID])
+				if since == 0 {
+					continue
+				}
+				since = max(since, a.PreparedMS)
+				if since > cutoff {
+					continue
+				}
+				page.Attempts = append(page.Attempts, StuckAttempt{
+					Attempt: toAttempt(a), Stage: st.stage, Since: fromMS(since), Age: msToDuration(at - since),
+				})
+			}
+			if ended {
+				cur = StuckCursor{stage: cur.stage + 1}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return StuckPage{}, err
+	}
+	if cur.stage >= len(stuckStages) {
+		page.Done = true
+	} else {
+		page.Next = cur
+	}
+	return page, nil
+}

@@ -1,0 +1,382 @@
+package workflow
+
+import (
+	"context"
+	"encoding/json"
+	"math"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// Attempt timeout bounds. An attempt timeout is 0 (none) or a whole number
+// of milliseconds from MinAttemptTimeout to MaxAttemptTimeout.
+const (
+	MinAttemptTimeout = time.Millisecond
+	MaxAttemptTimeout = 30 * 24 * time.Hour
+)
+
+// validateAttemptTimeout applies the attempt-timeout bounds to d.
+func validateAttemptTimeout(field string, d time.Duration) error {
+	if d != 0 && (d < MinAttemptTimeout || d > MaxAttemptTimeout) {
+		return invalid(field, "must be 0 (none) or %v to %v, got %v", MinAttemptTimeout, MaxAttemptTimeout, d)
+	}
+	return nil
+}
+
+// activationTimeoutMS is the activation's own attempt timeout in
+// milliseconds, 0 when it has none.
+func activationTimeoutMS(act backend.Activation) int64 { return act.AttemptTimeoutMS }
+
+// timeoutOf is the timeout that applies to an attempt of act: its own,
+// else def (milliseconds; 0 = none).
+func timeoutOf(act backend.Activation, def int64) int64 {
+	if t := activationTimeoutMS(act); t > 0 {
+		return t
+	}
+	return def
+}
+
+// deadlineOf is an admitted attempt's deadline under timeout (ms, > 0),
+// saturating.
+func deadlineOf(att backend.Attempt, timeout int64) int64 {
+	if att.AdmittedMS > math.MaxInt64-timeout {
+		return math.MaxInt64
+	}
+	return att.AdmittedMS + timeout
+}
+
+// timedOutDetail is the detail a timeout settlement keeps on its attempt;
+// its presence marks the attempt as settled by a timeout.
+type timedOutDetail struct {
+	TerminalTimeout struct {
+		TimeoutMS  int64 `json:"timeout_ms"`
+		DeadlineMS int64 `json:"deadline_ms"`
+	} `json:"terminal_timeout"`
+}
+
+// timedOut reports whether att was settled by SettleTimedOut.
+func timedOut(att backend.Attempt) bool {
+	if att.Detail == nil || (att.Status != backend.AttemptFailed && att.Status != backend.AttemptRepairRequired) {
+		return false
+	}
+	var d timedOutDetail
+	return json.Unmarshal(att.Detail, &d) == nil && d.TerminalTimeout.DeadlineMS > 0
+}
+
+// TimeoutOptions are the facts SettleTimedOut and TimedOutAttempts decide
+// with.
+type TimeoutOptions struct {
+	// Default is the attempt timeout of activations that declare none: 0
+	// (none) or MinAttemptTimeout to MaxAttemptTimeout.
+	Default time.Duration
+	// Authority, when set, must be the run's current authority.
+	Authority *Authority
+}
+
+func (o TimeoutOptions) validate() (int64, *backend.Authority, error) {
+	if err := validateAttemptTimeout("default attempt timeout", o.Default); err != nil {
+		return 0, nil, err
+	}
+	a := authorityIn(o.Authority)
+	if err := validateAuthority(a); err != nil {
+		return 0, nil, err
+	}
+	return o.Default.Milliseconds(), a, nil
+}
+
+// TimeoutResult reports what SettleTimedOut did.
+type TimeoutResult struct {
+	// Status is the attempt's status afterwards: failed for a read-only
+	// attempt, repair_required for a mutating one.
+	Status AttemptStatus
+	// Timeout is the timeout that applied and Deadline the admitted time
+	// plus it.
+	Timeout  time.Duration
+	Deadline time.Time
+	// NotScheduled says why no automatic retry was scheduled for a failed
+	// read-only attempt: a timeout is a terminal failure no policy admits.
+	NotScheduled *RetryRefusal
+}
+
+// SettleTimedOut settles an admitted (or running) attempt that was not
+// observed terminal by its deadline, its admitted time plus its
+// activation's attempt timeout (opts.Default when it declares none), as a
+// failure of kind terminal_timeout, in one transaction that checks the
+// deadline against now and the attempt's status. A read-only attempt
+// becomes failed, its activation failed and its run failed as for an
+// observed failure (an automatic retry is never scheduled: the refusal is
+// recorded; a caller may retry it explicitly with RetryFailedNode); a
+// mutating one becomes repair_required, with its run, since its work may
+// still run. Either way an attempt_timed_out event records the timeout,
+// and no new attempt starts. A later observation of the attempt is
+// recorded as an event (see ApplyObservation).
+//
+// The deadline is compared with the caller's now: a caller whose clock is
+// ahead of the clock that stamped the admission shortens the timeout by
+// the difference.
+//
+// An attempt that is not admitted or running, or whose deadline is after
+// now (or that has no timeout), fails with ErrIneligible and nothing is
+// written; so does one already settled, by a timeout or otherwise, and one
+// whose run has cancellation requested (cancellation settles it).
+func (s *Store) SettleTimedOut(ctx context.Context, identity string, opts TimeoutOptions, now time.Time) (TimeoutResult, error) {
+	var res TimeoutResult
+	def, auth, err := opts.validate()
+	if err != nil {
+		return res, err
+	}
+	err = s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
+		if err := ownedBy(auth, "timeout").verify(*run); err != nil {
+			return err
+		}
+		if (att.Status != backend.AttemptAdmitted && att.Status != backend.AttemptRunning) || att.Receipt == nil {
+			return stateErr(ErrIneligible, "attempt %s is %s; only admitted work times out", att.Identity, att.Status)
+		}
+		if run.CancelRequestedMS != 0 {
+			return stateErr(ErrIneligible, "run %q has cancellation requested: its attempts settle by cancellation", run.ID)
+		}
+		timeout := timeoutOf(act, def)
+		if timeout <= 0 {
+			return stateErr(ErrIneligible, "attempt %s has no attempt timeout", att.Identity)
+		}
+		deadline := deadlineOf(*att, timeout)
+		if at < deadline {
+			return stateErr(ErrIneligible, "attempt %s is not due to time out until %d (now %d)", att.Identity, deadline, at)
+		}
+		var d timedOutDetail
+		d.TerminalTimeout.TimeoutMS, d.TerminalTimeout.DeadlineMS = timeout, deadline
+		detail, err := json.Marshal(d)
+		if err != nil {
+			return err
+		}
+		att.Detail = detail
+		res.Timeout, res.Deadline = msToDuration(timeout), fromMS(deadline)
+		was := run.Status
+		ev := AttemptTimedOutPayload{DispatchIdentity: att.Identity, FailureKind: FailureTerminalTimeout,
+			TimeoutMS: Millis(timeout), DeadlineMS: UnixMS(deadline)}
+		if att.SideEffect == backend.ReadOnly {
+			if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptFailed, at); err != nil {
+				return err
+			}
+			act.Status = backend.ActivationFailed
+			act.UpdatedMS = at
+			replace(w, *att)
+			replace(w, act)
+			ev.Status = AttemptFailed
+			w.emit(run, ev, at)
+			sched, refusal, err := scheduleForKind(ctx, tx, w, run, act, att.Identity, att.Key.Attempt, FailureTerminalTimeout, at)
+			if err != nil {
+				return err
+			}
+			res.NotScheduled = refusal
+			if err := activationFailed(ctx, tx, w, run, act, sched != nil, at); err != nil {
+				return err
+			}
+		} else {
+			setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
+			replace(w, *att)
+			ev.Status = AttemptRepairRequired
+			w.emit(run, ev, at)
+			w.emit(run, AttemptRepairRequiredPayload{DispatchIdentity: att.Identity, Reason: string(FailureTerminalTimeout)}, at)
+			run.Status = backend.RunRepairRequired
+		}
+		run.UpdatedMS = at
+		if err := reindexRun(ctx, tx, w, *run); err != nil {
+			return err
+		}
+		if err := failedRunSettled(ctx, tx, w, run, was, at); err != nil {
+			return err
+		}
+		res.Status = AttemptStatus(att.Status)
+		w.workArrives() // a failed attempt frees capacity and leases
+		return nil
+	})
+	if err != nil {
+		return TimeoutResult{}, err
+	}
+	return res, nil
+}
+
+// TimeoutScan asks TimedOutAttempts for admitted attempts past their
+// deadline.
+type TimeoutScan struct {
+	// RunID restricts the scan to one run when set.
+	RunID string
+	// Default is the timeout of activations that declare none (see
+	// TimeoutOptions.Default).
+	Default time.Duration
+	// Cursor resumes after the previous page; the zero value starts at the
+	// beginning. Take it from TimeoutPage.Next.
+	Cursor TimeoutCursor
+	// Limit bounds the attempts one call reads, by the page-limit rule.
+	Limit int
+}
+
+// TimeoutCursor is where a TimeoutScan resumes. It is opaque; its zero
+// value is the beginning.
+type TimeoutCursor struct {
+	stage int
+	after backend.AttemptCursor
+}
+
+// TimedOutAttempt is an admitted attempt past its deadline.
+type TimedOutAttempt struct {
+	Attempt  Attempt
+	Timeout  time.Duration
+	Deadline time.Time
+}
+
+// TimeoutPage is one page of a TimeoutScan.
+type TimeoutPage struct {
+	// Attempts are the attempts past their deadline the page found: admitted
+	// ones, then running ones, each by (prepared time, identity).
+	Attempts []TimedOutAttempt
+	// Next resumes the scan; the zero cursor when Done.
+	Next TimeoutCursor
+	// Done: the scan read every admitted and running attempt.
+	Done bool
+}
+
+// timeoutStatuses are the statuses a TimeoutScan reads, in order.
+var timeoutStatuses = []backend.AttemptStatus{backend.AttemptAdmitted, backend.AttemptRunning}
+
+// TimedOutAttempts returns, from one snapshot, a page of admitted and
+// running attempts whose deadline (see SettleTimedOut) is at or before
+// now. It writes nothing; SettleTimedOut decides again. One call reads at
+// most q.Limit attempts (and their activations), in the attempt index by
+// status and (prepared time, identity); a full scan pages until Done.
+func (s *Store) TimedOutAttempts(ctx context.Context, q TimeoutScan, now time.Time) (TimeoutPage, error) {
+	var page TimeoutPage
+	if q.RunID != "" {
+		if err := ValidateID("run id", q.RunID); err != nil {
+			return page, err
+		}
+	}
+	limit, err := pageLimit("timeout scan limit", q.Limit)
+	if err != nil {
+		return page, err
+	}
+	def, _, err := TimeoutOptions{Default: q.Default}.validate()
+	if err != nil {
+		return page, err
+	}
+	if q.Cursor.stage < 0 || q.Cursor.stage > len(timeoutStatuses) {
+		return page, invalid("timeout cursor", "is not one TimedOutAttempts returned")
+	}
+	at, err := toMS("now", now)
+	if err != nil {
+		return page, err
+	}
+	cur := q.Cursor
+	err = s.view(ctx, func(r backend.ReadTx) error {
+		page, cur = TimeoutPage{}, q.Cursor
+		budget := limit
+		for cur.stage < len(timeoutStatuses) && budget > 0 {
+			asked := budget
+			rows, err := r.Attempts(ctx, backend.AttemptQuery{RunID: q.RunID, Status: timeoutStatuses[cur.stage], After: cur.after, Limit: asked})
+			if err != nil {
+				return err
+			}
+			budget -= len(rows)
+			keys := make([]backend.ActivationKey, 0, len(rows))
+			for _, a := range rows {
+				keys = append(keys, a.Key.ActivationKey)
+			}
+			f, err := r.Load(ctx, backend.Lookup{Activations: keys})
+			if err != nil {
+				return err
+			}
+			for _, a := range rows {
+				cur.after = backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}
+				timeout := timeoutOf(f.Activations[a.Key.ActivationKey], def)
+				if timeout <= 0 || a.Receipt == nil {
+					continue
+				}
+				if deadline := deadlineOf(a, timeout); deadline <= at {
+					page.Attempts = append(page.Attempts, TimedOutAttempt{Attempt: toAttempt(a), Timeout: msToDuration(timeout), Deadline: fromMS(deadline)})
+				}
+			}
+			if len(rows) < asked {
+				cur = TimeoutCursor{stage: cur.stage + 1}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return TimeoutPage{}, err
+	}
+	if cur.stage >= len(timeoutStatuses) {
+		page.Done = true
+	} else {
+		page.Next = cur
+	}
+	return page, nil
+}
+
+// EventAttemptTimedOut: SettleTimedOut settled an admitted attempt past
+// its deadline (failed when read-only, repair_required when mutating).
+const EventAttemptTimedOut EventType = "attempt_timed_out"
+
+// EventAttemptObservedAfterTimeout: an observation arrived for an attempt
+// a timeout had settled.
+const EventAttemptObservedAfterTimeout EventType = "attempt_observed_after_timeout"
+
+// AttemptTimedOutPayload is the payload of EventAttemptTimedOut.
+type AttemptTimedOutPayload struct {
+	DispatchIdentity string        `json:"dispatch_identity"`
+	FailureKind      FailureKind   `json:"failure_kind"`
+	TimeoutMS        Millis        `json:"timeout_ms"`
+	DeadlineMS       UnixMS        `json:"deadline_ms"`
+	Status           AttemptStatus `json:"status"`
+}
+
+// EventType returns EventAttemptTimedOut.
+func (AttemptTimedOutPayload) EventType() EventType { return EventAttemptTimedOut }
+
+// AttemptObservedAfterTimeoutPayload is the payload of
+// EventAttemptObservedAfterTimeout: what the owner observed, and the
+// attempt's status when it arrived (failed or repair_required).
+type AttemptObservedAfterTimeoutPayload struct {
+	DispatchIdentity string          `json:"dispatch_identity"`
+	Observed         ObservationKind `json:"observed"`
+	Was              AttemptStatus   `json:"was"`
+}
+
+// EventType returns EventAttemptObservedAfterTimeout.
+func (AttemptObservedAfterTimeoutPayload) EventType() EventType {
+	return EventAttemptObservedAfterTimeout
+}
+
+// observedAfterTimeout records an observation of an attempt a timeout
+// settled. It reports whether the attempt was admitted again so that the
+// caller applies the observation as for any admitted attempt: a
+// repair_required (mutating) one is, by an observation that settles it,
+// as a late receipt admits a repair_required attempt; a failed
+// (read-only) one keeps its status, and so does a repair_required one on
+// an observation that settles nothing. The caller writes run.
+func observedAfterTimeout(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, att *backend.Attempt, kind ObservationKind, at int64) (bool, error) {
+	w.emit(run, AttemptObservedAfterTimeoutPayload{DispatchIdentity: att.Identity, Observed: kind, Was: AttemptStatus(att.Status)}, at)
+	run.UpdatedMS = at
+	if att.Status != backend.AttemptRepairRequired {
+		return false, nil
+	}
+	switch kind {
+	case ObservedSucceeded, ObservedFailed, ObservedRetryableFailure, ObservedPaused, ObservedCancelled:
+	default:
+		return false, nil
+	}
+	att.Status = backend.AttemptAdmitted
+	att.TerminalMS = 0
+	run.ActiveCount++
+	if err := tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{*att}}}); err != nil {
+		return false, err
+	}
+	return true, settleRepairState(ctx, tx, w, run, at)
+}
+
+// TimedOut reports whether SettleTimedOut settled the attempt (its status
+// is failed or repair_required and its detail records the timeout).
+func (a Attempt) TimedOut() bool {
+	return timedOut(backend.Attempt{Status: backend.AttemptStatus(a.Status), Detail: a.Detail})
+}
