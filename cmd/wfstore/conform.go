@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -12,6 +11,8 @@ import (
 	"runtime"
 	"strconv"
 	"time"
+
+	"github.com/wfstore/wfstore/internal/redact"
 )
 
 // conformConfig is what `wfstore conform` was asked to do.
@@ -70,20 +71,20 @@ Flags:
 	switch c.backend {
 	case "sqlite", "bolt":
 		if c.dsn != "" {
-			return fmt.Errorf("--dsn is for --backend postgres, not %s", c.backend)
+			return usageErrorf("--dsn is for --backend postgres, not %s", c.backend)
 		}
 	case "postgres":
 		if c.dsn == "" {
-			return errors.New("--backend postgres needs --dsn")
+			return usageErrorf("--backend postgres needs --dsn")
 		}
 		if c.dir != "" {
-			return errors.New("--dir is for the file backends (sqlite, bolt)")
+			return usageErrorf("--dir is for the file backends (sqlite, bolt)")
 		}
 	default:
-		return fmt.Errorf("unknown --backend %q (want sqlite, postgres or bolt)", c.backend)
+		return usageErrorf("unknown --backend %q (valid values: %s)", c.backend, backendValues)
 	}
 	if c.parallel < 1 {
-		return errors.New("--parallel must be at least 1")
+		return usageErrorf("--parallel must be at least 1")
 	}
 	if c.dir != "" {
 		if st, err := os.Stat(c.dir); err != nil || !st.IsDir() {
@@ -94,7 +95,7 @@ Flags:
 	started := time.Now()
 	info, caps, err := probeAdapter(ctx, c)
 	if err != nil {
-		return fmt.Errorf("opening a scratch %s store: %w", c.backend, err)
+		return redactErr(fmt.Errorf("opening a scratch %s store: %w", c.backend, err), c.dsn)
 	}
 	res, childErr := runConformChild(ctx, c, stderr)
 	rep := conformReport{
@@ -185,6 +186,9 @@ func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (ch
 	readErr := p.read(out)
 	waitErr := cmd.Wait()
 	res := childResults{cases: p.results()}
+	for i := range res.cases {
+		res.cases[i].Output = redact.Text(res.cases[i].Output, c.dsn)
+	}
 	if readErr != nil {
 		return res, fmt.Errorf("reading the suite's output: %w", readErr)
 	}
@@ -196,9 +200,9 @@ func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (ch
 		if !failed {
 			// The process failed outside any case (build of a harness,
 			// a panic, a timeout): show what it said.
-			io.Copy(stderr, &errBuf)
+			fmt.Fprint(stderr, redact.Text(errBuf.String(), c.dsn))
 			if tail := p.unattributed(); tail != "" {
-				fmt.Fprintln(stderr, tail)
+				fmt.Fprintln(stderr, redact.Text(tail, c.dsn))
 			}
 			return res, fmt.Errorf("the suite's process failed: %w", waitErr)
 		}

@@ -106,7 +106,7 @@ func createScratchSchema(ctx context.Context, dsn string) (string, error) {
 	schema := scratchPrefix + hex.EncodeToString(b[:])
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return "", fmt.Errorf("connecting to %s: %w", postgres.RedactDSN(dsn), err)
+		return "", redactErr(fmt.Errorf("connecting to %s: %w", redactDSN(dsn), err), dsn)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
@@ -121,7 +121,7 @@ func dropScratchSchema(ctx context.Context, dsn, schema string) error {
 	}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", postgres.RedactDSN(dsn), err)
+		return redactErr(fmt.Errorf("connecting to %s: %w", redactDSN(dsn), err), dsn)
 	}
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")

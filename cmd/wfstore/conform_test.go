@@ -121,9 +121,9 @@ func TestConformRejectsBadArguments(t *testing.T) {
 		want string
 		code int
 	}{
-		{[]string{"conform", "--backend", "oracle"}, `unknown --backend "oracle"`, 1},
-		{[]string{"conform", "--backend", "postgres"}, "needs --dsn", 1},
-		{[]string{"conform", "--backend", "sqlite", "--dsn", "x"}, "--dsn is for --backend postgres", 1},
+		{[]string{"conform", "--backend", "oracle"}, `unknown --backend "oracle" (valid values: sqlite, postgres or bolt)`, 2},
+		{[]string{"conform", "--backend", "postgres"}, "needs --dsn", 2},
+		{[]string{"conform", "--backend", "sqlite", "--dsn", "x"}, "--dsn is for --backend postgres", 2},
 		{[]string{"conform", "extra"}, `unexpected arguments ["extra"]`, 2},
 		{[]string{"conform", "--backend", "sqlite", "--run", "no_such_case_anywhere"}, "no case matched", 1},
 	} {

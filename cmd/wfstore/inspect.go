@@ -118,9 +118,9 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := sf.check(); err != nil {
 		return err
 	}
-	b, err := sf.open(ctx)
+	b, err := sf.openExisting(ctx)
 	if err != nil {
-		return err // the adapter's error names the file or the DSN
+		return err // names the file or the DSN
 	}
 	defer b.Close()
 	s := workflow.New(b)

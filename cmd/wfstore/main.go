@@ -30,6 +30,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/wfstore/wfstore/internal/redact"
 )
 
 func main() {
@@ -122,11 +124,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	return exit(ctx, args[0], err, stderr)
+	return exit(ctx, args[0], err, stderr, dsnArgs(args)...)
 }
 
-// exit prints err, if any, as one message and returns the exit status.
-func exit(ctx context.Context, cmd string, err error, stderr io.Writer) int {
+// exit prints err, if any, as one message and returns the exit status. The
+// message never shows a secret of the connection strings in dsns.
+func exit(ctx context.Context, cmd string, err error, stderr io.Writer, dsns ...string) int {
 	var sig signalled
 	if errors.As(context.Cause(ctx), &sig) {
 		msg := fmt.Sprintf("wfstore %s: %s", cmd, sig.Error())
@@ -137,19 +140,23 @@ func exit(ctx context.Context, cmd string, err error, stderr io.Writer) int {
 		case err == nil:
 			msg += " after it had finished"
 		}
-		fmt.Fprintln(stderr, msg)
+		fmt.Fprintln(stderr, redact.Text(msg, dsns...))
 		if sig.sig == syscall.SIGTERM {
 			return 143
 		}
 		return 130
 	}
+	var ue *usageError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "wfstore %s: %s (see \"wfstore %s -help\")\n", cmd, redact.Text(ue.msg, dsns...), cmd)
+		return 2
 	}
-	fmt.Fprintf(stderr, "wfstore %s: %s\n", cmd, errorText(cmd, err))
+	fmt.Fprintf(stderr, "wfstore %s: %s\n", cmd, redact.Text(errorText(cmd, err), dsns...))
 	return 1
 }
 

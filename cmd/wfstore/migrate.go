@@ -67,7 +67,7 @@ Flags:
 	case "postgres":
 		pool, perr := pgxpool.New(ctx, sf.dsn)
 		if perr != nil {
-			return fmt.Errorf("connecting to %s: %w", postgres.RedactDSN(sf.dsn), perr)
+			return redactErr(fmt.Errorf("connecting to %s: %w", redactDSN(sf.dsn), perr), sf.dsn)
 		}
 		defer pool.Close()
 		var st postgres.SchemaStatus
@@ -79,7 +79,7 @@ Flags:
 		found, supported = st.Found, st.Supported
 	}
 	if err != nil {
-		return err
+		return redactErr(err, sf.dsn)
 	}
 	switch {
 	case verb == "status" && found == 0:

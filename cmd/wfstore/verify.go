@@ -46,9 +46,9 @@ Flags:
 	if err := sf.check(); err != nil {
 		return err
 	}
-	b, err := sf.open(ctx)
+	b, err := sf.openExisting(ctx)
 	if err != nil {
-		return err // the adapter's error names the file or the DSN
+		return err // names the file or the DSN
 	}
 	defer b.Close()
 	rep, err := workflow.New(b).Verify(ctx, workflow.VerifyOptions{RunID: *runID, MaxViolations: *maxV})
