@@ -25,9 +25,13 @@ func backupCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 
 SQLite uses VACUUM INTO and bbolt a read transaction's WriteTo; both run
 while other processes keep working and give a complete store that wfstore
-opens as it is. The copy is written to a new file (never over an existing
-one) and fsynced. For Postgres use the server's own tools (pg_dump -n
-<schema>, or a physical backup): they are made for it.
+opens as it is. The copy is all or nothing: it is written to a temporary
+file next to --to (".NAME.wfstore-backup-PID-RANDOM", mode 0600), fsynced,
+checked through a read-only handle, and only then given the name --to
+(never over an existing file), and the folder is fsynced. If the command
+is stopped, --to is absent or complete; the next backup to the same name
+removes a killed run's temporary file. For Postgres use the server's own
+tools (pg_dump -n <schema>, or a physical backup): they are made for it.
 
   wfstore backup --db wfstore-demo.db --to copy.db
   wfstore backup --backend bolt --db store.bolt --to copy.bolt
@@ -48,7 +52,7 @@ Flags:
 	if to == "" {
 		return errors.New("--to PATH is required")
 	}
-	b, err := sf.open(ctx)
+	b, err := sf.openExisting(ctx)
 	if err != nil {
 		return err
 	}
@@ -58,6 +62,9 @@ Flags:
 		return fmt.Errorf("the %s adapter has no native backup", sf.backend)
 	}
 	if err := bk.Backup(ctx, to); err != nil {
+		if ctx.Err() != nil {
+			return &interruptedError{left: "no backup was written: " + to + " was not created and the partial copy was removed"}
+		}
 		return err
 	}
 	fmt.Fprintf(stdout, "wrote a consistent copy of %s to %s\n", sf.where(), to)
