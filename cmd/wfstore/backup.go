@@ -52,6 +52,18 @@ Flags:
 	if to == "" {
 		return errors.New("--to PATH is required")
 	}
+	if err := backup(ctx, sf, to); err != nil {
+		if ctx.Err() != nil {
+			return &interruptedError{left: "no backup was written: " + to + " was not created and the partial copy, if any, was removed"}
+		}
+		return err
+	}
+	fmt.Fprintf(stdout, "wrote a consistent copy of %s to %s\n", sf.where(), to)
+	return nil
+}
+
+// backup copies the store sf names to the new file to.
+func backup(ctx context.Context, sf storeFlags, to string) error {
 	b, err := sf.openExisting(ctx)
 	if err != nil {
 		return err
@@ -61,12 +73,5 @@ Flags:
 	if !ok {
 		return fmt.Errorf("the %s adapter has no native backup", sf.backend)
 	}
-	if err := bk.Backup(ctx, to); err != nil {
-		if ctx.Err() != nil {
-			return &interruptedError{left: "no backup was written: " + to + " was not created and the partial copy was removed"}
-		}
-		return err
-	}
-	fmt.Fprintf(stdout, "wrote a consistent copy of %s to %s\n", sf.where(), to)
-	return nil
+	return bk.Backup(ctx, to)
 }

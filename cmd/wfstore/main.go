@@ -63,6 +63,10 @@ type interruptedError struct{ left string }
 
 func (e *interruptedError) Error() string { return e.left }
 
+// readOnly are the commands that never write to a store: interrupted, they
+// leave nothing.
+var readOnly = map[string]bool{"verify": true, "inspect": true, "version": true}
+
 // errUsage reports a usage error already printed.
 var errUsage = errors.New("usage")
 
@@ -139,6 +143,8 @@ func exit(ctx context.Context, cmd string, err error, stderr io.Writer, dsns ...
 			msg += "; " + ie.left
 		case err == nil:
 			msg += " after it had finished"
+		case readOnly[cmd]:
+			msg += "; nothing was written (it only reads the store)"
 		}
 		fmt.Fprintln(stderr, redact.Text(msg, dsns...))
 		if sig.sig == syscall.SIGTERM {

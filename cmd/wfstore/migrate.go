@@ -78,6 +78,13 @@ Flags:
 		}
 		found, supported = st.Found, st.Supported
 	}
+	if err != nil && ctx.Err() != nil {
+		if verb == "status" {
+			return &interruptedError{left: "nothing was written (status only reads the store)"}
+		}
+		return &interruptedError{left: "the migration is one transaction, so " + sf.where() +
+			" is either as it was or fully migrated; \"wfstore migrate status\" shows which, and \"wfstore migrate up\" finishes it"}
+	}
 	if err != nil {
 		return redactErr(err, sf.dsn)
 	}
