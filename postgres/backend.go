@@ -200,7 +200,7 @@ func newConfig(opts []Option) (config, error) {
 }
 
 func open(ctx context.Context, pool *pgxpool.Pool, own bool, cfg config) (*Backend, error) {
-	if err := ensureSchema(ctx, pool, cfg.schema, cfg.advisoryLock); err != nil {
+	if _, err := ensureSchema(ctx, pool, cfg.schema, cfg.advisoryLock); err != nil {
 		return nil, err
 	}
 	var version string

@@ -48,6 +48,9 @@ type Backend struct {
 
 	info    backend.Info
 	restore []string // PRAGMAs restoring a caller's pinned connection
+	// migratedFrom: the schema version setup found under the write lock
+	// (SchemaVersion when there was nothing to migrate).
+	migratedFrom int64
 	stats   stats
 }
 

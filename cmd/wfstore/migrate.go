@@ -51,16 +51,19 @@ Flags:
 	if err := sf.check(); err != nil {
 		return err
 	}
-	var found, supported int64
+	// before: the version read before migrating; found: the version
+	// found under the migration lock (another migrator may have done the
+	// work in between).
+	var before, found, supported int64
 	var err error
 	switch sf.backend {
 	case "bolt":
 		return errors.New("bolt stores have one format version and no migrations; opening one checks it")
 	case "sqlite":
 		var st sqlite.SchemaStatus
-		if verb == "status" {
-			st, err = sqlite.ReadSchemaStatus(ctx, sf.path)
-		} else {
+		st, err = sqlite.ReadSchemaStatus(ctx, sf.path)
+		before = st.Found
+		if verb == "up" && err == nil {
 			st, err = sqlite.Migrate(ctx, sf.path)
 		}
 		found, supported = st.Found, st.Supported
@@ -71,9 +74,9 @@ Flags:
 		}
 		defer pool.Close()
 		var st postgres.SchemaStatus
-		if verb == "status" {
-			st, err = postgres.ReadSchemaStatus(ctx, pool, sf.schema)
-		} else {
+		st, err = postgres.ReadSchemaStatus(ctx, pool, sf.schema)
+		before = st.Found
+		if verb == "up" && err == nil {
 			st, err = postgres.Migrate(ctx, pool, sf.schema)
 		}
 		found, supported = st.Found, st.Supported
@@ -95,6 +98,10 @@ Flags:
 		fmt.Fprintf(stdout, "%s: schema version %d, current\n", sf.where(), found)
 	case verb == "status":
 		fmt.Fprintf(stdout, "%s: schema version %d; this build migrates it to %d (wfstore migrate up)\n", sf.where(), found, supported)
+	case found == supported && before == 0:
+		fmt.Fprintf(stdout, "%s: found the store already created at schema version %d (by another process while this one waited for the lock)\n", sf.where(), found)
+	case found == supported && before != supported:
+		fmt.Fprintf(stdout, "%s: found the store already migrated from schema version %d to %d (by another process while this one waited for the lock)\n", sf.where(), before, found)
 	case found == supported:
 		fmt.Fprintf(stdout, "%s: schema version %d, already current\n", sf.where(), found)
 	case found == 0:
