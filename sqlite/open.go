@@ -51,7 +51,7 @@ type Backend struct {
 	// migratedFrom: the schema version setup found under the write lock
 	// (SchemaVersion when there was nothing to migrate).
 	migratedFrom int64
-	stats   stats
+	stats        stats
 }
 
 // writer is the one connection every Update runs on.
