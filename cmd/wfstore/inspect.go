@@ -109,7 +109,8 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "wfstore inspect %s: takes %d argument(s), got %d\n", verb, want, len(rest))
 		return errUsage
 	case !knownRunStatus(backend.RunStatus(*status)):
-		fmt.Fprintf(stderr, "wfstore inspect: unknown --status %q\n", *status)
+		fmt.Fprintf(stderr, "wfstore inspect: unknown --status %q (valid values: %s, %s, %s, %s, %s, %s)\n", *status,
+			backend.RunRunning, backend.RunPaused, backend.RunCompleted, backend.RunFailed, backend.RunCancelled, backend.RunRepairRequired)
 		return errUsage
 	case *limit < 1 || *limit > workflow.MaxPageLimit:
 		fmt.Fprintf(stderr, "wfstore inspect: --limit must be 1..%d\n", workflow.MaxPageLimit)
