@@ -18,7 +18,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-const inspectUsage = `wfstore inspect: read a store's runs, one run, or a run's events. It writes nothing.
+const inspectUsage = `wfstore inspect: read a store's runs, one run, or a run's events. It writes nothing
+and never creates a store: a path or schema holding none is refused.
 
   wfstore inspect runs [--status S] [--after ID] [--limit N] [flags]
   wfstore inspect run ID [--limit N] [flags]

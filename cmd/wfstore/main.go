@@ -14,10 +14,11 @@
 //
 // Run "wfstore <command> -help" for a command's flags.
 //
-// Exit status: 0 on success, 1 on an error, 2 on a usage error, 130 when
-// interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM; an interrupted command
-// prints one line saying what it left behind. A second signal ends the
-// program at once.
+// Exit status: 0 on success, 1 on an error, 2 on a usage error (the message
+// names the valid values), 130 when interrupted by SIGINT (Ctrl-C) and 143
+// by SIGTERM; an interrupted command prints one line saying what it left
+// behind. A second signal ends the program at once. No message shows a
+// password of a --dsn (or of $WFSTORE_POSTGRES_DSN): secrets print as xxxxx.
 package main
 
 import (
