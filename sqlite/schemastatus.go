@@ -38,6 +38,8 @@ func ReadSchemaStatus(ctx context.Context, path string) (SchemaStatus, error) {
 		return st, fmt.Errorf("sqlite: schema status of %s: %w", abs, err)
 	} else if fi.IsDir() {
 		return st, fmt.Errorf("sqlite: schema status of %s: is a directory", abs)
+	} else if !fi.Mode().IsRegular() {
+		return st, fmt.Errorf("sqlite: schema status of %s: not a regular file (%v)", abs, fi.Mode().Type())
 	}
 	db, err := sql.Open("sqlite", fileURI(abs, pragmas(url.Values{"mode": {"ro"}},
 		fmt.Sprintf("busy_timeout(%d)", readerBusyTimeoutMS), "query_only(1)")))

@@ -68,6 +68,16 @@ func TestReadOnlyCommandsRefuseANonRegularFileAtOnce(t *testing.T) {
 			assert.Equal(t, 1, code, "%v: %s", args, stderr)
 			assert.Contains(t, stderr, `no wfstore store at "`+fifo+`": not a regular file (a FIFO)`, "%v", args)
 		}
+		// The commands that write refuse it too.
+		for _, args := range [][]string{{"migrate", "up"}, {"migrate", "status"}, {"prune", "--run", "r1"}, {"backup", "--to", fifo + ".bak"}} {
+			if be == "bolt" && args[0] == "migrate" {
+				continue // bolt has no migrations
+			}
+			args = append(args, "--backend", be, "--db", fifo)
+			code, _, stderr := runInProcess(t, 10*time.Second, args...)
+			assert.Equal(t, 1, code, "%v: %s", args, stderr)
+			assert.Contains(t, stderr, "not a regular file", "%v", args)
+		}
 		dir := t.TempDir()
 		code, _, stderr := runInProcess(t, 10*time.Second, "verify", "--backend", be, "--db", dir)
 		assert.Equal(t, 1, code, stderr)
