@@ -27,7 +27,7 @@ func TestCreateRemovesOnlyDeadBackupsTemporaryFiles(t *testing.T) {
 		".copy.db.wfstore-backup-" + deadPID + "-abc-journal": false,
 		".copy.db.wfstore-backup-" + livePID + "-def":         true,
 		".other.db.wfstore-backup-" + deadPID + "-abc":        true,
-		"copy.db.keep":                                        true,
+		"copy.db.keep": true,
 	}
 	for name := range files {
 		require.NoError(t, os.WriteFile(filepath.Join(dir, name), []byte("partial"), 0o600))
