@@ -25,8 +25,11 @@ import (
 // stops, dst is either absent or complete; a failed Backup removes its
 // temporary file, and the next Backup to dst removes those of killed ones.
 // dst must not exist: Backup never overwrites a file (an error wrapping
-// os.ErrExist).
-func (b *Backend) Backup(ctx context.Context, dst string) (err error) {
+// os.ErrExist). Each of checks runs, in order, on the checked copy at its
+// temporary path before it is given the name dst (wfstore backup opens it
+// read-only and runs the Store's Verify there); an error from one fails
+// Backup, which removes the copy.
+func (b *Backend) Backup(ctx context.Context, dst string, checks ...func(ctx context.Context, path string) error) (err error) {
 	if err := b.enter(ctx, "backup"); err != nil {
 		return err
 	}
@@ -58,6 +61,11 @@ func (b *Backend) Backup(ctx context.Context, dst string) (err error) {
 	}
 	if err := checkCopy(tmp); err != nil {
 		return fmt.Errorf("bolt: backup to %s: the copy fails its check: %w", abs, err)
+	}
+	for _, check := range checks {
+		if err := check(ctx, tmp); err != nil {
+			return fmt.Errorf("bolt: backup to %s: the copy fails its check: %w", abs, err)
+		}
 	}
 	if err := backupfile.Publish(tmp, abs); err != nil {
 		return fmt.Errorf("bolt: backup to %s: %w", abs, err)

@@ -22,7 +22,7 @@ func TestBackupKilledAtAnyPointLeavesNothingPartial(t *testing.T) {
 	bin := wfstoreBinary(t, "")
 	dir := t.TempDir()
 	src := filepath.Join(dir, "src.db")
-	_, stderr, code := runCLI(t, bin, nil, "demo", "-db", src, "-activations", "600")
+	_, stderr, code := runCLI(t, bin, nil, "demo", "-db", src, "-activations", "300")
 	require.Equal(t, 0, code, stderr)
 	stream := filepath.Join(dir, "src.jsonl")
 	_, stderr, code = runCLI(t, bin, nil, "export", "--db", src, "--out", stream)
