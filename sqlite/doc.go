@@ -64,7 +64,7 @@
 //
 // Backup writes a consistent copy all or nothing: to a temporary file next
 // to the destination, fsynced and checked read-only before it is linked to
-// the destination's name (internal/backupfile).
+// the destination's name.
 //
 // # Schema
 //
