@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"database/sql"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/internal/pgtest"
+	"github.com/wfstore/wfstore/sqlite"
 )
 
 // readOnlyCommands are the commands that only read a store, with the
@@ -109,4 +111,33 @@ func TestReadOnlyCommandsNeverCreateAPostgresStore(t *testing.T) {
 		require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1", empty).Scan(&n))
 		assert.Zero(t, n, "%v created objects in the empty schema", args)
 	}
+}
+
+// A command that only reads does not migrate an older store either: it
+// refuses it, saying how to migrate, and leaves the file as it was.
+func TestReadOnlyCommandsNeverMigrateAStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	b, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	require.NoError(t, b.Close())
+	db, err := sql.Open("sqlite", path)
+	require.NoError(t, err)
+	for _, q := range []string{"DROP INDEX runs_by_status", "UPDATE wfstore_meta SET value = '2' WHERE key = 'schema_version'", "PRAGMA wal_checkpoint(TRUNCATE)"} {
+		_, err = db.ExecContext(ctx, q)
+		require.NoError(t, err)
+	}
+	require.NoError(t, db.Close())
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	for _, cmd := range readOnlyCommands {
+		args := append(append([]string{}, cmd...), "--db", path)
+		code, _, stderr := runInProcess(t, time.Minute, args...)
+		assert.Equal(t, 1, code, "%v: %s", args, stderr)
+		assert.Contains(t, stderr, path+` is at schema version 2 and this build reads 3; this command writes nothing, so run "wfstore migrate up" first`, "%v", args)
+	}
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the store was written to")
 }

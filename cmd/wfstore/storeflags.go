@@ -98,10 +98,12 @@ func (f *storeFlags) openAdapter(ctx context.Context) (backend.Backend, error) {
 var errNoStore = errors.New("no wfstore store")
 
 // openExisting opens the store for a command that only reads it (verify,
-// inspect, the source of export). It never creates a store: a file that
-// does not exist or is empty, and a Postgres schema that does not exist or
-// holds no store, are refused with an error wrapping errNoStore that names
-// the path or schema, and nothing is written. A path that is not a regular
+// inspect, backup, the source of export). It never creates a store: a file
+// that does not exist or is empty, and a Postgres schema that does not
+// exist or holds no store, are refused with an error wrapping errNoStore
+// that names the path or schema, and nothing is written. Nor does it
+// migrate one: an SQLite or Postgres store of an older schema version is
+// refused with an error wrapping errNeedsMigration. A path that is not a regular
 // file (a directory, a FIFO, a device) is refused at once, without opening
 // it.
 func (f *storeFlags) openExisting(ctx context.Context) (backend.Backend, error) {
@@ -117,6 +119,15 @@ func (f *storeFlags) openExisting(ctx context.Context) (backend.Backend, error) 
 			return nil, fmt.Errorf("%w at %q: not a regular file (%s)", errNoStore, f.path, fileKind(fi.Mode()))
 		case fi.Size() == 0:
 			return nil, fmt.Errorf("%w at %q: the file is empty", errNoStore, f.path)
+		}
+		if f.backend == "sqlite" {
+			st, err := sqlite.ReadSchemaStatus(ctx, f.path)
+			if err != nil {
+				return nil, err // names the path
+			}
+			if err := needsMigration(f.where(), st.Found, st.Supported); err != nil {
+				return nil, err
+			}
 		}
 	case "postgres":
 		if err := f.checkSchemaHasStore(ctx); err != nil {
@@ -139,7 +150,7 @@ func (f *storeFlags) checkSchemaHasStore(ctx context.Context) error {
 		return fmt.Errorf("%s: %w", f.where(), err)
 	}
 	if st.Found > 0 {
-		return nil
+		return needsMigration(f.where(), st.Found, st.Supported)
 	}
 	schema := f.schema
 	if schema == "" {
@@ -154,6 +165,18 @@ func (f *storeFlags) checkSchemaHasStore(ctx context.Context) error {
 		why = "the schema is empty"
 	}
 	return fmt.Errorf("%w at %s schema %q: %s (check --dsn and --schema; this command never creates a store)", errNoStore, redactDSN(f.dsn), schema, why)
+}
+
+// errNeedsMigration: a command that only reads was pointed at a store of
+// an older schema version, which opening would migrate.
+var errNeedsMigration = errors.New("the store needs a migration")
+
+func needsMigration(where string, found, supported int64) error {
+	if found == 0 || found >= supported {
+		return nil
+	}
+	return fmt.Errorf("%w: %s is at schema version %d and this build reads %d; this command writes nothing, so run \"wfstore migrate up\" first",
+		errNeedsMigration, where, found, supported)
 }
 
 // fileKind names a non-regular file's type for messages.
