@@ -87,6 +87,9 @@ Flags:
 // them too, and is worth keeping); a copy Verify cannot read does.
 func backup(ctx context.Context, sf storeFlags, to string) (rep workflow.VerifyReport, err error) {
 	b, err := sf.openExisting(ctx)
+	if errors.Is(err, errNeedsMigration) {
+		return rep, fmt.Errorf("%w; to keep a copy of the old version, copy the file (cp) while no process has the store open", err)
+	}
 	if err != nil {
 		return rep, err
 	}
