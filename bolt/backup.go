@@ -82,7 +82,7 @@ func checkCopy(path string) error {
 	}
 	defer db.Close()
 	return db.View(func(tx *bbolt.Tx) error {
-		st, err := inspect(tx)
+		st, _, err := inspect(tx)
 		if err != nil {
 			return err
 		}

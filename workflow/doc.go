@@ -172,5 +172,7 @@
 //     schedules of completed or cancelled runs whose whole tree is completed
 //     or cancelled, in transactions of bounded size, and keeps the run record
 //     and activations with one run_pruned event. Failed runs are never
-//     pruned, since they can still be retried.
+//     pruned, since they can still be retried. A prune interrupted part-way
+//     leaves the run marked (run_prune_started), which Verify accepts and
+//     a rerun finishes with the full count.
 package workflow

@@ -85,6 +85,9 @@ const (
 	EventRunCancelled EventType = "run_cancelled"
 	// EventRunPruned: Prune deleted the run's history; this is then its only event.
 	EventRunPruned EventType = "run_pruned"
+	// EventRunPruneStarted: Prune began deleting the run's history and counted it; it is the run's last event
+	// until the prune finishes, which deletes it and appends run_pruned with these counts.
+	EventRunPruneStarted EventType = "run_prune_started"
 	// EventCancellationRequested: cancellation of the run was requested (Tree: by RequestTreeCancellation of RootRunID).
 	EventCancellationRequested EventType = "cancellation_requested"
 	// EventChildRunLinked: a child run was created by one of the run's attempts.
@@ -158,6 +161,7 @@ var eventDecoders = map[EventType]func(json.RawMessage) (EventPayload, error){
 	EventRunCompleted:                       decodeAs[RunCompletedPayload],
 	EventRunCancelled:                       decodeAs[RunCancelledPayload],
 	EventRunPruned:                          decodeAs[RunPrunedPayload],
+	EventRunPruneStarted:                    decodeAs[RunPruneStartedPayload],
 	EventCancellationRequested:              decodeAs[CancellationRequestedPayload],
 	EventChildRunLinked:                     decodeAs[ChildRunLinkedPayload],
 	EventAuthorityTransferred:               decodeAs[AuthorityTransferredPayload],
@@ -242,6 +246,17 @@ type RunPrunedPayload struct {
 
 // EventType returns EventRunPruned.
 func (RunPrunedPayload) EventType() EventType { return EventRunPruned }
+
+// RunPruneStartedPayload is the payload of EventRunPruneStarted: what the
+// run held when its prune began, which the run_pruned event reports
+// however many invocations the prune takes.
+type RunPruneStartedPayload struct {
+	RunID    string      `json:"run_id"`
+	Deleting PruneCounts `json:"deleting"`
+}
+
+// EventType returns EventRunPruneStarted.
+func (RunPruneStartedPayload) EventType() EventType { return EventRunPruneStarted }
 
 // CancellationRequestedPayload is the payload of EventCancellationRequested.
 type CancellationRequestedPayload struct {

@@ -11,7 +11,7 @@ import (
 // payload struct encodes to the same canonical bytes after a round trip.
 func TestEventDecodeRoundTrip(t *testing.T) {
 	t.Parallel()
-	require.Len(t, eventDecoders, 38)
+	require.Len(t, eventDecoders, 39)
 	for typ, dec := range eventDecoders {
 		zero, err := dec([]byte(`{}`))
 		require.NoError(t, err, typ)
@@ -44,6 +44,7 @@ func TestEventPayloadBytes(t *testing.T) {
 			`{"activation_id":"a","dispatch_identity":"i","failed_attempt":1,"node_id":"n","reason":"no_policy","run_id":"r"}`},
 		{FanOutFailedPayload{ControllerActivationID: "c", FailedMembers: []int64{1, 3}, Policy: WaitAll}, `{"controller_activation_id":"c","failed_members":[1,3],"policy":"wait_all"}`},
 		{RunPrunedPayload{RunID: "r", Deleted: PruneCounts{Events: 1, Attempts: 2, Leases: 3, Schedules: 4}}, `{"deleted":{"attempts":2,"events":1,"leases":3,"schedules":4},"run_id":"r"}`},
+		{RunPruneStartedPayload{RunID: "r", Deleting: PruneCounts{Events: 1, Attempts: 2, Leases: 3, Schedules: 4}}, `{"deleting":{"attempts":2,"events":1,"leases":3,"schedules":4},"run_id":"r"}`},
 		{ExecutionAllowanceExhaustedPayload{Version: 1}, `{"additional_work_admitted":false,"version":1}`},
 	} {
 		assert.Equal(t, c.want, string(mustCanonical(c.p)), "%T", c.p)

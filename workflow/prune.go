@@ -2,7 +2,9 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"time"
 
@@ -114,9 +116,15 @@ type PruneReport struct {
 // tree holds a run that is not, fails with ErrIneligible; either way
 // nothing is written. Each transaction checks the run's status again.
 // Runs of other trees, and the records Prune keeps, are not touched. A
-// prune interrupted part-way leaves the run partly pruned (and still
-// terminal); pruning it again finishes the work. Pruning a pruned run
-// writes nothing. now dates the run_pruned event.
+// prune that takes several transactions marks the run in its first one
+// with a run_prune_started event counting what the run holds (then the
+// run's last event); the transaction that finishes deletes that marker and
+// appends run_pruned with its counts. So a prune interrupted part-way
+// leaves the run partly pruned, still terminal and marked, which Verify
+// accepts; pruning it again finishes the work and the run_pruned event
+// counts everything the run held when the prune began, however many
+// invocations it took. Pruning a pruned run writes nothing. now dates the
+// events.
 func (s *Store) Prune(ctx context.Context, opts PruneOptions, now time.Time) (PruneReport, error) {
 	rep := PruneReport{DryRun: opts.DryRun}
 	at, err := toMS("now", now)
@@ -376,7 +384,21 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 			if !prunable(run.Status) {
 				return stateErr(ErrIneligible, "run %q is %s: only completed and cancelled runs are pruned", runID, run.Status)
 			}
+			// The prune's marker, when an earlier transaction began it.
+			started, plan, err := pruneStartedMarker(ctx, tx, run)
+			if err != nil {
+				return err
+			}
+			var full PruneCounts
+			if started == nil {
+				if full, _, err = countPrune(ctx, tx, runID); err != nil {
+					return err
+				}
+			}
 			budget := batchSize
+			if started != nil && budget > 1 {
+				budget-- // the transaction that finishes deletes the marker too
+			}
 
 			scheds, err := tx.DueSchedules(ctx, backend.ScheduleQuery{RunID: runID, DueBy: math.MaxInt64, Limit: budget})
 			if err != nil {
@@ -442,6 +464,9 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 						marked = true
 						continue
 					}
+					if ev.Type == string(EventRunPruneStarted) {
+						continue
+					}
 					if budget == 0 {
 						evDone = false
 						break
@@ -452,7 +477,19 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				}
 			}
 			done = schedDone && attDone && leaseDone && evDone
-			if done && !marked {
+			switch {
+			case !done && started == nil:
+				// The first transaction of a prune that takes several
+				// marks the run with what it holds: Verify reads the
+				// marker to understand the partial prune, and the
+				// transaction that finishes reports these counts.
+				w.emit(&run, RunPruneStartedPayload{RunID: runID, Deleting: full}, at)
+				replace(w, run)
+			case done && started != nil:
+				remove(w, backend.Event{RunID: runID, Seq: started.Seq})
+				w.emit(&run, RunPrunedPayload{RunID: runID, Deleted: plan}, at)
+				replace(w, run)
+			case done && !marked:
 				total := pr.Deleted
 				total.add(c)
 				w.emit(&run, RunPrunedPayload{RunID: runID, Deleted: total}, at)
@@ -484,88 +521,117 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 // pruneCount counts, in one snapshot, what pruneRun would delete.
 func (s *Store) pruneCount(ctx context.Context, runID string) (c PruneCounts, alreadyPruned bool, err error) {
 	err = s.view(ctx, func(r backend.ReadTx) error {
-		c, alreadyPruned = PruneCounts{}, false
-		page := MaxPageLimit
-		aq := backend.ActivationQuery{RunID: runID, Limit: page}
-		for {
-			acts, err := r.Activations(ctx, aq)
-			if err != nil {
-				return err
-			}
-			keys := make([]backend.ActivationKey, len(acts))
-			for i, a := range acts {
-				keys[i] = a.Key
-			}
-			f, err := r.Load(ctx, backend.Lookup{Schedules: keys})
-			if err != nil {
-				return err
-			}
-			c.Schedules += len(f.Schedules)
-			if len(acts) < page {
-				break
-			}
-			last := acts[len(acts)-1].Key
-			aq.After = backend.NodeRef{NodeID: last.NodeID, ActivationID: last.ActivationID}
+		var err error
+		c, alreadyPruned, err = countPrune(ctx, r, runID)
+		return err
+	})
+	return c, alreadyPruned, err
+}
+
+// pruneStartedMarker returns the run_prune_started event that marks run as
+// being pruned, and the counts it holds; nil when the run's last event is
+// not that marker.
+func pruneStartedMarker(ctx context.Context, r backend.ReadTx, run backend.Run) (*backend.Event, PruneCounts, error) {
+	if run.LastEventSeq == 0 {
+		return nil, PruneCounts{}, nil
+	}
+	last, err := r.Events(ctx, backend.EventQuery{RunID: run.ID, After: run.LastEventSeq - 1, Limit: 1})
+	if err != nil {
+		return nil, PruneCounts{}, err
+	}
+	if len(last) != 1 || last[0].Seq != run.LastEventSeq || last[0].Type != string(EventRunPruneStarted) {
+		return nil, PruneCounts{}, nil
+	}
+	var p RunPruneStartedPayload
+	if err := json.Unmarshal(last[0].Payload, &p); err != nil {
+		return nil, PruneCounts{}, fmt.Errorf("run %q: its %s event: %w", run.ID, EventRunPruneStarted, err)
+	}
+	return &last[0], p.Deleting, nil
+}
+
+// countPrune counts, in r's snapshot, what pruning runID would delete.
+func countPrune(ctx context.Context, r backend.ReadTx, runID string) (c PruneCounts, alreadyPruned bool, err error) {
+	page := MaxPageLimit
+	aq := backend.ActivationQuery{RunID: runID, Limit: page}
+	for {
+		acts, err := r.Activations(ctx, aq)
+		if err != nil {
+			return c, false, err
 		}
-		counted := map[backend.LeaseKey]bool{}
-		tq := backend.AttemptQuery{RunID: runID, Limit: page}
-		for {
-			atts, err := r.Attempts(ctx, tq)
-			if err != nil {
-				return err
-			}
-			c.Attempts += len(atts)
-			held, err := attemptLeases(ctx, r, atts)
-			if err != nil {
-				return err
-			}
-			for _, ls := range held {
-				for _, l := range ls {
-					counted[l.Key] = true
-				}
-			}
-			if len(atts) < page {
-				break
-			}
-			last := atts[len(atts)-1]
-			tq.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+		keys := make([]backend.ActivationKey, len(acts))
+		for i, a := range acts {
+			keys[i] = a.Key
 		}
-		lq := backend.LeaseQuery{RunID: runID, Limit: page}
-		for {
-			ls, err := r.Leases(ctx, lq)
-			if err != nil {
-				return err
-			}
+		f, err := r.Load(ctx, backend.Lookup{Schedules: keys})
+		if err != nil {
+			return c, false, err
+		}
+		c.Schedules += len(f.Schedules)
+		if len(acts) < page {
+			break
+		}
+		last := acts[len(acts)-1].Key
+		aq.After = backend.NodeRef{NodeID: last.NodeID, ActivationID: last.ActivationID}
+	}
+	counted := map[backend.LeaseKey]bool{}
+	tq := backend.AttemptQuery{RunID: runID, Limit: page}
+	for {
+		atts, err := r.Attempts(ctx, tq)
+		if err != nil {
+			return c, false, err
+		}
+		c.Attempts += len(atts)
+		held, err := attemptLeases(ctx, r, atts)
+		if err != nil {
+			return c, false, err
+		}
+		for _, ls := range held {
 			for _, l := range ls {
 				counted[l.Key] = true
 			}
-			if len(ls) < page {
-				break
-			}
-			k := ls[len(ls)-1].Key
-			lq.After = k
 		}
-		c.Leases = len(counted)
-		eq := backend.EventQuery{RunID: runID, Limit: page}
-		for {
-			evs, err := r.Events(ctx, eq)
-			if err != nil {
-				return err
-			}
-			for _, ev := range evs {
-				if ev.Type == string(EventRunPruned) {
-					alreadyPruned = true
-					continue
-				}
+		if len(atts) < page {
+			break
+		}
+		last := atts[len(atts)-1]
+		tq.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+	}
+	lq := backend.LeaseQuery{RunID: runID, Limit: page}
+	for {
+		ls, err := r.Leases(ctx, lq)
+		if err != nil {
+			return c, false, err
+		}
+		for _, l := range ls {
+			counted[l.Key] = true
+		}
+		if len(ls) < page {
+			break
+		}
+		k := ls[len(ls)-1].Key
+		lq.After = k
+	}
+	c.Leases = len(counted)
+	eq := backend.EventQuery{RunID: runID, Limit: page}
+	for {
+		evs, err := r.Events(ctx, eq)
+		if err != nil {
+			return c, false, err
+		}
+		for _, ev := range evs {
+			switch ev.Type {
+			case string(EventRunPruned):
+				alreadyPruned = true
+			case string(EventRunPruneStarted):
+			default:
 				c.Events++
 			}
-			if len(evs) < page {
-				break
-			}
-			eq.After = evs[len(evs)-1].Seq
 		}
-		alreadyPruned = alreadyPruned && c.Total() == 0
-		return nil
-	})
-	return c, alreadyPruned, err
+		if len(evs) < page {
+			break
+		}
+		eq.After = evs[len(evs)-1].Seq
+	}
+	alreadyPruned = alreadyPruned && c.Total() == 0
+	return c, alreadyPruned, nil
 }

@@ -315,8 +315,8 @@ func (v *verifier) run(ctx context.Context, r backend.ReadTx, run backend.Run) e
 			}
 		}
 	}
-	// Counters. A pruned run (its last event is the prune marker) keeps its
-	// AttemptCount while its attempts are deleted.
+	// Counters. A pruned run, or one being pruned (its last event is a
+	// prune marker), keeps its AttemptCount while its attempts are deleted.
 	pruned, err := prunedRun(ctx, r, run)
 	if err != nil {
 		return err
@@ -449,8 +449,9 @@ func (v *verifier) tree(ctx context.Context, r backend.ReadTx, root backend.Run)
 // repair_required (its outcome unknown until repaired).
 func isLive(s backend.AttemptStatus) bool { return isActive(s) || s == backend.AttemptRepairRequired }
 
-// prunedRun reports whether run was pruned: its last event is the
-// run_pruned marker Prune leaves.
+// prunedRun reports whether run was pruned, or is being pruned: its last
+// event is the run_pruned marker Prune leaves, or the run_prune_started
+// marker of a prune not finished yet.
 func prunedRun(ctx context.Context, r backend.ReadTx, run backend.Run) (bool, error) {
 	if run.LastEventSeq == 0 {
 		return false, nil
@@ -459,5 +460,5 @@ func prunedRun(ctx context.Context, r backend.ReadTx, run backend.Run) (bool, er
 	if err != nil {
 		return false, err
 	}
-	return len(last) == 1 && last[0].Seq == run.LastEventSeq && last[0].Type == string(EventRunPruned), nil
+	return len(last) == 1 && last[0].Seq == run.LastEventSeq && (last[0].Type == string(EventRunPruned) || last[0].Type == string(EventRunPruneStarted)), nil
 }

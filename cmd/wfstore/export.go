@@ -4,14 +4,11 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
-	"hash"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 
@@ -73,14 +70,6 @@ func addInsert(c *backend.Changes, rec record) {
 	}
 }
 
-// exportLine is one line of an export stream: a record tagged with its
-// kind. Record holds the backend record's fields under their Go names;
-// byte fields are base64, so nil, empty and any bytes round-trip exactly.
-type exportLine struct {
-	Kind   string          `json:"kind"`
-	Record json.RawMessage `json:"record"`
-}
-
 // walkStore enumerates every record of the store as of one snapshot, run
 // by run in run id order (its records in the contract's scan orders),
 // calling emit for each. The order depends only on the stored records, so
@@ -90,14 +79,11 @@ type exportLine struct {
 // read transaction ends, so a View the adapter runs again after a
 // transient failure starts the spool afresh and nothing is emitted twice.
 func walkStore(ctx context.Context, b backend.Backend, emit func(record) error) error {
-	spool, err := os.CreateTemp("", "wfstore-export-*.jsonl")
+	spool, err := createSpool("wfstore-export-*.jsonl")
 	if err != nil {
 		return fmt.Errorf("export spool: %w", err)
 	}
-	defer func() {
-		spool.Close()
-		os.Remove(spool.Name())
-	}()
+	defer closeSpool(spool)
 	w := bufio.NewWriter(spool)
 	err = b.View(ctx, func(r backend.ReadTx) error {
 		if _, err := spool.Seek(0, io.SeekStart); err != nil {
@@ -124,7 +110,7 @@ func walkStore(ctx context.Context, b backend.Backend, emit func(record) error) 
 		if err != nil {
 			return fmt.Errorf("export spool: %w", err)
 		}
-		rec, err := decodeLine(bytes.TrimSuffix(line, []byte{'\n'}))
+		rec, err := decodeLine(exportVersion, bytes.TrimSuffix(line, []byte{'\n'}))
 		if err != nil {
 			return fmt.Errorf("export spool: %w", err)
 		}
@@ -267,78 +253,9 @@ func runRecords(ctx context.Context, r backend.ReadTx, id string, out []record) 
 	return out, nil
 }
 
-// encodeLine renders rec as one canonical export line (no newline).
-func encodeLine(rec record) ([]byte, error) {
-	raw, err := json.Marshal(rec)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(exportLine{Kind: kindOf(rec), Record: raw})
-}
-
-// decodeLine parses one export line into its record.
-func decodeLine(line []byte) (record, error) {
-	var l exportLine
-	if err := json.Unmarshal(line, &l); err != nil {
-		return nil, err
-	}
-	var rec record
-	var err error
-	switch l.Kind {
-	case "run":
-		rec, err = decodeAs[backend.Run](l.Record)
-	case "run_link":
-		rec, err = decodeAs[backend.RunLink](l.Record)
-	case "activation":
-		rec, err = decodeAs[backend.Activation](l.Record)
-	case "fan_out_group":
-		rec, err = decodeAs[backend.FanOutGroup](l.Record)
-	case "attempt":
-		rec, err = decodeAs[backend.Attempt](l.Record)
-	case "lease":
-		rec, err = decodeAs[backend.Lease](l.Record)
-	case "retry_schedule":
-		rec, err = decodeAs[backend.RetrySchedule](l.Record)
-	case "event":
-		rec, err = decodeAs[backend.Event](l.Record)
-	default:
-		return nil, fmt.Errorf("unknown record kind %q", l.Kind)
-	}
-	return rec, err
-}
-
-func decodeAs[T any](raw json.RawMessage) (record, error) {
-	var v T
-	if len(raw) == 0 {
-		return nil, errors.New("line has no record")
-	}
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&v); err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-// digester hashes canonical record lines in order.
-type digester struct {
-	h hash.Hash
-	n int64
-}
-
-func newDigester() *digester { return &digester{h: sha256.New()} }
-
-func (d *digester) add(line []byte) {
-	d.h.Write(line)
-	d.h.Write([]byte{'\n'})
-	d.n++
-}
-
-func (d *digester) sum() string { return hex.EncodeToString(d.h.Sum(nil)) }
-
-// storeDigest is the SHA-256 of the store's canonical record lines in
-// walkStore's order, and the number of records.
-func storeDigest(ctx context.Context, b backend.Backend) (string, int64, error) {
+// storeDigest digests the store's canonical record lines in walkStore's
+// order.
+func storeDigest(ctx context.Context, b backend.Backend) (*digester, error) {
 	d := newDigester()
 	err := walkStore(ctx, b, func(rec record) error {
 		line, err := encodeLine(rec)
@@ -348,7 +265,7 @@ func storeDigest(ctx context.Context, b backend.Backend) (string, int64, error) 
 		d.add(line)
 		return nil
 	})
-	return d.sum(), d.n, err
+	return d, err
 }
 
 func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -356,17 +273,30 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 	fs := flag.NewFlagSet("export", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	sf.register(fs)
-	out := fs.String("out", "", "write the stream to this file (default: standard output)")
+	out := fs.String("out", "", "write the stream to this file, which must not exist (default: standard output)")
+	replace := fs.Bool("replace", false, "with --out: replace an existing file (atomically: the new export is written beside it and renamed over it)")
 	verify := fs.Bool("verify", false, "read the store again after the export and exit 1 unless its digest equals the stream's")
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `wfstore export: write every record of a store as JSON lines.
 
-Each line is {"kind": K, "record": {...}} with the backend record's fields
-(byte fields base64, so every value round-trips exactly). Records are read
-run by run, all from one snapshot of the store, in bounded pages spooled
-to a temporary file, so a store in use exports consistently. The stream's
-digest (SHA-256 of its lines) and record count are printed on standard
-error; "wfstore import" prints the same digest for the store it fills.
+The stream (format version 2) is a header line {"format":"wfstore-export",
+"version":2}, one line {"kind": K, "record": {...}} per record with the
+backend record's fields (JSON documents as JSON, other bytes base64, so
+every value round-trips exactly), and a trailer line
+{"trailer":{"records":N,"sha256":H}}: the record count and the SHA-256 of
+the record lines, which import checks to detect a truncated or corrupted
+file (not tampering: anyone can recompute it). Records are read run by
+run, all from one snapshot of the store, in bounded pages spooled to a
+temporary file, so a store in use exports consistently. The digest (H) and
+record count are printed on standard error; "wfstore import" prints the
+same digest for the store it fills. A stream written by an earlier wfstore
+(format version 1, or lacking record fields added since) imports with each
+missing field read as its zero value.
+
+--out never overwrites an existing file unless --replace is given; the
+file is written under a temporary name beside it (mode 0600), fsynced and
+renamed into place, so an interrupted export leaves the old file as it was.
+A missing --db file is refused (export creates no store).
 
   wfstore export --db wfstore-demo.db --out store.jsonl --verify
   wfstore export --backend bolt --db store.bolt > store.jsonl
@@ -381,156 +311,87 @@ Flags:
 	if err := sf.check(); err != nil {
 		return err
 	}
+	if err := sourceExists(&sf); err != nil {
+		return err
+	}
+	if *replace && *out == "" {
+		return errors.New("--replace goes with --out")
+	}
+	w := stdout
+	var f *atomicFile
+	if *out != "" {
+		var err error
+		if f, err = createAtomic(*out, *replace); err != nil {
+			return err
+		}
+		defer f.abort()
+		w = f
+	}
 	b, err := sf.open(ctx)
 	if err != nil {
 		return err // the adapter's error names the file or the DSN
 	}
 	defer b.Close()
-	w := stdout
-	var f *os.File
-	if *out != "" {
-		if f, err = os.Create(*out); err != nil {
-			return err
-		}
-		defer f.Close()
-		w = f
-	}
-	bw := bufio.NewWriter(w)
-	d := newDigester()
-	err = walkStore(ctx, b, func(rec record) error {
-		line, err := encodeLine(rec)
-		if err != nil {
-			return err
-		}
-		d.add(line)
-		if _, err := bw.Write(line); err != nil {
-			return err
-		}
-		return bw.WriteByte('\n')
-	})
+	sw, err := newStreamWriter(w)
 	if err == nil {
-		err = bw.Flush()
+		err = walkStore(ctx, b, sw.write)
+	}
+	if err == nil {
+		err = sw.close()
 	}
 	if err == nil && f != nil {
-		err = f.Sync()
+		err = f.commit()
 	}
 	if err != nil {
+		if f != nil && ctx.Err() != nil {
+			return &interruptedError{left: "nothing was written: " + *out + " is as it was"}
+		}
 		return err
 	}
+	d := sw.d
 	fmt.Fprintf(stderr, "exported %d records, digest %s\n", d.n, d.sum())
 	if *verify {
-		again, n, err := storeDigest(ctx, b)
+		again, err := storeDigest(ctx, b)
 		if err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "store now: %d records, digest %s\n", n, again)
-		if again != d.sum() {
+		fmt.Fprintf(stderr, "store now: %d records, digest %s\n", again.n, again.sum())
+		if again.sum() != d.sum() {
 			return errors.New("the store's digest differs from the exported stream's (was it written to during the export?)")
 		}
 	}
 	return nil
 }
 
-func importCmd(ctx context.Context, args []string, stdout, stderr io.Writer) error {
-	var sf storeFlags
-	fs := flag.NewFlagSet("import", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	sf.register(fs)
-	in := fs.String("in", "", "read the stream from this file (default: standard input)")
-	fs.Usage = func() {
-		fmt.Fprint(stderr, `wfstore import: load a "wfstore export" stream into an empty store.
-
-The target must hold no run (it is created if absent). Records are inserted
-through the backend contract in bounded transactions, field for field.
-Afterwards the target is read back and its digest compared with the
-stream's: both are printed, and the command exits 1 if they differ.
-
-  wfstore import --backend postgres --dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable' --in store.jsonl
-  wfstore export --db a.db | wfstore import --backend bolt --db b.bolt
-
-Flags:
-`)
-		fs.PrintDefaults()
+// sourceExists refuses a file store (sqlite, bolt) whose file does not
+// exist: opening it would create an empty store and export nothing.
+func sourceExists(sf *storeFlags) error {
+	if sf.backend == "postgres" {
+		return nil
 	}
-	if ok, err := parseFlags(fs, args, stderr); !ok {
-		return err
-	}
-	if err := sf.check(); err != nil {
-		return err
-	}
-	var r io.Reader = os.Stdin
-	if *in != "" {
-		f, err := os.Open(*in)
-		if err != nil {
-			return err
+	if _, err := os.Stat(sf.path); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("%s does not exist (check --db; export reads an existing store and creates none)", sf.path)
 		}
-		defer f.Close()
-		r = f
-	}
-	b, err := sf.open(ctx)
-	if err != nil {
-		return err // the adapter's error names the file or the DSN
-	}
-	defer b.Close()
-	var existing []backend.Run
-	if err := b.View(ctx, func(rt backend.ReadTx) error {
-		var err error
-		existing, err = rt.Runs(ctx, backend.RunQuery{Limit: 1})
 		return err
-	}); err != nil {
-		return err
-	}
-	if len(existing) > 0 {
-		return fmt.Errorf("%s is not empty (it has run %q); import only into an empty store", sf.where(), existing[0].ID)
-	}
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 1<<20), 1<<30)
-	d := newDigester()
-	var batch backend.Changes
-	flush := func() error {
-		if batch.Empty() {
-			return nil
-		}
-		err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, batch) })
-		batch = backend.Changes{}
-		return err
-	}
-	lineNo := 0
-	for sc.Scan() {
-		lineNo++
-		if len(sc.Bytes()) == 0 {
-			continue
-		}
-		rec, err := decodeLine(sc.Bytes())
-		if err != nil {
-			return fmt.Errorf("line %d: %w", lineNo, err)
-		}
-		canon, err := encodeLine(rec)
-		if err != nil {
-			return fmt.Errorf("line %d: %w", lineNo, err)
-		}
-		d.add(canon)
-		addInsert(&batch, rec)
-		if batch.Len() >= exportBatch {
-			if err := flush(); err != nil {
-				return fmt.Errorf("inserting records up to line %d: %w", lineNo, err)
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return err
-	}
-	if err := flush(); err != nil {
-		return fmt.Errorf("inserting records up to line %d: %w", lineNo, err)
-	}
-	got, n, err := storeDigest(ctx, b)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(stdout, "stream: %d records, digest %s\n", d.n, d.sum())
-	fmt.Fprintf(stdout, "store:  %d records, digest %s\n", n, got)
-	if got != d.sum() {
-		return errors.New("the imported store's digest differs from the stream's: some record did not round-trip")
 	}
 	return nil
+}
+
+// createSpool creates a temporary file (mode 0600) and removes its name at
+// once where the system allows it (the open file stays usable), so a
+// killed process leaves no spool behind.
+func createSpool(pattern string) (*os.File, error) {
+	f, err := os.CreateTemp("", pattern)
+	if err != nil {
+		return nil, err
+	}
+	os.Remove(f.Name()) // fails on systems that keep open files' names; closeSpool retries
+	return f, nil
+}
+
+// closeSpool closes a spool and removes its name if it still has one.
+func closeSpool(f *os.File) {
+	f.Close()
+	os.Remove(f.Name())
 }

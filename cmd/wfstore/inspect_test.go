@@ -17,6 +17,7 @@ import (
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/internal/pgtest"
 	"github.com/wfstore/wfstore/sqlite"
+	"github.com/wfstore/wfstore/workflow"
 )
 
 // demoStore runs the demo twice on a fresh SQLite file (each run of the
@@ -287,24 +288,30 @@ func everyKind() []record {
 			CancelRequestedMS: 1_700_000_000_002,
 			Authority:         &backend.Authority{TargetArtifactID: "art", DaemonInstanceID: "d", Generation: 7, FencingToken: "tok"},
 			Metadata:          []byte(`{"m":"ü"}`), CreatedMS: 1_700_000_000_003, UpdatedMS: 1_700_000_000_004, LastEventSeq: 2,
-			AttemptCount: 22, ActiveCount: 23, TreeAttemptCount: 24, DescendantCount: 25, ExhaustionRecorded: true},
+			AttemptCount: 2, ActiveCount: 1, TreeAttemptCount: 2, DescendantCount: 1, ExhaustionRecorded: true},
 		backend.Run{ID: "child", RootID: "run-é", ParentID: "run-é", Depth: 2, Status: backend.RunRunning, CreatedMS: 1_700_000_000_005},
 		backend.RunLink{ChildRunID: "child", RootRunID: "run-é", Parent: at, Target: []byte(`{"t":1}`), Depth: 2, CreatedMS: 1_700_000_000_006},
-		backend.Activation{Key: ak, Generation: 4, Status: backend.ActivationRunning, Admissible: true, Input: []byte(`{"i":[1,2]}`),
+		backend.Activation{Key: ak, Generation: 4, Status: backend.ActivationRunning, Input: []byte(`{"i":[1,2]}`),
 			Output: []byte(`{"o":null}`), Claims: []backend.ResourceClaim{{Resource: "r", Mode: backend.LeaseWrite}, {Resource: "R", Mode: backend.LeaseRead}},
 			Effect: backend.Mutating, Reconciliation: backend.ReceiptStatus, RetryPolicy: []byte(`{"v":1}`),
 			Predecessors: []backend.NodeRef{{NodeID: "p", ActivationID: "q"}}, HasSuccessors: true, LastAttempt: 3,
-			CreatedMS: 1_700_000_000_007, UpdatedMS: 1_700_000_000_008},
+			CreatedMS: 1_700_000_000_007, UpdatedMS: 1_700_000_000_008, AttemptTimeoutMS: 120_000},
 		backend.Activation{Key: mk, Status: backend.ActivationWaiting, Input: []byte(`{}`), Effect: backend.ReadOnly,
-			Reconciliation: backend.IdempotentReplay, Group: &backend.GroupMember{Controller: ak, Index: 0}, CreatedMS: 1_700_000_000_009},
+			Reconciliation: backend.IdempotentReplay, Group: &backend.GroupMember{Controller: ak, Index: 0}, LastAttempt: 1, CreatedMS: 1_700_000_000_009},
+		backend.Activation{Key: backend.ActivationKey{RunID: "child", NodeID: "c", ActivationID: "p"}, Status: backend.ActivationPending,
+			Admissible: true, Input: []byte(`{}`), Effect: backend.ReadOnly, Reconciliation: backend.IdempotentReplay, CreatedMS: 1_700_000_000_021},
 		backend.FanOutGroup{Controller: ak, Size: 1, MaxConcurrency: 1, Promoted: 1, Settled: 1, Retiring: true, RetiredMS: 1_700_000_000_010,
 			CreatedMS: 1_700_000_000_011, FailFast: true},
 		backend.Attempt{Key: at, Identity: "ident-3", Status: backend.AttemptCancelling, SideEffect: backend.Mutating, Intent: []byte(`{"x":1}`),
-			IntentChecksum: "sum", Receipt: []byte(`{"r":true}`), Handoff: backend.HandoffRecorded, Detail: []byte(`{"d":"x"}`),
-			PreparedMS: 1_700_000_000_012, AdmittedMS: 1_700_000_000_013, TerminalMS: 1_700_000_000_014},
+			IntentChecksum: workflow.Checksum([]byte(`{"x":1}`)), Receipt: []byte(`{"r":true}`), Handoff: backend.HandoffRecorded, Detail: []byte(`{"d":"x"}`),
+			PreparedMS: 1_700_000_000_012, AdmittedMS: 1_700_000_000_013, TerminalMS: 1_700_000_000_014,
+			HandoffToken: "7c4a8d09ca3762af61e59520943dc264"},
+		backend.Attempt{Key: backend.AttemptKey{ActivationKey: mk, Attempt: 1}, Identity: "ident-m1", Status: backend.AttemptFailed,
+			SideEffect: backend.ReadOnly, Intent: []byte(`{}`), IntentChecksum: workflow.Checksum([]byte(`{}`)), Handoff: backend.HandoffUnknown,
+			PreparedMS: 1_700_000_000_022, TerminalMS: 1_700_000_000_023},
 		backend.Lease{Key: backend.LeaseKey{AttemptKey: at, Resource: "r", Mode: backend.LeaseWrite}, AcquiredMS: 1_700_000_000_015},
 		backend.Lease{Key: backend.LeaseKey{AttemptKey: at, Resource: "R", Mode: backend.LeaseRead}, AcquiredMS: 1_700_000_000_016, ReleasedMS: 1_700_000_000_017},
-		backend.RetrySchedule{Key: ak, FailedAttempt: 2, NextAttempt: 3, FailureKind: "owner_reported_retryable", BackoffMS: 1000,
+		backend.RetrySchedule{Key: mk, FailedAttempt: 1, NextAttempt: 2, FailureKind: "owner_reported_retryable", BackoffMS: 1000,
 			DueMS: 1_700_000_001_000, ScheduledMS: 1_700_000_000_018},
 		backend.Event{RunID: "run-é", Seq: 1, Type: "run_created", Payload: []byte(`{"a":1}`), CreatedMS: 1_700_000_000_019},
 		backend.Event{RunID: "run-é", Seq: 2, Type: "other", Payload: []byte(`{}`), CreatedMS: 1_700_000_000_020},
@@ -329,15 +336,17 @@ func TestExportImportRoundTripsEveryRecordKind(t *testing.T) {
 	data, err := os.ReadFile(stream)
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
-	assert.Len(t, lines, len(recs), "one line per record")
+	require.Len(t, lines, len(recs)+2, "a header, one line per record, a trailer")
+	assert.Equal(t, `{"format":"wfstore-export","version":2}`, lines[0])
+	assert.Regexp(t, `^\{"trailer":\{"records":14,"sha256":"[0-9a-f]{64}"\}\}$`, lines[len(lines)-1])
 	kinds := map[string]int{}
-	for _, l := range lines {
-		rec, err := decodeLine([]byte(l))
+	for _, l := range lines[1 : len(lines)-1] {
+		rec, err := decodeLine(exportVersion, []byte(l))
 		require.NoError(t, err)
 		kinds[kindOf(rec)]++
 		assert.Contains(t, recs, rec, "the stream's %s is a stored record, field for field", kindOf(rec))
 	}
-	assert.Equal(t, map[string]int{"run": 2, "run_link": 1, "activation": 2, "fan_out_group": 1, "attempt": 1, "lease": 2, "retry_schedule": 1, "event": 2}, kinds)
+	assert.Equal(t, map[string]int{"run": 2, "run_link": 1, "activation": 3, "fan_out_group": 1, "attempt": 2, "lease": 2, "retry_schedule": 1, "event": 2}, kinds)
 
 	dst := filepath.Join(dir, "dst.bolt")
 	stdout, stderr, code := runCLI(t, bin, nil, "import", "--backend", "bolt", "--db", dst, "--in", stream)

@@ -48,7 +48,10 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 For each named run, deletes its events, attempts, leases and retry
 schedules in transactions of at most --batch deleted records, and keeps the
 run record and its activations, so the run can still be read; a pruned run
-keeps one run_pruned event counting what went.
+keeps one run_pruned event counting what went. A prune killed part-way
+leaves the run marked (a run_prune_started event that verify accepts); run
+the same prune again to finish it: its run_pruned event counts everything
+the run held when the first invocation began.
 
 Only runs that can never change again are pruned: completed or cancelled
 runs whose whole tree (root and every linked run) is completed or

@@ -3,8 +3,10 @@ package main
 import (
 	"context"
 	"database/sql"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -124,7 +126,10 @@ func TestReadOnlyCommandsNeverMigrateAStore(t *testing.T) {
 	require.NoError(t, b.Close())
 	db, err := sql.Open("sqlite", path)
 	require.NoError(t, err)
-	for _, q := range []string{"DROP INDEX runs_by_status", "UPDATE wfstore_meta SET value = '2' WHERE key = 'schema_version'", "PRAGMA wal_checkpoint(TRUNCATE)"} {
+	// The recorded version is what opening reads first: an older one makes
+	// Open migrate.
+	older := strconv.Itoa(sqlite.SchemaVersion - 1)
+	for _, q := range []string{"UPDATE wfstore_meta SET value = '" + older + "' WHERE key = 'schema_version'", "PRAGMA wal_checkpoint(TRUNCATE)"} {
 		_, err = db.ExecContext(ctx, q)
 		require.NoError(t, err)
 	}
@@ -135,7 +140,8 @@ func TestReadOnlyCommandsNeverMigrateAStore(t *testing.T) {
 		args := append(append([]string{}, cmd...), "--db", path)
 		code, _, stderr := runInProcess(t, time.Minute, args...)
 		assert.Equal(t, 1, code, "%v: %s", args, stderr)
-		assert.Contains(t, stderr, path+` is at schema version 2 and this build reads 3; this command writes nothing, so run "wfstore migrate up" first`, "%v", args)
+		assert.Contains(t, stderr, fmt.Sprintf(`%s is at schema version %d and this build reads %d; this command writes nothing, so run "wfstore migrate up" first`,
+			path, sqlite.SchemaVersion-1, sqlite.SchemaVersion), "%v", args)
 	}
 	after, err := os.ReadFile(path)
 	require.NoError(t, err)

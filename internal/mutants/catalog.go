@@ -748,4 +748,27 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "prune-audit-last-invocation",
+		Bug:  "a prune finished by a rerun reports only the rerun's deletions in run_pruned, not the counts its marker recorded",
+		Edits: []Edit{
+			{
+				File: "workflow/prune.go",
+				Find: `w.emit(&run, RunPrunedPayload{RunID: runID, Deleted: plan}, at)`,
+				Replace: `_ = plan
+				w.emit(&run, RunPrunedPayload{RunID: runID, Deleted: c}, at)`,
+			},
+		},
+	},
+	{
+		Name: "verify-partial-prune",
+		Bug:  "verify does not recognise a run being pruned (run_prune_started) and reports its attempt counter",
+		Edits: []Edit{
+			{
+				File:    "workflow/verify.go",
+				Find:    `(last[0].Type == string(EventRunPruned) || last[0].Type == string(EventRunPruneStarted))`,
+				Replace: `last[0].Type == string(EventRunPruned)`,
+			},
+		},
+	},
 }
