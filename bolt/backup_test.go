@@ -2,6 +2,7 @@ package bolt
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
@@ -60,4 +61,36 @@ func TestBackupNeverOverwritesAndFailsOnAClosedStore(t *testing.T) {
 	require.ErrorIs(t, b.Backup(context.Background(), missing), backend.ErrClosed)
 	_, statErr := os.Stat(missing)
 	assert.ErrorIs(t, statErr, os.ErrNotExist, "nothing written")
+}
+
+// A copy that fails a check is never given the destination's name, and
+// nothing is left in the folder; the check saw the complete copy, at a
+// temporary name, mode 0600.
+func TestBackupFailingItsCheckLeavesNothing(t *testing.T) {
+	t.Parallel()
+	b := openTemp(t)
+	apply(t, b, insertRuns(backupRun("r")))
+	dir := t.TempDir()
+	dst := filepath.Join(dir, "copy")
+	refused := errors.New("refused by the check")
+	var checked string
+	err := b.Backup(context.Background(), dst, func(_ context.Context, path string) error {
+		checked = path
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+		return refused
+	})
+	require.ErrorIs(t, err, refused)
+	assert.NotEqual(t, dst, checked)
+	assert.Equal(t, dir, filepath.Dir(checked))
+	entries, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+
+	require.NoError(t, b.Backup(context.Background(), dst, func(context.Context, string) error { return nil }))
+	entries, err = os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.Equal(t, "copy", entries[0].Name())
 }

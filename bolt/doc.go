@@ -18,6 +18,7 @@
 //	scans.go    the ordered, bounded scans of ReadTx
 //	apply.go    Tx.Apply: kvlayout's Apply through tx's Put and Delete
 //	verify.go   Backend.Verify: the buckets, and kvlayout's Verifier
+//	backup.go   Backend.Backup: a consistent copy, all or nothing
 //
 // # Layout
 //

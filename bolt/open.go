@@ -90,8 +90,10 @@ func newConfig(opts []Option) (config, error) {
 	return c, nil
 }
 
-// Open opens the store at path, creating the file and its layout when the
-// file does not exist or is empty. An existing non-empty file is first
+// Open opens the store at path, creating the file (mode 0600) and its
+// layout when the file does not exist or is empty; an existing file's mode
+// is never changed, and a path that is not a regular file (a directory, a
+// FIFO, a device) is refused without opening it. An existing non-empty file is first
 // inspected through a read-only bbolt handle, so that a file that is not a
 // wfstore store (backend.ErrForeignStore) or has another schema version
 // (*backend.SchemaVersionError) is refused with its bytes untouched.
@@ -117,6 +119,8 @@ func Open(ctx context.Context, path string, opts ...Option) (*Backend, error) {
 	case errors.Is(err, fs.ErrNotExist):
 	case err != nil:
 		return nil, fmt.Errorf("bolt: open %s: %w", path, err)
+	case !fi.Mode().IsRegular():
+		return nil, fmt.Errorf("bolt: open %s: not a regular file (%v)", path, fi.Mode().Type())
 	case fi.Size() > 0:
 		if err := inspectFile(path, timeout); err != nil {
 			return nil, err

@@ -147,13 +147,12 @@ func Open(ctx context.Context, dsn string, opts ...Option) (*Backend, error) {
 	if err != nil {
 		return nil, err
 	}
-	oe := &openError{dsn: RedactDSN(dsn), schema: cfg.schema}
+	oe := &openError{dsn: RedactDSN(dsn), raw: dsn, schema: cfg.schema}
 	pcfg, err := pgxpool.ParseConfig(dsn)
 	if err != nil {
 		oe.err = fmt.Errorf("parse dsn: %w", err)
 		return nil, oe
 	}
-	oe.secret = pcfg.ConnConfig.Password
 	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
 	if err != nil {
 		oe.err = fmt.Errorf("create pool: %w", err)
@@ -201,7 +200,7 @@ func newConfig(opts []Option) (config, error) {
 }
 
 func open(ctx context.Context, pool *pgxpool.Pool, own bool, cfg config) (*Backend, error) {
-	if err := ensureSchema(ctx, pool, cfg.schema, cfg.advisoryLock); err != nil {
+	if _, err := ensureSchema(ctx, pool, cfg.schema, cfg.advisoryLock); err != nil {
 		return nil, err
 	}
 	var version string

@@ -1,9 +1,9 @@
 package postgres
 
 import (
-	"net/url"
-	"regexp"
 	"strings"
+
+	"github.com/wfstore/wfstore/internal/redact"
 )
 
 // openError names the server (the DSN, password removed) and schema an
@@ -12,7 +12,7 @@ import (
 type openError struct {
 	dsn    string // redacted
 	schema string
-	secret string // the password, removed from the cause's text too
+	raw    string // the DSN as given: its secrets are removed from the cause's text too
 	err    error
 }
 
@@ -21,42 +21,13 @@ func (e *openError) Error() string {
 	if e.schema != "" {
 		where += " (schema " + e.schema + ")"
 	}
-	return "postgres: open " + where + ": " + redactIn(strings.TrimPrefix(e.err.Error(), "postgres: "), e.secret)
+	return "postgres: open " + where + ": " + redact.Text(strings.TrimPrefix(e.err.Error(), "postgres: "), e.raw)
 }
 
 func (e *openError) Unwrap() error { return e.err }
 
-var kvPassword = regexp.MustCompile(`(?i)(password\s*=\s*)('(?:[^'\\]|\\.)*'|[^\s&]+)`)
-
-// RedactDSN returns dsn with its password, in either the URL or the
-// keyword=value form, replaced by xxxxx, for messages and logs. A DSN it
-// cannot parse loses everything between "://" and its last "@".
-func RedactDSN(dsn string) string {
-	if strings.Contains(dsn, "://") {
-		if u, err := url.Parse(dsn); err == nil {
-			if q := u.Query(); q.Has("password") {
-				q.Set("password", "xxxxx")
-				u.RawQuery = q.Encode()
-			}
-			return u.Redacted()
-		}
-		// Unparseable: drop everything between "://" and the last "@".
-		scheme, rest, _ := strings.Cut(dsn, "://")
-		if i := strings.LastIndexByte(rest, '@'); i >= 0 {
-			rest = "xxxxx" + rest[i:]
-		}
-		return kvPassword.ReplaceAllString(scheme+"://"+rest, "${1}xxxxx")
-	}
-	return kvPassword.ReplaceAllString(dsn, "${1}xxxxx")
-}
-
-// redactIn removes password=... settings from an error text, and the given
-// password itself (pgx does not print passwords; this is a second line of
-// defence) unless it is too short to be told from ordinary text.
-func redactIn(s, password string) string {
-	s = kvPassword.ReplaceAllString(s, "${1}xxxxx")
-	if len(password) >= 4 {
-		s = strings.ReplaceAll(s, password, "xxxxx")
-	}
-	return s
-}
+// RedactDSN returns dsn with every secret (the password in the URL's user
+// information, and the value of any password-like key or query parameter,
+// in any case) replaced by xxxxx, for messages and logs. A URL it cannot
+// parse loses everything between "://" and its last "@".
+func RedactDSN(dsn string) string { return redact.DSN(dsn) }

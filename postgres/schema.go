@@ -120,33 +120,36 @@ var migrationRaces atomic.Int64
 // without writing; only a missing, empty or older schema of ours is written,
 // inside one transaction that holds an advisory lock and finishes with a
 // compare-and-set of the version row.
-func ensureSchema(ctx context.Context, pool *pgxpool.Pool, schema string, useAdvisoryLock bool) error {
+func ensureSchema(ctx context.Context, pool *pgxpool.Pool, schema string, useAdvisoryLock bool) (found int64, err error) {
 	var lastErr error
 	for try := 0; try < 20; try++ {
 		if try > 0 {
 			if err := sleepCtx(ctx, time.Duration(try)*5*time.Millisecond); err != nil {
-				return fmt.Errorf("postgres: migrate schema %q: %w (last: %w)", schema, err, lastErr)
+				return 0, fmt.Errorf("postgres: migrate schema %q: %w (last: %w)", schema, err, lastErr)
 			}
 		}
 		st, err := inspect(ctx, pool, schema)
 		if err != nil {
-			return err
+			return 0, err
 		}
 		ready, _, err := st.verdict(schema)
-		if err != nil || ready {
-			return err
+		if err != nil {
+			return 0, err
 		}
-		err = migrateOnce(ctx, pool, schema, useAdvisoryLock)
+		if ready {
+			return SchemaVersion, nil
+		}
+		found, err = migrateOnce(ctx, pool, schema, useAdvisoryLock)
 		if err == nil {
-			return nil
+			return found, nil
 		}
 		if !migrationRetryable(err) {
-			return err
+			return 0, err
 		}
 		migrationRaces.Add(1)
 		lastErr = err
 	}
-	return fmt.Errorf("postgres: migrate schema %q: gave up after concurrent migrators: %w", schema, lastErr)
+	return 0, fmt.Errorf("postgres: migrate schema %q: gave up after concurrent migrators: %w", schema, lastErr)
 }
 
 // migrationRetryable: errors a concurrent migrator causes when advisory
@@ -170,10 +173,12 @@ func migrationRetryable(err error) bool {
 	return false
 }
 
-func migrateOnce(ctx context.Context, pool *pgxpool.Pool, schema string, useAdvisoryLock bool) (err error) {
+// migrateOnce migrates under the lock and returns the version it found
+// there (SchemaVersion when another migrator had done the work).
+func migrateOnce(ctx context.Context, pool *pgxpool.Pool, schema string, useAdvisoryLock bool) (found int64, err error) {
 	tx, err := pool.Begin(ctx)
 	if err != nil {
-		return fmt.Errorf("postgres: migrate schema %q: begin: %w", schema, err)
+		return 0, fmt.Errorf("postgres: migrate schema %q: begin: %w", schema, err)
 	}
 	defer func() {
 		if err != nil {
@@ -182,30 +187,30 @@ func migrateOnce(ctx context.Context, pool *pgxpool.Pool, schema string, useAdvi
 	}()
 	if useAdvisoryLock {
 		if _, err := tx.Exec(ctx, "SELECT pg_advisory_xact_lock($1)", lockKey(schema)); err != nil {
-			return fmt.Errorf("postgres: migrate schema %q: advisory lock: %w", schema, err)
+			return 0, fmt.Errorf("postgres: migrate schema %q: advisory lock: %w", schema, err)
 		}
 	}
 	// Look again under the lock: a migrator that held it may have finished.
 	st, err := inspect(ctx, tx, schema)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	ready, from, err := st.verdict(schema)
 	if err != nil {
-		return err
+		return 0, err
 	}
 	if ready {
-		return tx.Commit(ctx) // wrote nothing
+		return SchemaVersion, tx.Commit(ctx) // wrote nothing
 	}
 	q := quoteIdent(schema)
 	if !st.schemaExists {
 		if _, err := tx.Exec(ctx, "CREATE SCHEMA IF NOT EXISTS "+q); err != nil {
-			return fmt.Errorf("postgres: create schema %q: %w", schema, err)
+			return 0, fmt.Errorf("postgres: create schema %q: %w", schema, err)
 		}
 	}
 	for v := from; v < SchemaVersion; v++ {
 		if _, err := tx.Exec(ctx, migrationSQL(int(v), q)); err != nil {
-			return fmt.Errorf("postgres: migrate schema %q to version %d: %w", schema, v+1, err)
+			return 0, fmt.Errorf("postgres: migrate schema %q to version %d: %w", schema, v+1, err)
 		}
 	}
 	var tag pgconn.CommandTag
@@ -217,15 +222,15 @@ func migrateOnce(ctx context.Context, pool *pgxpool.Pool, schema string, useAdvi
 			int64(SchemaVersion), storeMark, from)
 	}
 	if err != nil {
-		return fmt.Errorf("postgres: record schema version of %q: %w", schema, err)
+		return 0, fmt.Errorf("postgres: record schema version of %q: %w", schema, err)
 	}
 	if tag.RowsAffected() != 1 {
-		return errMigrationRaced
+		return 0, errMigrationRaced
 	}
 	if err := tx.Commit(ctx); err != nil {
-		return fmt.Errorf("postgres: migrate schema %q: commit: %w", schema, err)
+		return 0, fmt.Errorf("postgres: migrate schema %q: commit: %w", schema, err)
 	}
-	return nil
+	return from, nil
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {

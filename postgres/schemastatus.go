@@ -47,12 +47,13 @@ func ReadSchemaStatus(ctx context.Context, pool *pgxpool.Pool, schema string) (S
 }
 
 // Migrate brings the store in schema (DefaultSchema when empty) to
-// SchemaVersion, creating it when the schema is missing or empty, and
-// returns the status it found before. It is what OpenPool does before it
-// serves a store, done on its own so that an operator can migrate ahead of a
-// deployment; concurrent migrators agree through an advisory lock and a
-// compare-and-set of the version row. The pool is the caller's and stays
-// open.
+// SchemaVersion, creating it when the schema is missing or empty. It is
+// what OpenPool does before it serves a store, done on its own so that an
+// operator can migrate ahead of a deployment; concurrent migrators agree
+// through an advisory lock and a compare-and-set of the version row. The
+// returned Found is the version this call found once it held the lock, so
+// exactly one of several concurrent migrators reports the old version: the
+// others find SchemaVersion. The pool is the caller's and stays open.
 func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (SchemaStatus, error) {
 	before, err := ReadSchemaStatus(ctx, pool, schema)
 	if err != nil {
@@ -62,9 +63,17 @@ func Migrate(ctx context.Context, pool *pgxpool.Pool, schema string) (SchemaStat
 	if schema != "" {
 		opts = append(opts, WithSchema(schema))
 	}
+	cfg, err := newConfig(opts)
+	if err != nil {
+		return before, err
+	}
+	found, err := ensureSchema(ctx, pool, cfg.schema, cfg.advisoryLock)
+	if err != nil {
+		return before, fmt.Errorf("postgres: migrate: %w", err)
+	}
 	b, err := OpenPool(ctx, pool, opts...)
 	if err != nil {
 		return before, fmt.Errorf("postgres: migrate: %w", err)
 	}
-	return before, b.Close()
+	return SchemaStatus{Found: found, Supported: SchemaVersion}, b.Close()
 }

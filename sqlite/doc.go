@@ -58,6 +58,13 @@
 // retried.) Only then is the file switched to WAL and the embedded, versioned
 // migrations applied inside BEGIN IMMEDIATE, re-checking the version under
 // the write lock, so two processes opening a fresh file at once are safe.
+// A new file is created with mode 0600 before SQLite opens it (SQLite gives
+// the -wal and -shm files the same mode); an existing file's mode is never
+// changed. A path that is not a regular file is refused without opening it.
+//
+// Backup writes a consistent copy all or nothing: to a temporary file next
+// to the destination, fsynced and checked read-only before it is linked to
+// the destination's name.
 //
 // # Schema
 //

@@ -121,6 +121,7 @@ func (b *Backend) inspect(ctx context.Context, q queryer) (v int64, err error) {
 func (b *Backend) migrate(ctx context.Context, conn *sql.Conn) error {
 	// A current store needs no write lock: opening it never waits for a
 	// writer elsewhere.
+	b.migratedFrom = SchemaVersion
 	if v, err := b.inspect(ctx, conn); err != nil || v == SchemaVersion {
 		return err
 	}
@@ -138,6 +139,7 @@ func (b *Backend) migrate(ctx context.Context, conn *sql.Conn) error {
 		if v == SchemaVersion {
 			return nil
 		}
+		b.migratedFrom = v
 		for i := v; i < SchemaVersion; i++ {
 			if _, err := conn.ExecContext(ctx, migrations[i]); err != nil {
 				return fmt.Errorf("sqlite: migration to version %d: %w", i+1, err)

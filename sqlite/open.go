@@ -48,7 +48,10 @@ type Backend struct {
 
 	info    backend.Info
 	restore []string // PRAGMAs restoring a caller's pinned connection
-	stats   stats
+	// migratedFrom: the schema version setup found under the write lock
+	// (SchemaVersion when there was nothing to migrate).
+	migratedFrom int64
+	stats        stats
 }
 
 // writer is the one connection every Update runs on.
@@ -82,7 +85,10 @@ func pragmas(p url.Values, list ...string) url.Values {
 // Open opens (creating it if needed) the store in the SQLite file at path.
 // An existing file is first inspected read-only; a foreign file
 // (backend.ErrForeignStore) or a newer schema (*backend.SchemaVersionError)
-// is refused without writing to it.
+// is refused without writing to it, and so is a path that is not a regular
+// file (a directory, a FIFO, a device), without opening it. A new file is
+// created with mode 0600 (SQLite gives its -wal and -shm files the same
+// mode); an existing file's mode is never changed.
 func Open(ctx context.Context, path string, opts ...Option) (*Backend, error) {
 	cfg := defaultConfig()
 	for _, o := range opts {
@@ -99,10 +105,15 @@ func Open(ctx context.Context, path string, opts ...Option) (*Backend, error) {
 		if st.IsDir() {
 			return nil, fmt.Errorf("sqlite: open %s: is a directory", abs)
 		}
+		if !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("sqlite: open %s: not a regular file (%v)", abs, st.Mode().Type())
+		}
 		if err := newBackend(cfg).inspectFile(ctx, abs); err != nil {
 			return nil, err
 		}
 	} else if !errors.Is(err, os.ErrNotExist) {
+		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
+	} else if err := createPrivate(abs); err != nil {
 		return nil, fmt.Errorf("sqlite: open %s: %w", abs, err)
 	}
 
@@ -145,6 +156,25 @@ func Open(ctx context.Context, path string, opts ...Option) (*Backend, error) {
 	}
 	b.info.Settings["path"] = abs
 	return b, nil
+}
+
+// createPrivate creates the empty file at abs with mode 0600 (owner only:
+// the store holds intents and receipts) before SQLite opens it, which
+// would create it with 0644. A file another opener created meanwhile is
+// left as it is.
+func createPrivate(abs string) error {
+	f, err := os.OpenFile(abs, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return fmt.Errorf("create: %w", pe.Err)
+		}
+		return err
+	}
+	return f.Close()
 }
 
 // openError names the file an Open failed on. It unwraps to the cause, so

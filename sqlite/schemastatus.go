@@ -38,6 +38,8 @@ func ReadSchemaStatus(ctx context.Context, path string) (SchemaStatus, error) {
 		return st, fmt.Errorf("sqlite: schema status of %s: %w", abs, err)
 	} else if fi.IsDir() {
 		return st, fmt.Errorf("sqlite: schema status of %s: is a directory", abs)
+	} else if !fi.Mode().IsRegular() {
+		return st, fmt.Errorf("sqlite: schema status of %s: not a regular file (%v)", abs, fi.Mode().Type())
 	}
 	db, err := sql.Open("sqlite", fileURI(abs, pragmas(url.Values{"mode": {"ro"}},
 		fmt.Sprintf("busy_timeout(%d)", readerBusyTimeoutMS), "query_only(1)")))
@@ -55,11 +57,13 @@ func ReadSchemaStatus(ctx context.Context, path string) (SchemaStatus, error) {
 }
 
 // Migrate brings the store in the file at path to SchemaVersion (creating
-// it when the file does not exist) and returns the status it found before.
-// It is what Open does before it serves a store, done on its own so that an
-// operator can migrate ahead of a deployment; it is safe while other
-// processes open the same file. A foreign or newer store is refused without
-// writing to it.
+// it when the file does not exist). It is what Open does before it serves a
+// store, done on its own so that an operator can migrate ahead of a
+// deployment; it is safe while other processes open the same file. A
+// foreign or newer store is refused without writing to it. The returned
+// Found is the version this call found once it held the write lock, so
+// exactly one of several concurrent migrators reports the old version: the
+// others find SchemaVersion.
 func Migrate(ctx context.Context, path string, opts ...Option) (SchemaStatus, error) {
 	before, err := ReadSchemaStatus(ctx, path)
 	if err != nil {
@@ -69,5 +73,5 @@ func Migrate(ctx context.Context, path string, opts ...Option) (SchemaStatus, er
 	if err != nil {
 		return before, err
 	}
-	return before, b.Close()
+	return SchemaStatus{Found: b.migratedFrom, Supported: SchemaVersion}, b.Close()
 }

@@ -163,7 +163,7 @@ func TestCLI(t *testing.T) {
 	t.Run("an error names the file", func(t *testing.T) {
 		r := runBin(t, bin, "demo", "-db", "/nonexistent-wfstore-dir/demo.db")
 		require.Equal(t, 1, r.code)
-		require.Equal(t, []string{"wfstore demo: sqlite: open /nonexistent-wfstore-dir/demo.db: writer connection: unable to open database file (14)"}, lines(r.stderr))
+		require.Equal(t, []string{"wfstore demo: sqlite: open /nonexistent-wfstore-dir/demo.db: create: no such file or directory"}, lines(r.stderr))
 	})
 
 	t.Run("demo interrupted", func(t *testing.T) {

@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -11,7 +10,10 @@ import (
 	"os/exec"
 	"runtime"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/wfstore/wfstore/internal/redact"
 )
 
 // conformConfig is what `wfstore conform` was asked to do.
@@ -24,6 +26,9 @@ type conformConfig struct {
 	relaxed  bool
 	parallel int
 	timeout  time.Duration
+	// scratch: where this run makes its scratch stores: the prefix of its
+	// Postgres schemas' names, or the folder of its files.
+	scratch string
 }
 
 // Environment of the child process that runs the suite (see conformChild).
@@ -33,6 +38,7 @@ const (
 	envConformBackend = "WFSTORE_CLI_CONFORM_BACKEND"
 	envConformDSN     = "WFSTORE_CLI_CONFORM_DSN"
 	envConformRelaxed = "WFSTORE_CLI_CONFORM_RELAXED"
+	envConformScratch = "WFSTORE_CLI_CONFORM_SCRATCH" // postgres: the schema name prefix
 )
 
 func conform(ctx context.Context, args []string, stdout, stderr io.Writer) error {
@@ -51,10 +57,14 @@ func conform(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		fmt.Fprint(stderr, `wfstore conform: run the conformance suite against a live store and print a report.
 
 Every case works on its own scratch store (a temp file, or a fresh Postgres
-schema) that is removed when the case ends. The report lists each case with
-pass, fail or skip (a skip names the adapter capability that explains it),
-the adapter's capabilities and settings. The exit status is 1 when a case
-failed.
+schema) that is removed when the case ends. One run's scratch schemas are
+named wfstore_conform_<8 hex digits>_<16 hex digits>, and its files are in
+one folder; both are printed on standard error when the run starts. Stopped
+by SIGINT or SIGTERM, conform ends the suite, drops what its cases left
+(or prints exactly which schemas are left and the SQL that drops them) and
+prints the partial report. The report lists each case with pass, fail or
+skip (a skip names the adapter capability that explains it), the adapter's
+capabilities and settings. The exit status is 1 when a case failed.
 
   wfstore conform --backend sqlite
   wfstore conform --backend postgres --dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
@@ -70,20 +80,20 @@ Flags:
 	switch c.backend {
 	case "sqlite", "bolt":
 		if c.dsn != "" {
-			return fmt.Errorf("--dsn is for --backend postgres, not %s", c.backend)
+			return usageErrorf("--dsn is for --backend postgres, not %s", c.backend)
 		}
 	case "postgres":
 		if c.dsn == "" {
-			return errors.New("--backend postgres needs --dsn")
+			return usageErrorf("--backend postgres needs --dsn")
 		}
 		if c.dir != "" {
-			return errors.New("--dir is for the file backends (sqlite, bolt)")
+			return usageErrorf("--dir is for the file backends (sqlite, bolt)")
 		}
 	default:
-		return fmt.Errorf("unknown --backend %q (want sqlite, postgres or bolt)", c.backend)
+		return usageErrorf("unknown --backend %q (valid values: %s)", c.backend, backendValues)
 	}
 	if c.parallel < 1 {
-		return errors.New("--parallel must be at least 1")
+		return usageErrorf("--parallel must be at least 1")
 	}
 	if c.dir != "" {
 		if st, err := os.Stat(c.dir); err != nil || !st.IsDir() {
@@ -92,16 +102,22 @@ Flags:
 	}
 
 	started := time.Now()
+	cleanup, err := c.makeScratch(stderr)
+	if err != nil {
+		return err
+	}
 	info, caps, err := probeAdapter(ctx, c)
 	if err != nil {
-		return fmt.Errorf("opening a scratch %s store: %w", c.backend, err)
+		cleanup()
+		return redactErr(fmt.Errorf("opening a scratch %s store: %w", c.backend, err), c.dsn)
 	}
 	res, childErr := runConformChild(ctx, c, stderr)
+	left := cleanup()
 	rep := conformReport{
 		Backend: c.backend, Adapter: newReportAdapter(info),
 		Capabilities: reportCapabilities{MultiInstance: caps.MultiInstance, MultiProcess: caps.MultiProcess}, Durability: durabilityName(c.relaxed),
 		Filter: c.run, Go: runtime.Version(), Wfstore: moduleVersion(), Started: started.UTC(),
-		Seconds: time.Since(started).Seconds(), Cases: res.cases,
+		Seconds: time.Since(started).Seconds(), Cases: res.cases, Scratch: c.scratch,
 	}
 	rep.count()
 	if ctx.Err() != nil {
@@ -117,7 +133,7 @@ Flags:
 	}
 	switch {
 	case ctx.Err() != nil:
-		return ctx.Err()
+		return &interruptedError{left: "the partial report (the cases that ended) is on stdout; " + left}
 	case rep.Summary.Failed > 0:
 		return errConformFailed{n: rep.Summary.Failed}
 	case childErr != nil:
@@ -168,9 +184,15 @@ func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (ch
 	if c.relaxed {
 		cmd.Env = append(cmd.Env, envConformRelaxed+"=1")
 	}
-	if c.dir != "" {
-		cmd.Env = append(cmd.Env, "TMPDIR="+c.dir)
+	if c.backend == "postgres" {
+		cmd.Env = append(cmd.Env, envConformScratch+"="+c.scratch)
+	} else {
+		cmd.Env = append(cmd.Env, "TMPDIR="+c.scratch)
 	}
+	// The suite and its own child processes form one process group, which
+	// a signal to conform ends as a whole (a Ctrl-C reaches conform only);
+	// conform then removes what they left.
+	ownProcessGroup(cmd)
 	cmd.WaitDelay = 10 * time.Second
 	var errBuf bytes.Buffer
 	cmd.Stderr = &errBuf
@@ -185,6 +207,9 @@ func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (ch
 	readErr := p.read(out)
 	waitErr := cmd.Wait()
 	res := childResults{cases: p.results()}
+	for i := range res.cases {
+		res.cases[i].Output = redact.Text(res.cases[i].Output, c.dsn)
+	}
 	if readErr != nil {
 		return res, fmt.Errorf("reading the suite's output: %w", readErr)
 	}
@@ -196,9 +221,9 @@ func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (ch
 		if !failed {
 			// The process failed outside any case (build of a harness,
 			// a panic, a timeout): show what it said.
-			io.Copy(stderr, &errBuf)
+			fmt.Fprint(stderr, redact.Text(errBuf.String(), c.dsn))
 			if tail := p.unattributed(); tail != "" {
-				fmt.Fprintln(stderr, tail)
+				fmt.Fprintln(stderr, redact.Text(tail, c.dsn))
 			}
 			return res, fmt.Errorf("the suite's process failed: %w", waitErr)
 		}
@@ -209,3 +234,45 @@ func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (ch
 // isConformChild reports whether this process is the suite's test process
 // (or one of the suite's own child processes, which inherit the variable).
 func isConformChild() bool { return os.Getenv(envConformBackend) != "" }
+
+// makeScratch chooses where this run's scratch stores go (c.scratch),
+// says so on stderr, and returns the function that removes whatever is
+// left there once the suite has ended, which returns one sentence saying
+// what it did or what is left.
+func (c *conformConfig) makeScratch(stderr io.Writer) (cleanup func() string, err error) {
+	if c.backend == "postgres" {
+		if c.scratch, err = newScratchPrefix(); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(stderr, "wfstore conform: scratch schemas %s* on %s\n", c.scratch, redactDSN(c.dsn))
+		return func() string {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			dropped, left, err := dropScratchSchemas(ctx, c.dsn, c.scratch)
+			if err == nil {
+				return fmt.Sprintf("no scratch schema is left (dropped the %d the stopped cases left, named %s*)", len(dropped), c.scratch)
+			}
+			if len(left) == 0 {
+				return fmt.Sprintf("scratch schemas named %s* may be left (%v); drop each with DROP SCHEMA <name> CASCADE", c.scratch, redactErr(err, c.dsn))
+			}
+			var sql []string
+			for _, s := range left {
+				sql = append(sql, "DROP SCHEMA "+quoteIdent(s)+" CASCADE;")
+			}
+			return fmt.Sprintf("scratch schemas left on %s: %s; drop them with: %s", redactDSN(c.dsn), strings.Join(left, ", "), strings.Join(sql, " "))
+		}, nil
+	}
+	if c.scratch, err = os.MkdirTemp(c.dir, "wfstore-conform-"); err != nil {
+		return nil, fmt.Errorf("making the scratch folder: %w", err)
+	}
+	fmt.Fprintf(stderr, "wfstore conform: scratch files under %s\n", c.scratch)
+	return func() string {
+		if err := os.RemoveAll(c.scratch); err != nil {
+			return fmt.Sprintf("scratch files are left under %s (%v); remove them with: rm -rf %s", c.scratch, err, c.scratch)
+		}
+		return "no scratch file is left (removed " + c.scratch + ")"
+	}, nil
+}
+
+// quoteIdent quotes a Postgres identifier.
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/url"
 	"os"
@@ -27,7 +28,7 @@ import (
 // verbose output. The suite's own multi-process cases re-execute this
 // binary again; they inherit the environment and land here too.
 func conformChild() {
-	h, err := conformHarness(os.Getenv(envConformBackend), os.Getenv(envConformDSN), os.Getenv(envConformRelaxed) != "")
+	h, err := conformHarness(os.Getenv(envConformBackend), os.Getenv(envConformDSN), os.Getenv(envConformScratch), os.Getenv(envConformRelaxed) != "")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wfstore conform:", err)
 		os.Exit(2)
@@ -39,8 +40,9 @@ func conformChild() {
 }
 
 // conformHarness is the suite's harness for one of our adapters, opened in
-// its default (durable) mode unless relaxed.
-func conformHarness(name, dsn string, relaxed bool) (conformance.Harness, error) {
+// its default (durable) mode unless relaxed. Postgres scratch schemas are
+// named prefix followed by random hex digits.
+func conformHarness(name, dsn, prefix string, relaxed bool) (conformance.Harness, error) {
 	file := func(t testing.TB) string { return filepath.Join(t.TempDir(), "store.db") }
 	switch name {
 	case "sqlite":
@@ -76,7 +78,7 @@ func conformHarness(name, dsn string, relaxed bool) (conformance.Harness, error)
 		}
 		return conformance.Harness{Name: "postgres",
 			New: func(t testing.TB) string {
-				schema, err := createScratchSchema(context.Background(), dsn)
+				schema, err := createScratchSchema(context.Background(), dsn, prefix)
 				if err != nil {
 					t.Fatalf("creating a scratch schema: %v", err)
 				}
@@ -95,18 +97,34 @@ func conformHarness(name, dsn string, relaxed bool) (conformance.Harness, error)
 	return conformance.Harness{}, fmt.Errorf("unknown backend %q", name)
 }
 
-// scratchPrefix names the schemas conform creates; it drops only those.
+// scratchPrefix begins the name of every schema conform creates; it drops
+// only those. One run's schemas share the longer prefix newScratchPrefix
+// returns, so that the run can find and drop its own (and only its own)
+// when it is interrupted.
 const scratchPrefix = "wfstore_conform_"
 
-func createScratchSchema(ctx context.Context, dsn string) (string, error) {
+// newScratchPrefix returns the prefix of one conform run's schemas:
+// scratchPrefix, 8 random hex digits and "_".
+func newScratchPrefix() (string, error) {
+	var b [4]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return "", err
+	}
+	return scratchPrefix + hex.EncodeToString(b[:]) + "_", nil
+}
+
+func createScratchSchema(ctx context.Context, dsn, prefix string) (string, error) {
+	if !strings.HasPrefix(prefix, scratchPrefix) {
+		return "", fmt.Errorf("scratch schema prefix %q does not begin with %q", prefix, scratchPrefix)
+	}
 	var b [8]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return "", err
 	}
-	schema := scratchPrefix + hex.EncodeToString(b[:])
+	schema := prefix + hex.EncodeToString(b[:])
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return "", fmt.Errorf("connecting to %s: %w", postgres.RedactDSN(dsn), err)
+		return "", redactErr(fmt.Errorf("connecting to %s: %w", redactDSN(dsn), err), dsn)
 	}
 	defer conn.Close(ctx)
 	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
@@ -121,7 +139,7 @@ func dropScratchSchema(ctx context.Context, dsn, schema string) error {
 	}
 	conn, err := pgx.Connect(ctx, dsn)
 	if err != nil {
-		return fmt.Errorf("connecting to %s: %w", postgres.RedactDSN(dsn), err)
+		return redactErr(fmt.Errorf("connecting to %s: %w", redactDSN(dsn), err), dsn)
 	}
 	defer conn.Close(ctx)
 	_, err = conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{schema}.Sanitize()+" CASCADE")
@@ -146,7 +164,7 @@ func withPoolSize(dsn string, n int) string {
 // probeAdapter opens one scratch store of the chosen backend to read the
 // adapter's description and capabilities for the report, and removes it.
 func probeAdapter(ctx context.Context, c conformConfig) (backend.Info, backend.Capabilities, error) {
-	h, err := conformHarness(c.backend, c.dsn, c.relaxed)
+	h, err := conformHarness(c.backend, c.dsn, c.scratch, c.relaxed)
 	if err != nil {
 		return backend.Info{}, backend.Capabilities{}, err
 	}
@@ -154,13 +172,13 @@ func probeAdapter(ctx context.Context, c conformConfig) (backend.Info, backend.C
 	var cleanup func()
 	switch c.backend {
 	case "postgres":
-		schema, err := createScratchSchema(ctx, c.dsn)
+		schema, err := createScratchSchema(ctx, c.dsn, c.scratch)
 		if err != nil {
 			return backend.Info{}, backend.Capabilities{}, err
 		}
 		loc, cleanup = schema, func() { _ = dropScratchSchema(context.Background(), c.dsn, schema) }
 	default:
-		dir, err := os.MkdirTemp(c.dir, "wfstore-conform-probe-")
+		dir, err := os.MkdirTemp(c.scratch, "probe-")
 		if err != nil {
 			return backend.Info{}, backend.Capabilities{}, err
 		}
@@ -181,4 +199,36 @@ func moduleVersion() string {
 		return bi.Main.Version
 	}
 	return "(unknown)"
+}
+
+// dropScratchSchemas drops every schema whose name begins with prefix (one
+// run's scratch schemas) and returns those it dropped and those it could
+// not drop.
+func dropScratchSchemas(ctx context.Context, dsn, prefix string) (dropped, left []string, err error) {
+	if !strings.HasPrefix(prefix, scratchPrefix) || len(prefix) <= len(scratchPrefix) {
+		return nil, nil, fmt.Errorf("refusing to drop schemas named %q*: not one conform run's prefix", prefix)
+	}
+	conn, err := pgx.Connect(ctx, dsn)
+	if err != nil {
+		return nil, nil, redactErr(fmt.Errorf("connecting to %s: %w", redactDSN(dsn), err), dsn)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	rows, err := conn.Query(ctx, "SELECT nspname FROM pg_namespace WHERE left(nspname, length($1)) = $1 ORDER BY nspname", prefix)
+	if err != nil {
+		return nil, nil, err
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		return nil, nil, err
+	}
+	var errs []error
+	for _, s := range names {
+		if _, err := conn.Exec(ctx, "DROP SCHEMA IF EXISTS "+pgx.Identifier{s}.Sanitize()+" CASCADE"); err != nil {
+			left = append(left, s)
+			errs = append(errs, fmt.Errorf("dropping %s: %w", s, err))
+			continue
+		}
+		dropped = append(dropped, s)
+	}
+	return dropped, left, errors.Join(errs...)
 }

@@ -66,6 +66,9 @@ type conformReport struct {
 	Wfstore      string             `json:"wfstore"`
 	Started      time.Time          `json:"started"`
 	Seconds      float64            `json:"seconds"`
+	// Scratch: where the run made its scratch stores: the prefix of its
+	// Postgres schemas' names, or the folder of its files (removed).
+	Scratch string `json:"scratch"`
 	// Partial: the run was interrupted; the cases listed are those that ended.
 	Partial bool `json:"partial,omitempty"`
 	Summary struct {

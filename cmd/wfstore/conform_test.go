@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/stretchr/testify/assert"
@@ -106,11 +110,70 @@ func TestConformPostgresUsesScratchSchemasAndDropsThem(t *testing.T) {
 	conn, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
+	// Only this run's schemas count: other conform runs (of other tests,
+	// or interrupted ones of the past) may have theirs on the server.
+	require.Regexp(t, `^wfstore_conform_[0-9a-f]{8}_$`, r.Scratch)
+	assert.Contains(t, stderr, "scratch schemas "+r.Scratch+"* on ")
 	var left int
-	// Other tests of this package may run conform at the same time; none
-	// of ours is running now (this test is the only postgres one).
-	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE nspname LIKE 'wfstore\\_conform\\_%'").Scan(&left))
+	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE left(nspname, length($1)) = $1", r.Scratch).Scan(&left))
 	assert.Zero(t, left, "scratch schemas left behind")
+}
+
+// conform stopped by SIGTERM or SIGINT while its cases hold scratch
+// schemas drops them before it exits and says so.
+func TestConformInterruptedDropsItsScratchSchemas(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	admin := pgtest.Admin(t)
+	bin := wfstoreBinary(t, "")
+	for _, tc := range []struct {
+		sig  syscall.Signal
+		code int
+		name string
+	}{{syscall.SIGTERM, 143, "SIGTERM"}, {syscall.SIGINT, 130, "SIGINT (Ctrl-C)"}} {
+		t.Run(strings.Fields(tc.name)[0], func(t *testing.T) {
+			ctx := context.Background()
+			cmd := exec.Command(bin, "conform", "--backend", "postgres", "--dsn", dsn, "--run", "store/", "--json")
+			var so bytes.Buffer
+			cmd.Stdout = &so
+			se, err := cmd.StderrPipe()
+			require.NoError(t, err)
+			require.NoError(t, cmd.Start())
+			t.Cleanup(func() { _ = cmd.Process.Kill() })
+			sc := bufio.NewScanner(se)
+			require.True(t, sc.Scan(), "no line on stderr")
+			first := sc.Text()
+			m := regexp.MustCompile(`^wfstore conform: scratch schemas (wfstore_conform_[0-9a-f]{8}_)\* on `).FindStringSubmatch(first)
+			require.NotNil(t, m, "first line: %q", first)
+			prefix := m[1]
+			count := func() int {
+				var n int
+				require.NoError(t, admin.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE left(nspname, length($1)) = $1", prefix).Scan(&n))
+				return n
+			}
+			t.Cleanup(func() {
+				// Whatever happened, leave nothing of ours on the server.
+				_, _, _ = dropScratchSchemas(context.Background(), dsn, prefix)
+			})
+			// Signal it while its cases hold scratch schemas.
+			deadline := time.Now().Add(time.Minute)
+			for count() < 2 && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			require.GreaterOrEqual(t, count(), 2, "no case made a scratch schema")
+			require.NoError(t, cmd.Process.Signal(tc.sig))
+			var rest strings.Builder
+			for sc.Scan() {
+				rest.WriteString(sc.Text() + "\n")
+			}
+			_ = cmd.Wait()
+			assert.Equal(t, tc.code, cmd.ProcessState.ExitCode(), "stderr: %s", rest.String())
+			assert.Zero(t, count(), "scratch schemas left after the signal")
+			assert.Contains(t, rest.String(), "wfstore conform: interrupted by "+tc.name+"; the partial report (the cases that ended) is on stdout; no scratch schema is left (dropped the ")
+			assert.Contains(t, rest.String(), "named "+prefix+"*)")
+			assert.True(t, decodeReport(t, so.String()).Partial)
+		})
+	}
 }
 
 func TestConformRejectsBadArguments(t *testing.T) {
@@ -121,9 +184,9 @@ func TestConformRejectsBadArguments(t *testing.T) {
 		want string
 		code int
 	}{
-		{[]string{"conform", "--backend", "oracle"}, `unknown --backend "oracle"`, 1},
-		{[]string{"conform", "--backend", "postgres"}, "needs --dsn", 1},
-		{[]string{"conform", "--backend", "sqlite", "--dsn", "x"}, "--dsn is for --backend postgres", 1},
+		{[]string{"conform", "--backend", "oracle"}, `unknown --backend "oracle" (valid values: sqlite, postgres or bolt)`, 2},
+		{[]string{"conform", "--backend", "postgres"}, "needs --dsn", 2},
+		{[]string{"conform", "--backend", "sqlite", "--dsn", "x"}, "--dsn is for --backend postgres", 2},
 		{[]string{"conform", "extra"}, `unexpected arguments ["extra"]`, 2},
 		{[]string{"conform", "--backend", "sqlite", "--run", "no_such_case_anywhere"}, "no case matched", 1},
 	} {

@@ -78,12 +78,7 @@ func consoleCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "wfstore console: %v\n", err)
 		return errUsage
 	}
-	if sf.backend != "postgres" {
-		if _, err := os.Stat(sf.path); err != nil {
-			return fmt.Errorf("no store at %s (the console never creates one): %w", sf.path, err)
-		}
-	}
-	b, err := sf.open(ctx)
+	b, err := sf.openExisting(ctx) // never creates (or migrates) a store
 	if err != nil {
 		return err
 	}

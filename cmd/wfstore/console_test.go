@@ -453,7 +453,7 @@ func TestConsoleCommandFlagsAndServing(t *testing.T) {
 	}
 	err := consoleCmd(ctx, []string{"--db", missing, "--listen", "127.0.0.1:0"}, io.Discard, io.Discard)
 	require.Error(t, err)
-	assert.Contains(t, err.Error(), "never creates one")
+	assert.Contains(t, err.Error(), "never creates a store")
 	_, statErr := os.Stat(missing)
 	assert.True(t, errors.Is(statErr, os.ErrNotExist), "no file was created")
 

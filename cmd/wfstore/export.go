@@ -8,7 +8,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
 	"os"
 
@@ -311,27 +310,25 @@ Flags:
 	if err := sf.check(); err != nil {
 		return err
 	}
-	if err := sourceExists(&sf); err != nil {
-		return err
-	}
 	if *replace && *out == "" {
 		return errors.New("--replace goes with --out")
 	}
+	// The source is opened first, read-only (a missing or empty store is
+	// refused, never created), so a mistyped --db leaves --out untouched.
+	b, err := sf.openExisting(ctx)
+	if err != nil {
+		return err
+	}
+	defer b.Close()
 	w := stdout
 	var f *atomicFile
 	if *out != "" {
-		var err error
 		if f, err = createAtomic(*out, *replace); err != nil {
 			return err
 		}
 		defer f.abort()
 		w = f
 	}
-	b, err := sf.open(ctx)
-	if err != nil {
-		return err // the adapter's error names the file or the DSN
-	}
-	defer b.Close()
 	sw, err := newStreamWriter(w)
 	if err == nil {
 		err = walkStore(ctx, b, sw.write)
@@ -359,21 +356,6 @@ Flags:
 		if again.sum() != d.sum() {
 			return errors.New("the store's digest differs from the exported stream's (was it written to during the export?)")
 		}
-	}
-	return nil
-}
-
-// sourceExists refuses a file store (sqlite, bolt) whose file does not
-// exist: opening it would create an empty store and export nothing.
-func sourceExists(sf *storeFlags) error {
-	if sf.backend == "postgres" {
-		return nil
-	}
-	if _, err := os.Stat(sf.path); err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return fmt.Errorf("%s does not exist (check --db; export reads an existing store and creates none)", sf.path)
-		}
-		return err
 	}
 	return nil
 }

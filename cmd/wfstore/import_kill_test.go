@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -74,12 +75,17 @@ func importKilled(t *testing.T, be string) {
 	t.Logf("seed %d, an import takes %v", seed, took)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	killed, complete := 0, 0
-	for try := 0; killed < 20 && try < 60; try++ {
+	for try := 0; killed < 20 && try < 120; try++ {
 		tgt := target()
 		args := append([]string{"import", "--in", stream}, tgt...)
 		d := time.Duration(rng.Int64N(int64(took) + 1))
 		if !killAfter(t, bin, d, args...) {
 			killed++
+		} else {
+			// The import finished before the kill: imports run faster
+			// than the first one measured (a loaded machine, a warm
+			// server), so aim earlier.
+			took = took * 4 / 5
 		}
 		if exists(t, tgt) || records(t, bin, tgt) > 0 {
 			// A file target that exists must be complete; a schema
@@ -118,6 +124,9 @@ func records(t *testing.T, bin string, target []string) int {
 		return 0
 	}
 	_, stderr, code := runCLI(t, bin, nil, append([]string{"export", "--out", os.DevNull}, target...)...)
+	if code != 0 && (strings.Contains(stderr, "the schema does not exist") || strings.Contains(stderr, "the schema is empty")) {
+		return 0 // export reads only existing stores: no schema, no records
+	}
 	require.Equal(t, 0, code, stderr)
 	m := digestLine.FindStringSubmatch(stderr)
 	require.NotNil(t, m, stderr)

@@ -18,7 +18,8 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-const inspectUsage = `wfstore inspect: read a store's runs, one run, or a run's events. It writes nothing.
+const inspectUsage = `wfstore inspect: read a store's runs, one run, or a run's events. It writes nothing
+and never creates a store: a path or schema holding none is refused.
 
   wfstore inspect runs [--status S] [--after ID] [--limit N] [flags]
   wfstore inspect run ID [--limit N] [flags]
@@ -109,7 +110,8 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		fmt.Fprintf(stderr, "wfstore inspect %s: takes %d argument(s), got %d\n", verb, want, len(rest))
 		return errUsage
 	case !knownRunStatus(backend.RunStatus(*status)):
-		fmt.Fprintf(stderr, "wfstore inspect: unknown --status %q\n", *status)
+		fmt.Fprintf(stderr, "wfstore inspect: unknown --status %q (valid values: %s, %s, %s, %s, %s, %s)\n", *status,
+			backend.RunRunning, backend.RunPaused, backend.RunCompleted, backend.RunFailed, backend.RunCancelled, backend.RunRepairRequired)
 		return errUsage
 	case *limit < 1 || *limit > workflow.MaxPageLimit:
 		fmt.Fprintf(stderr, "wfstore inspect: --limit must be 1..%d\n", workflow.MaxPageLimit)
@@ -118,9 +120,9 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err := sf.check(); err != nil {
 		return err
 	}
-	b, err := sf.open(ctx)
+	b, err := sf.openExisting(ctx)
 	if err != nil {
-		return err // the adapter's error names the file or the DSN
+		return err // names the file or the DSN
 	}
 	defer b.Close()
 	s := workflow.New(b)

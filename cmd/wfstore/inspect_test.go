@@ -213,7 +213,7 @@ func TestVerifyCommandPassesAndFailsOnACorruptedSQLiteStore(t *testing.T) {
 	stdout, _, code = runCLI(t, bin, nil, "verify", "--db", path, "--run", ids[0])
 	assert.Equal(t, 0, code, stdout)
 	_, _, code = runCLI(t, bin, nil, "verify")
-	assert.Equal(t, 1, code, "no --db")
+	assert.Equal(t, 2, code, "no --db: a usage error")
 }
 
 var digestLine = regexp.MustCompile(`(\d+) records, digest ([0-9a-f]{64})`)

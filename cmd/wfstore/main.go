@@ -15,10 +15,11 @@
 //
 // Run "wfstore <command> -help" for a command's flags.
 //
-// Exit status: 0 on success, 1 on an error, 2 on a usage error, 130 when
-// interrupted by SIGINT (Ctrl-C) and 143 by SIGTERM; an interrupted command
-// prints one line saying what it left behind. A second signal ends the
-// program at once.
+// Exit status: 0 on success, 1 on an error, 2 on a usage error (the message
+// names the valid values), 130 when interrupted by SIGINT (Ctrl-C) and 143
+// by SIGTERM; an interrupted command prints one line saying what it left
+// behind. A second signal ends the program at once. No message shows a
+// password of a --dsn (or of $WFSTORE_POSTGRES_DSN): secrets print as xxxxx.
 package main
 
 import (
@@ -31,6 +32,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/wfstore/wfstore/internal/redact"
 )
 
 func main() {
@@ -61,6 +64,10 @@ func signalName(sig os.Signal) string {
 type interruptedError struct{ left string }
 
 func (e *interruptedError) Error() string { return e.left }
+
+// readOnly are the commands that never write to a store: interrupted, they
+// leave nothing.
+var readOnly = map[string]bool{"verify": true, "inspect": true, "version": true}
 
 // errUsage reports a usage error already printed.
 var errUsage = errors.New("usage")
@@ -125,11 +132,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 		usage(stderr)
 		return 2
 	}
-	return exit(ctx, args[0], err, stderr)
+	return exit(ctx, args[0], err, stderr, dsnArgs(args)...)
 }
 
-// exit prints err, if any, as one message and returns the exit status.
-func exit(ctx context.Context, cmd string, err error, stderr io.Writer) int {
+// exit prints err, if any, as one message and returns the exit status. The
+// message never shows a secret of the connection strings in dsns.
+func exit(ctx context.Context, cmd string, err error, stderr io.Writer, dsns ...string) int {
 	var sig signalled
 	if errors.As(context.Cause(ctx), &sig) {
 		msg := fmt.Sprintf("wfstore %s: %s", cmd, sig.Error())
@@ -139,20 +147,26 @@ func exit(ctx context.Context, cmd string, err error, stderr io.Writer) int {
 			msg += "; " + ie.left
 		case err == nil:
 			msg += " after it had finished"
+		case readOnly[cmd]:
+			msg += "; nothing was written (it only reads the store)"
 		}
-		fmt.Fprintln(stderr, msg)
+		fmt.Fprintln(stderr, redact.Text(msg, dsns...))
 		if sig.sig == syscall.SIGTERM {
 			return 143
 		}
 		return 130
 	}
+	var ue *usageError
 	switch {
 	case err == nil:
 		return 0
 	case errors.Is(err, errUsage):
 		return 2
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "wfstore %s: %s (see \"wfstore %s -help\")\n", cmd, redact.Text(ue.msg, dsns...), cmd)
+		return 2
 	}
-	fmt.Fprintf(stderr, "wfstore %s: %s\n", cmd, errorText(cmd, err))
+	fmt.Fprintf(stderr, "wfstore %s: %s\n", cmd, redact.Text(errorText(cmd, err), dsns...))
 	return 1
 }
 

@@ -52,35 +52,45 @@ Flags:
 	if err := sf.check(); err != nil {
 		return err
 	}
-	var found, supported int64
+	// before: the version read before migrating; found: the version
+	// found under the migration lock (another migrator may have done the
+	// work in between).
+	var before, found, supported int64
 	var err error
 	switch sf.backend {
 	case "bolt":
 		return errors.New("bolt stores are migrated by any writable open of them, not by this command; opening one checks its format version")
 	case "sqlite":
 		var st sqlite.SchemaStatus
-		if verb == "status" {
-			st, err = sqlite.ReadSchemaStatus(ctx, sf.path)
-		} else {
+		st, err = sqlite.ReadSchemaStatus(ctx, sf.path)
+		before = st.Found
+		if verb == "up" && err == nil {
 			st, err = sqlite.Migrate(ctx, sf.path)
 		}
 		found, supported = st.Found, st.Supported
 	case "postgres":
 		pool, perr := pgxpool.New(ctx, sf.dsn)
 		if perr != nil {
-			return fmt.Errorf("connecting to %s: %w", postgres.RedactDSN(sf.dsn), perr)
+			return redactErr(fmt.Errorf("connecting to %s: %w", redactDSN(sf.dsn), perr), sf.dsn)
 		}
 		defer pool.Close()
 		var st postgres.SchemaStatus
-		if verb == "status" {
-			st, err = postgres.ReadSchemaStatus(ctx, pool, sf.schema)
-		} else {
+		st, err = postgres.ReadSchemaStatus(ctx, pool, sf.schema)
+		before = st.Found
+		if verb == "up" && err == nil {
 			st, err = postgres.Migrate(ctx, pool, sf.schema)
 		}
 		found, supported = st.Found, st.Supported
 	}
+	if err != nil && ctx.Err() != nil {
+		if verb == "status" {
+			return &interruptedError{left: "nothing was written (status only reads the store)"}
+		}
+		return &interruptedError{left: "the migration is one transaction, so " + sf.where() +
+			" is either as it was or fully migrated; \"wfstore migrate status\" shows which, and \"wfstore migrate up\" finishes it"}
+	}
 	if err != nil {
-		return err
+		return redactErr(err, sf.dsn)
 	}
 	switch {
 	case verb == "status" && found == 0:
@@ -89,6 +99,10 @@ Flags:
 		fmt.Fprintf(stdout, "%s: schema version %d, current\n", sf.where(), found)
 	case verb == "status":
 		fmt.Fprintf(stdout, "%s: schema version %d; this build migrates it to %d (wfstore migrate up)\n", sf.where(), found, supported)
+	case found == supported && before == 0:
+		fmt.Fprintf(stdout, "%s: found the store already created at schema version %d (by another process while this one waited for the lock)\n", sf.where(), found)
+	case found == supported && before != supported:
+		fmt.Fprintf(stdout, "%s: found the store already migrated from schema version %d to %d (by another process while this one waited for the lock)\n", sf.where(), before, found)
 	case found == supported:
 		fmt.Fprintf(stdout, "%s: schema version %d, already current\n", sf.where(), found)
 	case found == 0:

@@ -87,7 +87,10 @@ Flags:
 	if before != "" {
 		t, err := time.Parse(time.RFC3339Nano, before)
 		if err != nil {
-			return fmt.Errorf("--finished-before: %w", err)
+			return usageErrorf("--finished-before %q is not an RFC 3339 time (e.g. 2026-12-01T00:00:00Z)", before)
+		}
+		if t.IsZero() {
+			return usageErrorf("--finished-before %s is the zero time, before any run can have finished: give a cut-off after 1970-01-01T00:00:00Z", before)
 		}
 		opts.FinishedBefore = t
 	}

@@ -30,7 +30,10 @@ status against its attempts; receipts and handoff states; the run counters
 against the rows; unreleased leases held only by live attempts; retry
 schedules naming their activation's latest, failed attempt; the admissible
 flag; and the backend's own index check where it has one (bbolt). It writes
-nothing. Exit status: 0 clean, 1 violations found (listed) or error, 2 usage.
+nothing, and never creates a store: a path that does not exist, is empty or
+is not a regular file, and a Postgres schema that does not exist or is
+empty, are refused ("no wfstore store at ..."). Exit status: 0 clean, 1
+violations found (listed) or error, 2 usage.
 
   wfstore verify --db wfstore-demo.db
   wfstore verify --backend bolt --db store.bolt --json
@@ -46,9 +49,9 @@ Flags:
 	if err := sf.check(); err != nil {
 		return err
 	}
-	b, err := sf.open(ctx)
+	b, err := sf.openExisting(ctx)
 	if err != nil {
-		return err // the adapter's error names the file or the DSN
+		return err // names the file or the DSN
 	}
 	defer b.Close()
 	rep, err := workflow.New(b).Verify(ctx, workflow.VerifyOptions{RunID: *runID, MaxViolations: *maxV})
