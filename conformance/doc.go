@@ -176,6 +176,10 @@
 //	one bad run never blocks the others                    admission_discovery_skips_a_run_without_capacity,
 //	                                                       limits_elapsed_deadline_rejects_without_blocking_other_runs
 //	a refusal at handoff is Rejected, the batch goes on    discovery_handoff_refusal_is_rejected_and_the_batch_goes_on
+//	batch mode stops where one at a time stops             batch_owner_error_stops_further_owner_calls,
+//	                                                       batch_plan_error_stops_the_pass,
+//	                                                       batch_stale_authority_at_* (planning, preparation,
+//	                                                       handoff, receipt)
 //	allowance and deadline come before capacity            discovery_allowance_and_deadline_precede_the_capacity_shortcut
 //	discovery reads O(limit), passes resume and wrap       discovery_reads_are_bounded_by_the_limit_and_reach_every_run,
 //	                                                       discovery_passes_over_all_runs_resume_and_wrap

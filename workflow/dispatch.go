@@ -79,9 +79,23 @@ type DispatchSummary struct {
 	// OwnerFailed lists, in batch mode, the attempts whose owner call
 	// failed (or whose receipt could not be recorded): each was handed off
 	// and may have been dispatched, so it is left for ReconcilePrepared
-	// and Redispatch. In one-at-a-time mode such a failure stops the pass
-	// and is only returned as its error.
+	// and Redispatch. The pass stops after that batch and returns the
+	// failures. In one-at-a-time mode such a failure stops the pass and is
+	// only returned as its error.
 	OwnerFailed []OwnerFailure
+	// Stale lists the activations at which the pass found the authority
+	// changed (the owned authority stale, or the run's authority no longer
+	// the one discovery saw), at planning, preparation, handoff or receipt.
+	// The pass stops there and returns ErrStaleAuthority.
+	Stale []ActivationKey
+	// Unoffered lists, in batch mode, the attempts this pass prepared and
+	// never offered to the owner because it stopped (an owner, plan or
+	// fault-hook error, a stale authority, a storage error or ctx done).
+	// One the pass did not hand off is prepared with its handoff pending,
+	// provably never dispatched, and Redispatch admits it with the same
+	// identity; one it had handed off keeps its recorded handoff and is
+	// recovered as a maybe-dispatched attempt (ReconcilePrepared).
+	Unoffered []AttemptRef
 }
 
 // OwnerFailure is one attempt of a batch that was handed off but not
@@ -96,8 +110,8 @@ type OwnerFailure struct {
 // the owner, commits the attempt intent, records the handoff, calls the
 // owner, and commits the receipt. Only storage errors, a stale or changed
 // authority, and owner or fault-hook errors (and invalid plans) stop the
-// batch; they are returned with the summary so far, and everything
-// committed before stays durable. A refusal that belongs to one run, at
+// pass, in both modes; they are returned with the summary so far, and
+// everything committed before stays durable. A refusal that belongs to one run, at
 // preparation or at handoff, is a Rejected entry and the batch goes on.
 //
 // Each pass reads a bounded part of the pending index (see
@@ -127,12 +141,22 @@ type OwnerFailure struct {
 // Per attempt the order is that of one-at-a-time mode: intent durable,
 // then handoff recorded, then the owner called, then the receipt; the
 // authority check runs in each of the three transactions, and the fault
-// hook fires at each boundary for each attempt. An owner failure or a
-// receipt that cannot be recorded affects that attempt only: it is listed
-// in DispatchSummary.OwnerFailed, the receipts of the others are still
-// persisted, and the pass goes on; its error joins the returned error.
-// Storage errors, a stale authority and fault-hook errors stop the pass as
-// in one-at-a-time mode.
+// hook fires at each boundary for each attempt. Whatever stops a pass one
+// at a time stops a batch where one at a time would stop, and the pass
+// returns the same error: a plan error or an invalid plan ends the batch
+// at its candidate (the candidates planned before it are admitted); a
+// stale authority at planning (an owned pass verifies its authority before
+// every plan, as one at a time), preparation or handoff leaves every
+// candidate after it unprepared or not handed off; and the first failed
+// owner call (or receipt that is not valid JSON) ends the owner calls:
+// calls in flight are awaited, no new one starts, and every receipt the
+// owner returned is recorded before the pass returns. A receipt refused
+// at the receipt step (a stale authority, say) does not keep the batch's
+// other receipts from being recorded. The stale activation is listed in
+// DispatchSummary.Stale, failed owner calls and refused receipts in
+// OwnerFailed, and the attempts the pass prepared and never offered to the
+// owner in Unoffered. A BatchOwner's DispatchBatch counts as offering
+// every attempt it is given.
 //
 // A crash mid-batch leaves each attempt of the batch in one of the states
 // a crash leaves one attempt in: no attempt (the intent transaction did
@@ -218,6 +242,9 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 			sum.Rejected = append(sum.Rejected, Rejection{Key: keyOut(c.act.Key), Err: err})
 			err = nil
 		}
+		if errors.Is(err, ErrStaleAuthority) {
+			sum.Stale = append(sum.Stale, keyOut(c.act.Key))
+		}
 		if err != nil {
 			return sum, err
 		}
@@ -226,12 +253,9 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 }
 
 // dispatchBatches admits cands in batch mode, BatchSize planned
-// candidates at a time.
+// candidates at a time, until a batch stops the pass.
 func (s *Store) dispatchBatches(ctx context.Context, owner Owner, cands []candidate, opts DispatchOptions, now time.Time) (DispatchSummary, error) {
-	var (
-		sum   DispatchSummary
-		fails []error
-	)
+	var sum DispatchSummary
 	for len(cands) > 0 {
 		n, planned := 0, 0
 		for n < len(cands) && planned < opts.BatchSize {
@@ -240,14 +264,12 @@ func (s *Store) dispatchBatches(ctx context.Context, owner Owner, cands []candid
 			}
 			n++
 		}
-		f, err := s.admitBatch(ctx, owner, cands[:n], opts, now, &sum)
-		fails = append(fails, f...)
-		if err != nil {
-			return sum, errors.Join(append(fails, err)...)
+		if err := s.admitBatch(ctx, owner, cands[:n], opts, now, &sum); err != nil {
+			return sum, err
 		}
 		cands = cands[n:]
 	}
-	return sum, errors.Join(fails...)
+	return sum, nil
 }
 
 type outcome uint8

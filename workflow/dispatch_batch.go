@@ -35,47 +35,89 @@ type prepared struct {
 	check authorityCheck
 }
 
+// errNotReached marks a candidate a batch step left undecided because the
+// step met, before it, a refusal that stops the pass.
+var errNotReached = errors.New("workflow: not reached: the pass stopped before it")
+
+// stopsPass reports whether a refusal of one candidate at preparation
+// stops the pass, as it does one at a time: every refusal but a race, an
+// exhaustion and a refusal that belongs to the candidate's run.
+func stopsPass(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, e := range []error{ErrConcurrencyCapacity, ErrResourceConflict, ErrNodeAllowanceExhausted,
+		ErrRootAllowanceExhausted, ErrIneligible} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
+}
+
 // admitBatch admits one batch of candidates (full ones are reported raced
-// in their place). Outcomes go to sum; failures that belong to one
-// candidate are returned in fails and stop nothing; a non-nil stop error
-// (storage, context, fault hook) ends the pass.
-func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, opts DispatchOptions, now time.Time, sum *DispatchSummary) (fails []error, stop error) {
+// in their place) and reports every outcome in sum. A non-nil error stops
+// the pass, as the same error stops it one at a time: a plan error, an
+// invalid plan, a stale authority at any boundary, an owner failure, a
+// receipt that cannot be recorded, a fault-hook or storage error, or ctx
+// done. The batch stops where one at a time would: no candidate after the
+// failing plan or the stale authority is planned or prepared, and no owner
+// call starts after a failed one; what the batch had already started is
+// finished first (the candidates planned before are admitted, in-flight
+// owner calls are awaited and every receipt the owner returned is
+// recorded), and the attempts it prepared and never offered to the owner
+// are reported in sum.Unoffered.
+func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, opts DispatchOptions, now time.Time, sum *DispatchSummary) error {
 	at, err := toMS("now", now)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	slots := make([]batchSlot, len(cands))
 	var (
+		stops []error // why the pass stops once this batch is done
 		items []prepItem
 		index []int // candidate index of each item
+		stale *ActivationKey
 	)
+	slots := make([]batchSlot, len(cands))
 	for i, c := range cands {
 		if c.full {
 			slots[i].out = outRaced
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return fails, err
+		err := ctx.Err()
+		if check := c.check(opts); err == nil && check.mode == authOwned {
+			// As one at a time: an owned pass plans nothing under a stale
+			// authority.
+			if err = s.VerifyAuthority(ctx, c.act.Key.RunID, Authority(*check.want)); errors.Is(err, ErrStaleAuthority) {
+				k := keyOut(c.act.Key)
+				stale = &k
+			}
 		}
-		plan, err := owner.Plan(ctx, toActivation(c.act))
-		if err != nil {
-			fails = append(fails, fmt.Errorf("%w: plan %v: %w", ErrOwner, c.act.Key, err))
-			slots[i].out = outFailed
-			continue
+		if err == nil {
+			var plan *Plan
+			plan, err = owner.Plan(ctx, toActivation(c.act))
+			switch {
+			case err != nil:
+				err = fmt.Errorf("%w: plan %v: %w", ErrOwner, c.act.Key, err)
+			case plan == nil:
+				slots[i].out = outUnsupported
+				continue
+			default:
+				var intent []byte
+				if intent, err = checkPlan(*plan); err == nil {
+					items = append(items, prepItem{key: c.act.Key, effect: plan.SideEffect, intent: intent,
+						check: c.check(opts).with("preparation"), hint: hintFrom(c.run, c.act)})
+					index = append(index, i)
+					continue
+				}
+				err = fmt.Errorf("plan %v: %w", c.act.Key, err)
+			}
 		}
-		if plan == nil {
-			slots[i].out = outUnsupported
-			continue
-		}
-		intent, err := checkPlan(*plan)
-		if err != nil {
-			fails = append(fails, fmt.Errorf("plan %v: %w", c.act.Key, err))
-			slots[i].out = outFailed
-			continue
-		}
-		items = append(items, prepItem{key: c.act.Key, effect: plan.SideEffect, intent: intent,
-			check: c.check(opts).with("preparation"), hint: hintFrom(c.run, c.act)})
-		index = append(index, i)
+		// The pass stops at this candidate: the batch is what was planned
+		// before it.
+		stops = append(stops, err)
+		cands, slots = cands[:i], slots[:i]
+		break
 	}
 	var ready []prepared
 	var kn *batchKnown
@@ -83,11 +125,13 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 		var res []prepResult
 		res, kn, err = s.prepareBatch(ctx, items, at)
 		if err != nil {
-			return fails, err
+			return errors.Join(append(stops, err)...)
 		}
 		for j, r := range res {
 			slot := &slots[index[j]]
 			switch {
+			case errors.Is(r.err, errNotReached):
+				slot.out = outFailed
 			case r.err == nil && r.p == nil,
 				errors.Is(r.err, ErrConcurrencyCapacity), errors.Is(r.err, ErrResourceConflict):
 				slot.out = outRaced
@@ -97,11 +141,24 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 				slot.out, slot.err = outRejected, r.err
 			case r.err != nil:
 				slot.out = outFailed
-				fails = append(fails, r.err)
+				if errors.Is(r.err, ErrStaleAuthority) {
+					sum.Stale = append(sum.Stale, keyOut(items[j].key))
+					stale = nil // reported at the preparation that met it
+				}
+				stops = append(stops, r.err)
 			default:
 				slot.out = outAdmitted
 				ready = append(ready, prepared{p: *r.p, check: items[j].check})
 			}
+		}
+	}
+	if stale != nil {
+		sum.Stale = append(sum.Stale, *stale)
+	}
+	// unoffered reports attempts prepared and never handed to the owner.
+	unoffered := func(rs []prepared) {
+		for _, r := range rs {
+			sum.Unoffered = append(sum.Unoffered, refOf(r.p))
 		}
 	}
 	// The follow-up writes of refusals, as one at a time makes them: one
@@ -109,16 +166,20 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 	observed := map[string]bool{}
 	for i, slot := range slots {
 		c := cands[i]
+		var err error
 		switch {
 		case slot.out == outExhausted && !observed[c.act.Key.RunID]:
 			observed[c.act.Key.RunID] = true
-			if err := s.recordExhaustion(ctx, c.act.Key.RunID, c.check(opts).with("exhaustion observation"), now); err != nil {
-				return fails, err
-			}
+			err = s.recordExhaustion(ctx, c.act.Key.RunID, c.check(opts).with("exhaustion observation"), now)
 		case slot.out == outRejected:
-			if err := s.park(ctx, c.act.Key, now); err != nil {
-				return fails, err
+			err = s.park(ctx, c.act.Key, now)
+		}
+		if err != nil {
+			if errors.Is(err, ErrStaleAuthority) {
+				sum.Stale = append(sum.Stale, keyOut(c.act.Key))
 			}
+			unoffered(ready)
+			return errors.Join(append(stops, err)...)
 		}
 	}
 	for i, slot := range slots {
@@ -135,21 +196,32 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 		}
 	}
 	if len(ready) == 0 {
-		return fails, nil
+		return errors.Join(stops...)
 	}
 	for _, r := range ready {
 		if err := runFault(ctx, opts.Fault, IntentCommitted, r.p); err != nil {
-			return fails, err
+			unoffered(ready)
+			return errors.Join(append(stops, err)...)
 		}
 	}
-	ready, kn, fails, err = s.handoffBatch(ctx, ready, kn, at, sum, fails)
-	if err != nil || len(ready) == 0 {
-		return fails, err
+	handed, kn, err := s.handoffBatch(ctx, ready, kn, at, sum)
+	if err != nil {
+		stops = append(stops, err)
 	}
-	receipts := s.callOwner(ctx, owner, ready, opts.OwnerConcurrency)
-	var accepted []prepared
-	var rcs [][]byte
-	for i, r := range ready {
+	if len(handed) == 0 {
+		return errors.Join(stops...)
+	}
+	receipts, called := s.callOwner(ctx, owner, handed, opts.OwnerConcurrency)
+	var (
+		accepted []prepared
+		rcs      [][]byte
+	)
+	for i, r := range handed {
+		if !called[i] {
+			// Handed off, never offered: the pass stopped first.
+			unoffered([]prepared{r})
+			continue
+		}
 		rc, err := receipts[i].Receipt, receipts[i].Err
 		if err != nil {
 			err = fmt.Errorf("%w: dispatch %s: %w", ErrOwner, r.p.Identity, err)
@@ -160,7 +232,7 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 		}
 		if err != nil {
 			sum.OwnerFailed = append(sum.OwnerFailed, OwnerFailure{Attempt: refOf(r.p), Err: err})
-			fails = append(fails, err)
+			stops = append(stops, err)
 			continue
 		}
 		accepted = append(accepted, r)
@@ -168,23 +240,23 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 	}
 	for _, r := range accepted {
 		if err := runFault(ctx, opts.Fault, OwnerAccepted, r.p); err != nil {
-			return fails, err
+			return errors.Join(append(stops, err)...)
 		}
 	}
 	if len(accepted) == 0 {
-		return fails, nil
+		return errors.Join(stops...)
 	}
-	admitted, fails, err := s.receiptBatch(ctx, accepted, rcs, kn, at, now, sum, fails)
+	admitted, err := s.receiptBatch(ctx, accepted, rcs, kn, at, now, sum)
 	if err != nil {
-		return fails, err
+		stops = append(stops, err)
 	}
 	for _, r := range admitted {
 		if err := runFault(ctx, opts.Fault, ReceiptCommitted, r.p); err != nil {
-			return fails, err
+			return errors.Join(append(stops, err)...)
 		}
 		sum.Admitted = append(sum.Admitted, refOf(r.p))
 	}
-	return fails, nil
+	return errors.Join(stops...)
 }
 
 func refOf(p PreparedDispatch) AttemptRef { return AttemptRef{Key: p.Key(), Identity: p.Identity} }
@@ -250,7 +322,10 @@ type prepResult struct {
 }
 
 // prepareBatch prepares items in one transaction, each decided on its own
-// in order, and returns the records it committed for the handoff.
+// in order, and returns the records it committed for the handoff. A
+// refusal that stops the pass (a stale authority, say) leaves the items
+// after it undecided (errNotReached), as one at a time never prepares
+// them.
 func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([]prepResult, *batchKnown, error) {
 	var (
 		res []prepResult
@@ -282,7 +357,12 @@ func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([
 		if err != nil {
 			return err
 		}
+		stopped := false
 		for i, it := range items {
+			if stopped {
+				res[i].err = errNotReached
+				continue
+			}
 			m := w.mark()
 			p, k, err := decidePrepare(ctx, tx, w, &g, it, at)
 			switch {
@@ -293,6 +373,7 @@ func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([
 			case err != nil:
 				w.truncate(m)
 				res[i].err = err
+				stopped = stopsPass(err)
 			default:
 				res[i].p = p
 				kn.acts[k.act.Key] = k.act
@@ -331,19 +412,27 @@ func isStorage(err error) bool {
 // transaction and returns those handed off, with the records it committed.
 // A refused handoff is reported as one at a time reports it (rejected:
 // the attempt stays prepared, provably never dispatched; raced: another
-// caller recorded it) or, for any other refusal, returned in fails.
-func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKnown, at int64, sum *DispatchSummary, fails []error) ([]prepared, *batchKnown, []error, error) {
+// caller recorded it). Any other refusal (a stale authority, say) stops
+// the pass, as one at a time: it is returned, and the attempts from it on
+// are not handed off and are reported unoffered.
+func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKnown, at int64, sum *DispatchSummary) ([]prepared, *batchKnown, error) {
 	var (
 		errs []error
 		next *batchKnown
 	)
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, acts map[backend.ActivationKey]backend.Activation, atts map[backend.AttemptKey]backend.Attempt) error {
 		errs, next = make([]error, len(ready)), newBatchKnown()
+		stopped := false
 		for i, r := range ready {
+			if stopped {
+				errs[i] = errNotReached
+				continue
+			}
 			k := attemptKeyIn(r.p.Key())
 			run, ok := runs[k.RunID]
 			if !ok {
 				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
+				stopped = true
 				continue
 			}
 			att, found := atts[k]
@@ -358,6 +447,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 			case err != nil:
 				w.truncate(m)
 				errs[i] = err
+				stopped = !errors.Is(err, ErrIneligible) && !errors.Is(err, ErrConflict)
 			default:
 				runs[k.RunID] = run
 				next.acts[k.ActivationKey], next.atts[k] = kn.act, kn.att
@@ -389,9 +479,15 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 			return decide(tx, w, f.Runs, f.Activations, f.Attempts)
 		})
 	if err != nil {
-		return nil, nil, fails, err
+		for _, r := range ready {
+			sum.Unoffered = append(sum.Unoffered, refOf(r.p))
+		}
+		return nil, nil, err
 	}
-	var out []prepared
+	var (
+		out  []prepared
+		stop error
+	)
 	for i, r := range ready {
 		switch err := errs[i]; {
 		case err == nil:
@@ -401,10 +497,16 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 		case errors.Is(err, ErrConflict):
 			sum.Raced = append(sum.Raced, r.p.Activation.Key)
 		default:
-			fails = append(fails, err)
+			if errors.Is(err, ErrStaleAuthority) {
+				sum.Stale = append(sum.Stale, r.p.Activation.Key)
+			}
+			if !errors.Is(err, errNotReached) {
+				stop = err
+			}
+			sum.Unoffered = append(sum.Unoffered, refOf(r.p))
 		}
 	}
-	return out, next, fails, nil
+	return out, next, stop
 }
 
 // errAlone marks an attempt whose receipt is recorded in a transaction of
@@ -412,9 +514,11 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 var errAlone = errors.New("workflow: recorded alone")
 
 // receiptBatch records the receipts rcs of the accepted attempts in one
-// transaction and returns those admitted. A receipt that cannot be
-// recorded is reported in sum.OwnerFailed and returned in fails.
-func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]byte, kn *batchKnown, at int64, now time.Time, sum *DispatchSummary, fails []error) ([]prepared, []error, error) {
+// transaction and returns those admitted. Every receipt is decided on its
+// own: one refused (a stale authority, say) is reported in
+// sum.OwnerFailed (and sum.Stale) and its error returned, to stop the
+// pass, and the others are still recorded.
+func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]byte, kn *batchKnown, at int64, now time.Time, sum *DispatchSummary) ([]prepared, error) {
 	var errs []error
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, atts map[backend.AttemptKey]backend.Attempt) error {
 		errs = make([]error, len(accepted))
@@ -464,25 +568,31 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 			return decide(tx, w, f.Runs, f.Attempts)
 		})
 	if err != nil {
-		return nil, fails, err
+		return nil, err
 	}
-	var out []prepared
+	var (
+		out   []prepared
+		fails []error
+	)
 	for i, r := range accepted {
 		err := errs[i]
 		if errors.Is(err, errAlone) {
 			err = s.persistReceipt(ctx, attemptKeyIn(r.p.Key()), r.p.Identity, rcs[i], r.check.with("receipt"), now, nil)
 			if err != nil && isStorage(err) {
-				return out, fails, err
+				return out, errors.Join(append(fails, err)...)
 			}
 		}
 		if err != nil {
 			sum.OwnerFailed = append(sum.OwnerFailed, OwnerFailure{Attempt: refOf(r.p), Err: err})
+			if errors.Is(err, ErrStaleAuthority) {
+				sum.Stale = append(sum.Stale, r.p.Activation.Key)
+			}
 			fails = append(fails, err)
 			continue
 		}
 		out = append(out, r)
 	}
-	return out, fails, nil
+	return out, errors.Join(fails...)
 }
 
 // decideBatch runs one batch step. With known records it first decides on
@@ -529,15 +639,54 @@ func (s *Store) decideBatch(ctx context.Context, kn *batchKnown, settled func() 
 	return err
 }
 
-// callOwner asks the owner to accept every ready attempt: in one call for
-// a BatchOwner, otherwise with up to concurrency calls at once.
-func (s *Store) callOwner(ctx context.Context, owner Owner, ready []prepared, concurrency int) []DispatchResult {
+// offers decides, under one lock, which attempts of a batch the owner is
+// called for: once the pass stops (an owner failure, ctx done), no call
+// starts, and exactly the attempts never marked called were not offered.
+type offers struct {
+	mu      sync.Mutex
+	stopped bool
+	called  []bool
+}
+
+// take marks attempts ids called and reports true, or reports false and
+// marks nothing once the pass stopped.
+func (o *offers) take(ctx context.Context, ids ...int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stopped || ctx.Err() != nil {
+		o.stopped = true
+		return false
+	}
+	for _, i := range ids {
+		o.called[i] = true
+	}
+	return true
+}
+
+// stop makes every later take fail.
+func (o *offers) stop() {
+	o.mu.Lock()
+	o.stopped = true
+	o.mu.Unlock()
+}
+
+// callOwner asks the owner to accept the handed-off attempts: in one call
+// for a BatchOwner (which counts as offering every attempt it is given),
+// otherwise with up to concurrency calls at once, in batch order. The
+// first failure stops new calls; calls in flight are awaited. It returns
+// each attempt's result and whether the owner was called for it.
+func (s *Store) callOwner(ctx context.Context, owner Owner, ready []prepared, concurrency int) ([]DispatchResult, []bool) {
 	ps := make([]PreparedDispatch, len(ready))
+	all := make([]int, len(ready))
 	for i, r := range ready {
-		ps[i] = r.p
+		ps[i], all[i] = r.p, i
 	}
 	out := make([]DispatchResult, len(ps))
+	o := &offers{called: make([]bool, len(ps))}
 	if bo, ok := owner.(BatchOwner); ok {
+		if !o.take(ctx, all...) {
+			return out, o.called
+		}
 		rs, err := bo.DispatchBatch(ctx, ps)
 		if err == nil && len(rs) != len(ps) {
 			err = fmt.Errorf("DispatchBatch returned %d results for %d attempts", len(rs), len(ps))
@@ -546,26 +695,39 @@ func (s *Store) callOwner(ctx context.Context, owner Owner, ready []prepared, co
 			for i := range out {
 				out[i].Err = err
 			}
-			return out
+			return out, o.called
 		}
 		copy(out, rs)
-		return out
+		return out, o.called
+	}
+	call := func(i int) {
+		out[i].Receipt, out[i].Err = owner.Dispatch(ctx, ps[i])
+		if out[i].Err != nil {
+			o.stop()
+		}
 	}
 	if concurrency <= 1 {
-		for i, p := range ps {
-			out[i].Receipt, out[i].Err = owner.Dispatch(ctx, p)
+		for i := range ps {
+			if !o.take(ctx, i) {
+				break
+			}
+			call(i)
 		}
-		return out
+		return out, o.called
 	}
 	sem := make(chan struct{}, concurrency)
 	var wg sync.WaitGroup
-	for i, p := range ps {
+	for i := range ps {
 		sem <- struct{}{}
+		if !o.take(ctx, i) {
+			<-sem
+			break
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			out[i].Receipt, out[i].Err = owner.Dispatch(ctx, p)
+			call(i)
 		})
 	}
 	wg.Wait()
-	return out
+	return out, o.called
 }

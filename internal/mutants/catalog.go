@@ -683,6 +683,7 @@ var Catalog = []Mutant{
 				Find: `			case err != nil:
 				w.truncate(m)
 				res[i].err = err
+				stopped = stopsPass(err)
 			default:
 				res[i].p = p`,
 				Replace: `			case err != nil:
@@ -745,6 +746,39 @@ var Catalog = []Mutant{
 			}
 			// Decide on copies`,
 				Replace: `			// Decide on copies`,
+			},
+		},
+	},
+	{
+		Name: "batch-owner-error-goes-on",
+		Bug:  "in batch mode an owner failure does not stop further owner calls",
+		Edits: []Edit{
+			{
+				File: "workflow/dispatch_batch.go",
+				Find: `		if out[i].Err != nil {
+			o.stop()
+		}`,
+				Replace: `		_ = o.stop`,
+			},
+		},
+	},
+	{
+		Name: "batch-stale-authority-ignored",
+		Bug:  "in batch mode a stale authority at preparation or handoff refuses only its candidate and the pass goes on",
+		Edits: []Edit{
+			{
+				File: "workflow/dispatch_batch.go",
+				Find: `				stopped = stopsPass(err)
+			default:
+				res[i].p = p`,
+				Replace: `				stopped = stopsPass(err) && !errors.Is(err, ErrStaleAuthority)
+			default:
+				res[i].p = p`,
+			},
+			{
+				File:    "workflow/dispatch_batch.go",
+				Find:    `				stopped = !errors.Is(err, ErrIneligible) && !errors.Is(err, ErrConflict)`,
+				Replace: `				stopped = !errors.Is(err, ErrIneligible) && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrStaleAuthority)`,
 			},
 		},
 	},
