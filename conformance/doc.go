@@ -176,6 +176,7 @@
 //	one bad run never blocks the others                    admission_discovery_skips_a_run_without_capacity,
 //	                                                       limits_elapsed_deadline_rejects_without_blocking_other_runs
 //	a refusal at handoff is Rejected, the batch goes on    discovery_handoff_refusal_is_rejected_and_the_batch_goes_on
+//	work added to an exhausted run is reported             exhaustion_work_added_to_an_exhausted_run_is_reported_by_the_next_pass
 //	batch mode stops where one at a time stops             batch_owner_error_stops_further_owner_calls,
 //	                                                       batch_plan_error_stops_the_pass,
 //	                                                       batch_stale_authority_at_* (planning, preparation,

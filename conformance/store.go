@@ -30,6 +30,7 @@ func storeTier(batch bool) []testCase {
 		treeCases(),
 		pruneCases(),
 		batchParityCases(),
+		exhaustedWorkCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -154,7 +154,10 @@
 //     again once the run has room. The run keeps at most one
 //     execution_allowance_exhausted event ever: exhausting a raised cap
 //     parks the run's work again (Dispatch reports it Exhausted) and writes
-//     no second event.
+//     no second event. Work added to a run (or a fan-out member created or
+//     promoted) while its exhaustion holds enters discovery anyway: the
+//     next pass that meets it, over all runs or over that run, reports it
+//     Exhausted and parks it, so no blocked work is in no summary list.
 //   - ReconcileReceiptBacked also selects sibling_cancelling attempts, and
 //     applies Cancelled without asking the observer when the run's
 //     cancellation is requested.

@@ -41,8 +41,9 @@ const (
 	// attempt failed.
 	CheckRetrySchedule VerifyCheck = "retry_schedule"
 	// CheckAdmissible: an activation flagged admissible is one discovery
-	// may return (pending, in a running run without cancellation or
-	// holding exhaustion, not in a retiring fan-out group).
+	// may return (pending, in a running run without cancellation, not in a
+	// retiring fan-out group). Its run's exhaustion may hold: work added
+	// to an exhausted run stays flagged until a pass reports it Exhausted.
 	CheckAdmissible VerifyCheck = "admissible_flag"
 	// CheckBackendIndex: the backend's own index check failed (only for
 	// backends that offer one; see BackendVerifier).
@@ -309,9 +310,9 @@ func (v *verifier) run(ctx context.Context, r backend.ReadTx, run backend.Run) e
 				}
 				g = cached
 			}
-			if !admissible(run, act, g) {
-				v.add(CheckAdmissible, id, actSubject(k), "flagged admissible, but it is %s in a %s run (cancel requested %t, exhaustion holds %t, group retiring %t)",
-					act.Status, run.Status, run.CancelRequestedMS != 0, exhaustionHolds(run), g != nil && g.Retiring)
+			if !arrives(run, act, g) {
+				v.add(CheckAdmissible, id, actSubject(k), "flagged admissible, but it is %s in a %s run (cancel requested %t, group retiring %t)",
+					act.Status, run.Status, run.CancelRequestedMS != 0, g != nil && g.Retiring)
 			}
 		}
 	}

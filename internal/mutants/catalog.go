@@ -782,4 +782,16 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "exhausted-arrival-invisible",
+		Bug:  "work added to an exhausted run stays out of discovery and is reported in no list",
+		Edits: []Edit{
+			{
+				File: "workflow/admissibility.go",
+				Find: `	run.ExhaustionRecorded = false
+	return admissible(run, act, group)`,
+				Replace: `	return admissible(run, act, group)`,
+			},
+		},
+	},
 }
