@@ -51,7 +51,7 @@
 // run 33.1 / 34.8 / 47.3.
 //
 //	record kind or index (tag)    key parts, in order                                       value          scan or lookup
-//	meta                          "store" | "version"                                       marker | 3     Open
+//	meta                          "store" | "version"                                       marker | 4     Open
 //	runs/<run>: (a bucket per run; key = tag, then the remaining key parts)
 //	  run                    0x40  id                                                        Run            Load
 //	  run_link               0x41  child                                                     RunLink        Load
@@ -133,8 +133,12 @@
 // 1256 bytes), 3–4× slower to encode and about 11× slower to decode.
 // Values carry their key fields too, so a value decodes on its own and
 // Verify can check that a record sits under its own key. The layout and
-// encoding are versioned by meta/version as a whole (SchemaVersion); a
-// store of another version is refused, not migrated, and not written.
+// encoding are versioned by meta/version as a whole (SchemaVersion). A
+// store of version 2 or 3 is migrated by Open in one transaction (see
+// SchemaVersion for each step; fields a newer version appends to a value
+// read as zero in a value written before them, so no record is
+// rewritten); a store of any other version is refused, not migrated, and
+// not written.
 //
 // # Durability and concurrency
 //

@@ -17,14 +17,26 @@ import (
 
 // The bytes on disk are SchemaVersion's: a store holding one record of
 // every kind (and a released lease) has exactly the buckets, keys and
-// values of testdata/store-v3.golden, which is store-v2.golden (what the
-// adapter wrote before the contract v2 rewrite of Apply) plus the run
-// status index entries and the new version. A change to the layout or
-// encoding shows here; it needs a new SchemaVersion.
-func TestStoreBytesAreSchemaVersion3(t *testing.T) {
+// values of testdata/store-v4.golden, which is store-v3.golden (itself
+// store-v2.golden, what the adapter wrote before the contract v2 rewrite
+// of Apply, plus the run status index entries) with the activation's
+// attempt timeout and the attempt's handoff token appended to their values
+// and the new version. A change to the layout or encoding shows here; it
+// needs a new SchemaVersion.
+func TestStoreBytesAreSchemaVersion4(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, 3, SchemaVersion, "a new schema version needs a new golden file")
-	require.Equal(t, readGolden(t, "store-v3.golden"), dumpStore(t, goldenStore(t)))
+	require.Equal(t, 4, SchemaVersion, "a new schema version needs a new golden file")
+	require.Equal(t, readGolden(t, "store-v4.golden"), dumpStore(t, goldenStore(t)))
+}
+
+// withVersion returns a dumpStore text with its meta version set to v.
+func withVersion(t *testing.T, dump string, v uint64) string {
+	t.Helper()
+	const key = "  76657273696f6e = " // "version"
+	i := strings.Index(dump, key)
+	require.GreaterOrEqual(t, i, 0, "the dump has a meta version")
+	i += len(key)
+	return dump[:i] + fmt.Sprintf("%016x", v) + dump[i+16:]
 }
 
 func readGolden(t *testing.T, name string) string {
@@ -54,9 +66,9 @@ func goldenStore(t *testing.T) string {
 }
 
 // A version 2 store, rebuilt byte for byte from store-v2.golden, is
-// migrated on Open to exactly what version 3 writes for the same records,
-// and its indexes verify.
-func TestVersionTwoStoreMigratesToTheGoldenVersionThree(t *testing.T) {
+// migrated on Open to exactly what version 3 wrote for the same records
+// (the step to version 4 rewrites no record), and its indexes verify.
+func TestVersionTwoStoreMigratesToTheGoldenVersionThreeAndOnToFour(t *testing.T) {
 	t.Parallel()
 	v2 := readGolden(t, "store-v2.golden")
 	path := filepath.Join(t.TempDir(), "v2.db")
@@ -81,7 +93,78 @@ func TestVersionTwoStoreMigratesToTheGoldenVersionThree(t *testing.T) {
 	}))
 	require.Len(t, running, 1, "the migrated index serves the status scan")
 	require.NoError(t, b.Close())
-	require.Equal(t, readGolden(t, "store-v3.golden"), dumpStore(t, path))
+	require.Equal(t, withVersion(t, readGolden(t, "store-v3.golden"), SchemaVersion), dumpStore(t, path))
+}
+
+// A version 3 store, rebuilt byte for byte from store-v3.golden, is
+// refused by a read-only handle and migrated on Open by writing only the
+// new version: every record reads back as version 3 wrote it, with no
+// attempt timeout and no handoff token. An Expect of such a record passes
+// although its current encoding differs from the stored bytes, and a
+// Replace stores the new fields.
+func TestVersionThreeStoreMigratesToFourReadingNoTimeoutAndNoToken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v3 := readGolden(t, "store-v3.golden")
+	path := filepath.Join(t.TempDir(), "v3.db")
+	loadDump(t, path, v3)
+	require.Equal(t, v3, dumpStore(t, path), "the rebuilt file is the version 3 golden")
+
+	ro, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	require.NoError(t, err)
+	_, err = OpenDB(ctx, ro)
+	var sv *backend.SchemaVersionError
+	require.ErrorAs(t, err, &sv)
+	require.Equal(t, backend.SchemaVersionError{Found: 3, Supported: SchemaVersion}, *sv)
+	require.NoError(t, ro.Close())
+	require.Equal(t, v3, dumpStore(t, path))
+
+	b, err := Open(ctx, path, WithRelaxedDurability())
+	require.NoError(t, err)
+	require.NoError(t, b.Verify(ctx))
+	run, lnk, act, grp, att, ls, sch, ev := fullRecords("g-\x00", []byte(`{"a":[1,2]}`))
+	act.AttemptTimeoutMS, att.HandoffToken = 0, ""
+	released := ls
+	released.Key.Resource, released.ReleasedMS = "other", 77
+	view(t, b, func(ctx context.Context, r backend.ReadTx) {
+		f, err := r.Load(ctx, backend.Lookup{
+			Runs: []string{run.ID}, Links: []string{lnk.ChildRunID}, Activations: []backend.ActivationKey{act.Key},
+			Groups: []backend.ActivationKey{grp.Controller}, Attempts: []backend.AttemptKey{att.Key},
+			Identities: []string{att.Identity}, Leases: []backend.LeaseKey{ls.Key, released.Key}, Schedules: []backend.ActivationKey{sch.Key},
+		})
+		require.NoError(t, err)
+		require.Equal(t, run, f.Runs[run.ID])
+		require.Equal(t, lnk, f.Links[lnk.ChildRunID])
+		require.Equal(t, act, f.Activations[act.Key])
+		require.Equal(t, grp, f.Groups[grp.Controller])
+		require.Equal(t, att, f.Attempts[att.Key])
+		require.Equal(t, att, f.Identities[att.Identity])
+		require.Equal(t, ls, f.Leases[ls.Key])
+		require.Equal(t, released, f.Leases[released.Key])
+		require.Equal(t, sch, f.Schedules[sch.Key])
+		evs, err := r.Events(ctx, backend.EventQuery{RunID: ev.RunID, Limit: 10})
+		require.NoError(t, err)
+		require.Equal(t, []backend.Event{ev}, evs)
+	})
+	require.NoError(t, b.Close())
+	require.Equal(t, withVersion(t, v3, SchemaVersion), dumpStore(t, path), "the migration rewrote only the version")
+
+	b, err = Open(ctx, path, WithRelaxedDurability())
+	require.NoError(t, err)
+	defer b.Close()
+	act2, att2 := act, att
+	act2.AttemptTimeoutMS, att2.HandoffToken = 30_000, "00112233445566778899aabbccddeeff"
+	apply(t, b, backend.Changes{
+		Expect:  backend.Expected{Activations: []backend.Activation{act}, Attempts: []backend.Attempt{att}},
+		Replace: backend.Replaces{Activations: []backend.Activation{act2}, Attempts: []backend.Attempt{att2}},
+	})
+	view(t, b, func(ctx context.Context, r backend.ReadTx) {
+		f, err := r.Load(ctx, backend.Lookup{Activations: []backend.ActivationKey{act.Key}, Attempts: []backend.AttemptKey{att.Key}})
+		require.NoError(t, err)
+		require.Equal(t, act2, f.Activations[act.Key])
+		require.Equal(t, att2, f.Attempts[att.Key])
+	})
+	require.NoError(t, b.Verify(ctx))
 }
 
 // loadDump writes the buckets, keys and values of a dumpStore text into a

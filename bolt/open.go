@@ -200,7 +200,7 @@ func inspectFile(path string, timeout time.Duration) error {
 	}
 	defer db.Close()
 	err = db.View(func(tx *bbolt.Tx) error {
-		_, err := inspect(tx)
+		_, _, err := inspect(tx)
 		return err
 	})
 	if err != nil {

@@ -31,13 +31,13 @@ func fullRecords(id string, json []byte) (backend.Run, backend.RunLink, backend.
 		Effect: backend.ReadOnly, Reconciliation: backend.ReceiptStatus, RetryPolicy: []byte(`{"max":3}`),
 		Predecessors: []backend.NodeRef{{NodeID: id + "p", ActivationID: id + "q"}}, HasSuccessors: true,
 		Group:       &backend.GroupMember{Controller: actKey(id+"r", id+"ctl", id+"c"), Index: 7},
-		LastAttempt: 4294967295, CreatedMS: 32, UpdatedMS: 33,
+		LastAttempt: 4294967295, CreatedMS: 32, UpdatedMS: 33, AttemptTimeoutMS: 34,
 	}
 	grp := backend.FanOutGroup{Controller: ak, Size: 41, MaxConcurrency: 42, Promoted: 43, Settled: 44, Retiring: true, RetiredMS: 45, CreatedMS: 46}
 	att := backend.Attempt{
 		Key: tk, Identity: id + "ident", Status: backend.AttemptSiblingCancelling, SideEffect: backend.Mutating,
 		Intent: json, IntentChecksum: id + "sum", Receipt: []byte(`"r"`), Handoff: backend.HandoffRecorded,
-		Detail: []byte(`null`), PreparedMS: -51, AdmittedMS: 52, TerminalMS: 53,
+		Detail: []byte(`null`), PreparedMS: -51, AdmittedMS: 52, TerminalMS: 53, HandoffToken: id + "token",
 	}
 	ls := backend.Lease{Key: backend.LeaseKey{AttemptKey: tk, Resource: id + "res", Mode: backend.LeaseWrite}, AcquiredMS: 61, ReleasedMS: 0}
 	sch := backend.RetrySchedule{Key: ak, FailedAttempt: 71, NextAttempt: 72, FailureKind: id + "kind", BackoffMS: 73, DueMS: 74, ScheduledMS: 75}

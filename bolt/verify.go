@@ -98,7 +98,7 @@ func (v *verifier) tick() error {
 }
 
 func (v *verifier) run() error {
-	if _, err := inspect(v.tx); err != nil {
+	if _, _, err := inspect(v.tx); err != nil {
 		v.Add(kvlayout.Discrepancy{Space: string(bucketMeta), Problem: err.Error()})
 		return nil // without a sound layout the rest would only repeat it
 	}

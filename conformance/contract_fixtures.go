@@ -99,43 +99,45 @@ func fullLink(child, root string, parent backend.AttemptKey) backend.RunLink {
 
 func fullActivation(k backend.ActivationKey) backend.Activation {
 	return backend.Activation{
-		Key:            k,
-		Generation:     4,
-		Status:         backend.ActivationPending,
-		Admissible:     true,
-		Input:          js("input " + k.NodeID),
-		Output:         js("output " + k.NodeID),
-		Claims:         []backend.ResourceClaim{{Resource: "res-b " + k.NodeID, Mode: backend.LeaseWrite}, {Resource: "res-a", Mode: backend.LeaseRead}},
-		Effect:         backend.Mutating,
-		Reconciliation: backend.ReceiptStatus,
-		RetryPolicy:    js("retry " + k.NodeID),
-		Predecessors:   []backend.NodeRef{{NodeID: "pred-z", ActivationID: "1"}, {NodeID: "pred-a", ActivationID: "2"}},
-		HasSuccessors:  true,
-		Group:          &backend.GroupMember{Controller: akey(k.RunID, "controller "+k.NodeID, "c1"), Index: 5},
-		LastAttempt:    3,
-		CreatedMS:      1_700_000_000_020,
-		UpdatedMS:      1_700_000_000_021,
+		Key:              k,
+		Generation:       4,
+		Status:           backend.ActivationPending,
+		Admissible:       true,
+		Input:            js("input " + k.NodeID),
+		Output:           js("output " + k.NodeID),
+		Claims:           []backend.ResourceClaim{{Resource: "res-b " + k.NodeID, Mode: backend.LeaseWrite}, {Resource: "res-a", Mode: backend.LeaseRead}},
+		Effect:           backend.Mutating,
+		Reconciliation:   backend.ReceiptStatus,
+		RetryPolicy:      js("retry " + k.NodeID),
+		Predecessors:     []backend.NodeRef{{NodeID: "pred-z", ActivationID: "1"}, {NodeID: "pred-a", ActivationID: "2"}},
+		HasSuccessors:    true,
+		Group:            &backend.GroupMember{Controller: akey(k.RunID, "controller "+k.NodeID, "c1"), Index: 5},
+		LastAttempt:      3,
+		CreatedMS:        1_700_000_000_020,
+		UpdatedMS:        1_700_000_000_021,
+		AttemptTimeoutMS: 90_022,
 	}
 }
 
 func altActivation(a backend.Activation) backend.Activation {
 	return backend.Activation{
-		Key:            a.Key,
-		Generation:     a.Generation + 1,
-		Status:         backend.ActivationCompleted,
-		Admissible:     false,
-		Input:          js("other input"),
-		Output:         nil,
-		Claims:         nil,
-		Effect:         backend.ReadOnly,
-		Reconciliation: backend.IdempotentReplay,
-		RetryPolicy:    nil,
-		Predecessors:   nil,
-		HasSuccessors:  false,
-		Group:          nil,
-		LastAttempt:    a.LastAttempt + 1,
-		CreatedMS:      a.CreatedMS + 1,
-		UpdatedMS:      a.UpdatedMS + 1,
+		Key:              a.Key,
+		Generation:       a.Generation + 1,
+		Status:           backend.ActivationCompleted,
+		Admissible:       false,
+		Input:            js("other input"),
+		Output:           nil,
+		Claims:           nil,
+		Effect:           backend.ReadOnly,
+		Reconciliation:   backend.IdempotentReplay,
+		RetryPolicy:      nil,
+		Predecessors:     nil,
+		HasSuccessors:    false,
+		Group:            nil,
+		LastAttempt:      a.LastAttempt + 1,
+		CreatedMS:        a.CreatedMS + 1,
+		UpdatedMS:        a.UpdatedMS + 1,
+		AttemptTimeoutMS: 0,
 	}
 }
 
@@ -181,6 +183,7 @@ func fullAttempt(k backend.AttemptKey, identity string) backend.Attempt {
 		PreparedMS:     1_700_000_000_040,
 		AdmittedMS:     1_700_000_000_041,
 		TerminalMS:     1_700_000_000_042,
+		HandoffToken:   "9f86d081884c7d659a2feaa0c55ad015-" + identity,
 	}
 }
 
@@ -198,6 +201,7 @@ func altAttempt(a backend.Attempt) backend.Attempt {
 		PreparedMS:     a.PreparedMS + 1,
 		AdmittedMS:     0,
 		TerminalMS:     0,
+		HandoffToken:   "",
 	}
 }
 

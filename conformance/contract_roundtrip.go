@@ -162,6 +162,7 @@ func idSet(id string) fullSet {
 	s.Act.Predecessors = []backend.NodeRef{{NodeID: id, ActivationID: id}}
 	s.Act.Group = &backend.GroupMember{Controller: akey(id, id, id), Index: 1}
 	s.Attempt.IntentChecksum = id
+	s.Attempt.HandoffToken = id
 	s.Schedule.FailureKind = id
 	s.Event.Type = id
 	return s
@@ -191,6 +192,7 @@ func extremeSet() fullSet {
 	s.Link.Parent.Attempt = math.MaxUint32
 	a := &s.Act
 	a.Generation, a.LastAttempt, a.CreatedMS, a.UpdatedMS = small, math.MaxUint32, big, big-1
+	a.AttemptTimeoutMS = big
 	a.Group.Index = big
 	g := &s.Group
 	g.Size, g.MaxConcurrency, g.Promoted, g.Settled, g.RetiredMS, g.CreatedMS = big, small, big-1, small+1, big, big-1

@@ -33,7 +33,7 @@
 // its tag.
 //
 //	space (tag)                   rest of the key                                          value          scan or lookup
-//	meta                   'm'    "store" | "version"                                      marker | 1     Open
+//	meta                   'm'    "store" | "version"                                      marker | 2     Open
 //	commit marker          'x'    instance id "/" slot                                     c:/f: nonce    Update (commit.go)
 //	run                    0x40   id                                                       Run            Load, Runs
 //	run_link               0x41   child                                                    RunLink        Load

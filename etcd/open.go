@@ -21,8 +21,20 @@ import (
 //	prefix | 'm' | "version"  uint64 big-endian, SchemaVersion
 
 // SchemaVersion is the store layout version this build reads and writes.
-// A store of another version is refused with a *backend.SchemaVersionError.
-const SchemaVersion = 1
+// Open migrates a version 1 store by rewriting its version key (one
+// compare-and-set Txn); a store of any other version is refused with a
+// *backend.SchemaVersionError.
+//
+// 2: version 1 plus two fields at the end of a value: an activation's
+// attempt timeout and an attempt's handoff holder token. Values written by
+// version 1 end before them and read as 0 and "", so no record is
+// rewritten; the new version keeps a build that knows only version 1 from
+// opening a store whose values it cannot read.
+// 1: the first layout.
+const SchemaVersion = 2
+
+// oldestMigratableVersion is the oldest version Open migrates.
+const oldestMigratableVersion = 1
 
 // DefaultPrefix is the key prefix of a store when WithPrefix is not given.
 const DefaultPrefix = "wfstore/"
@@ -167,9 +179,10 @@ func (b *Backend) prefixEndKey() string {
 	return clientv3.GetPrefixRangeEnd(b.prefix)
 }
 
-// inspect reads the meta keys: fresh reports an empty prefix; rev is the
-// revision read.
-func (b *Backend) inspect(ctx context.Context) (fresh bool, rev int64, err error) {
+// inspect reads the meta keys: fresh reports an empty prefix; found is the
+// schema version of a store it accepts (SchemaVersion, or an older one
+// prepare migrates); rev is the revision read.
+func (b *Backend) inspect(ctx context.Context) (fresh bool, found uint64, rev int64, err error) {
 	rctx, cancel := b.requestCtx(ctx)
 	defer cancel()
 	resp, err := b.kv.Txn(rctx).Then(
@@ -178,7 +191,7 @@ func (b *Backend) inspect(ctx context.Context) (fresh bool, rev int64, err error
 		clientv3.OpGet(b.prefix, clientv3.WithRange(b.prefixEndKey()), clientv3.WithLimit(1), clientv3.WithKeysOnly()),
 	).Commit()
 	if err != nil {
-		return false, 0, err
+		return false, 0, 0, err
 	}
 	first := func(i int) []byte {
 		rr := resp.Responses[i].GetResponseRange()
@@ -193,37 +206,47 @@ func (b *Backend) inspect(ctx context.Context) (fresh bool, rev int64, err error
 	store, version, any := first(0), first(1), first(2)
 	switch {
 	case store == nil && any == nil:
-		return true, resp.Header.Revision, nil
+		return true, 0, resp.Header.Revision, nil
 	case store == nil:
-		return false, 0, fmt.Errorf("prefix holds key %q but no wfstore store marker: %w", any, backend.ErrForeignStore)
+		return false, 0, 0, fmt.Errorf("prefix holds key %q but no wfstore store marker: %w", any, backend.ErrForeignStore)
 	case string(store) != string(storeMarker):
-		return false, 0, fmt.Errorf("store marker is %q, not %q: %w", store, storeMarker, backend.ErrForeignStore)
+		return false, 0, 0, fmt.Errorf("store marker is %q, not %q: %w", store, storeMarker, backend.ErrForeignStore)
 	case len(version) != 8:
-		return false, 0, fmt.Errorf("schema version is %d bytes, not 8: %w", len(version), backend.ErrForeignStore)
+		return false, 0, 0, fmt.Errorf("schema version is %d bytes, not 8: %w", len(version), backend.ErrForeignStore)
 	}
-	if found := binary.BigEndian.Uint64(version); found != SchemaVersion {
-		return false, 0, &backend.SchemaVersionError{Found: int64(found), Supported: SchemaVersion}
+	found = binary.BigEndian.Uint64(version)
+	if found > SchemaVersion || found < oldestMigratableVersion {
+		return false, 0, 0, &backend.SchemaVersionError{Found: int64(found), Supported: SchemaVersion}
 	}
-	return false, resp.Header.Revision, nil
+	return false, found, resp.Header.Revision, nil
 }
 
 // prepare inspects the store and creates it when the prefix is empty, in
-// one Txn that applies only while it still is.
+// one Txn that applies only while it still is, or migrates an older store
+// in one Txn that applies only while its version is still the one read.
 func (b *Backend) prepare(ctx context.Context) error {
+	version := string(kvlayout.Key(nil).U64(SchemaVersion))
 	for range 10 {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		fresh, rev, err := b.inspect(ctx)
-		if err != nil || !fresh {
+		fresh, found, rev, err := b.inspect(ctx)
+		if err != nil || (!fresh && found == SchemaVersion) {
 			return err
 		}
+		var ifs []clientv3.Cmp
+		var thens []clientv3.Op
+		if fresh {
+			ifs = []clientv3.Cmp{clientv3.Compare(clientv3.ModRevision(b.prefix), "<", rev+1).WithRange(b.prefixEndKey())}
+			thens = []clientv3.Op{clientv3.OpPut(b.metaKey("store"), string(storeMarker)), clientv3.OpPut(b.metaKey("version"), version)}
+		} else {
+			// Every step from found to SchemaVersion only rewrites the
+			// version (see SchemaVersion).
+			ifs = []clientv3.Cmp{clientv3.Compare(clientv3.Value(b.metaKey("version")), "=", string(kvlayout.Key(nil).U64(found)))}
+			thens = []clientv3.Op{clientv3.OpPut(b.metaKey("version"), version)}
+		}
 		rctx, cancel := b.requestCtx(ctx)
-		resp, err := b.kv.Txn(rctx).
-			If(clientv3.Compare(clientv3.ModRevision(b.prefix), "<", rev+1).WithRange(b.prefixEndKey())).
-			Then(clientv3.OpPut(b.metaKey("store"), string(storeMarker)),
-				clientv3.OpPut(b.metaKey("version"), string(kvlayout.Key(nil).U64(SchemaVersion)))).
-			Commit()
+		resp, err := b.kv.Txn(rctx).If(ifs...).Then(thens...).Commit()
 		cancel()
 		if err != nil {
 			continue // unknown outcome: inspect again
@@ -232,5 +255,5 @@ func (b *Backend) prepare(ctx context.Context) error {
 			return nil
 		}
 	}
-	return errors.New("could not create the store: its prefix kept changing")
+	return errors.New("could not create or migrate the store: its prefix kept changing")
 }

@@ -101,7 +101,7 @@ func activationArgs(a backend.Activation) []any {
 		resources, modes, string(a.Effect), string(a.Reconciliation), a.RetryPolicy,
 		predNodes, predActs, a.HasSuccessors,
 		gRun, gNode, gAct, gIndex,
-		int64(a.LastAttempt), a.CreatedMS, a.UpdatedMS,
+		int64(a.LastAttempt), a.CreatedMS, a.UpdatedMS, a.AttemptTimeoutMS,
 	}
 }
 
@@ -118,7 +118,7 @@ func scanActivation(row pgx.Row) (backend.Activation, error) {
 		&resources, &modes, &effect, &recon, &a.RetryPolicy,
 		&predNodes, &predActs, &a.HasSuccessors,
 		&gRun, &gNode, &gAct, &gIndex,
-		&last, &a.CreatedMS, &a.UpdatedMS,
+		&last, &a.CreatedMS, &a.UpdatedMS, &a.AttemptTimeoutMS,
 	)
 	if err != nil {
 		return a, err
@@ -175,7 +175,7 @@ func attemptArgs(a backend.Attempt) []any {
 	return []any{
 		a.Key.RunID, a.Key.NodeID, a.Key.ActivationID, int64(a.Key.Attempt),
 		a.Identity, string(a.Status), string(a.SideEffect), a.Intent, a.IntentChecksum, a.Receipt,
-		string(a.Handoff), a.Detail, a.PreparedMS, a.AdmittedMS, a.TerminalMS,
+		string(a.Handoff), a.Detail, a.PreparedMS, a.AdmittedMS, a.TerminalMS, a.HandoffToken,
 	}
 }
 
@@ -186,7 +186,7 @@ func scanAttempt(row pgx.Row) (backend.Attempt, error) {
 	err := row.Scan(
 		&a.Key.RunID, &a.Key.NodeID, &a.Key.ActivationID, &attempt,
 		&a.Identity, &status, &effect, &a.Intent, &a.IntentChecksum, &a.Receipt,
-		&handoff, &a.Detail, &a.PreparedMS, &a.AdmittedMS, &a.TerminalMS,
+		&handoff, &a.Detail, &a.PreparedMS, &a.AdmittedMS, &a.TerminalMS, &a.HandoffToken,
 	)
 	a.Key.Attempt = uint32(attempt)
 	a.Status, a.SideEffect, a.Handoff = backend.AttemptStatus(status), backend.Effect(effect), backend.Handoff(handoff)

@@ -49,13 +49,14 @@ func fullRecords(runID string) (backend.Run, backend.RunLink, backend.Activation
 		Predecessors:  []backend.NodeRef{{NodeID: "p1", ActivationID: "a1"}, {NodeID: idUnicode, ActivationID: id512}},
 		HasSuccessors: true,
 		Group:         &backend.GroupMember{Controller: backend.ActivationKey{RunID: runID, NodeID: "ctl", ActivationID: "c"}, Index: 14},
-		LastAttempt:   15, CreatedMS: 16, UpdatedMS: 17,
+		LastAttempt:   15, CreatedMS: 16, UpdatedMS: 17, AttemptTimeoutMS: 1 << 40,
 	}
 	group := backend.FanOutGroup{Controller: ak, Size: 18, MaxConcurrency: 19, Promoted: 20, Settled: 21, Retiring: true, RetiredMS: 22, CreatedMS: 23}
 	att := backend.Attempt{
 		Key: tk, Identity: "ident-" + runID + "-" + id512, Status: backend.AttemptSiblingCancelling, SideEffect: backend.ReadOnly,
 		Intent: bigJSON(), IntentChecksum: "sha256:abc", Receipt: []byte(`{"r":"\u0000"}`), Handoff: backend.HandoffRecorded,
 		Detail: []byte(`{}`), PreparedMS: 24, AdmittedMS: 25, TerminalMS: 26,
+		HandoffToken: "a94a8fe5ccb19ba61c4c0873d391e987",
 	}
 	lease := backend.Lease{Key: backend.LeaseKey{AttemptKey: tk, Resource: "r☃", Mode: backend.LeaseWrite}, AcquiredMS: 27, ReleasedMS: 0}
 	sched := backend.RetrySchedule{Key: ak, FailedAttempt: 28, NextAttempt: 29, FailureKind: "timeout", BackoffMS: 30, DueMS: 31, ScheduledMS: 32}

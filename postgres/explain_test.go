@@ -159,9 +159,11 @@ func explained(b *postgres.Backend) []explainedStmt {
 	} {
 		add(k.name, named[k.name], k.args, k.index, false)
 	}
-	// Expect statements, with a row's worth of (made-up) values.
-	vals := func(key []any, n int) []any {
-		for len(key) < n {
+	// Expect statements, with a row's worth of (made-up) values: one per
+	// column of the table.
+	cols := postgres.TableColumns()
+	vals := func(key []any, table string) []any {
+		for len(key) < len(cols[table]) {
 			key = append(key, nil)
 		}
 		return key
@@ -170,9 +172,9 @@ func explained(b *postgres.Backend) []explainedStmt {
 		name, index string
 		args        []any
 	}{
-		{"expectRun", "runs_pkey", vals([]any{"run-3"}, 24)},
-		{"expectActivation", "activations_pkey", vals([]any{"run-3", "node-1", "act-1"}, 23)},
-		{"expectAttempt", "attempts_pkey", vals([]any{"run-3", "node-1", "act-1", int64(1)}, 15)},
+		{"expectRun", "runs_pkey", vals([]any{"run-3"}, "runs")},
+		{"expectActivation", "activations_pkey", vals([]any{"run-3", "node-1", "act-1"}, "activations")},
+		{"expectAttempt", "attempts_pkey", vals([]any{"run-3", "node-1", "act-1", int64(1)}, "attempts")},
 	} {
 		add(k.name, named[k.name], k.args, k.index, false)
 	}

@@ -3,7 +3,7 @@ package postgres
 import "strings"
 
 // SchemaVersion is the schema version this build creates and accepts.
-const SchemaVersion = 3
+const SchemaVersion = 4
 
 // storeMark is written to the version row; a meta table holding anything
 // else marks a foreign store.
@@ -190,6 +190,14 @@ ALTER TABLE {{s}}.fan_out_groups ADD COLUMN fail_fast boolean NOT NULL DEFAULT f
 	// listing reads only the runs it returns.
 	`
 CREATE INDEX runs_by_status ON {{s}}.runs (status, id);
+`,
+	// 3 -> 4: an attempt's handoff holder token ('' while the handoff is
+	// pending or unknown, and for every handoff recorded before this
+	// version) and an activation's attempt timeout (0 = none set: the
+	// engine's default applies, as for every activation created before).
+	`
+ALTER TABLE {{s}}.attempts ADD COLUMN handoff_token text COLLATE "C" NOT NULL DEFAULT '';
+ALTER TABLE {{s}}.activations ADD COLUMN attempt_timeout_ms bigint NOT NULL DEFAULT 0;
 `,
 }
 

@@ -275,14 +275,33 @@ func (b *syncBuffer) String() string {
 	return string(b.buf)
 }
 
+// makeVersion turns schema, created by this build, into what schema
+// version v created: it undoes every migration after v (dropping the
+// columns and indexes they added, and so those columns' values) and
+// records v.
+func makeVersion(t *testing.T, schema string, v int) {
+	t.Helper()
+	s := pgx.Identifier{schema}.Sanitize()
+	undo := map[int][]string{
+		4: {"ALTER TABLE " + s + ".attempts DROP COLUMN handoff_token", "ALTER TABLE " + s + ".activations DROP COLUMN attempt_timeout_ms"},
+		3: {"DROP INDEX " + s + ".runs_by_status"},
+		2: {"ALTER TABLE " + s + ".fan_out_groups DROP COLUMN fail_fast"},
+	}
+	for from := postgres.SchemaVersion; from > v; from-- {
+		require.Contains(t, undo, from, "makeVersion knows no undo of migration %d", from)
+		for _, stmt := range undo[from] {
+			exec1(t, stmt)
+		}
+	}
+	exec1(t, fmt.Sprintf("UPDATE %s.wfstore_meta SET version = %d", s, v))
+}
+
 func TestVersionTwoSchemaMigratesToTheRunStatusIndex(t *testing.T) {
 	t.Parallel()
 	b, dsn, schema := openFresh(t)
 	apply(t, b, insertRuns("a", "b"))
 	require.NoError(t, b.Close())
-	s := pgx.Identifier{schema}.Sanitize()
-	exec1(t, "DROP INDEX "+s+".runs_by_status")
-	exec1(t, "UPDATE "+s+".wfstore_meta SET version = 2")
+	makeVersion(t, schema, 2)
 	b2 := openOn(t, dsn, schema)
 	require.Contains(t, metaRow(t, schema), fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))
 	var n int
@@ -290,4 +309,46 @@ func TestVersionTwoSchemaMigratesToTheRunStatusIndex(t *testing.T) {
 		"SELECT count(*) FROM pg_indexes WHERE schemaname = $1 AND indexname = 'runs_by_status'", schema).Scan(&n))
 	require.Equal(t, 1, n, "the migration created the index")
 	require.Contains(t, load(t, b2, backend.Lookup{Runs: []string{"a"}}).Runs, "a")
+}
+
+// A version 3 schema (no attempt timeout, no handoff token) migrates on
+// Open: its activations read back with no timeout set and its attempts
+// with no token, every other field as written; an Expect of such a
+// record passes, a Replace stores both fields, and the migrated columns
+// are the adapter's.
+func TestVersionThreeSchemaMigratesToTheAttemptTimeoutAndHandoffToken(t *testing.T) {
+	t.Parallel()
+	b, dsn, schema := openFresh(t)
+	run, link, act, group, att, lease, sched, ev := fullRecords("v3")
+	act.AttemptTimeoutMS, att.HandoffToken = 0, ""
+	apply(t, b, insertAll(run, link, act, group, att, lease, sched, ev))
+	require.NoError(t, b.Close())
+	makeVersion(t, schema, 3)
+
+	b2 := openOn(t, dsn, schema)
+	require.Contains(t, metaRow(t, schema), fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))
+	f := load(t, b2, lookupAll(run, act, att, lease))
+	require.Equal(t, act, f.Activations[act.Key], "a version 3 activation reads with no attempt timeout")
+	require.Equal(t, att, f.Attempts[att.Key], "a version 3 attempt reads with no handoff token")
+	require.Equal(t, att, f.Identities[att.Identity])
+
+	act2, att2 := act, att
+	act2.AttemptTimeoutMS, att2.HandoffToken = 45_000, "ffeeddccbbaa99887766554433221100"
+	apply(t, b2, backend.Changes{
+		Expect:  backend.Expected{Activations: []backend.Activation{act}, Attempts: []backend.Attempt{att}},
+		Replace: backend.Replaces{Activations: []backend.Activation{act2}, Attempts: []backend.Attempt{att2}},
+	})
+	f = load(t, b2, lookupAll(run, act, att, lease))
+	require.Equal(t, act2, f.Activations[act.Key])
+	require.Equal(t, att2, f.Attempts[att.Key])
+	for table, want := range postgres.TableColumns() {
+		rows, err := pgtest.Admin(t).Query(ctxT(t), `
+			SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
+			FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
+			WHERE n.nspname = $1 AND c.relname = $2 AND a.attnum > 0 AND NOT a.attisdropped ORDER BY a.attnum`, schema, table)
+		require.NoError(t, err)
+		got, err := pgx.CollectRows(rows, pgx.RowTo[string])
+		require.NoError(t, err)
+		require.Equal(t, want, got, table)
+	}
 }

@@ -66,7 +66,7 @@ var (
 		"claim_resources text[]", "claim_modes text[]", "effect text", "reconciliation text", "retry_policy bytea",
 		"predecessor_node_ids text[]", "predecessor_activation_ids text[]", "has_successors boolean",
 		"group_run_id text", "group_node_id text", "group_activation_id text", "group_index bigint",
-		"last_attempt bigint", "created_ms bigint", "updated_ms bigint",
+		"last_attempt bigint", "created_ms bigint", "updated_ms bigint", "attempt_timeout_ms bigint",
 	)
 	tGroups = newTable("fan_out_groups", 3,
 		"run_id text", "node_id text", "activation_id text",
@@ -77,6 +77,7 @@ var (
 		"run_id text", "node_id text", "activation_id text", "attempt bigint",
 		"identity text", "status text", "side_effect text", "intent bytea", "intent_checksum text", "receipt bytea",
 		"handoff text", "detail bytea", "prepared_ms bigint", "admitted_ms bigint", "terminal_ms bigint",
+		"handoff_token text",
 	)
 	tLeases = newTable("leases", 6,
 		"run_id text", "node_id text", "activation_id text", "attempt bigint", "resource text", "mode text",

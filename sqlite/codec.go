@@ -208,7 +208,7 @@ func activationArgs(a *backend.Activation) []any {
 		jsonArg(a.Input), jsonArg(a.Output), claimsArg(a.Claims), string(a.Effect), string(a.Reconciliation),
 		jsonArg(a.RetryPolicy), predecessorsArg(a.Predecessors),
 		boolArg(a.HasSuccessors), gr, gn, ga, gi,
-		int64(a.LastAttempt), a.CreatedMS, a.UpdatedMS,
+		int64(a.LastAttempt), a.CreatedMS, a.UpdatedMS, a.AttemptTimeoutMS,
 	}
 }
 
@@ -223,7 +223,7 @@ func scanActivation(s scanner) (backend.Activation, error) {
 		&a.Key.RunID, &a.Key.NodeID, &a.Key.ActivationID, &a.Generation, &status, &a.Admissible,
 		&a.Input, &a.Output, &claims, &effect, &recon, &a.RetryPolicy, &preds,
 		&a.HasSuccessors, &gr, &gn, &ga, &gi,
-		&last, &a.CreatedMS, &a.UpdatedMS,
+		&last, &a.CreatedMS, &a.UpdatedMS, &a.AttemptTimeoutMS,
 	)
 	if err != nil {
 		return a, err
@@ -270,7 +270,7 @@ func attemptArgs(a *backend.Attempt) []any {
 		a.Key.RunID, a.Key.NodeID, a.Key.ActivationID, int64(a.Key.Attempt),
 		a.Identity, string(a.Status), string(a.SideEffect),
 		jsonArg(a.Intent), a.IntentChecksum, jsonArg(a.Receipt), string(a.Handoff), jsonArg(a.Detail),
-		a.PreparedMS, a.AdmittedMS, a.TerminalMS,
+		a.PreparedMS, a.AdmittedMS, a.TerminalMS, a.HandoffToken,
 	}
 }
 
@@ -282,7 +282,7 @@ func scanAttempt(s scanner) (backend.Attempt, error) {
 		&a.Key.RunID, &a.Key.NodeID, &a.Key.ActivationID, &attempt,
 		&a.Identity, &status, &effect,
 		&a.Intent, &a.IntentChecksum, &a.Receipt, &handoff, &a.Detail,
-		&a.PreparedMS, &a.AdmittedMS, &a.TerminalMS,
+		&a.PreparedMS, &a.AdmittedMS, &a.TerminalMS, &a.HandoffToken,
 	)
 	if err != nil {
 		return a, err

@@ -47,6 +47,40 @@ func rawDB(t *testing.T, path string) *sql.DB {
 	return db
 }
 
+// makeVersion turns the store at path, written by this build, into what
+// schema version v wrote: it undoes every migration after v (dropping
+// the columns and indexes they added, and so those columns' values) and
+// records v.
+func makeVersion(t *testing.T, path string, v int) {
+	t.Helper()
+	undo := map[int][]string{
+		4: {"ALTER TABLE attempts DROP COLUMN handoff_token", "ALTER TABLE activations DROP COLUMN attempt_timeout_ms"},
+		3: {"DROP INDEX runs_by_status"},
+		2: {"ALTER TABLE fan_out_groups DROP COLUMN fail_fast"},
+	}
+	db := rawDB(t, path)
+	for from := SchemaVersion; from > v; from-- {
+		require.Contains(t, undo, from, "makeVersion knows no undo of migration %d", from)
+		for _, stmt := range undo[from] {
+			_, err := db.Exec(stmt)
+			require.NoError(t, err, stmt)
+		}
+	}
+	_, err := db.Exec("UPDATE wfstore_meta SET value = ? WHERE key = 'schema_version'", strconv.Itoa(v))
+	require.NoError(t, err)
+	require.NoError(t, db.Close())
+}
+
+// requireSchemaVersion checks the version recorded in the store at path.
+func requireSchemaVersion(t *testing.T, path string, want int) {
+	t.Helper()
+	db := rawDB(t, path)
+	var v string
+	require.NoError(t, db.QueryRow("SELECT value FROM wfstore_meta WHERE key = 'schema_version'").Scan(&v))
+	require.Equal(t, strconv.Itoa(want), v)
+	require.NoError(t, db.Close())
+}
+
 func TestForeignFilesRefusedByteIdentical(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -228,16 +262,7 @@ func TestVersionOneStoreMigratesToTheFanOutPolicy(t *testing.T) {
 	group := backend.FanOutGroup{Controller: c, Size: 3, MaxConcurrency: 2, Promoted: 2, CreatedMS: 1_700_000_000_000}
 	update(t, b, backend.Changes{Insert: backend.Inserts{Groups: []backend.FanOutGroup{group}}})
 	require.NoError(t, b.Close())
-	// Make the file what version 1 wrote: no fail_fast column (and no
-	// index of version 3).
-	db := rawDB(t, path)
-	_, err := db.Exec("ALTER TABLE fan_out_groups DROP COLUMN fail_fast")
-	require.NoError(t, err)
-	_, err = db.Exec("DROP INDEX runs_by_status")
-	require.NoError(t, err)
-	_, err = db.Exec("UPDATE wfstore_meta SET value = '1' WHERE key = 'schema_version'")
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
+	makeVersion(t, path, 1)
 
 	b = openAt(t, path)
 	read := func() backend.FanOutGroup {
@@ -254,11 +279,7 @@ func TestVersionOneStoreMigratesToTheFanOutPolicy(t *testing.T) {
 	update(t, b, backend.Changes{Replace: backend.Replaces{Groups: []backend.FanOutGroup{group}}})
 	require.Equal(t, group, read())
 	require.NoError(t, b.Close())
-	db = rawDB(t, path)
-	var v string
-	require.NoError(t, db.QueryRow("SELECT value FROM wfstore_meta WHERE key = 'schema_version'").Scan(&v))
-	require.Equal(t, strconv.Itoa(SchemaVersion), v)
-	require.NoError(t, db.Close())
+	requireSchemaVersion(t, path, SchemaVersion)
 }
 
 func TestVersionTwoStoreMigratesToTheRunStatusIndex(t *testing.T) {
@@ -269,13 +290,7 @@ func TestVersionTwoStoreMigratesToTheRunStatusIndex(t *testing.T) {
 	runs := []backend.Run{{ID: "a", Status: backend.RunRunning}, {ID: "b", Status: backend.RunCompleted}, {ID: "c", Status: backend.RunRunning}}
 	update(t, b, insertRuns(runs...))
 	require.NoError(t, b.Close())
-	// Make the file what version 2 wrote: no runs_by_status index.
-	db := rawDB(t, path)
-	_, err := db.Exec("DROP INDEX runs_by_status")
-	require.NoError(t, err)
-	_, err = db.Exec("UPDATE wfstore_meta SET value = '2' WHERE key = 'schema_version'")
-	require.NoError(t, err)
-	require.NoError(t, db.Close())
+	makeVersion(t, path, 2)
 
 	b = openAt(t, path)
 	view(t, b, func(r backend.ReadTx) {
@@ -284,12 +299,52 @@ func TestVersionTwoStoreMigratesToTheRunStatusIndex(t *testing.T) {
 		require.Equal(t, []backend.Run{runs[0], runs[2]}, got)
 	})
 	require.NoError(t, b.Close())
-	db = rawDB(t, path)
-	var v string
-	require.NoError(t, db.QueryRow("SELECT value FROM wfstore_meta WHERE key = 'schema_version'").Scan(&v))
-	require.Equal(t, strconv.Itoa(SchemaVersion), v)
+	requireSchemaVersion(t, path, SchemaVersion)
+	db := rawDB(t, path)
 	var n int
 	require.NoError(t, db.QueryRow("SELECT count(*) FROM sqlite_schema WHERE type = 'index' AND name = 'runs_by_status'").Scan(&n))
 	require.Equal(t, 1, n, "the migration created the index")
 	require.NoError(t, db.Close())
+}
+
+// A version 3 store (no attempt timeout, no handoff token) migrates on
+// Open: its activations read back with no timeout set and its attempts
+// with no token, every other field as written; an Expect of such a
+// record passes, and a Replace stores both fields.
+func TestVersionThreeStoreMigratesToTheAttemptTimeoutAndHandoffToken(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newPath(t)
+	b := openAt(t, path)
+	run, _, act, _, att, _, _, _ := fullRecords("v3", []byte(`{"v":3}`))
+	act.AttemptTimeoutMS, att.HandoffToken = 0, ""
+	update(t, b, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{run}, Activations: []backend.Activation{act}, Attempts: []backend.Attempt{att}}})
+	require.NoError(t, b.Close())
+	makeVersion(t, path, 3)
+
+	b = openAt(t, path)
+	defer b.Close()
+	read := func() (backend.Activation, backend.Attempt) {
+		var f backend.Found
+		view(t, b, func(r backend.ReadTx) {
+			var err error
+			f, err = r.Load(ctx, backend.Lookup{Activations: []backend.ActivationKey{act.Key}, Attempts: []backend.AttemptKey{att.Key}})
+			require.NoError(t, err)
+		})
+		return f.Activations[act.Key], f.Attempts[att.Key]
+	}
+	gotAct, gotAtt := read()
+	require.Equal(t, act, gotAct, "a version 3 activation reads with no attempt timeout")
+	require.Equal(t, att, gotAtt, "a version 3 attempt reads with no handoff token")
+	requireSchemaVersion(t, path, SchemaVersion)
+
+	act2, att2 := act, att
+	act2.AttemptTimeoutMS, att2.HandoffToken = 45_000, "ffeeddccbbaa99887766554433221100"
+	update(t, b, backend.Changes{
+		Expect:  backend.Expected{Activations: []backend.Activation{act}, Attempts: []backend.Attempt{att}},
+		Replace: backend.Replaces{Activations: []backend.Activation{act2}, Attempts: []backend.Attempt{att2}},
+	})
+	gotAct, gotAtt = read()
+	require.Equal(t, act2, gotAct)
+	require.Equal(t, att2, gotAtt)
 }

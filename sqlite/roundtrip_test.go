@@ -30,13 +30,14 @@ func fullRecords(id string, big []byte) (backend.Run, backend.RunLink, backend.A
 		Predecessors:  []backend.NodeRef{{NodeID: id + "/p", ActivationID: id + "/pa"}, {NodeID: "x\x00y", ActivationID: ""}},
 		HasSuccessors: true,
 		Group:         &backend.GroupMember{Controller: akey(id, id+"/ctl", id+"/ca"), Index: 63},
-		LastAttempt:   4294967295, CreatedMS: 1, UpdatedMS: 2,
+		LastAttempt:   4294967295, CreatedMS: 1, UpdatedMS: 2, AttemptTimeoutMS: 3_600_000,
 	}
 	group := backend.FanOutGroup{Controller: k, Size: 64, MaxConcurrency: 4, Promoted: 5, Settled: 6, Retiring: true, RetiredMS: 7, CreatedMS: 8}
 	att := backend.Attempt{
 		Key: ak, Identity: id + "/identity", Status: backend.AttemptSiblingCancelling, SideEffect: backend.Mutating,
 		Intent: big, IntentChecksum: "sha256:" + id, Receipt: []byte(`{"r":true}`), Handoff: backend.HandoffRecorded,
 		Detail: []byte(`"detail"`), PreparedMS: 10, AdmittedMS: 11, TerminalMS: 12,
+		HandoffToken: "0123456789abcdef0123456789abcdef/" + id,
 	}
 	lease := backend.Lease{Key: backend.LeaseKey{AttemptKey: ak, Resource: id + "/res", Mode: backend.LeaseWrite}, AcquiredMS: 13, ReleasedMS: 0}
 	sched := backend.RetrySchedule{Key: k, FailedAttempt: 4294967294, NextAttempt: 4294967295, FailureKind: "timeout/" + id, BackoffMS: 250, DueMS: 1000, ScheduledMS: 750}

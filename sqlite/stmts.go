@@ -68,7 +68,7 @@ var (
 		"run_id", "node_id", "activation_id", "generation", "status", "admissible",
 		"input", "output", "claims", "effect", "reconciliation", "retry_policy", "predecessors",
 		"has_successors", "group_run_id", "group_node_id", "group_activation_id", "group_index",
-		"last_attempt", "created_ms", "updated_ms",
+		"last_attempt", "created_ms", "updated_ms", "attempt_timeout_ms",
 	}}
 	groupsT = table{name: "fan_out_groups", nkey: 3, cols: []string{
 		"run_id", "node_id", "activation_id", "size", "max_concurrency", "promoted", "settled",
@@ -77,7 +77,7 @@ var (
 	attemptsT = table{name: "attempts", nkey: 4, cols: []string{
 		"run_id", "node_id", "activation_id", "attempt", "identity", "status", "side_effect",
 		"intent", "intent_checksum", "receipt", "handoff", "detail",
-		"prepared_ms", "admitted_ms", "terminal_ms",
+		"prepared_ms", "admitted_ms", "terminal_ms", "handoff_token",
 	}}
 	leasesT = table{name: "leases", nkey: 6, cols: []string{
 		"run_id", "node_id", "activation_id", "attempt", "resource", "mode", "acquired_ms", "released_ms",

@@ -362,7 +362,10 @@ func exportCmd(ctx context.Context, args []string, stdout, stderr io.Writer) err
 		fmt.Fprint(stderr, `wfstore export: write every record of a store as JSON lines.
 
 Each line is {"kind": K, "record": {...}} with the backend record's fields
-(byte fields base64, so every value round-trips exactly). Records are read
+(byte fields base64, so every value round-trips exactly). A stream written
+by an earlier wfstore lacks the record fields added since; "wfstore import"
+reads each of them as its zero value (and digests the lines as this build
+writes them, so its digest differs from the earlier export's). Records are read
 run by run, all from one snapshot of the store, in bounded pages spooled
 to a temporary file, so a store in use exports consistently. The stream's
 digest (SHA-256 of its lines) and record count are printed on standard

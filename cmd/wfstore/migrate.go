@@ -26,8 +26,9 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 Opening a store migrates it too; "up" does it ahead of a deployment. A store
 written by a newer wfstore, or a file or schema wfstore did not create, is
-refused and left as it is. SQLite and Postgres have schema migrations; bbolt
-stores have one format version.
+refused and left as it is. SQLite and Postgres have schema migrations this
+command shows and applies; a bbolt store of an older format version is
+migrated by any writable open of it.
 
   wfstore migrate status --db wfstore-demo.db
   wfstore migrate up --backend postgres --dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
@@ -55,7 +56,7 @@ Flags:
 	var err error
 	switch sf.backend {
 	case "bolt":
-		return errors.New("bolt stores have one format version and no migrations; opening one checks it")
+		return errors.New("bolt stores are migrated by any writable open of them, not by this command; opening one checks its format version")
 	case "sqlite":
 		var st sqlite.SchemaStatus
 		if verb == "status" {

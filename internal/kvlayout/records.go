@@ -185,6 +185,7 @@ func encodeActivation(v backend.Activation) []byte {
 	w.u32(v.LastAttempt)
 	w.varint(v.CreatedMS)
 	w.varint(v.UpdatedMS)
+	w.varint(v.AttemptTimeoutMS)
 	return w.b
 }
 
@@ -220,6 +221,11 @@ func decodeActivation(b []byte) (backend.Activation, error) {
 	v.LastAttempt = r.u32()
 	v.CreatedMS = r.varint()
 	v.UpdatedMS = r.varint()
+	if len(r.b) > 0 {
+		// Activations written before the attempt timeout existed end
+		// here and read as having none set.
+		v.AttemptTimeoutMS = r.varint()
+	}
 	return v, r.end()
 }
 
@@ -264,7 +270,7 @@ func decodeGroup(b []byte) (backend.FanOutGroup, error) {
 
 func encodeAttempt(v backend.Attempt) []byte {
 	size := 64 + len(v.Key.RunID) + len(v.Key.NodeID) + len(v.Key.ActivationID) + len(v.Identity) +
-		len(v.Intent) + len(v.IntentChecksum) + len(v.Receipt) + len(v.Detail)
+		len(v.Intent) + len(v.IntentChecksum) + len(v.Receipt) + len(v.Detail) + len(v.HandoffToken)
 	w := valueWriter{b: make([]byte, 0, size)}
 	w.b = append(w.b, tagAttempt)
 	w.attemptKey(v.Key)
@@ -279,6 +285,7 @@ func encodeAttempt(v backend.Attempt) []byte {
 	w.varint(v.PreparedMS)
 	w.varint(v.AdmittedMS)
 	w.varint(v.TerminalMS)
+	w.str(v.HandoffToken)
 	return w.b
 }
 
@@ -298,6 +305,11 @@ func decodeAttempt(b []byte) (backend.Attempt, error) {
 		PreparedMS:     r.varint(),
 		AdmittedMS:     r.varint(),
 		TerminalMS:     r.varint(),
+	}
+	if len(r.b) > 0 {
+		// Attempts written before the handoff holder token existed end
+		// here and read as having none.
+		v.HandoffToken = r.str()
 	}
 	return v, r.end()
 }

@@ -41,12 +41,14 @@ func TestValueRoundTripEveryKind(t *testing.T) {
 }
 
 // Every value decodes only as its own kind, and damage is an error that
-// names the layout.
+// names the layout. (A value cut exactly before the fields a later version
+// appended is a value of the earlier layout, so the truncated attempt here
+// has a handoff token for the cut to land in.)
 func TestValueDecodeRejectsDamage(t *testing.T) {
 	t.Parallel()
 	l := New(Config{Name: "test"})
 	att := backend.Attempt{Key: backend.AttemptKey{ActivationKey: backend.ActivationKey{RunID: "r", NodeID: "n", ActivationID: "a"}, Attempt: 1},
-		Identity: "i", Intent: []byte(`{}`)}
+		Identity: "i", Intent: []byte(`{}`), HandoffToken: "0f1e2d3c4b5a69788796a5b4c3d2e1f0"}
 	act := backend.Activation{Key: att.Key.ActivationKey, Input: []byte(`{}`), Claims: []backend.ResourceClaim{{Resource: "x"}}}
 	v := l.Attempt.Encode(att)
 	_, err := l.Activation.Decode(v)
@@ -76,4 +78,37 @@ func TestGroupWrittenBeforeTheFanOutPolicyDecodesAsWaitAll(t *testing.T) {
 	got, err = decodeGroup(encodeGroup(g))
 	require.NoError(t, err)
 	require.Equal(t, g, got)
+}
+
+// Values written by schema version 3 (bolt) or 1 (etcd) end before the
+// activation's attempt timeout and the attempt's handoff token: they read
+// back as 0 and "", every other field intact, and the current encoding of
+// the same record with those fields set reads back exactly.
+func TestRecordsWrittenBeforeTheTimeoutAndTokenDecodeAsZero(t *testing.T) {
+	t.Parallel()
+	key := backend.ActivationKey{RunID: "r", NodeID: "n", ActivationID: "a"}
+	act := backend.Activation{Key: key, Generation: 2, Status: backend.ActivationRunning, Input: []byte(`{}`),
+		Effect: backend.Mutating, Reconciliation: backend.ReceiptStatus, LastAttempt: 1, CreatedMS: 5, UpdatedMS: 6}
+	old := encodeActivation(act)
+	old = old[:len(old)-1] // the earlier layout ended at UpdatedMS; 0 is one varint byte
+	got, err := decodeActivation(old)
+	require.NoError(t, err)
+	require.Equal(t, act, got)
+	act.AttemptTimeoutMS = 30_000
+	got, err = decodeActivation(encodeActivation(act))
+	require.NoError(t, err)
+	require.Equal(t, act, got)
+
+	att := backend.Attempt{Key: backend.AttemptKey{ActivationKey: key, Attempt: 1}, Identity: "i",
+		Status: backend.AttemptAdmitted, SideEffect: backend.Mutating, Intent: []byte(`{}`), IntentChecksum: "c",
+		Handoff: backend.HandoffRecorded, PreparedMS: 7, AdmittedMS: 8}
+	oldAtt := encodeAttempt(att)
+	oldAtt = oldAtt[:len(oldAtt)-1] // the earlier layout ended at TerminalMS; "" is one length byte
+	gotAtt, err := decodeAttempt(oldAtt)
+	require.NoError(t, err)
+	require.Equal(t, att, gotAtt)
+	att.HandoffToken = "5d41402abc4b2a76b9719d911017c592"
+	gotAtt, err = decodeAttempt(encodeAttempt(att))
+	require.NoError(t, err)
+	require.Equal(t, att, gotAtt)
 }
