@@ -91,10 +91,10 @@ type DispatchSummary struct {
 	// Unoffered lists, in batch mode, the attempts this pass prepared and
 	// never offered to the owner because it stopped (an owner, plan or
 	// fault-hook error, a stale authority, a storage error or ctx done).
-	// One the pass did not hand off is prepared with its handoff pending,
-	// provably never dispatched, and Redispatch admits it with the same
-	// identity; one it had handed off keeps its recorded handoff and is
-	// recovered as a maybe-dispatched attempt (ReconcilePrepared).
+	// Each is prepared with its handoff pending, provably never
+	// dispatched: either the pass stopped before its handoff, or it
+	// released the handoff it had recorded (see Dispatch, "Batch mode").
+	// Redispatch admits it with the same identity.
 	Unoffered []AttemptRef
 }
 
@@ -158,14 +158,39 @@ type OwnerFailure struct {
 // owner in Unoffered. A BatchOwner's DispatchBatch counts as offering
 // every attempt it is given.
 //
+// Releasing unoffered handoffs. Every handoff write stores a fresh random
+// holder token. The decision to call the owner for an attempt is taken
+// under one lock, and when a batch stops, exactly the attempts it handed
+// off and never marked called are released: in one transaction, after the
+// owner calls in flight returned and the receipts were recorded, each
+// handoff goes back from recorded to pending (a
+// dispatch_handoff_released event) if the attempt is still prepared,
+// without a receipt, with the very token this pass wrote. The release is
+// fenced by that token, not by the run's authority, and runs on a context
+// detached from ctx with its own timeout, so it also happens when the pass
+// ends on shutdown or on a stale authority. A recovery pass that
+// re-dispatched one of those handoffs since (Redispatch's re-verify of a
+// read-only attempt) replaced its token, so the release leaves it
+// recorded and reports it in OwnerFailed. The owner is never called for
+// an attempt once its release was attempted, whatever the outcome.
+//
 // A crash mid-batch leaves each attempt of the batch in one of the states
 // a crash leaves one attempt in: no attempt (the intent transaction did
 // not commit), prepared with its handoff pending (provably never
 // dispatched), prepared with its handoff recorded and no receipt (maybe
 // dispatched), or admitted. ReconcilePrepared, Redispatch and
 // CancelNeverDispatched recover them exactly as after a one-at-a-time
-// crash; a larger batch only means more attempts may be caught between
-// two of those states at once.
+// crash. The cost of batching is the window between the handoff
+// transaction and the release: a crash there (during the owner calls, or
+// after them and before the release commits) leaves every attempt the
+// batch handed off without a receipt maybe dispatched, although the owner
+// was called for only some of them. With a plain Owner that is the whole
+// handed-off batch (up to BatchSize attempts, where one at a time leaves
+// one); with a BatchOwner, which is offered the whole batch in one call,
+// it is the batch either way. After the release commits, only the attempts
+// the owner was called for remain maybe dispatched. A receipt refused at
+// the receipt step because the authority moved leaves its attempt maybe
+// dispatched, for the current authority's ReceiptLookup to recover.
 func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions, now time.Time) (DispatchSummary, error) {
 	var sum DispatchSummary
 	if err := requireOwner(owner); err != nil {

@@ -29,10 +29,12 @@ type batchSlot struct {
 }
 
 // prepared is one attempt a batch prepared, with the check that follows it
-// through handoff and receipt.
+// through handoff and receipt, and the holder token of the handoff the
+// batch recorded for it.
 type prepared struct {
 	p     PreparedDispatch
 	check authorityCheck
+	token string
 }
 
 // errNotReached marks a candidate a batch step left undecided because the
@@ -212,14 +214,31 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 		return errors.Join(stops...)
 	}
 	receipts, called := s.callOwner(ctx, owner, handed, opts.OwnerConcurrency)
+	var held []prepared // handed off, never offered: the pass stopped first
+	for i, r := range handed {
+		if !called[i] {
+			held = append(held, r)
+		}
+	}
+	stops = append(stops, s.admitOffered(ctx, handed, receipts, called, kn, opts, at, now, sum)...)
+	if len(held) > 0 {
+		stops = append(stops, s.releaseUnoffered(ctx, held, now, sum)...)
+	}
+	return errors.Join(stops...)
+}
+
+// admitOffered records the receipts of the handed-off attempts the owner
+// was called for and accepted (receipts[i], called[i]); a failed call or
+// an invalid receipt is reported in sum.OwnerFailed, and every error is
+// returned.
+func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []DispatchResult, called []bool, kn *batchKnown, opts DispatchOptions, at int64, now time.Time, sum *DispatchSummary) []error {
 	var (
+		stops    []error
 		accepted []prepared
 		rcs      [][]byte
 	)
 	for i, r := range handed {
 		if !called[i] {
-			// Handed off, never offered: the pass stopped first.
-			unoffered([]prepared{r})
 			continue
 		}
 		rc, err := receipts[i].Receipt, receipts[i].Err
@@ -240,23 +259,53 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 	}
 	for _, r := range accepted {
 		if err := runFault(ctx, opts.Fault, OwnerAccepted, r.p); err != nil {
-			return errors.Join(append(stops, err)...)
+			return append(stops, err)
 		}
 	}
 	if len(accepted) == 0 {
-		return errors.Join(stops...)
+		return stops
 	}
-	admitted, err := s.receiptBatch(ctx, accepted, rcs, kn, at, now, sum)
-	if err != nil {
-		stops = append(stops, err)
-	}
+	admitted, errs := s.receiptBatch(ctx, accepted, rcs, kn, at, now, sum)
+	stops = append(stops, errs...)
 	for _, r := range admitted {
 		if err := runFault(ctx, opts.Fault, ReceiptCommitted, r.p); err != nil {
-			return errors.Join(append(stops, err)...)
+			return append(stops, err)
 		}
 		sum.Admitted = append(sum.Admitted, refOf(r.p))
 	}
-	return errors.Join(stops...)
+	return stops
+}
+
+// releaseUnoffered releases the handoffs of held, which this batch
+// recorded and never offered to the owner (see releaseHandoffs): each one
+// released is reported in sum.Unoffered, provably never dispatched. One
+// that is no longer this dispatcher's (a recovery pass re-dispatched it,
+// or it settled), or that the release could not reach, keeps its recorded
+// handoff and is reported in sum.OwnerFailed, left for reconciliation.
+func (s *Store) releaseUnoffered(ctx context.Context, held []prepared, now time.Time, sum *DispatchSummary) []error {
+	hs := make([]heldHandoff, len(held))
+	for i, r := range held {
+		hs[i] = heldHandoff{key: attemptKeyIn(r.p.Key()), token: r.token}
+	}
+	released, err := s.releaseHandoffs(ctx, hs, now)
+	if err != nil {
+		err = fmt.Errorf("release of unoffered handoffs: %w", err)
+		for _, r := range held {
+			sum.OwnerFailed = append(sum.OwnerFailed, OwnerFailure{Attempt: refOf(r.p), Err: err})
+		}
+		return []error{err}
+	}
+	var fails []error
+	for i, r := range held {
+		if released[i] {
+			sum.Unoffered = append(sum.Unoffered, refOf(r.p))
+			continue
+		}
+		err := stateErr(ErrConflict, "handoff of %s is no longer this dispatcher's; not released", r.p.Identity)
+		sum.OwnerFailed = append(sum.OwnerFailed, OwnerFailure{Attempt: refOf(r.p), Err: err})
+		fails = append(fails, err)
+	}
+	return fails
 }
 
 func refOf(p PreparedDispatch) AttemptRef { return AttemptRef{Key: p.Key(), Identity: p.Identity} }
@@ -420,6 +469,11 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 		errs []error
 		next *batchKnown
 	)
+	// A fresh holder token per attempt, made outside the transaction.
+	ready = slices.Clone(ready)
+	for i := range ready {
+		ready[i].token = newHandoffToken()
+	}
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, acts map[backend.ActivationKey]backend.Activation, atts map[backend.AttemptKey]backend.Attempt) error {
 		errs, next = make([]error, len(ready)), newBatchKnown()
 		stopped := false
@@ -437,7 +491,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 			}
 			att, found := atts[k]
 			m := w.mark()
-			kn, err := decideHandoff(ctx, tx, w, &run, acts[k.ActivationKey], att, found, k, r.check.with("dispatch handoff"), false, at)
+			kn, err := decideHandoff(ctx, tx, w, &run, acts[k.ActivationKey], att, found, k, r.check.with("dispatch handoff"), false, r.token, at)
 			switch {
 			case errors.Is(err, errNoop):
 				w.truncate(m)
@@ -518,7 +572,7 @@ var errAlone = errors.New("workflow: recorded alone")
 // own: one refused (a stale authority, say) is reported in
 // sum.OwnerFailed (and sum.Stale) and its error returned, to stop the
 // pass, and the others are still recorded.
-func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]byte, kn *batchKnown, at int64, now time.Time, sum *DispatchSummary) ([]prepared, error) {
+func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]byte, kn *batchKnown, at int64, now time.Time, sum *DispatchSummary) ([]prepared, []error) {
 	var errs []error
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, atts map[backend.AttemptKey]backend.Attempt) error {
 		errs = make([]error, len(accepted))
@@ -568,7 +622,7 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 			return decide(tx, w, f.Runs, f.Attempts)
 		})
 	if err != nil {
-		return nil, err
+		return nil, []error{err}
 	}
 	var (
 		out   []prepared
@@ -579,7 +633,7 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 		if errors.Is(err, errAlone) {
 			err = s.persistReceipt(ctx, attemptKeyIn(r.p.Key()), r.p.Identity, rcs[i], r.check.with("receipt"), now, nil)
 			if err != nil && isStorage(err) {
-				return out, errors.Join(append(fails, err)...)
+				return out, append(fails, err)
 			}
 		}
 		if err != nil {
@@ -592,7 +646,7 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 		}
 		out = append(out, r)
 	}
-	return out, errors.Join(fails...)
+	return out, fails
 }
 
 // decideBatch runs one batch step. With known records it first decides on

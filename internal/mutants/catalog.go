@@ -109,12 +109,13 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/handoff.go",
-				Find: `		if reHandoff && att.SideEffect == backend.ReadOnly {
-			return nil, errNoop
+				Find: `			return &known{run: *run, act: act, att: att}, nil
 		}
 		return nil, stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
 `,
-				Replace: `		return nil, errNoop
+				Replace: `			return &known{run: *run, act: act, att: att}, nil
+		}
+		return nil, errNoop
 `,
 			},
 		},
@@ -791,6 +792,30 @@ var Catalog = []Mutant{
 				Find: `	run.ExhaustionRecorded = false
 	return admissible(run, act, group)`,
 				Replace: `	return admissible(run, act, group)`,
+			},
+		},
+	},
+	{
+		Name: "release-without-token-check",
+		Bug:  "a stopped batch releases a handoff that a recovery pass re-dispatched since (the holder token is not compared)",
+		Edits: []Edit{
+			{
+				File:    "workflow/handoff_release.go",
+				Find:    `				att.Handoff != backend.HandoffRecorded || att.HandoffToken != h.token {`,
+				Replace: `				att.Handoff != backend.HandoffRecorded {`,
+			},
+		},
+	},
+	{
+		Name: "unoffered-handoffs-kept",
+		Bug:  "a stopped batch keeps the handoffs it recorded and never offered: they read as maybe dispatched",
+		Edits: []Edit{
+			{
+				File: "workflow/dispatch_batch.go",
+				Find: `	if len(held) > 0 {
+		stops = append(stops, s.releaseUnoffered(ctx, held, now, sum)...)
+	}`,
+				Replace: ``,
 			},
 		},
 	},

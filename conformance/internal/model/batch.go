@@ -10,7 +10,8 @@ package model
 // candidate's own (a stale authority) leaves the candidates after it
 // unprepared, and the first failed owner call ends the calls (a plain
 // owner is called one at a time here; a BatchOwner is offered the whole
-// batch in one call). A fault stops the pass at its boundary once that
+// batch in one call): the handoffs recorded and never offered are released
+// back to pending. A fault stops the pass at its boundary once that
 // step is done for the whole batch.
 
 // DispatchBatch runs one Dispatch restricted to runID in batch mode, with
@@ -97,6 +98,9 @@ func (m *Model) DispatchBatch(runID string, limit int, mode OwnerMode, owned *Au
 		}
 		for _, att := range offered {
 			m.Calls[att.Identity]++
+		}
+		for _, att := range prepared[len(offered):] {
+			att.Handoff = HandoffPending // released: never offered
 		}
 		return sum, Owner
 	}
