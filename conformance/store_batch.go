@@ -140,8 +140,12 @@ func caseBatchReleaseUnoffered(e *env) {
 		assert.Len(e.T, sum.Unoffered, len(attemptsOf(e, s, run))-1, "%s: every other attempt is reported unoffered", run)
 		for _, r := range sum.Unoffered {
 			requireReceiptless(e, s, r.Key, workflow.HandoffPending, run+": released")
+			assert.Empty(e.T, rawToken(e, r.Key), "%s: a released handoff has no holder", run)
 			assert.Contains(e.T, payloadsOf(e, s, run, "dispatch_handoff_released"), `{"dispatch_identity":"`+r.Identity+`"}`)
 		}
+		rep, err := s.Verify(e.Ctx, workflow.VerifyOptions{})
+		require.NoError(e.T, err)
+		assert.Empty(e.T, rep.Violations, "%s: the store verifies after the release", run)
 		auth := a1
 		if !shutdown {
 			auth = a2

@@ -396,6 +396,10 @@ func (v *verifier) attempt(run string, a backend.Attempt) {
 	default:
 		v.add(CheckReceiptHandoff, run, attSubject(a.Key), "unknown handoff state %q", a.Handoff)
 	}
+	if a.Handoff != backend.HandoffRecorded && a.HandoffToken != "" {
+		// Only a recorded handoff has a holder; a release clears it.
+		v.add(CheckReceiptHandoff, run, attSubject(a.Key), "handoff %s, but it carries a holder token", a.Handoff)
+	}
 	if a.Receipt == nil {
 		return
 	}
