@@ -17,7 +17,8 @@ import (
 // depends on (attempt prepared, activation and run running, no
 // cancellation, no retirement pending, authority) and fails with
 // ErrIneligible or ErrStaleAuthority otherwise, recording nothing. authority,
-// when set, must be the run's current authority.
+// when set, must be the run's current authority. Like every handoff write,
+// it stores a fresh random holder token (see Dispatch, "Batch mode").
 func (s *Store) Handoff(ctx context.Context, key AttemptKey, authority *Authority, now time.Time) error {
 	auth := authorityIn(authority)
 	k := attemptKeyIn(key)
