@@ -176,6 +176,15 @@
 //	one bad run never blocks the others                    admission_discovery_skips_a_run_without_capacity,
 //	                                                       limits_elapsed_deadline_rejects_without_blocking_other_runs
 //	a refusal at handoff is Rejected, the batch goes on    discovery_handoff_refusal_is_rejected_and_the_batch_goes_on
+//	work added to an exhausted run is reported             exhaustion_work_added_to_an_exhausted_run_is_reported_by_the_next_pass
+//	batch mode stops where one at a time stops             batch_owner_error_stops_further_owner_calls,
+//	                                                       batch_plan_error_stops_the_pass,
+//	                                                       batch_stale_authority_at_* (planning, preparation,
+//	                                                       handoff, receipt)
+//	a stopped batch releases what it never offered,        batch_release_leaves_unoffered_attempts_provably_never_dispatched,
+//	  fenced by the handoff's holder token                 batch_release_that_lost_the_handoff_to_a_recovery_pass_changes_nothing,
+//	                                                       batch_owner_dispatch_batch_offers_every_attempt_it_is_given,
+//	                                                       handoff_every_write_stores_a_fresh_holder_token
 //	allowance and deadline come before capacity            discovery_allowance_and_deadline_precede_the_capacity_shortcut
 //	discovery reads O(limit), passes resume and wrap       discovery_reads_are_bounded_by_the_limit_and_reach_every_run,
 //	                                                       discovery_passes_over_all_runs_resume_and_wrap

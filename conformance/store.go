@@ -32,6 +32,8 @@ func storeTier(batch bool) []testCase {
 		pruneResumeCases(),
 		payloadCases(),
 		stuckCases(),
+		batchParityCases(),
+		exhaustedWorkCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -588,12 +588,17 @@ func (sq *sequence) dispatch(rt *rapid.T, runID string, mode model.OwnerMode, ow
 		msum, merr = sq.m.Dispatch(runID, limit, mode, owned, sq.at())
 	default:
 		opts.BatchSize, opts.OwnerConcurrency = max(limit, 2), 3
+		if mode == model.OwnerDispatchError {
+			// Concurrent calls each fail: how many start before the first
+			// failure stops the others is timing. One at a time, it is one.
+			opts.OwnerConcurrency = 1
+		}
 		var o workflow.Owner = sq.o
 		if sq.batch == 2 {
 			o = batchOwner{sq.o}
 		}
 		ws, werr = sq.s.Dispatch(ctx, o, opts, now)
-		msum, merr = sq.m.DispatchBatch(runID, limit, mode, owned, sq.at())
+		msum, merr = sq.m.DispatchBatch(runID, limit, mode, owned, sq.batch == 2, sq.at())
 	}
 	got := model.Summary{Admitted: refIdentities(ws.Admitted), Unsupported: modelKeys(ws.Unsupported), Raced: modelKeys(ws.Raced), Exhausted: modelKeys(ws.Exhausted)}
 	for _, r := range ws.Rejected {

@@ -299,11 +299,15 @@ func caseIncreaseReadmits(e *env) {
 	assert.Equal(e.T, []workflow.ActivationKey{key("r", "n", "c")}, sum.Exhausted)
 	assert.Equal(e.T, 1, exhaustedEvents(e, s, "r"), "one exhaustion event per run, ever")
 	assert.False(e.T, rawAct(e, key("r", "n", "c")).Admissible, "parked again")
+	// New work of an exhausted run is discoverable until the next pass
+	// reports it exhausted and parks it.
 	mkAct(e, s, key("r", "n", "d"))
-	assert.False(e.T, rawAct(e, key("r", "n", "d")).Admissible, "new work of an exhausted run is not discoverable")
+	assert.True(e.T, rawAct(e, key("r", "n", "d")).Admissible, "new work of an exhausted run is discoverable")
 	sum = dispatch(e, s, o, workflow.DispatchOptions{}, ms(15))
-	assert.Empty(e.T, sum.Exhausted)
+	assert.Equal(e.T, []workflow.ActivationKey{key("r", "n", "d")}, sum.Exhausted, "new work of an exhausted run is reported")
 	assert.Empty(e.T, sum.Admitted)
+	assert.False(e.T, rawAct(e, key("r", "n", "d")).Admissible, "and parked")
+	assert.Equal(e.T, 1, exhaustedEvents(e, s, "r"), "one exhaustion event per run, ever")
 	al, err := s.AllowanceObservation(e.Ctx, "r")
 	require.NoError(e.T, err)
 	assert.Equal(e.T, int64(2), al.RunCap)

@@ -129,8 +129,9 @@ type Runner struct {
 	stuck    *stuckWatch
 	timeouts *timeoutWatch
 	// rejected holds the runs where a dispatch pass was refused at the
-	// handoff: such an attempt stays prepared, provably never dispatched,
-	// until a redispatch admits it once its run is eligible again.
+	// handoff, or left attempts unoffered (a stopped batch): such an
+	// attempt stays prepared, provably never dispatched, until a
+	// redispatch admits it once its run is eligible again.
 	rejected map[string]bool
 	// doubt holds the attempts of this runner whose admission ended in
 	// doubt, by identity, until a re-read resolves them (heal.go).
@@ -552,7 +553,8 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 
 // redispatchRejected redispatches, run by run, the attempts a dispatch
 // pass left prepared when their handoff was refused (the run was paused or
-// failed at that moment, say); it returns how many it admitted. A run
+// failed at that moment, say) or when a stopped batch never offered them
+// (DispatchSummary.Unoffered); it returns how many it admitted. A run
 // leaves the set once none of its prepared attempts has a pending handoff.
 func (r *Runner) redispatchRejected(ctx context.Context) (int, error) {
 	if len(r.rejected) == 0 {
@@ -618,6 +620,11 @@ func (r *Runner) account(ctx context.Context, sum workflow.DispatchSummary) {
 		r.rejected[rj.Key.RunID] = true
 		r.log.LogAttrs(ctx, slog.LevelInfo, "activation rejected", slog.String("run", rj.Key.RunID),
 			slog.String("node", rj.Key.NodeID), slog.String("activation", rj.Key.ActivationID), slog.String("reason", rj.Err.Error()))
+	}
+	for _, u := range sum.Unoffered {
+		// Prepared with the handoff pending (never offered, or released):
+		// redispatched by identity on the next pass, as a refused handoff.
+		r.rejected[u.Key.RunID] = true
 	}
 	for _, of := range sum.OwnerFailed {
 		r.log.LogAttrs(ctx, slog.LevelWarn, "owner failed; attempt left for reconciliation",

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -573,4 +574,46 @@ func TestWorkArrivedClosesOnEveryArrival(t *testing.T) {
 	assert.False(t, closed(ch), "pausing a run adds no work")
 	require.NoError(t, s.ResumeRun(ctx, "r", nil, now))
 	assert.True(t, closed(ch), "ResumeRun")
+}
+
+// failFirstOwner fails its first Dispatch call, then accepts.
+type failFirstOwner struct {
+	*testOwner
+	failed atomic.Bool
+}
+
+func (o *failFirstOwner) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
+	if o.failed.CompareAndSwap(false, true) {
+		return nil, errors.New("owner down")
+	}
+	return o.testOwner.Dispatch(ctx, p)
+}
+
+// A batch whose first owner call fails stops and releases the handoffs it
+// never offered: they are not pending activations any more, so discovery
+// never meets them again; the runner redispatches them by identity on its
+// next pass instead of leaving them (and their run's concurrency places)
+// until a restart.
+func TestAttemptsABatchNeverOfferedAreRedispatchedOnTheNextPass(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	ctx := context.Background()
+	s := newStore(t, clock, "r1")
+	for _, a := range []string{"a", "b", "c"} {
+		_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", a), Input: json.RawMessage(`{}`)}, clock.Now())
+		require.NoError(t, err)
+	}
+	o := &failFirstOwner{testOwner: &testOwner{clock: clock}}
+	st := start(t, newRunner(t, s, o, clock, WithBatchSize(3)))
+	clock.fire(clock.nextTimer(t)) // the first pass failed on the owner and backed off
+	clock.nextTimer(t)
+	atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: "r1", Limit: 10})
+	require.NoError(t, err)
+	require.Len(t, atts, 3)
+	for _, a := range atts {
+		assert.Equal(t, workflow.AttemptAdmitted, a.Status, "%v admitted with its first identity", a.Key)
+		assert.Equal(t, uint32(1), a.Key.Attempt)
+	}
+	_, err = st.stop(t)
+	require.NoError(t, err)
 }

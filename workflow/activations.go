@@ -232,7 +232,7 @@ func addActivation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 			replace(w, pred)
 		}
 	}
-	rec.Admissible = admissible(*run, rec, nil)
+	rec.Admissible = arrives(*run, rec, nil)
 	insert(w, rec)
 	gen := rec.Generation
 	w.emit(run, ActivationCreatedPayload{

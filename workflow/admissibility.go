@@ -25,6 +25,17 @@ func admissible(run backend.Run, act backend.Activation, group *backend.FanOutGr
 	return true
 }
 
+// arrives reports whether an activation that becomes pending now (added,
+// or a fan-out member created or promoted) enters the admissible index:
+// when admissible, and also when only its run's recorded exhaustion keeps
+// it out. The next pass that meets it then reports it Exhausted and parks
+// it, as it parked the run's other work when it met the exhaustion, so
+// that work added to an exhausted run is reported rather than in no list.
+func arrives(run backend.Run, act backend.Activation, group *backend.FanOutGroup) bool {
+	run.ExhaustionRecorded = false
+	return admissible(run, act, group)
+}
+
 // exhaustionHolds reports whether the run's recorded exhaustion still holds
 // as far as its own record tells: its attempts fill its node execution cap,
 // or (a root run) its tree's attempts fill it. An allowance increase lifts

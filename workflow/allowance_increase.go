@@ -38,7 +38,9 @@ type AllowanceIncrease struct {
 // and are admitted up to the new cap. The run's one
 // execution_allowance_exhausted event stays the only one: when the run
 // exhausts its raised cap, Dispatch reports its activations Exhausted and
-// takes them out of discovery again, and no second event is written.
+// takes them out of discovery again, and no second event is written. Work
+// added while the exhaustion holds is reported Exhausted by the next pass
+// that meets it.
 func (s *Store) IncreaseAllowance(ctx context.Context, req AllowanceIncrease, now time.Time) error {
 	runID, expectedCap, targetCap, auth := req.RunID, req.ExpectedCap, req.TargetCap, authorityIn(req.Authority)
 	at, err := runCallArgs(runID, auth, now)

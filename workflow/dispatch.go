@@ -80,9 +80,24 @@ type DispatchSummary struct {
 	// failed (or whose receipt could not be recorded): each was handed off
 	// and may have been dispatched, so it is left for ReconcilePrepared
 	// and Redispatch, except one whose receipt the store cannot keep,
-	// which is settled as repair_required (Err is an *UnstorableError). In one-at-a-time mode such a failure stops the pass
-	// and is only returned as its error.
+	// which is settled as repair_required (Err is an *UnstorableError).
+	// The pass stops after that batch and returns the failures. In
+	// one-at-a-time mode such a failure stops the pass and is only
+	// returned as its error.
 	OwnerFailed []OwnerFailure
+	// Stale lists the activations at which the pass found the authority
+	// changed (the owned authority stale, or the run's authority no longer
+	// the one discovery saw), at planning, preparation, handoff or receipt.
+	// The pass stops there and returns ErrStaleAuthority.
+	Stale []ActivationKey
+	// Unoffered lists, in batch mode, the attempts this pass prepared and
+	// never offered to the owner because it stopped (an owner, plan or
+	// fault-hook error, a stale authority, a storage error or ctx done).
+	// Each is prepared with its handoff pending, provably never
+	// dispatched: either the pass stopped before its handoff, or it
+	// released the handoff it had recorded (see Dispatch, "Batch mode").
+	// Redispatch admits it with the same identity.
+	Unoffered []AttemptRef
 }
 
 // OwnerFailure is one attempt of a batch that was handed off but not
@@ -97,8 +112,8 @@ type OwnerFailure struct {
 // the owner, commits the attempt intent, records the handoff, calls the
 // owner, and commits the receipt. Only storage errors, a stale or changed
 // authority, and owner or fault-hook errors (and invalid plans) stop the
-// batch; they are returned with the summary so far, and everything
-// committed before stays durable. A refusal that belongs to one run, at
+// pass, in both modes; they are returned with the summary so far, and
+// everything committed before stays durable. A refusal that belongs to one run, at
 // preparation or at handoff, is a Rejected entry and the batch goes on.
 //
 // Each pass reads a bounded part of the pending index (see
@@ -128,12 +143,38 @@ type OwnerFailure struct {
 // Per attempt the order is that of one-at-a-time mode: intent durable,
 // then handoff recorded, then the owner called, then the receipt; the
 // authority check runs in each of the three transactions, and the fault
-// hook fires at each boundary for each attempt. An owner failure or a
-// receipt that cannot be recorded affects that attempt only: it is listed
-// in DispatchSummary.OwnerFailed, the receipts of the others are still
-// persisted, and the pass goes on; its error joins the returned error.
-// Storage errors, a stale authority and fault-hook errors stop the pass as
-// in one-at-a-time mode.
+// hook fires at each boundary for each attempt. Whatever stops a pass one
+// at a time stops a batch where one at a time would stop, and the pass
+// returns the same error: a plan error or an invalid plan ends the batch
+// at its candidate (the candidates planned before it are admitted); a
+// stale authority at planning (an owned pass verifies its authority before
+// every plan, as one at a time), preparation or handoff leaves every
+// candidate after it unprepared or not handed off; and the first failed
+// owner call (or receipt that is not valid JSON) ends the owner calls:
+// calls in flight are awaited, no new one starts, and every receipt the
+// owner returned is recorded before the pass returns. A receipt refused
+// at the receipt step (a stale authority, say) does not keep the batch's
+// other receipts from being recorded. The stale activation is listed in
+// DispatchSummary.Stale, failed owner calls and refused receipts in
+// OwnerFailed, and the attempts the pass prepared and never offered to the
+// owner in Unoffered. A BatchOwner's DispatchBatch counts as offering
+// every attempt it is given.
+//
+// Releasing unoffered handoffs. Every handoff write stores a fresh random
+// holder token. The decision to call the owner for an attempt is taken
+// under one lock, and when a batch stops, exactly the attempts it handed
+// off and never marked called are released: in one transaction, after the
+// owner calls in flight returned and the receipts were recorded, each
+// handoff goes back from recorded to pending (a
+// dispatch_handoff_released event) if the attempt is still prepared,
+// without a receipt, with the very token this pass wrote. The release is
+// fenced by that token, not by the run's authority, and runs on a context
+// detached from ctx with its own timeout, so it also happens when the pass
+// ends on shutdown or on a stale authority. A recovery pass that
+// re-dispatched one of those handoffs since (Redispatch's re-verify of a
+// read-only attempt) replaced its token, so the release leaves it
+// recorded and reports it in OwnerFailed. The owner is never called for
+// an attempt once its release was attempted, whatever the outcome.
 //
 // A crash mid-batch leaves each attempt of the batch in one of the states
 // a crash leaves one attempt in: no attempt (the intent transaction did
@@ -141,8 +182,17 @@ type OwnerFailure struct {
 // dispatched), prepared with its handoff recorded and no receipt (maybe
 // dispatched), or admitted. ReconcilePrepared, Redispatch and
 // CancelNeverDispatched recover them exactly as after a one-at-a-time
-// crash; a larger batch only means more attempts may be caught between
-// two of those states at once.
+// crash. The cost of batching is the window between the handoff
+// transaction and the release: a crash there (during the owner calls, or
+// after them and before the release commits) leaves every attempt the
+// batch handed off without a receipt maybe dispatched, although the owner
+// was called for only some of them. With a plain Owner that is the whole
+// handed-off batch (up to BatchSize attempts, where one at a time leaves
+// one); with a BatchOwner, which is offered the whole batch in one call,
+// it is the batch either way. After the release commits, only the attempts
+// the owner was called for remain maybe dispatched. A receipt refused at
+// the receipt step because the authority moved leaves its attempt maybe
+// dispatched, for the current authority's ReceiptLookup to recover.
 func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions, now time.Time) (DispatchSummary, error) {
 	var sum DispatchSummary
 	if err := requireOwner(owner); err != nil {
@@ -219,6 +269,9 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 			sum.Rejected = append(sum.Rejected, Rejection{Key: keyOut(c.act.Key), Err: err})
 			err = nil
 		}
+		if errors.Is(err, ErrStaleAuthority) {
+			sum.Stale = append(sum.Stale, keyOut(c.act.Key))
+		}
 		if err != nil {
 			return sum, err
 		}
@@ -227,12 +280,9 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 }
 
 // dispatchBatches admits cands in batch mode, BatchSize planned
-// candidates at a time.
+// candidates at a time, until a batch stops the pass.
 func (s *Store) dispatchBatches(ctx context.Context, owner Owner, cands []candidate, opts DispatchOptions, now time.Time) (DispatchSummary, error) {
-	var (
-		sum   DispatchSummary
-		fails []error
-	)
+	var sum DispatchSummary
 	for len(cands) > 0 {
 		n, planned := 0, 0
 		for n < len(cands) && planned < opts.BatchSize {
@@ -241,14 +291,12 @@ func (s *Store) dispatchBatches(ctx context.Context, owner Owner, cands []candid
 			}
 			n++
 		}
-		f, err := s.admitBatch(ctx, owner, cands[:n], opts, now, &sum)
-		fails = append(fails, f...)
-		if err != nil {
-			return sum, errors.Join(append(fails, err)...)
+		if err := s.admitBatch(ctx, owner, cands[:n], opts, now, &sum); err != nil {
+			return sum, err
 		}
 		cands = cands[n:]
 	}
-	return sum, errors.Join(fails...)
+	return sum, nil
 }
 
 type outcome uint8

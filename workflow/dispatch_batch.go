@@ -29,53 +29,97 @@ type batchSlot struct {
 }
 
 // prepared is one attempt a batch prepared, with the check that follows it
-// through handoff and receipt.
+// through handoff and receipt, and the holder token of the handoff the
+// batch recorded for it.
 type prepared struct {
 	p     PreparedDispatch
 	check authorityCheck
+	token string
+}
+
+// errNotReached marks a candidate a batch step left undecided because the
+// step met, before it, a refusal that stops the pass.
+var errNotReached = errors.New("workflow: not reached: the pass stopped before it")
+
+// stopsPass reports whether a refusal of one candidate at preparation
+// stops the pass, as it does one at a time: every refusal but a race, an
+// exhaustion and a refusal that belongs to the candidate's run.
+func stopsPass(err error) bool {
+	if err == nil {
+		return false
+	}
+	for _, e := range []error{ErrConcurrencyCapacity, ErrResourceConflict, ErrNodeAllowanceExhausted,
+		ErrRootAllowanceExhausted, ErrIneligible} {
+		if errors.Is(err, e) {
+			return false
+		}
+	}
+	return true
 }
 
 // admitBatch admits one batch of candidates (full ones are reported raced
-// in their place). Outcomes go to sum; failures that belong to one
-// candidate are returned in fails and stop nothing; a non-nil stop error
-// (storage, context, fault hook) ends the pass.
-func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, opts DispatchOptions, now time.Time, sum *DispatchSummary) (fails []error, stop error) {
+// in their place) and reports every outcome in sum. A non-nil error stops
+// the pass, as the same error stops it one at a time: a plan error, an
+// invalid plan, a stale authority at any boundary, an owner failure, a
+// receipt that cannot be recorded, a fault-hook or storage error, or ctx
+// done. The batch stops where one at a time would: no candidate after the
+// failing plan or the stale authority is planned or prepared, and no owner
+// call starts after a failed one; what the batch had already started is
+// finished first (the candidates planned before are admitted, in-flight
+// owner calls are awaited and every receipt the owner returned is
+// recorded), and the attempts it prepared and never offered to the owner
+// are reported in sum.Unoffered.
+func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, opts DispatchOptions, now time.Time, sum *DispatchSummary) error {
 	at, err := toMS("now", now)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	slots := make([]batchSlot, len(cands))
 	var (
+		stops []error // why the pass stops once this batch is done
 		items []prepItem
 		index []int // candidate index of each item
+		stale *ActivationKey
 	)
+	slots := make([]batchSlot, len(cands))
 	for i, c := range cands {
 		if c.full {
 			slots[i].out = outRaced
 			continue
 		}
-		if err := ctx.Err(); err != nil {
-			return fails, err
+		err := ctx.Err()
+		if check := c.check(opts); err == nil && check.mode == authOwned {
+			// As one at a time: an owned pass plans nothing under a stale
+			// authority.
+			if err = s.VerifyAuthority(ctx, c.act.Key.RunID, Authority(*check.want)); errors.Is(err, ErrStaleAuthority) {
+				k := keyOut(c.act.Key)
+				stale = &k
+			}
 		}
-		plan, err := owner.Plan(ctx, toActivation(c.act))
-		if err != nil {
-			fails = append(fails, fmt.Errorf("%w: plan %v: %w", ErrOwner, c.act.Key, err))
-			slots[i].out = outFailed
-			continue
+		if err == nil {
+			var plan *Plan
+			plan, err = owner.Plan(ctx, toActivation(c.act))
+			switch {
+			case err != nil:
+				err = fmt.Errorf("%w: plan %v: %w", ErrOwner, c.act.Key, err)
+			case plan == nil:
+				slots[i].out = outUnsupported
+				continue
+			default:
+				var intent []byte
+				if intent, err = checkPlan(*plan); err == nil {
+					items = append(items, prepItem{key: c.act.Key, effect: plan.SideEffect, intent: intent,
+						check: c.check(opts).with("preparation"), hint: hintFrom(c.run, c.act)})
+					index = append(index, i)
+					continue
+				}
+				err = fmt.Errorf("plan %v: %w", c.act.Key, err)
+			}
 		}
-		if plan == nil {
-			slots[i].out = outUnsupported
-			continue
-		}
-		intent, err := checkPlan(*plan)
-		if err != nil {
-			fails = append(fails, fmt.Errorf("plan %v: %w", c.act.Key, err))
-			slots[i].out = outFailed
-			continue
-		}
-		items = append(items, prepItem{key: c.act.Key, effect: plan.SideEffect, intent: intent,
-			check: c.check(opts).with("preparation"), hint: hintFrom(c.run, c.act)})
-		index = append(index, i)
+		// The pass stops at this candidate: the batch is what was planned
+		// before it.
+		stops = append(stops, err)
+		cands, slots = cands[:i], slots[:i]
+		break
 	}
 	var ready []prepared
 	var kn *batchKnown
@@ -83,11 +127,13 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 		var res []prepResult
 		res, kn, err = s.prepareBatch(ctx, items, at)
 		if err != nil {
-			return fails, err
+			return errors.Join(append(stops, err)...)
 		}
 		for j, r := range res {
 			slot := &slots[index[j]]
 			switch {
+			case errors.Is(r.err, errNotReached):
+				slot.out = outFailed
 			case r.err == nil && r.p == nil,
 				errors.Is(r.err, ErrConcurrencyCapacity), errors.Is(r.err, ErrResourceConflict):
 				slot.out = outRaced
@@ -97,11 +143,24 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 				slot.out, slot.err = outRejected, r.err
 			case r.err != nil:
 				slot.out = outFailed
-				fails = append(fails, r.err)
+				if errors.Is(r.err, ErrStaleAuthority) {
+					sum.Stale = append(sum.Stale, keyOut(items[j].key))
+					stale = nil // reported at the preparation that met it
+				}
+				stops = append(stops, r.err)
 			default:
 				slot.out = outAdmitted
 				ready = append(ready, prepared{p: *r.p, check: items[j].check})
 			}
+		}
+	}
+	if stale != nil {
+		sum.Stale = append(sum.Stale, *stale)
+	}
+	// unoffered reports attempts prepared and never handed to the owner.
+	unoffered := func(rs []prepared) {
+		for _, r := range rs {
+			sum.Unoffered = append(sum.Unoffered, refOf(r.p))
 		}
 	}
 	// The follow-up writes of refusals, as one at a time makes them: one
@@ -109,16 +168,20 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 	observed := map[string]bool{}
 	for i, slot := range slots {
 		c := cands[i]
+		var err error
 		switch {
 		case slot.out == outExhausted && !observed[c.act.Key.RunID]:
 			observed[c.act.Key.RunID] = true
-			if err := s.recordExhaustion(ctx, c.act.Key.RunID, c.check(opts).with("exhaustion observation"), now); err != nil {
-				return fails, err
-			}
+			err = s.recordExhaustion(ctx, c.act.Key.RunID, c.check(opts).with("exhaustion observation"), now)
 		case slot.out == outRejected:
-			if err := s.park(ctx, c.act.Key, now); err != nil {
-				return fails, err
+			err = s.park(ctx, c.act.Key, now)
+		}
+		if err != nil {
+			if errors.Is(err, ErrStaleAuthority) {
+				sum.Stale = append(sum.Stale, keyOut(c.act.Key))
 			}
+			unoffered(ready)
+			return errors.Join(append(stops, err)...)
 		}
 	}
 	for i, slot := range slots {
@@ -135,21 +198,49 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 		}
 	}
 	if len(ready) == 0 {
-		return fails, nil
+		return errors.Join(stops...)
 	}
 	for _, r := range ready {
 		if err := runFault(ctx, opts.Fault, IntentCommitted, r.p); err != nil {
-			return fails, err
+			unoffered(ready)
+			return errors.Join(append(stops, err)...)
 		}
 	}
-	ready, kn, fails, err = s.handoffBatch(ctx, ready, kn, at, sum, fails)
-	if err != nil || len(ready) == 0 {
-		return fails, err
+	handed, kn, err := s.handoffBatch(ctx, ready, kn, at, sum)
+	if err != nil {
+		stops = append(stops, err)
 	}
-	receipts := s.callOwner(ctx, owner, ready, opts.OwnerConcurrency)
-	var accepted []prepared
-	var rcs [][]byte
-	for i, r := range ready {
+	if len(handed) == 0 {
+		return errors.Join(stops...)
+	}
+	receipts, called := s.callOwner(ctx, owner, handed, opts.OwnerConcurrency)
+	var held []prepared // handed off, never offered: the pass stopped first
+	for i, r := range handed {
+		if !called[i] {
+			held = append(held, r)
+		}
+	}
+	stops = append(stops, s.admitOffered(ctx, handed, receipts, called, kn, opts, at, now, sum)...)
+	if len(held) > 0 {
+		stops = append(stops, s.releaseUnoffered(ctx, held, now, sum)...)
+	}
+	return errors.Join(stops...)
+}
+
+// admitOffered records the receipts of the handed-off attempts the owner
+// was called for and accepted (receipts[i], called[i]); a failed call or
+// an invalid receipt is reported in sum.OwnerFailed, and every error is
+// returned.
+func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []DispatchResult, called []bool, kn *batchKnown, opts DispatchOptions, at int64, now time.Time, sum *DispatchSummary) []error {
+	var (
+		stops    []error
+		accepted []prepared
+		rcs      [][]byte
+	)
+	for i, r := range handed {
+		if !called[i] {
+			continue
+		}
 		rc, err := receipts[i].Receipt, receipts[i].Err
 		if err != nil {
 			err = fmt.Errorf("%w: dispatch %s: %w", ErrOwner, r.p.Identity, err)
@@ -157,12 +248,12 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 			// A receipt the store cannot keep settles its attempt now.
 			err = s.persistReceipt(ctx, attemptKeyIn(r.p.Key()), r.p.Identity, receipts[i].Receipt, r.check.with("receipt"), now, nil)
 			if _, ok := errors.AsType[*UnstorableError](err); !ok && isStorage(err) {
-				return fails, err
+				return append(stops, err)
 			}
 		}
 		if err != nil {
 			sum.OwnerFailed = append(sum.OwnerFailed, OwnerFailure{Attempt: refOf(r.p), Err: err})
-			fails = append(fails, err)
+			stops = append(stops, err)
 			continue
 		}
 		accepted = append(accepted, r)
@@ -170,23 +261,53 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 	}
 	for _, r := range accepted {
 		if err := runFault(ctx, opts.Fault, OwnerAccepted, r.p); err != nil {
-			return fails, err
+			return append(stops, err)
 		}
 	}
 	if len(accepted) == 0 {
-		return fails, nil
+		return stops
 	}
-	admitted, fails, err := s.receiptBatch(ctx, accepted, rcs, kn, at, now, sum, fails)
-	if err != nil {
-		return fails, err
-	}
+	admitted, errs := s.receiptBatch(ctx, accepted, rcs, kn, at, now, sum)
+	stops = append(stops, errs...)
 	for _, r := range admitted {
 		if err := runFault(ctx, opts.Fault, ReceiptCommitted, r.p); err != nil {
-			return fails, err
+			return append(stops, err)
 		}
 		sum.Admitted = append(sum.Admitted, refOf(r.p))
 	}
-	return fails, nil
+	return stops
+}
+
+// releaseUnoffered releases the handoffs of held, which this batch
+// recorded and never offered to the owner (see releaseHandoffs): each one
+// released is reported in sum.Unoffered, provably never dispatched. One
+// that is no longer this dispatcher's (a recovery pass re-dispatched it,
+// or it settled), or that the release could not reach, keeps its recorded
+// handoff and is reported in sum.OwnerFailed, left for reconciliation.
+func (s *Store) releaseUnoffered(ctx context.Context, held []prepared, now time.Time, sum *DispatchSummary) []error {
+	hs := make([]heldHandoff, len(held))
+	for i, r := range held {
+		hs[i] = heldHandoff{key: attemptKeyIn(r.p.Key()), token: r.token}
+	}
+	released, err := s.releaseHandoffs(ctx, hs, now)
+	if err != nil {
+		err = fmt.Errorf("release of unoffered handoffs: %w", err)
+		for _, r := range held {
+			sum.OwnerFailed = append(sum.OwnerFailed, OwnerFailure{Attempt: refOf(r.p), Err: err})
+		}
+		return []error{err}
+	}
+	var fails []error
+	for i, r := range held {
+		if released[i] {
+			sum.Unoffered = append(sum.Unoffered, refOf(r.p))
+			continue
+		}
+		err := stateErr(ErrConflict, "handoff of %s is no longer this dispatcher's; not released", r.p.Identity)
+		sum.OwnerFailed = append(sum.OwnerFailed, OwnerFailure{Attempt: refOf(r.p), Err: err})
+		fails = append(fails, err)
+	}
+	return fails
 }
 
 func refOf(p PreparedDispatch) AttemptRef { return AttemptRef{Key: p.Key(), Identity: p.Identity} }
@@ -252,7 +373,10 @@ type prepResult struct {
 }
 
 // prepareBatch prepares items in one transaction, each decided on its own
-// in order, and returns the records it committed for the handoff.
+// in order, and returns the records it committed for the handoff. A
+// refusal that stops the pass (a stale authority, say) leaves the items
+// after it undecided (errNotReached), as one at a time never prepares
+// them.
 func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([]prepResult, *batchKnown, error) {
 	var (
 		res []prepResult
@@ -284,7 +408,12 @@ func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([
 		if err != nil {
 			return err
 		}
+		stopped := false
 		for i, it := range items {
+			if stopped {
+				res[i].err = errNotReached
+				continue
+			}
 			m := w.mark()
 			p, k, err := decidePrepare(ctx, tx, w, &g, it, at)
 			switch {
@@ -295,6 +424,7 @@ func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([
 			case err != nil:
 				w.truncate(m)
 				res[i].err = err
+				stopped = stopsPass(err)
 			default:
 				res[i].p = p
 				kn.acts[k.act.Key] = k.act
@@ -333,24 +463,37 @@ func isStorage(err error) bool {
 // transaction and returns those handed off, with the records it committed.
 // A refused handoff is reported as one at a time reports it (rejected:
 // the attempt stays prepared, provably never dispatched; raced: another
-// caller recorded it) or, for any other refusal, returned in fails.
-func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKnown, at int64, sum *DispatchSummary, fails []error) ([]prepared, *batchKnown, []error, error) {
+// caller recorded it). Any other refusal (a stale authority, say) stops
+// the pass, as one at a time: it is returned, and the attempts from it on
+// are not handed off and are reported unoffered.
+func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKnown, at int64, sum *DispatchSummary) ([]prepared, *batchKnown, error) {
 	var (
 		errs []error
 		next *batchKnown
 	)
+	// A fresh holder token per attempt, made outside the transaction.
+	ready = slices.Clone(ready)
+	for i := range ready {
+		ready[i].token = newHandoffToken()
+	}
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, acts map[backend.ActivationKey]backend.Activation, atts map[backend.AttemptKey]backend.Attempt) error {
 		errs, next = make([]error, len(ready)), newBatchKnown()
+		stopped := false
 		for i, r := range ready {
+			if stopped {
+				errs[i] = errNotReached
+				continue
+			}
 			k := attemptKeyIn(r.p.Key())
 			run, ok := runs[k.RunID]
 			if !ok {
 				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
+				stopped = true
 				continue
 			}
 			att, found := atts[k]
 			m := w.mark()
-			kn, err := decideHandoff(ctx, tx, w, &run, acts[k.ActivationKey], att, found, k, r.check.with("dispatch handoff"), false, at)
+			kn, err := decideHandoff(ctx, tx, w, &run, acts[k.ActivationKey], att, found, k, r.check.with("dispatch handoff"), false, r.token, at)
 			switch {
 			case errors.Is(err, errNoop):
 				w.truncate(m)
@@ -360,6 +503,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 			case err != nil:
 				w.truncate(m)
 				errs[i] = err
+				stopped = !errors.Is(err, ErrIneligible) && !errors.Is(err, ErrConflict)
 			default:
 				runs[k.RunID] = run
 				next.acts[k.ActivationKey], next.atts[k] = kn.act, kn.att
@@ -391,9 +535,15 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 			return decide(tx, w, f.Runs, f.Activations, f.Attempts)
 		})
 	if err != nil {
-		return nil, nil, fails, err
+		for _, r := range ready {
+			sum.Unoffered = append(sum.Unoffered, refOf(r.p))
+		}
+		return nil, nil, err
 	}
-	var out []prepared
+	var (
+		out  []prepared
+		stop error
+	)
 	for i, r := range ready {
 		switch err := errs[i]; {
 		case err == nil:
@@ -403,10 +553,16 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 		case errors.Is(err, ErrConflict):
 			sum.Raced = append(sum.Raced, r.p.Activation.Key)
 		default:
-			fails = append(fails, err)
+			if errors.Is(err, ErrStaleAuthority) {
+				sum.Stale = append(sum.Stale, r.p.Activation.Key)
+			}
+			if !errors.Is(err, errNotReached) {
+				stop = err
+			}
+			sum.Unoffered = append(sum.Unoffered, refOf(r.p))
 		}
 	}
-	return out, next, fails, nil
+	return out, next, stop
 }
 
 // errAlone marks an attempt whose receipt is recorded in a transaction of
@@ -414,9 +570,11 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 var errAlone = errors.New("workflow: recorded alone")
 
 // receiptBatch records the receipts rcs of the accepted attempts in one
-// transaction and returns those admitted. A receipt that cannot be
-// recorded is reported in sum.OwnerFailed and returned in fails.
-func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]byte, kn *batchKnown, at int64, now time.Time, sum *DispatchSummary, fails []error) ([]prepared, []error, error) {
+// transaction and returns those admitted. Every receipt is decided on its
+// own: one refused (a stale authority, say) is reported in
+// sum.OwnerFailed (and sum.Stale) and its error returned, to stop the
+// pass, and the others are still recorded.
+func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]byte, kn *batchKnown, at int64, now time.Time, sum *DispatchSummary) ([]prepared, []error) {
 	var errs []error
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, atts map[backend.AttemptKey]backend.Attempt) error {
 		errs = make([]error, len(accepted))
@@ -466,25 +624,31 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 			return decide(tx, w, f.Runs, f.Attempts)
 		})
 	if err != nil {
-		return nil, fails, err
+		return nil, []error{err}
 	}
-	var out []prepared
+	var (
+		out   []prepared
+		fails []error
+	)
 	for i, r := range accepted {
 		err := errs[i]
 		if errors.Is(err, errAlone) {
 			err = s.persistReceipt(ctx, attemptKeyIn(r.p.Key()), r.p.Identity, rcs[i], r.check.with("receipt"), now, nil)
 			if err != nil && isStorage(err) {
-				return out, fails, err
+				return out, append(fails, err)
 			}
 		}
 		if err != nil {
 			sum.OwnerFailed = append(sum.OwnerFailed, OwnerFailure{Attempt: refOf(r.p), Err: err})
+			if errors.Is(err, ErrStaleAuthority) {
+				sum.Stale = append(sum.Stale, r.p.Activation.Key)
+			}
 			fails = append(fails, err)
 			continue
 		}
 		out = append(out, r)
 	}
-	return out, fails, nil
+	return out, fails
 }
 
 // decideBatch runs one batch step. With known records it first decides on
@@ -531,15 +695,54 @@ func (s *Store) decideBatch(ctx context.Context, kn *batchKnown, settled func() 
 	return err
 }
 
-// callOwner asks the owner to accept every ready attempt: in one call for
-// a BatchOwner, otherwise with up to concurrency calls at once.
-func (s *Store) callOwner(ctx context.Context, owner Owner, ready []prepared, concurrency int) []DispatchResult {
+// offers decides, under one lock, which attempts of a batch the owner is
+// called for: once the pass stops (an owner failure, ctx done), no call
+// starts, and exactly the attempts never marked called were not offered.
+type offers struct {
+	mu      sync.Mutex
+	stopped bool
+	called  []bool
+}
+
+// take marks attempts ids called and reports true, or reports false and
+// marks nothing once the pass stopped.
+func (o *offers) take(ctx context.Context, ids ...int) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if o.stopped || ctx.Err() != nil {
+		o.stopped = true
+		return false
+	}
+	for _, i := range ids {
+		o.called[i] = true
+	}
+	return true
+}
+
+// stop makes every later take fail.
+func (o *offers) stop() {
+	o.mu.Lock()
+	o.stopped = true
+	o.mu.Unlock()
+}
+
+// callOwner asks the owner to accept the handed-off attempts: in one call
+// for a BatchOwner (which counts as offering every attempt it is given),
+// otherwise with up to concurrency calls at once, in batch order. The
+// first failure stops new calls; calls in flight are awaited. It returns
+// each attempt's result and whether the owner was called for it.
+func (s *Store) callOwner(ctx context.Context, owner Owner, ready []prepared, concurrency int) ([]DispatchResult, []bool) {
 	ps := make([]PreparedDispatch, len(ready))
+	all := make([]int, len(ready))
 	for i, r := range ready {
-		ps[i] = r.p
+		ps[i], all[i] = r.p, i
 	}
 	out := make([]DispatchResult, len(ps))
+	o := &offers{called: make([]bool, len(ps))}
 	if bo, ok := owner.(BatchOwner); ok {
+		if !o.take(ctx, all...) {
+			return out, o.called
+		}
 		rs, err := bo.DispatchBatch(ctx, ps)
 		if err == nil && len(rs) != len(ps) {
 			err = fmt.Errorf("DispatchBatch returned %d results for %d attempts", len(rs), len(ps))
@@ -548,26 +751,39 @@ func (s *Store) callOwner(ctx context.Context, owner Owner, ready []prepared, co
 			for i := range out {
 				out[i].Err = err
 			}
-			return out
+			return out, o.called
 		}
 		copy(out, rs)
-		return out
+		return out, o.called
+	}
+	call := func(i int) {
+		out[i].Receipt, out[i].Err = owner.Dispatch(ctx, ps[i])
+		if out[i].Err != nil {
+			o.stop()
+		}
 	}
 	if concurrency <= 1 {
-		for i, p := range ps {
-			out[i].Receipt, out[i].Err = owner.Dispatch(ctx, p)
+		for i := range ps {
+			if !o.take(ctx, i) {
+				break
+			}
+			call(i)
 		}
-		return out
+		return out, o.called
 	}
 	sem := make(chan struct{}, concurrency)
 	var wg sync.WaitGroup
-	for i, p := range ps {
+	for i := range ps {
 		sem <- struct{}{}
+		if !o.take(ctx, i) {
+			<-sem
+			break
+		}
 		wg.Go(func() {
 			defer func() { <-sem }()
-			out[i].Receipt, out[i].Err = owner.Dispatch(ctx, p)
+			call(i)
 		})
 	}
 	wg.Wait()
-	return out
+	return out, o.called
 }

@@ -15,6 +15,16 @@
 // dispatched" (HandoffPending) from "maybe dispatched" (HandoffRecorded);
 // ReconcilePrepared and Redispatch use it.
 //
+// In batch mode (DispatchOptions.BatchSize above 1) a pass shares each of
+// the three commits among a batch and stops where one at a time would
+// stop. Each handoff write stores a fresh random holder token, and a batch
+// that stops releases, fenced by that token, the handoffs it recorded and
+// never offered to the owner, so they stay provably never dispatched. A
+// crash during a batch's owner calls, before that release, leaves every
+// attempt the batch handed off maybe dispatched (a plain Owner may have
+// been called for only some of them; a BatchOwner was offered them all):
+// the documented cost of batching. See Dispatch, "Batch mode".
+//
 // Each of the three commits is its own transaction. The handoff and the
 // receipt decide on the records the step before committed, without reading
 // them again: their transaction first expects those records unchanged
@@ -68,7 +78,7 @@
 //	run, activation, attempt, schedule missing              ErrNotFound                  -
 //	different fields/intent/receipt/schedule for an id      ErrConflict                  batch fails
 //	second handoff of one identity                          ErrConflict                  Raced (another caller has it)
-//	authority missing, stale, changed mid-batch             ErrStaleAuthority            batch fails
+//	authority missing, stale, changed mid-batch             ErrStaleAuthority            pass stops (Stale names it; both modes)
 //	authority changed during Redispatch/ReconcilePrepared   ErrStaleAuthority            - (the pass stops; attempt kept prepared)
 //	run paused/cancelling/not running, retry cap            ErrIneligible                Rejected (batch goes on), at prepare or handoff
 //	now at or after the run's deadline (now >= deadline)    ErrIneligible                Rejected (batch goes on)
@@ -79,7 +89,8 @@
 //	concurrency_cap active attempts (checked last)          ErrConcurrencyCapacity       Raced
 //	resource leased incompatibly                            ErrResourceConflict          Raced
 //	already taken by another dispatcher                     (PreparePending returns nil) Raced
-//	Owner.Plan/Dispatch, ReceiptLookup or fault hook error  ErrOwner (wraps the cause)   batch fails
+//	Owner.Plan/Dispatch, ReceiptLookup or fault hook error  ErrOwner (wraps the cause)   pass stops (batch: OwnerFailed, Unoffered)
+//	batch release of a handoff a recovery pass took over    ErrConflict                  OwnerFailed (left recorded)
 //	Observer error or invalid observation (receipt pass)    ErrOwner (wraps the cause)   -
 //	stored intent fails its checksum (DispatchIntent)       ErrCorrupt                   -
 //	allowance increase: stored cap is not the expected one  ErrConflict                  -
@@ -175,7 +186,10 @@
 //     again once the run has room. The run keeps at most one
 //     execution_allowance_exhausted event ever: exhausting a raised cap
 //     parks the run's work again (Dispatch reports it Exhausted) and writes
-//     no second event.
+//     no second event. Work added to a run (or a fan-out member created or
+//     promoted) while its exhaustion holds enters discovery anyway: the
+//     next pass that meets it, over all runs or over that run, reports it
+//     Exhausted and parks it, so no blocked work is in no summary list.
 //   - ReconcileReceiptBacked also selects sibling_cancelling attempts, and
 //     applies Cancelled without asking the observer when the run's
 //     cancellation is requested.

@@ -120,6 +120,8 @@ const (
 	EventResourceLeaseAcquired EventType = "resource_lease_acquired"
 	// EventDispatchHandedOff: the handoff was recorded: the owner may be called.
 	EventDispatchHandedOff EventType = "dispatch_handed_off"
+	// EventDispatchHandoffReleased: a batch that stopped released a handoff it recorded and never offered to the owner: the attempt is provably never dispatched again.
+	EventDispatchHandoffReleased EventType = "dispatch_handoff_released"
 	// EventAttemptAdmitted: the owner's receipt was persisted.
 	EventAttemptAdmitted EventType = "attempt_admitted"
 	// EventAttemptCancellationReceiptRecorded: a receipt was persisted for an attempt already cancelling.
@@ -178,6 +180,7 @@ var eventDecoders = map[EventType]func(json.RawMessage) (EventPayload, error){
 	EventAttemptPrepared:                    decodeAs[AttemptPreparedPayload],
 	EventResourceLeaseAcquired:              decodeAs[ResourceLeaseAcquiredPayload],
 	EventDispatchHandedOff:                  decodeAs[DispatchHandedOffPayload],
+	EventDispatchHandoffReleased:            decodeAs[DispatchHandoffReleasedPayload],
 	EventAttemptAdmitted:                    decodeAs[AttemptAdmittedPayload],
 	EventAttemptCancellationReceiptRecorded: decodeAs[AttemptCancellationReceiptRecordedPayload],
 	EventAttemptSucceeded:                   decodeAs[AttemptSucceededPayload],
@@ -431,6 +434,14 @@ type DispatchHandedOffPayload struct {
 
 // EventType returns EventDispatchHandedOff.
 func (DispatchHandedOffPayload) EventType() EventType { return EventDispatchHandedOff }
+
+// DispatchHandoffReleasedPayload is the payload of EventDispatchHandoffReleased.
+type DispatchHandoffReleasedPayload struct {
+	DispatchIdentity string `json:"dispatch_identity"`
+}
+
+// EventType returns EventDispatchHandoffReleased.
+func (DispatchHandoffReleasedPayload) EventType() EventType { return EventDispatchHandoffReleased }
 
 // AttemptAdmittedPayload is the payload of EventAttemptAdmitted.
 type AttemptAdmittedPayload struct {

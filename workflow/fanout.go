@@ -153,7 +153,7 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 			return err
 		}
 		for _, m := range members {
-			m.Admissible = admissible(run, m, &group)
+			m.Admissible = arrives(run, m, &group)
 			insert(w, m)
 			idx := m.Group.Index
 			var p EventPayload = ActivationCreatedPayload{
@@ -250,7 +250,7 @@ func promoteMembers(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 		}
 		g.Promoted++
 		act.Status = backend.ActivationPending
-		act.Admissible = admissible(*run, act, g)
+		act.Admissible = arrives(*run, act, g)
 		act.UpdatedMS = at
 		replace(w, act)
 		w.emit(run, FanOutMemberPromotedPayload{

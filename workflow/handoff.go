@@ -2,6 +2,8 @@ package workflow
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"time"
 
@@ -15,7 +17,8 @@ import (
 // depends on (attempt prepared, activation and run running, no
 // cancellation, no retirement pending, authority) and fails with
 // ErrIneligible or ErrStaleAuthority otherwise, recording nothing. authority,
-// when set, must be the run's current authority.
+// when set, must be the run's current authority. Like every handoff write,
+// it stores a fresh random holder token (see Dispatch, "Batch mode").
 func (s *Store) Handoff(ctx context.Context, key AttemptKey, authority *Authority, now time.Time) error {
 	auth := authorityIn(authority)
 	k := attemptKeyIn(key)
@@ -29,9 +32,22 @@ func (s *Store) Handoff(ctx context.Context, key AttemptKey, authority *Authorit
 	return err
 }
 
+// newHandoffToken returns a fresh holder token for one handoff write: 128
+// random bits, hex encoded. It is made outside any transaction function,
+// so that a transaction that re-runs writes the same token, and never
+// reused: a write fenced on "this dispatcher's own handoff" compares it
+// exactly, and any later handoff write of the attempt replaces it.
+func newHandoffToken() string {
+	var b [16]byte
+	rand.Read(b[:]) // never fails (crypto/rand)
+	return hex.EncodeToString(b[:])
+}
+
 // handoff implements Handoff. reHandoff allows an already recorded handoff
 // of a read-only attempt to be re-verified (redispatch with the same
-// identity); it never flips anything for a mutating attempt. kn, when set,
+// identity); it never flips anything for a mutating attempt. Every handoff
+// write (the flip, and the re-verify of a recorded read-only handoff)
+// stores a fresh holder token. kn, when set,
 // holds the records prepare committed (see known); the returned known holds
 // the records the handoff committed, for the receipt.
 func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authorityCheck, reHandoff bool, now time.Time, kn *known) (*known, error) {
@@ -43,9 +59,10 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 		return nil, err
 	}
 	var next *known
+	token := newHandoffToken()
 	decide := func(tx backend.Tx, w *batch, run backend.Run, act backend.Activation, att backend.Attempt, found bool) error {
 		var err error
-		next, err = decideHandoff(ctx, tx, w, &run, act, att, found, k, check, reHandoff, at)
+		next, err = decideHandoff(ctx, tx, w, &run, act, att, found, k, check, reHandoff, token, at)
 		return err
 	}
 	if kn != nil {
@@ -82,9 +99,10 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 
 // decideHandoff is the whole handoff decision for attempt k, on its run,
 // activation and attempt (found reports whether the attempt exists). It
-// writes to w and to *run (the handed-off event advances its sequence) and
-// returns the records it committed; errNoop when there is nothing to flip.
-func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, att backend.Attempt, found bool, k backend.AttemptKey, check authorityCheck, reHandoff bool, at int64) (*known, error) {
+// writes to w and to *run (the handed-off event advances its sequence),
+// recording token as the handoff's holder token, and returns the records
+// it committed; errNoop when there is nothing to write.
+func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, att backend.Attempt, found bool, k backend.AttemptKey, check authorityCheck, reHandoff bool, token string, at int64) (*known, error) {
 	if err := check.verify(*run); err != nil {
 		return nil, err
 	}
@@ -101,7 +119,11 @@ func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, run *backen
 	case backend.HandoffPending:
 	case backend.HandoffRecorded:
 		if reHandoff && att.SideEffect == backend.ReadOnly {
-			return nil, errNoop
+			// Re-verified for a redispatch: the handoff is this caller's
+			// now, and a late release by the one that recorded it fails.
+			att.HandoffToken = token
+			replace(w, att)
+			return &known{run: *run, act: act, att: att}, nil
 		}
 		return nil, stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
 	case backend.HandoffUnknown:
@@ -112,7 +134,7 @@ func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, run *backen
 		}
 		return nil, stateErr(ErrIneligible, "mutating attempt %s has no handoff state; reconcile it", att.Identity)
 	}
-	att.Handoff = backend.HandoffRecorded
+	att.Handoff, att.HandoffToken = backend.HandoffRecorded, token
 	replace(w, att)
 	w.emit(run, DispatchHandedOffPayload{DispatchIdentity: att.Identity}, at)
 	replace(w, *run)

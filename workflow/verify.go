@@ -41,8 +41,9 @@ const (
 	// attempt failed.
 	CheckRetrySchedule VerifyCheck = "retry_schedule"
 	// CheckAdmissible: an activation flagged admissible is one discovery
-	// may return (pending, in a running run without cancellation or
-	// holding exhaustion, not in a retiring fan-out group).
+	// may return (pending, in a running run without cancellation, not in a
+	// retiring fan-out group). Its run's exhaustion may hold: work added
+	// to an exhausted run stays flagged until a pass reports it Exhausted.
 	CheckAdmissible VerifyCheck = "admissible_flag"
 	// CheckBackendIndex: the backend's own index check failed (only for
 	// backends that offer one; see BackendVerifier).
@@ -309,9 +310,9 @@ func (v *verifier) run(ctx context.Context, r backend.ReadTx, run backend.Run) e
 				}
 				g = cached
 			}
-			if !admissible(run, act, g) {
-				v.add(CheckAdmissible, id, actSubject(k), "flagged admissible, but it is %s in a %s run (cancel requested %t, exhaustion holds %t, group retiring %t)",
-					act.Status, run.Status, run.CancelRequestedMS != 0, exhaustionHolds(run), g != nil && g.Retiring)
+			if !arrives(run, act, g) {
+				v.add(CheckAdmissible, id, actSubject(k), "flagged admissible, but it is %s in a %s run (cancel requested %t, group retiring %t)",
+					act.Status, run.Status, run.CancelRequestedMS != 0, g != nil && g.Retiring)
 			}
 		}
 	}
@@ -394,6 +395,10 @@ func (v *verifier) attempt(run string, a backend.Attempt) {
 	case backend.HandoffUnknown, backend.HandoffPending, backend.HandoffRecorded:
 	default:
 		v.add(CheckReceiptHandoff, run, attSubject(a.Key), "unknown handoff state %q", a.Handoff)
+	}
+	if a.Handoff != backend.HandoffRecorded && a.HandoffToken != "" {
+		// Only a recorded handoff has a holder; a release clears it.
+		v.add(CheckReceiptHandoff, run, attSubject(a.Key), "handoff %s, but it carries a holder token", a.Handoff)
 	}
 	if a.Receipt == nil {
 		return

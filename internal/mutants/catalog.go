@@ -109,12 +109,13 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/handoff.go",
-				Find: `		if reHandoff && att.SideEffect == backend.ReadOnly {
-			return nil, errNoop
+				Find: `			return &known{run: *run, act: act, att: att}, nil
 		}
 		return nil, stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
 `,
-				Replace: `		return nil, errNoop
+				Replace: `			return &known{run: *run, act: act, att: att}, nil
+		}
+		return nil, errNoop
 `,
 			},
 		},
@@ -683,6 +684,7 @@ var Catalog = []Mutant{
 				Find: `			case err != nil:
 				w.truncate(m)
 				res[i].err = err
+				stopped = stopsPass(err)
 			default:
 				res[i].p = p`,
 				Replace: `			case err != nil:
@@ -861,6 +863,75 @@ var Catalog = []Mutant{
 				Replace: `	if att.Status != backend.AttemptRepairRequired || true {
 		return false, nil
 	}`,
+			},
+		},
+	},
+	{
+		Name: "batch-owner-error-goes-on",
+		Bug:  "in batch mode an owner failure does not stop further owner calls",
+		Edits: []Edit{
+			{
+				File: "workflow/dispatch_batch.go",
+				Find: `		if out[i].Err != nil {
+			o.stop()
+		}`,
+				Replace: `		_ = o.stop`,
+			},
+		},
+	},
+	{
+		Name: "batch-stale-authority-ignored",
+		Bug:  "in batch mode a stale authority at preparation or handoff refuses only its candidate and the pass goes on",
+		Edits: []Edit{
+			{
+				File: "workflow/dispatch_batch.go",
+				Find: `				stopped = stopsPass(err)
+			default:
+				res[i].p = p`,
+				Replace: `				stopped = stopsPass(err) && !errors.Is(err, ErrStaleAuthority)
+			default:
+				res[i].p = p`,
+			},
+			{
+				File:    "workflow/dispatch_batch.go",
+				Find:    `				stopped = !errors.Is(err, ErrIneligible) && !errors.Is(err, ErrConflict)`,
+				Replace: `				stopped = !errors.Is(err, ErrIneligible) && !errors.Is(err, ErrConflict) && !errors.Is(err, ErrStaleAuthority)`,
+			},
+		},
+	},
+	{
+		Name: "exhausted-arrival-invisible",
+		Bug:  "work added to an exhausted run stays out of discovery and is reported in no list",
+		Edits: []Edit{
+			{
+				File: "workflow/admissibility.go",
+				Find: `	run.ExhaustionRecorded = false
+	return admissible(run, act, group)`,
+				Replace: `	return admissible(run, act, group)`,
+			},
+		},
+	},
+	{
+		Name: "release-without-token-check",
+		Bug:  "a stopped batch releases a handoff that a recovery pass re-dispatched since (the holder token is not compared)",
+		Edits: []Edit{
+			{
+				File:    "workflow/handoff_release.go",
+				Find:    `				att.Handoff != backend.HandoffRecorded || att.HandoffToken != h.token {`,
+				Replace: `				att.Handoff != backend.HandoffRecorded {`,
+			},
+		},
+	},
+	{
+		Name: "unoffered-handoffs-kept",
+		Bug:  "a stopped batch keeps the handoffs it recorded and never offered: they read as maybe dispatched",
+		Edits: []Edit{
+			{
+				File: "workflow/dispatch_batch.go",
+				Find: `	if len(held) > 0 {
+		stops = append(stops, s.releaseUnoffered(ctx, held, now, sum)...)
+	}`,
+				Replace: ``,
 			},
 		},
 	},

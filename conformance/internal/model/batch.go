@@ -4,13 +4,20 @@ package model
 // over the whole batch. Every candidate is planned, then every planned one
 // prepared (in discovery order, each decided on its own), then every
 // prepared one handed off, then the owner called for each, then every
-// accepted receipt recorded. A plan error refuses only its candidate; an
-// owner error leaves its attempt handed off; a fault stops the pass at its
-// boundary once that step is done for the whole batch.
+// accepted receipt recorded. Whatever stops one at a time stops the batch
+// where one at a time would: a plan error ends the batch at its candidate
+// (the ones planned before are admitted), a refusal that is not the
+// candidate's own (a stale authority) leaves the candidates after it
+// unprepared, and the first failed owner call ends the calls (a plain
+// owner is called one at a time here; a BatchOwner is offered the whole
+// batch in one call): the handoffs recorded and never offered are released
+// back to pending. A fault stops the pass at its boundary once that
+// step is done for the whole batch.
 
 // DispatchBatch runs one Dispatch restricted to runID in batch mode, with
-// a batch as large as limit.
-func (m *Model) DispatchBatch(runID string, limit int, mode OwnerMode, owned *Authority, now int64) (Summary, Err) {
+// a batch as large as limit; batchOwner says whether the owner takes the
+// whole batch in one call.
+func (m *Model) DispatchBatch(runID string, limit int, mode OwnerMode, owned *Authority, batchOwner bool, now int64) (Summary, Err) {
 	run, ok := m.Runs[runID]
 	if owned != nil && (!ok || verify(run, owned) != OK) {
 		return Summary{}, Stale
@@ -45,7 +52,9 @@ func (m *Model) DispatchBatch(runID string, limit int, mode OwnerMode, owned *Au
 			continue
 		case OwnerPlanError:
 			failed = Owner
-			continue
+		}
+		if failed != OK {
+			break
 		}
 		att, e := m.prepare(run, c.act, check, now)
 		switch e {
@@ -63,7 +72,9 @@ func (m *Model) DispatchBatch(runID string, limit int, mode OwnerMode, owned *Au
 			continue
 		default:
 			failed = e
-			continue
+		}
+		if failed != OK {
+			break
 		}
 		if att == nil {
 			sum.Raced = append(sum.Raced, k)
@@ -81,8 +92,15 @@ func (m *Model) DispatchBatch(runID string, limit int, mode OwnerMode, owned *Au
 		att.Handoff = HandoffRecorded
 	}
 	if mode == OwnerDispatchError {
-		for _, att := range prepared {
+		offered := prepared[:1]
+		if batchOwner {
+			offered = prepared
+		}
+		for _, att := range offered {
 			m.Calls[att.Identity]++
+		}
+		for _, att := range prepared[len(offered):] {
+			att.Handoff = HandoffPending // released: never offered
 		}
 		return sum, Owner
 	}

@@ -112,6 +112,14 @@ func (m *Model) admissible(run *Run, a *Activation) bool {
 	return a.Status == ActivationPending && run.Status == RunRunning && !run.Cancel && !m.exhaustionHolds(run)
 }
 
+// arrives: an activation that becomes pending (added, a member created or
+// promoted) enters the index when admissible or when only its run's
+// exhaustion keeps it out; the next dispatch that meets it reports it
+// exhausted and parks it.
+func (m *Model) arrives(run *Run, a *Activation) bool {
+	return a.Status == ActivationPending && run.Status == RunRunning && !run.Cancel
+}
+
 func (m *Model) exhaustionHolds(run *Run) bool {
 	if !run.Exhausted {
 		return false

@@ -35,7 +35,7 @@ func (m *Model) AddFanOut(ctl ActivationKey, n, max int, failFast bool, def NewA
 		if i >= max {
 			a.Status = ActivationWaiting
 		}
-		a.Admissible = m.admissible(run, a)
+		a.Admissible = m.arrives(run, a)
 		m.Activations[k] = a
 		g.Members = append(g.Members, k)
 	}
@@ -63,7 +63,7 @@ func (m *Model) promote(run *Run, g *Group) {
 		}
 		if a := m.Activations[k]; a.Status == ActivationWaiting {
 			a.Status = ActivationPending
-			a.Admissible = m.admissible(run, a)
+			a.Admissible = m.arrives(run, a)
 		}
 	}
 }

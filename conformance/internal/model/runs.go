@@ -39,7 +39,7 @@ func (m *Model) AddActivation(na NewActivation) (bool, Err) {
 		m.Activations[p].HasSuccessors = true
 	}
 	a := &Activation{Def: na, Status: ActivationPending}
-	a.Admissible = m.admissible(run, a)
+	a.Admissible = m.arrives(run, a)
 	m.Activations[na.Key] = a
 	return true, OK
 }
