@@ -27,6 +27,7 @@ func storeTier(batch bool) []testCase {
 		discoveryCases(),
 		boundaryCases(),
 		opsCases(),
+		receiptPassCases(),
 		treeCases(),
 		pruneCases(),
 	} {

@@ -217,16 +217,20 @@ func caseReceiptPassScoped(e *env) {
 	o := newObserver()
 	o.fail[b[0]] = true
 	o.answer[a[0]] = workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`1`)}
-	before := digest(e, "ra", "rb")
-	_, err := s.ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{Limit: 10}, ms(20))
-	requireIs(e.T, err, workflow.ErrOwner, "an unscoped pass meets the failing owner")
-	assert.Equal(e.T, before, digest(e, "ra", "rb"), "a failed pass applies nothing")
-	o.asked = nil
-	sum := receiptPass(e, s, o, workflow.ReceiptPassOptions{RunID: "ra"}, 21)
+	before := digest(e, "rb")
+	sum := receiptPass(e, s, o, workflow.ReceiptPassOptions{RunID: "ra"}, 20)
 	assert.Equal(e.T, []string{a[0]}, o.askedAbout(), "only the run's attempts are observed")
 	out, _ := outcomeOf(sum, a[0])
 	assert.Equal(e.T, workflow.AttemptSucceeded, out.Status)
+	assert.NoError(e.T, out.Err)
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, key("rb", "n", "a"), 1).Status)
+	assert.Equal(e.T, before, digest(e, "rb"), "the other run is left alone")
+	// An unscoped pass meets the failing owner: the error is reported for
+	// that attempt, which is left as it was.
+	sum = receiptPass(e, s, o, workflow.ReceiptPassOptions{}, 21)
+	out, _ = outcomeOf(sum, b[0])
+	requireIs(e.T, out.Err, workflow.ErrOwner)
+	assert.Equal(e.T, before, digest(e, "rb"), "nothing applied to the failing attempt")
 }
 
 func caseReceiptPassFenced(e *env) {

@@ -562,6 +562,11 @@ func (r *Runner) observe(ctx context.Context) (int, error) {
 	}
 	settled := 0
 	for _, o := range sum.Attempts {
+		if o.Err != nil {
+			r.log.LogAttrs(ctx, slog.LevelWarn, "observation failed; asked again next pass",
+				slog.String("identity", o.Attempt.Identity), slog.String("error", o.Err.Error()))
+			continue
+		}
 		switch o.Applied {
 		case workflow.ObservedAdmitted, workflow.ObservedRunning, workflow.ObservedDeferred:
 			continue

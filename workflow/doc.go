@@ -78,7 +78,7 @@
 //	resource leased incompatibly                            ErrResourceConflict          Raced
 //	already taken by another dispatcher                     (PreparePending returns nil) Raced
 //	Owner.Plan/Dispatch, ReceiptLookup or fault hook error  ErrOwner (wraps the cause)   batch fails
-//	Observer error or invalid observation (receipt pass)    ErrOwner (wraps the cause)   -
+//	Observer error or invalid observation (receipt pass)    ErrOwner (wraps the cause)   - (ReceiptOutcome.Err; others applied)
 //	stored intent fails its checksum (DispatchIntent)       ErrCorrupt                   -
 //	allowance increase: stored cap is not the expected one  ErrConflict                  -
 //	prune of a run that is not finished, or of a live tree  ErrIneligible                -
@@ -157,7 +157,9 @@
 //     no second event.
 //   - ReconcileReceiptBacked also selects sibling_cancelling attempts, and
 //     applies Cancelled without asking the observer when the run's
-//     cancellation is requested.
+//     cancellation is requested. One attempt's failing or invalid
+//     observation is reported for that attempt alone and the others are
+//     applied; concurrent passes of one Store ask about different attempts.
 //   - A run completes: when an activation completes and nothing of the
 //     running or paused run is open any more (no pending, waiting or running activation, no active
 //     or repair_required attempt, no retry schedule), it becomes completed

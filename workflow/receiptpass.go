@@ -13,7 +13,8 @@ import (
 
 // Observer reports what the owner knows of an admitted attempt: the
 // receipt-backed pass asks it about each attempt it selects, outside any
-// transaction. An error stops the pass before anything is applied.
+// transaction. An error concerns that attempt alone: the pass reports it
+// for the attempt, leaves the attempt as it is, and applies the others.
 type Observer interface {
 	Observe(ctx context.Context, a Attempt) (Observation, error)
 }
@@ -49,6 +50,11 @@ type ReceiptOutcome struct {
 	// NotScheduled says why a RetryableFailure that failed the attempt
 	// scheduled no retry (see ObservationResult.NotScheduled).
 	NotScheduled *RetryRefusal
+	// Err, when set, is why nothing was applied to this attempt (the
+	// observer's error, an invalid observation, or a conflict with a
+	// settlement made meanwhile); Status is then the attempt's status as
+	// selected, and Applied is empty. The next pass asks about it again.
+	Err error
 }
 
 // ReceiptPassSummary lists the attempts a pass examined, in selection
@@ -73,13 +79,23 @@ var receiptPassStatuses = []backend.AttemptStatus{backend.AttemptAdmitted, backe
 // a cancelled receipt-backed mutation is terminal (cancelled), never
 // repair_required, and an Unknown read-only outcome is listed Unresolved.
 //
+// One attempt's trouble stays with that attempt: a failing observer
+// (ErrOwner), an invalid observation (ErrOwner and ErrInvalidInput) or an
+// observation that contradicts an attempt settled meanwhile (ErrConflict)
+// is reported in that attempt's ReceiptOutcome.Err, the attempt is left as
+// it was, and the other observations are applied.
+//
+// Concurrent passes of one Store spread their work: a pass selects past
+// the attempts another pass of the Store is asking about and claims the
+// ones it selected until it has applied them, so the owner is asked about
+// an attempt by one of them only. Passes of other Stores or processes are
+// not told of these claims.
+//
 // Fencing: with opts.Authority, the run's authority must be it, up front
 // and when applying; without, each run's authority as read when selecting
-// must be unchanged when applying. A failing observer (ErrOwner), an
-// invalid observation (ErrOwner and ErrInvalidInput), a changed authority
-// (ErrStaleAuthority) or an observation that contradicts an attempt
-// settled meanwhile (ErrConflict) fails the pass, and nothing is applied.
-// The selection reads at most 10*Limit attempts of each status.
+// must be unchanged when applying. A changed authority (ErrStaleAuthority)
+// fails the pass, and nothing is applied. The selection reads at most
+// 10*Limit attempts of each status.
 func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts ReceiptPassOptions, now time.Time) (ReceiptPassSummary, error) {
 	var sum ReceiptPassSummary
 	if o == nil || isNil(o) {
@@ -98,10 +114,16 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 	if err != nil {
 		return sum, err
 	}
-	attempts, runs, err := s.receiptBacked(ctx, opts.RunID, opts.Limit)
+	selected, runs, err := s.receiptBacked(ctx, opts.RunID, opts.Limit)
 	if err != nil {
 		return sum, err
 	}
+	ids := make([]string, len(selected))
+	for i, a := range selected {
+		ids[i] = a.Identity
+	}
+	mine, release := s.observing.claim(ids)
+	defer release()
 	type planned struct {
 		att backend.Attempt
 		obs Observation
@@ -109,8 +131,11 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 		out ReceiptOutcome
 	}
 	var plan []planned
-	for _, att := range attempts {
-		p := planned{att: att, out: ReceiptOutcome{Attempt: attemptRef(att)}}
+	for i, att := range selected {
+		if !mine[i] {
+			continue // another pass of this Store asks about it
+		}
+		p := planned{att: att, out: ReceiptOutcome{Attempt: attemptRef(att), Status: AttemptStatus(att.Status)}}
 		if runs[att.Key.RunID].CancelRequestedMS != 0 {
 			p.obs = Observation{Kind: ObservedCancelled}
 		} else {
@@ -118,14 +143,19 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 				return sum, err
 			}
 			obs, err := o.Observe(ctx, toAttempt(att))
+			p.out.OwnerAsked = true
 			if err != nil {
-				return sum, fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
+				p.out.Err = fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
+				plan = append(plan, p)
+				continue
 			}
-			p.obs, p.out.OwnerAsked = obs, true
+			p.obs = obs
 		}
 		output, detail, succ, err := p.obs.validate(at)
 		if err != nil {
-			return sum, fmt.Errorf("%w: observation of %s: %w", ErrOwner, att.Identity, err)
+			p.out.Err = fmt.Errorf("%w: observation of %s: %w", ErrOwner, att.Identity, err)
+			plan = append(plan, p)
+			continue
 		}
 		p.v = validObservation{output, detail, succ}
 		p.out.Applied = p.obs.Kind
@@ -134,9 +164,19 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		for i := range plan {
 			p := &plan[i]
+			if p.out.Applied == "" {
+				continue // nothing to apply: its error is reported
+			}
 			c := check.with("receipt-backed reconciliation")
 			if opts.Authority == nil {
 				c = authorityCheck{mode: authSnapshot, want: runs[p.att.Key.RunID].Authority, what: "receipt-backed reconciliation"}
+			}
+			if err := conflictsWithSettled(ctx, tx, p.att.Identity, p.obs.Kind); err != nil {
+				if !errors.Is(err, ErrConflict) {
+					return err
+				}
+				p.out.Err = err // this attempt only; nothing of it written
+				continue
 			}
 			mark := w.mark()
 			res, err := applyObservation(ctx, tx, w, p.att.Identity, p.obs, p.v, c, at)
@@ -157,9 +197,27 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 		return ReceiptPassSummary{}, err
 	}
 	for _, p := range plan {
+		if p.out.Err != nil {
+			p.out.Applied, p.out.Schedule, p.out.NotScheduled, p.out.Unresolved = "", nil, nil, false
+		}
 		sum.Attempts = append(sum.Attempts, p.out)
 	}
 	return sum, nil
+}
+
+// conflictsWithSettled fails with ErrConflict when observing kind
+// contradicts the attempt's status because it settled since the pass
+// selected it: the check ApplyObservation makes first, made here before
+// anything of the attempt is written so that the pass can skip it alone.
+func conflictsWithSettled(ctx context.Context, tx backend.Tx, identity string, kind ObservationKind) error {
+	att, err := backend.GetAttemptByIdentity(ctx, tx, identity)
+	if err != nil {
+		return notFoundFrom(err, "attempt %s", identity)
+	}
+	if (isSettled(att.Status) || att.Status == backend.AttemptRepairRequired) && !compatibleSettled(att.Status, kind) {
+		return stateErr(ErrConflict, "terminal workflow attempt observation conflicts with persisted status %s: %s", att.Status, identity)
+	}
+	return nil
 }
 
 // receiptBacked selects, in one snapshot, up to limit receipt-backed
@@ -180,7 +238,7 @@ func (s *Store) receiptBacked(ctx context.Context, runID string, limit int) ([]b
 				}
 				read += len(page)
 				for _, a := range page {
-					if a.Receipt != nil && found < limit {
+					if a.Receipt != nil && found < limit && !s.observing.has(a.Identity) {
 						out = append(out, a)
 						found++
 					}

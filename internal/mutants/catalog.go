@@ -748,4 +748,61 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "receipt-pass-skips-cancelling",
+		Bug:  "the receipt-backed pass does not select cancelling attempts, so a signalled cancellation never settles",
+		Edits: []Edit{
+			{
+				File: "workflow/receiptpass.go",
+				Find: `backend.AttemptRunning,
+	backend.AttemptCancelling, backend.AttemptSiblingCancelling}`,
+				Replace: `backend.AttemptRunning,
+	backend.AttemptSiblingCancelling}`,
+			},
+		},
+	},
+	{
+		Name: "receipt-pass-skips-sibling-cancelling",
+		Bug:  "the receipt-backed pass does not select sibling_cancelling attempts, so a fail-fast group's stopped siblings never settle",
+		Edits: []Edit{
+			{
+				File:    "workflow/receiptpass.go",
+				Find:    `backend.AttemptCancelling, backend.AttemptSiblingCancelling}`,
+				Replace: `backend.AttemptCancelling}`,
+			},
+		},
+	},
+	{
+		Name: "receipt-pass-error-stops-pass",
+		Bug:  "one attempt's failing observation fails the whole receipt-backed pass",
+		Edits: []Edit{
+			{
+				File: "workflow/receiptpass.go",
+				Find: `			if err != nil {
+				p.out.Err = fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
+				plan = append(plan, p)
+				continue
+			}`,
+				Replace: `			if err != nil {
+				return sum, fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
+			}`,
+			},
+		},
+	},
+	{
+		Name: "receipt-pass-no-claims",
+		Bug:  "concurrent receipt-backed passes of one Store both ask the owner about every attempt",
+		Edits: []Edit{
+			{
+				File:    "workflow/receiptpass.go",
+				Find:    `		if !mine[i] {`,
+				Replace: `		if false && !mine[i] {`,
+			},
+			{
+				File:    "workflow/receiptpass.go",
+				Find:    ` && !s.observing.has(a.Identity) {`,
+				Replace: ` {`,
+			},
+		},
+	},
 }

@@ -101,6 +101,8 @@ type PassOutcome struct {
 	Applied    string
 	Status     string
 	Unresolved bool
+	// Failed: the owner failed to answer; nothing was applied to it.
+	Failed bool
 }
 
 // ReceiptPass is the receipt-backed reconciliation pass over one run: it
@@ -108,9 +110,9 @@ type PassOutcome struct {
 // running or cancelling, earliest prepared first; asks the owner (answer)
 // about each unless the run's cancellation is requested (then Cancelled is
 // applied without asking); and applies every observation by Observe's rules,
-// all or nothing. answer's false second result is an owner failure: the
-// pass fails with Owner and applies nothing. auth, when set, must be the
-// run's authority.
+// all or nothing. answer's false second result is an owner failure for
+// that attempt: it is listed Failed, left as it was, and the others are
+// applied. auth, when set, must be the run's authority.
 func (m *Model) ReceiptPass(runID string, auth *Authority, limit int, answer func(identity string) (string, bool), now int64) ([]PassOutcome, Err) {
 	run, ok := m.Runs[runID]
 	if !ok {
@@ -133,15 +135,20 @@ func (m *Model) ReceiptPass(runID string, auth *Authority, limit int, answer fun
 		o := PassOutcome{Identity: a.Identity, Applied: ObservedCancelled}
 		if !run.Cancel {
 			kind, ok := answer(a.Identity)
+			o.OwnerAsked = true
 			if !ok {
-				return nil, Owner
+				o.Applied, o.Failed, o.Status = "", true, a.Status
+			} else {
+				o.Applied = kind
 			}
-			o.Applied, o.OwnerAsked = kind, true
 		}
 		out = append(out, o)
 	}
 	saved := m.clone()
 	for i := range out {
+		if out[i].Failed {
+			continue
+		}
 		res, e := m.Observe(out[i].Identity, out[i].Applied, now)
 		if e != OK {
 			*m = *saved
