@@ -805,4 +805,34 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "runner-wake-armed-after-pass",
+		Bug:   "the runner arms its wake-up after the pass, so work that arrives during a pass that found nothing waits for the poll",
+		Suite: RunnerSuite,
+		Tests: "TestWorkArrivingDuringAnIdlePassWakesTheRunner|TestWakesOnInProcessAdd",
+		Edits: []Edit{
+			{
+				File: "runner/runner.go",
+				Find: `		wake.arm()
+		var progress bool
+`,
+				Replace: `		var progress bool
+`,
+			},
+			{
+				File: "runner/runner.go",
+				Find: `		if progress {
+			backoff = r.cfg.minPoll
+			continue
+		}
+`,
+				Replace: `		wake.arm()
+		if progress {
+			backoff = r.cfg.minPoll
+			continue
+		}
+`,
+			},
+		},
+	},
 }
