@@ -28,6 +28,7 @@ func storeTier(batch bool) []testCase {
 		boundaryCases(),
 		opsCases(),
 		receiptPassCases(),
+		cancelSignalCases(),
 		treeCases(),
 		pruneCases(),
 	} {

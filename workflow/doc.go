@@ -79,6 +79,7 @@
 //	already taken by another dispatcher                     (PreparePending returns nil) Raced
 //	Owner.Plan/Dispatch, ReceiptLookup or fault hook error  ErrOwner (wraps the cause)   batch fails
 //	Observer error or invalid observation (receipt pass)    ErrOwner (wraps the cause)   - (ReceiptOutcome.Err; others applied)
+//	unobserved cancel settlement: no cancellation, no signal ErrIneligible               -
 //	stored intent fails its checksum (DispatchIntent)       ErrCorrupt                   -
 //	allowance increase: stored cap is not the expected one  ErrConflict                  -
 //	prune of a run that is not finished, or of a live tree  ErrIneligible                -
@@ -156,8 +157,10 @@
 //     parks the run's work again (Dispatch reports it Exhausted) and writes
 //     no second event.
 //   - ReconcileReceiptBacked also selects sibling_cancelling attempts, and
-//     applies Cancelled without asking the observer when the run's
-//     cancellation is requested. One attempt's failing or invalid
+//     asks the observer about attempts of runs whose cancellation is
+//     requested too: the owner's word decides whether the work still runs,
+//     and work that finished anyway settles as cancelled with what the
+//     owner observed on its event. One attempt's failing or invalid
 //     observation is reported for that attempt alone and the others are
 //     applied; concurrent passes of one Store ask about different attempts.
 //   - A run completes: when an activation completes and nothing of the

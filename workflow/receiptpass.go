@@ -34,12 +34,10 @@ type ReceiptPassOptions struct {
 type ReceiptOutcome struct {
 	// Attempt is the attempt the pass examined.
 	Attempt AttemptRef
-	// OwnerAsked is false when the run's cancellation was requested: the
-	// pass then applied Cancelled without asking the observer.
-	OwnerAsked bool
-	// Applied is the observation the pass applied (the observer's, or
-	// Cancelled). The rules of ApplyObservation may still map it (a run
-	// whose cancellation is requested by then gets Cancelled).
+	// Applied is the observer's observation the pass applied. The rules
+	// of ApplyObservation may still map it (a finished attempt of a run
+	// whose cancellation is requested settles as cancelled; Status says
+	// what came of it).
 	Applied ObservationKind
 	// Status is the attempt's status afterwards.
 	Status AttemptStatus
@@ -73,10 +71,11 @@ var receiptPassStatuses = []backend.AttemptStatus{backend.AttemptAdmitted, backe
 // opts.Limit attempts that hold a receipt and are admitted, running,
 // cancelling or sibling_cancelling (optionally of one run), earliest
 // prepared first. It then asks the observer about each one outside any
-// transaction, except that an attempt whose run has cancellation requested
-// gets Cancelled without the observer being asked. Finally it applies
-// every observation in one transaction, by the rules of ApplyObservation:
-// a cancelled receipt-backed mutation is terminal (cancelled), never
+// transaction, those of runs whose cancellation is requested included
+// (signalled or not: the owner's word decides whether the work still
+// runs). Finally it applies every observation in one transaction, by the
+// rules of ApplyObservation: a finished attempt of a cancelled run is
+// terminal (cancelled, with what the owner observed on its event), never
 // repair_required, and an Unknown read-only outcome is listed Unresolved.
 //
 // One attempt's trouble stays with that attempt: a failing observer
@@ -136,21 +135,16 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 			continue // another pass of this Store asks about it
 		}
 		p := planned{att: att, out: ReceiptOutcome{Attempt: attemptRef(att), Status: AttemptStatus(att.Status)}}
-		if runs[att.Key.RunID].CancelRequestedMS != 0 {
-			p.obs = Observation{Kind: ObservedCancelled}
-		} else {
-			if err := ctx.Err(); err != nil {
-				return sum, err
-			}
-			obs, err := o.Observe(ctx, toAttempt(att))
-			p.out.OwnerAsked = true
-			if err != nil {
-				p.out.Err = fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
-				plan = append(plan, p)
-				continue
-			}
-			p.obs = obs
+		if err := ctx.Err(); err != nil {
+			return sum, err
 		}
+		obs, err := o.Observe(ctx, toAttempt(att))
+		if err != nil {
+			p.out.Err = fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
+			plan = append(plan, p)
+			continue
+		}
+		p.obs = obs
 		output, detail, succ, err := p.obs.validate(at)
 		if err != nil {
 			p.out.Err = fmt.Errorf("%w: observation of %s: %w", ErrOwner, att.Identity, err)

@@ -514,16 +514,17 @@ var Catalog = []Mutant{
 		},
 	},
 	{
-		Name: "receipt-pass-cancel-asks-owner",
-		Bug:  "the receipt-backed pass asks the owner about a cancelling run",
+		Name: "receipt-pass-cancel-skips-owner",
+		Bug:  "the receipt-backed pass applies Cancelled to a cancelling run's attempts without asking the owner, whose work may still run",
 		Edits: []Edit{
 			{
 				File: "workflow/receiptpass.go",
-				Find: `		if runs[att.Key.RunID].CancelRequestedMS != 0 {
-			p.obs = Observation{Kind: ObservedCancelled}
-		} else {
+				Find: `		obs, err := o.Observe(ctx, toAttempt(att))
 `,
-				Replace: `		{
+				Replace: `		obs, err := o.Observe(ctx, toAttempt(att))
+		if runs[att.Key.RunID].CancelRequestedMS != 0 {
+			obs, err = Observation{Kind: ObservedCancelled}, nil
+		}
 `,
 			},
 		},
@@ -778,14 +779,14 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/receiptpass.go",
-				Find: `			if err != nil {
-				p.out.Err = fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
-				plan = append(plan, p)
-				continue
-			}`,
-				Replace: `			if err != nil {
-				return sum, fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
-			}`,
+				Find: `		if err != nil {
+			p.out.Err = fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
+			plan = append(plan, p)
+			continue
+		}`,
+				Replace: `		if err != nil {
+			return sum, fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
+		}`,
 			},
 		},
 	},
@@ -832,6 +833,48 @@ var Catalog = []Mutant{
 			continue
 		}
 `,
+			},
+		},
+	},
+	{
+		Name: "cancel-running-settles",
+		Bug:  "an owner's report that a cancelled run's work still runs settles the attempt as cancelled (its leases released while the work runs)",
+		Edits: []Edit{
+			{
+				File: "workflow/observe.go",
+				Find: `			switch kind {
+			case ObservedAdmitted, ObservedRunning, ObservedDeferred:
+				if att.Status == backend.AttemptCancelling {
+					return errNoop
+				}
+			default:
+				observed, kind = kind, ObservedCancelled
+			}`,
+				Replace: `			observed, kind = kind, ObservedCancelled`,
+			},
+		},
+	},
+	{
+		Name: "cancel-event-drops-observation",
+		Bug:  "a cancelled run's attempt that finished anyway is settled cancelled without what the owner observed on record",
+		Edits: []Edit{
+			{
+				File:    "workflow/observe.go",
+				Find:    `p := AttemptCancelledPayload{DispatchIdentity: identity, Observed: observed}`,
+				Replace: `p := AttemptCancelledPayload{DispatchIdentity: identity}`,
+			},
+		},
+	},
+	{
+		Name: "cancel-unobserved-without-signal",
+		Bug:  "an attempt is settled as signalled-not-observed although no cancellation signal was recorded",
+		Edits: []Edit{
+			{
+				File: "workflow/cancel.go",
+				Find: `		case backend.AttemptAdmitted, backend.AttemptRunning:
+			if how == SignalledNotObserved {`,
+				Replace: `		case backend.AttemptAdmitted, backend.AttemptRunning:
+			if false {`,
 			},
 		},
 	},

@@ -97,7 +97,6 @@ func (m *Model) Redispatch(runID string, auth *Authority, limit int, ownerFails 
 // PassOutcome is what a receipt-backed pass did with one attempt.
 type PassOutcome struct {
 	Identity   string
-	OwnerAsked bool
 	Applied    string
 	Status     string
 	Unresolved bool
@@ -108,8 +107,8 @@ type PassOutcome struct {
 // ReceiptPass is the receipt-backed reconciliation pass over one run: it
 // selects up to limit attempts that hold a receipt and are admitted,
 // running or cancelling, earliest prepared first; asks the owner (answer)
-// about each unless the run's cancellation is requested (then Cancelled is
-// applied without asking); and applies every observation by Observe's rules,
+// about each (those of a run whose cancellation is requested included);
+// and applies every observation by Observe's rules,
 // all or nothing. answer's false second result is an owner failure for
 // that attempt: it is listed Failed, left as it was, and the others are
 // applied. auth, when set, must be the run's authority.
@@ -132,15 +131,11 @@ func (m *Model) ReceiptPass(runID string, auth *Authority, limit int, answer fun
 	}
 	var out []PassOutcome
 	for _, a := range sel {
-		o := PassOutcome{Identity: a.Identity, Applied: ObservedCancelled}
-		if !run.Cancel {
-			kind, ok := answer(a.Identity)
-			o.OwnerAsked = true
-			if !ok {
-				o.Applied, o.Failed, o.Status = "", true, a.Status
-			} else {
-				o.Applied = kind
-			}
+		o := PassOutcome{Identity: a.Identity}
+		if kind, ok := answer(a.Identity); ok {
+			o.Applied = kind
+		} else {
+			o.Failed, o.Status = true, a.Status
 		}
 		out = append(out, o)
 	}
