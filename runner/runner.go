@@ -97,6 +97,7 @@ type Runner struct {
 	log      *slog.Logger
 	in       *instruments
 	sweep    *sweep
+	cancel   *cancels // cancellation state (cancel.go), made on first use
 	// rejected holds the runs where a dispatch pass was refused at the
 	// handoff: such an attempt stays prepared, provably never dispatched,
 	// until a redispatch admits it once its run is eligible again.
@@ -466,11 +467,15 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if derr != nil {
 		return consumed > 0 || len(sum.Admitted) > 0, fmt.Errorf("dispatch: %w", derr)
 	}
+	cancelled, err := r.cancellations(ctx)
+	if err != nil {
+		return true, err
+	}
 	observed, err := r.observe(ctx)
 	if err != nil {
 		return true, err
 	}
-	return consumed > 0 || more || redone > 0 || len(sum.Admitted) > 0 || observed > 0, nil
+	return consumed > 0 || more || redone > 0 || len(sum.Admitted) > 0 || cancelled > 0 || observed > 0, nil
 }
 
 // redispatchRejected redispatches, run by run, the attempts a dispatch

@@ -878,4 +878,24 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "runner-signal-recorded-before-sent",
+		Bug:   "the runner records the cancellation signal before the owner's Cancel returned, so a stop or a Cancel error between the two leaves an owner that was never told marked as told",
+		Suite: RunnerSuite,
+		Tests: "TestCancellationIsSignalledBeforeItIsRecorded|TestFailingCancelIsRetriedWithBackoff",
+		Edits: []Edit{
+			{
+				File: "runner/cancel.go",
+				Find: `	var err error
+	r.shim.timed(ctx, "cancel", func() { err = c.canceller.Cancel(ctx, a.Identity) })
+`,
+				Replace: `	if err := r.store.MarkCancellationSignalled(ctx, a.Identity, r.cfg.clock.Now()); err != nil {
+		return 0, ignoreIneligible(err)
+	}
+	var err error
+	r.shim.timed(ctx, "cancel", func() { err = c.canceller.Cancel(ctx, a.Identity) })
+`,
+			},
+		},
+	},
 }
