@@ -1,6 +1,6 @@
 // Package runner runs a workflow.Store for one owner: the user writes the
-// owner (Plan and Dispatch, and optionally a ReceiptLookup, a BatchOwner
-// or an Observer) and the runner is the engine around it.
+// owner (Plan and Dispatch, and optionally a ReceiptLookup, a BatchOwner,
+// an Observer or a Canceller) and the runner is the engine around it.
 //
 // On start it recovers what a crash left: ReconcilePrepared (asking the
 // owner's ReceiptLookup when it has one), Redispatch of attempts that
@@ -8,8 +8,29 @@
 // for repair_required attempts, and the receipt-backed pass when there is
 // an observer. Then it loops. Each pass consumes the retries that are due
 // (a bounded number), redispatches attempts an earlier pass left prepared
-// when their handoff was refused, dispatches a batch, and runs the
-// receipt-backed pass.
+// when their handoff was refused, dispatches a batch, reaches the work of
+// cancelled runs, and runs the receipt-backed pass.
+//
+// Cancellation: each pass pages the runs whose cancellation is requested
+// (workflow.Store.ScanCancellations, WithRunsPerPass runs per pass). An
+// attempt that provably never reached the owner is cancelled without it
+// (CancelNeverDispatched). For one the owner may hold (handoff recorded,
+// admitted, running; a child run's parent attempt included) the runner
+// calls the owner's workflow.Canceller first and records the signal
+// (MarkCancellationSignalled) only after Cancel returned nil; a failing
+// Cancel is retried with backoff on later passes, and a runner stopped
+// between the two leaves the attempt unsignalled, so the next one signals
+// again (Cancel is idempotent). The owner's Observer then decides, in the
+// receipt-backed pass, as for any attempt: work it reports still running
+// stays active, and work it reports finished settles as cancelled, its
+// event recording what the owner observed. A cancelling attempt whose
+// dispatcher stopped before persisting the receipt gets it from the
+// owner's ReceiptLookup. An owner with a Canceller and no Observer is
+// settled cancelled once signalled ("signalled_not_observed"); one with
+// neither is settled cancelled without a signal or an observation
+// ("not_signalled_not_observed"), with a warning and MetricCancellations:
+// its work is never stopped, and its leases are released while it may
+// still run.
 //
 // Due retries: the runner pages workflow.Store.ScanRetries, the earliest
 // schedule of each failed and running run (WithRunsPerPass runs per pass,

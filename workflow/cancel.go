@@ -343,9 +343,11 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 // idempotent on the identity, and return nil only once the owner has
 // durably taken note of the request (the engine records that the signal
 // was sent only after that). Cancel may reach the owner before a Dispatch
-// of the same identity that is still in flight: an owner must remember
-// every identity it was asked to cancel, so that a later Dispatch of it
-// starts nothing (it may still return a receipt).
+// of the same identity that is still in flight: an owner must remember,
+// durably, every identity it was asked to cancel, so that a later Dispatch
+// of it starts nothing (it may still return a receipt) and its Observer
+// reports the work cancelled. The runner package calls it for every
+// attempt of a cancelled run whose owner may hold the work.
 type Canceller interface {
 	Cancel(ctx context.Context, identity string) error
 }
