@@ -55,6 +55,8 @@ type cancels struct {
 	cursor    workflow.CancellationScanCursor
 	backoff   map[string]cancelBackoff
 	counter   metric.Int64Counter
+	last      time.Time // when the last page was read
+	again     bool      // the last page found work: read the next at once
 }
 
 // cancelState returns the runner's cancellation state, made on first use.
@@ -82,7 +84,9 @@ func (r *Runner) cancelState() (*cancels, error) {
 
 // cancellations reaches the work of runs whose cancellation is requested,
 // a page of runs per pass (the runner's runs-per-pass, resuming where the
-// last pass stopped): an attempt that provably never reached its owner is
+// last pass stopped; a busy pass, one that admitted or requeued work,
+// reads one at most once per minimum poll interval unless the last page
+// moved something or a Cancel awaits its retry): an attempt that provably never reached its owner is
 // cancelled (CancelNeverDispatched); the owner of one that may hold the
 // work is told through its Canceller, and only after Cancel returned nil
 // is the signal recorded (MarkCancellationSignalled), so a crash between
@@ -93,11 +97,16 @@ func (r *Runner) cancelState() (*cancels, error) {
 // by SettleCancelledUnobserved, saying whether it was signalled (an owner
 // with neither capability gets a warning: its work is never stopped). It
 // returns how many attempts it moved.
-func (r *Runner) cancellations(ctx context.Context) (int, error) {
+func (r *Runner) cancellations(ctx context.Context, busy bool) (int, error) {
 	c, err := r.cancelState()
 	if err != nil {
 		return 0, err
 	}
+	now := r.cfg.clock.Now()
+	if busy && !c.again && !c.last.IsZero() && now.Sub(c.last) < r.cfg.minPoll {
+		return 0, nil
+	}
+	c.last, c.again = now, false
 	page, err := r.store.ScanCancellations(ctx, workflow.CancellationScan{RunID: r.cfg.runID, Cursor: c.cursor, Limit: r.cfg.runsPerPass})
 	if err != nil {
 		return 0, fmt.Errorf("cancellation scan: %w", err)
@@ -116,6 +125,7 @@ func (r *Runner) cancellations(ctx context.Context) (int, error) {
 			}
 		}
 	}
+	c.again = moved > 0 || len(c.backoff) > 0
 	return moved, nil
 }
 

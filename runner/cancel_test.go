@@ -319,3 +319,25 @@ func (b *syncBuffer) String() string {
 	defer b.mu.Unlock()
 	return b.b.String()
 }
+
+// A cancellation requested through the runner's Store wakes an idle
+// runner at once (its poll interval is an hour, on a clock that does not
+// move): the owner is told without waiting.
+func TestCancellationRequestWakesTheRunner(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	s := newStore(t, clock, "r")
+	co := newCancelOwner(clock, s)
+	_, err := s.AddActivation(context.Background(), workflow.NewActivation{Key: key("r", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+	start(t, newRunner(t, s, co, clock, WithPollInterval(time.Hour, time.Hour)))
+	p := <-co.entered
+	clock.nextTimer(t) // idle for an hour
+	at := clock.Now()
+	_, err = s.RequestCancellation(context.Background(), "r", nil, clock.Now())
+	require.NoError(t, err)
+	eventually(t, runCancelled(s, "r"), "the owner is told and the run cancelled without a poll")
+	calls, _ := co.cancelCalls()
+	assert.Equal(t, []string{p.Identity}, calls)
+	assert.Equal(t, at, clock.Now(), "no time passed")
+}

@@ -11,8 +11,10 @@
 // when their handoff was refused, dispatches a batch, reaches the work of
 // cancelled runs, and runs the receipt-backed pass.
 //
-// Cancellation: each pass pages the runs whose cancellation is requested
-// (workflow.Store.ScanCancellations, WithRunsPerPass runs per pass). An
+// Cancellation: a pass pages the runs whose cancellation is requested
+// (workflow.Store.ScanCancellations, WithRunsPerPass runs per pass; a pass
+// that admitted or requeued work reads a page at most once per minimum
+// poll interval, unless the last page found work to act on). An
 // attempt that provably never reached the owner is cancelled without it
 // (CancelNeverDispatched). For one the owner may hold (handoff recorded,
 // admitted, running; a child run's parent attempt included) the runner
@@ -51,7 +53,8 @@
 // nothing happens and resets on work, unless work arrives first. For the
 // whole of Run it listens (workflow.Store.ListenWork): work added through
 // the same Store (a run, an activation or fan-out, an observation, a
-// retry scheduled or requeued, a run resumed, an allowance raised) wakes
+// retry scheduled or requeued, a run resumed, an allowance raised, a
+// cancellation requested) wakes
 // it at once on every backend. On PostgreSQL, the same arrivals through
 // any other Store or process on the same schema wake it at once too: the
 // committing transaction sends a NOTIFY that the runner's listener (one
@@ -488,7 +491,7 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if derr != nil {
 		return consumed > 0 || len(sum.Admitted) > 0, fmt.Errorf("dispatch: %w", derr)
 	}
-	cancelled, err := r.cancellations(ctx)
+	cancelled, err := r.cancellations(ctx, consumed > 0 || len(sum.Admitted) > 0)
 	if err != nil {
 		return true, err
 	}

@@ -49,6 +49,7 @@ func (s *Store) RequestCancellation(ctx context.Context, runID string, authority
 		run.CancelRequestedMS = at
 		run.UpdatedMS = at
 		w.emit(&run, CancellationRequestedPayload{RunID: runID}, at)
+		w.workArrives() // an engine has work to stop
 		if err := cancelUnstarted(ctx, tx, w, runID, at); err != nil {
 			return err
 		}
@@ -308,6 +309,7 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 			r.CancelRequestedMS = at
 			r.UpdatedMS = at
 			w.emit(r, CancellationRequestedPayload{RunID: r.ID, RootRunID: rootID, Tree: true}, at)
+			w.workArrives() // an engine has work to stop
 			if err := cancelUnstarted(ctx, tx, w, r.ID, at); err != nil {
 				return err
 			}

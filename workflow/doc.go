@@ -79,7 +79,7 @@
 //	already taken by another dispatcher                     (PreparePending returns nil) Raced
 //	Owner.Plan/Dispatch, ReceiptLookup or fault hook error  ErrOwner (wraps the cause)   batch fails
 //	Observer error or invalid observation (receipt pass)    ErrOwner (wraps the cause)   - (ReceiptOutcome.Err; others applied)
-//	unobserved cancel settlement: no cancellation, no signal ErrIneligible               -
+//	SettleCancelledUnobserved without cancellation/signal   ErrIneligible                -
 //	stored intent fails its checksum (DispatchIntent)       ErrCorrupt                   -
 //	allowance increase: stored cap is not the expected one  ErrConflict                  -
 //	prune of a run that is not finished, or of a live tree  ErrIneligible                -
