@@ -486,11 +486,11 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/observe.go",
-				Find: `			kind = ObservedCancelled
+				Find: `				observed, kind = kind, ObservedCancelled
 `,
-				Replace: `			if kind != ObservedUnknown || run.CancelRequestedMS == 0 {
-				kind = ObservedCancelled
-			}
+				Replace: `				if kind != ObservedUnknown {
+					observed, kind = kind, ObservedCancelled
+				}
 `,
 			},
 		},
@@ -539,7 +539,7 @@ var Catalog = []Mutant{
 				c = authorityCheck{mode: authSnapshot, want: runs[p.att.Key.RunID].Authority, what: "receipt-backed reconciliation"}
 			}
 `,
-				Replace: "",
+				Replace: "\t\t\t_ = runs\n",
 			},
 		},
 	},
