@@ -27,6 +27,8 @@ func storeTier(batch bool) []testCase {
 		discoveryCases(),
 		boundaryCases(),
 		opsCases(),
+		receiptPassCases(),
+		cancelSignalCases(),
 		treeCases(),
 		pruneCases(),
 		pruneResumeCases(),

@@ -341,7 +341,9 @@ func caseCancelSignalled(e *env) {
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 
 	observe(e, s, identity(a, 1), obs(workflow.ObservedRunning), ms(40))
-	assert.Equal(e.T, workflow.AttemptCancelled, getAttempt(e, s, a, 1).Status, "any observation while cancelling settles as cancelled")
+	assert.Equal(e.T, workflow.AttemptCancelling, getAttempt(e, s, a, 1).Status, "work the owner reports still running stays cancelling")
+	observe(e, s, identity(a, 1), obs(workflow.ObservedSucceeded), ms(40))
+	assert.Equal(e.T, workflow.AttemptCancelled, getAttempt(e, s, a, 1).Status, "a finished attempt of a cancelled run settles as cancelled")
 	observe(e, s, pb.Identity, obs(workflow.ObservedCancelled), ms(41))
 	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "r").Status)
 }

@@ -461,8 +461,8 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 		ws, werr := sq.s.ReconcileReceiptBacked(ctx, obs, workflow.ReceiptPassOptions{RunID: runID, Authority: wfAuthority(a), Limit: 1 + o.C%3}, now)
 		var got []model.PassOutcome
 		for _, r := range ws.Attempts {
-			got = append(got, model.PassOutcome{Identity: r.Attempt.Identity, OwnerAsked: r.OwnerAsked, Applied: string(r.Applied),
-				Status: string(r.Status), Unresolved: r.Unresolved})
+			got = append(got, model.PassOutcome{Identity: r.Attempt.Identity, Applied: string(r.Applied),
+				Status: string(r.Status), Unresolved: r.Unresolved, Failed: r.Err != nil})
 		}
 		want, merr := sq.m.ReceiptPass(runID, a, 1+o.C%3, func(string) (string, bool) { return obs.kind, !obs.fail }, sq.at())
 		sq.agree(rt, "reconcile_receipt_backed", fmt.Sprintf("%+v", got), werr, fmt.Sprintf("%+v", want), merr)

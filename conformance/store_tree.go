@@ -49,8 +49,9 @@ func caseTreeRootWaitsForChildren(e *env) {
 	assert.Equal(e.T, workflow.AttemptCancelling, res.Status, "admitted keeps it cancelling")
 	unchanged(e, before, "a second running/admitted observation of a cancelling parent attempt", "r", child)
 
-	// An ordinary attempt of a cancelling run is still forced to cancelled,
-	// even when its owner's receipt imitates a child receipt.
+	// An ordinary attempt of a cancelling run is not made cancelling by a
+	// running observation, even when its owner's receipt imitates a child
+	// receipt; its owner's report of finished work settles it cancelled.
 	mkRun(e, s, "plain", workflow.Limits{}, nil)
 	pk := key("plain", "n", "a")
 	mkAct(e, s, pk)
@@ -62,6 +63,8 @@ func caseTreeRootWaitsForChildren(e *env) {
 	_, err = s.RequestCancellation(e.Ctx, "plain", nil, ms(34))
 	require.NoError(e.T, err)
 	res = observe(e, s, identity(pk, 1), obs(workflow.ObservedRunning), ms(35))
+	assert.Equal(e.T, workflow.AttemptRunning, res.Status, "an attempt that started no child run is not made cancelling")
+	res = observe(e, s, identity(pk, 1), obs(workflow.ObservedSucceeded), ms(35))
 	assert.Equal(e.T, workflow.AttemptCancelled, res.Status, "an attempt that started no child run is cancelled")
 	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "plain").Status)
 
@@ -198,7 +201,7 @@ func caseTreeParentChain(e *env) {
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "r waits for c")
 
 	// g's last attempt settles: g, c and r finalise in that one transaction.
-	res := observe(e, s, identity(gk, 1), obs(workflow.ObservedRunning), ms(40))
+	res := observe(e, s, identity(gk, 1), obs(workflow.ObservedSucceeded), ms(40))
 	assert.Equal(e.T, workflow.AttemptCancelled, res.Status)
 	for _, id := range []string{g, c, "r"} {
 		assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, id).Status, "%s is cancelled", id)

@@ -61,6 +61,19 @@ func TestQuickstart(t *testing.T) {
 	}
 }
 
+func TestCancel(t *testing.T) {
+	t.Parallel()
+	out := run(t, build(t, "cancel"), nil)
+	for _, want := range []string{
+		"cancel: 3 items shipping; requesting cancellation",
+		`msg="cancellation signalled" run=order-1`,
+		"observed=cancelled status=cancelled",
+		"cancel: run cancelled; 3 signals recorded, 3 attempts cancelled, 0 items still shipping",
+	} {
+		assert.Contains(t, out, want)
+	}
+}
+
 func TestMultiworkerSkipsWithoutAServer(t *testing.T) {
 	t.Parallel()
 	bin := build(t, "multiworker")

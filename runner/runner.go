@@ -1,6 +1,6 @@
 // Package runner runs a workflow.Store for one owner: the user writes the
-// owner (Plan and Dispatch, and optionally a ReceiptLookup, a BatchOwner
-// or an Observer) and the runner is the engine around it.
+// owner (Plan and Dispatch, and optionally a ReceiptLookup, a BatchOwner,
+// an Observer or a Canceller) and the runner is the engine around it.
 //
 // On start it recovers what a crash left: ReconcilePrepared (asking the
 // owner's ReceiptLookup when it has one), Redispatch of attempts that
@@ -8,8 +8,31 @@
 // for repair_required attempts, and the receipt-backed pass when there is
 // an observer. Then it loops. Each pass consumes the retries that are due
 // (a bounded number), redispatches attempts an earlier pass left prepared
-// when their handoff was refused, dispatches a batch, and runs the
-// receipt-backed pass.
+// when their handoff was refused, dispatches a batch, reaches the work of
+// cancelled runs, and runs the receipt-backed pass.
+//
+// Cancellation: a pass pages the runs whose cancellation is requested
+// (workflow.Store.ScanCancellations, WithRunsPerPass runs per pass; a pass
+// that admitted or requeued work reads a page at most once per minimum
+// poll interval, unless the last page found work to act on). An
+// attempt that provably never reached the owner is cancelled without it
+// (CancelNeverDispatched). For one the owner may hold (handoff recorded,
+// admitted, running; a child run's parent attempt included) the runner
+// calls the owner's workflow.Canceller first and records the signal
+// (MarkCancellationSignalled) only after Cancel returned nil; a failing
+// Cancel is retried with backoff on later passes, and a runner stopped
+// between the two leaves the attempt unsignalled, so the next one signals
+// again (Cancel is idempotent). The owner's Observer then decides, in the
+// receipt-backed pass, as for any attempt: work it reports still running
+// stays active, and work it reports finished settles as cancelled, its
+// event recording what the owner observed. A cancelling attempt whose
+// dispatcher stopped before persisting the receipt gets it from the
+// owner's ReceiptLookup. An owner with a Canceller and no Observer is
+// settled cancelled once signalled ("signalled_not_observed"); one with
+// neither is settled cancelled without a signal or an observation
+// ("not_signalled_not_observed"), with a warning and MetricCancellations:
+// its work is never stopped, and its leases are released while it may
+// still run.
 //
 // Due retries: the runner pages workflow.Store.ScanRetries, the earliest
 // schedule of each failed and running run (WithRunsPerPass runs per pass,
@@ -59,7 +82,8 @@
 // nothing happens and resets on work, unless work arrives first. For the
 // whole of Run it listens (workflow.Store.ListenWork): work added through
 // the same Store (a run, an activation or fan-out, an observation, a
-// retry scheduled or requeued, a run resumed, an allowance raised) wakes
+// retry scheduled or requeued, a run resumed, an allowance raised, a
+// cancellation requested) wakes
 // it at once on every backend. On PostgreSQL, the same arrivals through
 // any other Store or process on the same schema wake it at once too: the
 // committing transaction sends a NOTIFY that the runner's listener (one
@@ -128,6 +152,7 @@ type Runner struct {
 	sweep    *sweep
 	stuck    *stuckWatch
 	timeouts *timeoutWatch
+	cancel   *cancels // cancellation state (cancel.go), made on first use
 	// rejected holds the runs where a dispatch pass was refused at the
 	// handoff, or left attempts unoffered (a stopped batch): such an
 	// attempt stays prepared, provably never dispatched, until a
@@ -537,6 +562,10 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if derr != nil {
 		return consumed > 0 || len(sum.Admitted) > 0, fmt.Errorf("dispatch: %w", derr)
 	}
+	cancelled, err := r.cancellations(ctx, consumed > 0 || len(sum.Admitted) > 0)
+	if err != nil {
+		return true, err
+	}
 	observed, err := r.observe(ctx)
 	if err != nil {
 		return true, err
@@ -548,7 +577,7 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if err := r.checkStuck(ctx); err != nil {
 		return true, err
 	}
-	return consumed > 0 || more || redone > 0 || healed > 0 || len(sum.Admitted) > 0 || observed > 0 || timedOut > 0, nil
+	return consumed > 0 || more || redone > 0 || healed > 0 || len(sum.Admitted) > 0 || cancelled > 0 || observed > 0 || timedOut > 0, nil
 }
 
 // redispatchRejected redispatches, run by run, the attempts a dispatch
@@ -646,6 +675,11 @@ func (r *Runner) observe(ctx context.Context) (int, error) {
 	}
 	settled := 0
 	for _, o := range sum.Attempts {
+		if o.Err != nil {
+			r.log.LogAttrs(ctx, slog.LevelWarn, "observation failed; asked again next pass",
+				slog.String("identity", o.Attempt.Identity), slog.String("error", o.Err.Error()))
+			continue
+		}
 		switch o.Applied {
 		case workflow.ObservedAdmitted, workflow.ObservedRunning, workflow.ObservedDeferred:
 			continue

@@ -83,10 +83,10 @@ func TestStuckAdmittedAttemptsAreLoggedOnceCountedAndUnresolved(t *testing.T) {
 	assert.Equal(t, int64(0), gauge(t, m, MetricStuckAttempts, attribute.String("stage", "prepared")))
 }
 
-// cancelOwner plans activation "m*" as mutating work and every other one
+// timeoutOwner plans activation "m*" as mutating work and every other one
 // as read-only, observes every attempt as running, and records its Cancel
 // calls (failing those of cancelErr).
-type cancelOwner struct {
+type timeoutOwner struct {
 	*testOwner
 	cancelErr error
 	store     *workflow.Store
@@ -97,7 +97,7 @@ type cancelOwner struct {
 	finished  bool                     // the work finished: Observe reports it succeeded
 }
 
-func (o *cancelOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
+func (o *timeoutOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
 	eff := workflow.ReadOnly
 	if a.Key.ActivationID[0] == 'm' {
 		eff = workflow.Mutating
@@ -105,7 +105,7 @@ func (o *cancelOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.
 	return &workflow.Plan{SideEffect: eff, Intent: json.RawMessage(`{}`)}, nil
 }
 
-func (o *cancelOwner) Observe(context.Context, workflow.Attempt) (workflow.Observation, error) {
+func (o *timeoutOwner) Observe(context.Context, workflow.Attempt) (workflow.Observation, error) {
 	o.cmu.Lock()
 	defer o.cmu.Unlock()
 	if o.finished {
@@ -114,7 +114,7 @@ func (o *cancelOwner) Observe(context.Context, workflow.Attempt) (workflow.Obser
 	return workflow.Observation{Kind: workflow.ObservedRunning}, nil
 }
 
-func (o *cancelOwner) Cancel(ctx context.Context, identity string) error {
+func (o *timeoutOwner) Cancel(ctx context.Context, identity string) error {
 	a, err := o.store.GetAttempt(ctx, identity)
 	if err != nil {
 		return err
@@ -126,7 +126,7 @@ func (o *cancelOwner) Cancel(ctx context.Context, identity string) error {
 	return o.cancelErr
 }
 
-func (o *cancelOwner) cancels() []string {
+func (o *timeoutOwner) cancels() []string {
 	o.cmu.Lock()
 	defer o.cmu.Unlock()
 	return append([]string(nil), o.cancelled...)
@@ -151,7 +151,7 @@ func TestTimedOutAttemptsAreCancelledOnceThenSettledNeverRetried(t *testing.T) {
 	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("r2", "m"), Input: json.RawMessage(`{}`),
 		Effect: workflow.Mutating, Reconciliation: workflow.ReceiptStatus}, t0)
 	require.NoError(t, err)
-	o := &cancelOwner{testOwner: &testOwner{clock: clock}, cancelErr: errors.New("owner unreachable"), store: s}
+	o := &timeoutOwner{testOwner: &testOwner{clock: clock}, cancelErr: errors.New("owner unreachable"), store: s}
 	st := start(t, newRunner(t, s, o, clock, WithMeterProvider(mp), WithAttemptTimeout(30*time.Second),
 		WithStuckCheck(time.Hour, 0)))
 	tm := advancePast(t, clock, t0.Add(30*time.Second))

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Runs the conformance suite once per seeded mutant of the Store and fails
-# unless every mutant makes the suite fail. The mutants are textual edits
-# of workflow/ listed in internal/mutants/catalog.go; each is compiled into
+# Runs the conformance suite once per seeded mutant of the Store, and the
+# runner's tests once per seeded mutant of the runner, and fails unless
+# every mutant makes its tests fail. The mutants are textual edits of
+# workflow/ and runner/ listed in internal/mutants/catalog.go; each is compiled into
 # its own test binary with go test -overlay, so the library itself carries
 # no trace of them (see internal/mutants/run). The mutants break Store
 # logic, not storage, so by default the suite runs on the in-memory

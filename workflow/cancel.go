@@ -49,6 +49,7 @@ func (s *Store) RequestCancellation(ctx context.Context, runID string, authority
 		run.CancelRequestedMS = at
 		run.UpdatedMS = at
 		w.emit(&run, CancellationRequestedPayload{RunID: runID}, at)
+		w.workArrives() // an engine has work to stop
 		if err := cancelUnstarted(ctx, tx, w, runID, at); err != nil {
 			return err
 		}
@@ -308,6 +309,7 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 			r.CancelRequestedMS = at
 			r.UpdatedMS = at
 			w.emit(r, CancellationRequestedPayload{RunID: r.ID, RootRunID: rootID, Tree: true}, at)
+			w.workArrives() // an engine has work to stop
 			if err := cancelUnstarted(ctx, tx, w, r.ID, at); err != nil {
 				return err
 			}
@@ -336,4 +338,99 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 		err = nil
 	}
 	return RunStatus(status), err
+}
+
+// Canceller is an optional capability of an Owner: it asks the owner to
+// stop the work it holds for one dispatch identity. Cancel must be
+// idempotent on the identity, and return nil only once the owner has
+// durably taken note of the request (the engine records that the signal
+// was sent only after that). Cancel may reach the owner before a Dispatch
+// of the same identity that is still in flight: an owner must remember,
+// durably, every identity it was asked to cancel, so that a later Dispatch
+// of it starts nothing (it may still return a receipt) and its Observer
+// reports the work cancelled. The runner package calls it for every
+// attempt of a cancelled run whose owner may hold the work.
+type Canceller interface {
+	Cancel(ctx context.Context, identity string) error
+}
+
+// CancelSettlement says how SettleCancelledUnobserved settles an attempt
+// its owner cannot be asked about; it is the reason its attempt_cancelled
+// event records.
+type CancelSettlement string
+
+// Cancel settlements.
+const (
+	// SignalledNotObserved: the owner was told to cancel (its Canceller
+	// returned nil and the signal is recorded) but cannot report on its
+	// work (it has no Observer).
+	SignalledNotObserved CancelSettlement = "signalled_not_observed"
+	// NeitherSignalledNorObserved: the owner can neither be told to cancel
+	// nor report on its work. Its work may run on after the attempt is
+	// settled and its leases released.
+	NeitherSignalledNorObserved CancelSettlement = "not_signalled_not_observed"
+)
+
+// SettleCancelledUnobserved settles, as cancelled, an attempt of a run
+// whose cancellation is requested when its owner cannot report on it. With
+// SignalledNotObserved the cancellation signal must be recorded (the
+// attempt is cancelling, MarkCancellationSignalled); with
+// NeitherSignalledNorObserved the attempt may be admitted, running or
+// cancelling. Either way it must hold a receipt: a receipt-less attempt
+// whose handoff was recorded may still be admitted by its owner and is
+// left alone (false). The attempt_cancelled event's reason is how. A
+// settled attempt is left alone (false). It finalises the run when
+// nothing else is active. authority, when set, must be the run's current
+// authority.
+func (s *Store) SettleCancelledUnobserved(ctx context.Context, identity string, how CancelSettlement, authority *Authority, now time.Time) (bool, error) {
+	auth := authorityIn(authority)
+	if err := validateAuthority(auth); err != nil {
+		return false, err
+	}
+	switch how {
+	case SignalledNotObserved, NeitherSignalledNorObserved:
+	default:
+		return false, invalid("cancel settlement", "unknown settlement %q", how)
+	}
+	done := false
+	err := s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
+		if err := ownedBy(auth, "cancellation").verify(*run); err != nil {
+			return err
+		}
+		if run.CancelRequestedMS == 0 {
+			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
+		}
+		switch att.Status {
+		case backend.AttemptCancelling:
+		case backend.AttemptAdmitted, backend.AttemptRunning:
+			if how == SignalledNotObserved {
+				return stateErr(ErrIneligible, "attempt %s is %s: no cancellation signal is recorded", att.Identity, att.Status)
+			}
+		case backend.AttemptPrepared:
+			if how == SignalledNotObserved {
+				return stateErr(ErrIneligible, "attempt %s is prepared: no cancellation signal is recorded", att.Identity)
+			}
+			return errNoop // no receipt: the owner may still admit it
+		default:
+			return errNoop // settled, or not the owner's to settle (repair, sibling cancellation)
+		}
+		if att.Receipt == nil {
+			return errNoop
+		}
+		if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
+			return err
+		}
+		act.Status = backend.ActivationCancelled
+		act.Admissible = false
+		act.UpdatedMS = at
+		replace(w, *att)
+		replace(w, act)
+		w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: string(how)}, at)
+		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
+			return err
+		}
+		done = true
+		return finalizeCancellation(ctx, tx, w, run, at)
+	})
+	return done, err
 }

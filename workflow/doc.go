@@ -91,7 +91,8 @@
 //	already taken by another dispatcher                     (PreparePending returns nil) Raced
 //	Owner.Plan/Dispatch, ReceiptLookup or fault hook error  ErrOwner (wraps the cause)   pass stops (batch: OwnerFailed, Unoffered)
 //	batch release of a handoff a recovery pass took over    ErrConflict                  OwnerFailed (left recorded)
-//	Observer error or invalid observation (receipt pass)    ErrOwner (wraps the cause)   -
+//	Observer error or invalid observation (receipt pass)    ErrOwner (wraps the cause)   - (ReceiptOutcome.Err; others applied)
+//	SettleCancelledUnobserved without cancellation/signal   ErrIneligible                -
 //	stored intent fails its checksum (DispatchIntent)       ErrCorrupt                   -
 //	allowance increase: stored cap is not the expected one  ErrConflict                  -
 //	prune of a run that is not finished, or of a live tree  ErrIneligible                -
@@ -191,8 +192,12 @@
 //     next pass that meets it, over all runs or over that run, reports it
 //     Exhausted and parks it, so no blocked work is in no summary list.
 //   - ReconcileReceiptBacked also selects sibling_cancelling attempts, and
-//     applies Cancelled without asking the observer when the run's
-//     cancellation is requested.
+//     asks the observer about attempts of runs whose cancellation is
+//     requested too: the owner's word decides whether the work still runs,
+//     and work that finished anyway settles as cancelled with what the
+//     owner observed on its event. One attempt's failing or invalid
+//     observation is reported for that attempt alone and the others are
+//     applied; concurrent passes of one Store ask about different attempts.
 //   - A run completes: when an activation completes and nothing of the
 //     running or paused run is open any more (no pending, waiting or running activation, no active
 //     or repair_required attempt, no retry schedule), it becomes completed

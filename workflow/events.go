@@ -503,7 +503,16 @@ func (AttemptPausedPayload) EventType() EventType { return EventAttemptPaused }
 // AttemptCancelledPayload is the payload of EventAttemptCancelled.
 type AttemptCancelledPayload struct {
 	DispatchIdentity string `json:"dispatch_identity"`
-	Reason           string `json:"reason,omitempty"`
+	// Reason says how an attempt settled without an observation:
+	// never_dispatched, cancellation_owner_unavailable, or a
+	// CancelSettlement.
+	Reason string `json:"reason,omitempty"`
+	// Observed is what the owner reported about an attempt of a cancelled
+	// run that the rules settled as cancelled (succeeded, failed,
+	// cancelled, ...), and Output the output it reported with succeeded:
+	// work that finished anyway stays on record.
+	Observed ObservationKind `json:"observed,omitempty"`
+	Output   json.RawMessage `json:"output,omitempty"`
 }
 
 // EventType returns EventAttemptCancelled.

@@ -77,8 +77,8 @@ func signalWork(tx backend.Tx) {
 // become available through this Store: a run created, an activation or
 // fan-out added, an observation applied (which may schedule a retry,
 // add successors, free capacity or settle a run), a retry scheduled
-// (ScheduleRetry) or requeued (RetryFailedNode), a run resumed, or an
-// allowance increased. Take the channel before looking for work, then wait
+// (ScheduleRetry) or requeued (RetryFailedNode), a run resumed, an
+// allowance increased, or a cancellation requested (work to stop). Take the channel before looking for work, then wait
 // on it: an arrival after the call is never missed. It is an in-process
 // hint only: work added through another Store or process does not close
 // it; ListenWork hears those too where the backend can deliver them.

@@ -125,9 +125,15 @@ func compatibleSettled(st backend.AttemptStatus, k ObservationKind) bool {
 // run's cancellation is requested, an Admitted or Running observation of a
 // child run's parent attempt makes it cancelling (the run waits for the
 // owner to settle the child). Otherwise, while the run's cancellation is
-// requested, and for a sibling_cancelling attempt (stopped by a fail-fast
-// fan-out sibling's failure), every observation of an unsettled attempt
-// counts as Cancelled. A fan-out member's failure settles by its group's
+// requested, the owner's word decides: an Admitted, Running or Deferred
+// observation leaves the work active (a cancelling attempt stays
+// cancelling: it holds its concurrency place and leases while the work
+// runs), and any other observation settles the attempt as cancelled, its
+// attempt_cancelled event recording what the owner observed (and the
+// output of a Succeeded one: work that finished anyway stays on record,
+// though the activation completes no more). For a sibling_cancelling
+// attempt (stopped by a fail-fast fan-out sibling's failure), every
+// observation counts as Cancelled. A fan-out member's failure settles by its group's
 // policy (see FanOutFailure).
 //
 // Completion: after an activation completes (a Succeeded observation, a
@@ -230,10 +236,25 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			return err
 		}
 		was := run.Status
-		if run.CancelRequestedMS != 0 || att.Status == backend.AttemptSiblingCancelling {
-			// A cancelling run's attempts and a fail-fast group's stopped
-			// siblings settle as cancelled, whatever the owner reports.
+		var observed ObservationKind // the owner's report, kept on a cancelled run's attempt_cancelled
+		switch {
+		case att.Status == backend.AttemptSiblingCancelling:
+			// A fail-fast group's stopped siblings settle as cancelled,
+			// whatever the owner reports.
 			kind = ObservedCancelled
+		case run.CancelRequestedMS != 0:
+			// The owner's word decides: work it reports still admitted or
+			// running stays active (a signalled attempt stays cancelling);
+			// work it reports finished, one way or another, settles as
+			// cancelled, its event recording what the owner observed.
+			switch kind {
+			case ObservedAdmitted, ObservedRunning, ObservedDeferred:
+				if att.Status == backend.AttemptCancelling {
+					return errNoop
+				}
+			default:
+				observed, kind = kind, ObservedCancelled
+			}
 		}
 		if v.unstorable != nil && kind != ObservedCancelled {
 			// The owner reported something the store cannot keep: its
@@ -336,7 +357,11 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			act.UpdatedMS = at
 			replace(w, att)
 			replace(w, act)
-			w.emit(&run, AttemptCancelledPayload{DispatchIdentity: identity}, at)
+			p := AttemptCancelledPayload{DispatchIdentity: identity, Observed: observed}
+			if observed == ObservedSucceeded {
+				p.Output = json.RawMessage(output)
+			}
+			w.emit(&run, p, at)
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
 				return err
 			}

@@ -13,7 +13,8 @@ import (
 
 // Observer reports what the owner knows of an admitted attempt: the
 // receipt-backed pass asks it about each attempt it selects, outside any
-// transaction. An error stops the pass before anything is applied.
+// transaction. An error concerns that attempt alone: the pass reports it
+// for the attempt, leaves the attempt as it is, and applies the others.
 type Observer interface {
 	Observe(ctx context.Context, a Attempt) (Observation, error)
 }
@@ -33,12 +34,10 @@ type ReceiptPassOptions struct {
 type ReceiptOutcome struct {
 	// Attempt is the attempt the pass examined.
 	Attempt AttemptRef
-	// OwnerAsked is false when the run's cancellation was requested: the
-	// pass then applied Cancelled without asking the observer.
-	OwnerAsked bool
-	// Applied is the observation the pass applied (the observer's, or
-	// Cancelled). The rules of ApplyObservation may still map it (a run
-	// whose cancellation is requested by then gets Cancelled).
+	// Applied is the observer's observation the pass applied. The rules
+	// of ApplyObservation may still map it (a finished attempt of a run
+	// whose cancellation is requested settles as cancelled; Status says
+	// what came of it).
 	Applied ObservationKind
 	// Status is the attempt's status afterwards.
 	Status AttemptStatus
@@ -49,6 +48,11 @@ type ReceiptOutcome struct {
 	// NotScheduled says why a RetryableFailure that failed the attempt
 	// scheduled no retry (see ObservationResult.NotScheduled).
 	NotScheduled *RetryRefusal
+	// Err, when set, is why nothing was applied to this attempt (the
+	// observer's error, an invalid observation, or a conflict with a
+	// settlement made meanwhile); Status is then the attempt's status as
+	// selected, and Applied is empty. The next pass asks about it again.
+	Err error
 }
 
 // ReceiptPassSummary lists the attempts a pass examined, in selection
@@ -67,19 +71,30 @@ var receiptPassStatuses = []backend.AttemptStatus{backend.AttemptAdmitted, backe
 // opts.Limit attempts that hold a receipt and are admitted, running,
 // cancelling or sibling_cancelling (optionally of one run), earliest
 // prepared first. It then asks the observer about each one outside any
-// transaction, except that an attempt whose run has cancellation requested
-// gets Cancelled without the observer being asked. Finally it applies
-// every observation in one transaction, by the rules of ApplyObservation:
-// a cancelled receipt-backed mutation is terminal (cancelled), never
+// transaction, those of runs whose cancellation is requested included
+// (signalled or not: the owner's word decides whether the work still
+// runs). Finally it applies every observation in one transaction, by the
+// rules of ApplyObservation: a finished attempt of a cancelled run is
+// terminal (cancelled, with what the owner observed on its event), never
 // repair_required, and an Unknown read-only outcome is listed Unresolved.
+//
+// One attempt's trouble stays with that attempt: a failing observer
+// (ErrOwner), an invalid observation (ErrOwner and ErrInvalidInput) or an
+// observation that contradicts an attempt settled meanwhile (ErrConflict)
+// is reported in that attempt's ReceiptOutcome.Err, the attempt is left as
+// it was, and the other observations are applied.
+//
+// Concurrent passes of one Store spread their work: a pass selects past
+// the attempts another pass of the Store is asking about and claims the
+// ones it selected until it has applied them, so the owner is asked about
+// an attempt by one of them only. Passes of other Stores or processes are
+// not told of these claims.
 //
 // Fencing: with opts.Authority, the run's authority must be it, up front
 // and when applying; without, each run's authority as read when selecting
-// must be unchanged when applying. A failing observer (ErrOwner), an
-// invalid observation (ErrOwner and ErrInvalidInput), a changed authority
-// (ErrStaleAuthority) or an observation that contradicts an attempt
-// settled meanwhile (ErrConflict) fails the pass, and nothing is applied.
-// The selection reads at most 10*Limit attempts of each status.
+// must be unchanged when applying. A changed authority (ErrStaleAuthority)
+// fails the pass, and nothing is applied. The selection reads at most
+// 10*Limit attempts of each status.
 func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts ReceiptPassOptions, now time.Time) (ReceiptPassSummary, error) {
 	var sum ReceiptPassSummary
 	if o == nil || isNil(o) {
@@ -98,10 +113,16 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 	if err != nil {
 		return sum, err
 	}
-	attempts, runs, err := s.receiptBacked(ctx, opts.RunID, opts.Limit)
+	selected, runs, err := s.receiptBacked(ctx, opts.RunID, opts.Limit)
 	if err != nil {
 		return sum, err
 	}
+	ids := make([]string, len(selected))
+	for i, a := range selected {
+		ids[i] = a.Identity
+	}
+	mine, release := s.observing.claim(ids)
+	defer release()
 	type planned struct {
 		att backend.Attempt
 		obs Observation
@@ -109,23 +130,26 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 		out ReceiptOutcome
 	}
 	var plan []planned
-	for _, att := range attempts {
-		p := planned{att: att, out: ReceiptOutcome{Attempt: attemptRef(att)}}
-		if runs[att.Key.RunID].CancelRequestedMS != 0 {
-			p.obs = Observation{Kind: ObservedCancelled}
-		} else {
-			if err := ctx.Err(); err != nil {
-				return sum, err
-			}
-			obs, err := o.Observe(ctx, toAttempt(att))
-			if err != nil {
-				return sum, fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
-			}
-			p.obs, p.out.OwnerAsked = obs, true
+	for i, att := range selected {
+		if !mine[i] {
+			continue // another pass of this Store asks about it
 		}
+		p := planned{att: att, out: ReceiptOutcome{Attempt: attemptRef(att), Status: AttemptStatus(att.Status)}}
+		if err := ctx.Err(); err != nil {
+			return sum, err
+		}
+		obs, err := o.Observe(ctx, toAttempt(att))
+		if err != nil {
+			p.out.Err = fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
+			plan = append(plan, p)
+			continue
+		}
+		p.obs = obs
 		v, err := p.obs.validate(at)
 		if err != nil && v.unstorable == nil { // an unstorable one settles its attempt
-			return sum, fmt.Errorf("%w: observation of %s: %w", ErrOwner, att.Identity, err)
+			p.out.Err = fmt.Errorf("%w: observation of %s: %w", ErrOwner, att.Identity, err)
+			plan = append(plan, p)
+			continue
 		}
 		p.v = v
 		p.out.Applied = p.obs.Kind
@@ -134,9 +158,19 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		for i := range plan {
 			p := &plan[i]
+			if p.out.Applied == "" {
+				continue // nothing to apply: its error is reported
+			}
 			c := check.with("receipt-backed reconciliation")
 			if opts.Authority == nil {
 				c = authorityCheck{mode: authSnapshot, want: runs[p.att.Key.RunID].Authority, what: "receipt-backed reconciliation"}
+			}
+			if err := conflictsWithSettled(ctx, tx, p.att.Identity, p.obs.Kind); err != nil {
+				if !errors.Is(err, ErrConflict) {
+					return err
+				}
+				p.out.Err = err // this attempt only; nothing of it written
+				continue
 			}
 			mark := w.mark()
 			res, err := applyObservation(ctx, tx, w, p.att.Identity, p.obs, p.v, c, at)
@@ -157,9 +191,27 @@ func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Rec
 		return ReceiptPassSummary{}, err
 	}
 	for _, p := range plan {
+		if p.out.Err != nil {
+			p.out.Applied, p.out.Schedule, p.out.NotScheduled, p.out.Unresolved = "", nil, nil, false
+		}
 		sum.Attempts = append(sum.Attempts, p.out)
 	}
 	return sum, nil
+}
+
+// conflictsWithSettled fails with ErrConflict when observing kind
+// contradicts the attempt's status because it settled since the pass
+// selected it: the check ApplyObservation makes first, made here before
+// anything of the attempt is written so that the pass can skip it alone.
+func conflictsWithSettled(ctx context.Context, tx backend.Tx, identity string, kind ObservationKind) error {
+	att, err := backend.GetAttemptByIdentity(ctx, tx, identity)
+	if err != nil {
+		return notFoundFrom(err, "attempt %s", identity)
+	}
+	if (isSettled(att.Status) || att.Status == backend.AttemptRepairRequired) && !compatibleSettled(att.Status, kind) {
+		return stateErr(ErrConflict, "terminal workflow attempt observation conflicts with persisted status %s: %s", att.Status, identity)
+	}
+	return nil
 }
 
 // receiptBacked selects, in one snapshot, up to limit receipt-backed
@@ -180,7 +232,7 @@ func (s *Store) receiptBacked(ctx context.Context, runID string, limit int) ([]b
 				}
 				read += len(page)
 				for _, a := range page {
-					if a.Receipt != nil && found < limit {
+					if a.Receipt != nil && found < limit && !s.observing.has(a.Identity) {
 						out = append(out, a)
 						found++
 					}

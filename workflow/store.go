@@ -15,6 +15,7 @@ type Store struct {
 	b         backend.Backend
 	disc      discoveryCursor // where the next Dispatch over all runs resumes
 	claims    claimSet        // activations this Store's passes are admitting
+	observing observingSet    // attempts this Store's receipt-backed passes are asking about
 	batchSize int             // the BatchSize of a Dispatch that sets none
 	work      workSignal      // closed when work arrives (WorkArrived)
 	hooks     txHooks         // OnTransaction's functions

@@ -487,11 +487,11 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/observe.go",
-				Find: `			kind = ObservedCancelled
+				Find: `				observed, kind = kind, ObservedCancelled
 `,
-				Replace: `			if kind != ObservedUnknown || run.CancelRequestedMS == 0 {
-				kind = ObservedCancelled
-			}
+				Replace: `				if kind != ObservedUnknown {
+					observed, kind = kind, ObservedCancelled
+				}
 `,
 			},
 		},
@@ -515,21 +515,6 @@ var Catalog = []Mutant{
 		},
 	},
 	{
-		Name: "receipt-pass-cancel-asks-owner",
-		Bug:  "the receipt-backed pass asks the owner about a cancelling run",
-		Edits: []Edit{
-			{
-				File: "workflow/receiptpass.go",
-				Find: `		if runs[att.Key.RunID].CancelRequestedMS != 0 {
-			p.obs = Observation{Kind: ObservedCancelled}
-		} else {
-`,
-				Replace: `		{
-`,
-			},
-		},
-	},
-	{
 		Name: "receipt-pass-skips-snapshot",
 		Bug:  "the unowned receipt-backed pass ignores an authority change",
 		Edits: []Edit{
@@ -539,7 +524,7 @@ var Catalog = []Mutant{
 				c = authorityCheck{mode: authSnapshot, want: runs[p.att.Key.RunID].Authority, what: "receipt-backed reconciliation"}
 			}
 `,
-				Replace: "",
+				Replace: "\t\t\t_ = runs\n",
 			},
 		},
 	},
@@ -932,6 +917,171 @@ var Catalog = []Mutant{
 		stops = append(stops, s.releaseUnoffered(ctx, held, now, sum)...)
 	}`,
 				Replace: ``,
+			},
+		},
+	},
+	{
+		Name: "receipt-pass-cancel-skips-owner",
+		Bug:  "the receipt-backed pass applies Cancelled to a cancelling run's attempts without asking the owner, whose work may still run",
+		Edits: []Edit{
+			{
+				File: "workflow/receiptpass.go",
+				Find: `		obs, err := o.Observe(ctx, toAttempt(att))
+`,
+				Replace: `		obs, err := o.Observe(ctx, toAttempt(att))
+		if runs[att.Key.RunID].CancelRequestedMS != 0 {
+			obs, err = Observation{Kind: ObservedCancelled}, nil
+		}
+`,
+			},
+		},
+	},
+	{
+		Name: "receipt-pass-skips-cancelling",
+		Bug:  "the receipt-backed pass does not select cancelling attempts, so a signalled cancellation never settles",
+		Edits: []Edit{
+			{
+				File: "workflow/receiptpass.go",
+				Find: `backend.AttemptRunning,
+	backend.AttemptCancelling, backend.AttemptSiblingCancelling}`,
+				Replace: `backend.AttemptRunning,
+	backend.AttemptSiblingCancelling}`,
+			},
+		},
+	},
+	{
+		Name: "receipt-pass-skips-sibling-cancelling",
+		Bug:  "the receipt-backed pass does not select sibling_cancelling attempts, so a fail-fast group's stopped siblings never settle",
+		Edits: []Edit{
+			{
+				File:    "workflow/receiptpass.go",
+				Find:    `backend.AttemptCancelling, backend.AttemptSiblingCancelling}`,
+				Replace: `backend.AttemptCancelling}`,
+			},
+		},
+	},
+	{
+		Name: "receipt-pass-error-stops-pass",
+		Bug:  "one attempt's failing observation fails the whole receipt-backed pass",
+		Edits: []Edit{
+			{
+				File: "workflow/receiptpass.go",
+				Find: `		if err != nil {
+			p.out.Err = fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
+			plan = append(plan, p)
+			continue
+		}`,
+				Replace: `		if err != nil {
+			return sum, fmt.Errorf("%w: observe %s: %w", ErrOwner, att.Identity, err)
+		}`,
+			},
+		},
+	},
+	{
+		Name: "receipt-pass-no-claims",
+		Bug:  "concurrent receipt-backed passes of one Store both ask the owner about every attempt",
+		Edits: []Edit{
+			{
+				File:    "workflow/receiptpass.go",
+				Find:    `		if !mine[i] {`,
+				Replace: `		if false && !mine[i] {`,
+			},
+			{
+				File:    "workflow/receiptpass.go",
+				Find:    ` && !s.observing.has(a.Identity) {`,
+				Replace: ` {`,
+			},
+		},
+	},
+	{
+		Name:  "runner-wake-armed-after-pass",
+		Bug:   "the runner arms its wake-up after the pass, so work that arrives during a pass that found nothing waits for the poll",
+		Suite: RunnerSuite,
+		Tests: "TestWorkArrivingDuringAnIdlePassWakesTheRunner|TestWakesOnInProcessAdd",
+		Edits: []Edit{
+			{
+				File: "runner/runner.go",
+				Find: `		wake.arm()
+		var progress bool
+`,
+				Replace: `		var progress bool
+`,
+			},
+			{
+				File: "runner/runner.go",
+				Find: `		if progress {
+			backoff = r.cfg.minPoll
+			continue
+		}
+`,
+				Replace: `		wake.arm()
+		if progress {
+			backoff = r.cfg.minPoll
+			continue
+		}
+`,
+			},
+		},
+	},
+	{
+		Name: "cancel-running-settles",
+		Bug:  "an owner's report that a cancelled run's work still runs settles the attempt as cancelled (its leases released while the work runs)",
+		Edits: []Edit{
+			{
+				File: "workflow/observe.go",
+				Find: `			switch kind {
+			case ObservedAdmitted, ObservedRunning, ObservedDeferred:
+				if att.Status == backend.AttemptCancelling {
+					return errNoop
+				}
+			default:
+				observed, kind = kind, ObservedCancelled
+			}`,
+				Replace: `			observed, kind = kind, ObservedCancelled`,
+			},
+		},
+	},
+	{
+		Name: "cancel-event-drops-observation",
+		Bug:  "a cancelled run's attempt that finished anyway is settled cancelled without what the owner observed on record",
+		Edits: []Edit{
+			{
+				File:    "workflow/observe.go",
+				Find:    `p := AttemptCancelledPayload{DispatchIdentity: identity, Observed: observed}`,
+				Replace: `p := AttemptCancelledPayload{DispatchIdentity: identity}`,
+			},
+		},
+	},
+	{
+		Name: "cancel-unobserved-without-signal",
+		Bug:  "an attempt is settled as signalled-not-observed although no cancellation signal was recorded",
+		Edits: []Edit{
+			{
+				File: "workflow/cancel.go",
+				Find: `		case backend.AttemptAdmitted, backend.AttemptRunning:
+			if how == SignalledNotObserved {`,
+				Replace: `		case backend.AttemptAdmitted, backend.AttemptRunning:
+			if false {`,
+			},
+		},
+	},
+	{
+		Name:  "runner-signal-recorded-before-sent",
+		Bug:   "the runner records the cancellation signal before the owner's Cancel returned, so a stop or a Cancel error between the two leaves an owner that was never told marked as told",
+		Suite: RunnerSuite,
+		Tests: "TestCancellationIsSignalledBeforeItIsRecorded|TestFailingCancelIsRetriedWithBackoff",
+		Edits: []Edit{
+			{
+				File: "runner/cancel.go",
+				Find: `	var err error
+	r.shim.timed(ctx, "cancel", func() { err = c.canceller.Cancel(ctx, a.Identity) })
+`,
+				Replace: `	if err := r.store.MarkCancellationSignalled(ctx, a.Identity, r.cfg.clock.Now()); err != nil {
+		return 0, ignoreIneligible(err)
+	}
+	var err error
+	r.shim.timed(ctx, "cancel", func() { err = c.canceller.Cancel(ctx, a.Identity) })
+`,
 			},
 		},
 	},

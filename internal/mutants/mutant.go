@@ -2,7 +2,9 @@
 // scripts/mutants.sh can prove the conformance suite catches each of them.
 //
 // A mutant is a list of textual edits: in one file, replace a snippet that
-// occurs exactly once. The library's own code carries no trace of them:
+// occurs exactly once. Mutants of the Store (workflow/) are caught by the
+// conformance suite, mutants of the runner (runner/) by the runner's own
+// tests, and adapter mutants by their adapter's suite. The library's own code carries no trace of them:
 // Overlay writes the mutated files to a scratch directory and returns a file
 // for go build/test -overlay, which compiles them in place of the originals.
 // A snippet that no longer occurs exactly once is an error, so a mutant
@@ -31,13 +33,35 @@ type Mutant struct {
 	Bug string
 	// Suite is the test package (as go test names it, "./sqlite/") whose
 	// conformance suite must catch the mutant, for a mutant that only one
-	// package's suite can catch: an adapter mutant. Empty for a mutant of
-	// the Store's logic (workflow/), which every backend's suite catches;
-	// the runner runs those on the package it is given (default the
-	// in-memory reference backend).
+	// package's suite can catch: an adapter mutant, or a runner mutant
+	// (RunnerSuite, whose tests are the runner package's own). Empty for a
+	// mutant of the Store's logic (workflow/), which every backend's suite
+	// catches; the runner runs those on the package it is given (default
+	// the in-memory reference backend).
 	Suite string
+	// Tests is the go test -run pattern of the tests of Suite that must
+	// catch the mutant; empty means the conformance suite (Conformance).
+	Tests string
 	// Edits are applied in order.
 	Edits []Edit
+}
+
+// RunnerSuite is the Suite of a mutant of the runner (runner/): the runner
+// package's own tests catch it.
+const RunnerSuite = "./runner/"
+
+// Adapter reports whether m is an adapter mutant: one that only its own
+// adapter's suite catches, run only when asked for (they need the
+// adapter's servers, and some are slow). Store and runner mutants run by
+// default.
+func (m Mutant) Adapter() bool { return m.Suite != "" && m.Suite != RunnerSuite }
+
+// TestPattern returns the go test -run pattern that must catch m.
+func (m Mutant) TestPattern() string {
+	if m.Tests == "" {
+		return "Conformance"
+	}
+	return m.Tests
 }
 
 // Edit replaces Find, which must occur exactly once in File, with Replace.

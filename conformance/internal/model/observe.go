@@ -67,8 +67,20 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 		res.Status = att.Status
 		return res, OK
 	}
-	if run.Cancel || att.Status == AttemptSiblingCancelling {
+	switch {
+	case att.Status == AttemptSiblingCancelling:
 		kind = ObservedCancelled
+	case run.Cancel:
+		// The owner's word decides: work still running stays active,
+		// finished work settles as cancelled.
+		switch kind {
+		case ObservedAdmitted, ObservedRunning, ObservedDeferred:
+			if att.Status == AttemptCancelling {
+				return res, OK
+			}
+		default:
+			kind = ObservedCancelled
+		}
 	}
 	was := run.Status
 	switch kind {

@@ -97,20 +97,21 @@ func (m *Model) Redispatch(runID string, auth *Authority, limit int, ownerFails 
 // PassOutcome is what a receipt-backed pass did with one attempt.
 type PassOutcome struct {
 	Identity   string
-	OwnerAsked bool
 	Applied    string
 	Status     string
 	Unresolved bool
+	// Failed: the owner failed to answer; nothing was applied to it.
+	Failed bool
 }
 
 // ReceiptPass is the receipt-backed reconciliation pass over one run: it
 // selects up to limit attempts that hold a receipt and are admitted,
 // running or cancelling, earliest prepared first; asks the owner (answer)
-// about each unless the run's cancellation is requested (then Cancelled is
-// applied without asking); and applies every observation by Observe's rules,
-// all or nothing. answer's false second result is an owner failure: the
-// pass fails with Owner and applies nothing. auth, when set, must be the
-// run's authority.
+// about each (those of a run whose cancellation is requested included);
+// and applies every observation by Observe's rules,
+// all or nothing. answer's false second result is an owner failure for
+// that attempt: it is listed Failed, left as it was, and the others are
+// applied. auth, when set, must be the run's authority.
 func (m *Model) ReceiptPass(runID string, auth *Authority, limit int, answer func(identity string) (string, bool), now int64) ([]PassOutcome, Err) {
 	run, ok := m.Runs[runID]
 	if !ok {
@@ -130,18 +131,19 @@ func (m *Model) ReceiptPass(runID string, auth *Authority, limit int, answer fun
 	}
 	var out []PassOutcome
 	for _, a := range sel {
-		o := PassOutcome{Identity: a.Identity, Applied: ObservedCancelled}
-		if !run.Cancel {
-			kind, ok := answer(a.Identity)
-			if !ok {
-				return nil, Owner
-			}
-			o.Applied, o.OwnerAsked = kind, true
+		o := PassOutcome{Identity: a.Identity}
+		if kind, ok := answer(a.Identity); ok {
+			o.Applied = kind
+		} else {
+			o.Failed, o.Status = true, a.Status
 		}
 		out = append(out, o)
 	}
 	saved := m.clone()
 	for i := range out {
+		if out[i].Failed {
+			continue
+		}
 		res, e := m.Observe(out[i].Identity, out[i].Applied, now)
 		if e != OK {
 			*m = *saved

@@ -1,15 +1,16 @@
-// Command run proves the conformance suite catches every seeded mutant: for
-// each mutant of the catalog it compiles the suite's test binary with the
-// mutant's overlay and runs the conformance suite with it; a mutant
-// survives when the suite passes. It exits 1 when any mutant survives and 2
-// when one cannot be built (or on a usage error); go run reports either as
+// Command run proves the tests catch every seeded mutant: for each mutant
+// of the catalog it compiles the test binary of its suite with the
+// mutant's overlay and runs the tests that must catch it (the conformance
+// suite, or a runner mutant's tests); a mutant survives when they pass.
+// It exits 1 when any mutant survives and 2 when one cannot be built (or on a usage error); go run reports either as
 // exit status 1, so scripts/mutants.sh builds it and runs the binary.
 //
 //	go run ./internal/mutants/run [-pkg ./memstore/] [-only name,name] [-all] [-j 2]
 //
 // Mutants of the Store (workflow/) run on -pkg, by default the in-memory
-// reference backend. An adapter mutant (one with a Suite) runs on its own
-// adapter's package, and only when -all is given or -only names it.
+// reference backend. A runner mutant runs the runner package's tests that
+// its Tests names. An adapter mutant runs on its own adapter's package,
+// and only when -all is given or -only names it.
 //
 // Each mutant needs its own test binary; up to -j of them are built at a
 // time while the suite runs on the ones built before, one at a time.
@@ -92,7 +93,7 @@ func selectMutants(only string, all bool) ([]mutants.Mutant, error) {
 	var list []mutants.Mutant
 	if only == "" {
 		for _, m := range mutants.Catalog {
-			if m.Suite == "" || all {
+			if !m.Adapter() || all {
 				list = append(list, m)
 			}
 		}
@@ -110,12 +111,13 @@ func selectMutants(only string, all bool) ([]mutants.Mutant, error) {
 
 // build is one mutant's test binary, built for the suite of pkg.
 type build struct {
-	dir  string // the test package's directory
-	pkg  string // test package, relative to the module root
-	bin  string
-	out  []byte // go test -c output, when it failed
-	err  error
-	done func() // removes the binary and frees its place
+	dir   string // the test package's directory
+	pkg   string // test package, relative to the module root
+	tests string // the -test.run pattern that must catch the mutant
+	bin   string
+	out   []byte // go test -c output, when it failed
+	err   error
+	done  func() // removes the binary and frees its place
 }
 
 // startBuilds builds the test binaries of list in order, up to jobs at a
@@ -143,7 +145,7 @@ func startBuilds(ctx context.Context, root, dir, pkg string, list []mutants.Muta
 		go func() {
 			for i := range next {
 				m := list[i]
-				b := build{pkg: pkg, done: func() {}}
+				b := build{pkg: pkg, tests: m.TestPattern(), done: func() {}}
 				if m.Suite != "" {
 					b.pkg = m.Suite
 				}
@@ -168,11 +170,12 @@ func startBuilds(ctx context.Context, root, dir, pkg string, list []mutants.Muta
 	return out
 }
 
-// runSuite runs the conformance suite of b's test binary in its package's
+// runSuite runs the tests of b's test binary that must catch the mutant
+// (the conformance suite, or a runner mutant's tests) in its package's
 // directory, as go test would, and returns its output. The failures are
 // expected: rapid is told not to save them under the package's testdata.
 func runSuite(ctx context.Context, b build) (string, error) {
-	cmd := exec.CommandContext(ctx, b.bin, "-test.run", "Conformance", "-test.count=1", "-test.timeout", "10m")
+	cmd := exec.CommandContext(ctx, b.bin, "-test.run", b.tests, "-test.count=1", "-test.timeout", "10m")
 	cmd.Dir = b.dir
 	cmd.Env = append(os.Environ(), "RAPID_NOFAILFILE=true")
 	var out bytes.Buffer
@@ -181,12 +184,20 @@ func runSuite(ctx context.Context, b build) (string, error) {
 	return out.String(), err
 }
 
-var failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: \S+?/((?:store-batch|store|contract)/\S+)`)
+var (
+	failLine = regexp.MustCompile(`(?m)^\s*--- FAIL: \S+?/((?:store-batch|store|contract)/\S+)`)
+	failTest = regexp.MustCompile(`(?m)^\s*--- FAIL: (\S+)`)
+)
 
-// caughtBy names up to three failing cases of the suite's output.
+// caughtBy names up to three failing cases of the suite's output (or, for
+// tests outside the conformance suite, up to three failing tests).
 func caughtBy(out string) string {
 	var names []string
-	for _, m := range failLine.FindAllStringSubmatch(out, -1) {
+	matches := failLine.FindAllStringSubmatch(out, -1)
+	if len(matches) == 0 {
+		matches = failTest.FindAllStringSubmatch(out, -1)
+	}
+	for _, m := range matches {
 		names = append(names, m[1])
 		if len(names) == 3 {
 			break
