@@ -29,6 +29,7 @@ func storeTier(batch bool) []testCase {
 		opsCases(),
 		treeCases(),
 		pruneCases(),
+		completionCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -158,10 +158,18 @@
 //   - ReconcileReceiptBacked also selects sibling_cancelling attempts, and
 //     applies Cancelled without asking the observer when the run's
 //     cancellation is requested.
-//   - A run completes: when an activation completes and nothing of the
-//     running or paused run is open any more (no pending, waiting or running activation, no active
-//     or repair_required attempt, no retry schedule), it becomes completed
-//     with run_completed in the same transaction, and takes no new work.
+//   - A run completes: after every settlement, whatever path made it (an
+//     observation of any kind, a repair, a fan-out member or retirement, a
+//     discarded retry schedule), a running or paused run with nothing open
+//     any more (no pending, waiting or running activation, no active or
+//     repair_required attempt, no retry schedule) becomes completed with
+//     run_completed in the same transaction, and takes no new work. The
+//     final status does not depend on the order of observations: a run
+//     whose last open activation its owner reports cancelled completes too.
+//     Completion reads nothing while an attempt is active and checks one
+//     indexed admissible activation before any scan; the scan that remains
+//     (for a run with no admissible work and nothing active) is bounded by
+//     the run's activations.
 //   - A cancelling run finalises only once the child runs it started are
 //     completed, failed or cancelled; a child's settlement finalises its
 //     cancelling parent chain in the same transaction. RequestCancellation

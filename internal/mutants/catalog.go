@@ -748,4 +748,42 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "completion-after-success-only",
+		Bug:  "completion checked only after success: a run whose last open activation is cancelled or repaired stays running",
+		Edits: []Edit{
+			{
+				File:    "workflow/batch.go",
+				Find:    `		if isActive(r.Status) {`,
+				Replace: `		if r.Status != backend.AttemptSucceeded {`,
+			},
+			{
+				File:    "workflow/batch.go",
+				Find:    `		if !activationSettled(r.Status) {`,
+				Replace: `		if r.Status != backend.ActivationCompleted {`,
+			},
+			{
+				File: "workflow/batch.go",
+				Find: `	case backend.RetrySchedule:
+		runID = r.Key.RunID
+`,
+				Replace: "",
+			},
+		},
+	},
+	{
+		Name: "completion-ignores-schedule",
+		Bug:  "completion ignores a pending retry schedule of another activation",
+		Edits: []Edit{
+			{
+				File: "workflow/settle.go",
+				Find: `	if due, err := tx.DueSchedules(ctx, backend.ScheduleQuery{RunID: run.ID, DueBy: math.MaxInt64, Limit: 1}); err != nil || len(due) > 0 {
+		return false, err
+	}
+`,
+				Replace: `	_ = math.MaxInt64
+`,
+			},
+		},
+	},
 }

@@ -50,9 +50,10 @@ func (m *Model) settleParents(child *Run) {
 	}
 }
 
-// complete: after an activation completes, a running or paused run with
-// nothing open (no pending or running activation, no active or
-// repair_required attempt, no retry schedule) is completed.
+// complete: after every settlement (of an attempt, an activation or a retry
+// schedule), a running or paused run with nothing open (no pending or
+// running activation, no active or repair_required attempt, no retry
+// schedule) is completed, whatever settled last.
 func (m *Model) complete(run *Run) {
 	if (run.Status != RunRunning && run.Status != RunPaused) || run.Cancel || m.counts(run).Active > 0 || m.hasRepairRequired(run.ID) {
 		return
