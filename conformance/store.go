@@ -30,6 +30,7 @@ func storeTier(batch bool) []testCase {
 		treeCases(),
 		pruneCases(),
 		completionCases(),
+		failedRunCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -81,7 +81,8 @@
 //	Observer error or invalid observation (receipt pass)    ErrOwner (wraps the cause)   -
 //	stored intent fails its checksum (DispatchIntent)       ErrCorrupt                   -
 //	allowance increase: stored cap is not the expected one  ErrConflict                  -
-//	prune of a run that is not finished, or of a live tree  ErrIneligible                -
+//	prune of a run that may still change, or of a live tree ErrIneligible                -
+//	cancellation of a completed or failed run (one run)     ErrIneligible                -
 //
 // # Boundaries
 //
@@ -173,12 +174,17 @@
 //   - A cancelling run finalises only once the child runs it started are
 //     completed, failed or cancelled; a child's settlement finalises its
 //     cancelling parent chain in the same transaction. RequestCancellation
-//     cancels one run; RequestTreeCancellation cancels a root and every
-//     linked run (failed ones included, so nothing in the tree can retry) in
-//     one transaction.
+//     cancels one run and, as upstream, refuses a failed one;
+//     RequestTreeCancellation cancels a root and every linked run in one
+//     transaction. It accepts a failed root, and gives every failed run of
+//     the tree the intent while keeping it failed and deleting its retry
+//     schedules in the same transaction, so nothing in the tree can retry
+//     and the failed runs become prunable once their active attempts settle.
 //   - Retention: Prune deletes the events, attempts, leases and retry
-//     schedules of completed or cancelled runs whose whole tree is completed
-//     or cancelled, in transactions of bounded size, and keeps the run record
-//     and activations with one run_pruned event. Failed runs are never
-//     pruned, since they can still be retried.
+//     schedules of runs that can never change on their own (completed,
+//     cancelled, or failed with no retry schedule and no active attempt)
+//     whose whole tree is such, in transactions of bounded size, and keeps
+//     the run record and activations with one run_pruned event. A failed
+//     run with a schedule or an active attempt is refused: tree-cancel its
+//     root to stop its retries, then prune it once its attempts settle.
 package workflow

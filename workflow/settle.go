@@ -61,9 +61,10 @@ func finalizeCancellation(ctx context.Context, tx backend.Tx, w *batch, run *bac
 }
 
 // finalizeRun is finalizeCancellation for run alone; it reports whether the
-// run became cancelled. The caller writes run.
+// run became cancelled. A failed run stays failed (tree cancellation gives
+// it the intent only to stop its retries). The caller writes run.
 func finalizeRun(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) (bool, error) {
-	if run.CancelRequestedMS == 0 || run.Status == backend.RunCancelled || run.Status == backend.RunCompleted || run.ActiveCount > 0 {
+	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {
 		return false, nil
 	}
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {

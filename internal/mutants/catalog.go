@@ -617,20 +617,14 @@ var Catalog = []Mutant{
 		Bug:  "prune skips the terminal check on the run and its tree",
 		Edits: []Edit{
 			{
-				File: "workflow/prune.go",
-				Find: `			if !prunable(run.Status) {
-				return stateErr(ErrIneligible, "run %q is %s: only completed and cancelled runs are pruned", id, run.Status)
-			}
-`,
-				Replace: "",
+				File:    "workflow/prune.go",
+				Find:    `			if ok, err := prunable(ctx, r, run); err != nil || !ok {`,
+				Replace: `			if ok, err := true, error(nil); err != nil || !ok {`,
 			},
 			{
-				File: "workflow/prune.go",
-				Find: `			if !prunable(run.Status) {
-				return stateErr(ErrIneligible, "run %q is %s: only completed and cancelled runs are pruned", runID, run.Status)
-			}
-`,
-				Replace: "",
+				File:    "workflow/prune.go",
+				Find:    `			if ok, err := prunable(ctx, tx, run); err != nil || !ok {`,
+				Replace: `			if ok, err := true, error(nil); err != nil || !ok {`,
 			},
 			{
 				File: "workflow/prune.go",
@@ -783,6 +777,44 @@ var Catalog = []Mutant{
 `,
 				Replace: `	_ = math.MaxInt64
 `,
+			},
+		},
+	},
+	{
+		Name: "tree-cancel-fails-to-cancelled",
+		Bug:  "a failed run that tree cancellation reached becomes cancelled once quiescent",
+		Edits: []Edit{
+			{
+				File:    "workflow/settle.go",
+				Find:    `	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {`,
+				Replace: `	if run.CancelRequestedMS == 0 || run.Status == backend.RunCancelled || run.Status == backend.RunCompleted || run.ActiveCount > 0 {`,
+			},
+		},
+	},
+	{
+		Name: "tree-cancel-keeps-schedules",
+		Bug:  "tree cancellation leaves a failed run's retry schedules in place",
+		Edits: []Edit{
+			{
+				File: "workflow/cancel.go",
+				Find: `			if r.Status == backend.RunFailed {
+				if err := discardSchedules(ctx, tx, w, r, at); err != nil {
+					return err
+				}
+			}
+`,
+				Replace: "",
+			},
+		},
+	},
+	{
+		Name: "prune-failed-with-schedule",
+		Bug:  "prune accepts a failed run whose retry schedule can still requeue it",
+		Edits: []Edit{
+			{
+				File:    "workflow/prune.go",
+				Find:    `		return len(due) == 0, err`,
+				Replace: `		return due != nil || true, err`,
 			},
 		},
 	},

@@ -21,7 +21,8 @@ func (m *Model) openChild(run *Run) bool {
 
 // finalize: a run whose cancellation is requested becomes cancelled as soon
 // as no active or repair_required attempt remains and every child run it
-// started is terminal; then its parent may finalise in turn.
+// started is terminal; then its parent may finalise in turn. A failed run
+// stays failed.
 func (m *Model) finalize(run *Run) {
 	if m.finalizeOne(run) {
 		m.settleParents(run)
@@ -29,7 +30,7 @@ func (m *Model) finalize(run *Run) {
 }
 
 func (m *Model) finalizeOne(run *Run) bool {
-	if !run.Cancel || run.Status == RunCancelled || run.Status == RunCompleted || m.counts(run).Active > 0 ||
+	if !run.Cancel || terminal(run.Status) || m.counts(run).Active > 0 ||
 		m.hasRepairRequired(run.ID) || m.openChild(run) {
 		return false
 	}
