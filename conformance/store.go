@@ -31,6 +31,7 @@ func storeTier(batch bool) []testCase {
 		pruneCases(),
 		completionCases(),
 		failedRunCases(),
+		retryVisibilityCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -125,6 +125,9 @@
 //   - Retry consumption accepts a running run as well as a failed one (a
 //     sibling's retry may have requeued it); an explicit retry supersedes a
 //     pending schedule, so no schedule ever requeues twice.
+//   - A failed run with an automatic retry pending is not failed for good:
+//     RunSummary.NextRetry names its earliest schedule ("failed, retry due
+//     at T"), and wfstore inspect shows it.
 //   - Retry visibility and stuck schedules: a RetryableFailure always
 //     settles its attempt; when it schedules nothing, ObservationResult's
 //     NotScheduled and an automatic_retry_not_scheduled event give the
@@ -143,7 +146,8 @@
 //     and is promoted in index order). A member's terminal failure settles
 //     by the group's policy: wait-all (the default, since it never
 //     interrupts work an owner holds) fails the run once every member has
-//     settled; fail-fast, in the failing transaction, moves the siblings'
+//     settled, and its fan_out_failed names only members failed for good (a
+//     member with an automatic retry pending may still succeed); fail-fast, in the failing transaction, moves the siblings'
 //     active attempts to sibling_cancelling, cancels unstarted siblings
 //     (and prepared attempts that provably never reached their owner),
 //     retires the group and fails the run. A failure with an automatic

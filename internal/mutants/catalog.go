@@ -818,4 +818,31 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "wait-all-fails-a-retrying-member",
+		Bug:  "a wait-all fan-out records fan_out_failed for a member whose automatic retry is still pending",
+		Edits: []Edit{
+			{
+				File: "workflow/fanout.go",
+				Find: `	failed = slices.DeleteFunc(failed, func(i int64) bool {
+		_, pending := f.Schedules[members[i].Key]
+		return pending
+	})
+`,
+				Replace: `	_, _ = f, slices.DeleteFunc[[]int64]
+`,
+			},
+		},
+	},
+	{
+		Name: "summary-hides-retry-due",
+		Bug:  "a failed run's summary does not tell that an automatic retry is due",
+		Edits: []Edit{
+			{
+				File:    "workflow/inspect.go",
+				Find:    `		if len(next) > 0 {`,
+				Replace: `		if len(next) < 0 {`,
+			},
+		},
+	},
 }
