@@ -32,6 +32,7 @@ func storeTier(batch bool) []testCase {
 		completionCases(),
 		failedRunCases(),
 		retryVisibilityCases(),
+		seedDepartureCases(),
 	} {
 		out = append(out, group...)
 	}

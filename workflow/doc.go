@@ -68,7 +68,11 @@
 //	second handoff of one identity                          ErrConflict                  Raced (another caller has it)
 //	authority missing, stale, changed mid-batch             ErrStaleAuthority            batch fails
 //	authority changed during Redispatch/ReconcilePrepared   ErrStaleAuthority            - (the pass stops; attempt kept prepared)
-//	run paused/cancelling/not running, retry cap            ErrIneligible                Rejected (batch goes on), at prepare or handoff
+//	run paused/cancelling/not running, group retiring,
+//	  found by prepare's single-winner gate                 (PreparePending returns nil) Raced (as upstream)
+//	  found at handoff (after prepare)                      ErrIneligible                Rejected (batch goes on)
+//	retry cap at prepare                                    ErrIneligible                Rejected (batch goes on)
+//	Handoff of a mutating attempt without handoff state     ErrIneligible                -
 //	now at or after the run's deadline (now >= deadline)    ErrIneligible                Rejected (batch goes on)
 //	retirement pending, downstream activation, policy       ErrIneligible                - (not discovered; at handoff: Rejected)
 //	requeue of a retiring or retired fan-out member         ErrIneligible                -
@@ -122,9 +126,28 @@
 //     with the same identity; an ambiguous one asks the owner's ReceiptLookup
 //     first. A late receipt admits a repair_required attempt whose handoff
 //     was recorded.
-//   - Retry consumption accepts a running run as well as a failed one (a
-//     sibling's retry may have requeued it); an explicit retry supersedes a
+//   - Retry consumption and RetryFailedNode accept a running run as well as
+//     a failed one (upstream requires failed): a sibling's retry may have
+//     requeued the run, and requiring failed would leave its other failed
+//     activations' schedules unconsumable (and the run open) until the run
+//     failed again, which it may never do. An explicit retry supersedes a
 //     pending schedule, so no schedule ever requeues twice.
+//   - RequestCancellation accepts a repair_required run (upstream: running
+//     or paused only): the intent stops new admissions at once and the
+//     repair that resolves the ambiguous attempt then finalises the run as
+//     cancelled, so an operator need not resolve the repair first and then
+//     race the run's return to running. A completed or failed run is still
+//     refused.
+//   - A run found paused or cancelling, or a member's group found retiring,
+//     by prepare's single-winner gate is reported Raced, as upstream
+//     (prepare returns None): the gate creates nothing and cannot tell this
+//     from another dispatcher's win, and such work leaves discovery anyway.
+//     Found at handoff, after prepare, it is Rejected and the attempt stays
+//     provably never dispatched.
+//   - Handoff refuses (ErrIneligible) a mutating attempt without handoff
+//     state (low-level prepare), which upstream lets through by updating
+//     nothing: with no 0→1 flip, two callers could both call the owner for
+//     one mutation. A read-only one is let through unchanged, as upstream.
 //   - A failed run with an automatic retry pending is not failed for good:
 //     RunSummary.NextRetry names its earliest schedule ("failed, retry due
 //     at T"), and wfstore inspect shows it.
