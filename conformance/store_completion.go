@@ -16,6 +16,7 @@ func completionCases() []testCase {
 		{Name: "repair_confirming_cancellation_of_the_last_open_activation_completes_the_run", Run: caseCompletionRepairCancelled},
 		{Name: "fanout_member_cancellation_that_leaves_nothing_open_completes_the_run", Run: caseCompletionFanOutMember},
 		{Name: "run_with_a_pending_retry_schedule_does_not_complete", Run: caseCompletionPendingSchedule},
+		{Name: "run_with_an_activation_failed_for_good_fails_whatever_the_order", Run: caseCompletionFailedForGood},
 	}
 }
 
@@ -138,4 +139,39 @@ func caseCompletionPendingSchedule(e *env) {
 	observe(e, s, identity(x, 2), obs(workflow.ObservedSucceeded), ms(132))
 	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "q").Status)
 
+}
+
+// caseCompletionFailedForGood: x fails with a retry scheduled and y fails
+// for good; x's retry makes the run running again and then succeeds. The
+// run ends failed, as it does when y fails last: with nothing open, an
+// activation failed for good fails the run instead of completing it.
+func caseCompletionFailedForGood(e *env) {
+	s := store(e)
+	o := newOwner()
+	pol, eff := withPolicy(retryPolicy(3, 100)), withEffect(workflow.ReadOnly, workflow.IdempotentReplay)
+	for _, tc := range []struct {
+		run       string
+		failFirst bool
+	}{{"y-fails-first", true}, {"y-fails-last", false}} {
+		mkRun(e, s, tc.run, workflow.Limits{}, nil)
+		x, y := key(tc.run, "n", "x"), key(tc.run, "n", "y")
+		mkAct(e, s, x, pol, eff)
+		mkAct(e, s, y)
+		admitOnly(e, s, o, ms(10), identity(x, 1), identity(y, 1))
+		require.NotNil(e.T, observe(e, s, identity(x, 1), obs(workflow.ObservedRetryableFailure), ms(20)).Schedule)
+		if tc.failFirst {
+			observe(e, s, identity(y, 1), obs(workflow.ObservedFailed), ms(21))
+		}
+		_, err := s.ConsumeDueRetry(e.Ctx, x, ms(120))
+		require.NoError(e.T, err)
+		require.Equal(e.T, workflow.RunRunning, getRun(e, s, tc.run).Status, "%s: x's retry requeued the run", tc.run)
+		admitOnly(e, s, o, ms(121), identity(x, 2))
+		observe(e, s, identity(x, 2), obs(workflow.ObservedSucceeded), ms(122))
+		if !tc.failFirst {
+			require.Equal(e.T, workflow.RunRunning, getRun(e, s, tc.run).Status, "%s: y is still running", tc.run)
+			observe(e, s, identity(y, 1), obs(workflow.ObservedFailed), ms(123))
+		}
+		assert.Equal(e.T, workflow.RunFailed, getRun(e, s, tc.run).Status, "%s: y failed for good", tc.run)
+		assert.Zero(e.T, countType(eventTypes(e, s, tc.run), "run_completed"), tc.run)
+	}
 }

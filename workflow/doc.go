@@ -193,7 +193,10 @@
 //     repair_required attempt, no retry schedule) becomes completed with
 //     run_completed in the same transaction, and takes no new work. The
 //     final status does not depend on the order of observations: a run
-//     whose last open activation its owner reports cancelled completes too.
+//     whose last open activation its owner reports cancelled completes too,
+//     and one with an activation failed for good (left behind while a
+//     sibling's retry or a repair made the run running) ends failed instead,
+//     as it would had that failure come last.
 //     Completion reads nothing while an attempt is active and checks one
 //     indexed admissible activation before any scan; the scan that remains
 //     (for a run with no admissible work and nothing active) is bounded by

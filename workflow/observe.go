@@ -133,8 +133,11 @@ func compatibleSettled(st backend.AttemptStatus, k ObservationKind) bool {
 // appended in the same transaction. So the final status never depends on
 // the order in which activations settle: a run whose last open activation
 // its owner reports cancelled completes as one whose last activation
-// succeeded does. A completed run takes no new work. A child run's completion does not settle its parent attempt (that
-// is its owner's report); it only lets a cancelling parent finalise.
+// succeeded does, and a run left with an activation failed for good (a
+// sibling's retry or a repair made it running again) becomes failed, not
+// completed. A completed run takes no new work. A child run's completion
+// does not settle its parent attempt (that is its owner's report); it only
+// lets a cancelling parent finalise.
 //
 // An observation that contradicts a settled attempt fails with
 // ErrConflict; one for an attempt without a receipt fails with

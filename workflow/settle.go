@@ -181,10 +181,12 @@ func completeSettledRuns(ctx context.Context, tx backend.Tx, w *batch) error {
 // is open any more: no pending, waiting or running activation, no active
 // or repair_required attempt and no retry schedule still to be consumed.
 // The run becomes completed and run_completed is appended in the same
-// transaction; a cancelling parent may then finalise. A run paused by
+// transaction, or failed when one of its activations failed for good (a
+// failure a sibling's retry or a repair left behind); a cancelling parent
+// may then finalise. A run paused by
 // PauseRun completes too: it has nothing left to admit, and would
-// otherwise never complete. It reports whether the run completed; the
-// caller writes run.
+// otherwise never complete. It reports whether the run ended; the caller
+// writes run.
 //
 // It reads nothing while an attempt is active, and an indexed page of one
 // admissible activation comes before any scan.
@@ -204,12 +206,14 @@ func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backen
 	if due, err := tx.DueSchedules(ctx, backend.ScheduleQuery{RunID: run.ID, DueBy: math.MaxInt64, Limit: 1}); err != nil || len(due) > 0 {
 		return false, err
 	}
-	open := false
+	open, failed := false, false
 	err := eachActivation(ctx, tx, w, run.ID, func(act backend.Activation) error {
 		switch act.Status {
 		case backend.ActivationPending, backend.ActivationWaiting, backend.ActivationRunning:
 			open = true
 			return errStopScan
+		case backend.ActivationFailed:
+			failed = true
 		}
 		return nil
 	})
@@ -219,8 +223,16 @@ func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backen
 	if open {
 		return false, nil
 	}
-	run.Status = backend.RunCompleted
 	run.UpdatedMS = at
+	if failed {
+		// An activation failed for good (no schedule is left to retry it)
+		// while a sibling's retry had made the run running, or while it
+		// was repair_required: the run ends failed, as it would had that
+		// failure come last.
+		run.Status = backend.RunFailed
+		return true, settleParents(ctx, tx, w, run, at)
+	}
+	run.Status = backend.RunCompleted
 	w.emit(run, RunCompletedPayload{RunID: run.ID}, at)
 	return true, settleParents(ctx, tx, w, run, at)
 }

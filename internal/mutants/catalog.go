@@ -845,4 +845,19 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "completion-ignores-failed-activation",
+		Bug:  "a run whose sibling's retry succeeded completes although another activation failed for good",
+		Edits: []Edit{
+			{
+				File: "workflow/settle.go",
+				Find: `		case backend.ActivationFailed:
+			failed = true
+`,
+				Replace: `		case backend.ActivationFailed:
+			failed = false
+`,
+			},
+		},
+	},
 }

@@ -54,7 +54,8 @@ func (m *Model) settleParents(child *Run) {
 // complete: after every settlement (of an attempt, an activation or a retry
 // schedule), a running or paused run with nothing open (no pending or
 // running activation, no active or repair_required attempt, no retry
-// schedule) is completed, whatever settled last.
+// schedule) is completed, whatever settled last, or failed when one of its
+// activations failed for good.
 func (m *Model) complete(run *Run) {
 	if (run.Status != RunRunning && run.Status != RunPaused) || run.Cancel || m.counts(run).Active > 0 || m.hasRepairRequired(run.ID) {
 		return
@@ -64,12 +65,17 @@ func (m *Model) complete(run *Run) {
 			return
 		}
 	}
+	failed := false
 	for _, a := range m.actsOf(run.ID) {
 		if a.Status == ActivationPending || a.Status == ActivationRunning {
 			return
 		}
+		failed = failed || a.Status == ActivationFailed
 	}
 	run.Status = RunCompleted
+	if failed { // failed for good: no schedule is left
+		run.Status = RunFailed
+	}
 	m.settleParents(run)
 }
 
