@@ -36,6 +36,10 @@ func storeTier(batch bool) []testCase {
 		stuckCases(),
 		batchParityCases(),
 		exhaustedWorkCases(),
+		completionCases(),
+		failedRunCases(),
+		retryVisibilityCases(),
+		seedDepartureCases(),
 	} {
 		out = append(out, group...)
 	}

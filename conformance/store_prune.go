@@ -86,18 +86,26 @@ func finishedRun(e *env, s *workflow.Store, id string, o *owner, at int64) {
 }
 
 // cancelledRun builds a cancelled tree, root id and one child run, and
-// returns the child: a cancelled run that keeps a retry schedule (its
-// activation failed with a retryable failure, then the tree was cancelled).
+// returns the child: a cancelled run that keeps a retry schedule. Both of
+// the child's activations failed with a retryable failure; z's schedule was
+// consumed (so the child runs again), then the tree was cancelled, which
+// cancelled z and left x's schedule (tree cancellation deletes the
+// schedules of failed runs only).
 func cancelledRun(e *env, s *workflow.Store, id string, o *owner, at int64) string {
 	e.T.Helper()
 	mkRun(e, s, id, workflow.Limits{}, nil)
 	child := spawn(e, s, id, "a", at)
-	k := key(child, "n", "x")
-	mkAct(e, s, k, withClaims(claim("disk", workflow.LeaseWrite)), withPolicy(retryPolicy(3, 100_000)),
-		withEffect(workflow.ReadOnly, workflow.IdempotentReplay))
-	admitOnly(e, s, o, ms(at+2), identity(k, 1))
+	k, z := key(child, "n", "x"), key(child, "n", "z")
+	pol, eff := withPolicy(retryPolicy(3, 100_000)), withEffect(workflow.ReadOnly, workflow.IdempotentReplay)
+	mkAct(e, s, k, withClaims(claim("disk", workflow.LeaseWrite)), pol, eff)
+	mkAct(e, s, z, withPolicy(retryPolicy(3, 1)), eff)
+	admitOnly(e, s, o, ms(at+2), identity(k, 1), identity(z, 1))
 	require.NotNil(e.T, observe(e, s, identity(k, 1), obs(workflow.ObservedRetryableFailure), ms(at+3)).Schedule)
-	_, err := s.RequestTreeCancellation(e.Ctx, id, nil, ms(at+4))
+	require.NotNil(e.T, observe(e, s, identity(z, 1), obs(workflow.ObservedRetryableFailure), ms(at+3)).Schedule)
+	_, err := s.ConsumeDueRetry(e.Ctx, z, ms(at+4))
+	require.NoError(e.T, err)
+	require.Equal(e.T, workflow.RunRunning, getRun(e, s, child).Status)
+	_, err = s.RequestTreeCancellation(e.Ctx, id, nil, ms(at+4))
 	require.NoError(e.T, err)
 	observe(e, s, parentOf(id, "a"), obs(workflow.ObservedCancelled), ms(at+5))
 	require.Equal(e.T, workflow.RunCancelled, getRun(e, s, child).Status)
@@ -317,9 +325,9 @@ func casePruneRefusesLive(e *env) {
 	require.NoError(e.T, s.PauseRun(e.Ctx, "paused", nil, ms(5)))
 	mkRun(e, s, "failed", workflow.Limits{}, nil)
 	fk := key("failed", "n", "x")
-	mkAct(e, s, fk)
+	mkAct(e, s, fk, withPolicy(retryPolicy(3, 100)), withEffect(workflow.ReadOnly, workflow.IdempotentReplay))
 	admitOnly(e, s, o, ms(20), identity(fk, 1), identity(key("live", "n", "p"), 1))
-	observe(e, s, identity(fk, 1), obs(workflow.ObservedFailed), ms(21))
+	require.NotNil(e.T, observe(e, s, identity(fk, 1), obs(workflow.ObservedRetryableFailure), ms(21)).Schedule)
 	require.Equal(e.T, workflow.RunFailed, getRun(e, s, "failed").Status)
 	// A completed child run whose root is still running.
 	mkRun(e, s, "root", workflow.Limits{}, nil)
@@ -339,7 +347,7 @@ func casePruneRefusesLive(e *env) {
 	}{
 		{"a running run", []string{"live"}},
 		{"a paused run", []string{"paused"}},
-		{"a failed run (it can still be retried)", []string{"failed"}},
+		{"a failed run with a retry schedule (it can still be retried)", []string{"failed"}},
 		{"a completed child of a running root", []string{child}},
 		{"a running root", []string{"root"}},
 		{"a finished run named with a live one", []string{"done", "live"}},

@@ -168,7 +168,7 @@ func caseObservationMapping(e *env) {
 		{workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`1`)}, workflow.Mutating, workflow.AttemptSucceeded, workflow.ActivationCompleted, workflow.RunCompleted},
 		{workflow.Observation{Kind: workflow.ObservedFailed}, workflow.Mutating, workflow.AttemptFailed, workflow.ActivationFailed, workflow.RunFailed},
 		{workflow.Observation{Kind: workflow.ObservedPaused}, workflow.Mutating, workflow.AttemptPaused, workflow.ActivationPending, workflow.RunPaused},
-		{workflow.Observation{Kind: workflow.ObservedCancelled}, workflow.Mutating, workflow.AttemptCancelled, workflow.ActivationCancelled, workflow.RunRunning},
+		{workflow.Observation{Kind: workflow.ObservedCancelled}, workflow.Mutating, workflow.AttemptCancelled, workflow.ActivationCancelled, workflow.RunCompleted}, // nothing else is open
 		{workflow.Observation{Kind: workflow.ObservedUnknown}, workflow.Mutating, workflow.AttemptRepairRequired, workflow.ActivationRunning, workflow.RunRepairRequired},
 		{workflow.Observation{Kind: workflow.ObservedUnknown}, workflow.ReadOnly, workflow.AttemptAdmitted, workflow.ActivationRunning, workflow.RunRunning},
 	}

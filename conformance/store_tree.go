@@ -15,7 +15,7 @@ func treeCases() []testCase {
 		{Name: "tree_root_cancellation_waits_for_its_child_runs", Run: caseTreeRootWaitsForChildren},
 		{Name: "tree_cancellation_reaches_every_descendant_once", Run: caseTreeCancelEveryDescendant},
 		{Name: "tree_cancellation_finalises_the_parent_chain_with_the_last_child", Run: caseTreeParentChain},
-		{Name: "tree_cancellation_stops_retries_of_failed_descendants", Run: caseTreeFailedDescendant},
+		{Name: "tree_cancellation_stops_retries_of_failed_descendants_and_keeps_them_failed", Run: caseTreeFailedDescendant},
 		{Name: "tree_run_completes_when_its_last_activation_completes", Run: caseTreeRunCompletes},
 		{Name: "tree_run_completion_waits_for_retry_schedules_repairs_and_members", Run: caseTreeCompletionWaits},
 	}
@@ -239,11 +239,13 @@ func caseTreeFailedDescendant(e *env) {
 	require.NoError(e.T, err)
 	run := getRun(e, s, f)
 	assert.Equal(e.T, ms(30).UnixMilli(), msOf(run.CancelRequestedAt), "a failed descendant gets the intent too")
-	assert.Equal(e.T, workflow.RunCancelled, run.Status, "and, quiescent, is cancelled")
+	assert.Equal(e.T, workflow.RunFailed, run.Status, "and stays failed")
+	assert.Nil(e.T, getSchedule(e, s, fk), "its retry schedule is deleted in the same transaction")
+	assert.Equal(e.T, 1, countType(eventTypes(e, s, f), "automatic_retry_discarded"))
 	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, fk).Status, "its failed activation stays failed")
 	before := digest(e, "r", f)
 	_, err = s.ConsumeDueRetry(e.Ctx, fk, ms(200))
-	requireIs(e.T, err, workflow.ErrIneligible, "no automatic retry in a cancelled tree")
+	requireIs(e.T, err, workflow.ErrNotFound, "no automatic retry in a cancelled tree: the schedule is gone")
 	_, err = s.RetryFailedNode(e.Ctx, fk, 1, ms(201))
 	requireIs(e.T, err, workflow.ErrIneligible, "no explicit retry in a cancelled tree")
 	admitOnly(e, s, o, ms(202))

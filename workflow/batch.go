@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -17,6 +18,14 @@ type batch struct {
 	log []entry
 	// arrived: the transaction makes work available (see workArrives).
 	arrived bool
+	// settled lists, in first-settlement order, the runs whose attempt,
+	// activation or retry schedule the transaction settled or removed:
+	// completion is evaluated for each once the transaction's decisions
+	// are made (see completeSettledRuns). It survives apply.
+	settled []string
+	// eventAt is, per run, the time of the last event the transaction
+	// appended to it: the time a completion it decides is dated.
+	eventAt map[string]int64
 }
 
 type writeOp uint8
@@ -52,9 +61,44 @@ type (
 	}
 )
 
-func insert[R insertable](w *batch, r R)   { w.log = append(w.log, entry{opInsert, r}) }
-func replace[R replaceable](w *batch, r R) { w.log = append(w.log, entry{opReplace, r}) }
-func remove[R removable](w *batch, r R)    { w.log = append(w.log, entry{opDelete, r}) }
+func insert[R insertable](w *batch, r R) { w.log = append(w.log, entry{opInsert, r}) }
+
+func replace[R replaceable](w *batch, r R) {
+	w.log = append(w.log, entry{opReplace, r})
+	w.noteSettlement(r)
+}
+
+func remove[R removable](w *batch, r R) {
+	w.log = append(w.log, entry{opDelete, r})
+	w.noteSettlement(r)
+}
+
+// noteSettlement records the run of a write that may let it complete: an
+// attempt leaving the active statuses, an activation reaching a terminal
+// status, or a retry schedule deleted. Every settlement path writes such a
+// record, so none can skip the completion check.
+func (b *batch) noteSettlement(rec any) {
+	var runID string
+	switch r := rec.(type) {
+	case backend.Attempt:
+		if isActive(r.Status) {
+			return
+		}
+		runID = r.Key.RunID
+	case backend.Activation:
+		if !activationSettled(r.Status) {
+			return
+		}
+		runID = r.Key.RunID
+	case backend.RetrySchedule:
+		runID = r.Key.RunID
+	default:
+		return
+	}
+	if !slices.Contains(b.settled, runID) {
+		b.settled = append(b.settled, runID)
+	}
+}
 
 // workArrives records that the transaction makes work available: once it
 // commits, in-process waiters (WorkArrived, ListenWork) are woken, and the
@@ -83,6 +127,10 @@ func (b *batch) event(run *backend.Run, typ string, payload any, atMS int64) {
 		return
 	}
 	run.LastEventSeq++
+	if b.eventAt == nil {
+		b.eventAt = map[string]int64{}
+	}
+	b.eventAt[run.ID] = atMS
 	insert(b, backend.Event{
 		RunID:     run.ID,
 		Seq:       run.LastEventSeq,
@@ -234,6 +282,17 @@ func addDelete(c *backend.Changes, rec any, k recordKey) {
 	default:
 		panic(fmt.Sprintf("workflow: delete of %s %v", k.kind, k.key))
 	}
+}
+
+// lastRun returns the latest value of run id the batch holds since its
+// last apply (replaced or inserted), if any.
+func (b *batch) lastRun(id string) (backend.Run, bool) {
+	for i := len(b.log) - 1; i >= 0; i-- {
+		if r, ok := b.log[i].rec.(backend.Run); ok && r.ID == id && b.log[i].op != opDelete {
+			return r, true
+		}
+	}
+	return backend.Run{}, false
 }
 
 // apply applies and clears the batch's pending writes.

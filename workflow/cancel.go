@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"math"
 	"slices"
 	"time"
 
@@ -16,7 +17,10 @@ import (
 // becomes cancelled as soon as no active or repair_required attempt
 // remains and every child run it started is completed, failed or
 // cancelled. It returns the run's status afterwards. Requesting it again is
-// a no-op; a completed or failed run cannot be cancelled (ErrIneligible).
+// a no-op; a completed or failed run cannot be cancelled (ErrIneligible):
+// end a failed run with RequestTreeCancellation of its root (it stays
+// failed and loses its retry schedules), or prune it once it has neither
+// a retry schedule nor an active attempt.
 //
 // It cancels this run only, not its child runs: the owner of each
 // child-run parent attempt settles its child (an Admitted or Running
@@ -246,15 +250,17 @@ func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
 // completed nor cancelled and has no cancellation requested yet gets the
 // durable intent and a cancellation_requested event, and its unstarted
 // activations are cancelled; then every run that is already quiescent is
-// finalised, children before their parents. A failed descendant gets the
-// intent too (and so becomes cancelled once quiescent): no retry can
-// restart work in the tree. From then on nothing in the tree is admitted
-// or handed off. It returns the root's status afterwards; calling it again
-// changes nothing.
+// finalised, children before their parents. A failed run (the root
+// included) gets the intent too but stays failed: its retry schedules are
+// deleted in the same transaction (automatic_retry_discarded, reason
+// cancellation_requested), so no retry can restart work in the tree, and
+// once it has no active attempt Prune accepts it. This is how a failed
+// root that RequestCancellation refuses is ended. From then on nothing in
+// the tree is admitted or handed off. It returns the root's status
+// afterwards; calling it again changes nothing.
 //
 // authority, when set, must be the root's current authority. A run that is not a
-// composition root fails with ErrIneligible, as does a completed or failed
-// root without cancellation requested. RequestCancellation, by contrast,
+// composition root fails with ErrIneligible, as does a completed root. RequestCancellation, by contrast,
 // cancels one run only: the owners of its child-run parent attempts
 // decide about the children, and the run finalises once they are terminal.
 func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, authority *Authority, now time.Time) (RunStatus, error) {
@@ -278,7 +284,7 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 		}
 		if root.CancelRequestedMS == 0 {
 			switch root.Status {
-			case backend.RunRunning, backend.RunPaused, backend.RunRepairRequired:
+			case backend.RunRunning, backend.RunPaused, backend.RunRepairRequired, backend.RunFailed:
 			default:
 				return stateErr(ErrIneligible, "run %q is %s and cannot be cancelled", rootID, root.Status)
 			}
@@ -312,6 +318,11 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 			w.workArrives() // an engine has work to stop
 			if err := cancelUnstarted(ctx, tx, w, r.ID, at); err != nil {
 				return err
+			}
+			if r.Status == backend.RunFailed {
+				if err := discardSchedules(ctx, tx, w, r, at); err != nil {
+					return err
+				}
 			}
 			dirty[r.ID] = true
 		}
@@ -433,4 +444,26 @@ func (s *Store) SettleCancelledUnobserved(ctx context.Context, identity string, 
 		return finalizeCancellation(ctx, tx, w, run, at)
 	})
 	return done, err
+}
+
+// discardSchedules deletes every retry schedule of a failed run whose
+// cancellation is now requested, each with an automatic_retry_discarded
+// event: none can ever be consumed again.
+func discardSchedules(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) error {
+	for {
+		due, err := tx.DueSchedules(ctx, backend.ScheduleQuery{RunID: run.ID, DueBy: math.MaxInt64, Limit: MaxPageLimit})
+		if err != nil {
+			return err
+		}
+		for _, sc := range due {
+			remove(w, sc)
+			w.emit(run, discardPayload(sc, discardCancellationRequested), at)
+		}
+		if len(due) < MaxPageLimit {
+			return nil
+		}
+		if err := flush(ctx, tx, w); err != nil {
+			return err
+		}
+	}
 }

@@ -80,7 +80,11 @@
 //	second handoff of one identity                          ErrConflict                  Raced (another caller has it)
 //	authority missing, stale, changed mid-batch             ErrStaleAuthority            pass stops (Stale names it; both modes)
 //	authority changed during Redispatch/ReconcilePrepared   ErrStaleAuthority            - (the pass stops; attempt kept prepared)
-//	run paused/cancelling/not running, retry cap            ErrIneligible                Rejected (batch goes on), at prepare or handoff
+//	run paused/cancelling/not running, group retiring,
+//	  found by prepare's single-winner gate                 (PreparePending returns nil) Raced (as upstream)
+//	  found at handoff (after prepare)                      ErrIneligible                Rejected (batch goes on)
+//	retry cap at prepare                                    ErrIneligible                Rejected (batch goes on)
+//	Handoff of a mutating attempt without handoff state     ErrIneligible                -
 //	now at or after the run's deadline (now >= deadline)    ErrIneligible                Rejected (batch goes on)
 //	retirement pending, downstream activation, policy       ErrIneligible                - (not discovered; at handoff: Rejected)
 //	requeue of a retiring or retired fan-out member         ErrIneligible                -
@@ -95,7 +99,8 @@
 //	SettleCancelledUnobserved without cancellation/signal   ErrIneligible                -
 //	stored intent fails its checksum (DispatchIntent)       ErrCorrupt                   -
 //	allowance increase: stored cap is not the expected one  ErrConflict                  -
-//	prune of a run that is not finished, or of a live tree  ErrIneligible                -
+//	prune of a run that may still change, or of a live tree ErrIneligible                -
+//	cancellation of a completed or failed run (one run)     ErrIneligible                -
 //	timeout of an attempt not admitted/running, or not due  ErrIneligible                -
 //	attempt timeout or stuck age outside its bounds         ErrInvalidInput              -
 //
@@ -154,9 +159,31 @@
 //     with the same identity; an ambiguous one asks the owner's ReceiptLookup
 //     first. A late receipt admits a repair_required attempt whose handoff
 //     was recorded.
-//   - Retry consumption accepts a running run as well as a failed one (a
-//     sibling's retry may have requeued it); an explicit retry supersedes a
+//   - Retry consumption and RetryFailedNode accept a running run as well as
+//     a failed one (upstream requires failed): a sibling's retry may have
+//     requeued the run, and requiring failed would leave its other failed
+//     activations' schedules unconsumable (and the run open) until the run
+//     failed again, which it may never do. An explicit retry supersedes a
 //     pending schedule, so no schedule ever requeues twice.
+//   - RequestCancellation accepts a repair_required run (upstream: running
+//     or paused only): the intent stops new admissions at once and the
+//     repair that resolves the ambiguous attempt then finalises the run as
+//     cancelled, so an operator need not resolve the repair first and then
+//     race the run's return to running. A completed or failed run is still
+//     refused.
+//   - A run found paused or cancelling, or a member's group found retiring,
+//     by prepare's single-winner gate is reported Raced, as upstream
+//     (prepare returns None): the gate creates nothing and cannot tell this
+//     from another dispatcher's win, and such work leaves discovery anyway.
+//     Found at handoff, after prepare, it is Rejected and the attempt stays
+//     provably never dispatched.
+//   - Handoff refuses (ErrIneligible) a mutating attempt without handoff
+//     state (low-level prepare), which upstream lets through by updating
+//     nothing: with no 0→1 flip, two callers could both call the owner for
+//     one mutation. A read-only one is let through unchanged, as upstream.
+//   - A failed run with an automatic retry pending is not failed for good:
+//     RunSummary.NextRetry names its earliest schedule ("failed, retry due
+//     at T"), and wfstore inspect shows it.
 //   - Retry visibility and stuck schedules: a RetryableFailure always
 //     settles its attempt; when it schedules nothing, ObservationResult's
 //     NotScheduled and an automatic_retry_not_scheduled event give the
@@ -175,7 +202,8 @@
 //     and is promoted in index order). A member's terminal failure settles
 //     by the group's policy: wait-all (the default, since it never
 //     interrupts work an owner holds) fails the run once every member has
-//     settled; fail-fast, in the failing transaction, moves the siblings'
+//     settled, and its fan_out_failed names only members failed for good (a
+//     member with an automatic retry pending may still succeed); fail-fast, in the failing transaction, moves the siblings'
 //     active attempts to sibling_cancelling, cancels unstarted siblings
 //     (and prepared attempts that provably never reached their owner),
 //     retires the group and fails the run. A failure with an automatic
@@ -198,21 +226,38 @@
 //     owner observed on its event. One attempt's failing or invalid
 //     observation is reported for that attempt alone and the others are
 //     applied; concurrent passes of one Store ask about different attempts.
-//   - A run completes: when an activation completes and nothing of the
-//     running or paused run is open any more (no pending, waiting or running activation, no active
-//     or repair_required attempt, no retry schedule), it becomes completed
-//     with run_completed in the same transaction, and takes no new work.
+//   - A run completes: after every settlement, whatever path made it (an
+//     observation of any kind, a repair, a fan-out member or retirement, a
+//     discarded retry schedule), a running or paused run with nothing open
+//     any more (no pending, waiting or running activation, no active or
+//     repair_required attempt, no retry schedule) becomes completed with
+//     run_completed in the same transaction, and takes no new work. The
+//     final status does not depend on the order of observations: a run
+//     whose last open activation its owner reports cancelled completes too,
+//     and one with an activation failed for good (left behind while a
+//     sibling's retry or a repair made the run running) ends failed instead,
+//     as it would had that failure come last.
+//     Completion reads nothing while an attempt is active and checks one
+//     indexed admissible activation before any scan; the scan that remains
+//     (for a run with no admissible work and nothing active) is bounded by
+//     the run's activations.
 //   - A cancelling run finalises only once the child runs it started are
 //     completed, failed or cancelled; a child's settlement finalises its
 //     cancelling parent chain in the same transaction. RequestCancellation
-//     cancels one run; RequestTreeCancellation cancels a root and every
-//     linked run (failed ones included, so nothing in the tree can retry) in
-//     one transaction.
+//     cancels one run and, as upstream, refuses a failed one;
+//     RequestTreeCancellation cancels a root and every linked run in one
+//     transaction. It accepts a failed root, and gives every failed run of
+//     the tree the intent while keeping it failed and deleting its retry
+//     schedules in the same transaction, so nothing in the tree can retry
+//     and the failed runs become prunable once their active attempts settle.
 //   - Retention: Prune deletes the events, attempts, leases and retry
-//     schedules of completed or cancelled runs whose whole tree is completed
-//     or cancelled, in transactions of bounded size, and keeps the run record
-//     and activations with one run_pruned event. Failed runs are never
-//     pruned, since they can still be retried. A prune interrupted part-way
-//     leaves the run marked (run_prune_started), which Verify accepts and
-//     a rerun finishes with the full count.
+//     schedules of runs that can never change on their own (completed,
+//     cancelled, or failed with no retry schedule and no active attempt)
+//     whose whole tree is such, in transactions of bounded size, and keeps
+//     the run record and activations with one run_pruned event. A failed
+//     run with a schedule or an active attempt is refused: tree-cancel its
+//     root to stop its retries, then prune it once its attempts settle.
+//     A prune interrupted part-way leaves the run marked
+//     (run_prune_started), which Verify accepts and a rerun finishes with
+//     the full count.
 package workflow

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -333,7 +334,10 @@ func failRun(run *backend.Run) {
 
 // settleMember counts one more settled member of g, promotes waiting
 // members into the freed place and, for a wait-all group whose members
-// have now all settled, fails the run when any member failed. It writes g.
+// have now all settled, fails the run when any member failed for good (a
+// failed member with an automatic retry pending is not: fan_out_failed is
+// recorded only once its retry, too, has failed with none left). It
+// writes g.
 func settleMember(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, g *backend.FanOutGroup, at int64) error {
 	g.Settled++
 	if err := promoteMembers(ctx, tx, w, run, g, at); err != nil {
@@ -348,11 +352,26 @@ func settleMember(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run
 		return err
 	}
 	var failed []int64
+	var keys []backend.ActivationKey
 	for i, m := range members {
 		if m.Status == backend.ActivationFailed {
 			failed = append(failed, int64(i))
+			keys = append(keys, m.Key)
 		}
 	}
+	if len(failed) == 0 {
+		return nil
+	}
+	// A member whose automatic retry is pending may still succeed: it is
+	// not failed for good, and the group decides again once it settles.
+	f, err := tx.Load(ctx, backend.Lookup{Schedules: keys})
+	if err != nil {
+		return err
+	}
+	failed = slices.DeleteFunc(failed, func(i int64) bool {
+		_, pending := f.Schedules[members[i].Key]
+		return pending
+	})
 	if len(failed) == 0 {
 		return nil
 	}

@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -165,12 +166,19 @@ type RunSummary struct {
 	// SummaryReadBudget; LeasesComplete is false when there are more.
 	Leases         []Lease
 	LeasesComplete bool
+	// NextRetry is the run's earliest automatic retry schedule by due
+	// time, nil when it has none. A failed run with NextRetry set is
+	// "failed, retry due at NextRetry.Due": its automatic retry may still
+	// requeue it, so it has not failed for good.
+	NextRetry *RetrySchedule
 }
 
 // RunSummary returns a bounded summary of the run: its record, counts of
 // its activations and attempts by status, its allowance observation and
-// its active leases. It reads at most about 3*SummaryReadBudget rows plus
-// the allowance observation's budget, and writes nothing.
+// its active leases, and its earliest pending retry schedule (NextRetry,
+// which tells "failed, retry due at T" from "failed"). It reads at most
+// about 3*SummaryReadBudget rows plus the allowance observation's budget,
+// and writes nothing.
 func (s *Store) RunSummary(ctx context.Context, runID string) (RunSummary, error) {
 	var out RunSummary
 	if err := ValidateID("run id", runID); err != nil {
@@ -206,6 +214,13 @@ func (s *Store) RunSummary(ctx context.Context, runID string) (RunSummary, error
 		}
 		out.LeasesComplete = len(leases) <= b
 		out.Leases = toLeases(leases[:min(len(leases), b)])
+		next, err := r.DueSchedules(ctx, backend.ScheduleQuery{RunID: runID, DueBy: math.MaxInt64, Limit: 1})
+		if err != nil {
+			return err
+		}
+		if len(next) > 0 {
+			out.NextRetry = toSchedulePtr(&next[0])
+		}
 		out.Allowance, err = allowanceIn(ctx, r, run)
 		return err
 	})

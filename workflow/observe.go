@@ -136,13 +136,19 @@ func compatibleSettled(st backend.AttemptStatus, k ObservationKind) bool {
 // observation counts as Cancelled. A fan-out member's failure settles by its group's
 // policy (see FanOutFailure).
 //
-// Completion: after an activation completes (a Succeeded observation, a
-// fan-out member's included, or a repair confirming success), a running
-// or paused run with no pending, waiting or running activation, no active or
-// repair_required attempt and no retry schedule left to consume becomes
-// completed and run_completed is appended. A completed run takes no new
-// work. A child run's completion does not settle its parent attempt (that
-// is its owner's report); it only lets a cancelling parent finalise.
+// Completion: after every settlement, whatever made it (an observation of
+// any kind, a repair, a fan-out member's or retirement's settlement, a
+// discarded retry schedule), a running or paused run with no pending,
+// waiting or running activation, no active or repair_required attempt and
+// no retry schedule left to consume becomes completed and run_completed is
+// appended in the same transaction. So the final status never depends on
+// the order in which activations settle: a run whose last open activation
+// its owner reports cancelled completes as one whose last activation
+// succeeded does, and a run left with an activation failed for good (a
+// sibling's retry or a repair made it running again) becomes failed, not
+// completed. A completed run takes no new work. A child run's completion
+// does not settle its parent attempt (that is its owner's report); it only
+// lets a cancelling parent finalise.
 //
 // An observation of an attempt SettleTimedOut settled is recorded as an
 // attempt_observed_after_timeout event and never fails: a repair_required
@@ -305,9 +311,6 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 				if err := flush(ctx, tx, w); err != nil {
 					return err
 				}
-			}
-			if err := completeIfSettled(ctx, tx, w, &run, at); err != nil {
-				return err
 			}
 		case ObservedFailed, ObservedRetryableFailure:
 			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptFailed, at); err != nil {

@@ -17,19 +17,23 @@ import (
 // and leaves one run_pruned event as the run's only event, whose payload
 // counts what was deleted.
 //
-// Which runs can be pruned: a run that can never change again. That is a
-// completed or cancelled run whose whole tree (its root and every run
-// linked to that root) is completed or cancelled. A failed run is never
-// pruned, and neither is a run whose tree holds a failed run: a failed run
-// can still be retried or repaired, and settling a child run reads its
-// parents. Cancel a failed run first to make its history prunable.
+// Which runs can be pruned: a run that can never change again on its own.
+// That is a completed or cancelled run, or a failed run with no retry
+// schedule and no active attempt, whose whole tree (its root and every run
+// linked to that root) is each of these: settling a child run reads its
+// parents. A failed run with a retry schedule or an active attempt is
+// refused; RequestTreeCancellation of its root deletes its schedules
+// (keeping it failed), and once its active attempts settle it can be
+// pruned. Pruning a failed run ends it: without its attempts it can no
+// longer be retried, so a failed run is pruned only when named, never
+// chosen by AllFinished.
 //
 // What a pruned run still answers: GetRun (the record, with LastEventSeq
 // advanced by the marker), GetActivation, the activations of RunSummary
 // and Events (the run_pruned event). Operations that name one of its
 // attempts (GetAttempt, ApplyObservation, Repair, ...) fail with
 // ErrNotFound, and operations on the run itself keep refusing as they do
-// for any completed or cancelled run (ErrIneligible). The run's counters
+// for any completed, cancelled or failed run (ErrIneligible). The run's counters
 // (AttemptCount, TreeAttemptCount) are kept, so allowances stay as they were.
 
 // PruneOptions selects the runs to prune and bounds the work.
@@ -52,8 +56,8 @@ type PruneOptions struct {
 	DryRun bool
 	// AllFinished, with Runs empty, lets Prune choose the runs: it reads
 	// the store's runs in id order, strictly after After, and takes the
-	// completed or cancelled ones whose whole tree is completed or
-	// cancelled and that finished before FinishedBefore (a required
+	// completed or cancelled ones whose whole tree is prunable (see Prune)
+	// and that finished before FinishedBefore (a required
 	// cut-off in this mode), at most Limit of them (0 means
 	// DefaultPageLimit). Runs it passes over are not refused. It reads at
 	// most 10×Limit runs per call; PruneReport.Next resumes after them.
@@ -112,8 +116,9 @@ type PruneReport struct {
 // records each, and leaves each pruned run with one run_pruned event.
 //
 // It first checks every named run in one snapshot: a missing run fails
-// with ErrNotFound; a run that is not completed or cancelled, or whose
-// tree holds a run that is not, fails with ErrIneligible; either way
+// with ErrNotFound; a run that is not completed, cancelled, or failed with
+// no retry schedule and no active attempt, or whose tree holds a run that
+// is not, fails with ErrIneligible; either way
 // nothing is written. Each transaction checks the run's status again.
 // Runs of other trees, and the records Prune keeps, are not touched. A
 // prune that takes several transactions marks the run in its first one
@@ -228,8 +233,8 @@ func (s *Store) finishedRuns(ctx context.Context, opts PruneOptions, cutoff int6
 			for _, run := range page {
 				read++
 				q.After, next = run.ID, run.ID
-				if !prunable(run.Status) || run.UpdatedMS >= cutoff {
-					continue
+				if (run.Status != backend.RunCompleted && run.Status != backend.RunCancelled) || run.UpdatedMS >= cutoff {
+					continue // a failed run is pruned only when named
 				}
 				ok, seen := settled[run.RootID]
 				if !seen {
@@ -257,9 +262,31 @@ func (s *Store) finishedRuns(ctx context.Context, opts PruneOptions, cutoff int6
 	return out, next, err
 }
 
-// prunable reports whether a run in status st can never change again.
-func prunable(st backend.RunStatus) bool {
-	return st == backend.RunCompleted || st == backend.RunCancelled
+// prunable reports whether run can never change again on its own: it is
+// completed or cancelled, or it is failed with no retry schedule left to
+// requeue it and no active attempt whose settlement could still change it.
+// (An explicit retry of a failed run is an operator's choice; pruning it is
+// the operator's choice to end it.)
+func prunable(ctx context.Context, r backend.ReadTx, run backend.Run) (bool, error) {
+	switch run.Status {
+	case backend.RunCompleted, backend.RunCancelled:
+		return true, nil
+	case backend.RunFailed:
+		if run.ActiveCount > 0 {
+			return false, nil
+		}
+		due, err := r.DueSchedules(ctx, backend.ScheduleQuery{RunID: run.ID, DueBy: math.MaxInt64, Limit: 1})
+		return len(due) == 0, err
+	}
+	return false, nil
+}
+
+// notPrunable is the refusal of a run that prunable rejects.
+func notPrunable(run backend.Run) error {
+	if run.Status == backend.RunFailed {
+		return stateErr(ErrIneligible, "run %q is failed with a retry schedule or an active attempt: it may still change", run.ID)
+	}
+	return stateErr(ErrIneligible, "run %q is %s: only completed, cancelled and finished failed runs are pruned", run.ID, run.Status)
 }
 
 // pruneEligible reads the named runs and their trees in one snapshot and
@@ -278,8 +305,11 @@ func (s *Store) pruneEligible(ctx context.Context, ids []string) ([]backend.Run,
 			if !ok {
 				return stateErr(ErrNotFound, "run %q", id)
 			}
-			if !prunable(run.Status) {
-				return stateErr(ErrIneligible, "run %q is %s: only completed and cancelled runs are pruned", id, run.Status)
+			if ok, err := prunable(ctx, r, run); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				return notPrunable(run)
 			}
 			if !checked[run.RootID] {
 				if err := pruneTreeSettled(ctx, r, run); err != nil {
@@ -295,7 +325,7 @@ func (s *Store) pruneEligible(ctx context.Context, ids []string) ([]backend.Run,
 }
 
 // pruneTreeSettled fails with ErrIneligible unless the root of run's tree
-// and every run linked to that root are completed or cancelled. It reads
+// and every run linked to that root are prunable. It reads
 // the tree a page at a time.
 func pruneTreeSettled(ctx context.Context, r backend.ReadTx, run backend.Run) error {
 	root := run.RootID
@@ -318,8 +348,11 @@ func pruneTreeSettled(ctx context.Context, r backend.ReadTx, run backend.Run) er
 			if !ok {
 				continue // a link whose run is not there yet cannot hold work
 			}
-			if !prunable(t.Status) {
-				return stateErr(ErrIneligible, "run %q is in the tree of %q, whose run %q is %s", run.ID, root, id, t.Status)
+			if ok, err := prunable(ctx, r, t); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				return stateErr(ErrIneligible, "run %q is in the tree of %q, whose run %q is %s and may still change", run.ID, root, id, t.Status)
 			}
 		}
 		if len(links) < q.Limit {
@@ -381,8 +414,11 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 			if err != nil {
 				return notFoundFrom(err, "run %q", runID)
 			}
-			if !prunable(run.Status) {
-				return stateErr(ErrIneligible, "run %q is %s: only completed and cancelled runs are pruned", runID, run.Status)
+			if ok, err := prunable(ctx, tx, run); err != nil || !ok {
+				if err != nil {
+					return err
+				}
+				return notPrunable(run)
 			}
 			// The prune's marker, when an earlier transaction began it.
 			started, plan, err := pruneStartedMarker(ctx, tx, run)

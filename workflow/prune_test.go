@@ -48,5 +48,5 @@ func ExampleStore_Prune() {
 	// completed would lose 1 attempt(s)
 	// true <nil>
 	// 1 run_pruned completed
-	// workflow: not eligible: run "run-2" is running: only completed and cancelled runs are pruned
+	// workflow: not eligible: run "run-2" is running: only completed, cancelled and finished failed runs are pruned
 }

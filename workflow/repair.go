@@ -43,9 +43,9 @@ type RepairRequest struct {
 // anything. Once no repair_required attempt remains, the run leaves
 // repair_required: to failed after an abandon or a confirmed failure (so
 // RetryFailedNode applies), to running otherwise (or cancelled when its
-// cancellation is requested and nothing is active). A confirmed success
-// that leaves nothing of the run open completes the run, as a Succeeded
-// observation does.
+// cancellation is requested and nothing is active). A repair that leaves
+// nothing of the run open (a confirmed success or cancellation) completes
+// the run, as any settlement does (see ApplyObservation).
 func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) error {
 	identity, action, output, auth := req.Identity, req.Action, req.Output, authorityIn(req.Authority)
 	if err := validateAuthority(auth); err != nil {
@@ -93,12 +93,6 @@ func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) er
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}
-		if err := resolveRepair(ctx, tx, w, run, to, at); err != nil {
-			return err
-		}
-		if action == RepairConfirmSucceeded {
-			return completeIfSettled(ctx, tx, w, run, at)
-		}
-		return nil
+		return resolveRepair(ctx, tx, w, run, to, at)
 	})
 }

@@ -336,12 +336,13 @@ func (s *Store) GetRetrySchedule(ctx context.Context, key ActivationKey) (RetryS
 // Why a due schedule that can never be consumed is discarded (the reason
 // of its automatic_retry_discarded event).
 const (
-	discardNextAttemptMismatch = "next_attempt_mismatch"     // next_attempt is not failed_attempt+1
-	discardRetryCapExceeded    = "retry_cap_exceeded"        // next_attempt exceeds retry_cap+1
-	discardSuccessorsExist     = "successors_exist"          // an activation names this one as predecessor
-	discardAttemptMovedOn      = "attempt_moved_on"          // a later attempt exists
-	discardLatestNotFailed     = "latest_attempt_not_failed" // the attempt settled otherwise (succeeded, paused, cancelled, abandoned)
-	discardActivationNotFailed = "activation_not_failed"     // the activation left failed (requeued, completed, cancelled)
+	discardNextAttemptMismatch   = "next_attempt_mismatch"     // next_attempt is not failed_attempt+1
+	discardRetryCapExceeded      = "retry_cap_exceeded"        // next_attempt exceeds retry_cap+1
+	discardSuccessorsExist       = "successors_exist"          // an activation names this one as predecessor
+	discardAttemptMovedOn        = "attempt_moved_on"          // a later attempt exists
+	discardLatestNotFailed       = "latest_attempt_not_failed" // the attempt settled otherwise (succeeded, paused, cancelled, abandoned)
+	discardActivationNotFailed   = "activation_not_failed"     // the activation left failed (requeued, completed, cancelled)
+	discardCancellationRequested = "cancellation_requested"    // tree cancellation reached the failed run
 )
 
 // maxSchedulesPassedOver bounds how many waiting due schedules one

@@ -61,9 +61,10 @@ func finalizeCancellation(ctx context.Context, tx backend.Tx, w *batch, run *bac
 }
 
 // finalizeRun is finalizeCancellation for run alone; it reports whether the
-// run became cancelled. The caller writes run.
+// run became cancelled. A failed run stays failed (tree cancellation gives
+// it the intent only to stop its retries). The caller writes run.
 func finalizeRun(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) (bool, error) {
-	if run.CancelRequestedMS == 0 || run.Status == backend.RunCancelled || run.Status == backend.RunCompleted || run.ActiveCount > 0 {
+	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {
 		return false, nil
 	}
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
@@ -127,49 +128,113 @@ func settleParents(ctx context.Context, tx backend.Tx, w *batch, child *backend.
 	return nil
 }
 
-// completeIfSettled completes a running (or paused) run once one of its
-// activations completed and nothing of it is open any more: no pending,
-// waiting or running activation, no active or repair_required attempt and
-// no retry schedule still to be consumed. The run becomes completed and
-// run_completed is appended in the same transaction; a cancelling parent
-// may then finalise. A run paused by PauseRun completes too: it has
-// nothing left to admit, and would otherwise never complete. The caller
+// activationSettled reports whether an activation status is terminal:
+// completed, failed or cancelled.
+func activationSettled(st backend.ActivationStatus) bool {
+	switch st {
+	case backend.ActivationCompleted, backend.ActivationFailed, backend.ActivationCancelled:
+		return true
+	}
+	return false
+}
+
+// completeSettledRuns evaluates completion for every run whose attempt,
+// activation or retry schedule the transaction settled or removed (the
+// batch notes each such write, whatever path made it), once the
+// transaction's own decisions are made. It is the one place completion is
+// decided, so no settlement path can skip it and the final status never
+// depends on the order of observations. A completion is dated by the last
+// event the transaction appended to the run.
+func completeSettledRuns(ctx context.Context, tx backend.Tx, w *batch) error {
+	for i := 0; i < len(w.settled); i++ { // settling a parent may note more runs
+		id := w.settled[i]
+		at := w.eventAt[id]
+		if at == 0 {
+			continue // nothing of the run changed status
+		}
+		run, ok := w.lastRun(id)
+		if !ok {
+			if err := flush(ctx, tx, w); err != nil {
+				return err
+			}
+			f, err := tx.Load(ctx, backend.Lookup{Runs: []string{id}})
+			if err != nil {
+				return err
+			}
+			if run, ok = f.Runs[id]; !ok {
+				continue
+			}
+		}
+		done, err := completeIfSettled(ctx, tx, w, &run, at)
+		if err != nil {
+			return err
+		}
+		if done {
+			replace(w, run)
+		}
+	}
+	w.settled = w.settled[:0]
+	return nil
+}
+
+// completeIfSettled completes a running (or paused) run once nothing of it
+// is open any more: no pending, waiting or running activation, no active
+// or repair_required attempt and no retry schedule still to be consumed.
+// The run becomes completed and run_completed is appended in the same
+// transaction, or failed when one of its activations failed for good (a
+// failure a sibling's retry or a repair left behind); a cancelling parent
+// may then finalise. A run paused by
+// PauseRun completes too: it has nothing left to admit, and would
+// otherwise never complete. It reports whether the run ended; the caller
 // writes run.
-func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) error {
+//
+// It reads nothing while an attempt is active, and an indexed page of one
+// admissible activation comes before any scan.
+func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) (bool, error) {
 	if (run.Status != backend.RunRunning && run.Status != backend.RunPaused) || run.CancelRequestedMS != 0 || run.ActiveCount > 0 {
-		return nil
+		return false, nil
 	}
 	if err := flush(ctx, tx, w); err != nil {
-		return err
+		return false, err
 	}
 	if p, err := tx.AdmissibleActivations(ctx, backend.AdmissibleQuery{RunID: run.ID, Limit: 1}); err != nil || len(p) > 0 {
-		return err
+		return false, err
 	}
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
-		return err
+		return false, err
 	}
 	if due, err := tx.DueSchedules(ctx, backend.ScheduleQuery{RunID: run.ID, DueBy: math.MaxInt64, Limit: 1}); err != nil || len(due) > 0 {
-		return err
+		return false, err
 	}
-	open := false
+	open, failed := false, false
 	err := eachActivation(ctx, tx, w, run.ID, func(act backend.Activation) error {
 		switch act.Status {
 		case backend.ActivationPending, backend.ActivationWaiting, backend.ActivationRunning:
 			open = true
 			return errStopScan
+		case backend.ActivationFailed:
+			failed = true
 		}
 		return nil
 	})
 	if err != nil && err != errStopScan {
-		return err
+		return false, err
 	}
 	if open {
-		return nil
+		return false, nil
+	}
+	run.UpdatedMS = at
+	if failed {
+		// An activation failed for good (no schedule is left to retry it)
+		// while a sibling's retry had made the run running, or while it
+		// was repair_required: the run ends failed, as it would had that
+		// failure come last.
+		run.Status = backend.RunFailed
+		return true, settleParents(ctx, tx, w, run, at)
 	}
 	run.Status = backend.RunCompleted
-	run.UpdatedMS = at
 	w.emit(run, RunCompletedPayload{RunID: run.ID}, at)
-	return settleParents(ctx, tx, w, run, at)
+	return true, settleParents(ctx, tx, w, run, at)
 }
 
 // failedRunSettled lets a cancelling parent finalise once run has just

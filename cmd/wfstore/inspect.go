@@ -216,12 +216,13 @@ func inspectRun(ctx context.Context, s *workflow.Store, runID string, limit int,
 			"attempt_counts": sum.Attempts, "attempt_counts_complete": sum.AttemptsComplete,
 			"activations": jsonRecords(acts), "attempts_newest_first": jsonRecords(atts),
 			"leases": jsonRecords(leases), "retry_schedules": jsonRecords(scheds),
+			"next_retry": sum.NextRetry,
 		})
 	}
 	r := run
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "run\t%s\n", r.ID)
-	fmt.Fprintf(tw, "status\t%s\n", r.Status)
+	fmt.Fprintf(tw, "status\t%s\n", statusText(r.Status, sum.NextRetry))
 	fmt.Fprintf(tw, "root / parent / depth\t%s / %s / %d\n", r.RootID, orDash(r.ParentID), r.Depth)
 	fmt.Fprintf(tw, "limits\tnodes %d, concurrency %d, cycles %d, retries %d\n", r.Limits.NodeExecutionCap, r.Limits.ConcurrencyCap, r.Limits.CycleCap, r.Limits.RetryCap)
 	fmt.Fprintf(tw, "counters\tattempts %d, active %d, tree attempts %d, descendants %d, last event %d\n", r.AttemptCount, r.ActiveCount, r.TreeAttemptCount, r.DescendantCount, r.LastEventSeq)
@@ -424,4 +425,14 @@ func readable(v reflect.Value) any {
 		return out
 	}
 	return v.Interface()
+}
+
+// statusText is a run's status as an operator reads it: a failed run whose
+// automatic retry is still pending is "failed, retry due at T", not failed
+// for good; any run with a pending retry says when it is due.
+func statusText(st backend.RunStatus, next *workflow.RetrySchedule) string {
+	if next == nil {
+		return string(st)
+	}
+	return fmt.Sprintf("%s, retry due at %s", st, msTime(next.Due.UnixMilli()))
 }

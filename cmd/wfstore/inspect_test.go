@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -365,4 +366,62 @@ func TestExportImportRoundTripsEveryRecordKind(t *testing.T) {
 	_, stderr, code = runCLI(t, bin, nil, "import", "--backend", "bolt", "--db", filepath.Join(dir, "bad.bolt"), "--in", bad)
 	assert.Equal(t, 1, code)
 	assert.Contains(t, stderr, `line 2: unknown record kind "nope"`)
+}
+
+// retryOwner admits every activation read-only.
+type retryOwner struct{}
+
+func (retryOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan, error) {
+	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, nil
+}
+
+func (retryOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
+	return json.RawMessage(`{"ok":true}`), nil
+}
+
+func TestInspectRunTellsAFailedRunWithARetryDueFromAFinallyFailedOne(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "retry.db")
+	b, err := sqlite.Open(ctx, path)
+	require.NoError(t, err)
+	s := workflow.New(b)
+	at := time.UnixMilli(1_000_000).UTC()
+	for _, run := range []string{"retrying", "failed"} {
+		_, err = s.CreateRun(ctx, workflow.NewRun{ID: run}, at)
+		require.NoError(t, err)
+		na := workflow.NewActivation{Key: workflow.ActivationKey{RunID: run, NodeID: "n", ActivationID: "a"}, Input: json.RawMessage(`{}`)}
+		if run == "retrying" {
+			na.Effect, na.Reconciliation = workflow.ReadOnly, workflow.IdempotentReplay
+			na.RetryPolicy = &workflow.RetryPolicy{Version: workflow.RetryPolicyVersion, MaxAttempts: 3,
+				EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable},
+				InitialBackoff:   5 * time.Second, BackoffMultiplier: 1, MaximumBackoff: 5 * time.Second}
+		}
+		_, err = s.AddActivation(ctx, na, at)
+		require.NoError(t, err)
+	}
+	sum, err := s.Dispatch(ctx, retryOwner{}, workflow.DispatchOptions{}, at)
+	require.NoError(t, err)
+	require.Len(t, sum.Admitted, 2)
+	for _, a := range sum.Admitted {
+		_, err = s.ApplyObservation(ctx, a.Identity, workflow.Observation{Kind: workflow.ObservedRetryableFailure}, at)
+		require.NoError(t, err)
+	}
+	require.NoError(t, b.Close())
+
+	stdout, stderr, code := runCLI(t, bin, nil, "inspect", "run", "retrying", "--db", path)
+	require.Equal(t, 0, code, stderr)
+	assert.Regexp(t, `(?m)^status\s+failed, retry due at `+regexp.QuoteMeta(at.Add(5*time.Second).Format("2006-01-02T15:04:05.000Z"))+`$`, stdout)
+	stdout, _, code = runCLI(t, bin, nil, "inspect", "run", "failed", "--db", path)
+	require.Equal(t, 0, code)
+	assert.Regexp(t, `(?m)^status\s+failed$`, stdout, "failed for good")
+	stdout, _, code = runCLI(t, bin, nil, "inspect", "run", "retrying", "--db", path, "--json")
+	require.Equal(t, 0, code)
+	var got struct {
+		NextRetry *struct{ Due time.Time } `json:"next_retry"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
+	require.NotNil(t, got.NextRetry)
+	assert.True(t, got.NextRetry.Due.Equal(at.Add(5*time.Second)))
 }

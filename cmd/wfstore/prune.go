@@ -39,7 +39,7 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&batch, "batch", 0, "records deleted per transaction, 1..1000 (0 = 100)")
 	fs.BoolVar(&dry, "dry-run", false, "count what would be deleted and write nothing")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	fs.BoolVar(&all, "all-finished", false, "instead of --run: every completed or cancelled run of a finished tree that finished before --finished-before (required), a page at a time")
+	fs.BoolVar(&all, "all-finished", false, "instead of --run: every completed or cancelled run of a finished tree that finished before --finished-before (required), a page at a time (failed runs are pruned only when named)")
 	fs.StringVar(&after, "after", "", "with --all-finished: resume after this run id (the next: cursor a call prints)")
 	fs.IntVar(&limit, "limit", 0, "with --all-finished: runs pruned per call, 1..1000 (0 = 100)")
 	fs.Usage = func() {
@@ -53,10 +53,12 @@ leaves the run marked (a run_prune_started event that verify accepts); run
 the same prune again to finish it: its run_pruned event counts everything
 the run held when the first invocation began.
 
-Only runs that can never change again are pruned: completed or cancelled
-runs whose whole tree (root and every linked run) is completed or
-cancelled. A failed run can still be retried, so it is refused; cancel it
-first. If any named run is missing or not prunable, nothing is written
+Only runs that can never change again on their own are pruned:
+completed or cancelled runs, and failed runs with no retry schedule and no
+active attempt, whose whole tree (root and every linked run) is such. A
+failed run with a retry schedule is refused; tree-cancel its root first
+(it stays failed and loses its schedules). --all-finished never chooses a
+failed run: pruning one ends it, so name it. If any named run is missing or not prunable, nothing is written
 and the command exits 1. --dry-run reports what would be deleted.
 
   wfstore prune --db wfstore-demo.db --run RUN --dry-run

@@ -603,20 +603,14 @@ var Catalog = []Mutant{
 		Bug:  "prune skips the terminal check on the run and its tree",
 		Edits: []Edit{
 			{
-				File: "workflow/prune.go",
-				Find: `			if !prunable(run.Status) {
-				return stateErr(ErrIneligible, "run %q is %s: only completed and cancelled runs are pruned", id, run.Status)
-			}
-`,
-				Replace: "",
+				File:    "workflow/prune.go",
+				Find:    `			if ok, err := prunable(ctx, r, run); err != nil || !ok {`,
+				Replace: `			if ok, err := true, error(nil); err != nil || !ok {`,
 			},
 			{
-				File: "workflow/prune.go",
-				Find: `			if !prunable(run.Status) {
-				return stateErr(ErrIneligible, "run %q is %s: only completed and cancelled runs are pruned", runID, run.Status)
-			}
-`,
-				Replace: "",
+				File:    "workflow/prune.go",
+				Find:    `			if ok, err := prunable(ctx, tx, run); err != nil || !ok {`,
+				Replace: `			if ok, err := true, error(nil); err != nil || !ok {`,
 			},
 			{
 				File: "workflow/prune.go",
@@ -1081,6 +1075,124 @@ var Catalog = []Mutant{
 	}
 	var err error
 	r.shim.timed(ctx, "cancel", func() { err = c.canceller.Cancel(ctx, a.Identity) })
+`,
+			},
+		},
+	},
+	{
+		Name: "completion-after-success-only",
+		Bug:  "completion checked only after success: a run whose last open activation is cancelled or repaired stays running",
+		Edits: []Edit{
+			{
+				File:    "workflow/batch.go",
+				Find:    `		if isActive(r.Status) {`,
+				Replace: `		if r.Status != backend.AttemptSucceeded {`,
+			},
+			{
+				File:    "workflow/batch.go",
+				Find:    `		if !activationSettled(r.Status) {`,
+				Replace: `		if r.Status != backend.ActivationCompleted {`,
+			},
+			{
+				File: "workflow/batch.go",
+				Find: `	case backend.RetrySchedule:
+		runID = r.Key.RunID
+`,
+				Replace: "",
+			},
+		},
+	},
+	{
+		Name: "completion-ignores-schedule",
+		Bug:  "completion ignores a pending retry schedule of another activation",
+		Edits: []Edit{
+			{
+				File: "workflow/settle.go",
+				Find: `	if due, err := tx.DueSchedules(ctx, backend.ScheduleQuery{RunID: run.ID, DueBy: math.MaxInt64, Limit: 1}); err != nil || len(due) > 0 {
+		return false, err
+	}
+`,
+				Replace: `	_ = math.MaxInt64
+`,
+			},
+		},
+	},
+	{
+		Name: "tree-cancel-fails-to-cancelled",
+		Bug:  "a failed run that tree cancellation reached becomes cancelled once quiescent",
+		Edits: []Edit{
+			{
+				File:    "workflow/settle.go",
+				Find:    `	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {`,
+				Replace: `	if run.CancelRequestedMS == 0 || run.Status == backend.RunCancelled || run.Status == backend.RunCompleted || run.ActiveCount > 0 {`,
+			},
+		},
+	},
+	{
+		Name: "tree-cancel-keeps-schedules",
+		Bug:  "tree cancellation leaves a failed run's retry schedules in place",
+		Edits: []Edit{
+			{
+				File: "workflow/cancel.go",
+				Find: `			if r.Status == backend.RunFailed {
+				if err := discardSchedules(ctx, tx, w, r, at); err != nil {
+					return err
+				}
+			}
+`,
+				Replace: "",
+			},
+		},
+	},
+	{
+		Name: "prune-failed-with-schedule",
+		Bug:  "prune accepts a failed run whose retry schedule can still requeue it",
+		Edits: []Edit{
+			{
+				File:    "workflow/prune.go",
+				Find:    `		return len(due) == 0, err`,
+				Replace: `		return due != nil || true, err`,
+			},
+		},
+	},
+	{
+		Name: "wait-all-fails-a-retrying-member",
+		Bug:  "a wait-all fan-out records fan_out_failed for a member whose automatic retry is still pending",
+		Edits: []Edit{
+			{
+				File: "workflow/fanout.go",
+				Find: `	failed = slices.DeleteFunc(failed, func(i int64) bool {
+		_, pending := f.Schedules[members[i].Key]
+		return pending
+	})
+`,
+				Replace: `	_, _ = f, slices.DeleteFunc[[]int64]
+`,
+			},
+		},
+	},
+	{
+		Name: "summary-hides-retry-due",
+		Bug:  "a failed run's summary does not tell that an automatic retry is due",
+		Edits: []Edit{
+			{
+				File:    "workflow/inspect.go",
+				Find:    `		if len(next) > 0 {`,
+				Replace: `		if len(next) < 0 {`,
+			},
+		},
+	},
+	{
+		Name: "completion-ignores-failed-activation",
+		Bug:  "a run whose sibling's retry succeeded completes although another activation failed for good",
+		Edits: []Edit{
+			{
+				File: "workflow/settle.go",
+				Find: `		case backend.ActivationFailed:
+			failed = true
+`,
+				Replace: `		case backend.ActivationFailed:
+			failed = false
 `,
 			},
 		},

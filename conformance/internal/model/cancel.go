@@ -40,8 +40,9 @@ func (m *Model) RequestCancellation(runID string, auth *Authority) (string, Err)
 
 // RequestTreeCancellation records the cancellation intent on a composition
 // root and every run of its tree that is neither completed nor cancelled
-// (failed ones included), cancels their pending and waiting activations, and finalises
-// the quiescent ones deepest first. It returns the root's status.
+// (failed ones included: they stay failed and lose their retry schedules),
+// cancels their pending and waiting activations, and finalises the
+// quiescent ones deepest first. It returns the root's status.
 func (m *Model) RequestTreeCancellation(rootID string, auth *Authority) (string, Err) {
 	root, ok := m.Runs[rootID]
 	if !ok {
@@ -55,7 +56,7 @@ func (m *Model) RequestTreeCancellation(rootID string, auth *Authority) (string,
 	}
 	if !root.Cancel {
 		switch root.Status {
-		case RunRunning, RunPaused, RunRepairRequired:
+		case RunRunning, RunPaused, RunRepairRequired, RunFailed:
 		default:
 			return root.Status, Ineligible
 		}
@@ -75,6 +76,13 @@ func (m *Model) RequestTreeCancellation(rootID string, auth *Authority) (string,
 			if a.Status == ActivationPending || a.Status == ActivationWaiting {
 				a.Status = ActivationCancelled
 				a.Admissible = false
+			}
+		}
+		if r.Status == RunFailed {
+			for k := range m.Schedules {
+				if k.RunID == r.ID {
+					delete(m.Schedules, k) // a failed run stays failed and can never retry
+				}
 			}
 		}
 	}

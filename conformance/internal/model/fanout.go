@@ -74,7 +74,7 @@ func terminalAct(st string) bool {
 
 // memberSettled: a member reached a terminal status. Waiting members take
 // the freed place; a wait-all group whose members have all settled fails
-// the run when any of them failed.
+// the run when any of them failed for good (no retry schedule pending).
 func (m *Model) memberSettled(run *Run, act *Activation) {
 	g := act.Group
 	if g == nil {
@@ -90,7 +90,8 @@ func (m *Model) memberSettled(run *Run, act *Activation) {
 		if !terminalAct(st) {
 			return
 		}
-		failed = failed || st == ActivationFailed
+		_, retrying := m.Schedules[k] // a pending retry may still succeed
+		failed = failed || (st == ActivationFailed && !retrying)
 	}
 	if failed && (run.Status == RunRunning || run.Status == RunPaused) {
 		run.Status = RunFailed

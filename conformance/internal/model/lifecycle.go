@@ -21,7 +21,8 @@ func (m *Model) openChild(run *Run) bool {
 
 // finalize: a run whose cancellation is requested becomes cancelled as soon
 // as no active or repair_required attempt remains and every child run it
-// started is terminal; then its parent may finalise in turn.
+// started is terminal; then its parent may finalise in turn. A failed run
+// stays failed.
 func (m *Model) finalize(run *Run) {
 	if m.finalizeOne(run) {
 		m.settleParents(run)
@@ -29,7 +30,7 @@ func (m *Model) finalize(run *Run) {
 }
 
 func (m *Model) finalizeOne(run *Run) bool {
-	if !run.Cancel || run.Status == RunCancelled || run.Status == RunCompleted || m.counts(run).Active > 0 ||
+	if !run.Cancel || terminal(run.Status) || m.counts(run).Active > 0 ||
 		m.hasRepairRequired(run.ID) || m.openChild(run) {
 		return false
 	}
@@ -50,9 +51,11 @@ func (m *Model) settleParents(child *Run) {
 	}
 }
 
-// complete: after an activation completes, a running or paused run with
-// nothing open (no pending or running activation, no active or
-// repair_required attempt, no retry schedule) is completed.
+// complete: after every settlement (of an attempt, an activation or a retry
+// schedule), a running or paused run with nothing open (no pending or
+// running activation, no active or repair_required attempt, no retry
+// schedule) is completed, whatever settled last, or failed when one of its
+// activations failed for good.
 func (m *Model) complete(run *Run) {
 	if (run.Status != RunRunning && run.Status != RunPaused) || run.Cancel || m.counts(run).Active > 0 || m.hasRepairRequired(run.ID) {
 		return
@@ -62,12 +65,17 @@ func (m *Model) complete(run *Run) {
 			return
 		}
 	}
+	failed := false
 	for _, a := range m.actsOf(run.ID) {
 		if a.Status == ActivationPending || a.Status == ActivationRunning {
 			return
 		}
+		failed = failed || a.Status == ActivationFailed
 	}
 	run.Status = RunCompleted
+	if failed { // failed for good: no schedule is left
+		run.Status = RunFailed
+	}
 	m.settleParents(run)
 }
 

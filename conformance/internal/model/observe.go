@@ -126,6 +126,7 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 		act.Admissible = false
 		m.memberSettled(run, act)
 		m.finalize(run)
+		m.complete(run)
 	case ObservedUnknown:
 		if att.Effect == ReadOnly {
 			res.Unresolved = true

@@ -189,8 +189,6 @@ func (m *Model) Repair(identity, action string, auth *Authority) Err {
 	act.Output = action == RepairSucceeded
 	m.memberSettled(run, act)
 	m.resolveRepair(run, to)
-	if action == RepairSucceeded {
-		m.complete(run)
-	}
+	m.complete(run)
 	return OK
 }

@@ -71,6 +71,7 @@ func (m *Model) ConsumeNextDueRetry(runID string, now int64) (Requeue, bool, Err
 			delete(m.Schedules, k) // settled other than failed (abandoned included)
 		}
 	}
+	m.complete(run) // a discarded schedule may have been all that was open
 	return Requeue{}, false, OK
 }
 
