@@ -34,6 +34,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "directory for report.md, report.json and SVG charts")
 	jsonPath := fs.String("json", "", "file for one JSON object per backend and workload")
 	dir := fs.String("dir", "", "directory for the store files (default a temporary directory)")
+	failOnMissed := fs.Bool("fail-on-missed", false, "exit 1 when any target is MISSED, listing them on stderr (default: report and exit 0)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: wfstore bench [flags]\n\n"+
 			"Measures every backend side by side against its own bare commit rate, in durable mode:\n"+
@@ -157,5 +158,26 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return &interruptedError{left: left}
 	}
+	if err == nil && *failOnMissed {
+		err = missedError(rep.Checks())
+	}
 	return err
+}
+
+// missedError lists the targets checks marks missed, one per line, or
+// returns nil when every target was met.
+func missedError(checks []wfbench.Check) error {
+	var lines []string
+	for _, c := range checks {
+		if !c.Met {
+			lines = append(lines, fmt.Sprintf("%s — %s: %s", c.Backend, c.Target, c.Value))
+		}
+	}
+	switch len(lines) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("1 target missed: %s", lines[0])
+	}
+	return fmt.Errorf("%d targets missed:\n%s", len(lines), strings.Join(lines, "\n"))
 }
