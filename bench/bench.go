@@ -35,8 +35,9 @@ type Config struct {
 	// (default 5×N: 10000 with Quick, the backlog River drains).
 	BatchN int
 	// River, when set, is the directory of the River peer module
-	// (bench/river); after the postgres target, Run drains a BatchN backlog
-	// with it on the same database (see RunRiver). Empty: not run.
+	// (bench/river), or RiverAuto to locate it from anywhere; after the
+	// postgres target, Run drains a BatchN backlog with it on the same
+	// database (see RunRiver), or reports why it could not. Empty: not run.
 	River string
 	// Workloads restricts the run to these names (default all).
 	Workloads []string

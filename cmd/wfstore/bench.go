@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -26,7 +25,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	workers := fs.Int("workers", 8, "dispatchers in the parallel and racing workloads")
 	batchN := fs.Int("batch-n", 0, "admissions per batch-mode workload (default 5×n: 10000 with --quick)")
 	river := fs.String("river", "auto", "River peer module directory, drained after postgres on the same database; "+
-		"auto: bench/river when it is there (run from the repository root), off: never")
+		"auto: bench/river under the working directory or its parents, else in the source tree the binary was built from, else the copy embedded in the binary (built with the go command); off: never")
 	history := fs.Int("history", 0, "historical attempts of the growth workload (default 100000 with --quick, 1000000 without)")
 	dsn := fs.String("dsn", "", "Postgres DSN (default $WFSTORE_POSTGRES_DSN); postgres is skipped without one")
 	etcdEndpoints := fs.String("etcd", "", "comma-separated etcd endpoints (default $WFSTORE_ETCD_ENDPOINTS); etcd is skipped without them")
@@ -96,14 +95,10 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		riverNote = "not run (--river off)"
 	case !slices.ContainsFunc(cfg.Targets, func(t wfbench.Target) bool { return t.Name == "postgres" }):
 		riverNote = "not run: it needs the postgres backend"
-	case *river != "auto":
-		cfg.River = *river
 	default:
-		if _, err := os.Stat(filepath.Join("bench", "river", "go.mod")); err == nil {
-			cfg.River = filepath.Join("bench", "river")
-		} else {
-			riverNote = "not run: no bench/river here (run from the repository root, or pass --river DIR)"
-		}
+		// A directory, or auto: found wherever the binary is started
+		// (wfbench.LocateRiver), the report says why when it cannot run.
+		cfg.River = *river
 	}
 	if *dir != "" {
 		if err := os.MkdirAll(*dir, 0o755); err != nil {
