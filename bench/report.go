@@ -333,7 +333,8 @@ func (r *Report) WriteJSON(path string) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// WriteDir writes report.md, report.json and the SVG charts into dir.
+// WriteDir writes report.md, report.json and the charts (SVG and PNG)
+// into dir.
 // command is the command line, recorded in the report.
 func (r *Report) WriteDir(dir, command string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {

@@ -14,7 +14,7 @@ import (
 )
 
 // bench runs the benchmark workloads (package bench) on the chosen backends
-// and prints a markdown table; --out adds report.md and SVG charts, --json
+// and prints a markdown table; --out adds report.md and SVG and PNG charts, --json
 // one object per backend and workload.
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("wfstore bench", flag.ContinueOnError)
@@ -30,7 +30,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	dsn := fs.String("dsn", "", "Postgres DSN (default $WFSTORE_POSTGRES_DSN); postgres is skipped without one")
 	etcdEndpoints := fs.String("etcd", "", "comma-separated etcd endpoints (default $WFSTORE_ETCD_ENDPOINTS); etcd is skipped without them")
 	etcdOps := fs.Int("etcd-max-txn-ops", 4096, "the etcd cluster's --max-txn-ops (the batch workloads need a few thousand)")
-	out := fs.String("out", "", "directory for report.md, report.json and SVG charts")
+	out := fs.String("out", "", "directory for report.md, report.json and the charts (SVG and PNG)")
 	jsonPath := fs.String("json", "", "file for one JSON object per backend and workload")
 	dir := fs.String("dir", "", "directory for the store files (default a temporary directory)")
 	failOnMissed := fs.Bool("fail-on-missed", false, "exit 1 when any target is MISSED, listing them on stderr (default: report and exit 0)")
