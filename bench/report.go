@@ -504,6 +504,9 @@ func (r *Report) WritePeers(w io.Writer) {
 			fmt.Fprintf(w, "\n%s (peer): not measured: %s\n", p.Name, p.Skipped)
 			continue
 		}
+		if p.Source != "" {
+			fmt.Fprintf(w, "\n%s peer built from %s.", p.Name, p.Source)
+		}
 		fmt.Fprintf(w, "\n%s %s (peer, same PostgreSQL, same run): drained %d jobs at **%.0f jobs/s**, machine CPU %.0f µs/job (%.0f%% busy; MaxWorkers %d; backlog inserted in %.1f s, not counted).",
 			p.Name, p.Version, p.Jobs, p.JobsPerSec, p.MachineCPUPerJobUS, p.MachineBusyPct, p.MaxWorkers, p.InsertSeconds)
 		if b := r.find("postgres", WBatch); b != nil {
