@@ -35,8 +35,9 @@ type Config struct {
 	// (default 5×N: 10000 with Quick, the backlog River drains).
 	BatchN int
 	// River, when set, is the directory of the River peer module
-	// (bench/river); after the postgres target, Run drains a BatchN backlog
-	// with it on the same database (see RunRiver). Empty: not run.
+	// (bench/river), or RiverAuto to locate it from anywhere; after the
+	// postgres target, Run drains a BatchN backlog with it on the same
+	// database (see RunRiver), or reports why it could not. Empty: not run.
 	River string
 	// Workloads restricts the run to these names (default all).
 	Workloads []string
@@ -131,6 +132,15 @@ type Result struct {
 	// workload ran, by cause (nil when the backend does not count them:
 	// bbolt never re-runs).
 	Reruns *backend.Reruns `json:"reruns,omitempty"`
+	// RowsPerOp is the rows the workload's store inserted, updated and
+	// deleted per operation (the bare commit's table for bare), and
+	// WALBytesPerOp the WAL the server wrote per operation while it ran
+	// (server-wide: on a quiet server only). PostgreSQL only, from its
+	// statistics (pg_stat_user_tables of the store's schema, read once they
+	// settled, and pg_current_wal_insert_lsn around each measured stretch);
+	// nil where not counted.
+	RowsPerOp     *float64 `json:"rows_written_per_op,omitempty"`
+	WALBytesPerOp *float64 `json:"wal_bytes_per_op,omitempty"`
 	// Growth: cost per admission with History attempts ÷ with SmallHistory.
 	// The row's other figures are those of the large store.
 	GrowthRatio    *float64 `json:"growth_ratio,omitempty"`
@@ -263,10 +273,12 @@ func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br Backen
 		if err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
-		rec := (&recorder{tick: pg.phase(name, ops)}).counting(env.Backend)
+		rec := (&recorder{tick: pg.phase(name, ops)}).counting(env.Backend).countingWrites(env, false)
+		rec.writes.begin(ctx)
 		if err := measure(ctx, p, ops, rec); err != nil {
 			return fmt.Errorf("%s: %w", name, err)
 		}
+		rec.writes.end(ctx)
 		r := rec.result(t.Name, name, workers)
 		if after != nil {
 			after(p, &r)
@@ -438,7 +450,9 @@ func runCeiling(ctx context.Context, cfg Config, open func() (*Env, error), pg *
 		if cfg.wants(x.name) {
 			it := &item{name: x.name, p: x.p, n: x.n}
 			if x.env != nil {
-				it.rec.counting(x.env.Backend)
+				it.rec.counting(x.env.Backend).countingWrites(x.env, false)
+			} else {
+				it.rec.countingWrites(envR, true) // the bare table, in raw's schema
 			}
 			items = append(items, it)
 		}
@@ -462,6 +476,9 @@ func runCeiling(ctx context.Context, cfg Config, open func() (*Env, error), pg *
 		names = append(names, it.name)
 	}
 	tick := pg.phase(strings.Join(names, "+"), total)
+	for _, it := range items {
+		it.rec.writes.begin(ctx)
+	}
 	for r := range cfg.Rounds {
 		for _, it := range items {
 			k := it.n / cfg.Rounds
@@ -473,6 +490,9 @@ func runCeiling(ctx context.Context, cfg Config, open func() (*Env, error), pg *
 				return nil, info, fmt.Errorf("%s: %w", it.name, err)
 			}
 		}
+	}
+	for _, it := range items {
+		it.rec.writes.end(ctx)
 	}
 	var out []Result
 	rate := map[string]float64{}

@@ -14,12 +14,17 @@ import (
 	"gonum.org/v1/plot/plotutil"
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
 )
 
-// writeCharts draws the SVG charts into dir and returns their file names:
-// throughput per backend and workload, latency percentiles per backend, and
-// the growth curve (cost per admission against history size).
+// writeCharts draws the charts into dir, each as SVG and as PNG, and
+// returns the SVG files' names: throughput per backend and workload,
+// latency percentiles per backend, and the growth curve (cost per
+// admission against history size).
 func (r *Report) writeCharts(dir string) ([]string, error) {
+	if _, err := r.writeChartsAs(dir, "png"); err != nil {
+		return nil, err
+	}
 	return r.writeChartsAs(dir, "svg")
 }
 
@@ -29,41 +34,18 @@ func (r *Report) writeCharts(dir string) ([]string, error) {
 // legend covers no bar or point, widens the X range so that no bar or
 // glyph touches the frame, labels ticks with plain numbers (1k, 10k, 1M),
 // and is drawn inside a margin so that no title or label reaches the edge.
+// Charts with one x position per workload wrap their labels at hyphens and
+// are as wide as their labels and bars need, so that none overlaps another.
 func (r *Report) writeChartsAs(dir, ext string) ([]string, error) {
 	var names []string
-	backends, workloads := r.axes()
+	backends, _ := r.axes()
 	if len(backends) == 0 {
 		return nil, nil
 	}
 	// Throughput: one group of bars per workload, one bar per backend.
-	// Labels stay short: an SVG viewer may substitute a wider font.
-	p := newPlot("Throughput (admissions/s; bare: commits/s; retry: round trips/s)")
-	p.Y.Label.Text = "operations/s"
-	p.Y.Tick.Marker = readableTicks{plot.DefaultTicks{}}
-	w := vg.Points(60 / float64(len(backends)))
-	top := 0.0
-	for i, b := range backends {
-		vals := make(plotter.Values, len(workloads))
-		for j, wl := range workloads {
-			vals[j] = r.rate(b, wl)
-			top = max(top, vals[j])
-		}
-		bar, err := plotter.NewBarChart(vals, w)
-		if err != nil {
-			return nil, err
-		}
-		bar.Color = plotutil.Color(i)
-		bar.LineStyle.Width = 0
-		bar.Offset = w * vg.Length(float64(i)-float64(len(backends)-1)/2)
-		p.Add(bar)
-		p.Legend.Add(b, bar)
-	}
-	p.NominalX(workloads...)
-	p.X.Min, p.X.Max = -0.6, float64(len(workloads))-0.4
-	p.Y.Min, p.Y.Max = 0, top*(1+legendRoom(len(backends)))
-	p.Add(plotter.NewGrid())
+	p, size, _ := r.throughputPlot()
 	name := "throughput." + ext
-	if err := save(p, 9*vg.Inch, 5*vg.Inch, filepath.Join(dir, name)); err != nil {
+	if err := save(p, size.X, size.Y, filepath.Join(dir, name)); err != nil {
 		return nil, err
 	}
 	names = append(names, name)
@@ -102,15 +84,16 @@ func (r *Report) writeChartsAs(dir, ext string) ([]string, error) {
 			p.Add(sc)
 			p.Legend.Add(label, sc)
 		}
-		p.NominalX(wls...)
-		p.X.Min, p.X.Max = -0.6, float64(len(wls))-0.4
+		p.NominalX(wrapLabels(wls)...)
+		p.X.Min, p.X.Max = -0.5, float64(len(wls))-0.5
 		// Log headroom: a factor below the lowest point, and above the
 		// highest enough for the three legend rows.
 		p.Y.Min = max(lo/2, 0.5)
 		p.Y.Max = hi * math.Pow(hi/p.Y.Min, legendRoom(3)) * 1.2
 		p.Add(plotter.NewGrid())
 		name := "latency-" + b + "." + ext
-		if err := save(p, 9*vg.Inch, 5*vg.Inch, filepath.Join(dir, name)); err != nil {
+		width := fitWidth(p, len(wls), groupWidth(p, wls, 3*9*vg.Points(1)), 5*vg.Inch)
+		if err := save(p, width, 5*vg.Inch, filepath.Join(dir, name)); err != nil {
 			return nil, err
 		}
 		names = append(names, name)
@@ -160,6 +143,90 @@ func (r *Report) writeChartsAs(dir, ext string) ([]string, error) {
 	return names, nil
 }
 
+// Bar geometry of the throughput chart, in points.
+const (
+	barWidth = 12
+	groupGap = 14 // between the last bar of a group and the next group's first
+	labelGap = 8  // between two x labels
+)
+
+// throughputPlot is the throughput chart: one group of bars per workload,
+// one bar per backend, its labels wrapped at hyphens, and the canvas size
+// that gives every group the room of its bars or of its widest label line,
+// whichever is wider. The legend sits in headroom above the tallest bar.
+func (r *Report) throughputPlot() (p *plot.Plot, size vg.Point, barW vg.Length) {
+	backends, workloads := r.axes()
+	// Labels stay short: an SVG viewer may substitute a wider font.
+	p = newPlot("Throughput (admissions/s; bare: commits/s; retry: round trips/s)")
+	p.Y.Label.Text = "operations/s"
+	p.Y.Tick.Marker = readableTicks{plot.DefaultTicks{}}
+	barW = vg.Points(barWidth)
+	top := 0.0
+	for i, b := range backends {
+		vals := make(plotter.Values, len(workloads))
+		for j, wl := range workloads {
+			vals[j] = r.rate(b, wl)
+			top = max(top, vals[j])
+		}
+		bar, err := plotter.NewBarChart(vals, barW)
+		if err != nil { // only for negative or NaN values
+			continue
+		}
+		bar.Color = plotutil.Color(i)
+		bar.LineStyle.Width = 0
+		bar.Offset = barW * vg.Length(float64(i)-float64(len(backends)-1)/2)
+		p.Add(bar)
+		p.Legend.Add(b, bar)
+	}
+	p.NominalX(wrapLabels(workloads)...)
+	p.X.Min, p.X.Max = -0.5, float64(len(workloads))-0.5
+	p.Y.Min, p.Y.Max = 0, top*(1+legendRoom(len(backends)))
+	p.Add(plotter.NewGrid())
+	h := 5 * vg.Inch
+	gw := groupWidth(p, workloads, barW*vg.Length(len(backends))+vg.Points(groupGap))
+	return p, vg.Point{X: fitWidth(p, len(workloads), gw, h), Y: h}, barW
+}
+
+// wrapLabels breaks each label after its hyphens, one part per line.
+func wrapLabels(ls []string) []string {
+	out := make([]string, len(ls))
+	for i, l := range ls {
+		out[i] = strings.ReplaceAll(l, "-", "-\n")
+	}
+	return out
+}
+
+// groupWidth is the room one x position needs: at least min, and the
+// widest line of any label plus labelGap.
+func groupWidth(p *plot.Plot, labels []string, min vg.Length) vg.Length {
+	w := min
+	for _, l := range wrapLabels(labels) {
+		w = max(w, p.X.Tick.Label.Width(l)+vg.Points(labelGap))
+	}
+	return w
+}
+
+// chartMargin is the blank border save leaves around every chart.
+const chartMargin = 10
+
+// fitWidth is the canvas width at which p's data area gives each of its n
+// x positions (the range -0.5 to n-0.5) the width gw, and the title fits.
+func fitWidth(p *plot.Plot, n int, gw, h vg.Length) vg.Length {
+	want := gw * vg.Length(n)
+	guess := want + 2*vg.Inch
+	for range 3 {
+		da := p.DataCanvas(chartArea(guess, h))
+		guess += want - (da.Max.X - da.Min.X)
+	}
+	return max(guess, p.Title.TextStyle.Width(p.Title.Text)+vg.Points(4*chartMargin))
+}
+
+// chartArea is the area of a w×h canvas that save draws a plot into.
+func chartArea(w, h vg.Length) draw.Canvas {
+	m := vg.Points(chartMargin)
+	return draw.Crop(draw.New(vgimg.New(w, h)), m, -m, m, -m)
+}
+
 // newPlot is a plot with the title set off from the data and the legend
 // at the top right, in the headroom the charts leave for it.
 func newPlot(title string) *plot.Plot {
@@ -169,6 +236,7 @@ func newPlot(title string) *plot.Plot {
 	p.Legend.Top = true
 	p.Legend.XOffs = -vg.Points(6)
 	p.Legend.YOffs = -vg.Points(4)
+	p.Legend.Padding = vg.Points(3) // between entries, whose swatches would touch
 	return p
 }
 
@@ -183,7 +251,7 @@ func save(p *plot.Plot, w, h vg.Length, path string) error {
 	if err != nil {
 		return err
 	}
-	m := vg.Points(10)
+	m := vg.Points(chartMargin)
 	p.Draw(draw.Crop(draw.New(c), m, -m, m, -m))
 	f, err := os.Create(path)
 	if err != nil {

@@ -3,7 +3,10 @@ package bench
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+
+	"gonum.org/v1/plot/vg"
 )
 
 // sampleReport is a report shaped like a full run on three backends.
@@ -65,5 +68,72 @@ func TestCharts(t *testing.T) {
 	}
 	if got := curvePoints(1000, 100_000); len(got) != 3 {
 		t.Fatalf("curvePoints(1k, 100k) = %v", got)
+	}
+}
+
+// throughputLayout computes where the throughput chart puts its x labels,
+// its bars and its legend, as rectangles on the canvas (points).
+func throughputLayout(r *Report) (labels, bars [][]vg.Rectangle, legend vg.Rectangle, canvas vg.Point) {
+	p, size, barW := r.throughputPlot()
+	area := chartArea(size.X, size.Y)
+	da := p.DataCanvas(area)
+	backends, workloads := r.axes()
+	ticks := p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max) // the labels as drawn
+	base := da.Y(p.Y.Norm(0))
+	for i, w := range workloads {
+		x := da.X(p.X.Norm(float64(i)))
+		lw := p.X.Tick.Label.Width(ticks[i].Label)
+		labels = append(labels, []vg.Rectangle{{Min: vg.Point{X: x - lw/2}, Max: vg.Point{X: x + lw/2, Y: 1}}})
+		var group []vg.Rectangle
+		for j, b := range backends {
+			cx := x + barW*vg.Length(float64(j)-float64(len(backends)-1)/2)
+			group = append(group, vg.Rectangle{Min: vg.Point{X: cx - barW/2, Y: base}, Max: vg.Point{X: cx + barW/2, Y: da.Y(p.Y.Norm(r.rate(b, w)))}})
+		}
+		bars = append(bars, group)
+	}
+	// The legend is drawn at the top right of the area under the title.
+	top := area.Max.Y - p.Title.TextStyle.Rectangle(p.Title.Text).Size().Y - p.Title.Padding
+	ls := p.Legend.Rectangle(area).Size()
+	legend.Max = vg.Point{X: area.Max.X + p.Legend.XOffs, Y: top + p.Legend.YOffs}
+	legend.Min = vg.Point{X: legend.Max.X - ls.X, Y: legend.Max.Y - ls.Y - p.Legend.TextStyle.FontExtents().Descent}
+	return labels, bars, legend, size
+}
+
+func overlaps(a, b vg.Rectangle) bool {
+	return a.Min.X < b.Max.X && b.Min.X < a.Max.X && a.Min.Y < b.Max.Y && b.Min.Y < a.Max.Y
+}
+
+// TestThroughputChartLabelsBarsAndLegendDoNotOverlap lays the throughput
+// chart out for three and for four backends: no two x labels overlap, no
+// bar reaches into the next workload's group, the legend covers no bar, and
+// everything stays on the canvas.
+func TestThroughputChartLabelsBarsAndLegendDoNotOverlap(t *testing.T) {
+	four := sampleReport()
+	for _, x := range slices.Clone(four.Results) {
+		x.Backend, x.OpsPerSec = "etcd", x.OpsPerSec/3
+		four.Results = append(four.Results, x)
+	}
+	for name, r := range map[string]*Report{"three backends": sampleReport(), "four backends": four} {
+		t.Run(name, func(t *testing.T) {
+			labels, bars, legend, canvas := throughputLayout(r)
+			for i := 1; i < len(labels); i++ {
+				if a, b := labels[i-1][0], labels[i][0]; a.Max.X > b.Min.X {
+					t.Errorf("x labels %d and %d overlap: %.1f > %.1f", i-1, i, a.Max.X, b.Min.X)
+				}
+				if a, b := bars[i-1][len(bars[i-1])-1], bars[i][0]; a.Max.X >= b.Min.X {
+					t.Errorf("bars of groups %d and %d overlap: %.1f ≥ %.1f", i-1, i, a.Max.X, b.Min.X)
+				}
+			}
+			for i, g := range bars {
+				for j, b := range g {
+					if overlaps(b, legend) {
+						t.Errorf("the legend %v covers bar %d of group %d %v", legend, j, i, b)
+					}
+				}
+			}
+			if legend.Min.X < 0 || legend.Max.X > canvas.X || labels[0][0].Min.X < 0 || labels[len(labels)-1][0].Max.X > canvas.X {
+				t.Errorf("off the %v canvas: legend %v, labels %v … %v", canvas, legend, labels[0][0], labels[len(labels)-1][0])
+			}
+		})
 	}
 }

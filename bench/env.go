@@ -47,6 +47,8 @@ type Env struct {
 	bare  func(ctx context.Context, i int64) error
 	close func() error
 	dir   string // the store's directory ("" for Postgres)
+	// writes reads what the store wrote (Postgres only, else nil).
+	writes *pgWrites
 }
 
 // Close releases the store and everything Open created (files stay in the
@@ -246,6 +248,7 @@ func openPostgres(ctx context.Context, dsn string, workers int) (*Env, error) {
 	return &Env{
 		Backend: b,
 		Store:   workflow.New(b),
+		writes:  &pgWrites{pool: pool, schema: schema},
 		bare: func(ctx context.Context, i int64) error {
 			conn, err := pool.Acquire(ctx)
 			if err != nil {

@@ -32,6 +32,18 @@ type recorder struct {
 	// workload ran, when counter (the workload's backend) reports them.
 	counter backend.RerunCounter
 	reruns  backend.Reruns
+	// writes counts what the workload wrote, where the backend tells
+	// (PostgreSQL); nil elsewhere.
+	writes *writeCounts
+}
+
+// countingWrites has r count the rows and WAL env's store writes, when its
+// backend tells (PostgreSQL): the bare commit's table when bare.
+func (r *recorder) countingWrites(env *Env, bare bool) *recorder {
+	if env != nil && env.writes != nil {
+		r.writes = &writeCounts{pg: env.writes, bare: bare}
+	}
+	return r
 }
 
 // counting sets the backend whose re-runs r counts, when it counts them.
@@ -67,9 +79,11 @@ func measure(ctx context.Context, p phase, k int, rec *recorder) error {
 	if rec.counter != nil {
 		rr0 = rec.counter.Reruns()
 	}
+	wal0 := rec.writes.walBefore(ctx)
 	t0 := time.Now()
 	err := p.run(ctx, k, rec)
 	rec.elapsed += time.Since(t0)
+	rec.writes.walAfter(ctx, wal0)
 	if rec.counter != nil {
 		rec.reruns = rec.reruns.Add(rec.counter.Reruns().Since(rr0))
 	}
@@ -114,6 +128,7 @@ func (r *recorder) result(backendName, workload string, workers int) Result {
 			res.MachineCPUPerOpUS = float64(r.mBusy) * 1e6 / userHZ / float64(r.ops)
 		}
 	}
+	r.writes.fill(&res)
 	if r.counter != nil {
 		rr := r.reruns
 		res.Reruns = &rr

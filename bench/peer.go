@@ -32,7 +32,9 @@ type Peer struct {
 	// Result.MachineCPUPerOpUS).
 	MachineCPUPerJobUS float64 `json:"machine_cpu_us_per_job,omitempty"`
 	MachineBusyPct     float64 `json:"machine_busy_pct,omitempty"`
-	Skipped            string  `json:"skipped,omitempty"`
+	// Source says where the peer's sources were found (LocateRiver).
+	Source  string `json:"source,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // PeerSemantics says what a River job does that a wfstore admission does
@@ -81,13 +83,15 @@ func parseRiverOutput(out []byte) (Peer, error) {
 		MachineCPUPerJobUS: r.MachineCPUPerJobUS, MachineBusyPct: r.MachineBusyPct}, nil
 }
 
-// RunRiver drains a backlog of n jobs with the River peer module in dir
-// (bench/river, a Go module of its own) on the database at dsn, in a
-// schema of its own that it drops. It builds the module with the go
-// command on PATH (which fetches River through the module proxy the first
-// time) and runs the binary. It never fails the run: a peer that cannot be
-// built or run comes back with Skipped saying why. Its progress and errors
-// go to log (may be nil).
+// RunRiver drains a backlog of n jobs with the River peer module on the
+// database at dsn, in a schema of its own that it drops. dir is the module
+// (bench/river, a Go module of its own), or RiverAuto to locate it
+// (LocateRiver: from any working directory, falling back to the copy
+// embedded in the binary). It builds the module with the go command on
+// PATH (which fetches River through the module proxy the first time) and
+// runs the binary. It never fails the run: a peer that cannot be located,
+// built or run comes back with Skipped saying exactly why, the error
+// included. Its progress and errors go to log (may be nil).
 func RunRiver(ctx context.Context, dir, dsn string, n int, log io.Writer) Peer {
 	skip := func(format string, a ...any) Peer {
 		return Peer{Name: "river", Skipped: fmt.Sprintf(format, a...)}
@@ -95,12 +99,17 @@ func RunRiver(ctx context.Context, dir, dsn string, n int, log io.Writer) Peer {
 	if log == nil {
 		log = io.Discard
 	}
-	if _, err := os.Stat(filepath.Join(dir, "go.mod")); err != nil {
-		return skip("no River module at %s (run from the repository root, or pass --river DIR)", dir)
+	src, from, cleanup, err := LocateRiver(dir)
+	defer cleanup()
+	if err != nil {
+		return skip("%v", err)
+	}
+	skip = func(format string, a ...any) Peer {
+		return Peer{Name: "river", Source: from, Skipped: fmt.Sprintf(format, a...)}
 	}
 	goCmd, err := exec.LookPath("go")
 	if err != nil {
-		return skip("no go command on PATH to build %s", dir)
+		return skip("cannot build the River peer (%s): %v", from, err)
 	}
 	tmp, err := os.MkdirTemp("", "wfstore-river-")
 	if err != nil {
@@ -108,12 +117,12 @@ func RunRiver(ctx context.Context, dir, dsn string, n int, log io.Writer) Peer {
 	}
 	defer os.RemoveAll(tmp)
 	bin := filepath.Join(tmp, "riverbench")
-	fmt.Fprintf(log, "river: building %s\n", dir)
+	fmt.Fprintf(log, "river: building %s\n", from)
 	build := exec.CommandContext(ctx, goCmd, "build", "-o", bin, ".")
-	build.Dir = dir
-	build.Env = append(os.Environ(), "GOWORK=off")
+	build.Dir = src
+	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
 	if out, err := build.CombinedOutput(); err != nil {
-		return skip("building %s failed: %v: %s", dir, err, lastLine(out))
+		return skip("building the River peer (%s) failed: %v: %s", from, err, lastLines(out, 5))
 	}
 	var stdout bytes.Buffer
 	run := exec.CommandContext(ctx, bin, "-dsn", dsn, "-n", strconv.Itoa(n))
@@ -130,10 +139,12 @@ func RunRiver(ctx context.Context, dir, dsn string, n int, log io.Writer) Peer {
 	if err != nil {
 		return skip("the River drain printed no result: %v", err)
 	}
+	p.Source = from
 	return p
 }
 
-func lastLine(b []byte) string {
+// lastLines returns the last k lines of b, joined by " | ".
+func lastLines(b []byte, k int) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return lines[len(lines)-1]
+	return strings.Join(lines[max(len(lines)-k, 0):], " | ")
 }

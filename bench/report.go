@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -85,21 +86,30 @@ func (r *Report) WritePartial(w io.Writer) {
 
 // WriteTable writes the results as one markdown table.
 func (r *Report) WriteTable(w io.Writer) {
-	fmt.Fprintln(w, "| backend | workload | workers | ops | ops/s | p50 µs | p95 µs | p99 µs | allocs/op | KB/op | CPU µs/op | machine CPU µs/op (busy) | ratio and notes |")
-	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
+	fmt.Fprintln(w, "| backend | workload | workers | ops | ops/s | p50 µs | p95 µs | p99 µs | allocs/op | KB/op | CPU µs/op | machine CPU µs/op (busy) | rows written/op | WAL B/op | ratio and notes |")
+	fmt.Fprintln(w, "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|---|")
 	for _, x := range r.Results {
 		if x.Ops == 0 {
-			fmt.Fprintf(w, "| %s | %s | | | | | | | | | | | %s |\n", x.Backend, x.Workload, x.Note)
+			fmt.Fprintf(w, "| %s | %s | | | | | | | | | | | | | %s |\n", x.Backend, x.Workload, x.Note)
 			continue
 		}
 		machine := ""
 		if x.MachineBusyPct > 0 {
 			machine = fmt.Sprintf("%.0f (%.0f%%)", x.MachineCPUPerOpUS, x.MachineBusyPct)
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %s | %s |\n",
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %.0f | %.0f | %.0f | %.0f | %.0f | %.1f | %.0f | %s | %s | %s | %s |\n",
 			x.Backend, x.Workload, x.Workers, x.Ops, x.OpsPerSec, x.P50US, x.P95US, x.P99US,
-			x.AllocsPerOp, x.BytesPerOp/1024, x.CPUPerOpUS, machine, r.notes(x))
+			x.AllocsPerOp, x.BytesPerOp/1024, x.CPUPerOpUS, machine, perOp(x.RowsPerOp, 1), perOp(x.WALBytesPerOp, 0), r.notes(x))
 	}
+}
+
+// perOp formats a per-operation count with prec decimals, "n/a" where the
+// backend does not tell it.
+func perOp(v *float64, prec int) string {
+	if v == nil {
+		return "n/a"
+	}
+	return strconv.FormatFloat(*v, 'f', prec, 64)
 }
 
 func (r *Report) rate(backend, workload string) float64 {
@@ -323,7 +333,8 @@ func (r *Report) WriteJSON(path string) error {
 	return os.WriteFile(path, append(b, '\n'), 0o644)
 }
 
-// WriteDir writes report.md, report.json and the SVG charts into dir.
+// WriteDir writes report.md, report.json and the charts (SVG and PNG)
+// into dir.
 // command is the command line, recorded in the report.
 func (r *Report) WriteDir(dir, command string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -382,7 +393,7 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) {
 	r.WriteSummary(w)
 	fmt.Fprintf(w, "\n## Results\n\n")
 	r.WriteTable(w)
-	fmt.Fprintf(w, "\nLatency is per admission (per commit for bare, per round trip for retry), from the owner's Plan call to the receipt commit. allocs/op, KB/op and CPU µs/op (user + system time) count the whole benchmark process while the workload ran: the client side, which for SQLite and bbolt includes the engine and for Postgres leaves out the server. Machine CPU µs/op (Linux) is the busy CPU time of every process on the machine per operation, a local PostgreSQL server's included (and anything else that ran meanwhile), with the busy share of all CPUs in parentheses: near 100%%, the workload was CPU-bound here. The kernel samples it at its timer tick, so it is approximate (it can read below the process's own CPU µs/op).\n")
+	fmt.Fprintf(w, "\nLatency is per admission (per commit for bare, per round trip for retry), from the owner's Plan call to the receipt commit. allocs/op, KB/op and CPU µs/op (user + system time) count the whole benchmark process while the workload ran: the client side, which for SQLite and bbolt includes the engine and for Postgres leaves out the server. Machine CPU µs/op (Linux) is the busy CPU time of every process on the machine per operation, a local PostgreSQL server's included (and anything else that ran meanwhile), with the busy share of all CPUs in parentheses: near 100%%, the workload was CPU-bound here. The kernel samples it at its timer tick, so it is approximate (it can read below the process's own CPU µs/op). Rows written/op (PostgreSQL) are the rows the store's tables inserted, updated and deleted per operation, from the server's statistics (pg_stat_user_tables, read once settled); WAL B/op the WAL the server wrote per operation, from its WAL position around each measured stretch: server-wide, so only a quiet server gives the store's own. n/a: the backend does not tell.\n")
 	fmt.Fprintf(w, "\n## %s\n\n", targetsSection)
 	r.WriteChecks(w)
 	fmt.Fprintln(w)
@@ -492,6 +503,9 @@ func (r *Report) WritePeers(w io.Writer) {
 		if p.Skipped != "" {
 			fmt.Fprintf(w, "\n%s (peer): not measured: %s\n", p.Name, p.Skipped)
 			continue
+		}
+		if p.Source != "" {
+			fmt.Fprintf(w, "\n%s peer built from %s.", p.Name, p.Source)
 		}
 		fmt.Fprintf(w, "\n%s %s (peer, same PostgreSQL, same run): drained %d jobs at **%.0f jobs/s**, machine CPU %.0f µs/job (%.0f%% busy; MaxWorkers %d; backlog inserted in %.1f s, not counted).",
 			p.Name, p.Version, p.Jobs, p.JobsPerSec, p.MachineCPUPerJobUS, p.MachineBusyPct, p.MaxWorkers, p.InsertSeconds)

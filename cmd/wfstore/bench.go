@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -15,7 +14,7 @@ import (
 )
 
 // bench runs the benchmark workloads (package bench) on the chosen backends
-// and prints a markdown table; --out adds report.md and SVG charts, --json
+// and prints a markdown table; --out adds report.md and SVG and PNG charts, --json
 // one object per backend and workload.
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("wfstore bench", flag.ContinueOnError)
@@ -26,14 +25,15 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	workers := fs.Int("workers", 8, "dispatchers in the parallel and racing workloads")
 	batchN := fs.Int("batch-n", 0, "admissions per batch-mode workload (default 5×n: 10000 with --quick)")
 	river := fs.String("river", "auto", "River peer module directory, drained after postgres on the same database; "+
-		"auto: bench/river when it is there (run from the repository root), off: never")
+		"auto: bench/river under the working directory or its parents, else in the source tree the binary was built from, else the copy embedded in the binary (built with the go command); off: never")
 	history := fs.Int("history", 0, "historical attempts of the growth workload (default 100000 with --quick, 1000000 without)")
 	dsn := fs.String("dsn", "", "Postgres DSN (default $WFSTORE_POSTGRES_DSN); postgres is skipped without one")
 	etcdEndpoints := fs.String("etcd", "", "comma-separated etcd endpoints (default $WFSTORE_ETCD_ENDPOINTS); etcd is skipped without them")
 	etcdOps := fs.Int("etcd-max-txn-ops", 4096, "the etcd cluster's --max-txn-ops (the batch workloads need a few thousand)")
-	out := fs.String("out", "", "directory for report.md, report.json and SVG charts")
+	out := fs.String("out", "", "directory for report.md, report.json and the charts (SVG and PNG)")
 	jsonPath := fs.String("json", "", "file for one JSON object per backend and workload")
 	dir := fs.String("dir", "", "directory for the store files (default a temporary directory)")
+	failOnMissed := fs.Bool("fail-on-missed", false, "exit 1 when any target is MISSED, listing them on stderr (default: report and exit 0)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: wfstore bench [flags]\n\n"+
 			"Measures every backend side by side against its own bare commit rate, in durable mode:\n"+
@@ -95,14 +95,10 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		riverNote = "not run (--river off)"
 	case !slices.ContainsFunc(cfg.Targets, func(t wfbench.Target) bool { return t.Name == "postgres" }):
 		riverNote = "not run: it needs the postgres backend"
-	case *river != "auto":
-		cfg.River = *river
 	default:
-		if _, err := os.Stat(filepath.Join("bench", "river", "go.mod")); err == nil {
-			cfg.River = filepath.Join("bench", "river")
-		} else {
-			riverNote = "not run: no bench/river here (run from the repository root, or pass --river DIR)"
-		}
+		// A directory, or auto: found wherever the binary is started
+		// (wfbench.LocateRiver), the report says why when it cannot run.
+		cfg.River = *river
 	}
 	if *dir != "" {
 		if err := os.MkdirAll(*dir, 0o755); err != nil {
@@ -157,5 +153,26 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		}
 		return &interruptedError{left: left}
 	}
+	if err == nil && *failOnMissed {
+		err = missedError(rep.Checks())
+	}
 	return err
+}
+
+// missedError lists the targets checks marks missed, one per line, or
+// returns nil when every target was met.
+func missedError(checks []wfbench.Check) error {
+	var lines []string
+	for _, c := range checks {
+		if !c.Met {
+			lines = append(lines, fmt.Sprintf("%s — %s: %s", c.Backend, c.Target, c.Value))
+		}
+	}
+	switch len(lines) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("1 target missed: %s", lines[0])
+	}
+	return fmt.Errorf("%d targets missed:\n%s", len(lines), strings.Join(lines, "\n"))
 }
