@@ -15,7 +15,7 @@ const RiverAuto = "auto"
 
 // riverSources is a copy of bench/river's sources (main.go, go.mod, go.sum
 // with a .txt suffix: a directory holding a go.mod is another module, which
-// go:embed cannot reach). TestEmbeddedRiverPeerIsBenchRiver keeps the copy
+// an embed directive cannot reach). TestEmbeddedRiverPeerIsBenchRiver keeps the copy
 // identical; refresh it with go generate.
 //
 //go:generate sh -c "for f in main.go go.mod go.sum; do cp river/$f riversrc/$f.txt; done"

@@ -134,9 +134,3 @@ func (g *endpointGuard) check() {
 	g.cli.SetEndpoints(answered...)
 }
 
-// endpoints returns the endpoints the client uses now.
-func (g *endpointGuard) endpoints() []string {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	return slices.Clone(g.current)
-}
