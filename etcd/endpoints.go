@@ -133,4 +133,3 @@ func (g *endpointGuard) check() {
 	g.current = answered
 	g.cli.SetEndpoints(answered...)
 }
-
