@@ -2,10 +2,13 @@ package bench
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/wfstore/wfstore/internal/canonical"
 	"time"
+
+	"github.com/wfstore/wfstore/internal/canonical"
 
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/internal/benchdata"
@@ -64,7 +67,10 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 
 	// The last two transactions' writes are built before Update, so that a
 	// re-run of fn applies the same values.
-	att.Handoff = backend.HandoffRecorded
+	// The handoff stores a fresh 128-bit holder token, as the Store's does.
+	var token [16]byte
+	rand.Read(token[:])
+	att.Handoff, att.HandoffToken = backend.HandoffRecorded, hex.EncodeToString(token[:])
 	c := attemptStep(att, &run, rawEvent(&run, "dispatch_handed_off", map[string]any{"dispatch_identity": id}, at))
 	if err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, c) }); err != nil {
 		return err
