@@ -34,7 +34,7 @@ func storeTier(batch bool) []testCase {
 		pruneResumeCases(),
 		payloadCases(),
 		stuckCases(),
-		batchParityCases(),
+		batchParityCases(batch),
 		exhaustedWorkCases(),
 		completionCases(),
 		failedRunCases(),

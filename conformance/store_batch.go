@@ -15,9 +15,10 @@ import (
 // Batch parity: the store-batch tier runs these cases with Dispatch in
 // batch mode, and each asserts the numbers one at a time gives (owner
 // calls, attempts left to repair, what is reported), so that batch mode
-// keeps every guarantee of one-at-a-time mode.
-func batchParityCases() []testCase {
-	return []testCase{
+// keeps every guarantee of one-at-a-time mode. Cases about what only
+// batch mode does are in the store-batch tier alone.
+func batchParityCases(batch bool) []testCase {
+	cases := []testCase{
 		{Name: "batch_owner_error_stops_further_owner_calls", Run: caseBatchOwnerErrorStops},
 		{Name: "batch_plan_error_stops_the_pass", Run: caseBatchPlanErrorStops},
 		{Name: "batch_stale_authority_at_planning_stops_the_pass_before_planning_more", Run: caseBatchStaleAtPlanning},
@@ -25,10 +26,14 @@ func batchParityCases() []testCase {
 		{Name: "batch_stale_authority_at_handoff_stops_the_pass", Run: caseBatchStaleAtHandoff},
 		{Name: "batch_stale_authority_at_receipt_stops_the_pass", Run: caseBatchStaleAtReceipt},
 		{Name: "batch_release_leaves_unoffered_attempts_provably_never_dispatched", Run: caseBatchReleaseUnoffered},
-		{Name: "batch_release_that_lost_the_handoff_to_a_recovery_pass_changes_nothing", Run: caseBatchReleaseLost},
 		{Name: "batch_owner_dispatch_batch_offers_every_attempt_it_is_given", Run: caseBatchOwnerOffersAll},
 		{Name: "handoff_every_write_stores_a_fresh_holder_token", Run: caseHandoffFreshToken},
 	}
+	if batch {
+		// One at a time records no handoff it does not offer.
+		cases = append(cases, testCase{Name: "batch_release_that_lost_the_handoff_to_a_recovery_pass_changes_nothing", Run: caseBatchReleaseLost})
+	}
+	return cases
 }
 
 // rawToken is the holder token stored with attempt k.
@@ -172,9 +177,7 @@ func caseBatchReleaseUnoffered(e *env) {
 // recovery pass's owner got it, so the release, fenced by the token,
 // leaves b's recorded handoff as it is.
 func caseBatchReleaseLost(e *env) {
-	if e.batch <= 1 {
-		e.T.Skip("batch mode only: one at a time records no handoff it does not offer")
-	}
+	require.Greater(e.T, e.batch, 1, "a store-batch tier case")
 	s := store(e)
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	ka, kb := key("r", "n", "a"), key("r", "n", "b")
