@@ -1197,4 +1197,15 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "work-counts-never-capped",
+		Bug:  "the work counts report a count cut at its bound as exact",
+		Edits: []Edit{
+			{
+				File:    "workflow/workcounts.go",
+				Find:    `	if n < int64(bound) {`,
+				Replace: `	if n <= int64(bound) {`,
+			},
+		},
+	},
 }
