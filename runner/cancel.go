@@ -70,7 +70,7 @@ func (r *Runner) cancelState() (*cancels, error) {
 	}
 	c := &cancels{backoff: map[string]cancelBackoff{}}
 	var err error
-	c.counter, err = mp.Meter(instrumentationName).Int64Counter(MetricCancellations,
+	c.counter, err = mp.Meter(instrumentationName).Int64Counter(MetricCancellations, metric.WithUnit("{attempt}"),
 		metric.WithDescription("What the runner did for attempts of runs whose cancellation is requested, by outcome."))
 	if err != nil {
 		return nil, fmt.Errorf("runner: instruments: %w", err)

@@ -151,6 +151,7 @@ type Runner struct {
 	in       *instruments
 	sweep    *sweep
 	stuck    *stuckWatch
+	work     *workWatch
 	timeouts *timeoutWatch
 	cancel   *cancels // cancellation state (cancel.go), made on first use
 	// rejected holds the runs where a dispatch pass was refused at the
@@ -211,7 +212,7 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 		clock: SystemClock(), minPoll: DefaultMinPoll, maxPoll: DefaultMaxPoll, jitter: DefaultJitter,
 		rand: rand.Float64, retriesPerPass: DefaultRetriesPerPass, runsPerPass: DefaultRunsPerPass,
 		drain: DefaultDrainTimeout, stuckAge: DefaultStuckAge, checkEvery: DefaultCheckInterval,
-		attemptTimeout: DefaultAttemptTimeout, cancelTimeout: DefaultCancelTimeout,
+		attemptTimeout: DefaultAttemptTimeout, cancelTimeout: DefaultCancelTimeout, workEvery: DefaultWorkMetricsInterval,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -235,6 +236,8 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 		return nil, fmt.Errorf("%w: stuck age must be at least 1ms and the check interval not negative", ErrInvalidOptions)
 	case cfg.attemptTimeout != 0 && (cfg.attemptTimeout < workflow.MinAttemptTimeout || cfg.attemptTimeout > workflow.MaxAttemptTimeout):
 		return nil, fmt.Errorf("%w: attempt timeout must be 0 or %v to %v", ErrInvalidOptions, workflow.MinAttemptTimeout, workflow.MaxAttemptTimeout)
+	case cfg.workEvery < 0 || cfg.workBound < 0 || cfg.workBound > workflow.MaxWorkBound:
+		return nil, fmt.Errorf("%w: work metrics interval must not be negative and the bound 0 to %d", ErrInvalidOptions, workflow.MaxWorkBound)
 	case cfg.cancelTimeout <= 0:
 		return nil, fmt.Errorf("%w: cancel timeout must be positive", ErrInvalidOptions)
 	}
@@ -246,6 +249,9 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 		return nil, fmt.Errorf("runner: instruments: %w", err)
 	}
 	r := &Runner{store: store, cfg: cfg, log: cfg.logger, in: in, sweep: newSweep(cfg.runID), rejected: map[string]bool{}}
+	if r.work, err = newWorkWatch(cfg.workEvery, cfg.workBound, cfg.meters); err != nil {
+		return nil, fmt.Errorf("runner: instruments: %w", err)
+	}
 	if r.stuck, err = newStuckWatch(cfg.stuckAge, cfg.checkEvery, cfg.meters); err != nil {
 		return nil, fmt.Errorf("runner: instruments: %w", err)
 	}
@@ -577,6 +583,7 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if err := r.checkStuck(ctx); err != nil {
 		return true, err
 	}
+	r.readWork(ctx)
 	return consumed > 0 || more || redone > 0 || healed > 0 || len(sum.Admitted) > 0 || cancelled > 0 || observed > 0 || timedOut > 0, nil
 }
 
@@ -688,6 +695,7 @@ func (r *Runner) observe(ctx context.Context) (int, error) {
 			continue
 		}
 		settled++
+		r.in.settledAttempt(ctx, o.Attempt.Key.NodeID, o.Status)
 		attrs := []slog.Attr{slog.String("identity", o.Attempt.Identity), slog.String("observed", string(o.Applied)),
 			slog.String("status", string(o.Status))}
 		if o.Schedule != nil {
