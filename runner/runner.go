@@ -112,8 +112,59 @@
 // reason), fenced stops, transient errors and, at debug level, the
 // backend's transaction re-runs by cause. Metrics and spans go to
 // OpenTelemetry providers (WithMeterProvider, WithTracerProvider; none by
-// default): the Metric* and SpanPass names below. Time comes from a Clock
-// (WithClock), so tests never sleep.
+// default): see Metrics and spans. Time comes from a Clock (WithClock), so
+// tests never sleep.
+//
+// # Metrics and spans
+//
+// Every instrument declares its unit. Counters count since the runner
+// started; durations are in seconds.
+//
+//	name                                       unit          kind              attributes
+//	wfstore.runner.admissions                  {activation}  counter           outcome: admitted, unsupported, raced, exhausted, rejected, owner_failed
+//	wfstore.runner.attempts.settled            {attempt}     counter           node, outcome: the attempt's status (succeeded, failed, cancelled, repair_required, ...)
+//	wfstore.runner.retries.consumed            {retry}       counter
+//	wfstore.runner.retries.scheduled           {retry}       counter
+//	wfstore.runner.retries.refused             {retry}       counter           reason
+//	wfstore.runner.cancellations               {attempt}     counter           outcome
+//	wfstore.runner.attempts.timed_out          {attempt}     counter           status
+//	wfstore.runner.fenced_rejections           {pass}        counter
+//	wfstore.runner.transient_errors            {pass}        counter
+//	wfstore.runner.owner_call.duration         s             histogram         call: plan, dispatch, dispatch_batch, lookup, observe, cancel
+//	wfstore.runner.batch.size                  {activation}  histogram
+//	wfstore.store.transaction.duration         s             histogram         kind: update, view; result: ok, not_found, error
+//	wfstore.backend.reruns                     {rerun}       observable count  cause (when the backend counts re-runs)
+//	wfstore.runner.stuck_attempts              {attempt}     gauge             stage: prepared, admitted, cancelling
+//	wfstore.work.activations.pending           {activation}  gauge
+//	wfstore.work.attempts.admitted             {attempt}     gauge
+//	wfstore.work.attempts.admitted.oldest_age  s             gauge
+//	wfstore.work.retries.due                   {retry}       gauge
+//	wfstore.work.runs                          {run}         gauge             status
+//	wfstore.work.capped                        1             gauge             count: pending, admitted, retries_due, runs; status (runs)
+//
+// The wfstore.work gauges describe the store, not the runner: every
+// interval of WithWorkMetrics (30s by default; 0 turns them off) a pass
+// reads workflow.Store.WorkCounts, bounded queries with no store-wide
+// counter row: admissible activations, admitted and running attempts and
+// the age of the oldest one's admission, retries due (of failed and
+// running runs), runs by status. Each count stops at the bound (10000 by
+// default); wfstore.work.capped is then 1 for it, and the gauge means at
+// least that many. They are store-wide whatever WithRun says, so several
+// runners of one store report the same values: chart one.
+//
+// Spans: wfstore.runner.pass, one per pass (run, retries_consumed,
+// admitted), and inside it wfstore.runner.owner_call, one per owner call
+// (call, and run, node, activation, attempt, identity; a batch call:
+// identities, attempts), so one attempt's plan, dispatch and observations
+// can be followed by its identity.
+//
+// A dashboard charts: pending activations and retries due (the backlog),
+// admitted attempts and the oldest one's age (work handed off and not
+// reported back; alert on the age), stuck attempts by stage, runs by
+// status, the rate of settled attempts by node and outcome (failure rate
+// per node), admissions by outcome, owner-call latency by call and
+// transaction latency by result (p50, p99), backend re-runs by cause
+// (contention) and transient errors.
 package runner
 
 import (
