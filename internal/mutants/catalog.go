@@ -1208,4 +1208,30 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "runner-not-found-counted-as-error",
+		Bug:   "a transaction that looked up something that does not exist is counted as result=error",
+		Suite: RunnerSuite,
+		Tests: "TestNotFoundLookupsAreNotCountedAsErrors",
+		Edits: []Edit{
+			{
+				File:    "runner/telemetry.go",
+				Find:    `	case errors.Is(ti.Err, workflow.ErrNotFound), errors.Is(ti.Err, backend.ErrNotFound):`,
+				Replace: `	case errors.Is(ti.Err, workflow.ErrInvalidInput):`,
+			},
+		},
+	},
+	{
+		Name:  "runner-work-gauges-read-once",
+		Bug:   "the runner reads the work counts once and never again, so the gauges freeze",
+		Suite: RunnerSuite,
+		Tests: "TestWorkGaugesMatchAnIndependentCountOfTheStore",
+		Edits: []Edit{
+			{
+				File:    "runner/workmetrics.go",
+				Find:    `	w.nextAt = now.Add(w.every)`,
+				Replace: `	w.nextAt = now.Add(1000 * time.Hour)`,
+			},
+		},
+	},
 }
