@@ -109,6 +109,7 @@ func TestMetrics(t *testing.T) {
 	for _, want := range []string{
 		"span wfstore.runner.owner_call call=dispatch run=order-1 node=charge activation=c1 attempt=2 identity=",
 		"span wfstore.runner.owner_call call=observe run=order-2 node=ship activation=s1 attempt=1 identity=",
+		"event wfstore.attempt.admitted run=order-1 node=charge activation=c1 attempt=2 identity=",
 		"runner stopped: admitted=3 retries_consumed=1",
 		`"Name":"wfstore.work.attempts.admitted","Description":`,
 		`"Unit":"{attempt}"`,

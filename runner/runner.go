@@ -155,8 +155,12 @@
 // Spans: wfstore.runner.pass, one per pass (run, retries_consumed,
 // admitted), and inside it wfstore.runner.owner_call, one per owner call
 // (call, and run, node, activation, attempt, identity; a batch call:
-// identities, attempts), so one attempt's plan, dispatch and observations
-// can be followed by its identity.
+// identities, attempts); the pass span records an event
+// wfstore.attempt.admitted (the same attributes) for each attempt whose
+// receipt its dispatch committed. So one attempt can be followed by its
+// identity: plan (before its intent is prepared), dispatch (after the
+// handoff), admitted (receipt committed), observe. Prepare and handoff
+// themselves happen inside workflow.Store.Dispatch and have no span.
 //
 // A dashboard charts: pending activations and retries due (the backlog),
 // admitted attempts and the oldest one's age (work handed off and not
@@ -616,6 +620,7 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	r.account(ctx, sum)
 	r.collectDoubts(sum, derr)
 	span.SetAttributes(attribute.Int("admitted", len(sum.Admitted)))
+	admittedEvents(span, sum.Admitted)
 	if derr != nil {
 		return consumed > 0 || len(sum.Admitted) > 0, fmt.Errorf("dispatch: %w", derr)
 	}

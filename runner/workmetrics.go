@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
 
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -152,6 +153,21 @@ func (r *Runner) readWork(ctx context.Context) {
 // settledAttempt counts one attempt the runner settled.
 func (in *instruments) settledAttempt(ctx context.Context, node string, outcome workflow.AttemptStatus) {
 	in.settled.Add(ctx, 1, metric.WithAttributes(attribute.String("node", node), attribute.String("outcome", string(outcome))))
+}
+
+// EventAttemptAdmitted is the event the pass span records for each
+// attempt whose receipt the dispatch committed, between the attempt's
+// dispatch span and its observe spans.
+const EventAttemptAdmitted = "wfstore.attempt.admitted"
+
+// admittedEvents records an EventAttemptAdmitted on span per attempt.
+func admittedEvents(span trace.Span, refs []workflow.AttemptRef) {
+	if !span.IsRecording() {
+		return
+	}
+	for _, a := range refs {
+		span.AddEvent(EventAttemptAdmitted, trace.WithAttributes(attemptAttrs(a.Key, a.Identity)...))
+	}
 }
 
 // attemptAttrs are the span attributes naming one attempt.

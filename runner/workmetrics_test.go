@@ -344,4 +344,18 @@ func TestSettledAttemptsAreCountedAndOwnerCallsHaveSpans(t *testing.T) {
 		assert.Equal(t, "r1", run.AsString())
 	}
 	assert.Equal(t, map[string]int{"plan": 2, "dispatch": 2, "observe": 2}, calls)
+
+	// Between an attempt's dispatch span and its observe span, its pass
+	// records that its receipt was committed.
+	var admitted []string
+	for _, sp := range spans.Ended() {
+		for _, ev := range sp.Events() {
+			if ev.Name == EventAttemptAdmitted {
+				attrs := attribute.NewSet(ev.Attributes...)
+				n, _ := attrs.Value("attempt")
+				admitted = append(admitted, sp.Name()+"/"+n.Emit())
+			}
+		}
+	}
+	assert.Equal(t, []string{SpanPass + "/1", SpanPass + "/2"}, admitted)
 }

@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -49,21 +50,30 @@ func (o owner) Observe(_ context.Context, a workflow.Attempt) (workflow.Observat
 	return workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{"ok":true}`)}, nil
 }
 
-// spanPrinter prints each owner-call span as it ends.
+// spanPrinter prints each owner-call span as it ends, and the admissions
+// a pass recorded.
 type spanPrinter struct{}
 
 func (spanPrinter) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
-func (spanPrinter) Shutdown(context.Context) error                 { return nil }
-func (spanPrinter) ForceFlush(context.Context) error               { return nil }
+func (spanPrinter) Shutdown(context.Context) error                  { return nil }
+func (spanPrinter) ForceFlush(context.Context) error                { return nil }
 func (spanPrinter) OnEnd(s sdktrace.ReadOnlySpan) {
-	if s.Name() != runner.SpanOwnerCall {
-		return
+	for _, ev := range s.Events() {
+		if ev.Name == runner.EventAttemptAdmitted {
+			fmt.Printf("event %s%s\n", ev.Name, attrs(ev.Attributes))
+		}
 	}
+	if s.Name() == runner.SpanOwnerCall {
+		fmt.Printf("span %s%s\n", s.Name(), attrs(s.Attributes()))
+	}
+}
+
+func attrs(kvs []attribute.KeyValue) string {
 	var b strings.Builder
-	for _, kv := range s.Attributes() {
+	for _, kv := range kvs {
 		fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
 	}
-	fmt.Printf("span %s%s\n", s.Name(), b.String())
+	return b.String()
 }
 
 func main() {
