@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -358,4 +359,45 @@ func TestSettledAttemptsAreCountedAndOwnerCallsHaveSpans(t *testing.T) {
 		}
 	}
 	assert.Equal(t, []string{SpanPass + "/1", SpanPass + "/2"}, admitted)
+}
+
+// The owner's Cancel call has its span naming the attempt, and a failing
+// one records the error.
+func TestCancelCallsHaveSpansNamingTheAttempt(t *testing.T) {
+	t.Parallel()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	clock := newFakeClock()
+	s := newStore(t, clock, "r")
+	co := newCancelOwner(clock, s)
+	co.fail = func(n int) bool { return n == 1 }
+	_, id := admitThenCancel(t, s, co.testOwner, clock, newRunner(t, s, co, clock, WithTracerProvider(tp)))
+	clock.fire(clock.nextTimer(t)) // the first Cancel failed: backing off
+	eventually(t, runCancelled(s, "r"), "the second Cancel succeeds")
+	eventually(t, func() bool {
+		n := 0
+		for _, sp := range spans.Ended() {
+			if sp.Name() != SpanOwnerCall {
+				continue
+			}
+			attrs := attribute.NewSet(sp.Attributes()...)
+			if call, _ := attrs.Value("call"); call.AsString() != "cancel" {
+				continue
+			}
+			identity, _ := attrs.Value("identity")
+			node, _ := attrs.Value("node")
+			if identity.AsString() == id && node.AsString() == "n" {
+				n++
+			}
+		}
+		return n == 2
+	}, "two cancel spans naming the attempt")
+	failed := 0
+	for _, sp := range spans.Ended() {
+		if sp.Name() == SpanOwnerCall && sp.Status().Code == codes.Error {
+			failed++
+		}
+	}
+	assert.Equal(t, 1, failed, "the failed Cancel's span records the error")
 }
