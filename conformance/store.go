@@ -34,6 +34,7 @@ func storeTier(batch bool) []testCase {
 		pruneResumeCases(),
 		payloadCases(),
 		stuckCases(),
+		workCountCases(),
 		batchParityCases(batch),
 		exhaustedWorkCases(),
 		completionCases(),

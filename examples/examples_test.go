@@ -102,3 +102,21 @@ func TestReadmeShowsTheQuickstart(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(readme), "```go\n"+string(src)+"```\n", "README's quickstart is examples/quickstart/main.go verbatim")
 }
+
+func TestMetrics(t *testing.T) {
+	t.Parallel()
+	out := run(t, build(t, "metrics"), nil)
+	for _, want := range []string{
+		"span wfstore.runner.owner_call call=dispatch run=order-1 node=charge activation=c1 attempt=2 identity=",
+		"span wfstore.runner.owner_call call=observe run=order-2 node=ship activation=s1 attempt=1 identity=",
+		"event wfstore.attempt.admitted run=order-1 node=charge activation=c1 attempt=2 identity=",
+		"runner stopped: admitted=3 retries_consumed=1",
+		`"Name":"wfstore.work.attempts.admitted","Description":`,
+		`"Unit":"{attempt}"`,
+		`"Name":"wfstore.work.runs"`,
+		`"Name":"wfstore.runner.attempts.settled"`,
+		`{"Key":"outcome","Value":{"Type":"STRING","Value":"failed"}}`,
+	} {
+		assert.Contains(t, out, want)
+	}
+}

@@ -70,7 +70,7 @@ func (r *Runner) cancelState() (*cancels, error) {
 	}
 	c := &cancels{backoff: map[string]cancelBackoff{}}
 	var err error
-	c.counter, err = mp.Meter(instrumentationName).Int64Counter(MetricCancellations,
+	c.counter, err = mp.Meter(instrumentationName).Int64Counter(MetricCancellations, metric.WithUnit("{attempt}"),
 		metric.WithDescription("What the runner did for attempts of runs whose cancellation is requested, by outcome."))
 	if err != nil {
 		return nil, fmt.Errorf("runner: instruments: %w", err)
@@ -186,7 +186,7 @@ func (r *Runner) signal(ctx context.Context, c *cancels, a workflow.Attempt) (in
 		return 0, nil
 	}
 	var err error
-	r.shim.timed(ctx, "cancel", func() { err = c.canceller.Cancel(ctx, a.Identity) })
+	r.shim.traced(ctx, "cancel", attemptAttrs(a.Key, a.Identity), func() error { err = c.canceller.Cancel(ctx, a.Identity); return err })
 	if err != nil {
 		b.delay = min(max(2*b.delay, r.cfg.minPoll), r.cfg.maxPoll)
 		b.next = r.cfg.clock.Now().Add(b.delay)

@@ -44,6 +44,8 @@ type config struct {
 	checkEvery       time.Duration
 	attemptTimeout   time.Duration
 	cancelTimeout    time.Duration
+	workEvery        time.Duration
+	workBound        int
 }
 
 // Option configures a Runner.

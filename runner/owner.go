@@ -6,6 +6,10 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -36,17 +40,33 @@ type answer struct {
 	err     error
 }
 
-func (s *shim) timed(ctx context.Context, call string, f func()) {
+// timed runs one owner call f in its span, with attrs (see traced).
+func (s *shim) timed(ctx context.Context, call string, f func(), attrs ...attribute.KeyValue) {
+	s.traced(ctx, call, attrs, func() error { f(); return nil })
+}
+
+// traced runs one owner call f in its span (SpanOwnerCall, with the call
+// and attrs, naming the attempt it is about), records its latency, and
+// the error f returns on the span.
+func (s *shim) traced(ctx context.Context, call string, attrs []attribute.KeyValue, f func() error) {
+	ctx, span := s.in.tracer.Start(ctx, SpanOwnerCall, trace.WithSpanKind(trace.SpanKindClient),
+		trace.WithAttributes(append([]attribute.KeyValue{attribute.String("call", call)}, attrs...)...))
 	start := s.clock.Now()
-	f()
+	err := f()
 	s.in.ownerCall.Record(ctx, s.clock.Now().Sub(start).Seconds(), callAttr(call))
+	if err != nil {
+		span.RecordError(err)
+		span.SetStatus(codes.Error, err.Error())
+	}
+	span.End()
 }
 
 func (s *shim) Plan(ctx context.Context, a workflow.Activation) (p *workflow.Plan, err error) {
 	if s.stopping.Load() {
 		return nil, nil
 	}
-	s.timed(ctx, "plan", func() { p, err = s.owner.Plan(ctx, a) })
+	next := workflow.AttemptKey{ActivationKey: a.Key, Attempt: a.LastAttempt + 1}
+	s.traced(ctx, "plan", attemptAttrs(next, next.Identity()), func() error { p, err = s.owner.Plan(ctx, a); return err })
 	if p != nil && err == nil {
 		// The Store prepares the activation's next attempt.
 		k := workflow.AttemptKey{ActivationKey: a.Key, Attempt: a.LastAttempt + 1}
@@ -137,7 +157,7 @@ func (s *shim) unresolved() []workflow.AttemptRef {
 
 func (s *shim) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (rc json.RawMessage, err error) {
 	s.handed(p)
-	s.timed(ctx, "dispatch", func() { rc, err = s.owner.Dispatch(ctx, p) })
+	s.traced(ctx, "dispatch", attemptAttrs(p.Key(), p.Identity), func() error { rc, err = s.owner.Dispatch(ctx, p); return err })
 	s.answered(p.Identity, rc, err)
 	return rc, err
 }
@@ -150,7 +170,12 @@ type batchShim struct {
 
 func (s batchShim) DispatchBatch(ctx context.Context, ps []workflow.PreparedDispatch) (rs []workflow.DispatchResult, err error) {
 	s.handed(ps...)
-	s.timed(ctx, "dispatch_batch", func() { rs, err = s.batch.DispatchBatch(ctx, ps) })
+	ids := make([]string, len(ps))
+	for i, p := range ps {
+		ids[i] = p.Identity
+	}
+	s.traced(ctx, "dispatch_batch", []attribute.KeyValue{attribute.StringSlice("identities", ids), attribute.Int("attempts", len(ps))},
+		func() error { rs, err = s.batch.DispatchBatch(ctx, ps); return err })
 	for i, p := range ps {
 		switch {
 		case err != nil:
@@ -176,7 +201,8 @@ type timedLookup struct {
 }
 
 func (t timedLookup) LookupReceipt(ctx context.Context, identity string) (rc json.RawMessage, found bool, err error) {
-	t.s.timed(ctx, "lookup", func() { rc, found, err = t.l.LookupReceipt(ctx, identity) })
+	t.s.traced(ctx, "lookup", []attribute.KeyValue{attribute.String("identity", identity)},
+		func() error { rc, found, err = t.l.LookupReceipt(ctx, identity); return err })
 	return rc, found, err
 }
 
@@ -186,6 +212,6 @@ type timedObserver struct {
 }
 
 func (t timedObserver) Observe(ctx context.Context, a workflow.Attempt) (obs workflow.Observation, err error) {
-	t.s.timed(ctx, "observe", func() { obs, err = t.o.Observe(ctx, a) })
+	t.s.traced(ctx, "observe", attemptAttrs(a.Key, a.Identity), func() error { obs, err = t.o.Observe(ctx, a); return err })
 	return obs, err
 }

@@ -112,8 +112,63 @@
 // reason), fenced stops, transient errors and, at debug level, the
 // backend's transaction re-runs by cause. Metrics and spans go to
 // OpenTelemetry providers (WithMeterProvider, WithTracerProvider; none by
-// default): the Metric* and SpanPass names below. Time comes from a Clock
-// (WithClock), so tests never sleep.
+// default): see Metrics and spans. Time comes from a Clock (WithClock), so
+// tests never sleep.
+//
+// # Metrics and spans
+//
+// Every instrument declares its unit. Counters count since the runner
+// started; durations are in seconds.
+//
+//	name                                       unit          kind              attributes
+//	wfstore.runner.admissions                  {activation}  counter           outcome: admitted, unsupported, raced, exhausted, rejected, owner_failed
+//	wfstore.runner.attempts.settled            {attempt}     counter           node, outcome: the attempt's status (succeeded, failed, cancelled, repair_required, ...)
+//	wfstore.runner.retries.consumed            {retry}       counter
+//	wfstore.runner.retries.scheduled           {retry}       counter
+//	wfstore.runner.retries.refused             {retry}       counter           reason
+//	wfstore.runner.cancellations               {attempt}     counter           outcome
+//	wfstore.runner.attempts.timed_out          {attempt}     counter           status
+//	wfstore.runner.fenced_rejections           {pass}        counter
+//	wfstore.runner.transient_errors            {pass}        counter
+//	wfstore.runner.owner_call.duration         s             histogram         call: plan, dispatch, dispatch_batch, lookup, observe, cancel
+//	wfstore.runner.batch.size                  {activation}  histogram
+//	wfstore.store.transaction.duration         s             histogram         kind: update, view; result: ok, not_found, error
+//	wfstore.backend.reruns                     {rerun}       observable count  cause (when the backend counts re-runs)
+//	wfstore.runner.stuck_attempts              {attempt}     gauge             stage: prepared, admitted, cancelling
+//	wfstore.work.activations.pending           {activation}  gauge
+//	wfstore.work.attempts.admitted             {attempt}     gauge
+//	wfstore.work.attempts.admitted.oldest_age  s             gauge
+//	wfstore.work.retries.due                   {retry}       gauge
+//	wfstore.work.runs                          {run}         gauge             status
+//	wfstore.work.capped                        1             gauge             count: pending, admitted, retries_due, runs; status (runs)
+//
+// The wfstore.work gauges describe the store, not the runner: every
+// interval of WithWorkMetrics (30s by default; 0 turns them off) a pass
+// reads workflow.Store.WorkCounts, bounded queries with no store-wide
+// counter row: admissible activations, admitted and running attempts and
+// the age of the oldest one's admission, retries due (of failed and
+// running runs), runs by status. Each count stops at the bound (10000 by
+// default); wfstore.work.capped is then 1 for it, and the gauge means at
+// least that many. They are store-wide whatever WithRun says, so several
+// runners of one store report the same values: chart one.
+//
+// Spans: wfstore.runner.pass, one per pass (run, retries_consumed,
+// admitted), and inside it wfstore.runner.owner_call, one per owner call
+// (call, and run, node, activation, attempt, identity; a batch call:
+// identities, attempts); the pass span records an event
+// wfstore.attempt.admitted (the same attributes) for each attempt whose
+// receipt its dispatch committed. So one attempt can be followed by its
+// identity: plan (before its intent is prepared), dispatch (after the
+// handoff), admitted (receipt committed), observe. Prepare and handoff
+// themselves happen inside workflow.Store.Dispatch and have no span.
+//
+// A dashboard charts: pending activations and retries due (the backlog),
+// admitted attempts and the oldest one's age (work handed off and not
+// reported back; alert on the age), stuck attempts by stage, runs by
+// status, the rate of settled attempts by node and outcome (failure rate
+// per node), admissions by outcome, owner-call latency by call and
+// transaction latency by result (p50, p99), backend re-runs by cause
+// (contention) and transient errors.
 package runner
 
 import (
@@ -151,6 +206,7 @@ type Runner struct {
 	in       *instruments
 	sweep    *sweep
 	stuck    *stuckWatch
+	work     *workWatch
 	timeouts *timeoutWatch
 	cancel   *cancels // cancellation state (cancel.go), made on first use
 	// rejected holds the runs where a dispatch pass was refused at the
@@ -211,7 +267,7 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 		clock: SystemClock(), minPoll: DefaultMinPoll, maxPoll: DefaultMaxPoll, jitter: DefaultJitter,
 		rand: rand.Float64, retriesPerPass: DefaultRetriesPerPass, runsPerPass: DefaultRunsPerPass,
 		drain: DefaultDrainTimeout, stuckAge: DefaultStuckAge, checkEvery: DefaultCheckInterval,
-		attemptTimeout: DefaultAttemptTimeout, cancelTimeout: DefaultCancelTimeout,
+		attemptTimeout: DefaultAttemptTimeout, cancelTimeout: DefaultCancelTimeout, workEvery: DefaultWorkMetricsInterval,
 	}
 	for _, o := range opts {
 		o(&cfg)
@@ -235,6 +291,8 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 		return nil, fmt.Errorf("%w: stuck age must be at least 1ms and the check interval not negative", ErrInvalidOptions)
 	case cfg.attemptTimeout != 0 && (cfg.attemptTimeout < workflow.MinAttemptTimeout || cfg.attemptTimeout > workflow.MaxAttemptTimeout):
 		return nil, fmt.Errorf("%w: attempt timeout must be 0 or %v to %v", ErrInvalidOptions, workflow.MinAttemptTimeout, workflow.MaxAttemptTimeout)
+	case cfg.workEvery < 0 || cfg.workBound < 0 || cfg.workBound > workflow.MaxWorkBound:
+		return nil, fmt.Errorf("%w: work metrics interval must not be negative and the bound 0 to %d", ErrInvalidOptions, workflow.MaxWorkBound)
 	case cfg.cancelTimeout <= 0:
 		return nil, fmt.Errorf("%w: cancel timeout must be positive", ErrInvalidOptions)
 	}
@@ -246,6 +304,9 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 		return nil, fmt.Errorf("runner: instruments: %w", err)
 	}
 	r := &Runner{store: store, cfg: cfg, log: cfg.logger, in: in, sweep: newSweep(cfg.runID), rejected: map[string]bool{}}
+	if r.work, err = newWorkWatch(cfg.workEvery, cfg.workBound, cfg.meters); err != nil {
+		return nil, fmt.Errorf("runner: instruments: %w", err)
+	}
 	if r.stuck, err = newStuckWatch(cfg.stuckAge, cfg.checkEvery, cfg.meters); err != nil {
 		return nil, fmt.Errorf("runner: instruments: %w", err)
 	}
@@ -559,6 +620,7 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	r.account(ctx, sum)
 	r.collectDoubts(sum, derr)
 	span.SetAttributes(attribute.Int("admitted", len(sum.Admitted)))
+	admittedEvents(span, sum.Admitted)
 	if derr != nil {
 		return consumed > 0 || len(sum.Admitted) > 0, fmt.Errorf("dispatch: %w", derr)
 	}
@@ -577,6 +639,7 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	if err := r.checkStuck(ctx); err != nil {
 		return true, err
 	}
+	r.readWork(ctx)
 	return consumed > 0 || more || redone > 0 || healed > 0 || len(sum.Admitted) > 0 || cancelled > 0 || observed > 0 || timedOut > 0, nil
 }
 
@@ -688,6 +751,7 @@ func (r *Runner) observe(ctx context.Context) (int, error) {
 			continue
 		}
 		settled++
+		r.in.settledAttempt(ctx, o.Attempt.Key.NodeID, o.Status)
 		attrs := []slog.Attr{slog.String("identity", o.Attempt.Identity), slog.String("observed", string(o.Applied)),
 			slog.String("status", string(o.Status))}
 		if o.Schedule != nil {

@@ -51,7 +51,7 @@ func newStuckWatch(age, every time.Duration, mp metric.MeterProvider) (*stuckWat
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	_, err := mp.Meter(instrumentationName).Int64ObservableGauge(MetricStuckAttempts,
+	_, err := mp.Meter(instrumentationName).Int64ObservableGauge(MetricStuckAttempts, metric.WithUnit("{attempt}"),
 		metric.WithDescription("Attempts that have not moved for longer than the stuck age, by stage, as of the latest full scan."),
 		metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 			for _, st := range []workflow.StuckStage{workflow.StuckPrepared, workflow.StuckAdmitted, workflow.StuckCancelling} {

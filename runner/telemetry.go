@@ -2,6 +2,7 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -17,28 +18,29 @@ import (
 // instrumentationName names the runner's meter and tracer.
 const instrumentationName = "github.com/wfstore/wfstore/runner"
 
-// Metric names. Counters count events since the runner started; the
-// owner-call histogram is in seconds.
+// Metric names, each with its unit and attributes. Counters count events
+// since the runner started; durations are in seconds.
 const (
-	MetricAdmissions        = "wfstore.runner.admissions"          // {outcome}
-	MetricRetriesConsumed   = "wfstore.runner.retries.consumed"    //
-	MetricRetriesScheduled  = "wfstore.runner.retries.scheduled"   //
-	MetricRetriesRefused    = "wfstore.runner.retries.refused"     // {reason}
-	MetricFencedRejections  = "wfstore.runner.fenced_rejections"   //
-	MetricTransientErrors   = "wfstore.runner.transient_errors"    //
-	MetricOwnerCallDuration = "wfstore.runner.owner_call.duration" // {call}
-	MetricBatchSize         = "wfstore.runner.batch.size"          //
+	MetricAdmissions        = "wfstore.runner.admissions"          // {activation} by outcome
+	MetricRetriesConsumed   = "wfstore.runner.retries.consumed"    // {retry}
+	MetricRetriesScheduled  = "wfstore.runner.retries.scheduled"   // {retry}
+	MetricRetriesRefused    = "wfstore.runner.retries.refused"     // {retry} by reason
+	MetricFencedRejections  = "wfstore.runner.fenced_rejections"   // {pass}
+	MetricTransientErrors   = "wfstore.runner.transient_errors"    // {pass}
+	MetricOwnerCallDuration = "wfstore.runner.owner_call.duration" // s by call
+	MetricBatchSize         = "wfstore.runner.batch.size"          // {activation}
 	// MetricTransactionDuration is the latency, in seconds, of every
 	// transaction the Store ran while the runner ran (its own and those of
 	// other callers of the Store), re-runs included, by kind (update,
-	// view) and result (ok, error).
-	MetricTransactionDuration = "wfstore.store.transaction.duration" // {kind, result}
+	// view) and result (ok; not_found when it failed because what it
+	// looked up does not exist, an answer rather than a failure; error).
+	MetricTransactionDuration = "wfstore.store.transaction.duration" // s by kind, result
 	SpanPass                  = "wfstore.runner.pass"                //
 	// MetricBackendReruns is observed from the Store's Backend when it is
 	// a backend.RerunCounter: its transaction re-runs since it was opened,
 	// by cause (busy, conflict, deadlock, transient, outcome_unknown), and
 	// the Updates that gave up (exhausted).
-	MetricBackendReruns = "wfstore.backend.reruns" // {cause}
+	MetricBackendReruns = "wfstore.backend.reruns" // {rerun} by cause
 )
 
 // Admission outcomes, the values of the "outcome" attribute of
@@ -63,6 +65,7 @@ type instruments struct {
 	ownerCall  metric.Float64Histogram
 	batchSize  metric.Int64Histogram
 	txDuration metric.Float64Histogram
+	settled    metric.Int64Counter
 }
 
 // transaction records one Store transaction (workflow.Store.OnTransaction).
@@ -71,7 +74,11 @@ func (in *instruments) transaction(ctx context.Context, ti workflow.TransactionI
 	if ti.Write {
 		kind = "update"
 	}
-	if ti.Err != nil {
+	switch {
+	case ti.Err == nil:
+	case errors.Is(ti.Err, workflow.ErrNotFound), errors.Is(ti.Err, backend.ErrNotFound):
+		result = "not_found"
+	default:
 		result = "error"
 	}
 	in.txDuration.Record(ctx, ti.Duration.Seconds(),
@@ -88,17 +95,18 @@ func newInstruments(mp metric.MeterProvider, tp trace.TracerProvider, b backend.
 	m := mp.Meter(instrumentationName)
 	in := &instruments{tracer: tp.Tracer(instrumentationName)}
 	var err error
-	counter := func(dst *metric.Int64Counter, name, desc string) {
+	counter := func(dst *metric.Int64Counter, name, unit, desc string) {
 		if err == nil {
-			*dst, err = m.Int64Counter(name, metric.WithDescription(desc))
+			*dst, err = m.Int64Counter(name, metric.WithUnit(unit), metric.WithDescription(desc))
 		}
 	}
-	counter(&in.admissions, MetricAdmissions, "Activations a dispatch pass handled, by outcome.")
-	counter(&in.consumed, MetricRetriesConsumed, "Due automatic retries consumed (activation requeued).")
-	counter(&in.scheduled, MetricRetriesScheduled, "Automatic retries scheduled by observations the runner applied.")
-	counter(&in.refused, MetricRetriesRefused, "Automatic retries refused or discarded, by reason.")
-	counter(&in.fenced, MetricFencedRejections, "Passes refused because the execution authority changed.")
-	counter(&in.transient, MetricTransientErrors, "Passes that failed on an error the runner backs off from.")
+	counter(&in.admissions, MetricAdmissions, "{activation}", "Activations a dispatch pass handled, by outcome.")
+	counter(&in.consumed, MetricRetriesConsumed, "{retry}", "Due automatic retries consumed (activation requeued).")
+	counter(&in.scheduled, MetricRetriesScheduled, "{retry}", "Automatic retries scheduled by observations the runner applied.")
+	counter(&in.refused, MetricRetriesRefused, "{retry}", "Automatic retries refused or discarded, by reason.")
+	counter(&in.fenced, MetricFencedRejections, "{pass}", "Passes refused because the execution authority changed.")
+	counter(&in.transient, MetricTransientErrors, "{pass}", "Passes that failed on an error the runner backs off from.")
+	counter(&in.settled, MetricAttemptsSettled, "{attempt}", "Attempts the runner's observations settled, by node and outcome (the attempt's status).")
 	if err != nil {
 		return nil, err
 	}
@@ -110,12 +118,12 @@ func newInstruments(mp metric.MeterProvider, tp trace.TracerProvider, b backend.
 		metric.WithDescription("Latency of the Store's transactions, backend re-runs included.")); err != nil {
 		return nil, err
 	}
-	if in.batchSize, err = m.Int64Histogram(MetricBatchSize,
+	if in.batchSize, err = m.Int64Histogram(MetricBatchSize, metric.WithUnit("{activation}"),
 		metric.WithDescription("Activations one dispatch pass handled.")); err != nil {
 		return nil, err
 	}
 	if rc, ok := b.(backend.RerunCounter); ok {
-		if _, err := m.Int64ObservableCounter(MetricBackendReruns,
+		if _, err := m.Int64ObservableCounter(MetricBackendReruns, metric.WithUnit("{rerun}"),
 			metric.WithDescription("Transaction re-runs of the Store's backend since it was opened, by cause; exhausted counts Updates that gave up."),
 			metric.WithInt64Callback(func(_ context.Context, o metric.Int64Observer) error {
 				r := rc.Reruns()

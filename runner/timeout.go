@@ -54,7 +54,7 @@ func newTimeoutWatch(def, every, cancelBound time.Duration, c canceller, mp metr
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	ctr, err := mp.Meter(instrumentationName).Int64Counter(MetricAttemptsTimedOut,
+	ctr, err := mp.Meter(instrumentationName).Int64Counter(MetricAttemptsTimedOut, metric.WithUnit("{attempt}"),
 		metric.WithDescription("Attempts settled because they were not observed terminal by their deadline, by the status they took."))
 	return &timeoutWatch{def: def, every: every, cancelBound: cancelBound, cancel: c, cancelled: map[string]bool{}, settled: ctr}, err
 }
@@ -117,6 +117,7 @@ func (r *Runner) settleTimeouts(ctx context.Context) (int, error) {
 		settled++
 		r.total.TimedOut = append(r.total.TimedOut, t.Attempt.Ref())
 		w.settled.Add(ctx, 1, metric.WithAttributes(statusAttr(res.Status)))
+		r.in.settledAttempt(ctx, t.Attempt.Key.NodeID, res.Status)
 		k := t.Attempt.Key
 		r.log.LogAttrs(ctx, slog.LevelWarn, "attempt timed out", slog.String("run", k.RunID), slog.String("node", k.NodeID),
 			slog.String("activation", k.ActivationID), slog.String("identity", id), slog.String("status", string(res.Status)),
@@ -133,7 +134,7 @@ func (r *Runner) cancelBounded(ctx context.Context, identity string) error {
 	cctx, stop := context.WithTimeout(ctx, w.cancelBound)
 	defer stop()
 	done := make(chan error, 1)
-	go r.shim.timed(cctx, "cancel", func() { done <- w.cancel.Cancel(cctx, identity) })
+	go r.shim.timed(cctx, "cancel", func() { done <- w.cancel.Cancel(cctx, identity) }, attribute.String("identity", identity))
 	select {
 	case err := <-done:
 		return err

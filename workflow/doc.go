@@ -129,7 +129,8 @@
 // limit or one above MaxPageLimit is ErrInvalidInput. Zero caps and a nil
 // RetryCap of a run's RunLimits take the defaults (see DefaultRetryCap), and
 // those of a child run's RunLimits inherit the parent's; RetryCap(0) is
-// stored as 0 (never retry).
+// stored as 0 (never retry). WorkCounts takes a bound of 0
+// (DefaultWorkBound) to MaxWorkBound; another bound is ErrInvalidInput.
 //
 // A run's wall-clock deadline is exclusive at the millisecond: from the
 // deadline millisecond on (now >= deadline) no attempt is prepared (pending

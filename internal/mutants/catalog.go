@@ -1068,13 +1068,13 @@ var Catalog = []Mutant{
 			{
 				File: "runner/cancel.go",
 				Find: `	var err error
-	r.shim.timed(ctx, "cancel", func() { err = c.canceller.Cancel(ctx, a.Identity) })
+	r.shim.traced(ctx, "cancel", attemptAttrs(a.Key, a.Identity), func() error { err = c.canceller.Cancel(ctx, a.Identity); return err })
 `,
 				Replace: `	if err := r.store.MarkCancellationSignalled(ctx, a.Identity, r.cfg.clock.Now()); err != nil {
 		return 0, ignoreIneligible(err)
 	}
 	var err error
-	r.shim.timed(ctx, "cancel", func() { err = c.canceller.Cancel(ctx, a.Identity) })
+	r.shim.traced(ctx, "cancel", attemptAttrs(a.Key, a.Identity), func() error { err = c.canceller.Cancel(ctx, a.Identity); return err })
 `,
 			},
 		},
@@ -1194,6 +1194,43 @@ var Catalog = []Mutant{
 				Replace: `		case backend.ActivationFailed:
 			failed = false
 `,
+			},
+		},
+	},
+	{
+		Name: "work-counts-never-capped",
+		Bug:  "the work counts report a count cut at its bound as exact",
+		Edits: []Edit{
+			{
+				File:    "workflow/workcounts.go",
+				Find:    `	if n < int64(bound) {`,
+				Replace: `	if n <= int64(bound) {`,
+			},
+		},
+	},
+	{
+		Name:  "runner-not-found-counted-as-error",
+		Bug:   "a transaction that looked up something that does not exist is counted as result=error",
+		Suite: RunnerSuite,
+		Tests: "TestNotFoundLookupsAreNotCountedAsErrors",
+		Edits: []Edit{
+			{
+				File:    "runner/telemetry.go",
+				Find:    `	case errors.Is(ti.Err, workflow.ErrNotFound), errors.Is(ti.Err, backend.ErrNotFound):`,
+				Replace: `	case errors.Is(ti.Err, workflow.ErrInvalidInput):`,
+			},
+		},
+	},
+	{
+		Name:  "runner-work-gauges-read-once",
+		Bug:   "the runner reads the work counts once and never again, so the gauges freeze",
+		Suite: RunnerSuite,
+		Tests: "TestWorkGaugesMatchAnIndependentCountOfTheStore",
+		Edits: []Edit{
+			{
+				File:    "runner/workmetrics.go",
+				Find:    `	w.nextAt = now.Add(w.every)`,
+				Replace: `	w.nextAt = now.Add(1000 * time.Hour)`,
 			},
 		},
 	},
