@@ -40,6 +40,7 @@ func storeTier(batch bool) []testCase {
 		failedRunCases(),
 		retryVisibilityCases(),
 		seedDepartureCases(),
+		orphanCases(),
 	} {
 		out = append(out, group...)
 	}

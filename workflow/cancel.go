@@ -170,10 +170,14 @@ func (s *Store) CancelNeverDispatched(ctx context.Context, identity string, auth
 }
 
 // SettleOrphanedCancellation settles an attempt of a cancelling run whose
-// owner is gone. A settled attempt is left alone; a receipt-less attempt
-// whose handoff was recorded (admission possibly in flight) is left
-// unchanged; otherwise a mutating attempt becomes repair_required (and the
-// run too) and a read-only one cancelled. It returns the run's status.
+// owner is gone. A settled attempt is left alone; a prepared, receipt-less
+// attempt whose handoff was recorded (admission possibly in flight, never
+// signalled) is left unchanged; otherwise (a cancelling attempt included:
+// signalled, its dispatcher gone before any receipt) a mutating attempt
+// becomes repair_required (and the run too) and a read-only one
+// cancelled. The caller decides when the owner is gone: the runner waits
+// for the attempt timeout to pass since the cancellation request. It
+// returns the run's status.
 func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string, now time.Time) (RunStatus, error) {
 	var status backend.RunStatus
 	err := s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
@@ -184,7 +188,7 @@ func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string,
 		if !isActive(att.Status) {
 			return errNoop
 		}
-		if att.Receipt == nil && att.Handoff == backend.HandoffRecorded {
+		if att.Status == backend.AttemptPrepared && att.Receipt == nil && att.Handoff == backend.HandoffRecorded {
 			return errNoop
 		}
 		if att.SideEffect == backend.Mutating {

@@ -151,7 +151,7 @@ func (m *Model) SettleOrphanedCancellation(identity string) (string, Err) {
 	if !run.Cancel {
 		return run.Status, Ineligible
 	}
-	if !active(att.Status) || (att.Receipt == "" && att.Handoff == HandoffRecorded) {
+	if !active(att.Status) || (att.Status == AttemptPrepared && att.Receipt == "" && att.Handoff == HandoffRecorded) {
 		return run.Status, OK
 	}
 	if att.Effect == Mutating {
