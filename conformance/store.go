@@ -41,6 +41,7 @@ func storeTier(batch bool) []testCase {
 		retryVisibilityCases(),
 		seedDepartureCases(),
 		orphanCases(),
+		siblingCases(),
 	} {
 		out = append(out, group...)
 	}

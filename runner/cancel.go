@@ -62,6 +62,13 @@ type cancels struct {
 	counter   metric.Int64Counter
 	last      time.Time // when the last page was read
 	again     bool      // the last page found work: read the next at once
+	// siblingAfter is where the scan of sibling_cancelling attempts
+	// resumes; siblingSignalled holds the identities signalled by this
+	// process, siblingSeen those the current cycle of that scan read
+	// (sibling.go).
+	siblingAfter     *workflow.Attempt
+	siblingSignalled map[string]bool
+	siblingSeen      map[string]bool
 }
 
 // cancelState returns the runner's cancellation state, made on first use.
@@ -73,7 +80,7 @@ func (r *Runner) cancelState() (*cancels, error) {
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	c := &cancels{backoff: map[string]cancelBackoff{}}
+	c := &cancels{backoff: map[string]cancelBackoff{}, siblingSignalled: map[string]bool{}}
 	var err error
 	c.counter, err = mp.Meter(instrumentationName).Int64Counter(MetricCancellations,
 		metric.WithDescription("What the runner did for attempts of runs whose cancellation is requested, by outcome."))
@@ -100,8 +107,9 @@ func (r *Runner) cancelState() (*cancels, error) {
 // through the owner's ReceiptLookup. An owner with an Observer then
 // reports on the work in the receipt-backed pass; one without is settled
 // by SettleCancelledUnobserved, saying whether it was signalled (an owner
-// with neither capability gets a warning: its work is never stopped). It
-// returns how many attempts it moved.
+// with neither capability gets a warning: its work is never stopped). The
+// attempts a fail-fast fan-out stopped (sibling_cancelling) are signalled
+// the same way (sibling.go). It returns how many attempts it moved.
 func (r *Runner) cancellations(ctx context.Context, busy bool) (int, error) {
 	c, err := r.cancelState()
 	if err != nil {
@@ -129,6 +137,11 @@ func (r *Runner) cancellations(ctx context.Context, busy bool) (int, error) {
 				return moved, err
 			}
 		}
+	}
+	n, err := r.siblings(ctx, c)
+	moved += n
+	if err != nil {
+		return moved, err
 	}
 	c.again = moved > 0 || len(c.backoff) > 0
 	return moved, nil

@@ -110,9 +110,17 @@ func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]
 // owner of a prepared, admitted or running attempt: it
 // becomes cancelling. A receipt that arrives later for a prepared one is
 // stored and the attempt stays cancelling. The run must have cancellation
-// requested.
+// requested. For a sibling_cancelling attempt (stopped by a fail-fast
+// fan-out sibling's failure; its run needs no cancellation request) it
+// records the signal (attempt_cancellation_signalled) and the status stays
+// sibling_cancelling: each call records one, so an engine records it once
+// per Cancel that returned nil.
 func (s *Store) MarkCancellationSignalled(ctx context.Context, identity string, now time.Time) error {
 	return s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
+		if att.Status == backend.AttemptSiblingCancelling {
+			w.emit(run, AttemptCancellationSignalledPayload{DispatchIdentity: att.Identity}, at)
+			return nil
+		}
 		if run.CancelRequestedMS == 0 {
 			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
 		}

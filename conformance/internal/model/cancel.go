@@ -101,6 +101,9 @@ func (m *Model) MarkCancellationSignalled(identity string) Err {
 		return NotFound
 	}
 	att, run := m.Attempts[k], m.Runs[k.RunID]
+	if att.Status == AttemptSiblingCancelling {
+		return OK // the signal is recorded; the status stays
+	}
 	if !run.Cancel {
 		return Ineligible
 	}
