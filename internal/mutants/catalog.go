@@ -1268,6 +1268,19 @@ var Catalog = []Mutant{
 		},
 	},
 	{
+		Name:  "runner-heal-any-token",
+		Bug:   "a mutating attempt whose handoff commit answer was lost is handed to the owner even when the recorded handoff carries another holder's token",
+		Suite: RunnerSuite,
+		Tests: "TestLostHandoffOfAnotherHolderIsNotDispatched",
+		Edits: []Edit{
+			{
+				File:    "runner/heal.go",
+				Find:    `if token != "" && a.HandoffToken == token {`,
+				Replace: `if token != "" {`,
+			},
+		},
+	},
+	{
 		Name:  "runner-no-probe-after-owner-error",
 		Bug:   "after an owner error the next batch-mode pass hands off a whole batch again",
 		Suite: RunnerSuite,
