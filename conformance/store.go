@@ -41,6 +41,8 @@ func storeTier(batch bool) []testCase {
 		failedRunCases(),
 		retryVisibilityCases(),
 		seedDepartureCases(),
+		orphanCases(),
+		siblingCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -503,8 +503,9 @@ func caseFanOutFailFast(e *env) {
 	requireIs(e.T, s.Handoff(e.Ctx, attemptKey(m[2], 1), nil, ms(22)), workflow.ErrIneligible, "no handoff of a stopped sibling")
 	unchanged(e, before, "refused handoff", "r")
 
-	// A late receipt is stored and the status kept; every observation then
-	// settles the sibling as cancelled, as for a cancelling run.
+	// A late receipt is stored and the status kept; the owner's word then
+	// decides, as for a cancelling run: running work stays active, finished
+	// work settles as cancelled.
 	require.NoError(e.T, s.PersistReceipt(e.Ctx, attemptKey(m[2], 1), json.RawMessage(`{"late":true}`), nil, ms(23)))
 	a2 := getAttempt(e, s, m[2], 1)
 	assert.Equal(e.T, workflow.AttemptSiblingCancelling, a2.Status)
@@ -512,6 +513,8 @@ func caseFanOutFailFast(e *env) {
 	res := observe(e, s, identity(m[1], 1), obs(workflow.ObservedSucceeded), ms(24))
 	assert.Equal(e.T, workflow.AttemptCancelled, res.Status, "a success of a stopped sibling counts as cancelled")
 	res = observe(e, s, identity(m[2], 1), obs(workflow.ObservedRunning), ms(25))
+	assert.Equal(e.T, workflow.AttemptSiblingCancelling, res.Status, "running work of a stopped sibling stays active")
+	res = observe(e, s, identity(m[2], 1), obs(workflow.ObservedCancelled), ms(25))
 	assert.Equal(e.T, workflow.AttemptCancelled, res.Status)
 	assert.Equal(e.T, []workflow.ActivationStatus{workflow.ActivationFailed, stCanc, stCanc, stCanc, stCanc}, memberStatuses(e, s, m))
 	assert.Nil(e.T, getAct(e, s, m[1]).Output, "no output from a cancelled sibling")

@@ -39,6 +39,11 @@ const (
 	// nor an Observer was settled cancelled without a signal or an
 	// observation; its work is never stopped (a warning is logged).
 	CancelNotSignalled = string(workflow.NeitherSignalledNorObserved)
+	// CancelOrphaned: a cancelling attempt without a receipt that no
+	// ReceiptLookup resolved was settled as an orphaned cancellation once
+	// its attempt timeout had passed since the cancellation request
+	// (repair_required when mutating, cancelled when read-only).
+	CancelOrphaned = "orphaned"
 )
 
 // cancelBackoff is the retry state of one identity whose Cancel failed.
@@ -57,6 +62,13 @@ type cancels struct {
 	counter   metric.Int64Counter
 	last      time.Time // when the last page was read
 	again     bool      // the last page found work: read the next at once
+	// siblingAfter is where the scan of sibling_cancelling attempts
+	// resumes; siblingSignalled holds the identities signalled by this
+	// process, siblingSeen those the current cycle of that scan read
+	// (sibling.go).
+	siblingAfter     *workflow.Attempt
+	siblingSignalled map[string]bool
+	siblingSeen      map[string]bool
 }
 
 // cancelState returns the runner's cancellation state, made on first use.
@@ -68,7 +80,7 @@ func (r *Runner) cancelState() (*cancels, error) {
 	if mp == nil {
 		mp = metricnoop.NewMeterProvider()
 	}
-	c := &cancels{backoff: map[string]cancelBackoff{}}
+	c := &cancels{backoff: map[string]cancelBackoff{}, siblingSignalled: map[string]bool{}}
 	var err error
 	c.counter, err = mp.Meter(instrumentationName).Int64Counter(MetricCancellations, metric.WithUnit("{attempt}"),
 		metric.WithDescription("What the runner did for attempts of runs whose cancellation is requested, by outcome."))
@@ -95,8 +107,9 @@ func (r *Runner) cancelState() (*cancels, error) {
 // through the owner's ReceiptLookup. An owner with an Observer then
 // reports on the work in the receipt-backed pass; one without is settled
 // by SettleCancelledUnobserved, saying whether it was signalled (an owner
-// with neither capability gets a warning: its work is never stopped). It
-// returns how many attempts it moved.
+// with neither capability gets a warning: its work is never stopped). The
+// attempts a fail-fast fan-out stopped (sibling_cancelling) are signalled
+// the same way (sibling.go). It returns how many attempts it moved.
 func (r *Runner) cancellations(ctx context.Context, busy bool) (int, error) {
 	c, err := r.cancelState()
 	if err != nil {
@@ -124,6 +137,11 @@ func (r *Runner) cancellations(ctx context.Context, busy bool) (int, error) {
 				return moved, err
 			}
 		}
+	}
+	n, err := r.siblings(ctx, c)
+	moved += n
+	if err != nil {
+		return moved, err
 	}
 	c.again = moved > 0 || len(c.backoff) > 0
 	return moved, nil
@@ -222,17 +240,18 @@ func (r *Runner) settleUnobserved(ctx context.Context, c *cancels, a workflow.At
 // cancellingWithoutReceipt resolves a cancelling attempt whose dispatcher
 // stopped before persisting a receipt: a receipt the owner's ReceiptLookup
 // holds is persisted (the attempt stays cancelling and is then observed,
-// or settled unobserved); otherwise it is left to unresolvedCancellation.
+// or settled unobserved); otherwise it is settled by
+// unresolvedCancellation once its attempt timeout has passed.
 func (r *Runner) cancellingWithoutReceipt(ctx context.Context, c *cancels, a workflow.Attempt) (int, error) {
 	if r.lookup == nil {
-		return 0, r.unresolvedCancellation(ctx, a)
+		return r.unresolvedCancellation(ctx, c, a)
 	}
 	rc, found, err := r.lookup.LookupReceipt(ctx, a.Identity)
 	if err != nil {
 		return 0, fmt.Errorf("cancellation receipt lookup: %w: %w", workflow.ErrOwner, err)
 	}
 	if !found {
-		return 0, r.unresolvedCancellation(ctx, a)
+		return r.unresolvedCancellation(ctx, c, a)
 	}
 	if err := r.store.PersistReceipt(ctx, a.Key, rc, r.authorityFor(a.Key.RunID), r.cfg.clock.Now()); err != nil {
 		return 0, ignoreIneligible(err)
@@ -241,13 +260,47 @@ func (r *Runner) cancellingWithoutReceipt(ctx context.Context, c *cancels, a wor
 	return 1, nil
 }
 
-// unresolvedCancellation is the hook for a cancelling attempt without a
-// receipt that no ReceiptLookup resolves: the owner may have its work, or
-// may never have received it. Once the attempt timeout has passed since
-// the signal it is to be settled as an orphaned cancellation
-// (workflow.Store.SettleOrphanedCancellation); until the attempt timeout
-// exists it is left as is, and the stuck-work query reports it.
-func (r *Runner) unresolvedCancellation(context.Context, workflow.Attempt) error { return nil }
+// unresolvedCancellation settles a cancelling attempt without a receipt
+// that no ReceiptLookup resolves (the owner may have its work, or may
+// never have received it) as an orphaned cancellation
+// (workflow.Store.SettleOrphanedCancellation: repair_required when
+// mutating, cancelled when read-only) once the attempt timeout (the
+// activation's, else the runner's default) has passed since the run's
+// cancellation was requested. Until then, or without any timeout, it is
+// left as is and the stuck-work query reports it.
+func (r *Runner) unresolvedCancellation(ctx context.Context, c *cancels, a workflow.Attempt) (int, error) {
+	act, err := r.store.GetActivation(ctx, a.Key.ActivationKey)
+	if err != nil {
+		return 0, fmt.Errorf("orphaned cancellation: %w", err)
+	}
+	timeout := act.AttemptTimeout
+	if timeout == 0 {
+		timeout = r.timeouts.def
+	}
+	if timeout <= 0 {
+		return 0, nil
+	}
+	run, err := r.store.GetRun(ctx, a.Key.RunID)
+	if err != nil {
+		return 0, fmt.Errorf("orphaned cancellation: %w", err)
+	}
+	now := r.cfg.clock.Now()
+	if run.CancelRequestedAt.IsZero() || now.Before(run.CancelRequestedAt.Add(timeout)) {
+		return 0, nil
+	}
+	if _, err := r.store.SettleOrphanedCancellation(ctx, a.Identity, now); err != nil {
+		return 0, ignoreIneligible(err)
+	}
+	after, err := r.store.GetAttempt(ctx, a.Identity)
+	if err != nil {
+		return 0, fmt.Errorf("orphaned cancellation: %w", err)
+	}
+	if after.Status == workflow.AttemptCancelling {
+		return 0, nil
+	}
+	r.cancelled(ctx, c, a, CancelOrphaned, slog.LevelWarn, "cancelling attempt without a receipt settled as an orphaned cancellation: no receipt was found within its attempt timeout")
+	return 1, nil
+}
 
 // cancelled records one cancellation step in the metrics and the log.
 func (r *Runner) cancelled(ctx context.Context, c *cancels, a workflow.Attempt, outcome string, level slog.Level, msg string) {

@@ -30,9 +30,13 @@ import (
 //     the attempt is settled otherwise;
 //   - prepared, handoff recorded, never handed to the owner here: a
 //     read-only attempt is handed to the owner by its identity (the owner
-//     dedupes); a mutating one is left for start-up reconciliation (or an
-//     operator), because without the holder token of the handoff write a
-//     re-read cannot prove that the recorded handoff is this runner's;
+//     dedupes); a mutating one only if the handoff write whose answer was
+//     lost was this runner's (workflow.HandoffOutcomeUnknownError names its
+//     holder token) and the re-read shows the handoff recorded with exactly
+//     that token: it is this runner's own, and the owner was never called
+//     under it. Any other mutating one (another token: another process
+//     handed it off since) is left for start-up reconciliation (or an
+//     operator);
 //   - receipted or settled: nothing is left.
 //
 // An attempt whose owner call is still running is not touched, and an
@@ -40,7 +44,10 @@ import (
 
 // doubt is one attempt of this runner whose admission ended in doubt.
 type doubt struct {
-	ref   workflow.AttemptRef
+	ref workflow.AttemptRef
+	// token is the holder token of this runner's handoff write whose
+	// commit answer was lost, if any.
+	token string
 	tries int
 	next  time.Time
 }
@@ -71,6 +78,12 @@ func (r *Runner) collectDoubts(sum workflow.DispatchSummary, err error) {
 	for _, ref := range r.shim.returned() {
 		r.addDoubt(ref)
 	}
+	if hu, ok := errors.AsType[*workflow.HandoffOutcomeUnknownError](err); ok {
+		for _, h := range hu.Handoffs {
+			r.addDoubt(h.Attempt)
+			r.doubt[h.Attempt.Identity].token = h.Token
+		}
+	}
 }
 
 func (r *Runner) addDoubt(ref workflow.AttemptRef) {
@@ -99,7 +112,7 @@ func (r *Runner) heal(ctx context.Context) int {
 		if now.Before(d.next) || r.stopping.Load() {
 			continue
 		}
-		done, err := r.resolve(ctx, d.ref)
+		done, err := r.resolve(ctx, d.ref, d.token)
 		if err != nil {
 			d.tries++
 			wait := min(r.cfg.minPoll<<min(d.tries, 20), r.cfg.maxPoll)
@@ -117,8 +130,9 @@ func (r *Runner) heal(ctx context.Context) int {
 }
 
 // resolve re-reads one attempt in doubt and finishes it; done reports that
-// nothing is left to do for it here.
-func (r *Runner) resolve(ctx context.Context, ref workflow.AttemptRef) (done bool, err error) {
+// nothing is left to do for it here. token is the holder token of this
+// runner's handoff write of it whose answer was lost, if any.
+func (r *Runner) resolve(ctx context.Context, ref workflow.AttemptRef, token string) (done bool, err error) {
 	a, err := r.store.GetAttempt(ctx, ref.Identity)
 	if errors.Is(err, workflow.ErrNotFound) {
 		return true, nil // never prepared: the activation is discovered again
@@ -152,7 +166,12 @@ func (r *Runner) resolve(ctx context.Context, ref workflow.AttemptRef) (done boo
 		if a.SideEffect == workflow.ReadOnly {
 			return r.dispatchAgain(ctx, a)
 		}
-		r.log.LogAttrs(ctx, slog.LevelWarn, "handoff of a mutating attempt found recorded after an unknown outcome; left for reconciliation",
+		if token != "" && a.HandoffToken == token {
+			r.log.LogAttrs(ctx, slog.LevelInfo, "own handoff of a mutating attempt found recorded after an unknown outcome; dispatching",
+				slog.String("identity", ref.Identity))
+			return r.dispatchAgain(ctx, a)
+		}
+		r.log.LogAttrs(ctx, slog.LevelWarn, "handoff of a mutating attempt found recorded by another holder after an unknown outcome; left for reconciliation",
 			slog.String("identity", ref.Identity))
 	}
 	return true, nil
@@ -176,9 +195,9 @@ func (r *Runner) persistAgain(ctx context.Context, ref workflow.AttemptRef, rc [
 	return false, fmt.Errorf("persist receipt of %s: %w", ref.Identity, err)
 }
 
-// dispatchAgain hands a read-only prepared attempt whose handoff is
-// recorded to the owner by its identity and intent, then persists the
-// receipt.
+// dispatchAgain hands a prepared attempt whose handoff is recorded (a
+// read-only one, or a mutating one under this runner's own handoff) to the
+// owner by its identity and intent, then persists the receipt.
 func (r *Runner) dispatchAgain(ctx context.Context, a workflow.Attempt) (bool, error) {
 	act, err := r.store.GetActivation(ctx, a.Key.ActivationKey)
 	if err != nil {

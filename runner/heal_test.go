@@ -63,10 +63,12 @@ func (b *lossyBackend) Update(ctx context.Context, fn func(tx backend.Tx) error)
 	return err
 }
 
-// match consumes the fault the written attempts hit, if any.
+// match consumes every fault the written attempts hit (a batch writes
+// several); the commit applies only if every fault hit says so.
 func (b *lossyBackend) match(atts []backend.Attempt) *fault {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	var lost *fault
 	for _, a := range atts {
 		f, ok := b.faults[a.Key.ActivationID]
 		if !ok {
@@ -77,10 +79,13 @@ func (b *lossyBackend) match(atts []backend.Attempt) *fault {
 		if hit {
 			delete(b.faults, a.Key.ActivationID)
 			b.hit = append(b.hit, a.Key.ActivationID)
-			return &f
+			if lost == nil {
+				lost = &fault{step: f.step, applied: true}
+			}
+			lost.applied = lost.applied && f.applied
 		}
 	}
-	return nil
+	return lost
 }
 
 func (b *lossyBackend) hits() []string {
@@ -143,14 +148,15 @@ func testUnknownOutcomesHeal(t *testing.T, batch int) {
 	clock := newFakeClock()
 	ctx := context.Background()
 	lb := &lossyBackend{Backend: memstore.New(), faults: map[string]fault{
-		"m-receipt-applied": {stepReceipt, true},
-		"m-receipt-lost":    {stepReceipt, false},
-		"m-handoff-lost":    {stepHandoff, false},
-		"r-handoff-applied": {stepHandoff, true},
-		"r-receipt-lost":    {stepReceipt, false},
+		"m-receipt-applied":  {stepReceipt, true},
+		"m-receipt-lost":     {stepReceipt, false},
+		"m-handoff-lost":     {stepHandoff, false},
+		"ma-handoff-applied": {stepHandoff, true}, // mutating, own token
+		"r-handoff-applied":  {stepHandoff, true},
+		"r-receipt-lost":     {stepReceipt, false},
 	}}
 	s := workflow.New(lb)
-	acts := []string{"m-receipt-applied", "m-receipt-lost", "m-handoff-lost", "r-handoff-applied", "r-receipt-lost", "r-plain"}
+	acts := []string{"m-handoff-lost", "m-receipt-applied", "m-receipt-lost", "ma-handoff-applied", "r-handoff-applied", "r-plain", "r-receipt-lost"}
 	for _, a := range acts {
 		_, err := s.CreateRun(ctx, workflow.NewRun{ID: a}, clock.Now())
 		require.NoError(t, err)
@@ -181,7 +187,7 @@ func testUnknownOutcomesHeal(t *testing.T, batch int) {
 	}
 	sum, err := st.stop(t)
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"m-receipt-applied", "m-receipt-lost", "m-handoff-lost", "r-handoff-applied", "r-receipt-lost"}, lb.hits(),
+	assert.ElementsMatch(t, []string{"m-receipt-applied", "m-receipt-lost", "m-handoff-lost", "ma-handoff-applied", "r-handoff-applied", "r-receipt-lost"}, lb.hits(),
 		"every fault fired")
 	o.mu.Lock()
 	defer o.mu.Unlock()
@@ -191,7 +197,73 @@ func testUnknownOutcomesHeal(t *testing.T, batch int) {
 	assert.Empty(t, sum.Unresolved)
 	assert.Equal(t, len(acts), sum.Admitted)
 	for _, a := range acts {
+		att, err := s.GetAttempt(ctx, workflow.DispatchIdentity(a, "n", a, 1))
+		require.NoError(t, err)
+		assert.NotEqual(t, workflow.AttemptRepairRequired, att.Status, "%s needs no repair", a)
+	}
+	for _, a := range acts {
 		_, err := s.GetAttempt(ctx, workflow.DispatchIdentity(a, "n", a, 2))
 		assert.True(t, errors.Is(err, workflow.ErrNotFound), "%s has one attempt", a)
 	}
+}
+
+// stealingBackend is a lossyBackend that, right after the lost commit of
+// a handoff applied, lets "another process" replace that handoff's holder
+// token, as a release and a new handoff by someone else would.
+type stealingBackend struct{ *lossyBackend }
+
+func (b *stealingBackend) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
+	before := len(b.hits())
+	err := b.lossyBackend.Update(ctx, fn)
+	hits := b.hits()
+	if len(hits) == before {
+		return err
+	}
+	id := hits[len(hits)-1]
+	k := backend.AttemptKey{ActivationKey: backend.ActivationKey{RunID: id, NodeID: "n", ActivationID: id}, Attempt: 1}
+	if serr := b.Backend.Update(ctx, func(tx backend.Tx) error {
+		f, err := tx.Load(ctx, backend.Lookup{Attempts: []backend.AttemptKey{k}})
+		if err != nil {
+			return err
+		}
+		a := f.Attempts[k]
+		a.HandoffToken = "another-holder"
+		return tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{a}}})
+	}); serr != nil {
+		panic(serr)
+	}
+	return err
+}
+
+// A mutating attempt whose handoff commit answer was lost, and whose
+// recorded handoff carries another holder's token by the time the runner
+// re-reads it, is never handed to the owner by this runner: it is another
+// process's, left for that process or for reconciliation.
+func TestLostHandoffOfAnotherHolderIsNotDispatched(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	ctx := context.Background()
+	lb := &lossyBackend{Backend: memstore.New(), faults: map[string]fault{"m-stolen": {stepHandoff, true}}}
+	s := workflow.New(&stealingBackend{lb})
+	_, err := s.CreateRun(ctx, workflow.NewRun{ID: "m-stolen"}, clock.Now())
+	require.NoError(t, err)
+	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("m-stolen", "m-stolen"), Input: json.RawMessage(`{}`),
+		Effect: workflow.Mutating, Reconciliation: workflow.ReceiptStatus}, clock.Now())
+	require.NoError(t, err)
+	o := &healOwner{calls: map[string]int{}}
+	st := start(t, newRunner(t, s, o, clock, WithAttemptTimeout(0)))
+	for range 4 {
+		clock.fire(clock.nextTimer(t))
+	}
+	_, err = st.stop(t)
+	require.NoError(t, err)
+	require.Equal(t, []string{"m-stolen"}, lb.hits())
+	id := workflow.DispatchIdentity("m-stolen", "n", "m-stolen", 1)
+	o.mu.Lock()
+	assert.Zero(t, o.calls[id], "the owner is not called under another holder's handoff")
+	o.mu.Unlock()
+	a, err := s.GetAttempt(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, workflow.AttemptPrepared, a.Status)
+	assert.Equal(t, "another-holder", a.HandoffToken)
 }

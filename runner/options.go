@@ -77,6 +77,8 @@ func WithJitter(f float64) Option { return func(c *config) { c.jitter = f } }
 func WithLimit(n int) Option { return func(c *config) { c.limit = n } }
 
 // WithBatchSize sets DispatchOptions.BatchSize (default 0: the Store's).
+// After an owner error, the next pass probes with one attempt before it
+// hands off a batch again, until one admission succeeds.
 func WithBatchSize(n int) Option { return func(c *config) { c.batchSize = n } }
 
 // WithOwnerConcurrency sets DispatchOptions.OwnerConcurrency (default 0).

@@ -217,6 +217,10 @@ type Runner struct {
 	// doubt holds the attempts of this runner whose admission ended in
 	// doubt, by identity, until a re-read resolves them (heal.go).
 	doubt map[string]*doubt
+	// probing is set after an owner error and cleared by the next
+	// admission: while set, a batch-mode pass probes with one attempt
+	// first (probe.go).
+	probing bool
 	// reruns reads the backend's re-run counts, when it keeps them;
 	// lastReruns is what the last pass logged.
 	reruns     backend.RerunCounter
@@ -613,18 +617,12 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 		r.collectDoubts(workflow.DispatchSummary{}, nil)
 		return consumed > 0 || redone > 0 || healed > 0, fmt.Errorf("redispatch: %w", err)
 	}
-	sum, derr := r.store.Dispatch(ctx, r.owner, workflow.DispatchOptions{
-		RunID: r.cfg.runID, Authority: r.cfg.authority, Limit: r.cfg.limit,
-		BatchSize: r.cfg.batchSize, OwnerConcurrency: r.cfg.ownerConcurrency, Fault: r.cfg.fault,
-	}, r.cfg.clock.Now())
-	r.account(ctx, sum)
-	r.collectDoubts(sum, derr)
-	span.SetAttributes(attribute.Int("admitted", len(sum.Admitted)))
-	admittedEvents(span, sum.Admitted)
+	admitted, derr := r.dispatch(ctx)
+	span.SetAttributes(attribute.Int("admitted", admitted))
 	if derr != nil {
-		return consumed > 0 || len(sum.Admitted) > 0, fmt.Errorf("dispatch: %w", derr)
+		return consumed > 0 || admitted > 0, fmt.Errorf("dispatch: %w", derr)
 	}
-	cancelled, err := r.cancellations(ctx, consumed > 0 || len(sum.Admitted) > 0)
+	cancelled, err := r.cancellations(ctx, consumed > 0 || admitted > 0)
 	if err != nil {
 		return true, err
 	}
@@ -640,7 +638,7 @@ func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 		return true, err
 	}
 	r.readWork(ctx)
-	return consumed > 0 || more || redone > 0 || healed > 0 || len(sum.Admitted) > 0 || cancelled > 0 || observed > 0 || timedOut > 0, nil
+	return consumed > 0 || more || redone > 0 || healed > 0 || admitted > 0 || cancelled > 0 || observed > 0 || timedOut > 0, nil
 }
 
 // redispatchRejected redispatches, run by run, the attempts a dispatch

@@ -110,9 +110,17 @@ func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]
 // owner of a prepared, admitted or running attempt: it
 // becomes cancelling. A receipt that arrives later for a prepared one is
 // stored and the attempt stays cancelling. The run must have cancellation
-// requested.
+// requested. For a sibling_cancelling attempt (stopped by a fail-fast
+// fan-out sibling's failure; its run needs no cancellation request) it
+// records the signal (attempt_cancellation_signalled) and the status stays
+// sibling_cancelling: each call records one, so an engine records it once
+// per Cancel that returned nil.
 func (s *Store) MarkCancellationSignalled(ctx context.Context, identity string, now time.Time) error {
 	return s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
+		if att.Status == backend.AttemptSiblingCancelling {
+			w.emit(run, AttemptCancellationSignalledPayload{DispatchIdentity: att.Identity}, at)
+			return nil
+		}
 		if run.CancelRequestedMS == 0 {
 			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
 		}
@@ -170,10 +178,14 @@ func (s *Store) CancelNeverDispatched(ctx context.Context, identity string, auth
 }
 
 // SettleOrphanedCancellation settles an attempt of a cancelling run whose
-// owner is gone. A settled attempt is left alone; a receipt-less attempt
-// whose handoff was recorded (admission possibly in flight) is left
-// unchanged; otherwise a mutating attempt becomes repair_required (and the
-// run too) and a read-only one cancelled. It returns the run's status.
+// owner is gone. A settled attempt is left alone; a prepared, receipt-less
+// attempt whose handoff was recorded (admission possibly in flight, never
+// signalled) is left unchanged; otherwise (a cancelling attempt included:
+// signalled, its dispatcher gone before any receipt) a mutating attempt
+// becomes repair_required (and the run too) and a read-only one
+// cancelled. The caller decides when the owner is gone: the runner waits
+// for the attempt timeout to pass since the cancellation request. It
+// returns the run's status.
 func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string, now time.Time) (RunStatus, error) {
 	var status backend.RunStatus
 	err := s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
@@ -184,7 +196,7 @@ func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string,
 		if !isActive(att.Status) {
 			return errNoop
 		}
-		if att.Receipt == nil && att.Handoff == backend.HandoffRecorded {
+		if att.Status == backend.AttemptPrepared && att.Receipt == nil && att.Handoff == backend.HandoffRecorded {
 			return errNoop
 		}
 		if att.SideEffect == backend.Mutating {

@@ -535,9 +535,12 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 			return decide(tx, w, f.Runs, f.Activations, f.Attempts)
 		})
 	if err != nil {
-		for _, r := range ready {
+		hs := make([]HeldHandoff, len(ready))
+		for i, r := range ready {
 			sum.Unoffered = append(sum.Unoffered, refOf(r.p))
+			hs[i] = HeldHandoff{Attempt: refOf(r.p), Token: r.token}
 		}
+		err = handoffOutcomeUnknown(err, hs)
 		return nil, nil, err
 	}
 	var (

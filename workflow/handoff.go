@@ -58,10 +58,14 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 	if err != nil {
 		return nil, err
 	}
-	var next *known
+	var (
+		next  *known
+		ident string
+	)
 	token := newHandoffToken()
 	decide := func(tx backend.Tx, w *batch, run backend.Run, act backend.Activation, att backend.Attempt, found bool) error {
 		var err error
+		ident = att.Identity
 		next, err = decideHandoff(ctx, tx, w, &run, act, att, found, k, check, reHandoff, token, at)
 		return err
 	}
@@ -70,7 +74,7 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 			return decide(tx, w, kn.run, kn.act, kn.att, true)
 		})
 		if done || err != nil {
-			return next, err
+			return next, handoffOutcomeUnknown(err, heldBy(k, ident, token))
 		}
 	}
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
@@ -92,9 +96,18 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, handoffOutcomeUnknown(err, heldBy(k, ident, token))
 	}
 	return next, nil
+}
+
+// heldBy names the handoff write of attempt k (identity ident) with token;
+// nothing when the write never read the attempt.
+func heldBy(k backend.AttemptKey, ident, token string) []HeldHandoff {
+	if ident == "" {
+		return nil
+	}
+	return []HeldHandoff{{Attempt: AttemptRef{Key: attemptKeyOut(k), Identity: ident}, Token: token}}
 }
 
 // decideHandoff is the whole handoff decision for attempt k, on its run,

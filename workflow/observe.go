@@ -131,9 +131,11 @@ func compatibleSettled(st backend.AttemptStatus, k ObservationKind) bool {
 // runs), and any other observation settles the attempt as cancelled, its
 // attempt_cancelled event recording what the owner observed (and the
 // output of a Succeeded one: work that finished anyway stays on record,
-// though the activation completes no more). For a sibling_cancelling
-// attempt (stopped by a fail-fast fan-out sibling's failure), every
-// observation counts as Cancelled. A fan-out member's failure settles by its group's
+// though the activation completes no more). A sibling_cancelling attempt
+// (stopped by a fail-fast fan-out sibling's failure) follows the same
+// rule: an Admitted, Running or Deferred observation leaves it
+// sibling_cancelling and active, any other settles it as cancelled,
+// recording what the owner observed. A fan-out member's failure settles by its group's
 // policy (see FanOutFailure).
 //
 // Completion: after every settlement, whatever made it (an observation of
@@ -245,9 +247,17 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 		var observed ObservationKind // the owner's report, kept on a cancelled run's attempt_cancelled
 		switch {
 		case att.Status == backend.AttemptSiblingCancelling:
-			// A fail-fast group's stopped siblings settle as cancelled,
-			// whatever the owner reports.
-			kind = ObservedCancelled
+			// A fail-fast group's stopped sibling follows its owner's
+			// word, as an attempt of a cancelled run: work it reports
+			// still admitted or running stays sibling_cancelling, active;
+			// work it reports finished settles as cancelled, its event
+			// recording what the owner observed.
+			switch kind {
+			case ObservedAdmitted, ObservedRunning, ObservedDeferred:
+				return errNoop
+			default:
+				observed, kind = kind, ObservedCancelled
+			}
 		case run.CancelRequestedMS != 0:
 			// The owner's word decides: work it reports still admitted or
 			// running stays active (a signalled attempt stays cancelling);

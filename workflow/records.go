@@ -110,6 +110,11 @@ type Attempt struct {
 	// Receipt is the owner's receipt, nil until one is persisted.
 	Receipt json.RawMessage
 	Handoff Handoff
+	// HandoffToken is the holder token the last handoff write stored
+	// (empty while none was written): a caller that knows the token of its
+	// own write (HandoffOutcomeUnknownError) proves with it that a
+	// recorded handoff is its own.
+	HandoffToken string
 	// Detail is the last observation's or repair's detail, if any.
 	Detail     json.RawMessage
 	PreparedAt time.Time

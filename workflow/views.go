@@ -124,8 +124,8 @@ func toAttempt(a backend.Attempt) Attempt {
 	return Attempt{
 		Key: attemptKeyOut(a.Key), Identity: a.Identity, Status: AttemptStatus(a.Status),
 		SideEffect: Effect(a.SideEffect), Intent: rawOut(a.Intent), IntentChecksum: a.IntentChecksum,
-		Receipt: rawOut(a.Receipt), Handoff: Handoff(a.Handoff), Detail: rawOut(a.Detail),
-		PreparedAt: fromMS(a.PreparedMS), AdmittedAt: fromMS(a.AdmittedMS), TerminalAt: fromMS(a.TerminalMS),
+		Receipt: rawOut(a.Receipt), Handoff: Handoff(a.Handoff), HandoffToken: a.HandoffToken,
+		Detail: rawOut(a.Detail), PreparedAt: fromMS(a.PreparedMS), AdmittedAt: fromMS(a.AdmittedMS), TerminalAt: fromMS(a.TerminalMS),
 	}
 }
 

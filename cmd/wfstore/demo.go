@@ -458,48 +458,38 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 		runID, count(before.Attempts[workflow.AttemptRunning], "1 attempt was", "%d attempts were"), count(before.Attempts[workflow.AttemptPrepared], "1 attempt was", "%d attempts were"),
 		count(before.Activations[workflow.ActivationPending], "1 activation had", "%d activations had"), run.CancelRequestedAt.Sub(run.CreatedAt).Milliseconds(), status,
 		count(len(active), "1 active attempt", "%d active attempts"), count(sum.Activations[workflow.ActivationCancelled], "the unstarted activation is", "%d unstarted activations are"))
-	var signalled []string
-	neverDispatched := 0
-	for _, a := range active {
-		done, err := s.CancelNeverDispatched(ctx, a.Identity, nil, clock.step())
-		if err != nil {
-			return err
-		}
-		if done {
-			neverDispatched++
-			continue
-		}
-		if err := s.MarkCancellationSignalled(ctx, a.Identity, clock.step()); err != nil {
-			return err
-		}
-		signalled = append(signalled, a.Identity)
+	o := &cancelOwner{}
+	if err := cancelWithRunner(ctx, s, runID, o, clock); err != nil {
+		return err
 	}
-	cancelling := 0
-	for _, id := range signalled {
-		a, err := s.GetAttempt(ctx, id)
+	evs, err := runEvents(ctx, s, runID)
+	if err != nil {
+		return err
+	}
+	neverDispatched, signalled, settled := 0, 0, 0
+	for _, ev := range evs {
+		p, err := ev.Decode()
 		if err != nil {
 			return err
 		}
-		if a.Status == workflow.AttemptCancelling {
-			cancelling++
+		switch p := p.(type) {
+		case workflow.AttemptCancelledPayload:
+			if p.Reason == "never_dispatched" {
+				neverDispatched++
+			} else {
+				settled++
+			}
+		case workflow.AttemptCancellationSignalledPayload:
+			signalled++
 		}
 	}
 	run, err = s.GetRun(ctx, runID)
 	if err != nil {
 		return err
 	}
-	st.say("The engine cancelled %s that provably never reached its owner (no one to ask) and signalled the owner of the %d in flight, which the Store marks %s (%d now); the run is still %s until the owner reports.",
-		count(neverDispatched, "the attempt", "the %d attempts"), len(signalled), workflow.AttemptCancelling, cancelling, run.Status)
-	for _, id := range signalled {
-		if _, err := observe(ctx, s, id, workflow.ObservedCancelled, clock.step()); err != nil {
-			return err
-		}
-	}
-	run, err = s.GetRun(ctx, runID)
-	if err != nil {
-		return err
-	}
-	st.say("The owner reported its %s cancelled; with nothing active left the Store finalised the run as %s.", count(len(signalled), "1 attempt", "%d attempts"), run.Status)
+	st.say("A runner then reached the work: it cancelled %s that provably never reached its owner (no one to ask), called the owner's Cancel for the %d in flight and only then recorded each signal (%s, the attempts %s until the owner reports).",
+		count(neverDispatched, "the attempt", "the %d attempts"), o.toldCount(), count(signalled, "1 signal", "%d signals"), workflow.AttemptCancelling)
+	st.say("The owner stopped the work and reported %s cancelled; with nothing active left the Store finalised the run as %s.", count(settled, "1 attempt", "%d attempts"), run.Status)
 	return nil
 }
 

@@ -170,20 +170,26 @@ func raceWithRunners(ctx context.Context, s *workflow.Store, c demoConfig, runID
 // waitCompleted polls, in real time, until the run has completed, ctx is
 // done, or stopped reports that a runner returned early.
 func waitCompleted(ctx context.Context, s *workflow.Store, runID string, stopped func() bool) error {
+	return waitStatus(ctx, s, runID, workflow.RunCompleted, stopped)
+}
+
+// waitStatus polls, in real time, until the run has status want, ctx is
+// done, or stopped reports that a runner returned early.
+func waitStatus(ctx context.Context, s *workflow.Store, runID string, want workflow.RunStatus, stopped func() bool) error {
 	deadline := time.Now().Add(runnerWait)
 	for {
 		run, err := s.GetRun(ctx, runID)
 		if err != nil {
 			return err
 		}
-		if run.Status == workflow.RunCompleted {
+		if run.Status == want {
 			return nil
 		}
 		if stopped() {
-			return fmt.Errorf("demo: a runner stopped before run %s completed (it is %s)", runID, run.Status)
+			return fmt.Errorf("demo: a runner stopped before run %s became %s (it is %s)", runID, want, run.Status)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("demo: run %s did not complete within %v (it is %s)", runID, runnerWait, run.Status)
+			return fmt.Errorf("demo: run %s did not become %s within %v (it is %s)", runID, want, runnerWait, run.Status)
 		}
 		select {
 		case <-ctx.Done():

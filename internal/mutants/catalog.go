@@ -487,9 +487,13 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/observe.go",
-				Find: `				observed, kind = kind, ObservedCancelled
+				Find: `				}
+			default:
+				observed, kind = kind, ObservedCancelled
 `,
-				Replace: `				if kind != ObservedUnknown {
+				Replace: `				}
+			default:
+				if kind != ObservedUnknown {
 					observed, kind = kind, ObservedCancelled
 				}
 `,
@@ -1231,6 +1235,98 @@ var Catalog = []Mutant{
 				File:    "runner/workmetrics.go",
 				Find:    `	w.nextAt = now.Add(w.every)`,
 				Replace: `	w.nextAt = now.Add(1000 * time.Hour)`,
+			},
+		},
+	},
+	{
+		Name: "sibling-running-settles",
+		Bug:  "an owner's report that a fail-fast fan-out's stopped sibling still runs settles it as cancelled (its leases released while the work runs)",
+		Edits: []Edit{
+			{
+				File: "workflow/observe.go",
+				Find: `			switch kind {
+			case ObservedAdmitted, ObservedRunning, ObservedDeferred:
+				return errNoop
+			default:
+				observed, kind = kind, ObservedCancelled
+			}`,
+				Replace: `			kind = ObservedCancelled`,
+			},
+		},
+	},
+	{
+		Name: "orphan-signalled-left-in-flight",
+		Bug:  "an orphaned-cancellation settlement leaves a signalled attempt without a receipt cancelling forever, as if its admission were in flight",
+		Edits: []Edit{
+			{
+				File:    "workflow/cancel.go",
+				Find:    `if att.Status == backend.AttemptPrepared && att.Receipt == nil && att.Handoff == backend.HandoffRecorded {`,
+				Replace: `if att.Receipt == nil && att.Handoff == backend.HandoffRecorded {`,
+			},
+		},
+	},
+	{
+		Name:  "runner-sibling-not-cancelled",
+		Bug:   "the runner never tells the owner to cancel the siblings a fail-fast fan-out stopped",
+		Suite: RunnerSuite,
+		Tests: "TestFailFastSiblingsAreCancelledThroughTheCanceller",
+		Edits: []Edit{
+			{
+				File:    "runner/cancel.go",
+				Find:    `	n, err := r.siblings(ctx, c)`,
+				Replace: `	n, err := 0, error(nil)`,
+			},
+		},
+	},
+	{
+		Name:  "runner-orphan-settled-before-timeout",
+		Bug:   "the runner settles a cancelling attempt without a receipt as orphaned without waiting for its attempt timeout, while its dispatcher may still be in the owner call",
+		Suite: RunnerSuite,
+		Tests: "TestOrphanedCancellationIsSettledAfterTheAttemptTimeout",
+		Edits: []Edit{
+			{
+				File:    "runner/cancel.go",
+				Find:    `if run.CancelRequestedAt.IsZero() || now.Before(run.CancelRequestedAt.Add(timeout)) {`,
+				Replace: `if run.CancelRequestedAt.IsZero() {`,
+			},
+		},
+	},
+	{
+		Name:  "runner-heal-ignores-own-token",
+		Bug:   "a mutating attempt whose handoff commit answer was lost waits for a restart although the re-read shows this runner's own holder token",
+		Suite: RunnerSuite,
+		Tests: "TestUnknownCommitOutcomesHealWithoutARestart",
+		Edits: []Edit{
+			{
+				File:    "runner/heal.go",
+				Find:    `if token != "" && a.HandoffToken == token {`,
+				Replace: `if false {`,
+			},
+		},
+	},
+	{
+		Name:  "runner-heal-any-token",
+		Bug:   "a mutating attempt whose handoff commit answer was lost is handed to the owner even when the recorded handoff carries another holder's token",
+		Suite: RunnerSuite,
+		Tests: "TestLostHandoffOfAnotherHolderIsNotDispatched",
+		Edits: []Edit{
+			{
+				File:    "runner/heal.go",
+				Find:    `if token != "" && a.HandoffToken == token {`,
+				Replace: `if token != "" {`,
+			},
+		},
+	},
+	{
+		Name:  "runner-no-probe-after-owner-error",
+		Bug:   "after an owner error the next batch-mode pass hands off a whole batch again",
+		Suite: RunnerSuite,
+		Tests: "TestAfterAnOwnerErrorTheNextPassProbesWithOneAttempt",
+		Edits: []Edit{
+			{
+				File:    "runner/probe.go",
+				Find:    `if r.probing && opts.BatchSize > 1 {`,
+				Replace: `if false {`,
 			},
 		},
 	},

@@ -101,6 +101,9 @@ func (m *Model) MarkCancellationSignalled(identity string) Err {
 		return NotFound
 	}
 	att, run := m.Attempts[k], m.Runs[k.RunID]
+	if att.Status == AttemptSiblingCancelling {
+		return OK // the signal is recorded; the status stays
+	}
 	if !run.Cancel {
 		return Ineligible
 	}
@@ -151,7 +154,7 @@ func (m *Model) SettleOrphanedCancellation(identity string) (string, Err) {
 	if !run.Cancel {
 		return run.Status, Ineligible
 	}
-	if !active(att.Status) || (att.Receipt == "" && att.Handoff == HandoffRecorded) {
+	if !active(att.Status) || (att.Status == AttemptPrepared && att.Receipt == "" && att.Handoff == HandoffRecorded) {
 		return run.Status, OK
 	}
 	if att.Effect == Mutating {

@@ -69,7 +69,13 @@ func (m *Model) Observe(identity, kind string, now int64) (ObsResult, Err) {
 	}
 	switch {
 	case att.Status == AttemptSiblingCancelling:
-		kind = ObservedCancelled
+		// The owner's word decides, as for a cancelled run.
+		switch kind {
+		case ObservedAdmitted, ObservedRunning, ObservedDeferred:
+			return res, OK
+		default:
+			kind = ObservedCancelled
+		}
 	case run.Cancel:
 		// The owner's word decides: work still running stays active,
 		// finished work settles as cancelled.
