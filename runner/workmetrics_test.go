@@ -354,7 +354,7 @@ func TestSettledAttemptsAreCountedAndOwnerCallsHaveSpans(t *testing.T) {
 			if ev.Name == EventAttemptAdmitted {
 				attrs := attribute.NewSet(ev.Attributes...)
 				n, _ := attrs.Value("attempt")
-				admitted = append(admitted, sp.Name()+"/"+n.Emit())
+				admitted = append(admitted, sp.Name()+"/"+n.String())
 			}
 		}
 	}

@@ -71,7 +71,7 @@ func (spanPrinter) OnEnd(s sdktrace.ReadOnlySpan) {
 func attrs(kvs []attribute.KeyValue) string {
 	var b strings.Builder
 	for _, kv := range kvs {
-		fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.Emit())
+		fmt.Fprintf(&b, " %s=%s", kv.Key, kv.Value.String())
 	}
 	return b.String()
 }
