@@ -471,6 +471,12 @@ func (r *Runner) fatal(err error) bool {
 	if r.cfg.runID != "" && errors.Is(err, workflow.ErrNotFound) {
 		return true
 	}
+	if errors.Is(err, workflow.ErrOwner) {
+		// What the owner said or returned (a failed call, a plan or an
+		// observation the Store cannot keep) is the owner's to fix: the
+		// runner logs it and backs off, whatever the cause matches.
+		return false
+	}
 	return errors.Is(err, backend.ErrClosed) || errors.Is(err, backend.ErrSchemaVersion) ||
 		errors.Is(err, backend.ErrForeignStore) || errors.Is(err, workflow.ErrInvalidInput) ||
 		errors.Is(err, workflow.ErrCorrupt)

@@ -324,6 +324,12 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act 
 	if plan == nil {
 		return AttemptRef{}, outUnsupported, nil
 	}
+	if _, err := checkPlan(*plan); err != nil {
+		// The owner's plan cannot be stored (an invalid side effect, an
+		// intent that is not JSON or past the owner limits): an owner
+		// error that still matches its cause (ErrInvalidInput, ErrTooLarge).
+		return AttemptRef{}, outFailed, fmt.Errorf("%w: plan %v: %w", ErrOwner, act.Key, err)
+	}
 	p, kn, err := s.prepare(ctx, act.Key, *plan, check.with("preparation"), hintFrom(run, act), now)
 	switch {
 	case err == nil && p == nil:

@@ -112,7 +112,7 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 					index = append(index, i)
 					continue
 				}
-				err = fmt.Errorf("plan %v: %w", c.act.Key, err)
+				err = fmt.Errorf("%w: plan %v: %w", ErrOwner, c.act.Key, err)
 			}
 		}
 		// The pass stops at this candidate: the batch is what was planned

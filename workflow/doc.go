@@ -72,8 +72,8 @@
 //	condition                                              sentinel                     in a Dispatch summary
 //	bad id, time, limit, policy, JSON (invalid, dup keys)   ErrInvalidInput              batch fails before any work
 //	nil or typed-nil Owner / ReceiptLookup, zero time.Time  ErrInvalidInput              batch fails before any work
-//	canonical JSON > MaxJSONBytes (owner: MaxOwnerJSONBytes) ErrTooLarge (+ErrInvalidInput) batch fails (intent from Plan)
-//	JSON > MaxJSONDepth deep (owner: MaxOwnerJSONDepth)     ErrInvalidInput              batch fails (intent from Plan)
+//	canonical JSON > MaxJSONBytes (owner: MaxOwnerJSONBytes) ErrTooLarge (+ErrInvalidInput) pass stops (a Plan's intent: +ErrOwner)
+//	JSON > MaxJSONDepth deep (owner: MaxOwnerJSONDepth)     ErrInvalidInput              pass stops (a Plan's intent: +ErrOwner)
 //	owner's receipt/observation the store cannot keep       *UnstorableError: ErrOwner   OwnerFailed (batch) / batch fails; attempt repair_required
 //	run, activation, attempt, schedule missing              ErrNotFound                  -
 //	different fields/intent/receipt/schedule for an id      ErrConflict                  batch fails
