@@ -88,7 +88,17 @@ func TestPostgresBackendTerminationsHealWithoutARestart(t *testing.T) {
 	defer b.Close()
 	admin, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
-	defer admin.Close(context.Background())
+	// admin is one connection: adminMu serialises its users (the loop
+	// below and the racing goroutines, which may outlive a failed test's
+	// return), and a closed admin is never used.
+	var adminMu sync.Mutex
+	adminClosed := false
+	defer func() {
+		adminMu.Lock()
+		defer adminMu.Unlock()
+		adminClosed = true
+		admin.Close(context.Background())
+	}()
 
 	// Besides the terminations of the loop below, a commit is sometimes
 	// raced by one: the termination is sent a moment after the
@@ -101,7 +111,6 @@ func TestPostgresBackendTerminationsHealWithoutARestart(t *testing.T) {
 		_ = admin.QueryRow(context.Background(),
 			"SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE application_name = $1 AND pid <> pg_backend_pid()", app).Scan(&k)
 	}
-	var adminMu sync.Mutex
 	s := workflow.New(commitRacer{Backend: b, race: func() {
 		kmu.Lock()
 		fire := racing < 80 && rngC.IntN(3) == 0
@@ -115,7 +124,9 @@ func TestPostgresBackendTerminationsHealWithoutARestart(t *testing.T) {
 				time.Sleep(d)
 				adminMu.Lock()
 				defer adminMu.Unlock()
-				terminate()
+				if !adminClosed {
+					terminate()
+				}
 			}()
 		}
 	}})

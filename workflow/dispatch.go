@@ -46,9 +46,13 @@ type DispatchOptions struct {
 }
 
 // Rejection is one discovered activation that cannot be admitted for a
-// reason of its own run (deadline elapsed, retry cap exceeded, run paused,
-// cancelling or no longer running, at preparation or at handoff); the
-// batch went on without it. Err matches ErrIneligible.
+// reason of its own run (deadline elapsed or retry cap exceeded at
+// preparation; run paused, cancelling or no longer running, or its fan-out
+// group retiring, at handoff); the batch went on without it. Err matches
+// ErrIneligible. A run found paused, cancelling or not running at
+// preparation is reported Raced instead: preparation's single-winner gate
+// cannot tell it from another dispatcher's win, and such work leaves
+// discovery.
 type Rejection struct {
 	Key ActivationKey
 	Err error
@@ -61,8 +65,9 @@ type DispatchSummary struct {
 	// Unsupported lists activations the owner declined to plan.
 	Unsupported []ActivationKey
 	// Raced lists activations another dispatcher took first (prepared or
-	// handed off), or that lost to concurrency capacity or a conflicting
-	// resource lease. A run without concurrency room is listed once, by
+	// handed off), that lost to concurrency capacity or a conflicting
+	// resource lease, or whose run preparation found paused, cancelling or
+	// not running (or whose fan-out group it found retiring). A run without concurrency room is listed once, by
 	// the first activation discovery met, and the rest of it is passed
 	// over.
 	Raced []ActivationKey
