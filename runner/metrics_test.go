@@ -30,6 +30,16 @@ func meterProvider(t *testing.T) (*sdkmetric.ManualReader, *sdkmetric.MeterProvi
 	return reader, mp
 }
 
+// tracerProvider returns an SDK tracer provider whose spans the returned
+// recorder keeps, shut down when t ends.
+func tracerProvider(t *testing.T) (*tracetest.SpanRecorder, *sdktrace.TracerProvider) {
+	t.Helper()
+	spans := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	return spans, tp
+}
+
 // collected reads every metric of the runner's meter by name.
 func collected(t *testing.T, reader *sdkmetric.ManualReader) map[string]metricdata.Aggregation {
 	t.Helper()
@@ -65,14 +75,8 @@ func counter(t *testing.T, m map[string]metricdata.Aggregation, name string, att
 
 func TestMetricsAndSpansOfAScriptedRun(t *testing.T) {
 	t.Parallel()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	t.Cleanup(func() {
-		_ = mp.Shutdown(context.Background())
-		_ = tp.Shutdown(context.Background())
-	})
+	reader, mp := meterProvider(t)
+	spans, tp := tracerProvider(t)
 
 	clock := newFakeClock()
 	s := newStore(t, clock, "r1", "r2")

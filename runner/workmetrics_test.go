@@ -13,10 +13,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/workflow"
@@ -298,14 +295,8 @@ func TestNotFoundLookupsAreNotCountedAsErrors(t *testing.T) {
 // has its span, inside the pass's, naming the attempt it is about.
 func TestSettledAttemptsAreCountedAndOwnerCallsHaveSpans(t *testing.T) {
 	t.Parallel()
-	reader := sdkmetric.NewManualReader()
-	mp := sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	t.Cleanup(func() {
-		_ = mp.Shutdown(context.Background())
-		_ = tp.Shutdown(context.Background())
-	})
+	reader, mp := meterProvider(t)
+	spans, tp := tracerProvider(t)
 	clock := newFakeClock()
 	s := newStore(t, clock, "r1")
 	addRetryable(t, s, key("r1", "a"), clock.Now())
@@ -365,9 +356,7 @@ func TestSettledAttemptsAreCountedAndOwnerCallsHaveSpans(t *testing.T) {
 // one records the error.
 func TestCancelCallsHaveSpansNamingTheAttempt(t *testing.T) {
 	t.Parallel()
-	spans := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	t.Cleanup(func() { _ = tp.Shutdown(context.Background()) })
+	spans, tp := tracerProvider(t)
 	clock := newFakeClock()
 	s := newStore(t, clock, "r")
 	co := newCancelOwner(clock, s)
