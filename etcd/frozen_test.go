@@ -17,7 +17,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/wfstore/wfstore/etcd"
-	"github.com/wfstore/wfstore/internal/etcdcluster"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -41,18 +40,7 @@ func TestFrozenMemberCostsSeconds(t *testing.T) {
 	if os.Getenv(envEndpoints) != "" {
 		t.Skip("the frozen-member test runs its own cluster of child processes; it does not run against " + envEndpoints)
 	}
-	specs, err := etcdcluster.Layout(t.TempDir(), 3)
-	require.NoError(t, err)
-	procs := make([]*memberProc, len(specs))
-	var wg sync.WaitGroup
-	for i, s := range specs {
-		wg.Go(func() { procs[i] = startMember(t, s) })
-	}
-	wg.Wait()
-	var eps []string
-	for _, s := range specs {
-		eps = append(eps, s.ClientURL)
-	}
+	specs, procs, eps := startCluster(t, 3)
 	ctx := ctxT(t)
 	b, err := etcd.Dial(ctx, eps, etcd.WithPrefix("frozen/"), etcd.WithRequestTimeout(time.Second))
 	require.NoError(t, err)

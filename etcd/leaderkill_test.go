@@ -206,11 +206,12 @@ func (m *memberProc) kill() {
 	<-m.done
 }
 
-func TestLeaderKillDuringDispatchLosesNothing(t *testing.T) {
-	if os.Getenv(envEndpoints) != "" {
-		t.Skip("the leader-kill test runs its own cluster of child processes; it does not run against " + envEndpoints)
-	}
-	specs, err := etcdcluster.Layout(t.TempDir(), 3)
+// startCluster starts an n-member cluster, each member a child process
+// (startMember stops it when t ends), and returns the members and their
+// client endpoints.
+func startCluster(t *testing.T, n int) ([]etcdcluster.Member, []*memberProc, []string) {
+	t.Helper()
+	specs, err := etcdcluster.Layout(t.TempDir(), n)
 	require.NoError(t, err)
 	procs := make([]*memberProc, len(specs))
 	var wg sync.WaitGroup
@@ -218,10 +219,18 @@ func TestLeaderKillDuringDispatchLosesNothing(t *testing.T) {
 		wg.Go(func() { procs[i] = startMember(t, s) })
 	}
 	wg.Wait()
-	var eps []string
+	eps := make([]string, 0, len(specs))
 	for _, s := range specs {
 		eps = append(eps, s.ClientURL)
 	}
+	return specs, procs, eps
+}
+
+func TestLeaderKillDuringDispatchLosesNothing(t *testing.T) {
+	if os.Getenv(envEndpoints) != "" {
+		t.Skip("the leader-kill test runs its own cluster of child processes; it does not run against " + envEndpoints)
+	}
+	specs, procs, eps := startCluster(t, 3)
 	ctx := ctxT(t)
 	const prefix = "lk/"
 	b, err := etcd.Dial(ctx, eps, etcd.WithPrefix(prefix))
