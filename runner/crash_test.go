@@ -212,16 +212,19 @@ func crashRunners(t *testing.T, kind, loc string, procs, kills int, memory ...bo
 	s := workflow.New(b)
 	// One run per activation (an ambiguous mutation stops its run for
 	// repair), half read-only and half mutating.
-	for i := range n {
-		_, err := s.CreateRun(ctx, workflow.NewRun{ID: crashKey(i).RunID}, time.Now())
-		require.NoError(t, err)
-		eff := workflow.ReadOnly
-		if i%2 == 1 {
-			eff = workflow.Mutating
+	addWork := func(from, to int) {
+		for i := from; i < to; i++ {
+			_, err := s.CreateRun(ctx, workflow.NewRun{ID: crashKey(i).RunID}, time.Now())
+			require.NoError(t, err)
+			eff := workflow.ReadOnly
+			if i%2 == 1 {
+				eff = workflow.Mutating
+			}
+			_, err = s.AddActivation(ctx, workflow.NewActivation{Key: crashKey(i), Input: json.RawMessage(`{}`), Effect: eff}, time.Now())
+			require.NoError(t, err)
 		}
-		_, err = s.AddActivation(ctx, workflow.NewActivation{Key: crashKey(i), Input: json.RawMessage(`{}`), Effect: eff}, time.Now())
-		require.NoError(t, err)
 	}
+	addWork(0, n)
 
 	events := make(chan crashEvent, 4096)
 	var live []*crashProc
@@ -255,12 +258,19 @@ func crashRunners(t *testing.T, kind, loc string, procs, kills int, memory ...bo
 	}
 	perPhase := map[string]int{}
 	phase, nth, seen := crashPhases[0], 1+rng.IntN(3), 0
+	// On a loaded machine the survivors can finish every activation while
+	// a killed runner's replacement starts: a quiet phase gets more work,
+	// and only a phase that stays quiet with work waiting is a stall.
+	quiet := time.Now()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
 	for k := 0; k < kills; {
 		select {
 		case e := <-events:
 			if e.p.killed || e.phase != phase {
 				continue
 			}
+			quiet = time.Now()
 			if seen++; seen < nth {
 				continue
 			}
@@ -276,8 +286,15 @@ func crashRunners(t *testing.T, kind, loc string, procs, kills int, memory ...bo
 			}
 			start()
 			phase, nth, seen = crashPhases[k%len(crashPhases)], 1+rng.IntN(3), 0
-		case <-time.After(30 * time.Second):
-			t.Fatalf("no %q signal for 30s after %d kills %v: the runners ran out of work or stalled", phase, k, perPhase)
+			quiet = time.Now()
+		case <-tick.C:
+			if time.Since(quiet) > 30*time.Second {
+				t.Fatalf("no %q signal for 30s after %d kills %v, with work added while quiet: the runners stalled", phase, k, perPhase)
+			}
+			if time.Since(quiet) > 3*time.Second {
+				addWork(n, n+10)
+				n += 10
+			}
 		}
 	}
 	t.Logf("%s: %d kills %v", kind, kills, perPhase)

@@ -540,7 +540,9 @@ func (r *Runner) lateReceipts(ctx context.Context) error {
 			return fmt.Errorf("late receipts: %w", err)
 		}
 		for _, a := range atts {
-			if a.Handoff != workflow.HandoffRecorded || r.stopping.Load() {
+			// An attempt with a receipt was admitted before it became
+			// repair_required (a timeout settled it): no receipt is late.
+			if a.Handoff != workflow.HandoffRecorded || len(a.Receipt) > 0 || r.stopping.Load() {
 				continue
 			}
 			rc, found, err := r.lookup.LookupReceipt(ctx, a.Identity)
@@ -556,6 +558,13 @@ func (r *Runner) lateReceipts(ctx context.Context) error {
 					// invalid): the attempt stays repair_required for an
 					// operator; the owner would return the same receipt.
 					r.log.LogAttrs(ctx, slog.LevelWarn, "late receipt cannot be stored", slog.String("identity", a.Identity),
+						slog.String("error", err.Error()))
+					continue
+				}
+				if errors.Is(err, workflow.ErrConflict) || errors.Is(err, workflow.ErrIneligible) {
+					// It moved on since the page was read (another process
+					// settled it): one attempt never stops the pass.
+					r.log.LogAttrs(ctx, slog.LevelWarn, "late receipt not applied: the attempt moved on", slog.String("identity", a.Identity),
 						slog.String("error", err.Error()))
 					continue
 				}

@@ -517,6 +517,41 @@ func TestStartPersistsLateReceiptsOfRepairRequiredAttempts(t *testing.T) {
 	assert.Equal(t, workflow.AttemptAdmitted, att.Status)
 }
 
+// A timed-out mutating attempt is repair_required with its receipt kept
+// and its handoff recorded: the owner holding that same receipt is no late
+// receipt, and the start-up pass neither fails on it nor stops the work
+// of other runs (it did: every pass failed "attempt is not prepared").
+func TestStartSkipsTimedOutAttemptsWhoseReceiptIsKept(t *testing.T) {
+	t.Parallel()
+	clock := newFakeClock()
+	ctx := context.Background()
+	s := newStore(t, clock, "r1", "r2")
+	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`), Effect: workflow.Mutating}, clock.Now())
+	require.NoError(t, err)
+	mutating := &mutatingOwner{testOwner: &testOwner{clock: clock}}
+	ds, err := s.Dispatch(ctx, mutating, workflow.DispatchOptions{}, clock.Now())
+	require.NoError(t, err)
+	require.Len(t, ds.Admitted, 1)
+	id := ds.Admitted[0].Identity
+	res, err := s.SettleTimedOut(ctx, id, workflow.TimeoutOptions{Default: time.Second}, clock.Now().Add(time.Minute))
+	require.NoError(t, err)
+	require.Equal(t, workflow.AttemptRepairRequired, res.Status)
+	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("r2", "b"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+
+	st := start(t, newRunner(t, s, lookupOwner{&testOwner{clock: clock}}, clock))
+	clock.nextTimer(t)
+	sum, err := st.stop(t)
+	require.NoError(t, err)
+	assert.Empty(t, sum.Reconciled.Recovered)
+	att, err := s.GetAttempt(ctx, id)
+	require.NoError(t, err)
+	assert.Equal(t, workflow.AttemptRepairRequired, att.Status, "the timed-out attempt waits for its owner's word or an operator")
+	b, err := s.GetActivation(ctx, key("r2", "b"))
+	require.NoError(t, err)
+	assert.NotEqual(t, workflow.ActivationPending, b.Status, "the other run's work was dispatched")
+}
+
 // mutatingOwner plans mutating work.
 type mutatingOwner struct{ *testOwner }
 
