@@ -241,9 +241,9 @@
 // seeded bugs. The package's own tests run the contract tier against
 // memstore wrapped to break one contract rule at a time and require the
 // cases listed for that rule to fail. For the store tier, scripts/mutants.sh
-// (go run ./internal/mutants/run) runs the suite on the in-memory backend
+// (go run ./tools/mutants/run) runs the suite on the in-memory backend
 // (MUTANT_PKG selects another adapter) once per mutant of the Store in the
-// catalog of internal/mutants: each mutant is a textual edit of workflow/,
+// catalog of tools/mutants: each mutant is a textual edit of workflow/,
 // compiled in with go test -overlay, so the library itself carries no
 // mutation hooks. The script fails unless the suite fails on every mutant.
 package conformance

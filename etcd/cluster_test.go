@@ -17,7 +17,7 @@ import (
 
 	"github.com/wfstore/wfstore/conformance"
 	"github.com/wfstore/wfstore/etcd"
-	"github.com/wfstore/wfstore/internal/etcdcluster"
+	"github.com/wfstore/wfstore/internal/testkit/etcdcluster"
 )
 
 // The tests run on an embedded 3-member cluster started by TestMain in

@@ -14,7 +14,7 @@ import (
 )
 
 // startExternal starts an n-member cluster in a child process built
-// without the race detector (internal/etcdcluster/etcd3, members without
+// without the race detector (internal/testkit/etcdcluster/etcd3, members without
 // fsync), for a test binary built with it: the detector instruments what
 // it compiles, and an embedded etcd server slowed down tenfold turned the
 // suite's long cases into timeouts, while what it is there to check is
@@ -23,7 +23,7 @@ import (
 // this process dies (its standard input closes).
 func startExternal(dir string, n int) (endpoints []string, stop func(), err error) {
 	bin := filepath.Join(dir, "etcd3")
-	build := exec.Command("go", "build", "-o", bin, "github.com/wfstore/wfstore/internal/etcdcluster/etcd3")
+	build := exec.Command("go", "build", "-o", bin, "github.com/wfstore/wfstore/internal/testkit/etcdcluster/etcd3")
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, nil, fmt.Errorf("building etcd3: %w\n%s", err, out)
 	}

@@ -20,7 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/wfstore/wfstore/etcd"
-	"github.com/wfstore/wfstore/internal/etcdcluster"
+	"github.com/wfstore/wfstore/internal/testkit/etcdcluster"
 	"github.com/wfstore/wfstore/workflow"
 )
 

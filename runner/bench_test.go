@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/wfstore/wfstore/internal/pgtest"
+	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -48,7 +48,7 @@ func benchStore(b *testing.B) *workflow.Store {
 // the same SQLite database, which the runner finds only when it polls;
 // listen adds through another Backend on the same PostgreSQL schema (as
 // another process would), whose commit's NOTIFY wakes the runner (skipped
-// without a PostgreSQL server, see internal/pgtest).
+// without a PostgreSQL server, see internal/testkit/pgtest).
 func BenchmarkWakeLatency(b *testing.B) {
 	for _, mode := range []string{"notify", "poll", "listen"} {
 		b.Run(mode, func(b *testing.B) {

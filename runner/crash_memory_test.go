@@ -10,7 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/internal/crashtest"
+	"github.com/wfstore/wfstore/internal/testkit/crashtest"
 	"github.com/wfstore/wfstore/workflow"
 )
 

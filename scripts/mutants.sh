@@ -2,9 +2,9 @@
 # Runs the conformance suite once per seeded mutant of the Store, and the
 # runner's tests once per seeded mutant of the runner, and fails unless
 # every mutant makes its tests fail. The mutants are textual edits of
-# workflow/ and runner/ listed in internal/mutants/catalog.go; each is compiled into
+# workflow/ and runner/ listed in tools/mutants/catalog.go; each is compiled into
 # its own test binary with go test -overlay, so the library itself carries
-# no trace of them (see internal/mutants/run). The mutants break Store
+# no trace of them (see tools/mutants/run). The mutants break Store
 # logic, not storage, so by default the suite runs on the in-memory
 # reference backend (every case but the multi-process ones);
 # MUTANT_PKG=./sqlite/ runs it on SQLite instead. Arguments go to the
@@ -17,5 +17,5 @@ cd "$(dirname "$0")/.."
 dir="$(mktemp -d)"
 trap 'rm -rf "$dir"' EXIT
 # Built rather than go run, which turns every failure into exit status 1.
-go build -o "$dir/mutants" ./internal/mutants/run || exit 2
+go build -o "$dir/mutants" ./tools/mutants/run || exit 2
 "$dir/mutants" -pkg "${MUTANT_PKG:-./memstore/}" "$@"

@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/internal/mutants"
-	"github.com/wfstore/wfstore/internal/pgtest"
+	"github.com/wfstore/wfstore/tools/mutants"
+	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 )
 
 var (
@@ -26,7 +26,7 @@ type builtBinary struct {
 
 // wfstoreBinary builds cmd/wfstore once per mutant, as a user would get it
 // from go build: mutant "" is the library as it is, any other name one
-// seeded mutant of internal/mutants's catalog, compiled in with
+// seeded mutant of tools/mutants's catalog, compiled in with
 // go build -overlay.
 func wfstoreBinary(t *testing.T, mutant string) string {
 	t.Helper()
@@ -63,7 +63,7 @@ func wfstoreBinary(t *testing.T, mutant string) string {
 func mutantOverlay(name, dir string) (string, error) {
 	m, ok := mutants.Lookup(name)
 	if !ok {
-		return "", fmt.Errorf("no mutant named %q in internal/mutants", name)
+		return "", fmt.Errorf("no mutant named %q in tools/mutants", name)
 	}
 	root, err := mutants.ModuleRoot(".")
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	_ "modernc.org/sqlite"
 
-	"github.com/wfstore/wfstore/internal/pgtest"
+	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 	"github.com/wfstore/wfstore/postgres"
 	"github.com/wfstore/wfstore/sqlite"
 )

@@ -17,7 +17,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/internal/pgtest"
+	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 )
 
 // envChildMode makes TestChildCluster the child of
@@ -298,7 +298,7 @@ func TestSkipNotice(t *testing.T) {
 		pgtest.EnvBinDir+"="+t.TempDir(), envChildMode+"=skip")
 	out, err := cmd.CombinedOutput()
 	require.NoError(t, err, "%s", out)
-	require.Contains(t, string(out), "github.com/wfstore/wfstore/internal/pgtest: 2 test(s) SKIPPED: pgtest: NO POSTGRES SERVER: WFSTORE_POSTGRES_DSN is not set and no initdb/pg_ctl found in WFSTORE_POSTGRES_BIN=")
+	require.Contains(t, string(out), "github.com/wfstore/wfstore/internal/testkit/pgtest: 2 test(s) SKIPPED: pgtest: NO POSTGRES SERVER: WFSTORE_POSTGRES_DSN is not set and no initdb/pg_ctl found in WFSTORE_POSTGRES_BIN=")
 	require.Contains(t, string(out), "set WFSTORE_POSTGRES_DSN=postgres://")
 
 	// Required: the same run fails instead, and says why.

@@ -12,7 +12,7 @@
 //
 // The mutants are listed in Catalog. Run them with
 //
-//	go run ./internal/mutants/run [-pkg ./memstore/] [-only name,name] [-all]
+//	go run ./tools/mutants/run [-pkg ./memstore/] [-only name,name] [-all]
 //
 // (scripts/mutants.sh does, for CI).
 package mutants

@@ -1,7 +1,7 @@
 // Command etcd3 runs a local etcd cluster in one process until it is
 // interrupted, for benchmarks and manual tests of the etcd adapter:
 //
-//	go run ./internal/etcdcluster/etcd3 -members 3 -dir /tmp/etcd3
+//	go run ./internal/testkit/etcdcluster/etcd3 -members 3 -dir /tmp/etcd3
 //
 // It prints the client endpoints (comma-separated, the leader's first) on
 // its first line of output; members fsync their log unless -no-fsync is
@@ -20,7 +20,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/wfstore/wfstore/internal/etcdcluster"
+	"github.com/wfstore/wfstore/internal/testkit/etcdcluster"
 )
 
 func main() {

@@ -5,7 +5,7 @@
 // It exits 1 when any mutant survives and 2 when one cannot be built (or on a usage error); go run reports either as
 // exit status 1, so scripts/mutants.sh builds it and runs the binary.
 //
-//	go run ./internal/mutants/run [-pkg ./memstore/] [-only name,name] [-all] [-j 2]
+//	go run ./tools/mutants/run [-pkg ./memstore/] [-only name,name] [-all] [-j 2]
 //
 // Mutants of the Store (workflow/) run on -pkg, by default the in-memory
 // reference backend. A runner mutant runs the runner package's tests that
@@ -28,7 +28,7 @@ import (
 	"regexp"
 	"strings"
 
-	"github.com/wfstore/wfstore/internal/mutants"
+	"github.com/wfstore/wfstore/tools/mutants"
 )
 
 func main() { os.Exit(run()) }
