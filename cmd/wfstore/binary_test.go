@@ -10,8 +10,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/tools/mutants"
 	"github.com/wfstore/wfstore/internal/testkit/pgtest"
+	"github.com/wfstore/wfstore/tools/mutants"
 )
 
 var (
