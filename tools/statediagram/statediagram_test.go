@@ -112,7 +112,9 @@ func TestTableIsWellFormed(t *testing.T) {
 
 // TestNamesExistInCode fails when a status or event named in the table no
 // longer appears as a string literal in the module's Go code (a renamed
-// event, a removed status): the table must follow the code.
+// event, a removed status), or an operation no longer exists as a method
+// (on any type, so a call moved to another API still counts): the table
+// must follow the code.
 func TestNamesExistInCode(t *testing.T) {
 	var src strings.Builder
 	err := filepath.WalkDir("../..", func(path string, d fs.DirEntry, err error) error {
@@ -144,6 +146,14 @@ func TestNamesExistInCode(t *testing.T) {
 		for _, tr := range m.Transitions {
 			if tr.Event != "" && !strings.Contains(code, `"`+tr.Event+`"`) {
 				t.Errorf("%s: event %q appears nowhere in the code", m.Name, tr.Event)
+			}
+			for _, op := range tr.Ops {
+				if strings.ContainsAny(op, " -") { // a description, not a call
+					continue
+				}
+				if !strings.Contains(code, ") "+op+"(") {
+					t.Errorf("%s: operation %s is no method in the code", m.Name, op)
+				}
 			}
 		}
 	}

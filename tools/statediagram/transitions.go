@@ -52,7 +52,7 @@ var machines = []Machine{
 			{From: []string{"repair_required"}, To: "failed", Event: "attempt_repaired", Ops: []string{"Repair"},
 				Note: "Confirm failed or abandon, once no repair_required attempt is left."},
 			{From: []string{"running", "paused", "repair_required"}, To: "cancelled", Event: "run_cancelled",
-				Ops:  []string{"RequestCancellation", "settlement"},
+				Ops:  []string{"RequestCancellation", "any settlement"},
 				Note: "Cancellation is requested (`cancellation_requested`, once, never cleared) and the run is quiescent: no active or repair_required attempt and every child run it started ended. It happens in the request's own transaction when nothing is active, otherwise in the transaction that settles the last attempt (`ApplyObservation`, `Repair`, `CancelNeverDispatched`, `SettleCancelledUnobserved`, `SettleOrphanedCancellation`) or ends the last child run. `RequestTreeCancellation` does the same for a whole tree; a failed run of the tree keeps its status and loses its retry schedules."},
 			{From: []string{"failed"}, To: "running", Event: "automatic_retry_consumed", Ops: []string{"ConsumeNextDueRetry"},
 				Note: "A due retry schedule is consumed: the failed activation is pending again."},
