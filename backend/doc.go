@@ -1,7 +1,7 @@
 // Package backend is the storage contract that every wfstore adapter implements.
 //
 // The workflow logic (package workflow) is written once against this contract;
-// adapters (sqlite, postgres, bolt, or a third party's) translate it into one
+// adapters (sqlite, postgres, bolt, etcd, or yours) translate it into one
 // store's idiom and hold no workflow decisions. An adapter proves it honours
 // the contract by running conformance.Run.
 //
@@ -46,25 +46,14 @@
 // a later Insert. The workflow layer deletes attempts, leases and events
 // only when it prunes a finished run.
 //
-// # Order
+// Every string comparison is bytewise, and every scan has a total order,
+// stated on its query type, and returns at most Limit rows.
 //
-// Every string comparison is bytewise (Postgres COLLATE "C", SQLite BINARY,
-// raw bytes in bbolt). Every scan has a total order, stated on its query type,
-// and returns at most Limit rows.
+// # Wake-ups and errors
 //
-// # Wake-ups
-//
-// Two optional capabilities let runners in other processes wake as soon as
-// work arrives rather than at their next poll. The workflow layer decides
-// when a transaction makes work available and tells a Tx that implements
-// WorkSignaler; the adapter makes that signal visible only if the
-// transaction commits. A Backend that implements WorkListener delivers
-// those signals from every process on the same store. An adapter without
-// them is unaffected: runners over it poll.
-//
-// # Errors
-//
-// Adapters return the sentinels below (wrapped with %w so that errors.Is
-// works) and wrap driver errors with %w so the native error stays reachable
-// with errors.As.
+// Optionally, a Tx that implements WorkSignaler makes a "work arrived"
+// signal visible only if it commits, and a Backend that implements
+// WorkListener delivers those signals from every process on the store;
+// without them, runners poll. Adapters return the sentinels below wrapped
+// with %w, and wrap driver errors with %w so errors.As reaches them.
 package backend
