@@ -117,7 +117,7 @@ func envInt(name string, def int) int {
 func TestAdmissionPages(t *testing.T) {
 	// By default a small run that bounds pages per admission (a layout
 	// regression guard: page counts, not time); WFSTORE_BOLT_PAGES_N and
-	// WFSTORE_BOLT_PAGES_HISTORY make it the measurement behind doc.go.
+	// WFSTORE_BOLT_PAGES_HISTORY make it the measurement in docs/internals/bolt.md.
 	n := envInt("WFSTORE_BOLT_PAGES_N", 100)
 	perAdmission := map[int]float64{}
 	hist := []int{0, 1000}
