@@ -147,6 +147,10 @@
 //	  must see every other writer's commit)       no_write_skew_across_goroutines, no_write_skew_across_instances,
 //	                                              racing_inserts_of_one_key_admit_exactly_one,
 //	                                              racing_inserts_across_processes_admit_exactly_one,
+//	                                              racing_inserts_of_one_run_across_instances_admit_exactly_one,
+//	                                              racing_inserts_of_one_activation_across_instances_admit_exactly_one,
+//	                                              racing_read_then_insert_of_one_run_across_instances_admit_exactly_one,
+//	                                              racing_read_then_insert_of_one_activation_across_instances_admit_exactly_one,
 //	                                              concurrent_inserts_of_distinct_keys_all_commit,
 //	                                              commit_is_visible_to_another_instance
 //	closed Backend → ErrClosed                    closed_backend_rejects_view_and_update_with_err_closed,
