@@ -15,6 +15,7 @@ func contractTier() []testCase {
 		runScanCases(),
 		transactionCases(),
 		concurrencyCases(),
+		insertRaceUnindexedCases(),
 		errorCases(),
 		groupCommitCases(),
 	} {

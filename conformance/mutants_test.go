@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/memstore"
@@ -53,6 +54,12 @@ var mutants = map[string][]string{
 	"runs_status_ignored":            {"runs_scan_filters_by_status_and_pages_with_after_and_limit", "runs_scan_follows_replace_of_status"},
 	"runs_after_inclusive":           {"runs_scan_filters_by_status_and_pages_with_after_and_limit"},
 	"released_leases_hidden":         {"lease_scan_with_released_returns_every_lease_in_key_order"},
+	"absence_not_compared": {
+		"racing_inserts_of_one_run_across_instances_admit_exactly_one",
+		"racing_inserts_of_one_activation_across_instances_admit_exactly_one",
+		"racing_read_then_insert_of_one_run_across_instances_admit_exactly_one",
+		"racing_read_then_insert_of_one_activation_across_instances_admit_exactly_one",
+	},
 }
 
 const envMutant = "WFSTORE_TEST_MUTANT"
@@ -189,6 +196,26 @@ func (m *mutant) Update(ctx context.Context, fn func(backend.Tx) error) (err err
 			err = fnErr
 		}
 		return err
+	case "absence_not_compared":
+		// An adapter whose commit does not compare the keys its
+		// transaction read as absent (as an etcd adapter that leaves
+		// them out of its transaction's compare set): reads and the
+		// absence check of a run or activation Insert see the last
+		// commit, and the commit writes such an Insert whether or not the
+		// key was stored in between.
+		t := &mutantTx{mutantReader: mutantReader{m: m, perRead: m.Backend}}
+		if err := fn(t); err != nil {
+			return err
+		}
+		time.Sleep(time.Millisecond) // the window between read and commit
+		return m.Backend.Update(ctx, func(tx backend.Tx) error {
+			for _, c := range t.buffered {
+				if err := upsertUnindexed(ctx, tx, c); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
 	case "reads_outside_tx":
 		// Reads see the last commit, not the transaction; writes are
 		// buffered and applied at the end.
@@ -424,6 +451,17 @@ func (t *mutantTx) Apply(ctx context.Context, c backend.Changes) error {
 		r.Attempts, r.Leases, r.Schedules = reversed(r.Attempts), reversed(r.Leases), reversed(r.Schedules)
 	}
 	if t.tx == nil {
+		if m == "absence_not_compared" {
+			// The Insert's absence check reads the last commit.
+			f, err := t.Load(ctx, backend.Lookup{Runs: keysBy(c.Insert.Runs, func(r backend.Run) string { return r.ID }),
+				Activations: keysOf(c.Insert.Activations)})
+			if err != nil {
+				return err
+			}
+			if len(f.Runs)+len(f.Activations) > 0 {
+				return fmt.Errorf("mutant: insert of a stored key: %w", backend.ErrConflict)
+			}
+		}
 		t.buffered = append(t.buffered, c)
 		return nil
 	}
@@ -454,6 +492,49 @@ func (t *mutantTx) Apply(ctx context.Context, c backend.Changes) error {
 		}
 	}
 	return nil
+}
+
+func keysBy[R, K any](rs []R, key func(R) K) []K {
+	out := make([]K, len(rs))
+	for i, r := range rs {
+		out[i] = key(r)
+	}
+	return out
+}
+
+// upsertUnindexed applies c, writing each run and activation Insert as a
+// Replace when its key is stored by now (absence_not_compared).
+func upsertUnindexed(ctx context.Context, tx backend.Tx, c backend.Changes) error {
+	var runIDs []string
+	var actKeys []backend.ActivationKey
+	for _, r := range c.Insert.Runs {
+		runIDs = append(runIDs, r.ID)
+	}
+	for _, a := range c.Insert.Activations {
+		actKeys = append(actKeys, a.Key)
+	}
+	f, err := tx.Load(ctx, backend.Lookup{Runs: runIDs, Activations: actKeys})
+	if err != nil {
+		return err
+	}
+	var runs []backend.Run
+	var acts []backend.Activation
+	for _, r := range c.Insert.Runs {
+		if _, ok := f.Runs[r.ID]; ok {
+			c.Replace.Runs = append(c.Replace.Runs, r)
+		} else {
+			runs = append(runs, r)
+		}
+	}
+	for _, a := range c.Insert.Activations {
+		if _, ok := f.Activations[a.Key]; ok {
+			c.Replace.Activations = append(c.Replace.Activations, a)
+		} else {
+			acts = append(acts, a)
+		}
+	}
+	c.Insert.Runs, c.Insert.Activations = runs, acts
+	return tx.Apply(ctx, c)
 }
 
 func (t *mutantTx) expectKeyOnly(ctx context.Context, x *backend.Expected) error {

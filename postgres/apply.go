@@ -155,9 +155,15 @@ func eventKeyArg(k backend.EventKey) []any { return []any{k.RunID, k.Seq} }
 // fixes: expects, deletes (events, schedules, leases, attempts), inserts
 // (runs, links, activations, groups, attempts, leases, schedules, events),
 // replaces (runs, activations, groups, attempts, leases, schedules).
-func (k *kinds) queueChanges(ws []write, c *backend.Changes) []write {
+//
+// known is what the transaction's earlier writes proved about its
+// attempts' Identities (nil: nothing); queueChanges adds what c proves.
+func (k *kinds) queueChanges(ws []write, c *backend.Changes, known identities) []write {
 	start := len(ws)
-	ws = k.queueOps(ws, c)
+	if known == nil {
+		known = identities{}
+	}
+	ws = k.queueOps(ws, c, known)
 	for _, w := range ws[start:] {
 		if w.many {
 			ws = slices.Insert(ws, start, write{sql: genericPlans, setting: true})
@@ -167,7 +173,7 @@ func (k *kinds) queueChanges(ws []write, c *backend.Changes) []write {
 	return ws
 }
 
-func (k *kinds) queueOps(ws []write, c *backend.Changes) []write {
+func (k *kinds) queueOps(ws []write, c *backend.Changes, known identities) []write {
 	e, d, i, r := &c.Expect, &c.Delete, &c.Insert, &c.Replace
 	ws = k.runs.queue(ws, opExpect, e.Runs)
 	ws = k.activations.queue(ws, opExpect, e.Activations)
@@ -190,7 +196,7 @@ func (k *kinds) queueOps(ws []write, c *backend.Changes) []write {
 	ws = k.runs.queue(ws, opReplace, r.Runs)
 	ws = k.activations.queue(ws, opReplace, r.Activations)
 	ws = k.groups.queue(ws, opReplace, r.Groups)
-	ws = k.attempts.queue(ws, opReplace, r.Attempts)
+	ws = k.attempts.queueKept(ws, opReplace, r.Attempts, identitiesKept(c, known))
 	ws = k.leases.queue(ws, opReplace, r.Leases)
 	ws = k.schedules.queue(ws, opReplace, r.Schedules)
 	return ws
@@ -204,6 +210,49 @@ func (k *kinds) queueOps(ws []write, c *backend.Changes) []write {
 // that names a key twice is written as its last Replace of each key, which
 // is what writing them in order leaves.
 func (k *kind[R, K]) queue(ws []write, o op, rs []R) []write {
+	return k.queueKept(ws, o, rs, false)
+}
+
+// identities is what a transaction has proven about its attempts'
+// Identities at the point its queued writes have reached: an attempt it
+// expected, inserted or replaced is stored with the Identity it gave (had
+// it not been, that write would have failed and the transaction with it).
+// A deleted attempt is forgotten.
+type identities map[backend.AttemptKey]string
+
+// identitiesKept reports whether c's Replace.Attempts provably change no
+// attempt's Identity, and records what c proves in known: every replaced
+// attempt is known, from an earlier write of the transaction or from c's
+// own Expects, Deletes and Inserts (which run before the Replaces), to be
+// stored with the Identity it is replaced with. Then a many-row UPDATE
+// moves no Identity between its rows, and its outcome does not depend on
+// the order the server reaches them (see kind.uniqueNonKey).
+func identitiesKept(c *backend.Changes, known identities) bool {
+	for _, a := range c.Expect.Attempts {
+		known[a.Key] = a.Identity
+	}
+	for _, k := range c.Delete.Attempts {
+		delete(known, k)
+	}
+	for _, a := range c.Insert.Attempts {
+		known[a.Key] = a.Identity
+	}
+	kept := len(c.Replace.Attempts) > 0
+	for _, a := range c.Replace.Attempts {
+		if id, ok := known[a.Key]; !ok || id != a.Identity {
+			kept = false
+		}
+	}
+	for _, a := range c.Replace.Attempts {
+		known[a.Key] = a.Identity
+	}
+	return kept
+}
+
+// queueKept is queue; uniqueKept says the caller has proven that a Replace
+// slice changes no value of the table's unique non-key column, so that it
+// may be written as one many-row statement even so.
+func (k *kind[R, K]) queueKept(ws []write, o op, rs []R, uniqueKept bool) []write {
 	if len(rs) == 0 {
 		return ws
 	}
@@ -218,7 +267,7 @@ func (k *kind[R, K]) queue(ws []write, o op, rs []R) []write {
 		}
 	case opReplace:
 		one, many, verb, why, none = k.w.replace, k.w.replaceN, "replace", "missing", backend.ErrNotFound
-		if k.uniqueNonKey {
+		if k.uniqueNonKey && !uniqueKept {
 			many = ""
 		} else {
 			rs = lastByKey(rs, k.key)
@@ -305,7 +354,10 @@ func (t *txn) Apply(ctx context.Context, c backend.Changes) error {
 		t.broken = err
 		return err
 	}
-	t.pending = t.b.q.kinds.queueChanges(t.pending, &c)
+	if t.known == nil {
+		t.known = identities{}
+	}
+	t.pending = t.b.q.kinds.queueChanges(t.pending, &c, t.known)
 	return nil
 }
 

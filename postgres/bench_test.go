@@ -107,3 +107,51 @@ func BenchmarkSignalledCommits(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAttemptReplaces measures the write of a batch handoff step: one
+// Update that expects 100 attempts in one Apply and replaces them (same
+// Identities, new status) in the next, as the workflow layer does
+// ("expected", one many-row UPDATE), against the same Replaces without the
+// Expects ("unexpected": the adapter cannot tell that no Identity moves, so
+// it writes one UPDATE per attempt). Durability is relaxed so that the
+// statements' cost shows.
+//
+//	WFSTORE_POSTGRES_DSN=... go test -run '^$' -bench AttemptReplaces ./postgres/
+func BenchmarkAttemptReplaces(b *testing.B) {
+	const n = 100
+	for _, mode := range []string{"expected", "unexpected"} {
+		b.Run(mode, func(b *testing.B) {
+			be, _, _ := openFresh(b, postgres.WithRelaxedDurability())
+			atts := make([]backend.Attempt, n)
+			for i := range atts {
+				k := backend.ActivationKey{RunID: "run", NodeID: "node", ActivationID: fmt.Sprint("act-", i)}
+				atts[i] = backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1}, Identity: fmt.Sprint("ident-", i),
+					Status: backend.AttemptPrepared, SideEffect: backend.Mutating, Intent: []byte(`{"i":1}`), IntentChecksum: "sum",
+					Handoff: backend.HandoffPending, PreparedMS: int64(i + 1)}
+			}
+			apply(b, be, backend.Changes{Insert: backend.Inserts{Attempts: atts}})
+			ctx := context.Background()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				next := make([]backend.Attempt, n)
+				for j := range next {
+					next[j] = atts[j]
+					next[j].AdmittedMS++
+				}
+				err := be.Update(ctx, func(tx backend.Tx) error {
+					if mode == "expected" {
+						if err := tx.Apply(ctx, backend.Changes{Expect: backend.Expected{Attempts: atts}}); err != nil {
+							return err
+						}
+					}
+					return tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: next}})
+				})
+				if err != nil {
+					b.Fatal(err)
+				}
+				atts = next
+			}
+		})
+	}
+}

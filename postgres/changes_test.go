@@ -105,7 +105,8 @@ func failWith(t *testing.T, b backend.Backend, c backend.Changes, read bool, wan
 }
 
 // Every slice of Changes longer than SmallSlice is one statement
-// (Replace.Attempts aside, see kind.uniqueNonKey), a shorter one a
+// (Replace.Attempts aside unless their Expects show no Identity changes,
+// see kind.uniqueNonKey and identitiesKept), a shorter one a
 // statement per record, and a write-only Update of many rows of every kind
 // is still one round trip; the records read back exactly.
 func TestManyRowSlices(t *testing.T) {
@@ -165,8 +166,12 @@ func TestManyRowSlices(t *testing.T) {
 		s.DueMS = 100
 		rp.Schedules = append(rp.Schedules, s)
 	}
-	c = backend.Changes{Replace: rp, Expect: backend.Expected{Runs: in.Runs, Activations: in.Activations, Attempts: in.Attempts}}
-	require.Len(t, b.ChangesSQL(c), 3+5+len(rp.Attempts), "one statement per slice, one per attempt Replace")
+	c = backend.Changes{Replace: rp, Expect: backend.Expected{Runs: in.Runs, Activations: in.Activations}}
+	require.Len(t, b.ChangesSQL(c), 2+5+len(rp.Attempts), "one statement per slice, one per attempt Replace")
+	// With every replaced attempt expected with the Identity it keeps, the
+	// attempt Replaces are one statement too.
+	c.Expect.Attempts = in.Attempts
+	require.Len(t, b.ChangesSQL(c), 3+6, "one statement per slice")
 	apply(t, b, c)
 	f = load(t, b, lookupOf(in))
 	for i := range in.Runs {
@@ -457,5 +462,88 @@ func TestAttemptReplacesMoveIdentitiesInOrder(t *testing.T) {
 		require.Equal(t, c2, f.Identities["fresh"])
 		require.Equal(t, a2, f.Identities[c.Identity])
 		require.NotContains(t, f.Identities, a.Identity)
+	})
+}
+
+// The same with the old attempts expected in the same Changes: Expects
+// that show an Identity change keep the slice one statement per attempt,
+// and the outcome is still that of slice order.
+func TestExpectedAttemptReplacesMoveIdentitiesInOrder(t *testing.T) {
+	bothForms(t, func(t *testing.T, b *postgres.Backend) {
+		in := manyRecords(8)
+		apply(t, b, backend.Changes{Insert: backend.Inserts{Attempts: in.Attempts}})
+		next := make([]backend.Attempt, len(in.Attempts))
+		for i, a := range in.Attempts {
+			a.Status = backend.AttemptAdmitted
+			next[i] = a
+		}
+		a, c := 1, 6
+		next[c].Identity, next[a].Identity = "fresh", in.Attempts[c].Identity
+		exp := backend.Expected{Attempts: in.Attempts}
+		require.Len(t, b.ChangesSQL(backend.Changes{Expect: exp, Replace: backend.Replaces{Attempts: next}}),
+			len(b.ChangesSQL(backend.Changes{Expect: exp}))+len(next), "an Identity changes: one statement per attempt Replace")
+		failWith(t, b, backend.Changes{Expect: exp, Replace: backend.Replaces{Attempts: next}}, false, backend.ErrConflict, "a before c")
+		swapped := append([]backend.Attempt{}, next...)
+		swapped[a], swapped[c] = next[c], next[a]
+		apply(t, b, backend.Changes{Expect: exp, Replace: backend.Replaces{Attempts: swapped}})
+		f := load(t, b, lookupOf(backend.Inserts{Attempts: in.Attempts}))
+		for _, w := range next {
+			require.Equal(t, w, f.Attempts[w.Key])
+		}
+	})
+}
+
+// What one Apply of a transaction proved about its attempts' Identities
+// carries to the next Apply: attempts inserted or expected by one Apply and
+// replaced by the next keep their values exactly, and Identities moved
+// between them still follow slice order.
+func TestAttemptReplacesAfterAnEarlierApplyOfTheTransaction(t *testing.T) {
+	bothForms(t, func(t *testing.T, b *postgres.Backend) {
+		ctx := context.Background()
+		in := manyRecords(8)
+		next := make([]backend.Attempt, len(in.Attempts))
+		for i, a := range in.Attempts {
+			a.Status = backend.AttemptAdmitted
+			next[i] = a
+		}
+		rep := backend.Changes{Replace: backend.Replaces{Attempts: next}}
+		ins := backend.Changes{Insert: backend.Inserts{Attempts: in.Attempts}}
+		want := 1 // one many-row statement for 8 > SmallSlice records ...
+		if len(b.ChangesSQL(ins)) > 1 {
+			want = len(next) // ... or one per record in the one-row form
+		}
+		require.Len(t, b.ChangesSQLAfter([]backend.Changes{ins}, rep), want, "inserted Identities are known to the next Apply")
+		require.Len(t, b.ChangesSQLAfter([]backend.Changes{{Expect: backend.Expected{Attempts: in.Attempts}}}, rep), want,
+			"expected Identities are known to the next Apply")
+		require.Len(t, b.ChangesSQL(rep), len(next), "unknown Identities: one statement per attempt")
+		require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
+			if err := tx.Apply(ctx, backend.Changes{Insert: backend.Inserts{Attempts: in.Attempts}}); err != nil {
+				return err
+			}
+			return tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: next}})
+		}))
+		f := load(t, b, lookupOf(backend.Inserts{Attempts: in.Attempts}))
+		for _, w := range next {
+			require.Equal(t, w, f.Attempts[w.Key])
+		}
+
+		moved := append([]backend.Attempt{}, next...)
+		moved[6].Identity, moved[1].Identity = "fresh", next[6].Identity
+		expectThen := func(rep []backend.Attempt) error {
+			return b.Update(ctx, func(tx backend.Tx) error {
+				if err := tx.Apply(ctx, backend.Changes{Expect: backend.Expected{Attempts: next}}); err != nil {
+					return err
+				}
+				return tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: rep}})
+			})
+		}
+		require.ErrorIs(t, expectThen(moved), backend.ErrConflict, "1 takes 6's Identity before 6 gives it up")
+		swapped := append([]backend.Attempt{}, moved...)
+		swapped[1], swapped[6] = moved[6], moved[1]
+		require.NoError(t, expectThen(swapped))
+		f = load(t, b, lookupOf(backend.Inserts{Attempts: in.Attempts}))
+		for _, w := range moved {
+			require.Equal(t, w, f.Attempts[w.Key])
+		}
 	})
 }

@@ -73,7 +73,23 @@ type Statement struct {
 // (not the plan_cache_mode switches around many-row ones).
 func (b *Backend) ChangesSQL(c backend.Changes) []Statement {
 	var out []Statement
-	for _, w := range b.q.kinds.queueChanges(nil, &c) {
+	for _, w := range b.q.kinds.queueChanges(nil, &c, nil) {
+		if !w.setting {
+			out = append(out, Statement{w.sql, w.args})
+		}
+	}
+	return out
+}
+
+// ChangesSQLAfter returns the statements Apply queues for c in a
+// transaction whose earlier Applies were those of earlier.
+func (b *Backend) ChangesSQLAfter(earlier []backend.Changes, c backend.Changes) []Statement {
+	known := identities{}
+	for i := range earlier {
+		b.q.kinds.queueChanges(nil, &earlier[i], known)
+	}
+	var out []Statement
+	for _, w := range b.q.kinds.queueChanges(nil, &c, known) {
 		if !w.setting {
 			out = append(out, Statement{w.sql, w.args})
 		}

@@ -135,13 +135,14 @@ type txn struct {
 
 	mu        sync.Mutex
 	conn      *pgxpool.Conn
-	began     bool    // BEGIN was sent
-	done      bool    // fn returned; further use fails
-	rts       int     // round trips so far
-	pending   []write // writes Apply queued, not yet sent (see Apply)
-	signal    bool    // SignalWork was called: a NOTIFY follows COMMIT
-	broken    error   // the server transaction is aborted or the connection is gone
-	retryErr  error   // a transient failure: this run must be rolled back and re-run
+	began     bool       // BEGIN was sent
+	done      bool       // fn returned; further use fails
+	rts       int        // round trips so far
+	pending   []write    // writes Apply queued, not yet sent (see Apply)
+	known     identities // attempts' Identities the queued writes proved (see identitiesKept)
+	signal    bool       // SignalWork was called: a NOTIFY follows COMMIT
+	broken    error      // the server transaction is aborted or the connection is gone
+	retryErr  error      // a transient failure: this run must be rolled back and re-run
 	retryKind string
 }
 

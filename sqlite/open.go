@@ -61,7 +61,10 @@ type writer struct {
 	// partial: UPDATEs of a subset of a table's columns, prepared on first
 	// use (see image.go).
 	partial map[partialKey]*sql.Stmt
-	broken  bool // a ROLLBACK failed: replace the connection before reuse
+	// many: multi-row INSERTs and UPDATEs, prepared on first use (see
+	// manyrow.go).
+	many   map[manyKey]*sql.Stmt
+	broken bool // a ROLLBACK failed: replace the connection before reuse
 	// carried: the row images of the last committed Update, valid while
 	// no other connection has committed (see image.go).
 	carried carried
@@ -412,6 +415,10 @@ func (w *writer) closeStmts() {
 	for k, s := range w.partial {
 		_ = s.Close()
 		delete(w.partial, k)
+	}
+	for k, s := range w.many {
+		_ = s.Close()
+		delete(w.many, k)
 	}
 }
 

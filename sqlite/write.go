@@ -34,6 +34,12 @@ type kind[R any, K comparable] struct {
 	// clone returns a copy sharing no memory with its argument; nil for
 	// kinds without row images (those that cannot be replaced).
 	clone func(R) R
+	// uniqueMask: the bits (in changedColumns' mask) of the non-key
+	// columns with a unique index. SQLite checks a unique index row by
+	// row, so a many-row UPDATE that moves such values between its rows
+	// would conflict or not depending on the order it reaches them:
+	// records changing them are written one by one (see replaceMany).
+	uniqueMask uint64
 }
 
 var (
@@ -71,7 +77,8 @@ var (
 		keyArgs: func(k backend.AttemptKey) []any {
 			return []any{k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt)}
 		},
-		clone: cloneAttempt,
+		clone:      cloneAttempt,
+		uniqueMask: 1 << 0, // identity, the first non-key column
 	}
 	leaseK = &kind[backend.Lease, backend.LeaseKey]{
 		field: "Leases", tb: &leasesT, ins: sLeaseIns, rep: sLeaseRep, del: sLeaseDel,
@@ -252,6 +259,10 @@ func insertAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 	if a.err != nil {
 		return
 	}
+	if len(recs) >= manyFrom {
+		insertMany(a, kd, s, recs)
+		return
+	}
 	for i := range recs {
 		r := &recs[i]
 		if err := a.t.exec(a.ctx, s, kd.args(r), backend.ErrConflict); err != nil {
@@ -268,6 +279,9 @@ func replaceAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 	}
 	s := a.stmt(kd.rep, "Replace", kd.field)
 	if a.err != nil {
+		return
+	}
+	if len(recs) >= manyFrom && replaceMany(a, kd, s, recs) {
 		return
 	}
 	for i := range recs {

@@ -1,0 +1,172 @@
+package sqlite
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"github.com/wfstore/wfstore/backend"
+)
+
+// manyAttempts returns n attempts of one run, identities id-0 ...
+func manyAttempts(n int) []backend.Attempt {
+	out := make([]backend.Attempt, n)
+	for i := range out {
+		out[i] = attempt(akey("r", "n", fmt.Sprint("a", i)), 1, fmt.Sprint("id-", i), backend.AttemptPrepared, int64(i+1))
+	}
+	return out
+}
+
+func storedAttempts(t *testing.T, b *Backend, want []backend.Attempt) {
+	t.Helper()
+	view(t, b, func(r backend.ReadTx) {
+		got, err := r.Attempts(context.Background(), backend.AttemptQuery{RunID: "r", Limit: 1000})
+		require.NoError(t, err)
+		byKey := map[backend.AttemptKey]backend.Attempt{}
+		for _, a := range got {
+			byKey[a.Key] = a
+		}
+		require.Len(t, got, len(want))
+		for _, w := range want {
+			require.Equal(t, w, byKey[w.Key])
+		}
+	})
+}
+
+// A slice long enough for many-row statements (chunks of 64, 32, 4 and
+// the last one by one) stores exactly its records, and a Replace slice
+// whose records change different column sets (grouped by set) leaves
+// every record as given.
+func TestManyRowInsertAndReplaceStoreEveryRecord(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	atts := manyAttempts(101)
+	update(t, b, insertAttempts(atts...))
+	storedAttempts(t, b, atts)
+
+	next := make([]backend.Attempt, len(atts))
+	for i, a := range atts {
+		a.Status = backend.AttemptAdmitted
+		a.AdmittedMS = int64(1000 + i)
+		switch i % 3 {
+		case 1:
+			a.Handoff = backend.HandoffRecorded
+		case 2:
+			a.Receipt = []byte(fmt.Sprintf(`{"r":%d}`, i))
+		}
+		next[i] = a
+	}
+	// The Expect gives the transaction an image of every row, so the
+	// Replace writes only the columns that differ.
+	require.NoError(t, b.Update(context.Background(), func(tx backend.Tx) error {
+		return tx.Apply(context.Background(), backend.Changes{
+			Expect: backend.Expected{Attempts: atts}, Replace: backend.Replaces{Attempts: next}})
+	}))
+	storedAttempts(t, b, next)
+}
+
+// A duplicate inside a many-row Insert slice, or a record whose key is
+// stored, fails the slice with ErrConflict and nothing of it is stored.
+func TestManyRowInsertConflictStoresNothing(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	atts := manyAttempts(40)
+	dup := append([]backend.Attempt{}, atts...)
+	dup[30] = atts[3]
+	err := applyErr(b, insertAttempts(dup...))
+	require.ErrorIs(t, err, backend.ErrConflict)
+	require.ErrorContains(t, err, "Insert.Attempts[")
+	storedAttempts(t, b, nil)
+
+	update(t, b, insertAttempts(atts[20]))
+	err = applyErr(b, insertAttempts(atts...))
+	require.ErrorIs(t, err, backend.ErrConflict)
+	storedAttempts(t, b, atts[20:21])
+
+	// The same identity under another key conflicts too.
+	other := append([]backend.Attempt{}, atts[:10]...)
+	other[9].Identity = atts[20].Identity
+	err = applyErr(b, insertAttempts(other...))
+	require.ErrorIs(t, err, backend.ErrConflict)
+	storedAttempts(t, b, atts[20:21])
+}
+
+// Identities moving between the records of one long Replace slice give
+// the outcome of writing the slice in order: taking an identity another
+// record gives up later in the slice conflicts, taking it after that
+// record gave it up does not.
+func TestManyRowReplaceMovingIdentitiesFollowsSliceOrder(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	atts := manyAttempts(20)
+	update(t, b, insertAttempts(atts...))
+	moved := func(first, second int) []backend.Attempt {
+		next := make([]backend.Attempt, len(atts))
+		for i, a := range atts {
+			a.Status = backend.AttemptAdmitted
+			next[i] = a
+		}
+		// record first takes record second's identity, and second takes a new one.
+		next[first].Identity = atts[second].Identity
+		next[second].Identity = "fresh"
+		return next
+	}
+	apply := func(next []backend.Attempt) error {
+		return b.Update(context.Background(), func(tx backend.Tx) error {
+			return tx.Apply(context.Background(), backend.Changes{
+				Expect: backend.Expected{Attempts: atts}, Replace: backend.Replaces{Attempts: next}})
+		})
+	}
+	// 5 takes id-12 before 12 gives it up: a conflict.
+	require.ErrorIs(t, apply(moved(5, 12)), backend.ErrConflict)
+	storedAttempts(t, b, atts)
+	// 15 takes id-2 after 2 gave it up.
+	next := moved(15, 2)
+	require.NoError(t, apply(next))
+	storedAttempts(t, b, next)
+}
+
+// A many-row Replace of a missing key fails with ErrNotFound.
+func TestManyRowReplaceMissingNotFound(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	atts := manyAttempts(12)
+	update(t, b, insertAttempts(atts[:11]...))
+	err := applyErr(b, replaceAttempts(atts...))
+	require.ErrorIs(t, err, backend.ErrNotFound)
+}
+
+// Every many-row UPDATE probes the primary key for each of its rows: its
+// plan searches the table by its primary key (or, for a rowid table, the
+// key's automatic index) and never scans it.
+func TestManyRowUpdatesSearchThePrimaryKey(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	ctx := context.Background()
+	conn, err := b.rdb.Conn(ctx)
+	require.NoError(t, err)
+	defer conn.Close()
+	for _, tb := range []*table{&runsT, &activationsT, &groupsT, &attemptsT, &leasesT, &schedulesT} {
+		q := tb.updateMany(0b101, 64)
+		args := make([]any, strings.Count(q, "?"))
+		for i := range args {
+			args[i] = int64(1)
+		}
+		rows, err := conn.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+		require.NoError(t, err, q)
+		var plan []string
+		for rows.Next() {
+			var a, p, u int
+			var detail string
+			require.NoError(t, rows.Scan(&a, &p, &u, &detail))
+			plan = append(plan, detail)
+		}
+		require.NoError(t, rows.Err())
+		rows.Close()
+		joined := strings.Join(plan, "\n")
+		require.Regexp(t, "SEARCH "+tb.name+" USING (PRIMARY KEY|(COVERING )?INDEX sqlite_autoindex_)", joined, tb.name)
+		require.NotContains(t, joined, "SCAN "+tb.name, "%s:\n%s", tb.name, joined)
+	}
+}
