@@ -1,12 +1,15 @@
 package main
 
 import (
+	"bufio"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -409,4 +412,49 @@ func TestEtcdSnapshotCheckRefusesDamage(t *testing.T) {
 	require.NoError(t, os.WriteFile(bad, data[:len(data)-512], 0o600))
 	_, err = checkEtcdSnapshot(bad, tgt[5])
 	assert.ErrorIs(t, err, errBadSnapshot, "a truncated snapshot")
+}
+
+// The console serves an etcd store: its run list names the imported runs;
+// on an empty prefix it refuses to start and writes nothing.
+func TestEtcdConsole(t *testing.T) {
+	t.Parallel()
+	bin := wfstoreBinary(t, "")
+	_, stream, _ := demoStream(t, bin, 5)
+	tgt := etcdTarget(t)
+	_, stderr, code := runCLI(t, bin, nil, append([]string{"import", "--in", stream}, tgt...)...)
+	require.Equal(t, 0, code, stderr)
+	stdout, stderr, code := runCLI(t, bin, nil, append([]string{"inspect", "runs", "--json"}, tgt...)...)
+	require.Equal(t, 0, code, stderr)
+	ids := runIDsOf(t, stdout)
+	require.NotEmpty(t, ids)
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	pr, pw := io.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		done <- consoleCmd(ctx, append([]string{"--listen", "127.0.0.1:0"}, tgt...), pw, io.Discard)
+		pw.Close()
+	}()
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	require.NoError(t, err, "the console did not start")
+	go func() { _, _ = io.Copy(io.Discard, pr) }()
+	m := regexp.MustCompile(`serving (.*) on (http://\S+/)`).FindStringSubmatch(line)
+	require.NotNil(t, m, line)
+	assert.Equal(t, fmt.Sprintf("etcd %s prefix %q", tgt[3], tgt[5]), m[1])
+	resp, err := http.Get(m[2])
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, resp.StatusCode, string(body))
+	assert.Contains(t, string(body), ids[0])
+	cancel()
+	var ie *interruptedError
+	assert.ErrorAs(t, <-done, &ie)
+
+	empty := etcdTarget(t)
+	err = consoleCmd(context.Background(), append([]string{"--listen", "127.0.0.1:0"}, empty...), io.Discard, io.Discard)
+	assert.ErrorIs(t, err, errNoStore)
+	assert.Zero(t, etcdKeys(t, empty))
 }
