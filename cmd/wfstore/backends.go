@@ -6,7 +6,9 @@ import (
 	"strings"
 
 	"github.com/wfstore/wfstore/backend"
+	wfbench "github.com/wfstore/wfstore/bench"
 	"github.com/wfstore/wfstore/bolt"
+	"github.com/wfstore/wfstore/conformance"
 	"github.com/wfstore/wfstore/postgres"
 	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
@@ -40,6 +42,11 @@ type backendSpec struct {
 	// (errImportUnfinished); openExisting then opens it with open.
 	checkExisting func(ctx context.Context, f *storeFlags) error
 
+	// openCopy opens a file copy of a store (a backup) read-only: nothing
+	// can be written through it. The func closes what it opened under the
+	// Backend. Nil for backends that are not files.
+	openCopy func(ctx context.Context, path string) (backend.Backend, func(), error)
+
 	// migrate reads the store's schema status, and with up migrates it
 	// (creating it when absent): before is the version read first, found
 	// the version found when migrating (another process may have migrated
@@ -56,8 +63,14 @@ type backendSpec struct {
 	// importInto loads a checked stream into the (empty or absent) store.
 	importInto func(ctx context.Context, f *storeFlags, st *checkedStream) error
 
-	// conform: "wfstore conform" can certify it.
-	conform bool
+	// harness, when set, is the conformance harness "wfstore conform"
+	// certifies the backend with (dsn and prefix: postgres's database
+	// and scratch schema name prefix).
+	harness func(dsn, prefix string, relaxed bool) (conformance.Harness, error)
+
+	// benchTarget is the backend's "wfstore bench" target, or why it is
+	// skipped.
+	benchTarget func(benchSettings) (wfbench.Target, string)
 
 	// maxWrites, when set, bounds the records one transaction may write
 	// (etcd: a transaction holds at most --max-txn-ops operations).
@@ -106,10 +119,12 @@ func backendTable() []backendSpec {
 				}
 				return needsMigration(f.where(), st.Found, st.Supported)
 			},
-			migrate:    migrateSQLite,
-			backup:     backupFile,
-			importInto: importFile,
-			conform:    true,
+			openCopy:    openSQLiteCopy,
+			migrate:     migrateSQLite,
+			backup:      backupFile,
+			importInto:  importFile,
+			harness:     sqliteHarness,
+			benchTarget: benchSQLite,
 		},
 		{
 			name: "postgres", loc: byDSN,
@@ -124,7 +139,8 @@ func backendTable() []backendSpec {
 			migrate:       migratePostgres,
 			noBackup:      "postgres: use the server's own backup tools (pg_dump -n <schema>, or a physical backup); wfstore backup covers sqlite, bolt and etcd",
 			importInto:    importOpened,
-			conform:       true,
+			harness:       postgresHarness,
+			benchTarget:   benchPostgres,
 		},
 		{
 			name: "bolt", loc: byFile,
@@ -132,10 +148,12 @@ func backendTable() []backendSpec {
 				return bolt.Open(ctx, f.path)
 			},
 			checkExisting: func(_ context.Context, f *storeFlags) error { return checkStoreFile(f.path) },
+			openCopy:      openBoltCopy,
 			noMigrate:     "bolt stores are migrated by any writable open of them, not by this command; opening one checks its format version",
 			backup:        backupFile,
 			importInto:    importFile,
-			conform:       true,
+			harness:       boltHarness,
+			benchTarget:   benchBolt,
 		},
 		{
 			name: "etcd", loc: byEtcd,
@@ -144,12 +162,14 @@ func backendTable() []backendSpec {
 			migrate:       migrateEtcd,
 			backup:        backupEtcd,
 			importInto:    importEtcd,
+			maxWrites:     etcdRecordsPerTxn,
+			benchTarget:   benchEtcd,
 		},
 	}
 }
 
 // conformable are the rows "wfstore conform" certifies.
-func conformable(s *backendSpec) bool { return s.conform }
+func conformable(s *backendSpec) bool { return s.harness != nil }
 
 // lookupBackend returns the row named name.
 func lookupBackend(name string) (*backendSpec, bool) {

@@ -124,42 +124,52 @@ func backupFile(ctx context.Context, sf *storeFlags, to string) (backupResult, e
 }
 
 // verifyReadOnly runs the Store's Verify on the file store at path through
-// a read-only handle: nothing can be written to it.
+// a read-only handle (the row's openCopy): nothing can be written to it.
 func verifyReadOnly(ctx context.Context, backendName, path string) (workflow.VerifyReport, error) {
-	var b backend.Backend
-	switch backendName {
-	case "sqlite":
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return workflow.VerifyReport{}, err
-		}
-		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs),
-			RawQuery: url.Values{"mode": {"ro"}, "immutable": {"1"}, "_pragma": {"query_only(1)"}}.Encode()}
-		db, err := sql.Open("sqlite", u.String())
-		if err != nil {
-			return workflow.VerifyReport{}, err
-		}
-		defer db.Close()
-		db.SetMaxOpenConns(2)
-		sb, err := sqlite.OpenDB(ctx, db)
-		if err != nil {
-			return workflow.VerifyReport{}, err
-		}
-		b = sb
-	case "bolt":
-		db, err := bbolt.Open(path, 0, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
-		if err != nil {
-			return workflow.VerifyReport{}, err
-		}
-		defer db.Close()
-		bb, err := bolt.OpenDB(ctx, db)
-		if err != nil {
-			return workflow.VerifyReport{}, err
-		}
-		b = bb
-	default:
+	spec, ok := lookupBackend(backendName)
+	if !ok || spec.openCopy == nil {
 		return workflow.VerifyReport{}, fmt.Errorf("no read-only verify for %s", backendName)
 	}
+	b, closeCopy, err := spec.openCopy(ctx, path)
+	if err != nil {
+		return workflow.VerifyReport{}, err
+	}
+	defer closeCopy()
 	defer b.Close()
 	return workflow.New(b).Verify(ctx, workflow.VerifyOptions{})
+}
+
+// openSQLiteCopy opens the SQLite file at path read-only and immutable.
+func openSQLiteCopy(ctx context.Context, path string) (backend.Backend, func(), error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs),
+		RawQuery: url.Values{"mode": {"ro"}, "immutable": {"1"}, "_pragma": {"query_only(1)"}}.Encode()}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(2)
+	sb, err := sqlite.OpenDB(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return sb, func() { db.Close() }, nil
+}
+
+// openBoltCopy opens the bbolt file at path read-only.
+func openBoltCopy(ctx context.Context, path string) (backend.Backend, func(), error) {
+	db, err := bbolt.Open(path, 0, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return nil, nil, err
+	}
+	bb, err := bolt.OpenDB(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return bb, func() { db.Close() }, nil
 }

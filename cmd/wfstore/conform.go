@@ -78,7 +78,7 @@ Flags:
 		return err
 	}
 	spec, ok := lookupBackend(c.backend)
-	if !ok || !spec.conform {
+	if !ok || !conformable(spec) {
 		return errUnknownBackend(c.backend, conformable)
 	}
 	switch spec.loc {
@@ -186,7 +186,7 @@ func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (ch
 	if c.relaxed {
 		cmd.Env = append(cmd.Env, envConformRelaxed+"=1")
 	}
-	if c.backend == "postgres" {
+	if spec, _ := lookupBackend(c.backend); spec.loc == byDSN {
 		cmd.Env = append(cmd.Env, envConformScratch+"="+c.scratch)
 	} else {
 		cmd.Env = append(cmd.Env, "TMPDIR="+c.scratch)
@@ -242,7 +242,7 @@ func isConformChild() bool { return os.Getenv(envConformBackend) != "" }
 // left there once the suite has ended, which returns one sentence saying
 // what it did or what is left.
 func (c *conformConfig) makeScratch(stderr io.Writer) (cleanup func() string, err error) {
-	if c.backend == "postgres" {
+	if spec, _ := lookupBackend(c.backend); spec.loc == byDSN {
 		if c.scratch, err = newScratchPrefix(); err != nil {
 			return nil, err
 		}
