@@ -47,8 +47,17 @@ is stopped, --to is absent or complete; the next backup to the same name
 removes a killed run's temporary file. For Postgres use the server's own
 tools (pg_dump -n <schema>, or a physical backup): they are made for it.
 
+etcd: the copy is the cluster's snapshot (etcd's Maintenance API: one
+member's whole database at one revision, taken while the cluster keeps
+working), written all or nothing the same way; before it gets its name
+its SHA-256 trailer is checked and its database read: the store under
+--prefix must be there, complete (no unfinished import) and of this
+build's schema version. It holds every key of the cluster; restore it
+with "etcdutl snapshot restore".
+
   wfstore backup --db wfstore-demo.db --to copy.db
   wfstore backup --backend bolt --db store.bolt --to copy.bolt
+  wfstore backup --backend etcd --endpoints http://127.0.0.1:2379 --to cluster.snapshot
 
 Flags:
 `)
@@ -60,19 +69,25 @@ Flags:
 	if err := sf.check(); err != nil {
 		return err
 	}
-	if sf.backend == "postgres" {
-		return errors.New("postgres: use the server's own backup tools (pg_dump -n <schema>, or a physical backup); wfstore backup covers sqlite and bolt")
+	spec := sf.spec()
+	if spec.backup == nil {
+		return unsupported(spec.noBackup)
 	}
 	if to == "" {
 		return errors.New("--to PATH is required")
 	}
-	rep, err := backup(ctx, sf, to)
+	res, err := spec.backup(ctx, &sf, to)
 	if err != nil {
 		if ctx.Err() != nil {
 			return &interruptedError{left: "no backup was written: " + to + " was not created and the partial copy, if any, was removed"}
 		}
 		return err
 	}
+	if res.report == nil {
+		fmt.Fprintf(stdout, "wrote a consistent copy of %s to %s (%s)\n", sf.where(), to, res.summary)
+		return nil
+	}
+	rep := *res.report
 	fmt.Fprintf(stdout, "wrote a consistent copy of %s to %s (verified before it got its name: %d runs checked, %d violations)\n",
 		sf.where(), to, rep.Runs, len(rep.Violations))
 	if !rep.OK() {
@@ -81,68 +96,80 @@ Flags:
 	return nil
 }
 
-// backup copies the store sf names to the new file to, and returns the
-// Verify report of the copy, made read-only before the copy got its name.
-// Violations do not fail the backup (a copy of a store with violations has
-// them too, and is worth keeping); a copy Verify cannot read does.
-func backup(ctx context.Context, sf storeFlags, to string) (rep workflow.VerifyReport, err error) {
+// backupFile copies the file store sf names to the new file to with the
+// adapter's Backup, and returns the Verify report of the copy, made
+// read-only before the copy got its name. Violations do not fail the
+// backup (a copy of a store with violations has them too, and is worth
+// keeping); a copy Verify cannot read does.
+func backupFile(ctx context.Context, sf *storeFlags, to string) (backupResult, error) {
 	b, err := sf.openExisting(ctx)
 	if errors.Is(err, errNeedsMigration) {
-		return rep, fmt.Errorf("%w; to keep a copy of the old version, copy the file (cp) while no process has the store open", err)
+		return backupResult{}, fmt.Errorf("%w; to keep a copy of the old version, copy the file (cp) while no process has the store open", err)
 	}
 	if err != nil {
-		return rep, err
+		return backupResult{}, err
 	}
 	defer b.Close()
 	bk, ok := b.(backupper)
 	if !ok {
-		return rep, fmt.Errorf("the %s adapter has no native backup", sf.backend)
+		return backupResult{}, fmt.Errorf("the %s adapter has no native backup", sf.backend)
 	}
+	var rep workflow.VerifyReport
 	err = bk.Backup(ctx, to, func(ctx context.Context, path string) error {
 		var err error
 		rep, err = verifyReadOnly(ctx, sf.backend, path)
 		return err
 	})
-	return rep, err
+	return backupResult{report: &rep}, err
 }
 
 // verifyReadOnly runs the Store's Verify on the file store at path through
-// a read-only handle: nothing can be written to it.
+// a read-only handle (the row's openCopy): nothing can be written to it.
 func verifyReadOnly(ctx context.Context, backendName, path string) (workflow.VerifyReport, error) {
-	var b backend.Backend
-	switch backendName {
-	case "sqlite":
-		abs, err := filepath.Abs(path)
-		if err != nil {
-			return workflow.VerifyReport{}, err
-		}
-		u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs),
-			RawQuery: url.Values{"mode": {"ro"}, "immutable": {"1"}, "_pragma": {"query_only(1)"}}.Encode()}
-		db, err := sql.Open("sqlite", u.String())
-		if err != nil {
-			return workflow.VerifyReport{}, err
-		}
-		defer db.Close()
-		db.SetMaxOpenConns(2)
-		sb, err := sqlite.OpenDB(ctx, db)
-		if err != nil {
-			return workflow.VerifyReport{}, err
-		}
-		b = sb
-	case "bolt":
-		db, err := bbolt.Open(path, 0, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
-		if err != nil {
-			return workflow.VerifyReport{}, err
-		}
-		defer db.Close()
-		bb, err := bolt.OpenDB(ctx, db)
-		if err != nil {
-			return workflow.VerifyReport{}, err
-		}
-		b = bb
-	default:
+	spec, ok := lookupBackend(backendName)
+	if !ok || spec.openCopy == nil {
 		return workflow.VerifyReport{}, fmt.Errorf("no read-only verify for %s", backendName)
 	}
+	b, closeCopy, err := spec.openCopy(ctx, path)
+	if err != nil {
+		return workflow.VerifyReport{}, err
+	}
+	defer closeCopy()
 	defer b.Close()
 	return workflow.New(b).Verify(ctx, workflow.VerifyOptions{})
+}
+
+// openSQLiteCopy opens the SQLite file at path read-only and immutable.
+func openSQLiteCopy(ctx context.Context, path string) (backend.Backend, func(), error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs),
+		RawQuery: url.Values{"mode": {"ro"}, "immutable": {"1"}, "_pragma": {"query_only(1)"}}.Encode()}
+	db, err := sql.Open("sqlite", u.String())
+	if err != nil {
+		return nil, nil, err
+	}
+	db.SetMaxOpenConns(2)
+	sb, err := sqlite.OpenDB(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return sb, func() { db.Close() }, nil
+}
+
+// openBoltCopy opens the bbolt file at path read-only.
+func openBoltCopy(ctx context.Context, path string) (backend.Backend, func(), error) {
+	db, err := bbolt.Open(path, 0, &bbolt.Options{ReadOnly: true, Timeout: time.Second})
+	if err != nil {
+		return nil, nil, err
+	}
+	bb, err := bolt.OpenDB(ctx, db)
+	if err != nil {
+		db.Close()
+		return nil, nil, err
+	}
+	return bb, func() { db.Close() }, nil
 }

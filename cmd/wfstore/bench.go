@@ -19,7 +19,7 @@ import (
 func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := flag.NewFlagSet("wfstore bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	backends := fs.String("backends", "sqlite,bolt,postgres", "comma-separated backends to measure: sqlite, bolt, postgres, etcd")
+	backends := fs.String("backends", "sqlite,bolt,postgres", "comma-separated backends to measure: "+backendNames(nil))
 	quick := fs.Bool("quick", false, "smaller sizes: N=2000, 10000 per batch-mode workload, 100k historical attempts")
 	n := fs.Int("n", 0, "admissions per workload (default 2000 with --quick, 10000 without)")
 	workers := fs.Int("workers", 8, "dispatchers in the parallel and racing workloads")
@@ -55,33 +55,23 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 
 	cfg := wfbench.Config{Quick: *quick, N: *n, BatchN: *batchN, Workers: *workers, History: *history, Dir: *dir, Progress: stderr}
 	var skipped [][2]string
+	settings := benchSettings{dsn: *dsn, etcdEndpoints: *etcdEndpoints, etcdOps: *etcdOps}
 	for _, b := range strings.Split(*backends, ",") {
-		switch strings.TrimSpace(b) {
-		case "sqlite":
-			cfg.Targets = append(cfg.Targets, wfbench.SQLite())
-		case "bolt":
-			cfg.Targets = append(cfg.Targets, wfbench.Bolt())
-		case "postgres":
-			if *dsn == "" {
-				skipped = append(skipped, [2]string{"postgres", "no DSN (set --dsn or WFSTORE_POSTGRES_DSN)"})
-				continue
-			}
-			cfg.Targets = append(cfg.Targets, wfbench.Postgres(*dsn))
-		case "etcd":
-			eps := *etcdEndpoints
-			if eps == "" {
-				eps = os.Getenv("WFSTORE_ETCD_ENDPOINTS")
-			}
-			if eps == "" {
-				skipped = append(skipped, [2]string{"etcd", "no endpoints (set --etcd or WFSTORE_ETCD_ENDPOINTS)"})
-				continue
-			}
-			cfg.Targets = append(cfg.Targets, wfbench.Etcd(strings.Split(eps, ","), *etcdOps))
-		case "":
-		default:
-			fmt.Fprintf(stderr, "wfstore bench: unknown backend %q (sqlite, bolt, postgres, etcd)\n", b)
+		name := strings.TrimSpace(b)
+		if name == "" {
+			continue
+		}
+		spec, ok := lookupBackend(name)
+		if !ok {
+			fmt.Fprintf(stderr, "wfstore bench: unknown backend %q (valid values: %s)\n", name, backendNames(nil))
 			return errUsage
 		}
+		target, skip := spec.benchTarget(settings)
+		if skip != "" {
+			skipped = append(skipped, [2]string{name, skip})
+			continue
+		}
+		cfg.Targets = append(cfg.Targets, target)
 	}
 	for _, s := range skipped {
 		fmt.Fprintf(stderr, "wfstore bench: %s skipped: %s\n", s[0], s[1])
@@ -175,4 +165,33 @@ func missedError(checks []wfbench.Check) error {
 		return fmt.Errorf("1 target missed: %s", lines[0])
 	}
 	return fmt.Errorf("%d targets missed:\n%s", len(lines), strings.Join(lines, "\n"))
+}
+
+// benchSettings are the bench flags a backend's target needs.
+type benchSettings struct {
+	dsn           string // postgres
+	etcdEndpoints string // comma-separated
+	etcdOps       int
+}
+
+func benchSQLite(benchSettings) (wfbench.Target, string) { return wfbench.SQLite(), "" }
+
+func benchBolt(benchSettings) (wfbench.Target, string) { return wfbench.Bolt(), "" }
+
+func benchPostgres(s benchSettings) (wfbench.Target, string) {
+	if s.dsn == "" {
+		return wfbench.Target{}, "no DSN (set --dsn or WFSTORE_POSTGRES_DSN)"
+	}
+	return wfbench.Postgres(s.dsn), ""
+}
+
+func benchEtcd(s benchSettings) (wfbench.Target, string) {
+	eps := s.etcdEndpoints
+	if eps == "" {
+		eps = os.Getenv("WFSTORE_ETCD_ENDPOINTS")
+	}
+	if eps == "" {
+		return wfbench.Target{}, "no endpoints (set --etcd or WFSTORE_ETCD_ENDPOINTS)"
+	}
+	return wfbench.Etcd(strings.Split(eps, ","), s.etcdOps), ""
 }

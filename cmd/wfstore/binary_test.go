@@ -81,5 +81,6 @@ func TestMain(m *testing.M) {
 		return true
 	})
 	pgtest.StopAll()
+	stopTestEtcd()
 	os.Exit(code)
 }

@@ -45,7 +45,7 @@ func conform(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	var c conformConfig
 	fs := flag.NewFlagSet("conform", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&c.backend, "backend", "sqlite", "adapter to certify: sqlite, postgres or bolt")
+	fs.StringVar(&c.backend, "backend", "sqlite", "adapter to certify: "+backendNames(conformable))
 	fs.StringVar(&c.dsn, "dsn", "", "postgres: connection string of the database to work in (each case gets a scratch schema, dropped afterwards)")
 	fs.StringVar(&c.dir, "dir", "", "sqlite, bolt: directory for the scratch store files (default: the system temp dir; removed afterwards)")
 	fs.StringVar(&c.run, "run", "", "only cases whose name matches this pattern (e.g. 'contract/' or 'store/admission'); '/' separates tier and case")
@@ -77,20 +77,22 @@ Flags:
 	if ok, err := parseFlags(fs, args, stderr); !ok {
 		return err
 	}
-	switch c.backend {
-	case "sqlite", "bolt":
+	spec, ok := lookupBackend(c.backend)
+	if !ok || !conformable(spec) {
+		return errUnknownBackend(c.backend, conformable)
+	}
+	switch spec.loc {
+	case byFile:
 		if c.dsn != "" {
-			return usageErrorf("--dsn is for --backend postgres, not %s", c.backend)
+			return usageErrorf("--dsn is for --backend %s, not %s", namesWith(byDSN), c.backend)
 		}
-	case "postgres":
+	case byDSN:
 		if c.dsn == "" {
-			return usageErrorf("--backend postgres needs --dsn")
+			return usageErrorf("--backend %s needs --dsn", c.backend)
 		}
 		if c.dir != "" {
-			return usageErrorf("--dir is for the file backends (sqlite, bolt)")
+			return usageErrorf("--dir is for the file backends (%s)", namesWith(byFile))
 		}
-	default:
-		return usageErrorf("unknown --backend %q (valid values: %s)", c.backend, backendValues)
 	}
 	if c.parallel < 1 {
 		return usageErrorf("--parallel must be at least 1")
@@ -184,7 +186,7 @@ func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (ch
 	if c.relaxed {
 		cmd.Env = append(cmd.Env, envConformRelaxed+"=1")
 	}
-	if c.backend == "postgres" {
+	if spec, _ := lookupBackend(c.backend); spec.loc == byDSN {
 		cmd.Env = append(cmd.Env, envConformScratch+"="+c.scratch)
 	} else {
 		cmd.Env = append(cmd.Env, "TMPDIR="+c.scratch)
@@ -240,7 +242,7 @@ func isConformChild() bool { return os.Getenv(envConformBackend) != "" }
 // left there once the suite has ended, which returns one sentence saying
 // what it did or what is left.
 func (c *conformConfig) makeScratch(stderr io.Writer) (cleanup func() string, err error) {
-	if c.backend == "postgres" {
+	if spec, _ := lookupBackend(c.backend); spec.loc == byDSN {
 		if c.scratch, err = newScratchPrefix(); err != nil {
 			return nil, err
 		}

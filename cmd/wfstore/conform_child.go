@@ -43,58 +43,68 @@ func conformChild() {
 // its default (durable) mode unless relaxed. Postgres scratch schemas are
 // named prefix followed by random hex digits.
 func conformHarness(name, dsn, prefix string, relaxed bool) (conformance.Harness, error) {
-	file := func(t testing.TB) string { return filepath.Join(t.TempDir(), "store.db") }
-	switch name {
-	case "sqlite":
-		var opts []sqlite.Option
-		if relaxed {
-			opts = append(opts, sqlite.WithRelaxedDurability())
-		}
-		return conformance.Harness{Name: "sqlite", New: file,
-			Open: func(ctx context.Context, loc string) (backend.Backend, error) { return sqlite.Open(ctx, loc, opts...) },
-		}, nil
-	case "bolt":
-		var opts []bolt.Option
-		if relaxed {
-			opts = append(opts, bolt.WithRelaxedDurability())
-		}
-		return conformance.Harness{Name: "bolt", New: file,
-			Open: func(ctx context.Context, loc string) (backend.Backend, error) { return bolt.Open(ctx, loc, opts...) },
-			Verify: func(ctx context.Context, b backend.Backend) error {
-				bb, ok := b.(*bolt.Backend)
-				if !ok {
-					return fmt.Errorf("verify: %T is not a *bolt.Backend", b)
-				}
-				return bb.Verify(ctx)
-			},
-		}, nil
-	case "postgres":
-		if dsn == "" {
-			return conformance.Harness{}, fmt.Errorf("postgres needs a DSN")
-		}
-		var opts []postgres.Option
-		if relaxed {
-			opts = append(opts, postgres.WithRelaxedDurability())
-		}
-		return conformance.Harness{Name: "postgres",
-			New: func(t testing.TB) string {
-				schema, err := createScratchSchema(context.Background(), dsn, prefix)
-				if err != nil {
-					t.Fatalf("creating a scratch schema: %v", err)
-				}
-				t.Cleanup(func() {
-					if err := dropScratchSchema(context.Background(), dsn, schema); err != nil {
-						t.Errorf("dropping scratch schema %s: %v", schema, err)
-					}
-				})
-				return schema
-			},
-			Open: func(ctx context.Context, schema string) (backend.Backend, error) {
-				return postgres.Open(ctx, withPoolSize(dsn, 4), append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
-			},
-		}, nil
+	spec, ok := lookupBackend(name)
+	if !ok || spec.harness == nil {
+		return conformance.Harness{}, fmt.Errorf("unknown backend %q", name)
 	}
-	return conformance.Harness{}, fmt.Errorf("unknown backend %q", name)
+	return spec.harness(dsn, prefix, relaxed)
+}
+
+// scratchFile is a conformance case's store file.
+func scratchFile(t testing.TB) string { return filepath.Join(t.TempDir(), "store.db") }
+
+func sqliteHarness(_, _ string, relaxed bool) (conformance.Harness, error) {
+	var opts []sqlite.Option
+	if relaxed {
+		opts = append(opts, sqlite.WithRelaxedDurability())
+	}
+	return conformance.Harness{Name: "sqlite", New: scratchFile,
+		Open: func(ctx context.Context, loc string) (backend.Backend, error) { return sqlite.Open(ctx, loc, opts...) },
+	}, nil
+}
+
+func boltHarness(_, _ string, relaxed bool) (conformance.Harness, error) {
+	var opts []bolt.Option
+	if relaxed {
+		opts = append(opts, bolt.WithRelaxedDurability())
+	}
+	return conformance.Harness{Name: "bolt", New: scratchFile,
+		Open: func(ctx context.Context, loc string) (backend.Backend, error) { return bolt.Open(ctx, loc, opts...) },
+		Verify: func(ctx context.Context, b backend.Backend) error {
+			bb, ok := b.(*bolt.Backend)
+			if !ok {
+				return fmt.Errorf("verify: %T is not a *bolt.Backend", b)
+			}
+			return bb.Verify(ctx)
+		},
+	}, nil
+}
+
+func postgresHarness(dsn, prefix string, relaxed bool) (conformance.Harness, error) {
+	if dsn == "" {
+		return conformance.Harness{}, fmt.Errorf("postgres needs a DSN")
+	}
+	var opts []postgres.Option
+	if relaxed {
+		opts = append(opts, postgres.WithRelaxedDurability())
+	}
+	return conformance.Harness{Name: "postgres",
+		New: func(t testing.TB) string {
+			schema, err := createScratchSchema(context.Background(), dsn, prefix)
+			if err != nil {
+				t.Fatalf("creating a scratch schema: %v", err)
+			}
+			t.Cleanup(func() {
+				if err := dropScratchSchema(context.Background(), dsn, schema); err != nil {
+					t.Errorf("dropping scratch schema %s: %v", schema, err)
+				}
+			})
+			return schema
+		},
+		Open: func(ctx context.Context, schema string) (backend.Backend, error) {
+			return postgres.Open(ctx, withPoolSize(dsn, 4), append([]postgres.Option{postgres.WithSchema(schema)}, opts...)...)
+		},
+	}, nil
 }
 
 // scratchPrefix begins the name of every schema conform creates; it drops
@@ -170,8 +180,8 @@ func probeAdapter(ctx context.Context, c conformConfig) (backend.Info, backend.C
 	}
 	var loc string
 	var cleanup func()
-	switch c.backend {
-	case "postgres":
+	switch spec, _ := lookupBackend(c.backend); spec.loc {
+	case byDSN:
 		schema, err := createScratchSchema(ctx, c.dsn, c.scratch)
 		if err != nil {
 			return backend.Info{}, backend.Capabilities{}, err

@@ -43,9 +43,18 @@ when complete, so an interrupted import leaves no target (a killed one may
 leave a hidden .NAME.import-* folder beside it, safe to delete).
 PostgreSQL: the target schema must hold no run; the records commit in one
 transaction, so an interrupted import leaves the schema empty.
+etcd: the prefix must be empty or hold a store without runs. One etcd
+transaction holds at most --max-txn-ops operations, so the records are
+written in many; while they are, the prefix is marked as an unfinished
+import, which no command or program opens as a store. The mark is
+replaced by the store's own only after the checks above passed. An
+import that fails removes what it wrote; one that was killed leaves the
+mark: run the same import again and it starts over and finishes (an
+import of another stream is refused, naming the unfinished one).
 
   wfstore import --backend postgres --dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable' --in store.jsonl
   wfstore export --db a.db | wfstore import --backend bolt --db b.bolt
+  wfstore import --backend etcd --endpoints http://127.0.0.1:2379 --prefix wfstore/ --in store.jsonl
 
 Flags:
 `)
@@ -81,12 +90,12 @@ Flags:
 		return err
 	}
 	defer st.close()
-	if sf.backend == "postgres" {
-		err = importOpened(ctx, &sf, st)
-	} else {
-		err = importFile(ctx, &sf, st)
-	}
+	err = sf.spec().importInto(ctx, &sf, st)
 	if err != nil {
+		var left *interruptedError
+		if errors.As(err, &left) {
+			return left // the import says what it left
+		}
 		if ctx.Err() != nil {
 			return &interruptedError{left: "nothing was imported; " + sf.where() + " is as it was"}
 		}
@@ -312,33 +321,39 @@ func importInto(ctx context.Context, b backend.Backend, where string, st *checke
 				return fmt.Errorf("inserting records: %w", err)
 			}
 		}
-		in := inTx{Backend: b, tx: tx}
-		rep, err := workflow.New(in).Verify(ctx, workflow.VerifyOptions{MaxViolations: 20})
-		if err != nil {
-			return err
-		}
-		if !rep.OK() {
-			var lines []string
-			for _, v := range rep.Violations {
-				lines = append(lines, fmt.Sprintf("line %d (the run's record): %s", st.runLine[v.RunID], v))
-			}
-			more := ""
-			if rep.Truncated {
-				more = " (and more)"
-			}
-			return fmt.Errorf("the stream breaks the store's invariants%s; nothing was imported:\n%s", more, strings.Join(lines, "\n"))
-		}
-		got, err := storeDigest(ctx, in)
-		if err != nil {
-			return err
-		}
-		if got.set != st.set || got.n != st.records {
-			return fmt.Errorf("the %d records read back differ from the stream's %d: some record did not round-trip; nothing was imported",
-				got.n, st.records)
-		}
-		st.stored = got.sum()
-		return nil
+		return checkImported(ctx, inTx{Backend: b, tx: tx}, st)
 	})
+}
+
+// checkImported checks the store's invariants (as "wfstore verify" does)
+// and that its records read back with the stream's digest, which it
+// records in st.stored.
+func checkImported(ctx context.Context, b backend.Backend, st *checkedStream) error {
+	rep, err := workflow.New(b).Verify(ctx, workflow.VerifyOptions{MaxViolations: 20})
+	if err != nil {
+		return err
+	}
+	if !rep.OK() {
+		var lines []string
+		for _, v := range rep.Violations {
+			lines = append(lines, fmt.Sprintf("line %d (the run's record): %s", st.runLine[v.RunID], v))
+		}
+		more := ""
+		if rep.Truncated {
+			more = " (and more)"
+		}
+		return fmt.Errorf("the stream breaks the store's invariants%s; nothing was imported:\n%s", more, strings.Join(lines, "\n"))
+	}
+	got, err := storeDigest(ctx, b)
+	if err != nil {
+		return err
+	}
+	if got.set != st.set || got.n != st.records {
+		return fmt.Errorf("the %d records read back differ from the stream's %d: some record did not round-trip; nothing was imported",
+			got.n, st.records)
+	}
+	st.stored = got.sum()
+	return nil
 }
 
 // inTx is a Backend whose reads see one open transaction: Verify and the

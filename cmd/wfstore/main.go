@@ -3,7 +3,7 @@
 //	wfstore demo    [flags]         a short story of admissions on an embedded SQLite file
 //	wfstore bench   [flags]         benchmark the backends side by side
 //	wfstore conform [flags]         run the conformance suite against a live store
-//	wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store
+//	wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store, or an etcd snapshot
 //	wfstore migrate status|up [flags]  show or apply schema migrations
 //	wfstore inspect runs|run|events [flags]  read runs, one run, a run's events
 //	wfstore verify  [flags]         check a store's durable invariants
@@ -236,7 +236,7 @@ Usage:
   wfstore demo    [flags]         a short story of admissions on an embedded SQLite file
   wfstore bench   [flags]         benchmark the backends side by side
   wfstore conform [flags]         run the conformance suite against a live store
-  wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store
+  wfstore backup  [flags]         write a consistent copy of a SQLite or bbolt store, or an etcd snapshot
   wfstore migrate status|up [flags]  show or apply schema migrations
   wfstore inspect runs|run|events [flags]  read runs, one run, a run's events
   wfstore verify  [flags]         check a store's durable invariants

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -26,12 +25,14 @@ func migrateCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 
 Opening a store migrates it too; "up" does it ahead of a deployment. A store
 written by a newer wfstore, or a file or schema wfstore did not create, is
-refused and left as it is. SQLite and Postgres have schema migrations this
-command shows and applies; a bbolt store of an older format version is
-migrated by any writable open of it.
+refused and left as it is. SQLite, Postgres and etcd have schema
+migrations this command shows and applies (etcd's: one compare-and-set
+transaction on the store's version key); a bbolt store of an older format
+version is migrated by any writable open of it.
 
   wfstore migrate status --db wfstore-demo.db
   wfstore migrate up --backend postgres --dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
+  wfstore migrate status --backend etcd --endpoints http://127.0.0.1:2379 --prefix wfstore/
 
 Flags:
 `)
@@ -52,36 +53,14 @@ Flags:
 	if err := sf.check(); err != nil {
 		return err
 	}
+	spec := sf.spec()
+	if spec.migrate == nil {
+		return unsupported(spec.noMigrate)
+	}
 	// before: the version read before migrating; found: the version
 	// found under the migration lock (another migrator may have done the
 	// work in between).
-	var before, found, supported int64
-	var err error
-	switch sf.backend {
-	case "bolt":
-		return errors.New("bolt stores are migrated by any writable open of them, not by this command; opening one checks its format version")
-	case "sqlite":
-		var st sqlite.SchemaStatus
-		st, err = sqlite.ReadSchemaStatus(ctx, sf.path)
-		before = st.Found
-		if verb == "up" && err == nil {
-			st, err = sqlite.Migrate(ctx, sf.path)
-		}
-		found, supported = st.Found, st.Supported
-	case "postgres":
-		pool, perr := pgxpool.New(ctx, sf.dsn)
-		if perr != nil {
-			return redactErr(fmt.Errorf("connecting to %s: %w", redactDSN(sf.dsn), perr), sf.dsn)
-		}
-		defer pool.Close()
-		var st postgres.SchemaStatus
-		st, err = postgres.ReadSchemaStatus(ctx, pool, sf.schema)
-		before = st.Found
-		if verb == "up" && err == nil {
-			st, err = postgres.Migrate(ctx, pool, sf.schema)
-		}
-		found, supported = st.Found, st.Supported
-	}
+	before, found, supported, err := spec.migrate(ctx, &sf, verb == "up")
 	if err != nil && ctx.Err() != nil {
 		if verb == "status" {
 			return &interruptedError{left: "nothing was written (status only reads the store)"}
@@ -111,4 +90,27 @@ Flags:
 		fmt.Fprintf(stdout, "%s: migrated from schema version %d to %d\n", sf.where(), found, supported)
 	}
 	return nil
+}
+
+func migrateSQLite(ctx context.Context, sf *storeFlags, up bool) (before, found, supported int64, err error) {
+	st, err := sqlite.ReadSchemaStatus(ctx, sf.path)
+	before = st.Found
+	if up && err == nil {
+		st, err = sqlite.Migrate(ctx, sf.path)
+	}
+	return before, st.Found, st.Supported, err
+}
+
+func migratePostgres(ctx context.Context, sf *storeFlags, up bool) (before, found, supported int64, err error) {
+	pool, err := pgxpool.New(ctx, sf.dsn)
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("connecting to %s: %w", redactDSN(sf.dsn), err)
+	}
+	defer pool.Close()
+	st, err := postgres.ReadSchemaStatus(ctx, pool, sf.schema)
+	before = st.Found
+	if up && err == nil {
+		st, err = postgres.Migrate(ctx, pool, sf.schema)
+	}
+	return before, st.Found, st.Supported, err
 }

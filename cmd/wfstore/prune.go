@@ -36,7 +36,7 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	sf.register(fs)
 	fs.Var(&runs, "run", "a run to prune (repeat the flag for several; at most 1000)")
 	fs.StringVar(&before, "finished-before", "", "cut-off, RFC 3339: skip runs last updated at or after it")
-	fs.IntVar(&batch, "batch", 0, "records deleted per transaction, 1..1000 (0 = 100)")
+	fs.IntVar(&batch, "batch", 0, "records deleted per transaction, 1..1000 (0 = 100; etcd: --max-txn-ops/16)")
 	fs.BoolVar(&dry, "dry-run", false, "count what would be deleted and write nothing")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
 	fs.BoolVar(&all, "all-finished", false, "instead of --run: every completed or cancelled run of a finished tree that finished before --finished-before (required), a page at a time (failed runs are pruned only when named)")
@@ -85,6 +85,9 @@ Flags:
 	case !all && (after != "" || limit != 0):
 		return errors.New("--after and --limit go with --all-finished")
 	}
+	if batch == 0 {
+		batch = sf.spec().writeBatch(&sf)
+	}
 	opts := workflow.PruneOptions{Runs: runs, BatchSize: batch, DryRun: dry, AllFinished: all, After: after, Limit: limit}
 	if before != "" {
 		t, err := time.Parse(time.RFC3339Nano, before)
@@ -103,7 +106,7 @@ Flags:
 	defer b.Close()
 	rep, err := workflow.New(b).Prune(ctx, opts, time.Now())
 	if err != nil {
-		return err
+		return sf.explain(err)
 	}
 	if asJSON {
 		enc := json.NewEncoder(stdout)
