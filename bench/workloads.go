@@ -387,7 +387,7 @@ func (p *retryP) run(ctx context.Context, k int, rec *recorder) error {
 			return fmt.Errorf("retry: retryable failure scheduled nothing: %v", err)
 		}
 		p.clock = res.Schedule.Due
-		rq, err := p.env.Store.ConsumeNextDueRetry(ctx, key.RunID, p.now())
+		rq, err := p.env.Store.Engine().ConsumeNextDueRetry(ctx, key.RunID, p.now())
 		if err != nil || rq == nil || rq.NextAttempt != 2 {
 			return fmt.Errorf("retry: consume: %v %+v", err, rq)
 		}

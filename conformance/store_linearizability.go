@@ -349,11 +349,11 @@ func (w *linWorker) loop(ctx context.Context, n int) {
 			w.dispatch(ctx, r, gen)
 		case p < 45:
 			call := w.h.now()
-			err := w.s.Handoff(ctx, ak, auth, w.now())
+			err := w.s.Engine().Handoff(ctx, ak, auth, w.now())
 			w.h.add(w.id, linIn{Op: "handoff", Run: r.id, N: last, Gen: gen}, call, linErr(err))
 		case p < 55:
 			call := w.h.now()
-			err := w.s.PersistReceipt(ctx, ak, ownerReceipt(identity), auth, w.now())
+			err := w.s.Engine().PersistReceipt(ctx, ak, ownerReceipt(identity), auth, w.now())
 			w.h.add(w.id, linIn{Op: "receipt", Run: r.id, N: last, Gen: gen}, call, linErr(err))
 		case p < 70:
 			call := w.h.now()
@@ -363,7 +363,7 @@ func (w *linWorker) loop(ctx context.Context, n int) {
 			w.h.add(w.id, linIn{Op: "observe", Run: r.id, N: last}, call, out)
 		case p < 90:
 			call := w.h.now()
-			rq, err := w.s.ConsumeDueRetry(ctx, k, ms(10_000_000))
+			rq, err := w.s.Engine().ConsumeDueRetry(ctx, k, ms(10_000_000))
 			out := linErr(err)
 			if err == nil {
 				out.N = rq.NextAttempt

@@ -133,7 +133,7 @@ func refIdentities(refs []workflow.AttemptRef) []string {
 // intent naming it; it must produce an attempt.
 func prep(e *env, s *workflow.Store, k workflow.ActivationKey, effect workflow.Effect, at time.Time) *workflow.PreparedDispatch {
 	e.T.Helper()
-	p, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: effect, Intent: json.RawMessage(`{"do":` + jsonString(k.ActivationID) + `}`)}, at)
+	p, err := s.Engine().PreparePending(e.Ctx, k, workflow.Plan{SideEffect: effect, Intent: json.RawMessage(`{"do":` + jsonString(k.ActivationID) + `}`)}, at)
 	require.NoError(e.T, err, "prepare %v", k)
 	require.NotNil(e.T, p, "prepare %v found nothing pending", k)
 	return p

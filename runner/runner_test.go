@@ -501,7 +501,7 @@ func TestStartPersistsLateReceiptsOfRepairRequiredAttempts(t *testing.T) {
 		return nil
 	}}, clock.Now())
 	require.ErrorIs(t, err, crash)
-	rs, err := s.ReconcilePrepared(ctx, workflow.ReconcileOptions{}, clock.Now())
+	rs, err := s.Engine().ReconcilePrepared(ctx, workflow.ReconcileOptions{}, clock.Now())
 	require.NoError(t, err)
 	require.Len(t, rs.RepairRequired, 1)
 	id := rs.RepairRequired[0].Identity
@@ -533,7 +533,7 @@ func TestStartSkipsTimedOutAttemptsWhoseReceiptIsKept(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ds.Admitted, 1)
 	id := ds.Admitted[0].Identity
-	res, err := s.SettleTimedOut(ctx, id, workflow.TimeoutOptions{Default: time.Second}, clock.Now().Add(time.Minute))
+	res, err := s.Engine().SettleTimedOut(ctx, id, workflow.TimeoutOptions{Default: time.Second}, clock.Now().Add(time.Minute))
 	require.NoError(t, err)
 	require.Equal(t, workflow.AttemptRepairRequired, res.Status)
 	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("r2", "b"), Input: json.RawMessage(`{}`)}, clock.Now())

@@ -98,7 +98,7 @@ func (r *Runner) checkStuck(ctx context.Context) error {
 		}
 		w.scanning, w.cursor = true, workflow.StuckCursor{}
 	}
-	page, err := r.store.StuckAttempts(ctx, workflow.StuckScan{RunID: r.cfg.runID, OlderThan: w.age, Cursor: w.cursor, Limit: workflow.MaxPageLimit}, now)
+	page, err := r.store.Engine().StuckAttempts(ctx, workflow.StuckScan{RunID: r.cfg.runID, OlderThan: w.age, Cursor: w.cursor, Limit: workflow.MaxPageLimit}, now)
 	if err != nil {
 		return fmt.Errorf("stuck attempts: %w", err)
 	}

@@ -78,7 +78,7 @@ func (r *Runner) settleTimeouts(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
-	page, err := r.store.TimedOutAttempts(ctx, workflow.TimeoutScan{RunID: r.cfg.runID, Default: w.def, Cursor: w.cursor, Limit: workflow.MaxPageLimit}, now)
+	page, err := r.store.Engine().TimedOutAttempts(ctx, workflow.TimeoutScan{RunID: r.cfg.runID, Default: w.def, Cursor: w.cursor, Limit: workflow.MaxPageLimit}, now)
 	if err != nil {
 		return 0, fmt.Errorf("timed-out attempts: %w", err)
 	}
@@ -105,7 +105,7 @@ func (r *Runner) settleTimeouts(ctx context.Context) (int, error) {
 		if t.Attempt.Key.RunID == r.cfg.runID {
 			opts.Authority = r.cfg.authority
 		}
-		res, err := r.store.SettleTimedOut(ctx, id, opts, r.cfg.clock.Now())
+		res, err := r.store.Engine().SettleTimedOut(ctx, id, opts, r.cfg.clock.Now())
 		if errors.Is(err, workflow.ErrIneligible) {
 			delete(w.cancelled, id) // it moved on, or is not due by this runner's clock
 			continue

@@ -111,7 +111,7 @@ func TestAdmissionRereadsChangedRecords(t *testing.T) {
 		if b == workflow.IntentCommitted && p.Activation.Key != other {
 			// Another dispatcher prepares a2: the run's counters and event
 			// sequence change under a1's handoff.
-			_, err := s.PreparePending(ctx, other, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{"op":"y"}`)}, now.Add(2*time.Second))
+			_, err := s.Engine().PreparePending(ctx, other, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{"op":"y"}`)}, now.Add(2*time.Second))
 			return err
 		}
 		return nil

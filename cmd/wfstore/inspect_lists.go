@@ -63,7 +63,7 @@ func inspectActivations(ctx context.Context, s *workflow.Store, runID string, fr
 		return err
 	}
 	var acts []backend.Activation
-	if err := s.Backend().View(ctx, func(r backend.ReadTx) error {
+	if err := s.Engine().Backend().View(ctx, func(r backend.ReadTx) error {
 		var err error
 		acts, err = r.Activations(ctx, backend.ActivationQuery{RunID: runID, After: from, Limit: limit + 1})
 		return err
@@ -82,7 +82,7 @@ func inspectAttempts(ctx context.Context, s *workflow.Store, runID string, from 
 		return err
 	}
 	var atts []backend.Attempt
-	if err := s.Backend().View(ctx, func(r backend.ReadTx) error {
+	if err := s.Engine().Backend().View(ctx, func(r backend.ReadTx) error {
 		var err error
 		atts, err = r.Attempts(ctx, backend.AttemptQuery{RunID: runID, After: from, Descending: true, Limit: limit + 1})
 		return err

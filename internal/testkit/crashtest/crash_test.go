@@ -724,7 +724,7 @@ func (c *crashRun) reconcile(ctx context.Context) windows {
 	o := newOwner(l, func(string) {}, false)
 	var w windows
 	c.withStore(ctx, func(s *workflow.Store) {
-		sum, err := s.ReconcilePrepared(ctx, workflow.ReconcileOptions{Limit: workflow.MaxPageLimit, Lookup: o}, time.Now())
+		sum, err := s.Engine().ReconcilePrepared(ctx, workflow.ReconcileOptions{Limit: workflow.MaxPageLimit, Lookup: o}, time.Now())
 		if err != nil {
 			t.Fatalf("reconcile: %v", err)
 		}
@@ -769,7 +769,7 @@ func (c *crashRun) reconcile(ctx context.Context) windows {
 				}
 			}
 		}
-		if _, err := s.Redispatch(ctx, o, workflow.ReconcileOptions{Limit: workflow.MaxPageLimit}, time.Now()); err != nil {
+		if _, err := s.Engine().Redispatch(ctx, o, workflow.ReconcileOptions{Limit: workflow.MaxPageLimit}, time.Now()); err != nil {
 			t.Fatalf("redispatch: %v", err)
 		}
 	})
@@ -859,7 +859,7 @@ func (c *crashRun) verify(ctx context.Context) {
 			}
 		}
 		t.Logf("%d attempts %v; owner ledger: %d identities called, %d receipts, %d refusals", len(atts), status, len(calls), len(receipts), len(st.Refused))
-		if vb, ok := s.Backend().(interface{ Verify(context.Context) error }); ok {
+		if vb, ok := s.Engine().Backend().(interface{ Verify(context.Context) error }); ok {
 			if err := vb.Verify(ctx); err != nil {
 				t.Errorf("Verify: %v", err)
 			}
