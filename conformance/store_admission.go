@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -143,16 +144,16 @@ func caseUnsupported(e *env) {
 
 func caseFaultMatrix(e *env) {
 	rows := []struct {
-		at       workflow.Boundary
+		at       faultseam.Boundary
 		calls    int
 		status   workflow.AttemptStatus
 		receipt  bool
 		handoff  workflow.Handoff
 		actState workflow.ActivationStatus
 	}{
-		{workflow.IntentCommitted, 0, workflow.AttemptPrepared, false, workflow.HandoffPending, workflow.ActivationRunning},
-		{workflow.OwnerAccepted, 1, workflow.AttemptPrepared, false, workflow.HandoffRecorded, workflow.ActivationRunning},
-		{workflow.ReceiptCommitted, 1, workflow.AttemptAdmitted, true, workflow.HandoffRecorded, workflow.ActivationRunning},
+		{faultseam.IntentCommitted, 0, workflow.AttemptPrepared, false, workflow.HandoffPending, workflow.ActivationRunning},
+		{faultseam.OwnerAccepted, 1, workflow.AttemptPrepared, false, workflow.HandoffRecorded, workflow.ActivationRunning},
+		{faultseam.ReceiptCommitted, 1, workflow.AttemptAdmitted, true, workflow.HandoffRecorded, workflow.ActivationRunning},
 	}
 	s := store(e)
 	o := newOwner()
@@ -160,13 +161,13 @@ func caseFaultMatrix(e *env) {
 		run := fmt.Sprintf("r%d", i)
 		mkRun(e, s, run, workflow.Limits{}, nil)
 		mkAct(e, s, key(run, "n", "a"))
-		fault := func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
+		fault := func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
 			if b == row.at {
 				return errInjected
 			}
 			return nil
 		}
-		_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{RunID: run, Limit: 10, Fault: fault}, ms(10))
+		_, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, workflow.DispatchOptions{RunID: run, Limit: 10}, ms(10))
 		requireIs(e.T, err, errInjected, "fault at %s", row.at)
 	}
 	s = e.newStore(e.Reopen())

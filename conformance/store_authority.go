@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -82,13 +83,13 @@ func caseAuthBeforeHandoff(e *env) {
 	k := key("r", "n", "a")
 	mkAct(e, s, k)
 	o := newOwner()
-	fault := func(ctx context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
-		if b == workflow.IntentCommitted {
+	fault := func(ctx context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
 			return s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r", Expected: *a1, Replacement: *a2}, ms(11))
 		}
 		return nil
 	}
-	_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Limit: 10, Fault: fault}, ms(10))
+	_, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, workflow.DispatchOptions{Limit: 10}, ms(10))
 	requireIs(e.T, err, workflow.ErrStaleAuthority, "dispatch handoff execution authority changed")
 	a := getAttempt(e, s, k, 1)
 	assert.Equal(e.T, workflow.HandoffPending, a.Handoff)

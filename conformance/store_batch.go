@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -387,13 +388,13 @@ func caseBatchStaleAtHandoff(e *env) {
 	o := newOwner()
 	o.effect = workflow.Mutating
 	transfer := transferRA(e, s)
-	opts := workflow.DispatchOptions{Limit: 10, Fault: func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
-		if b == workflow.IntentCommitted {
+	fault := func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
 			transfer()
 		}
 		return nil
-	}}
-	sum, err := s.Dispatch(e.Ctx, o, opts, ms(10))
+	}
+	sum, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, workflow.DispatchOptions{Limit: 10}, ms(10))
 	requireIs(e.T, err, workflow.ErrStaleAuthority)
 	assert.Equal(e.T, []workflow.ActivationKey{ka}, sum.Stale, "the stale activation is reported")
 	assert.Zero(e.T, o.totalCalls(), "nothing reaches the owner")

@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -44,8 +45,8 @@ func caseDiscoveryHandoffRefusal(e *env) {
 		mkAct(e, s, k)
 	}
 	after := map[string]string{} // run → digest right after the change
-	fault := func(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
-		if b != workflow.IntentCommitted {
+	fault := func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
+		if b != faultseam.IntentCommitted {
 			return nil
 		}
 		run := p.Activation.Key.RunID
@@ -70,7 +71,7 @@ func caseDiscoveryHandoffRefusal(e *env) {
 		return nil
 	}
 	o := newOwner()
-	sum, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Fault: fault}, ms(10))
+	sum, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, workflow.DispatchOptions{}, ms(10))
 	require.NoError(e.T, err, "a run-state refusal at handoff does not stop the batch")
 	assert.Equal(e.T, []string{identity(dy, 1)}, refIdentities(sum.Admitted), "the healthy run later in the batch is admitted in the same call")
 	require.Len(e.T, sum.Rejected, 3)

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -323,13 +324,13 @@ func caseFieldHandoff(owned bool) func(*env) {
 			var after string
 			seed := onceFn(func() { seedAuthority(e, run, v); after = digest(e, run) })
 			opts := dispatchOpts(run, owned, a1)
-			opts.Fault = func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
-				if b == workflow.IntentCommitted {
+			fault := func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+				if b == faultseam.IntentCommitted {
 					seed()
 				}
 				return nil
 			}
-			_, err := s.Dispatch(e.Ctx, o, opts, ms(10))
+			_, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, opts, ms(10))
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "handoff under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: handoff writes nothing", field)
 			ak := attemptKey(k, 1)
@@ -558,14 +559,15 @@ func caseFenceRetirement(e *env) {
 		after = digest(e, "r2")
 	})
 	var member workflow.ActivationKey
-	opts := workflow.DispatchOptions{RunID: "r2", Limit: 10, Fault: func(_ context.Context, b workflow.Boundary, pd workflow.PreparedDispatch) error {
-		if b == workflow.IntentCommitted {
+	fault := func(_ context.Context, b faultseam.Boundary, pd workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
 			member = pd.Activation.Key
 			retire2()
 		}
 		return nil
-	}}
-	sum2, err := s.Dispatch(e.Ctx, o2, opts, ms(20))
+	}
+	opts := workflow.DispatchOptions{RunID: "r2", Limit: 10}
+	sum2, err := s.Dispatch(faultseam.With(e.Ctx, fault), o2, opts, ms(20))
 	require.NoError(e.T, err, "a refused handoff is rejected and the batch goes on")
 	// One at a time, the second member is not prepared once retirement is
 	// pending; in batch mode both intents committed in one transaction

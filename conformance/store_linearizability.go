@@ -18,6 +18,7 @@ import (
 
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/conformance/internal/model"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -288,15 +289,15 @@ func (w *linWorker) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (
 	return ownerReceipt(p.Identity), nil
 }
 
-func (w *linWorker) fault(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
+func (w *linWorker) fault(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
 	switch b {
-	case workflow.IntentCommitted:
+	case faultseam.IntentCommitted:
 		w.end(linOut{Kind: "ok", N: p.Attempt})
 		w.noteAttempt(p.Attempt)
 		w.begin(linIn{Op: "handoff", Run: w.run, N: p.Attempt, Gen: w.gen})
-	case workflow.OwnerAccepted:
+	case faultseam.OwnerAccepted:
 		w.begin(linIn{Op: "receipt", Run: w.run, N: p.Attempt, Gen: w.gen})
-	case workflow.ReceiptCommitted:
+	case faultseam.ReceiptCommitted:
 		w.end(linOut{Kind: "ok"})
 	}
 	return nil
@@ -383,7 +384,7 @@ func (w *linWorker) loop(ctx context.Context, n int) {
 func (w *linWorker) dispatch(ctx context.Context, r *linRun, gen int64) {
 	w.run, w.gen, w.started, w.curIn = r.id, gen, false, nil
 	call := w.h.now()
-	sum, err := w.s.Dispatch(ctx, w, workflow.DispatchOptions{RunID: r.id, Authority: linAuth(gen), Limit: 1, Fault: w.fault}, w.now())
+	sum, err := w.s.Dispatch(faultseam.With(ctx, w.fault), w, workflow.DispatchOptions{RunID: r.id, Authority: linAuth(gen), Limit: 1}, w.now())
 	// A handoff refused inside Dispatch is reported in the summary, not as
 	// an error: a run-state refusal as Rejected, a handoff another caller
 	// recorded first as Raced. The handoff operation itself failed with

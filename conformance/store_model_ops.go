@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/wfstore/wfstore/conformance/internal/model"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -573,9 +574,9 @@ func (sq *sequence) addAct(rt *rapid.T, runID string, b, v int) string {
 // dispatch runs one Dispatch restricted to runID on both sides and
 // compares the summaries.
 func (sq *sequence) dispatch(rt *rapid.T, runID string, mode model.OwnerMode, owned *model.Authority, limit int) (model.Summary, model.Err) {
-	ctx, now := sq.ctx, ms(sq.at())
+	ctx, now := faultseam.With(sq.ctx, sq.o.fault), ms(sq.at())
 	sq.o.mode = mode
-	opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuthority(owned), Limit: limit, Fault: sq.o.fault}
+	opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuthority(owned), Limit: limit}
 	var (
 		ws   workflow.DispatchSummary
 		werr error

@@ -99,10 +99,16 @@ func (o *owner) totalCalls() int {
 // dispatch runs one Dispatch pass over everything (limit 1000).
 func dispatch(e *env, s *workflow.Store, o workflow.Owner, opts workflow.DispatchOptions, at time.Time) workflow.DispatchSummary {
 	e.T.Helper()
+	return dispatchCtx(e.Ctx, e, s, o, opts, at)
+}
+
+// dispatchCtx is dispatch under ctx (one carrying a fault hook, say).
+func dispatchCtx(ctx context.Context, e *env, s *workflow.Store, o workflow.Owner, opts workflow.DispatchOptions, at time.Time) workflow.DispatchSummary {
+	e.T.Helper()
 	if opts.Limit == 0 {
 		opts.Limit = workflow.MaxPageLimit
 	}
-	sum, err := s.Dispatch(e.Ctx, o, opts, at)
+	sum, err := s.Dispatch(ctx, o, opts, at)
 	require.NoError(e.T, err)
 	return sum
 }

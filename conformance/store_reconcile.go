@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -67,13 +68,13 @@ func caseReceiptLookup(e *env) {
 	mkAct(e, s, k)
 	o := newOwner()
 	o.effect = workflow.Mutating
-	fault := func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
-		if b == workflow.OwnerAccepted {
+	fault := func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+		if b == faultseam.OwnerAccepted {
 			return errInjected // the process "dies" after the owner accepted
 		}
 		return nil
 	}
-	_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Limit: 10, Fault: fault}, ms(10))
+	_, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, workflow.DispatchOptions{Limit: 10}, ms(10))
 	requireIs(e.T, err, errInjected)
 	s = e.newStore(e.Reopen())
 	o.lookupErr = errInjected

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -118,12 +119,13 @@ func casePausedAtPrepareRaced(e *env) {
 	hk := key("h", "n", "a")
 	mkAct(e, s, hk)
 	ho := newOwner()
-	sum = dispatch(e, s, ho, workflow.DispatchOptions{RunID: "h", Fault: func(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
-		if b == workflow.IntentCommitted {
+	pause := func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
 			return s.PauseRun(ctx, "h", nil, ms(31))
 		}
 		return nil
-	}}, ms(30))
+	}
+	sum = dispatchCtx(faultseam.With(e.Ctx, pause), e, s, ho, workflow.DispatchOptions{RunID: "h"}, ms(30))
 	require.Len(e.T, sum.Rejected, 1)
 	assert.Equal(e.T, hk, sum.Rejected[0].Key)
 	requireIs(e.T, sum.Rejected[0].Err, workflow.ErrIneligible)

@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -39,7 +40,7 @@ type config struct {
 	noObserver       bool
 	meters           metric.MeterProvider
 	tracers          trace.TracerProvider
-	fault            workflow.FaultHook
+	fault            faultseam.Hook[workflow.PreparedDispatch]
 	stuckAge         time.Duration
 	checkEvery       time.Duration
 	attemptTimeout   time.Duration
@@ -152,5 +153,8 @@ func WithCancelTimeout(d time.Duration) Option { return func(c *config) { c.canc
 // withRand replaces the jitter's random source (tests).
 func withRand(f func() float64) Option { return func(c *config) { c.rand = f } }
 
-// withFault sets DispatchOptions.Fault of every dispatch pass (tests).
-func withFault(f workflow.FaultHook) Option { return func(c *config) { c.fault = f } }
+// withFault sets the fault hook (internal/faultseam) of every dispatch
+// pass (tests).
+func withFault(f faultseam.Hook[workflow.PreparedDispatch]) Option {
+	return func(c *config) { c.fault = f }
+}

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -443,8 +444,8 @@ func TestAttemptRefusedAtHandoffIsRedispatchedLater(t *testing.T) {
 	require.NoError(t, err)
 	var once sync.Once
 	var prepared string
-	pause := func(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
-		if b == workflow.IntentCommitted {
+	pause := func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
 			once.Do(func() {
 				prepared = p.Identity
 				require.NoError(t, s.PauseRun(ctx, "r1", nil, clock.Now()))
@@ -494,12 +495,12 @@ func TestStartPersistsLateReceiptsOfRepairRequiredAttempts(t *testing.T) {
 	require.NoError(t, err)
 	crash := errors.New("crashed after the owner accepted")
 	mutating := &mutatingOwner{testOwner: &testOwner{clock: clock}}
-	_, err = s.Dispatch(ctx, mutating, workflow.DispatchOptions{Fault: func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
-		if b == workflow.OwnerAccepted {
+	_, err = s.Dispatch(faultseam.With(ctx, func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+		if b == faultseam.OwnerAccepted {
 			return crash
 		}
 		return nil
-	}}, clock.Now())
+	}), mutating, workflow.DispatchOptions{}, clock.Now())
 	require.ErrorIs(t, err, crash)
 	rs, err := s.Engine().ReconcilePrepared(ctx, workflow.ReconcileOptions{}, clock.Now())
 	require.NoError(t, err)

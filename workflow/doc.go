@@ -141,7 +141,7 @@
 // any owner call: a nil Owner, an interface holding a nil pointer (a typed
 // nil Owner or ReceiptLookup), the zero time.Time for now, and nil or
 // empty JSON where JSON is required are ErrInvalidInput. Optional pointers
-// (*Authority, a nil ReceiptLookup, a nil FaultHook, a zero Deadline) mean
+// (*Authority, a nil ReceiptLookup, a zero Deadline) mean
 // "none". New panics on a nil backend: that is a programming error.
 //
 // # Decisions beyond upstream

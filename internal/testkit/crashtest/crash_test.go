@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -285,17 +286,17 @@ func child(kind, loc, ledgerPath string) error {
 		opts = workflow.DispatchOptions{Limit: cfg.batches * cfg.batch, BatchSize: cfg.batch}
 		ow = batchOwner{o}
 	}
-	opts.Fault = func(ctx context.Context, bd workflow.Boundary, p workflow.PreparedDispatch) error {
+	fault := func(ctx context.Context, bd faultseam.Boundary, p workflow.PreparedDispatch) error {
 		switch bd {
-		case workflow.IntentCommitted:
+		case faultseam.IntentCommitted:
 			signal("prepared")
-		case workflow.OwnerAccepted:
+		case faultseam.OwnerAccepted:
 			signal("accepted")
 		}
 		return nil
 	}
 	for {
-		sum, err := s.Dispatch(ctx, ow, opts, time.Now())
+		sum, err := s.Dispatch(faultseam.With(ctx, fault), ow, opts, time.Now())
 		if err = checkPass(o, sum, err); err != nil {
 			return err
 		}
