@@ -11,6 +11,20 @@ import (
 // stores records. A Store is safe for concurrent use, and any number of
 // Stores (in any number of processes, where the backend allows) may share
 // one backend store.
+//
+// Its methods are the calls an application makes: create work (CreateRun,
+// AddActivation, AddFanOut, CreateChildRun), admit it (Dispatch), report
+// what happened (ApplyObservation), cancel, pause and retry it, inspect it
+// (GetRun, GetActivation, GetAttempt, RunSummary, Events, Attempts,
+// ScanRetries, WorkCounts), and repair, prune and verify the store. The
+// protocol's single steps and the passes an engine drives are on Engine.
+//
+// Return convention: a call that reads or makes one record returns it by
+// value, and a record that does not exist is an error matching
+// ErrNotFound. A pointer result means the answer may be "none", and nil
+// says so (Authority: the run has none; Engine.PreparePending: nothing was
+// admissible; Engine.ScheduleRetryFromObservation: not a failure;
+// Engine.ConsumeNextDueRetry: nothing due).
 type Store struct {
 	b         backend.Backend
 	disc      discoveryCursor // where the next Dispatch over all runs resumes
