@@ -263,7 +263,7 @@ func (r *Runner) cancellingWithoutReceipt(ctx context.Context, c *cancels, a wor
 // unresolvedCancellation settles a cancelling attempt without a receipt
 // that no ReceiptLookup resolves (the owner may have its work, or may
 // never have received it) as an orphaned cancellation
-// (workflow.Store.SettleOrphanedCancellation: repair_required when
+// (workflow.Engine.SettleOrphanedCancellation: repair_required when
 // mutating, cancelled when read-only) once the attempt timeout (the
 // activation's, else the runner's default) has passed since the run's
 // cancellation was requested. Until then, or without any timeout, it is

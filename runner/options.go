@@ -122,7 +122,7 @@ func WithTracerProvider(p trace.TracerProvider) Option { return func(c *config) 
 
 // WithStuckCheck sets the stuck-work check: an attempt that has not moved
 // for age (prepared without a receipt, admitted or running, cancelling
-// without a receipt; see workflow.Store.StuckAttempts) is logged once,
+// without a receipt; see workflow.Engine.StuckAttempts) is logged once,
 // counted in MetricStuckAttempts and listed in Summary.Stuck. A scan
 // starts at most every interval and reads one page per pass; the timeout
 // scan (WithAttemptTimeout) keeps the same interval. age is at least 1ms,
@@ -136,7 +136,7 @@ func WithStuckCheck(age, interval time.Duration) Option {
 // none (default DefaultAttemptTimeout; 0 means none, else
 // workflow.MinAttemptTimeout to workflow.MaxAttemptTimeout). An admitted
 // attempt not observed terminal by its admitted time plus its timeout is
-// settled by workflow.Store.SettleTimedOut: failed when read-only (no
+// settled by workflow.Engine.SettleTimedOut: failed when read-only (no
 // automatic retry), repair_required when mutating; so a timeout never
 // starts a second attempt while the first may still run. The deadline is
 // compared with this runner's clock: a clock ahead of the one that

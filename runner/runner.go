@@ -12,7 +12,7 @@
 // cancelled runs, and runs the receipt-backed pass.
 //
 // Cancellation: a pass pages the runs whose cancellation is requested
-// (workflow.Store.ScanCancellations, WithRunsPerPass runs per pass; a pass
+// (workflow.Engine.ScanCancellations, WithRunsPerPass runs per pass; a pass
 // that admitted or requeued work reads a page at most once per minimum
 // poll interval, unless the last page found work to act on). An
 // attempt that provably never reached the owner is cancelled without it
@@ -44,11 +44,11 @@
 // admitted attempts past their attempt timeout (the activation's, else
 // WithAttemptTimeout's default): the owner's Cancel is called first when
 // the owner has a Cancel(ctx, identity) error method, once and bounded by
-// WithCancelTimeout, and whatever it returns workflow.Store.SettleTimedOut
+// WithCancelTimeout, and whatever it returns workflow.Engine.SettleTimedOut
 // settles the attempt (read-only: failed, never retried automatically;
 // mutating: repair_required); with an observer, the owner's later word on
 // such a repair_required attempt (succeeded, failed, ...) is applied and
-// settles it. And it pages workflow.Store.StuckAttempts:
+// settles it. And it pages workflow.Engine.StuckAttempts:
 // each attempt unmoved for the stuck age (WithStuckCheck) is logged once,
 // counted in MetricStuckAttempts and listed in Summary.Stuck, which counts
 // as unresolved. Start-up reconciliation is therefore not the only

@@ -139,7 +139,7 @@ func writeAttemptsAt(tw *tabwriter.Writer, atts []backend.Attempt, now time.Time
 // since it settled, else since it was admitted, else since it was
 // prepared; whole seconds from a second on, else milliseconds. An
 // unsettled attempt's age is what the stuck-work check
-// (workflow.Store.StuckAttempts) compares with its age limit.
+// (workflow.Engine.StuckAttempts) compares with its age limit.
 func attemptAge(a backend.Attempt, now time.Time) time.Duration {
 	since := max(a.PreparedMS, a.AdmittedMS, a.TerminalMS)
 	d := max(now.Sub(time.UnixMilli(since)), 0)
