@@ -10,6 +10,7 @@ import (
 
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/internal/benchdata"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -183,8 +184,8 @@ func (o *noopOwner) DispatchBatch(_ context.Context, ps []workflow.PreparedDispa
 	return out, nil
 }
 
-func (o *noopOwner) fault(_ context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
-	if b == workflow.ReceiptCommitted && o.rec != nil {
+func (o *noopOwner) fault(_ context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
+	if b == faultseam.ReceiptCommitted && o.rec != nil {
 		k := p.Activation.Key
 		o.rec.add(time.Since(o.start[k]))
 		delete(o.start, k)

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -145,8 +146,8 @@ func dispatchN(ctx context.Context, s *workflow.Store, o *noopOwner, rec *record
 	o.rec = rec
 	admitted := 0
 	for admitted < k {
-		sum, err := s.Dispatch(ctx, o, workflow.DispatchOptions{RunID: runID, Limit: min(dispatchLimit, k-admitted),
-			BatchSize: batch, Fault: o.fault}, time.Now())
+		sum, err := s.Dispatch(faultseam.With(ctx, o.fault), o, workflow.DispatchOptions{RunID: runID, Limit: min(dispatchLimit, k-admitted),
+			BatchSize: batch}, time.Now())
 		admitted += len(sum.Admitted)
 		if err != nil {
 			return admitted, err
@@ -271,7 +272,7 @@ func (p *racingP) run(ctx context.Context, _ int, rec *recorder) error {
 			o := &noopOwner{rec: &recs[w], calls: &p.calls}
 			<-start
 			for left.Load() > 0 {
-				sum, err := s.Dispatch(ctx, o, workflow.DispatchOptions{Limit: limit, BatchSize: p.batch, Fault: o.fault}, time.Now())
+				sum, err := s.Dispatch(faultseam.With(ctx, o.fault), o, workflow.DispatchOptions{Limit: limit, BatchSize: p.batch}, time.Now())
 				raced[w] += len(sum.Raced)
 				if n := len(sum.Admitted); n > 0 {
 					left.Add(-int64(n))
@@ -378,7 +379,7 @@ func (p *retryP) run(ctx context.Context, k int, rec *recorder) error {
 		key := p.keys[p.next]
 		p.next++
 		t := time.Now()
-		sum, err := p.env.Store.Dispatch(ctx, &p.owner, workflow.DispatchOptions{RunID: key.RunID, Limit: 1, Fault: p.owner.fault}, p.now())
+		sum, err := p.env.Store.Dispatch(faultseam.With(ctx, p.owner.fault), &p.owner, workflow.DispatchOptions{RunID: key.RunID, Limit: 1}, p.now())
 		if err != nil || len(sum.Admitted) != 1 {
 			return fmt.Errorf("retry: first admission: %v %+v", err, sum)
 		}
@@ -387,11 +388,11 @@ func (p *retryP) run(ctx context.Context, k int, rec *recorder) error {
 			return fmt.Errorf("retry: retryable failure scheduled nothing: %v", err)
 		}
 		p.clock = res.Schedule.Due
-		rq, err := p.env.Store.ConsumeNextDueRetry(ctx, key.RunID, p.now())
+		rq, err := p.env.Store.Engine().ConsumeNextDueRetry(ctx, key.RunID, p.now())
 		if err != nil || rq == nil || rq.NextAttempt != 2 {
 			return fmt.Errorf("retry: consume: %v %+v", err, rq)
 		}
-		sum, err = p.env.Store.Dispatch(ctx, &p.owner, workflow.DispatchOptions{RunID: key.RunID, Limit: 1, Fault: p.owner.fault}, p.now())
+		sum, err = p.env.Store.Dispatch(faultseam.With(ctx, p.owner.fault), &p.owner, workflow.DispatchOptions{RunID: key.RunID, Limit: 1}, p.now())
 		if err != nil || len(sum.Admitted) != 1 || sum.Admitted[0].Identity != workflow.DispatchIdentity(key.RunID, key.NodeID, key.ActivationID, 2) {
 			return fmt.Errorf("retry: second admission: %v %+v", err, sum)
 		}

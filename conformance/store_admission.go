@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -44,11 +45,11 @@ func caseSingleWinner(e *env) {
 		other = e.newStore(e.Open())
 	}
 	plan := workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{"x":1}`)}
-	p, err := s.PreparePending(e.Ctx, k, plan, ms(10))
+	p, err := s.Engine().PreparePending(e.Ctx, k, plan, ms(10))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, p)
 	assert.Equal(e.T, identity(k, 1), p.Identity, "identity is the derived one")
-	p2, err := other.PreparePending(e.Ctx, k, plan, ms(11))
+	p2, err := other.Engine().PreparePending(e.Ctx, k, plan, ms(11))
 	require.NoError(e.T, err)
 	assert.Nil(e.T, p2, "second prepare must find nothing pending")
 	atts := attemptsOf(e, s, "r")
@@ -65,7 +66,7 @@ func caseOversizedIntent(e *env) {
 	mkAct(e, s, k)
 	before := digest(e, "r")
 	big := json.RawMessage(`"` + strings.Repeat("x", workflow.MaxJSONBytes) + `"`)
-	_, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: big}, ms(10))
+	_, err := s.Engine().PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: big}, ms(10))
 	requireIs(e.T, err, workflow.ErrTooLarge)
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 	assert.Equal(e.T, before, digest(e, "r"), "state unchanged")
@@ -143,16 +144,16 @@ func caseUnsupported(e *env) {
 
 func caseFaultMatrix(e *env) {
 	rows := []struct {
-		at       workflow.Boundary
+		at       faultseam.Boundary
 		calls    int
 		status   workflow.AttemptStatus
 		receipt  bool
 		handoff  workflow.Handoff
 		actState workflow.ActivationStatus
 	}{
-		{workflow.IntentCommitted, 0, workflow.AttemptPrepared, false, workflow.HandoffPending, workflow.ActivationRunning},
-		{workflow.OwnerAccepted, 1, workflow.AttemptPrepared, false, workflow.HandoffRecorded, workflow.ActivationRunning},
-		{workflow.ReceiptCommitted, 1, workflow.AttemptAdmitted, true, workflow.HandoffRecorded, workflow.ActivationRunning},
+		{faultseam.IntentCommitted, 0, workflow.AttemptPrepared, false, workflow.HandoffPending, workflow.ActivationRunning},
+		{faultseam.OwnerAccepted, 1, workflow.AttemptPrepared, false, workflow.HandoffRecorded, workflow.ActivationRunning},
+		{faultseam.ReceiptCommitted, 1, workflow.AttemptAdmitted, true, workflow.HandoffRecorded, workflow.ActivationRunning},
 	}
 	s := store(e)
 	o := newOwner()
@@ -160,13 +161,13 @@ func caseFaultMatrix(e *env) {
 		run := fmt.Sprintf("r%d", i)
 		mkRun(e, s, run, workflow.Limits{}, nil)
 		mkAct(e, s, key(run, "n", "a"))
-		fault := func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
+		fault := func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
 			if b == row.at {
 				return errInjected
 			}
 			return nil
 		}
-		_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{RunID: run, Limit: 10, Fault: fault}, ms(10))
+		_, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, workflow.DispatchOptions{RunID: run, Limit: 10}, ms(10))
 		requireIs(e.T, err, errInjected, "fault at %s", row.at)
 	}
 	s = e.newStore(e.Reopen())
@@ -260,11 +261,11 @@ func caseSecondHandoff(e *env) {
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
 	mkAct(e, s, k)
-	p, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, ms(10))
+	p, err := s.Engine().PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, ms(10))
 	require.NoError(e.T, err)
-	require.NoError(e.T, s.Handoff(e.Ctx, p.Key(), nil, ms(11)))
+	require.NoError(e.T, s.Engine().Handoff(e.Ctx, p.Key(), nil, ms(11)))
 	before := digest(e, "r")
-	requireIs(e.T, s.Handoff(e.Ctx, p.Key(), nil, ms(12)), workflow.ErrConflict)
+	requireIs(e.T, s.Engine().Handoff(e.Ctx, p.Key(), nil, ms(12)), workflow.ErrConflict)
 	assert.Equal(e.T, before, digest(e, "r"))
 }
 
@@ -274,21 +275,21 @@ func casePrepareAttemptIdempotent(e *env) {
 	k := key("r", "n", "a")
 	mkAct(e, s, k)
 	ai := workflow.AttemptIntent{Key: attemptKey(k, 1), SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{"b":2, "a":1}`)}
-	id, err := s.PrepareAttempt(e.Ctx, ai, ms(10))
+	id, err := s.Engine().PrepareAttempt(e.Ctx, ai, ms(10))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, identity(k, 1), id)
 	before := digest(e, "r")
 	ai.Intent = json.RawMessage(`{"a":1,"b":2}`) // canonically identical
-	id2, err := s.PrepareAttempt(e.Ctx, ai, ms(11))
+	id2, err := s.Engine().PrepareAttempt(e.Ctx, ai, ms(11))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, id, id2)
 	assert.Equal(e.T, before, digest(e, "r"), "identical re-prepare writes nothing")
 	ai.Intent = json.RawMessage(`{"a":1.0,"b":2}`)
-	_, err = s.PrepareAttempt(e.Ctx, ai, ms(12))
+	_, err = s.Engine().PrepareAttempt(e.Ctx, ai, ms(12))
 	requireIs(e.T, err, workflow.ErrConflict, "1.0 is not 1")
 	ai.Intent = json.RawMessage(`{"a":1,"b":2}`)
 	ai.SideEffect = workflow.Mutating
-	_, err = s.PrepareAttempt(e.Ctx, ai, ms(13))
+	_, err = s.Engine().PrepareAttempt(e.Ctx, ai, ms(13))
 	requireIs(e.T, err, workflow.ErrConflict, "different side effect")
 	assert.Equal(e.T, before, digest(e, "r"))
 }
@@ -298,12 +299,12 @@ func casePrepareAttemptNoProof(e *env) {
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
 	mkAct(e, s, k)
-	_, err := s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(k, 1), SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, ms(10))
+	_, err := s.Engine().PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(k, 1), SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, ms(10))
 	require.NoError(e.T, err)
 	a := getAttempt(e, s, k, 1)
 	assert.Equal(e.T, workflow.HandoffUnknown, a.Handoff)
 	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, k).Status, "low-level prepare does not take the pending gate")
-	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
+	sum, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	assert.Empty(e.T, sum.NeverDispatched, "no proof for an unknown handoff")
 	assert.Equal(e.T, []string{a.Identity}, refIdentities(sum.RepairRequired))
@@ -348,7 +349,7 @@ func caseEventsOrder(e *env) {
 	mkRun(e, s, "r", workflow.Limits{}, nil)
 	k := key("r", "n", "a")
 	mkAct(e, s, k)
-	_, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(10))
+	_, err := s.Engine().PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(10))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{"run_created", "activation_created", "attempt_prepared"}, eventTypes(e, s, "r"))
 	evs, err := s.Events(e.Ctx, "r", 0, 10)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -82,20 +83,20 @@ func caseAuthBeforeHandoff(e *env) {
 	k := key("r", "n", "a")
 	mkAct(e, s, k)
 	o := newOwner()
-	fault := func(ctx context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
-		if b == workflow.IntentCommitted {
+	fault := func(ctx context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
 			return s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r", Expected: *a1, Replacement: *a2}, ms(11))
 		}
 		return nil
 	}
-	_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Limit: 10, Fault: fault}, ms(10))
+	_, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, workflow.DispatchOptions{Limit: 10}, ms(10))
 	requireIs(e.T, err, workflow.ErrStaleAuthority, "dispatch handoff execution authority changed")
 	a := getAttempt(e, s, k, 1)
 	assert.Equal(e.T, workflow.HandoffPending, a.Handoff)
 	assert.Equal(e.T, workflow.AttemptPrepared, a.Status)
 	assert.Zero(e.T, o.totalCalls(), "owner never called")
 	// The owned handoff under the old authority is refused too.
-	requireIs(e.T, s.Handoff(e.Ctx, a.Key, a1, ms(12)), workflow.ErrStaleAuthority)
+	requireIs(e.T, s.Engine().Handoff(e.Ctx, a.Key, a1, ms(12)), workflow.ErrStaleAuthority)
 }
 
 func caseAuthBeforeReceipt(e *env) {
@@ -115,7 +116,7 @@ func caseAuthBeforeReceipt(e *env) {
 	assert.Nil(e.T, a.Receipt)
 	assert.Equal(e.T, 1, o.totalCalls())
 	// The new authority may persist it.
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, a.Key, o.receipts[a.Identity], a2, ms(12)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, a.Key, o.receipts[a.Identity], a2, ms(12)))
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, k, 1).Status)
 }
 
@@ -131,7 +132,7 @@ func caseOwnedDispatch(e *env) {
 	_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Authority: a1, Limit: 10}, ms(10))
 	requireIs(e.T, err, workflow.ErrInvalidInput, "owned dispatch needs a run")
 	// CheckOwnerAdmission returns the stored receipt.
-	r, err := s.CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: attemptKey(k, 1), Identity: identity(k, 1),
+	r, err := s.Engine().CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: attemptKey(k, 1), Identity: identity(k, 1),
 		Intent: json.RawMessage(`{"do":"a"}`)}, *a1)
 	require.NoError(e.T, err)
 	assert.JSONEq(e.T, string(o.receipts[identity(k, 1)]), string(r))

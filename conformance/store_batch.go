@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -61,14 +62,14 @@ func caseHandoffFreshToken(e *env) {
 	mkAct(e, s, kb)
 	p := prep(e, s, kb, workflow.ReadOnly, ms(20))
 	assert.Empty(e.T, rawToken(e, p.Key()), "no token while the handoff is pending")
-	require.NoError(e.T, s.Handoff(e.Ctx, p.Key(), nil, ms(21)))
+	require.NoError(e.T, s.Engine().Handoff(e.Ctx, p.Key(), nil, ms(21)))
 	t1 := rawToken(e, p.Key())
 	assert.Regexp(e.T, `^[0-9a-f]{32}$`, t1, "Handoff's token")
 	assert.NotEqual(e.T, ta, t1, "never reused")
 	// A recorded read-only handoff re-verified by a redispatch: a new token.
 	fail := newOwner()
 	fail.onDispatch = func(context.Context, workflow.PreparedDispatch) error { return errInjected }
-	_, err := s.Redispatch(e.Ctx, fail, workflow.ReconcileOptions{RunID: "r"}, ms(22))
+	_, err := s.Engine().Redispatch(e.Ctx, fail, workflow.ReconcileOptions{RunID: "r"}, ms(22))
 	requireIs(e.T, err, errInjected)
 	t2 := rawToken(e, p.Key())
 	assert.Regexp(e.T, `^[0-9a-f]{32}$`, t2, "the re-verify's token")
@@ -156,13 +157,13 @@ func caseBatchReleaseUnoffered(e *env) {
 			auth = a2
 		}
 		o.onDispatch = nil
-		ds, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: run, Authority: auth}, ms(20))
+		ds, err := s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: run, Authority: auth}, ms(20))
 		require.NoError(e.T, err)
 		assert.ElementsMatch(e.T, refIdentities(sum.Unoffered), refIdentities(ds.Admitted), "%s: Redispatch admits them with the same identity", run)
 		for _, r := range sum.Unoffered {
 			assert.Equal(e.T, 1, o.callCount(r.Identity), "%s: %s reaches the owner once", run, r.Identity)
 		}
-		rs, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: run, Authority: auth}, ms(30))
+		rs, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: run, Authority: auth}, ms(30))
 		require.NoError(e.T, err)
 		assert.Len(e.T, rs.RepairRequired, 1, "%s: one attempt to repair, as one at a time", run)
 		assert.Empty(e.T, rs.NeverDispatched, run)
@@ -192,7 +193,7 @@ func caseBatchReleaseLost(e *env) {
 	}
 	o := newOwner()
 	recover := onceFn(func() {
-		_, err := e.newStore(e.B).Redispatch(e.Ctx, other, workflow.ReconcileOptions{RunID: "r"}, ms(15))
+		_, err := e.newStore(e.B).Engine().Redispatch(e.Ctx, other, workflow.ReconcileOptions{RunID: "r"}, ms(15))
 		requireIs(e.T, err, errInjected, "the recovery pass's owner fails b")
 	})
 	o.onDispatch = func(context.Context, workflow.PreparedDispatch) error {
@@ -266,7 +267,7 @@ func caseBatchOwnerErrorStops(e *env) {
 		}
 	}
 	assert.LessOrEqual(e.T, handedOff, max(e.batch, 1), "no batch after the failing one is handed off")
-	rs, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r"}, ms(20))
+	rs, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r"}, ms(20))
 	require.NoError(e.T, err)
 	assert.Len(e.T, rs.RepairRequired, 1, "one attempt to repair, as one at a time")
 }
@@ -387,13 +388,13 @@ func caseBatchStaleAtHandoff(e *env) {
 	o := newOwner()
 	o.effect = workflow.Mutating
 	transfer := transferRA(e, s)
-	opts := workflow.DispatchOptions{Limit: 10, Fault: func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
-		if b == workflow.IntentCommitted {
+	fault := func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
 			transfer()
 		}
 		return nil
-	}}
-	sum, err := s.Dispatch(e.Ctx, o, opts, ms(10))
+	}
+	sum, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, workflow.DispatchOptions{Limit: 10}, ms(10))
 	requireIs(e.T, err, workflow.ErrStaleAuthority)
 	assert.Equal(e.T, []workflow.ActivationKey{ka}, sum.Stale, "the stale activation is reported")
 	assert.Zero(e.T, o.totalCalls(), "nothing reaches the owner")

@@ -42,16 +42,16 @@ func caseBoundaryDeadline(e *env) {
 	low := workflow.AttemptIntent{Key: attemptKey(key("pa", "n", "a"), 1), SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}
 	parent := attemptKey(key("cc", "n", "a"), 1)
 	child := workflow.NewChildRun{Parent: parent, Target: json.RawMessage(`{"call":"child"}`)}
-	p, err := s.PreparePending(e.Ctx, parent.ActivationKey, plan, ms(40))
+	p, err := s.Engine().PreparePending(e.Ctx, parent.ActivationKey, plan, ms(40))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, p, "the parent attempt is prepared before the deadline")
 
 	at := ms(dl)
 	before := digest(e, runs...)
-	p, err = s.PreparePending(e.Ctx, key("pp", "n", "a"), plan, at)
+	p, err = s.Engine().PreparePending(e.Ctx, key("pp", "n", "a"), plan, at)
 	requireIs(e.T, err, workflow.ErrIneligible, "PreparePending at the deadline")
 	assert.Nil(e.T, p)
-	_, err = s.PrepareAttempt(e.Ctx, low, at)
+	_, err = s.Engine().PrepareAttempt(e.Ctx, low, at)
 	requireIs(e.T, err, workflow.ErrIneligible, "PrepareAttempt at the deadline")
 	_, err = s.AddActivation(e.Ctx, workflow.NewActivation{Key: key("aa", "n", "b"), Input: json.RawMessage(`{}`)}, at)
 	requireIs(e.T, err, workflow.ErrIneligible, "AddActivation at the deadline")
@@ -69,10 +69,10 @@ func caseBoundaryDeadline(e *env) {
 	assert.Empty(e.T, attemptsOf(e, s, "dx"), "no attempt at the deadline")
 
 	at = ms(dl - 1)
-	p, err = s.PreparePending(e.Ctx, key("pp", "n", "a"), plan, at)
+	p, err = s.Engine().PreparePending(e.Ctx, key("pp", "n", "a"), plan, at)
 	require.NoError(e.T, err, "PreparePending 1 ms before the deadline")
 	require.NotNil(e.T, p, "PreparePending 1 ms before the deadline")
-	id, err := s.PrepareAttempt(e.Ctx, low, at)
+	id, err := s.Engine().PrepareAttempt(e.Ctx, low, at)
 	require.NoError(e.T, err, "PrepareAttempt 1 ms before the deadline")
 	assert.Equal(e.T, identity(key("pa", "n", "a"), 1), id)
 	created, err := s.AddActivation(e.Ctx, workflow.NewActivation{Key: key("aa", "n", "b"), Input: json.RawMessage(`{}`)}, at)
@@ -110,14 +110,14 @@ func caseBoundaryNilArguments(e *env) {
 	}
 	plan := workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{"do":1}`)}
 	for _, k := range []workflow.ActivationKey{prep, hand, adm} {
-		p, err := s.PreparePending(e.Ctx, k, plan, ms(10))
+		p, err := s.Engine().PreparePending(e.Ctx, k, plan, ms(10))
 		require.NoError(e.T, err)
 		require.NotNil(e.T, p)
 	}
 	for _, k := range []workflow.ActivationKey{hand, adm} {
-		require.NoError(e.T, s.Handoff(e.Ctx, attemptKey(k, 1), nil, ms(11)))
+		require.NoError(e.T, s.Engine().Handoff(e.Ctx, attemptKey(k, 1), nil, ms(11)))
 	}
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, attemptKey(adm, 1), json.RawMessage(`{"r":1}`), nil, ms(12)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, attemptKey(adm, 1), json.RawMessage(`{"r":1}`), nil, ms(12)))
 
 	var zero time.Time
 	now := ms(20)
@@ -142,74 +142,77 @@ func caseBoundaryNilArguments(e *env) {
 			return err
 		}},
 		{"Dispatch zero now", func() error { _, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{}, zero); return err }},
-		{"PreparePending zero now", func() error { _, err := s.PreparePending(e.Ctx, pend, plan, zero); return err }},
+		{"PreparePending zero now", func() error { _, err := s.Engine().PreparePending(e.Ctx, pend, plan, zero); return err }},
 		{"PreparePending nil intent", func() error {
-			_, err := s.PreparePending(e.Ctx, pend, workflow.Plan{SideEffect: workflow.ReadOnly}, now)
+			_, err := s.Engine().PreparePending(e.Ctx, pend, workflow.Plan{SideEffect: workflow.ReadOnly}, now)
 			return err
 		}},
 		{"PreparePending empty intent", func() error {
-			_, err := s.PreparePending(e.Ctx, pend, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage{}}, now)
+			_, err := s.Engine().PreparePending(e.Ctx, pend, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage{}}, now)
 			return err
 		}},
 		{"PreparePending zero side effect", func() error {
-			_, err := s.PreparePending(e.Ctx, pend, workflow.Plan{Intent: input}, now)
+			_, err := s.Engine().PreparePending(e.Ctx, pend, workflow.Plan{Intent: input}, now)
 			return err
 		}},
-		{"PreparePending zero key", func() error { _, err := s.PreparePending(e.Ctx, workflow.ActivationKey{}, plan, now); return err }},
+		{"PreparePending zero key", func() error {
+			_, err := s.Engine().PreparePending(e.Ctx, workflow.ActivationKey{}, plan, now)
+			return err
+		}},
 		{"PrepareAttempt zero now", func() error {
-			_, err := s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(pend, 1), SideEffect: workflow.ReadOnly, Intent: input}, zero)
+			_, err := s.Engine().PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(pend, 1), SideEffect: workflow.ReadOnly, Intent: input}, zero)
 			return err
 		}},
 		{"PrepareAttempt nil intent", func() error {
-			_, err := s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(pend, 1), SideEffect: workflow.ReadOnly}, now)
+			_, err := s.Engine().PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(pend, 1), SideEffect: workflow.ReadOnly}, now)
 			return err
 		}},
 		{"PrepareAttempt zero key", func() error {
-			_, err := s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{SideEffect: workflow.ReadOnly, Intent: input}, now)
+			_, err := s.Engine().PrepareAttempt(e.Ctx, workflow.AttemptIntent{SideEffect: workflow.ReadOnly, Intent: input}, now)
 			return err
 		}},
-		{"Handoff zero now", func() error { return s.Handoff(e.Ctx, attemptKey(prep, 1), nil, zero) }},
-		{"Handoff zero key", func() error { return s.Handoff(e.Ctx, workflow.AttemptKey{}, nil, now) }},
+		{"Handoff zero now", func() error { return s.Engine().Handoff(e.Ctx, attemptKey(prep, 1), nil, zero) }},
+		{"Handoff zero key", func() error { return s.Engine().Handoff(e.Ctx, workflow.AttemptKey{}, nil, now) }},
 		{"PersistReceipt nil receipt", func() error {
-			return s.PersistReceipt(e.Ctx, attemptKey(hand, 1), nil, nil, now)
+			return s.Engine().PersistReceipt(e.Ctx, attemptKey(hand, 1), nil, nil, now)
 		}},
 		{"PersistReceipt zero now", func() error {
-			return s.PersistReceipt(e.Ctx, attemptKey(hand, 1), json.RawMessage(`{}`), nil, zero)
+			return s.Engine().PersistReceipt(e.Ctx, attemptKey(hand, 1), json.RawMessage(`{}`), nil, zero)
 		}},
 		{"PersistReceipt zero key", func() error {
-			return s.PersistReceipt(e.Ctx, workflow.AttemptKey{}, json.RawMessage(`{}`), nil, now)
+			return s.Engine().PersistReceipt(e.Ctx, workflow.AttemptKey{}, json.RawMessage(`{}`), nil, now)
 		}},
 		{"CheckOwnerAdmission zero authority", func() error {
-			_, err := s.CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: attemptKey(prep, 1), Identity: identity(prep, 1), Intent: plan.Intent}, workflow.Authority{})
+			_, err := s.Engine().CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: attemptKey(prep, 1), Identity: identity(prep, 1), Intent: plan.Intent}, workflow.Authority{})
 			return err
 		}},
 		{"CheckOwnerAdmission nil intent", func() error {
-			_, err := s.CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: attemptKey(prep, 1), Identity: identity(prep, 1)}, auth)
+			_, err := s.Engine().CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: attemptKey(prep, 1), Identity: identity(prep, 1)}, auth)
 			return err
 		}},
 		{"CheckOwnerAdmission empty identity", func() error {
-			_, err := s.CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: attemptKey(prep, 1), Intent: plan.Intent}, auth)
+			_, err := s.Engine().CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: attemptKey(prep, 1), Intent: plan.Intent}, auth)
 			return err
 		}},
 		// Reconciliation.
 		{"Redispatch nil owner", func() error {
-			_, err := s.Redispatch(e.Ctx, nil, workflow.ReconcileOptions{RunID: "r", Limit: 10}, now)
+			_, err := s.Engine().Redispatch(e.Ctx, nil, workflow.ReconcileOptions{RunID: "r", Limit: 10}, now)
 			return err
 		}},
 		{"Redispatch typed-nil owner", func() error {
-			_, err := s.Redispatch(e.Ctx, nilOwner, workflow.ReconcileOptions{RunID: "r", Limit: 10}, now)
+			_, err := s.Engine().Redispatch(e.Ctx, nilOwner, workflow.ReconcileOptions{RunID: "r", Limit: 10}, now)
 			return err
 		}},
 		{"Redispatch zero now", func() error {
-			_, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: "r", Limit: 10}, zero)
+			_, err := s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: "r", Limit: 10}, zero)
 			return err
 		}},
 		{"ReconcilePrepared typed-nil lookup", func() error {
-			_, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10, Lookup: nilOwner}, now)
+			_, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10, Lookup: nilOwner}, now)
 			return err
 		}},
 		{"ReconcilePrepared zero now", func() error {
-			_, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10}, zero)
+			_, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10}, zero)
 			return err
 		}},
 		// Runs, activations, children, fan-out.
@@ -257,7 +260,7 @@ func caseBoundaryNilArguments(e *env) {
 			return err
 		}},
 		{"RetireFanOut zero now", func() error { return s.RetireFanOut(e.Ctx, pend, zero) }},
-		{"SettleFanOutRetirement zero now", func() error { return s.SettleFanOutRetirement(e.Ctx, pend, zero) }},
+		{"SettleFanOutRetirement zero now", func() error { return s.Engine().SettleFanOutRetirement(e.Ctx, pend, zero) }},
 		{"PauseRun zero now", func() error { return s.PauseRun(e.Ctx, "r", nil, zero) }},
 		{"ResumeRun zero now", func() error { return s.ResumeRun(e.Ctx, "r", nil, zero) }},
 		// Authority.
@@ -301,10 +304,13 @@ func caseBoundaryNilArguments(e *env) {
 			return s.Repair(e.Ctx, workflow.RepairRequest{Identity: "", Action: workflow.RepairAbandon}, now)
 		}},
 		{"RequestCancellation zero now", func() error { _, err := s.RequestCancellation(e.Ctx, "r", nil, zero); return err }},
-		{"MarkCancellationSignalled zero now", func() error { return s.MarkCancellationSignalled(e.Ctx, identity(adm, 1), zero) }},
-		{"CancelNeverDispatched zero now", func() error { _, err := s.CancelNeverDispatched(e.Ctx, identity(prep, 1), nil, zero); return err }},
+		{"MarkCancellationSignalled zero now", func() error { return s.Engine().MarkCancellationSignalled(e.Ctx, identity(adm, 1), zero) }},
+		{"CancelNeverDispatched zero now", func() error {
+			_, err := s.Engine().CancelNeverDispatched(e.Ctx, identity(prep, 1), nil, zero)
+			return err
+		}},
 		{"SettleOrphanedCancellation zero now", func() error {
-			_, err := s.SettleOrphanedCancellation(e.Ctx, identity(adm, 1), zero)
+			_, err := s.Engine().SettleOrphanedCancellation(e.Ctx, identity(adm, 1), zero)
 			return err
 		}},
 		// Retries.
@@ -313,23 +319,23 @@ func caseBoundaryNilArguments(e *env) {
 			return err
 		}},
 		{"ScheduleRetryForFailedAttempt zero now", func() error {
-			_, err := s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: adm, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, zero)
+			_, err := s.Engine().ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: adm, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, zero)
 			return err
 		}},
 		{"ScheduleRetryFromObservation zero now", func() error {
-			_, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: adm, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, retryable, zero)
+			_, err := s.Engine().ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: adm, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, retryable, zero)
 			return err
 		}},
 		{"ScheduleRetryFromObservation zero now, not a failure", func() error {
-			_, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: adm, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, obsOK, zero)
+			_, err := s.Engine().ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: adm, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, obsOK, zero)
 			return err
 		}},
 		{"ScheduleRetryFromObservation zero key, not a failure", func() error {
-			_, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: workflow.ActivationKey{}, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, obsOK, now)
+			_, err := s.Engine().ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: workflow.ActivationKey{}, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 1 * time.Millisecond}, obsOK, now)
 			return err
 		}},
-		{"ConsumeNextDueRetry zero now", func() error { _, err := s.ConsumeNextDueRetry(e.Ctx, "r", zero); return err }},
-		{"ConsumeDueRetry zero now", func() error { _, err := s.ConsumeDueRetry(e.Ctx, adm, zero); return err }},
+		{"ConsumeNextDueRetry zero now", func() error { _, err := s.Engine().ConsumeNextDueRetry(e.Ctx, "r", zero); return err }},
+		{"ConsumeDueRetry zero now", func() error { _, err := s.Engine().ConsumeDueRetry(e.Ctx, adm, zero); return err }},
 		{"RetryFailedNode zero now", func() error { _, err := s.RetryFailedNode(e.Ctx, adm, 1, zero); return err }},
 		{"RetryFailedNode zero attempt", func() error { _, err := s.RetryFailedNode(e.Ctx, adm, 0, now); return err }},
 		// Reads.
@@ -338,10 +344,10 @@ func caseBoundaryNilArguments(e *env) {
 		{"GetAttempt empty identity", func() error { _, err := s.GetAttempt(e.Ctx, ""); return err }},
 		{"GetRetrySchedule zero key", func() error { _, err := s.GetRetrySchedule(e.Ctx, workflow.ActivationKey{}); return err }},
 		{"Authority empty run id", func() error { _, err := s.Authority(e.Ctx, ""); return err }},
-		{"AllowanceObservation empty run id", func() error { _, err := s.AllowanceObservation(e.Ctx, ""); return err }},
+		{"AllowanceObservation empty run id", func() error { _, err := s.Engine().AllowanceObservation(e.Ctx, ""); return err }},
 		{"Events empty run id", func() error { _, err := s.Events(e.Ctx, "", 0, 10); return err }},
-		{"ActiveAttempts empty run id", func() error { _, err := s.ActiveAttempts(e.Ctx, "", 10); return err }},
-		{"ActiveLeases empty run id", func() error { _, err := s.ActiveLeases(e.Ctx, "", 10); return err }},
+		{"ActiveAttempts empty run id", func() error { _, err := s.Engine().ActiveAttempts(e.Ctx, "", 10); return err }},
+		{"ActiveLeases empty run id", func() error { _, err := s.Engine().ActiveLeases(e.Ctx, "", 10); return err }},
 	}
 	before := digest(e, "r")
 	for _, row := range rows {
@@ -377,7 +383,7 @@ func caseBoundaryPageLimits(e *env) {
 		mkAct(e, s, key("dp", "n", fmt.Sprintf("a%03d", i)), withClaims(claim("res", workflow.LeaseRead)))
 		k := key("rc", "n", fmt.Sprintf("a%03d", i))
 		mkAct(e, s, k)
-		p, err := s.PreparePending(e.Ctx, k, plan, ms(5))
+		p, err := s.Engine().PreparePending(e.Ctx, k, plan, ms(5))
 		require.NoError(e.T, err)
 		require.NotNil(e.T, p)
 	}
@@ -388,17 +394,17 @@ func caseBoundaryPageLimits(e *env) {
 	for _, bad := range []int{-1, workflow.MaxPageLimit + 1, math.MinInt, math.MaxInt} {
 		_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{RunID: "dp", Limit: bad}, ms(10))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Dispatch limit %d", bad)
-		_, err = s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "rc", Limit: bad}, ms(10))
+		_, err = s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "rc", Limit: bad}, ms(10))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ReconcilePrepared limit %d", bad)
-		_, err = s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: "rc", Limit: bad}, ms(10))
+		_, err = s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: "rc", Limit: bad}, ms(10))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Redispatch limit %d", bad)
 		_, err = s.Events(e.Ctx, "dp", 0, bad)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Events limit %d", bad)
 		_, err = s.Attempts(e.Ctx, workflow.AttemptPage{RunID: "rc", Limit: bad})
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Attempts limit %d", bad)
-		_, err = s.ActiveAttempts(e.Ctx, "rc", bad)
+		_, err = s.Engine().ActiveAttempts(e.Ctx, "rc", bad)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ActiveAttempts limit %d", bad)
-		_, err = s.ActiveLeases(e.Ctx, "dp", bad)
+		_, err = s.Engine().ActiveLeases(e.Ctx, "dp", bad)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ActiveLeases limit %d", bad)
 		unchanged(e, before, fmt.Sprintf("limit %d", bad), "dp", "rc")
 	}
@@ -415,10 +421,10 @@ func caseBoundaryPageLimits(e *env) {
 		atts, err := s.Attempts(e.Ctx, workflow.AttemptPage{RunID: "rc", Limit: c.limit})
 		require.NoError(e.T, err, "Attempts limit %d", c.limit)
 		assert.Len(e.T, atts, c.want, "Attempts limit %d", c.limit)
-		act, err := s.ActiveAttempts(e.Ctx, "rc", c.limit)
+		act, err := s.Engine().ActiveAttempts(e.Ctx, "rc", c.limit)
 		require.NoError(e.T, err, "ActiveAttempts limit %d", c.limit)
 		assert.Len(e.T, act, c.want, "ActiveAttempts limit %d", c.limit)
-		sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "rc", Limit: c.limit}, ms(10))
+		sum, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "rc", Limit: c.limit}, ms(10))
 		require.NoError(e.T, err, "ReconcilePrepared limit %d", c.limit)
 		assert.Len(e.T, sum.NeverDispatched, c.want, "ReconcilePrepared limit %d", c.limit)
 	}
@@ -429,13 +435,13 @@ func caseBoundaryPageLimits(e *env) {
 		sum, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{RunID: "dp", Limit: c.limit}, ms(20))
 		require.NoError(e.T, err, "Dispatch limit %d", c.limit)
 		assert.Len(e.T, sum.Admitted, c.want, "Dispatch limit %d", c.limit)
-		rsum, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: "rc", Limit: c.limit}, ms(20))
+		rsum, err := s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: "rc", Limit: c.limit}, ms(20))
 		require.NoError(e.T, err, "Redispatch limit %d", c.limit)
 		assert.Len(e.T, rsum.Admitted, c.want, "Redispatch limit %d", c.limit)
 	}
 	assert.Equal(e.T, 2*n, o.totalCalls(), "every activation dispatched once")
 	for _, c := range []struct{ limit, want int }{{1, 1}, {0, workflow.DefaultPageLimit}, {workflow.MaxPageLimit, n}} {
-		ls, err := s.ActiveLeases(e.Ctx, "dp", c.limit)
+		ls, err := s.Engine().ActiveLeases(e.Ctx, "dp", c.limit)
 		require.NoError(e.T, err, "ActiveLeases limit %d", c.limit)
 		assert.Len(e.T, ls, c.want, "ActiveLeases limit %d", c.limit)
 	}

@@ -31,7 +31,7 @@ func caseCancelStillRunning(e *env) {
 	ids := admittedIn(e, s, "r", workflow.Mutating, nil, "a", "b")
 	_, err := s.RequestCancellation(e.Ctx, "r", nil, ms(15))
 	require.NoError(e.T, err)
-	require.NoError(e.T, s.MarkCancellationSignalled(e.Ctx, ids[1], ms(16)))
+	require.NoError(e.T, s.Engine().MarkCancellationSignalled(e.Ctx, ids[1], ms(16)))
 	res := observe(e, s, ids[0], obs(workflow.ObservedRunning), ms(17))
 	assert.Equal(e.T, workflow.AttemptRunning, res.Status, "an unsignalled attempt still running is running")
 	for _, k := range []workflow.ObservationKind{workflow.ObservedRunning, workflow.ObservedAdmitted, workflow.ObservedDeferred} {
@@ -51,7 +51,7 @@ func caseCancelFinishedAnyway(e *env) {
 	ids := admittedIn(e, s, "r", workflow.Mutating, nil, "a", "b", "c")
 	_, err := s.RequestCancellation(e.Ctx, "r", nil, ms(15))
 	require.NoError(e.T, err)
-	require.NoError(e.T, s.MarkCancellationSignalled(e.Ctx, ids[0], ms(16)))
+	require.NoError(e.T, s.Engine().MarkCancellationSignalled(e.Ctx, ids[0], ms(16)))
 	res := observe(e, s, ids[0], workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{"shipped": 5}`)}, ms(17))
 	assert.Equal(e.T, workflow.AttemptCancelled, res.Status, "a cancelled run's finished attempt settles cancelled")
 	observe(e, s, ids[1], obs(workflow.ObservedFailed), ms(18))
@@ -76,7 +76,7 @@ func caseCancelReceiptPassAsks(e *env) {
 	ids := admittedIn(e, s, "r", workflow.Mutating, nil, "a", "b")
 	_, err := s.RequestCancellation(e.Ctx, "r", nil, ms(15))
 	require.NoError(e.T, err)
-	require.NoError(e.T, s.MarkCancellationSignalled(e.Ctx, ids[0], ms(16)))
+	require.NoError(e.T, s.Engine().MarkCancellationSignalled(e.Ctx, ids[0], ms(16)))
 	o := newObserver() // b: still running
 	o.answer[ids[0]] = workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`7`)}
 	sum := receiptPass(e, s, o, workflow.ReceiptPassOptions{}, 20)
@@ -101,29 +101,29 @@ func caseCancelUnobserved(e *env) {
 	ids := admittedIn(e, s, "r", workflow.Mutating, a1, "a", "b", "c")
 	other := admittedIn(e, s, "q", workflow.Mutating, nil, "a")
 	before := digest(e, "r", "q")
-	_, err := s.SettleCancelledUnobserved(e.Ctx, other[0], workflow.SignalledNotObserved, nil, ms(14))
+	_, err := s.Engine().SettleCancelledUnobserved(e.Ctx, other[0], workflow.SignalledNotObserved, nil, ms(14))
 	requireIs(e.T, err, workflow.ErrIneligible, "no cancellation requested")
-	_, err = s.SettleCancelledUnobserved(e.Ctx, other[0], "guessed", nil, ms(14))
+	_, err = s.Engine().SettleCancelledUnobserved(e.Ctx, other[0], "guessed", nil, ms(14))
 	requireIs(e.T, err, workflow.ErrInvalidInput, "an unknown settlement")
 	unchanged(e, before, "refused settlements", "r", "q")
 
 	_, err = s.RequestCancellation(e.Ctx, "r", a1, ms(15))
 	require.NoError(e.T, err)
-	require.NoError(e.T, s.MarkCancellationSignalled(e.Ctx, ids[0], ms(16)))
+	require.NoError(e.T, s.Engine().MarkCancellationSignalled(e.Ctx, ids[0], ms(16)))
 	before = digest(e, "r")
-	_, err = s.SettleCancelledUnobserved(e.Ctx, ids[0], workflow.SignalledNotObserved, authority(1, "other"), ms(17))
+	_, err = s.Engine().SettleCancelledUnobserved(e.Ctx, ids[0], workflow.SignalledNotObserved, authority(1, "other"), ms(17))
 	requireIs(e.T, err, workflow.ErrStaleAuthority)
-	_, err = s.SettleCancelledUnobserved(e.Ctx, ids[1], workflow.SignalledNotObserved, a1, ms(17))
+	_, err = s.Engine().SettleCancelledUnobserved(e.Ctx, ids[1], workflow.SignalledNotObserved, a1, ms(17))
 	requireIs(e.T, err, workflow.ErrIneligible, "no signal recorded")
 	unchanged(e, before, "refused settlements", "r")
 
-	done, err := s.SettleCancelledUnobserved(e.Ctx, ids[0], workflow.SignalledNotObserved, a1, ms(18))
+	done, err := s.Engine().SettleCancelledUnobserved(e.Ctx, ids[0], workflow.SignalledNotObserved, a1, ms(18))
 	require.NoError(e.T, err)
 	assert.True(e.T, done)
-	done, err = s.SettleCancelledUnobserved(e.Ctx, ids[1], workflow.NeitherSignalledNorObserved, nil, ms(19))
+	done, err = s.Engine().SettleCancelledUnobserved(e.Ctx, ids[1], workflow.NeitherSignalledNorObserved, nil, ms(19))
 	require.NoError(e.T, err)
 	assert.True(e.T, done)
-	done, err = s.SettleCancelledUnobserved(e.Ctx, ids[1], workflow.NeitherSignalledNorObserved, nil, ms(20))
+	done, err = s.Engine().SettleCancelledUnobserved(e.Ctx, ids[1], workflow.NeitherSignalledNorObserved, nil, ms(20))
 	require.NoError(e.T, err)
 	assert.False(e.T, done, "a settled attempt is left alone")
 	s = e.newStore(e.Reopen())
@@ -132,7 +132,7 @@ func caseCancelUnobserved(e *env) {
 		fmt.Sprintf(`{"dispatch_identity":%q,"reason":"not_signalled_not_observed"}`, ids[1]),
 	}, payloadsOf(e, s, "r", "attempt_cancelled"))
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "c is still active")
-	done, err = s.SettleCancelledUnobserved(e.Ctx, ids[2], workflow.NeitherSignalledNorObserved, nil, ms(21))
+	done, err = s.Engine().SettleCancelledUnobserved(e.Ctx, ids[2], workflow.NeitherSignalledNorObserved, nil, ms(21))
 	require.NoError(e.T, err)
 	assert.True(e.T, done)
 	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "r").Status, "the run finalises")
@@ -153,7 +153,7 @@ func caseCancelScan(e *env) {
 		_, err := s.RequestCancellation(e.Ctx, id, nil, ms(13))
 		require.NoError(e.T, err)
 	}
-	require.NoError(e.T, s.MarkCancellationSignalled(e.Ctx, a[0], ms(14)))
+	require.NoError(e.T, s.Engine().MarkCancellationSignalled(e.Ctx, a[0], ms(14)))
 	require.Equal(e.T, workflow.RunCancelled, getRun(e, s, "rd").Status)
 
 	got := map[string][]string{}
@@ -161,7 +161,7 @@ func caseCancelScan(e *env) {
 	q := workflow.CancellationScan{Limit: 1}
 	for pages := 0; ; pages++ {
 		require.Less(e.T, pages, 10, "the scan ends")
-		page, err := s.ScanCancellations(e.Ctx, q)
+		page, err := s.Engine().ScanCancellations(e.Ctx, q)
 		require.NoError(e.T, err)
 		assert.LessOrEqual(e.T, len(page.Runs), 1, "a page reads at most Limit runs")
 		for _, rc := range page.Runs {
@@ -181,17 +181,17 @@ func caseCancelScan(e *env) {
 		"rc": {pc.Identity + " prepared"},
 		"re": {p[0] + " admitted"},
 	}, got)
-	page, err := s.ScanCancellations(e.Ctx, workflow.CancellationScan{RunID: "rc"})
+	page, err := s.Engine().ScanCancellations(e.Ctx, workflow.CancellationScan{RunID: "rc"})
 	require.NoError(e.T, err)
 	assert.True(e.T, page.Done)
 	require.Len(e.T, page.Runs, 1)
 	assert.Equal(e.T, pc.Identity, page.Runs[0].Attempts[0].Identity)
 	assert.Equal(e.T, workflow.HandoffPending, page.Runs[0].Attempts[0].Handoff)
-	page, err = s.ScanCancellations(e.Ctx, workflow.CancellationScan{RunID: "rb"})
+	page, err = s.Engine().ScanCancellations(e.Ctx, workflow.CancellationScan{RunID: "rb"})
 	require.NoError(e.T, err)
 	assert.Empty(e.T, page.Runs, "a run without cancellation requested is not listed")
-	_, err = s.ScanCancellations(e.Ctx, workflow.CancellationScan{RunID: "nope"})
+	_, err = s.Engine().ScanCancellations(e.Ctx, workflow.CancellationScan{RunID: "nope"})
 	requireIs(e.T, err, workflow.ErrNotFound)
-	_, err = s.ScanCancellations(e.Ctx, workflow.CancellationScan{Limit: -1})
+	_, err = s.Engine().ScanCancellations(e.Ctx, workflow.CancellationScan{Limit: -1})
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 }

@@ -123,7 +123,7 @@ func caseChildRequiresPrepared(e *env) {
 	}
 	refuseChild(e, s, nc(a), 10, workflow.ErrIneligible, "child of an activation without an attempt", "p")
 	// A low-level prepared attempt leaves its activation pending.
-	_, err := s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(b, 1), SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(11))
+	_, err := s.Engine().PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(b, 1), SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(11))
 	require.NoError(e.T, err)
 	refuseChild(e, s, nc(b), 12, workflow.ErrIneligible, "child of a pending activation", "p")
 	// An admitted parent is no longer prepared.

@@ -104,7 +104,7 @@ func caseCompletionFanOutMember(e *env) {
 	require.NoError(e.T, s.RetireFanOut(e.Ctx, c, ms(22)))
 	observe(e, s, identity(m[0], 1), obs(workflow.ObservedSucceeded), ms(23))
 	require.Equal(e.T, workflow.RunRunning, getRun(e, s, "g").Status, "member 1 is still pending")
-	require.NoError(e.T, s.SettleFanOutRetirement(e.Ctx, c, ms(24)))
+	require.NoError(e.T, s.Engine().SettleFanOutRetirement(e.Ctx, c, ms(24)))
 	assert.Equal(e.T, workflow.ActivationCancelled, getAct(e, s, m[1]).Status)
 	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "g").Status, "the retirement cancelled the last open member")
 }
@@ -125,7 +125,7 @@ func caseCompletionPendingSchedule(e *env) {
 	admitOnly(e, s, o, ms(10), identity(x, 1), identity(y, 1), identity(z, 1))
 	require.NotNil(e.T, observe(e, s, identity(x, 1), obs(workflow.ObservedRetryableFailure), ms(20)).Schedule)
 	require.NotNil(e.T, observe(e, s, identity(z, 1), obs(workflow.ObservedRetryableFailure), ms(21)).Schedule)
-	_, err := s.ConsumeDueRetry(e.Ctx, z, ms(121))
+	_, err := s.Engine().ConsumeDueRetry(e.Ctx, z, ms(121))
 	require.NoError(e.T, err)
 	admitOnly(e, s, o, ms(122), identity(z, 2))
 	observe(e, s, identity(z, 2), obs(workflow.ObservedSucceeded), ms(123))
@@ -133,7 +133,7 @@ func caseCompletionPendingSchedule(e *env) {
 	observe(e, s, identity(y, 1), obs(workflow.ObservedCancelled), ms(124))
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "q").Status, "x's retry schedule is still to be consumed")
 	assert.Zero(e.T, countType(eventTypes(e, s, "q"), "run_completed"))
-	_, err = s.ConsumeDueRetry(e.Ctx, x, ms(130))
+	_, err = s.Engine().ConsumeDueRetry(e.Ctx, x, ms(130))
 	require.NoError(e.T, err)
 	admitOnly(e, s, o, ms(131), identity(x, 2))
 	observe(e, s, identity(x, 2), obs(workflow.ObservedSucceeded), ms(132))
@@ -162,7 +162,7 @@ func caseCompletionFailedForGood(e *env) {
 		if tc.failFirst {
 			observe(e, s, identity(y, 1), obs(workflow.ObservedFailed), ms(21))
 		}
-		_, err := s.ConsumeDueRetry(e.Ctx, x, ms(120))
+		_, err := s.Engine().ConsumeDueRetry(e.Ctx, x, ms(120))
 		require.NoError(e.T, err)
 		require.Equal(e.T, workflow.RunRunning, getRun(e, s, tc.run).Status, "%s: x's retry requeued the run", tc.run)
 		admitOnly(e, s, o, ms(121), identity(x, 2))

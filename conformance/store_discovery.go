@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -44,8 +45,8 @@ func caseDiscoveryHandoffRefusal(e *env) {
 		mkAct(e, s, k)
 	}
 	after := map[string]string{} // run → digest right after the change
-	fault := func(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
-		if b != workflow.IntentCommitted {
+	fault := func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
+		if b != faultseam.IntentCommitted {
 			return nil
 		}
 		run := p.Activation.Key.RunID
@@ -59,7 +60,7 @@ func caseDiscoveryHandoffRefusal(e *env) {
 			_, err = s.ApplyObservation(ctx, identity(sib, 1), obs(workflow.ObservedFailed), ms(11))
 		case taken:
 			// Another caller hands the attempt off first: a race.
-			err = s.Handoff(ctx, p.Key(), nil, ms(11))
+			err = s.Engine().Handoff(ctx, p.Key(), nil, ms(11))
 		default:
 			return nil
 		}
@@ -70,7 +71,7 @@ func caseDiscoveryHandoffRefusal(e *env) {
 		return nil
 	}
 	o := newOwner()
-	sum, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Fault: fault}, ms(10))
+	sum, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, workflow.DispatchOptions{}, ms(10))
 	require.NoError(e.T, err, "a run-state refusal at handoff does not stop the batch")
 	assert.Equal(e.T, []string{identity(dy, 1)}, refIdentities(sum.Admitted), "the healthy run later in the batch is admitted in the same call")
 	require.Len(e.T, sum.Rejected, 3)
@@ -90,19 +91,19 @@ func caseDiscoveryHandoffRefusal(e *env) {
 		assert.Equal(e.T, workflow.HandoffPending, att.Handoff, "%v: the never-dispatched proof holds", k)
 		assert.Nil(e.T, att.Receipt)
 		assert.NotContains(e.T, payloadsOf(e, s, k.RunID, "dispatch_handed_off"), `{"dispatch_identity":"`+identity(k, 1)+`"}`)
-		rs, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: k.RunID, Limit: 10}, ms(20))
+		rs, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: k.RunID, Limit: 10}, ms(20))
 		require.NoError(e.T, err)
 		assert.Equal(e.T, workflow.ReconcileSummary{NeverDispatched: []workflow.AttemptRef{{Key: attemptKey(k, 1), Identity: identity(k, 1)}}}, rs, "reconciliation of %s", k.RunID)
 	}
 	// Recovery works on what was left: the cancelled run's attempt is
 	// cancelled as never dispatched, the paused one is redispatched with
 	// the same identity once resumed.
-	done, err := s.CancelNeverDispatched(e.Ctx, identity(bx, 1), nil, ms(30))
+	done, err := s.Engine().CancelNeverDispatched(e.Ctx, identity(bx, 1), nil, ms(30))
 	require.NoError(e.T, err)
 	assert.True(e.T, done, "the refused attempt of the cancelling run is provably never dispatched")
 	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, cancelling).Status)
 	require.NoError(e.T, s.ResumeRun(e.Ctx, paused, nil, ms(31)))
-	rd, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: paused, Limit: 10}, ms(32))
+	rd, err := s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: paused, Limit: 10}, ms(32))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{identity(ax, 1)}, refIdentities(rd.Admitted))
 	assert.Equal(e.T, 1, o.callCount(identity(ax, 1)), "one owner call for the recovered attempt")
@@ -127,7 +128,7 @@ func caseDiscoveryCheckOrder(e *env) {
 	mkAct(e, s, nb)
 	prep(e, s, na, workflow.ReadOnly, ms(10))
 	before := digest(e, "node")
-	_, err := s.PreparePending(e.Ctx, nb, plan, ms(11))
+	_, err := s.Engine().PreparePending(e.Ctx, nb, plan, ms(11))
 	requireIs(e.T, err, workflow.ErrNodeAllowanceExhausted, "direct prepare of a full, exhausted run")
 	unchanged(e, before, "exhausted prepare", "node")
 	o := newOwner()
@@ -162,7 +163,7 @@ func caseDiscoveryCheckOrder(e *env) {
 	mkAct(e, s, c2)
 	prep(e, s, c1, workflow.ReadOnly, ms(32))
 	before = digest(e, "p", child)
-	_, err = s.PreparePending(e.Ctx, c2, plan, ms(33))
+	_, err = s.Engine().PreparePending(e.Ctx, c2, plan, ms(33))
 	requireIs(e.T, err, workflow.ErrRootAllowanceExhausted, "direct prepare of a full child of an exhausted root")
 	unchanged(e, before, "exhausted prepare", "p", child)
 	sum = dispatch(e, s, o, workflow.DispatchOptions{}, ms(34))

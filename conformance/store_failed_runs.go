@@ -136,7 +136,7 @@ func caseFailedRootTreeCancel(e *env) {
 	before = digest(e, "r")
 	_, err = s.RequestTreeCancellation(e.Ctx, "r", nil, ms(22))
 	require.NoError(e.T, err, "again: a no-op")
-	_, err = s.ConsumeDueRetry(e.Ctx, x, ms(200))
+	_, err = s.Engine().ConsumeDueRetry(e.Ctx, x, ms(200))
 	requireIs(e.T, err, workflow.ErrNotFound, "no schedule is left to consume")
 	_, err = s.RetryFailedNode(e.Ctx, x, 1, ms(201))
 	requireIs(e.T, err, workflow.ErrIneligible, "no explicit retry after cancellation")

@@ -471,7 +471,7 @@ func caseFanOutFailFast(e *env) {
 	// provably never handed to its owner. Members 0 and 1 admitted, member
 	// 1 running; member 4 waiting.
 	p2 := prep(e, s, m[2], workflow.ReadOnly, ms(5))
-	require.NoError(e.T, s.Handoff(e.Ctx, p2.Key(), nil, ms(6)))
+	require.NoError(e.T, s.Engine().Handoff(e.Ctx, p2.Key(), nil, ms(6)))
 	prep(e, s, m[3], workflow.ReadOnly, ms(7))
 	admitOnly(e, s, o, ms(10), identity(m[0], 1), identity(m[1], 1))
 	observe(e, s, identity(m[1], 1), obs(workflow.ObservedRunning), ms(11))
@@ -500,13 +500,13 @@ func caseFanOutFailFast(e *env) {
 	_, err := s.RetryFailedNode(e.Ctx, m[0], 1, ms(21))
 	requireIs(e.T, err, workflow.ErrIneligible, "a fail-fast group's failed member is not requeued")
 	unchanged(e, before, "refused retry", "r")
-	requireIs(e.T, s.Handoff(e.Ctx, attemptKey(m[2], 1), nil, ms(22)), workflow.ErrIneligible, "no handoff of a stopped sibling")
+	requireIs(e.T, s.Engine().Handoff(e.Ctx, attemptKey(m[2], 1), nil, ms(22)), workflow.ErrIneligible, "no handoff of a stopped sibling")
 	unchanged(e, before, "refused handoff", "r")
 
 	// A late receipt is stored and the status kept; the owner's word then
 	// decides, as for a cancelling run: running work stays active, finished
 	// work settles as cancelled.
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, attemptKey(m[2], 1), json.RawMessage(`{"late":true}`), nil, ms(23)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, attemptKey(m[2], 1), json.RawMessage(`{"late":true}`), nil, ms(23)))
 	a2 := getAttempt(e, s, m[2], 1)
 	assert.Equal(e.T, workflow.AttemptSiblingCancelling, a2.Status)
 	assert.JSONEq(e.T, `{"late":true}`, string(a2.Receipt))
@@ -573,7 +573,7 @@ func caseFanOutScheduledMemberFailure(e *env) {
 	assert.Zero(e.T, getGroup(e, c).RetiredMS)
 	assert.Empty(e.T, payloadsOf(e, s, "r", "fan_out_failed"))
 
-	rq, err := s.ConsumeDueRetry(e.Ctx, m[0], ms(25))
+	rq, err := s.Engine().ConsumeDueRetry(e.Ctx, m[0], ms(25))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, uint32(2), rq.NextAttempt)
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)

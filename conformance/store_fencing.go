@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -163,7 +164,7 @@ func (f lookupFunc) LookupReceipt(ctx context.Context, identity string) (json.Ra
 func handedOff(e *env, s *workflow.Store, run string, a workflow.Authority) (workflow.AttemptKey, string) {
 	e.T.Helper()
 	k := preparedMutation(e, s, run, a)
-	require.NoError(e.T, s.Handoff(e.Ctx, k, &a, ms(11)))
+	require.NoError(e.T, s.Engine().Handoff(e.Ctx, k, &a, ms(11)))
 	return k, identity(k.ActivationKey, 1)
 }
 
@@ -174,7 +175,7 @@ func preparedMutation(e *env, s *workflow.Store, run string, a workflow.Authorit
 	mkRun(e, s, run, workflow.Limits{}, &a)
 	k := key(run, "n", "a")
 	mkAct(e, s, k)
-	p, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{"do":"a"}`)}, ms(10))
+	p, err := s.Engine().PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{"do":"a"}`)}, ms(10))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, p)
 	return p.Key()
@@ -194,7 +195,7 @@ func requireReceiptless(e *env, s *workflow.Store, k workflow.AttemptKey, h work
 // receipts and requires it to recover exactly id.
 func requireRecovered(e *env, s *workflow.Store, o *owner, run string, a *workflow.Authority, id string, at int64, what string) {
 	e.T.Helper()
-	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: run, Authority: a, Limit: 10, Lookup: o}, ms(at))
+	sum, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: run, Authority: a, Limit: 10, Lookup: o}, ms(at))
 	require.NoError(e.T, err, "%s: the current authority recovers the attempt", what)
 	assert.Equal(e.T, []string{id}, refIdentities(sum.Recovered), "%s", what)
 	att, err := s.GetAttempt(e.Ctx, id)
@@ -217,7 +218,7 @@ func caseFenceTransferRedispatch(owned bool) func(*env) {
 			after = digest(e, "r")
 			return nil
 		}
-		_, err := s.Redispatch(e.Ctx, o, passOpts("r", owned, a1), ms(20))
+		_, err := s.Engine().Redispatch(e.Ctx, o, passOpts("r", owned, a1), ms(20))
 		requireIs(e.T, err, workflow.ErrStaleAuthority, "the receipt of a redispatch whose authority moved")
 		assert.Equal(e.T, 1, o.callCount(id))
 		assert.Equal(e.T, after, digest(e, "r"), "nothing written after the transfer")
@@ -244,7 +245,7 @@ func caseFenceTransferLookup(owned bool) func(*env) {
 		})
 		opts := passOpts("r", owned, a1)
 		opts.Lookup = lk
-		_, err := s.ReconcilePrepared(e.Ctx, opts, ms(20))
+		_, err := s.Engine().ReconcilePrepared(e.Ctx, opts, ms(20))
 		requireIs(e.T, err, workflow.ErrStaleAuthority, "the receipt found by a lookup whose authority moved")
 		assert.Equal(e.T, after, digest(e, "r"), "nothing written after the transfer")
 		requireReceiptless(e, s, k, workflow.HandoffRecorded, "receipt lookup")
@@ -262,12 +263,12 @@ func caseFenceTransferRepair(e *env) {
 		after = digest(e, "r")
 		return nil, false, nil
 	})
-	_, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10, Lookup: lk}, ms(20))
+	_, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10, Lookup: lk}, ms(20))
 	requireIs(e.T, err, workflow.ErrStaleAuthority, "repair_required under an authority that moved")
 	assert.Equal(e.T, after, digest(e, "r"), "nothing written after the transfer")
 	requireReceiptless(e, s, k, workflow.HandoffRecorded, "reconcile")
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
-	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Authority: &a2, Limit: 10}, ms(30))
+	sum, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Authority: &a2, Limit: 10}, ms(30))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{id}, refIdentities(sum.RepairRequired), "the new authority reconciles it")
 }
@@ -323,21 +324,21 @@ func caseFieldHandoff(owned bool) func(*env) {
 			var after string
 			seed := onceFn(func() { seedAuthority(e, run, v); after = digest(e, run) })
 			opts := dispatchOpts(run, owned, a1)
-			opts.Fault = func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
-				if b == workflow.IntentCommitted {
+			fault := func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+				if b == faultseam.IntentCommitted {
 					seed()
 				}
 				return nil
 			}
-			_, err := s.Dispatch(e.Ctx, o, opts, ms(10))
+			_, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, opts, ms(10))
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "handoff under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: handoff writes nothing", field)
 			ak := attemptKey(k, 1)
 			requireReceiptless(e, s, ak, workflow.HandoffPending, field)
 			assert.Zero(e.T, o.totalCalls(), "%s: owner never called", field)
-			requireIs(e.T, s.Handoff(e.Ctx, ak, &a1, ms(11)), workflow.ErrStaleAuthority, "%s: owned handoff", field)
+			requireIs(e.T, s.Engine().Handoff(e.Ctx, ak, &a1, ms(11)), workflow.ErrStaleAuthority, "%s: owned handoff", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: owned handoff writes nothing", field)
-			rs, err := s.Redispatch(e.Ctx, o, passOpts(run, owned, v), ms(12))
+			rs, err := s.Engine().Redispatch(e.Ctx, o, passOpts(run, owned, v), ms(12))
 			require.NoError(e.T, err, "%s", field)
 			assert.Equal(e.T, []string{identity(k, 1)}, refIdentities(rs.Admitted), "%s: the stored authority redispatches it", field)
 			assert.Equal(e.T, 1, o.totalCalls(), "%s", field)
@@ -364,9 +365,9 @@ func caseFieldReceipt(owned bool) func(*env) {
 			assert.Equal(e.T, after, digest(e, run), "%s: receipt writes nothing", field)
 			ak, id := attemptKey(k, 1), identity(k, 1)
 			requireReceiptless(e, s, ak, workflow.HandoffRecorded, field)
-			requireIs(e.T, s.PersistReceipt(e.Ctx, ak, o.receipts[id], &a1, ms(11)), workflow.ErrStaleAuthority, "%s: owned receipt", field)
+			requireIs(e.T, s.Engine().PersistReceipt(e.Ctx, ak, o.receipts[id], &a1, ms(11)), workflow.ErrStaleAuthority, "%s: owned receipt", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: owned receipt writes nothing", field)
-			require.NoError(e.T, s.PersistReceipt(e.Ctx, ak, o.receipts[id], &v, ms(12)), "%s: the stored authority persists it", field)
+			require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, ak, o.receipts[id], &v, ms(12)), "%s: the stored authority persists it", field)
 			assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, k, 1).Status, "%s", field)
 		})
 	}
@@ -432,7 +433,7 @@ func caseFieldRedispatch(owned bool) func(*env) {
 			o := newOwner()
 			if owned {
 				before := digest(e, run)
-				_, err := s.Redispatch(e.Ctx, o, passOpts(run, true, v), ms(11))
+				_, err := s.Engine().Redispatch(e.Ctx, o, passOpts(run, true, v), ms(11))
 				requireIs(e.T, err, workflow.ErrStaleAuthority, "owned redispatch presenting an authority differing in %s", field)
 				assert.Equal(e.T, before, digest(e, run), "%s", field)
 				assert.Zero(e.T, o.totalCalls(), "%s", field)
@@ -441,7 +442,7 @@ func caseFieldRedispatch(owned bool) func(*env) {
 			var after string
 			hb := &hookedBackend{Backend: e.B}
 			hb.before = onceFn(func() { seedAuthority(e, run, v); after = digest(e, run) })
-			_, err := e.newStore(hb).Redispatch(e.Ctx, o, passOpts(run, owned, a1), ms(12))
+			_, err := e.newStore(hb).Engine().Redispatch(e.Ctx, o, passOpts(run, owned, a1), ms(12))
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "redispatch handoff under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: redispatch handoff writes nothing", field)
 			requireReceiptless(e, s, k, workflow.HandoffPending, field)
@@ -450,7 +451,7 @@ func caseFieldRedispatch(owned bool) func(*env) {
 			// a1, which differs from v in the same one field.
 			seed := onceFn(func() { seedAuthority(e, run, a1); after = digest(e, run) })
 			o.onDispatch = func(context.Context, workflow.PreparedDispatch) error { seed(); return nil }
-			_, err = s.Redispatch(e.Ctx, o, passOpts(run, owned, v), ms(13))
+			_, err = s.Engine().Redispatch(e.Ctx, o, passOpts(run, owned, v), ms(13))
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "redispatch receipt under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: redispatch receipt writes nothing", field)
 			requireReceiptless(e, s, k, workflow.HandoffRecorded, field)
@@ -472,7 +473,7 @@ func caseFieldReconcile(owned bool) func(*env) {
 			o.receipts[id] = json.RawMessage(`{"held":true}`)
 			if owned {
 				before := digest(e, run)
-				_, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: run, Authority: &v, Limit: 10, Lookup: o}, ms(19))
+				_, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: run, Authority: &v, Limit: 10, Lookup: o}, ms(19))
 				requireIs(e.T, err, workflow.ErrStaleAuthority, "owned reconcile presenting an authority differing in %s", field)
 				assert.Equal(e.T, before, digest(e, run), "%s", field)
 			}
@@ -484,7 +485,7 @@ func caseFieldReconcile(owned bool) func(*env) {
 				seed()
 				return o.LookupReceipt(ctx, identity)
 			})
-			_, err := s.ReconcilePrepared(e.Ctx, opts, ms(20))
+			_, err := s.Engine().ReconcilePrepared(e.Ctx, opts, ms(20))
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "recovered receipt under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: the recovered receipt is not written", field)
 			requireReceiptless(e, s, k, workflow.HandoffRecorded, field)
@@ -495,7 +496,7 @@ func caseFieldReconcile(owned bool) func(*env) {
 				seed()
 				return nil, false, nil
 			})
-			_, err = s.ReconcilePrepared(e.Ctx, opts, ms(21))
+			_, err = s.Engine().ReconcilePrepared(e.Ctx, opts, ms(21))
 			requireIs(e.T, err, workflow.ErrStaleAuthority, "repair_required under an authority differing in %s", field)
 			assert.Equal(e.T, after, digest(e, run), "%s: repair_required is not written", field)
 			requireReceiptless(e, s, k, workflow.HandoffRecorded, field)
@@ -510,13 +511,13 @@ func caseFieldOwnerAdmission(e *env) {
 	eachField(e, func(run, field string, a1, v workflow.Authority) {
 		k, id := handedOff(e, s, run, a1)
 		req := workflow.OwnerAdmission{Key: k, Identity: id, Intent: json.RawMessage(`{"do":"a"}`)}
-		r, err := s.CheckOwnerAdmission(e.Ctx, req, a1)
+		r, err := s.Engine().CheckOwnerAdmission(e.Ctx, req, a1)
 		require.NoError(e.T, err, "%s", field)
 		assert.Nil(e.T, r)
-		_, err = s.CheckOwnerAdmission(e.Ctx, req, v)
+		_, err = s.Engine().CheckOwnerAdmission(e.Ctx, req, v)
 		requireIs(e.T, err, workflow.ErrStaleAuthority, "owner admission presenting an authority differing in %s", field)
-		require.NoError(e.T, s.PersistReceipt(e.Ctx, k, json.RawMessage(`{"owner":"x"}`), &a1, ms(12)))
-		r, err = s.CheckOwnerAdmission(e.Ctx, req, v)
+		require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, k, json.RawMessage(`{"owner":"x"}`), &a1, ms(12)))
+		r, err = s.Engine().CheckOwnerAdmission(e.Ctx, req, v)
 		requireIs(e.T, err, workflow.ErrStaleAuthority, "%s: no receipt recovery under a foreign authority", field)
 		assert.Nil(e.T, r, "%s", field)
 	})
@@ -558,14 +559,15 @@ func caseFenceRetirement(e *env) {
 		after = digest(e, "r2")
 	})
 	var member workflow.ActivationKey
-	opts := workflow.DispatchOptions{RunID: "r2", Limit: 10, Fault: func(_ context.Context, b workflow.Boundary, pd workflow.PreparedDispatch) error {
-		if b == workflow.IntentCommitted {
+	fault := func(_ context.Context, b faultseam.Boundary, pd workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
 			member = pd.Activation.Key
 			retire2()
 		}
 		return nil
-	}}
-	sum2, err := s.Dispatch(e.Ctx, o2, opts, ms(20))
+	}
+	opts := workflow.DispatchOptions{RunID: "r2", Limit: 10}
+	sum2, err := s.Dispatch(faultseam.With(e.Ctx, fault), o2, opts, ms(20))
 	require.NoError(e.T, err, "a refused handoff is rejected and the batch goes on")
 	// One at a time, the second member is not prepared once retirement is
 	// pending; in batch mode both intents committed in one transaction
@@ -584,9 +586,9 @@ func caseFenceRetirement(e *env) {
 	p := getAttempt(e, s, member, 1)
 	requireReceiptless(e, s, p.Key, workflow.HandoffPending, "retiring member")
 	assert.Zero(e.T, o2.totalCalls(), "the owner is never called for a retiring member")
-	_, err = s.CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: p.Key, Identity: p.Identity, Intent: p.Intent}, a1)
+	_, err = s.Engine().CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: p.Key, Identity: p.Identity, Intent: p.Intent}, a1)
 	requireIs(e.T, err, workflow.ErrIneligible, "owner admission while retirement is pending")
-	rs, err := s.Redispatch(e.Ctx, o2, workflow.ReconcileOptions{RunID: "r2", Limit: 10}, ms(21))
+	rs, err := s.Engine().Redispatch(e.Ctx, o2, workflow.ReconcileOptions{RunID: "r2", Limit: 10}, ms(21))
 	require.NoError(e.T, err)
 	var skipped []string
 	for _, r := range sum2.Rejected {

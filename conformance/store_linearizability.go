@@ -18,6 +18,7 @@ import (
 
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/conformance/internal/model"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -288,15 +289,15 @@ func (w *linWorker) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (
 	return ownerReceipt(p.Identity), nil
 }
 
-func (w *linWorker) fault(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
+func (w *linWorker) fault(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
 	switch b {
-	case workflow.IntentCommitted:
+	case faultseam.IntentCommitted:
 		w.end(linOut{Kind: "ok", N: p.Attempt})
 		w.noteAttempt(p.Attempt)
 		w.begin(linIn{Op: "handoff", Run: w.run, N: p.Attempt, Gen: w.gen})
-	case workflow.OwnerAccepted:
+	case faultseam.OwnerAccepted:
 		w.begin(linIn{Op: "receipt", Run: w.run, N: p.Attempt, Gen: w.gen})
-	case workflow.ReceiptCommitted:
+	case faultseam.ReceiptCommitted:
 		w.end(linOut{Kind: "ok"})
 	}
 	return nil
@@ -349,11 +350,11 @@ func (w *linWorker) loop(ctx context.Context, n int) {
 			w.dispatch(ctx, r, gen)
 		case p < 45:
 			call := w.h.now()
-			err := w.s.Handoff(ctx, ak, auth, w.now())
+			err := w.s.Engine().Handoff(ctx, ak, auth, w.now())
 			w.h.add(w.id, linIn{Op: "handoff", Run: r.id, N: last, Gen: gen}, call, linErr(err))
 		case p < 55:
 			call := w.h.now()
-			err := w.s.PersistReceipt(ctx, ak, ownerReceipt(identity), auth, w.now())
+			err := w.s.Engine().PersistReceipt(ctx, ak, ownerReceipt(identity), auth, w.now())
 			w.h.add(w.id, linIn{Op: "receipt", Run: r.id, N: last, Gen: gen}, call, linErr(err))
 		case p < 70:
 			call := w.h.now()
@@ -363,7 +364,7 @@ func (w *linWorker) loop(ctx context.Context, n int) {
 			w.h.add(w.id, linIn{Op: "observe", Run: r.id, N: last}, call, out)
 		case p < 90:
 			call := w.h.now()
-			rq, err := w.s.ConsumeDueRetry(ctx, k, ms(10_000_000))
+			rq, err := w.s.Engine().ConsumeDueRetry(ctx, k, ms(10_000_000))
 			out := linErr(err)
 			if err == nil {
 				out.N = rq.NextAttempt
@@ -383,7 +384,7 @@ func (w *linWorker) loop(ctx context.Context, n int) {
 func (w *linWorker) dispatch(ctx context.Context, r *linRun, gen int64) {
 	w.run, w.gen, w.started, w.curIn = r.id, gen, false, nil
 	call := w.h.now()
-	sum, err := w.s.Dispatch(ctx, w, workflow.DispatchOptions{RunID: r.id, Authority: linAuth(gen), Limit: 1, Fault: w.fault}, w.now())
+	sum, err := w.s.Dispatch(faultseam.With(ctx, w.fault), w, workflow.DispatchOptions{RunID: r.id, Authority: linAuth(gen), Limit: 1}, w.now())
 	// A handoff refused inside Dispatch is reported in the summary, not as
 	// an error: a run-state refusal as Rejected, a handoff another caller
 	// recorded first as Raced. The handoff operation itself failed with

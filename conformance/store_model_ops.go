@@ -9,6 +9,7 @@ import (
 	"pgregory.net/rapid"
 
 	"github.com/wfstore/wfstore/conformance/internal/model"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -230,7 +231,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		var merr model.Err
 		if o.K == opConsume {
 			at := sq.at() + int64(o.B%2)*1000
-			wr, werr = sq.s.ConsumeDueRetry(ctx, wfKey(k), ms(at))
+			wr, werr = sq.s.Engine().ConsumeDueRetry(ctx, wfKey(k), ms(at))
 			mr, merr = sq.m.ConsumeDueRetry(k, at)
 		} else {
 			last := int64(0)
@@ -251,7 +252,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			return "skip"
 		}
 		at := sq.at() + int64(o.B%2)*1000
-		wr, werr := sq.s.ConsumeNextDueRetry(ctx, runID, ms(at))
+		wr, werr := sq.s.Engine().ConsumeNextDueRetry(ctx, runID, ms(at))
 		mr, found, merr := sq.m.ConsumeNextDueRetry(runID, at)
 		g, w := "none", "none"
 		if wr != nil {
@@ -314,7 +315,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if lookup {
 			opts.Lookup = sq.o
 		}
-		ws, werr := sq.s.ReconcilePrepared(ctx, opts, now)
+		ws, werr := sq.s.Engine().ReconcilePrepared(ctx, opts, now)
 		mres, merr := sq.m.Reconcile(runID, a, 10, lookup)
 		g := fmt.Sprintf("%+v", model.ReconcileSummary{NeverDispatched: refIdentities(ws.NeverDispatched), Recovered: refIdentities(ws.Recovered),
 			RepairRequired: refIdentities(ws.RepairRequired), SafeReadOnly: refIdentities(ws.SafeReadOnly)})
@@ -331,7 +332,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if fails {
 			sq.o.mode = model.OwnerDispatchError
 		}
-		ws, werr := sq.s.Redispatch(ctx, sq.o, workflow.ReconcileOptions{RunID: runID, Authority: wfAuthority(a), Limit: 10}, now)
+		ws, werr := sq.s.Engine().Redispatch(ctx, sq.o, workflow.ReconcileOptions{RunID: runID, Authority: wfAuthority(a), Limit: 10}, now)
 		mres, merr := sq.m.Redispatch(runID, a, 10, fails)
 		g := fmt.Sprintf("%+v", model.RedispatchSummary{Admitted: refIdentities(ws.Admitted), Skipped: refIdentities(ws.Skipped)})
 		sq.agree(rt, "redispatch", g, werr, fmt.Sprintf("%+v", mres), merr)
@@ -341,7 +342,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			return "skip"
 		}
 		a := sq.auth(att.RunID, o.B)
-		werr := sq.s.Handoff(ctx, wfAttemptKey(att), wfAuthority(a), now)
+		werr := sq.s.Engine().Handoff(ctx, wfAttemptKey(att), wfAuthority(a), now)
 		merr := sq.m.Handoff(att, a)
 		sq.agree(rt, "handoff", "", werr, "", merr)
 		return fmt.Sprintf("%s auth=%v: err=%q", att, a, merr)
@@ -354,7 +355,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if o.B%2 == 1 {
 			kind, raw = model.ReceiptOther, json.RawMessage(`{"other":"`+identity+`"}`)
 		}
-		werr := sq.s.PersistReceipt(ctx, wfAttemptKey(att), raw, wfAuthority(a), now)
+		werr := sq.s.Engine().PersistReceipt(ctx, wfAttemptKey(att), raw, wfAuthority(a), now)
 		merr := sq.m.PersistReceipt(att, kind, a)
 		sq.agree(rt, "persist_receipt", "", werr, "", merr)
 		return fmt.Sprintf("%s %s auth=%v: err=%q", att, kind, a, merr)
@@ -381,7 +382,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			return "skip"
 		}
 		a := sq.auth(att.RunID, o.B)
-		wd, werr := sq.s.CancelNeverDispatched(ctx, identity, wfAuthority(a), now)
+		wd, werr := sq.s.Engine().CancelNeverDispatched(ctx, identity, wfAuthority(a), now)
 		md, merr := sq.m.CancelNeverDispatched(identity, a)
 		sq.agree(rt, "cancel_never_dispatched", fmt.Sprint(wd), werr, fmt.Sprint(md), merr)
 		return fmt.Sprintf("%s auth=%v: %v err=%q", att, a, md, merr)
@@ -389,7 +390,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if !needAtt() {
 			return "skip"
 		}
-		wst, werr := sq.s.SettleOrphanedCancellation(ctx, identity, now)
+		wst, werr := sq.s.Engine().SettleOrphanedCancellation(ctx, identity, now)
 		mst, merr := sq.m.SettleOrphanedCancellation(identity)
 		sq.agree(rt, "settle_orphaned_cancellation", string(wst), werr, mst, merr)
 		return fmt.Sprintf("%s: %s err=%q", att, mst, merr)
@@ -397,7 +398,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if !needAtt() {
 			return "skip"
 		}
-		werr := sq.s.MarkCancellationSignalled(ctx, identity, now)
+		werr := sq.s.Engine().MarkCancellationSignalled(ctx, identity, now)
 		merr := sq.m.MarkCancellationSignalled(identity)
 		sq.agree(rt, "mark_cancellation_signalled", "", werr, "", merr)
 		return fmt.Sprintf("%s: err=%q", att, merr)
@@ -458,7 +459,7 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 		}
 		a := sq.fenced(runID, o.D)
 		obs := &passObserver{kind: obsKinds[o.B%len(obsKinds)], fail: o.C%5 == 4}
-		ws, werr := sq.s.ReconcileReceiptBacked(ctx, obs, workflow.ReceiptPassOptions{RunID: runID, Authority: wfAuthority(a), Limit: 1 + o.C%3}, now)
+		ws, werr := sq.s.Engine().ReconcileReceiptBacked(ctx, obs, workflow.ReceiptPassOptions{RunID: runID, Authority: wfAuthority(a), Limit: 1 + o.C%3}, now)
 		var got []model.PassOutcome
 		for _, r := range ws.Attempts {
 			got = append(got, model.PassOutcome{Identity: r.Attempt.Identity, Applied: string(r.Applied),
@@ -537,10 +538,10 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 		att := sq.atts[o.A%len(sq.atts)]
 		identity := sq.m.Attempts[att].Identity
 		g := ""
-		in, werr := sq.s.DispatchIntent(ctx, identity)
+		in, werr := sq.s.Engine().DispatchIntent(ctx, identity)
 		if werr == nil {
 			var raw []byte
-			raw, werr = sq.s.DispatchReceipt(ctx, identity)
+			raw, werr = sq.s.Engine().DispatchReceipt(ctx, identity)
 			found := werr == nil
 			if errors.Is(werr, workflow.ErrNotFound) {
 				werr = nil
@@ -573,9 +574,9 @@ func (sq *sequence) addAct(rt *rapid.T, runID string, b, v int) string {
 // dispatch runs one Dispatch restricted to runID on both sides and
 // compares the summaries.
 func (sq *sequence) dispatch(rt *rapid.T, runID string, mode model.OwnerMode, owned *model.Authority, limit int) (model.Summary, model.Err) {
-	ctx, now := sq.ctx, ms(sq.at())
+	ctx, now := faultseam.With(sq.ctx, sq.o.fault), ms(sq.at())
 	sq.o.mode = mode
-	opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuthority(owned), Limit: limit, Fault: sq.o.fault}
+	opts := workflow.DispatchOptions{RunID: runID, Authority: wfAuthority(owned), Limit: limit}
 	var (
 		ws   workflow.DispatchSummary
 		werr error

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/wfstore/wfstore/conformance/internal/model"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -61,11 +62,11 @@ func (o *modelOwner) LookupReceipt(ctx context.Context, identity string) (json.R
 	return nil, false, nil
 }
 
-func (o *modelOwner) fault(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
+func (o *modelOwner) fault(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
 	switch {
-	case o.mode == model.FaultIntent && b == workflow.IntentCommitted,
-		o.mode == model.FaultAccepted && b == workflow.OwnerAccepted,
-		o.mode == model.FaultReceipt && b == workflow.ReceiptCommitted:
+	case o.mode == model.FaultIntent && b == faultseam.IntentCommitted,
+		o.mode == model.FaultAccepted && b == faultseam.OwnerAccepted,
+		o.mode == model.FaultReceipt && b == faultseam.ReceiptCommitted:
 		return errInjected
 	}
 	return nil

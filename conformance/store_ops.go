@@ -95,7 +95,7 @@ func receiptPass(e *env, s *workflow.Store, o workflow.Observer, opts workflow.R
 	if opts.Limit == 0 {
 		opts.Limit = 100
 	}
-	sum, err := s.ReconcileReceiptBacked(e.Ctx, o, opts, ms(at))
+	sum, err := s.Engine().ReconcileReceiptBacked(e.Ctx, o, opts, ms(at))
 	require.NoError(e.T, err)
 	return sum
 }
@@ -238,15 +238,15 @@ func caseReceiptPassFenced(e *env) {
 	ids := admittedIn(e, s, "r", workflow.Mutating, a1, "a", "b")
 	o := newObserver()
 	before := digest(e, "r")
-	_, err := s.ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{RunID: "r", Authority: authority(1, "other"), Limit: 10}, ms(20))
+	_, err := s.Engine().ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{RunID: "r", Authority: authority(1, "other"), Limit: 10}, ms(20))
 	requireIs(e.T, err, workflow.ErrStaleAuthority)
-	_, err = s.ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{Authority: a1, Limit: 10}, ms(20))
+	_, err = s.Engine().ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{Authority: a1, Limit: 10}, ms(20))
 	requireIs(e.T, err, workflow.ErrInvalidInput, "an authority needs a run id")
 	for _, limit := range []int{-1, workflow.MaxPageLimit + 1} {
-		_, err = s.ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{Limit: limit}, ms(20))
+		_, err = s.Engine().ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{Limit: limit}, ms(20))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "limit %d", limit)
 	}
-	_, err = s.ReconcileReceiptBacked(e.Ctx, nil, workflow.ReceiptPassOptions{Limit: 10}, ms(20))
+	_, err = s.Engine().ReconcileReceiptBacked(e.Ctx, nil, workflow.ReceiptPassOptions{Limit: 10}, ms(20))
 	requireIs(e.T, err, workflow.ErrInvalidInput, "an observer is required")
 	assert.Empty(e.T, o.askedAbout())
 	assert.Equal(e.T, before, digest(e, "r"))
@@ -258,7 +258,7 @@ func caseReceiptPassFenced(e *env) {
 	}
 	o.answer[ids[0]] = workflow.Observation{Kind: workflow.ObservedFailed}
 	mid := digest(e, "r")
-	_, err = s.ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{Limit: 10}, ms(22))
+	_, err = s.Engine().ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{Limit: 10}, ms(22))
 	requireIs(e.T, err, workflow.ErrStaleAuthority)
 	assert.NotEqual(e.T, mid, digest(e, "r"), "the transfer committed")
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, key("r", "n", "a"), 1).Status, "nothing applied")
@@ -311,7 +311,7 @@ func caseIncreaseReadmits(e *env) {
 	assert.Empty(e.T, sum.Admitted)
 	assert.False(e.T, rawAct(e, key("r", "n", "d")).Admissible, "and parked")
 	assert.Equal(e.T, 1, exhaustedEvents(e, s, "r"), "one exhaustion event per run, ever")
-	al, err := s.AllowanceObservation(e.Ctx, "r")
+	al, err := s.Engine().AllowanceObservation(e.Ctx, "r")
 	require.NoError(e.T, err)
 	assert.Equal(e.T, int64(2), al.RunCap)
 	ex, known := al.Exhausted()
@@ -350,7 +350,7 @@ func caseIncreaseChild(e *env) {
 	s := store(e)
 	mkRun(e, s, "root", workflow.Limits{NodeExecutionCap: 2}, nil)
 	mkAct(e, s, key("root", "n", "p"))
-	p, err := s.PreparePending(e.Ctx, key("root", "n", "p"), workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(2))
+	p, err := s.Engine().PreparePending(e.Ctx, key("root", "n", "p"), workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(2))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, p)
 	child, _, err := s.CreateChildRun(e.Ctx, workflow.NewChildRun{Parent: p.Key(), Target: json.RawMessage(`{"t":1}`),
@@ -364,7 +364,7 @@ func caseIncreaseChild(e *env) {
 	assert.Equal(e.T, []workflow.ActivationKey{key(child, "n", "b")}, sum.Exhausted)
 	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: child, ExpectedCap: 1, TargetCap: 5}, ms(11)))
 	assert.Equal(e.T, int64(2), getRun(e, s, "root").Limits.NodeExecutionCap, "the root's cap is unchanged")
-	al, err := s.AllowanceObservation(e.Ctx, child)
+	al, err := s.Engine().AllowanceObservation(e.Ctx, child)
 	require.NoError(e.T, err)
 	assert.Equal(e.T, int64(5), al.RunCap)
 	assert.Equal(e.T, int64(2), al.RootCap, "the root's allowance is not raised")
@@ -382,7 +382,7 @@ func caseIncreaseChild(e *env) {
 func caseInspectIntent(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
-	in, err := s.DispatchIntent(e.Ctx, p.Identity)
+	in, err := s.Engine().DispatchIntent(e.Ctx, p.Identity)
 	require.NoError(e.T, err)
 	assert.Equal(e.T, p.Key(), in.Key)
 	assert.Equal(e.T, p.Identity, in.Identity)
@@ -390,16 +390,16 @@ func caseInspectIntent(e *env) {
 	assert.Equal(e.T, `{"do":"a"}`, string(in.Intent))
 	assert.Equal(e.T, workflow.Checksum(in.Intent), in.Checksum)
 	assert.True(e.T, in.PreparedAt.Equal(ms(10)))
-	_, err = s.DispatchIntent(e.Ctx, identity(key("r", "n", "zz"), 1))
+	_, err = s.Engine().DispatchIntent(e.Ctx, identity(key("r", "n", "zz"), 1))
 	requireIs(e.T, err, workflow.ErrNotFound)
-	_, err = s.DispatchIntent(e.Ctx, "")
+	_, err = s.Engine().DispatchIntent(e.Ctx, "")
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 	// A stored intent that no longer matches its checksum is refused.
 	a := e.load(e.B, backend.Lookup{Attempts: []backend.AttemptKey{battkey(p.Key())}}).Attempts[battkey(p.Key())]
 	a.Intent = []byte(`{"do":"b"}`)
 	e.apply(e.B, rep(a))
 	before := digest(e, "r")
-	_, err = s.DispatchIntent(e.Ctx, p.Identity)
+	_, err = s.Engine().DispatchIntent(e.Ctx, p.Identity)
 	requireIs(e.T, err, workflow.ErrCorrupt)
 	assert.Equal(e.T, before, digest(e, "r"))
 }
@@ -407,16 +407,16 @@ func caseInspectIntent(e *env) {
 func caseInspectReceipt(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
-	r, err := s.DispatchReceipt(e.Ctx, p.Identity)
+	r, err := s.Engine().DispatchReceipt(e.Ctx, p.Identity)
 	requireIs(e.T, err, workflow.ErrNotFound, "no receipt committed yet")
 	assert.Nil(e.T, r)
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"b":1, "a":2}`), nil, ms(12)))
-	r, err = s.DispatchReceipt(e.Ctx, p.Identity)
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"b":1, "a":2}`), nil, ms(12)))
+	r, err = s.Engine().DispatchReceipt(e.Ctx, p.Identity)
 	require.NoError(e.T, err)
 	assert.Equal(e.T, `{"a":2,"b":1}`, string(r), "the committed canonical bytes")
-	_, err = s.DispatchReceipt(e.Ctx, identity(key("r", "n", "zz"), 1))
+	_, err = s.Engine().DispatchReceipt(e.Ctx, identity(key("r", "n", "zz"), 1))
 	requireIs(e.T, err, workflow.ErrNotFound)
-	_, err = s.DispatchReceipt(e.Ctx, " ")
+	_, err = s.Engine().DispatchReceipt(e.Ctx, " ")
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 }
 

@@ -99,10 +99,16 @@ func (o *owner) totalCalls() int {
 // dispatch runs one Dispatch pass over everything (limit 1000).
 func dispatch(e *env, s *workflow.Store, o workflow.Owner, opts workflow.DispatchOptions, at time.Time) workflow.DispatchSummary {
 	e.T.Helper()
+	return dispatchCtx(e.Ctx, e, s, o, opts, at)
+}
+
+// dispatchCtx is dispatch under ctx (one carrying a fault hook, say).
+func dispatchCtx(ctx context.Context, e *env, s *workflow.Store, o workflow.Owner, opts workflow.DispatchOptions, at time.Time) workflow.DispatchSummary {
+	e.T.Helper()
 	if opts.Limit == 0 {
 		opts.Limit = workflow.MaxPageLimit
 	}
-	sum, err := s.Dispatch(e.Ctx, o, opts, at)
+	sum, err := s.Dispatch(ctx, o, opts, at)
 	require.NoError(e.T, err)
 	return sum
 }
@@ -133,7 +139,7 @@ func refIdentities(refs []workflow.AttemptRef) []string {
 // intent naming it; it must produce an attempt.
 func prep(e *env, s *workflow.Store, k workflow.ActivationKey, effect workflow.Effect, at time.Time) *workflow.PreparedDispatch {
 	e.T.Helper()
-	p, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: effect, Intent: json.RawMessage(`{"do":` + jsonString(k.ActivationID) + `}`)}, at)
+	p, err := s.Engine().PreparePending(e.Ctx, k, workflow.Plan{SideEffect: effect, Intent: json.RawMessage(`{"do":` + jsonString(k.ActivationID) + `}`)}, at)
 	require.NoError(e.T, err, "prepare %v", k)
 	require.NotNil(e.T, p, "prepare %v found nothing pending", k)
 	return p

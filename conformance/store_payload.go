@@ -120,10 +120,10 @@ func caseOversizedReceipt(e *env) {
 	o.receipts[id] = big
 	for i := range 2 {
 		dispatch(e, s, o, workflow.DispatchOptions{}, ms(20+int64(i)))
-		rs, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Lookup: o}, ms(30))
+		rs, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Lookup: o}, ms(30))
 		require.NoError(e.T, err)
 		assert.Empty(e.T, rs.RepairRequired)
-		_, err = s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{}, ms(31))
+		_, err = s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{}, ms(31))
 		require.NoError(e.T, err)
 	}
 	unchanged(e, before, "passes after the settlement", rid)
@@ -132,9 +132,9 @@ func caseOversizedReceipt(e *env) {
 
 	// The same receipt given directly is refused, state unchanged; a
 	// storable late receipt is the proof the repair needs.
-	requireIs(e.T, s.PersistReceipt(e.Ctx, attemptKey(k, 1), big, nil, ms(40)), workflow.ErrTooLarge)
+	requireIs(e.T, s.Engine().PersistReceipt(e.Ctx, attemptKey(k, 1), big, nil, ms(40)), workflow.ErrTooLarge)
 	unchanged(e, before, "refused late receipt", rid)
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, attemptKey(k, 1), json.RawMessage(`{"late":1}`), nil, ms(41)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, attemptKey(k, 1), json.RawMessage(`{"late":1}`), nil, ms(41)))
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, k, 1).Status)
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, rid).Status)
 }
@@ -160,7 +160,7 @@ func caseReceiptAtLimit(e *env) {
 	sum := dispatch(e, s, o, workflow.DispatchOptions{}, ms(10))
 	assert.Len(e.T, sum.Admitted, len(docs), "every receipt within the limits is admitted")
 	for id, doc := range want {
-		r, err := s.DispatchReceipt(e.Ctx, id)
+		r, err := s.Engine().DispatchReceipt(e.Ctx, id)
 		require.NoError(e.T, err)
 		assert.LessOrEqual(e.T, len(r), workflow.MaxOwnerJSONBytes)
 		if len(doc) == workflow.MaxOwnerJSONBytes {
@@ -188,11 +188,11 @@ func caseLookupUnstorable(e *env) {
 		k := key(rid, longID("n"), longID(r.act))
 		mkAct(e, s, k)
 		p := prep(e, s, k, workflow.ReadOnly, ms(10))
-		require.NoError(e.T, s.Handoff(e.Ctx, p.Key(), nil, ms(11)))
+		require.NoError(e.T, s.Engine().Handoff(e.Ctx, p.Key(), nil, ms(11)))
 		o.receipts[p.Identity] = r.doc
 		ids = append(ids, p.Identity)
 	}
-	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Lookup: o}, ms(20))
+	sum, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Lookup: o}, ms(20))
 	require.NoError(e.T, err)
 	assert.ElementsMatch(e.T, ids, refIdentities(sum.RepairRequired), "read-only or not, settled for repair")
 	assert.Empty(e.T, sum.Recovered)
@@ -213,10 +213,10 @@ func caseLookupUnstorable(e *env) {
 	}
 	before := digest(e, rid)
 	for i := range 2 {
-		sum, err = s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Lookup: o}, ms(30+int64(i)))
+		sum, err = s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Lookup: o}, ms(30+int64(i)))
 		require.NoError(e.T, err)
 		assert.Empty(e.T, sum.RepairRequired)
-		_, err = s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{}, ms(32))
+		_, err = s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{}, ms(32))
 		require.NoError(e.T, err)
 	}
 	unchanged(e, before, "later passes", rid)
@@ -295,10 +295,10 @@ func caseIntentTargetAtLimit(e *env) {
 	plan := func(doc json.RawMessage) workflow.Plan {
 		return workflow.Plan{SideEffect: workflow.Mutating, Intent: doc}
 	}
-	p, err := s.PreparePending(e.Ctx, k("size"), plan(sizedJSONString(workflow.MaxOwnerJSONBytes)), ms(10))
+	p, err := s.Engine().PreparePending(e.Ctx, k("size"), plan(sizedJSONString(workflow.MaxOwnerJSONBytes)), ms(10))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, p)
-	p, err = s.PreparePending(e.Ctx, k("depth"), plan(nestedJSON(workflow.MaxOwnerJSONDepth)), ms(10))
+	p, err = s.Engine().PreparePending(e.Ctx, k("depth"), plan(nestedJSON(workflow.MaxOwnerJSONDepth)), ms(10))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, p)
 	assert.Len(e.T, payloadsOf(e, s, rid, "attempt_prepared"), 2)
@@ -315,7 +315,7 @@ func caseIntentTargetAtLimit(e *env) {
 	}
 	before := digest(e, rid)
 	for _, r := range over {
-		_, err := s.PreparePending(e.Ctx, k("refused"), plan(r.doc), ms(11))
+		_, err := s.Engine().PreparePending(e.Ctx, k("refused"), plan(r.doc), ms(11))
 		requireIs(e.T, err, r.want, "intent "+r.name)
 		unchanged(e, before, "refused intent "+r.name, rid)
 	}

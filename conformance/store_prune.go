@@ -76,7 +76,7 @@ func finishedRun(e *env, s *workflow.Store, id string, o *owner, at int64) {
 	mkAct(e, s, c)
 	admitOnly(e, s, o, ms(at), identity(a, 1), identity(b, 1), identity(c, 1))
 	require.NotNil(e.T, observe(e, s, identity(a, 1), obs(workflow.ObservedRetryableFailure), ms(at+1)).Schedule)
-	_, err := s.ConsumeDueRetry(e.Ctx, a, ms(at+10))
+	_, err := s.Engine().ConsumeDueRetry(e.Ctx, a, ms(at+10))
 	require.NoError(e.T, err)
 	admitOnly(e, s, o, ms(at+11), identity(a, 2))
 	for _, id := range []string{identity(a, 2), identity(b, 1), identity(c, 1)} {
@@ -102,7 +102,7 @@ func cancelledRun(e *env, s *workflow.Store, id string, o *owner, at int64) stri
 	admitOnly(e, s, o, ms(at+2), identity(k, 1), identity(z, 1))
 	require.NotNil(e.T, observe(e, s, identity(k, 1), obs(workflow.ObservedRetryableFailure), ms(at+3)).Schedule)
 	require.NotNil(e.T, observe(e, s, identity(z, 1), obs(workflow.ObservedRetryableFailure), ms(at+3)).Schedule)
-	_, err := s.ConsumeDueRetry(e.Ctx, z, ms(at+4))
+	_, err := s.Engine().ConsumeDueRetry(e.Ctx, z, ms(at+4))
 	require.NoError(e.T, err)
 	require.Equal(e.T, workflow.RunRunning, getRun(e, s, child).Status)
 	_, err = s.RequestTreeCancellation(e.Ctx, id, nil, ms(at+4))
@@ -256,7 +256,7 @@ func casePruneDeletes(e *env) {
 	requireIs(e.T, err, workflow.ErrIneligible, "a pruned run takes no work")
 	_, err = s.RetryFailedNode(e.Ctx, key(gone, "n", "x"), 1, ms(1003))
 	require.Error(e.T, err, "a pruned cancelled run cannot be retried")
-	_, err = s.ConsumeDueRetry(e.Ctx, key(gone, "n", "x"), ms(200_000))
+	_, err = s.Engine().ConsumeDueRetry(e.Ctx, key(gone, "n", "x"), ms(200_000))
 	require.Error(e.T, err, "a pruned schedule cannot be consumed")
 	admitOnly(e, s, o, ms(1004), identity(key("live", "n", "p"), 1))
 
@@ -430,7 +430,7 @@ func casePruneLiveRunsUnaffected(e *env) {
 	unchanged(e, before, "pruning a finished run", "retry", "cancel")
 
 	// Retry: the schedule is consumed and the new attempt admitted once.
-	_, err = s.ConsumeDueRetry(e.Ctx, rk, ms(110))
+	_, err = s.Engine().ConsumeDueRetry(e.Ctx, rk, ms(110))
 	require.NoError(e.T, err)
 	admitOnly(e, s, o, ms(111), identity(rk, 2))
 	observe(e, s, identity(rk, 2), obs(workflow.ObservedSucceeded), ms(112))

@@ -44,7 +44,7 @@ func getSchedule(e *env, s *workflow.Store, k workflow.ActivationKey) *workflow.
 
 func activeLeases(e *env, s *workflow.Store, runID string) []workflow.Lease {
 	e.T.Helper()
-	ls, err := s.ActiveLeases(e.Ctx, runID, workflow.MaxPageLimit)
+	ls, err := s.Engine().ActiveLeases(e.Ctx, runID, workflow.MaxPageLimit)
 	require.NoError(e.T, err)
 	return ls
 }

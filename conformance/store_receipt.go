@@ -25,11 +25,11 @@ func prepared(e *env, s *workflow.Store, effect workflow.Effect, auth *workflow.
 	mkRun(e, s, "r", workflow.Limits{}, auth)
 	k := key("r", "n", "a")
 	mkAct(e, s, k)
-	p, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: effect, Intent: json.RawMessage(`{"do":"a"}`)}, ms(10))
+	p, err := s.Engine().PreparePending(e.Ctx, k, workflow.Plan{SideEffect: effect, Intent: json.RawMessage(`{"do":"a"}`)}, ms(10))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, p)
 	if handoff {
-		require.NoError(e.T, s.Handoff(e.Ctx, p.Key(), auth, ms(11)))
+		require.NoError(e.T, s.Engine().Handoff(e.Ctx, p.Key(), auth, ms(11)))
 	}
 	return p
 }
@@ -37,11 +37,11 @@ func prepared(e *env, s *workflow.Store, effect workflow.Effect, auth *workflow.
 func caseReceiptDuplicate(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"b":1,"a":2}`), nil, ms(12)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"b":1,"a":2}`), nil, ms(12)))
 	before := digest(e, "r")
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"a":2, "b":1}`), nil, ms(13)), "canonically identical")
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"a":2, "b":1}`), nil, ms(13)), "canonically identical")
 	assert.Equal(e.T, before, digest(e, "r"), "duplicate writes nothing")
-	requireIs(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"a":2,"b":1.0}`), nil, ms(14)), workflow.ErrConflict)
+	requireIs(e.T, s.Engine().PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"a":2,"b":1.0}`), nil, ms(14)), workflow.ErrConflict)
 	assert.Equal(e.T, before, digest(e, "r"))
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "attempt_admitted"))
 }
@@ -50,9 +50,9 @@ func caseReceiptIdentity(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.ReadOnly, nil, true)
 	before := digest(e, "r")
-	requireIs(e.T, s.PersistReceipt(e.Ctx, attemptKey(key("r", "n", "a"), 2), json.RawMessage(`{}`), nil, ms(12)), workflow.ErrNotFound)
+	requireIs(e.T, s.Engine().PersistReceipt(e.Ctx, attemptKey(key("r", "n", "a"), 2), json.RawMessage(`{}`), nil, ms(12)), workflow.ErrNotFound)
 	assert.Equal(e.T, before, digest(e, "r"))
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{}`), nil, ms(12)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{}`), nil, ms(12)))
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, p.Activation.Key, 1).Status)
 }
 
@@ -61,26 +61,26 @@ func caseCheckOwnerAdmission(e *env) {
 	a1 := authority(1, "one")
 	p := prepared(e, s, workflow.Mutating, a1, true)
 	req := workflow.OwnerAdmission{Key: p.Key(), Identity: p.Identity, Intent: json.RawMessage(`{ "do" : "a" }`)}
-	r, err := s.CheckOwnerAdmission(e.Ctx, req, *a1)
+	r, err := s.Engine().CheckOwnerAdmission(e.Ctx, req, *a1)
 	require.NoError(e.T, err)
 	assert.Nil(e.T, r, "prepared and eligible: admission may proceed")
 	bad := req
 	bad.Intent = json.RawMessage(`{"do":"b"}`)
-	_, err = s.CheckOwnerAdmission(e.Ctx, bad, *a1)
+	_, err = s.Engine().CheckOwnerAdmission(e.Ctx, bad, *a1)
 	requireIs(e.T, err, workflow.ErrConflict)
-	_, err = s.CheckOwnerAdmission(e.Ctx, req, *authority(1, "other"))
+	_, err = s.Engine().CheckOwnerAdmission(e.Ctx, req, *authority(1, "other"))
 	requireIs(e.T, err, workflow.ErrStaleAuthority)
 	big := req
 	big.Intent = json.RawMessage(`"` + string(make([]byte, 0)) + stringsRepeat("y", workflow.MaxJSONBytes) + `"`)
-	_, err = s.CheckOwnerAdmission(e.Ctx, big, *a1)
+	_, err = s.Engine().CheckOwnerAdmission(e.Ctx, big, *a1)
 	requireIs(e.T, err, workflow.ErrTooLarge)
 	// Ineligible once cancellation is requested, until a receipt exists.
 	_, err = s.RequestCancellation(e.Ctx, "r", a1, ms(12))
 	require.NoError(e.T, err)
-	_, err = s.CheckOwnerAdmission(e.Ctx, req, *a1)
+	_, err = s.Engine().CheckOwnerAdmission(e.Ctx, req, *a1)
 	requireIs(e.T, err, workflow.ErrIneligible)
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"owner":"x"}`), a1, ms(13)))
-	r, err = s.CheckOwnerAdmission(e.Ctx, req, *a1)
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"owner":"x"}`), a1, ms(13)))
+	r, err = s.Engine().CheckOwnerAdmission(e.Ctx, req, *a1)
 	require.NoError(e.T, err, "a receipt is recovered whatever the run's state")
 	assert.JSONEq(e.T, `{"owner":"x"}`, string(r))
 }
@@ -96,15 +96,15 @@ func stringsRepeat(s string, n int) string {
 func caseLateReceipt(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
-	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
+	sum, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	require.Equal(e.T, []string{p.Identity}, refIdentities(sum.RepairRequired))
 	assert.Equal(e.T, workflow.RunRepairRequired, getRun(e, s, "r").Status)
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"late":true}`), nil, ms(21)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"late":true}`), nil, ms(21)))
 	a := getAttempt(e, s, p.Activation.Key, 1)
 	assert.Equal(e.T, workflow.AttemptAdmitted, a.Status, "the receipt is the proof")
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "no repair left")
 	// A repair_required attempt without a recorded handoff is not admitted by a receipt.
-	_, err = s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(key("r", "n", "b"), 1), SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, ms(22))
+	_, err = s.Engine().PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(key("r", "n", "b"), 1), SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, ms(22))
 	requireIs(e.T, err, workflow.ErrNotFound, "activation b does not exist")
 }

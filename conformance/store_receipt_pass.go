@@ -63,7 +63,7 @@ func caseReceiptPassCancelling(e *env) {
 	ids := admittedIn(e, s, "r", workflow.Mutating, nil, "a")
 	_, err := s.RequestCancellation(e.Ctx, "r", nil, ms(15))
 	require.NoError(e.T, err)
-	require.NoError(e.T, s.MarkCancellationSignalled(e.Ctx, ids[0], ms(16)))
+	require.NoError(e.T, s.Engine().MarkCancellationSignalled(e.Ctx, ids[0], ms(16)))
 	require.Equal(e.T, workflow.AttemptCancelling, getAttempt(e, s, key("r", "n", "a"), 1).Status)
 	passSettles(e, s, ids[0], workflow.AttemptCancelling, workflow.AttemptCancelled, 20)
 	assert.Equal(e.T, workflow.AttemptCancelled, getAttempt(e, s, key("r", "n", "a"), 1).Status)
@@ -89,7 +89,7 @@ func caseReceiptPassIsolatesErrors(e *env) {
 	o.fail[ids[1]] = true
 	o.answer[ids[2]] = workflow.Observation{Kind: workflow.ObservationKind("bogus")} // an unknown kind: invalid
 	o.answer[ids[3]] = workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`4`)}
-	sum, err := s.ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{Limit: 10}, ms(20))
+	sum, err := s.Engine().ReconcileReceiptBacked(e.Ctx, o, workflow.ReceiptPassOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err, "one attempt's failing observation does not fail the pass")
 	assert.ElementsMatch(e.T, ids, o.askedAbout(), "every attempt is asked about")
 	require.Len(e.T, sum.Attempts, 4)
@@ -129,7 +129,7 @@ func caseReceiptPassSpreads(e *env) {
 		// A second pass of the same Store while the first is asking its
 		// owner: it passes over the attempts the first one holds.
 		var err error
-		inner, err = s.ReconcileReceiptBacked(ctx, second, workflow.ReceiptPassOptions{Limit: 2}, ms(21))
+		inner, err = s.Engine().ReconcileReceiptBacked(ctx, second, workflow.ReceiptPassOptions{Limit: 2}, ms(21))
 		require.NoError(e.T, err)
 	}
 	sum := receiptPass(e, s, first, workflow.ReceiptPassOptions{Limit: 2}, 20)

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -28,19 +29,19 @@ func caseNeverDispatched(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, false)
 	s = e.newStore(e.Reopen())
-	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
+	sum, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{p.Identity}, refIdentities(sum.NeverDispatched))
 	assert.Empty(e.T, sum.RepairRequired, "a provably never-dispatched mutation is not ambiguous")
 	assert.Equal(e.T, workflow.AttemptPrepared, getAttempt(e, s, p.Activation.Key, 1).Status)
 	o := newOwner()
-	rs, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(21))
+	rs, err := s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(21))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{p.Identity}, refIdentities(rs.Admitted), "same identity")
 	a := getAttempt(e, s, p.Activation.Key, 1)
 	assert.Equal(e.T, workflow.AttemptAdmitted, a.Status)
 	assert.JSONEq(e.T, `{"do":"a"}`, string(a.Intent), "same intent")
-	rs, err = s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(22))
+	rs, err = s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(22))
 	require.NoError(e.T, err)
 	assert.Empty(e.T, rs.Admitted)
 	assert.Equal(e.T, 1, o.callCount(p.Identity))
@@ -50,13 +51,13 @@ func caseAmbiguousMutation(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	s = e.newStore(e.Reopen())
-	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10}, ms(20))
+	sum, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "r", Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{p.Identity}, refIdentities(sum.RepairRequired))
 	assert.Equal(e.T, workflow.AttemptRepairRequired, getAttempt(e, s, p.Activation.Key, 1).Status)
 	assert.Equal(e.T, workflow.RunRepairRequired, getRun(e, s, "r").Status)
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "attempt_repair_required"))
-	_, err = s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: -1}, ms(21))
+	_, err = s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: -1}, ms(21))
 	requireIs(e.T, err, workflow.ErrInvalidInput, "a negative limit is rejected")
 }
 
@@ -67,21 +68,21 @@ func caseReceiptLookup(e *env) {
 	mkAct(e, s, k)
 	o := newOwner()
 	o.effect = workflow.Mutating
-	fault := func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
-		if b == workflow.OwnerAccepted {
+	fault := func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+		if b == faultseam.OwnerAccepted {
 			return errInjected // the process "dies" after the owner accepted
 		}
 		return nil
 	}
-	_, err := s.Dispatch(e.Ctx, o, workflow.DispatchOptions{Limit: 10, Fault: fault}, ms(10))
+	_, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, workflow.DispatchOptions{Limit: 10}, ms(10))
 	requireIs(e.T, err, errInjected)
 	s = e.newStore(e.Reopen())
 	o.lookupErr = errInjected
-	_, err = s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10, Lookup: o}, ms(20))
+	_, err = s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10, Lookup: o}, ms(20))
 	requireIs(e.T, err, workflow.ErrOwner, "a failing lookup stops the pass")
 	assert.Equal(e.T, workflow.AttemptPrepared, getAttempt(e, s, k, 1).Status)
 	o.lookupErr = nil
-	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10, Lookup: o}, ms(21))
+	sum, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10, Lookup: o}, ms(21))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{identity(k, 1)}, refIdentities(sum.Recovered))
 	a := getAttempt(e, s, k, 1)
@@ -92,11 +93,11 @@ func caseReceiptLookup(e *env) {
 func caseReadOnlyRedispatch(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.ReadOnly, nil, true)
-	sum, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
+	sum, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{p.Identity}, refIdentities(sum.SafeReadOnly))
 	o := newOwner()
-	rs, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(21))
+	rs, err := s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(21))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{p.Identity}, refIdentities(rs.Admitted))
 	assert.Equal(e.T, 1, o.callCount(p.Identity))
@@ -108,7 +109,7 @@ func caseNoBlindRedispatch(e *env) {
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	o := newOwner()
 	before := digest(e, "r")
-	rs, err := s.Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(21))
+	rs, err := s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{Limit: 10}, ms(21))
 	require.NoError(e.T, err)
 	assert.Empty(e.T, rs.Admitted)
 	assert.Equal(e.T, []string{p.Identity}, refIdentities(rs.Skipped))
@@ -122,7 +123,7 @@ func caseRepair(e *env) {
 	before := digest(e, "r")
 	requireIs(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: p.Identity, Action: workflow.RepairConfirmSucceeded, Output: json.RawMessage(`{}`)}, ms(19)), workflow.ErrIneligible, "not repair_required yet")
 	assert.Equal(e.T, before, digest(e, "r"))
-	_, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
+	_, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	requireIs(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: p.Identity, Action: workflow.RepairConfirmSucceeded}, ms(21)), workflow.ErrInvalidInput, "output required")
 	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: p.Identity, Action: workflow.RepairConfirmSucceeded, Output: json.RawMessage(`{"done":1}`)}, ms(22)))
@@ -140,7 +141,7 @@ func caseAbandonRetry(e *env) {
 	s := store(e)
 	p := prepared(e, s, workflow.Mutating, nil, true)
 	k := p.Activation.Key
-	_, err := s.ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
+	_, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{Limit: 10}, ms(20))
 	require.NoError(e.T, err)
 	_, err = s.RetryFailedNode(e.Ctx, k, 1, ms(21))
 	requireIs(e.T, err, workflow.ErrIneligible, "explicit abandonment is required before retrying an ambiguous mutation")

@@ -67,7 +67,7 @@ func caseRetryFromObservation(e *env) {
 	unchanged(e, before, "repeated retryable failure", "r")
 	s = e.newStore(e.Reopen())
 	check(s)
-	rq, err := s.ConsumeNextDueRetry(e.Ctx, "r", ms(119))
+	rq, err := s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(119))
 	require.NoError(e.T, err)
 	assert.Nil(e.T, rq, "not requeued by the restart")
 	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, k).Status)
@@ -116,7 +116,7 @@ func caseRetryScheduleIdempotent(e *env) {
 	got := getSchedule(e, s, k)
 	require.NotNil(e.T, got, "the schedule survives restart")
 	assert.Equal(e.T, want, *got)
-	again, err = s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(20))
+	again, err = s.Engine().ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(20))
 	require.NoError(e.T, err, "the same facts read from the store are the identical request")
 	assert.Equal(e.T, want, again)
 	unchanged(e, before, "identical request after restart", "r")
@@ -174,7 +174,7 @@ func caseRetryObservationMapping(e *env) {
 	k := failedPlain(e, s, "r", "a", workflow.Limits{})
 	before := digest(e, "r")
 	for _, kind := range []workflow.ObservationKind{workflow.ObservedSucceeded, workflow.ObservedRunning, workflow.ObservedAdmitted, workflow.ObservedDeferred} {
-		sc, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, obs(kind), ms(20))
+		sc, err := s.Engine().ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, obs(kind), ms(20))
 		require.NoError(e.T, err, "%s", kind)
 		assert.Nil(e.T, sc, "%s is not a failure", kind)
 		unchanged(e, before, string(kind), "r")
@@ -193,12 +193,12 @@ func caseRetryObservationMapping(e *env) {
 		got, ok := workflow.FailureKindOf(r.o)
 		assert.True(e.T, ok)
 		assert.Equal(e.T, r.kind, got, "failure kind of %s/%s", r.o.Kind, r.o.PauseReason)
-		sc, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, r.o, ms(20))
+		sc, err := s.Engine().ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, r.o, ms(20))
 		requireIs(e.T, err, workflow.ErrIneligible, "%s/%s", r.o.Kind, r.o.PauseReason)
 		assert.Nil(e.T, sc)
 		unchanged(e, before, string(r.o.Kind), "r")
 	}
-	sc, err := s.ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, obs(workflow.ObservedRetryableFailure), ms(20))
+	sc, err := s.Engine().ScheduleRetryFromObservation(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 100 * time.Millisecond}, obs(workflow.ObservedRetryableFailure), ms(20))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, sc)
 	assert.Equal(e.T, workflow.RetrySchedule{Key: k, FailedAttempt: 1, NextAttempt: 2, FailureKind: "owner_reported_retryable",
@@ -209,13 +209,13 @@ func caseRetryConsume(e *env) {
 	s := store(e)
 	k, _ := retryable(e, s, "r", 100)
 	before := digest(e, "r")
-	rq, err := s.ConsumeNextDueRetry(e.Ctx, "r", ms(119))
+	rq, err := s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(119))
 	require.NoError(e.T, err)
 	assert.Nil(e.T, rq, "not due at 119")
-	_, err = s.ConsumeDueRetry(e.Ctx, k, ms(119))
+	_, err = s.Engine().ConsumeDueRetry(e.Ctx, k, ms(119))
 	requireIs(e.T, err, workflow.ErrIneligible, "not due at 119")
 	unchanged(e, before, "consumption before due", "r")
-	rq, err = s.ConsumeNextDueRetry(e.Ctx, "r", ms(120))
+	rq, err = s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(120))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, rq, "due at 120")
 	assert.Equal(e.T, workflow.RetryRequeue{Key: k, PreviousAttempt: 1, NextAttempt: 2}, *rq)
@@ -224,10 +224,10 @@ func caseRetryConsume(e *env) {
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 	assert.Equal(e.T, []string{"node_retry_requested", "automatic_retry_consumed"}, lastTypes(e, s, "r", 2))
 	after := digest(e, "r")
-	rq, err = s.ConsumeNextDueRetry(e.Ctx, "r", ms(121))
+	rq, err = s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(121))
 	require.NoError(e.T, err)
 	assert.Nil(e.T, rq, "a second consumption finds nothing")
-	_, err = s.ConsumeDueRetry(e.Ctx, k, ms(121))
+	_, err = s.Engine().ConsumeDueRetry(e.Ctx, k, ms(121))
 	requireIs(e.T, err, workflow.ErrNotFound, "a second consumption")
 	unchanged(e, after, "second consumption", "r")
 	assert.Len(e.T, attemptsOf(e, s, "r"), 1, "consumption creates no attempt")
@@ -238,7 +238,7 @@ func caseRetryConsume(e *env) {
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, k, 2).Status)
 	assert.Len(e.T, attemptsOf(e, s, "r"), 2)
 	assert.Equal(e.T, 1, o.totalCalls())
-	again, err := s.PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: []byte(`{}`)}, ms(131))
+	again, err := s.Engine().PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: []byte(`{}`)}, ms(131))
 	require.NoError(e.T, err)
 	assert.Nil(e.T, again, "the requeued activation is running again, not pending")
 }
@@ -270,10 +270,10 @@ func caseRetryConsumeRace(e *env) {
 				var rq *workflow.RetryRequeue
 				var err error
 				if i%2 == 0 {
-					rq, err = st.ConsumeNextDueRetry(e.Ctx, "r", ms(200))
+					rq, err = st.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(200))
 				} else {
 					var v workflow.RetryRequeue
-					if v, err = st.ConsumeDueRetry(e.Ctx, k, ms(200)); err == nil {
+					if v, err = st.Engine().ConsumeDueRetry(e.Ctx, k, ms(200)); err == nil {
 						rq = &v
 					}
 				}
@@ -386,9 +386,9 @@ func caseRetryExplicitCancelled(e *env) {
 	_, err = s.ScheduleRetry(e.Ctx, el, b, 10*time.Millisecond, ms(60))
 	require.NoError(e.T, err)
 	before = digest(e, "r")
-	_, err = s.ConsumeDueRetry(e.Ctx, b, ms(100))
+	_, err = s.Engine().ConsumeDueRetry(e.Ctx, b, ms(100))
 	requireIs(e.T, err, workflow.ErrIneligible, "consumption with cancellation requested")
-	_, err = s.ConsumeNextDueRetry(e.Ctx, "r", ms(100))
+	_, err = s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(100))
 	requireIs(e.T, err, workflow.ErrIneligible, "consumption with cancellation requested")
 	unchanged(e, before, "consumption with cancellation requested", "r")
 	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, b).Status)
@@ -403,10 +403,10 @@ func caseRetryExplicitSupersedes(e *env) {
 	assert.Equal(e.T, workflow.RetryRequeue{Key: k, PreviousAttempt: 1, NextAttempt: 2}, rq)
 	assert.Nil(e.T, getSchedule(e, s, k), "the explicit retry removes the schedule")
 	before := digest(e, "r")
-	got, err := s.ConsumeNextDueRetry(e.Ctx, "r", ms(500))
+	got, err := s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(500))
 	require.NoError(e.T, err)
 	assert.Nil(e.T, got, "the superseded schedule never requeues")
-	_, err = s.ConsumeDueRetry(e.Ctx, k, ms(500))
+	_, err = s.Engine().ConsumeDueRetry(e.Ctx, k, ms(500))
 	requireIs(e.T, err, workflow.ErrNotFound)
 	unchanged(e, before, "consuming a superseded schedule", "r")
 	types := eventTypes(e, s, "r")

@@ -57,7 +57,7 @@ func caseRetryCapZero(e *env) {
 	before = digest(e, "zero")
 	_, err = s.RetryFailedNode(e.Ctx, k, 1, ms(30))
 	requireIs(e.T, err, workflow.ErrIneligible, "explicit retry under retry cap 0")
-	_, err = s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 5 * time.Millisecond}, workflow.FailureOwnerUnavailableBeforeAcceptance, ms(30))
+	_, err = s.Engine().ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 5 * time.Millisecond}, workflow.FailureOwnerUnavailableBeforeAcceptance, ms(30))
 	requireIs(e.T, err, workflow.ErrIneligible, "direct schedule under retry cap 0")
 	unchanged(e, before, "retries refused under retry cap 0", "zero")
 
@@ -93,7 +93,7 @@ func caseRetryExistingSchedule(e *env) {
 	admitOnly(e, s, newOwner(), ms(10), identity(k, 1))
 	// A schedule made for the attempt while it still runs (the facts read
 	// from the store say one attempt completed), with its own backoff.
-	old, err := s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 7 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(15))
+	old, err := s.Engine().ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 7 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(15))
 	require.NoError(e.T, err)
 	res, err := s.ApplyObservation(e.Ctx, identity(k, 1), obs(workflow.ObservedRetryableFailure), ms(20))
 	require.NoError(e.T, err, "the observation settles the attempt whatever schedule exists")
@@ -111,7 +111,7 @@ func caseRetryExistingSchedule(e *env) {
 		`","failed_attempt":1,"node_id":"n","reason":"schedule_exists","run_id":"r"}`},
 		payloadsOf(e, s, "r", "automatic_retry_not_scheduled"))
 	// The kept schedule is consumed once, as any other.
-	rq, err := s.ConsumeNextDueRetry(e.Ctx, "r", ms(22))
+	rq, err := s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(22))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, rq)
 	assert.Equal(e.T, workflow.RetryRequeue{Key: k, PreviousAttempt: 1, NextAttempt: 2}, *rq)
@@ -127,7 +127,7 @@ func caseRetryExistingSchedule(e *env) {
 		require.Equal(e.T, []string{want}, refIdentities(sum.Admitted))
 	}
 	admitIn(10, identity(p, 1))
-	_, err = s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: p, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 7 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(15))
+	_, err = s.Engine().ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: p, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: 7 * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(15))
 	require.NoError(e.T, err)
 	observe(e, s, identity(p, 1), obs(workflow.ObservedPaused), ms(16))
 	require.NoError(e.T, s.ResumeRun(e.Ctx, "p", nil, ms(17)))
@@ -159,7 +159,7 @@ func abandoned(e *env, s *workflow.Store, run string) workflow.ActivationKey {
 	observe(e, s, identity(k, 1), obs(workflow.ObservedUnknown), ms(20))
 	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(k, 1), Action: workflow.RepairAbandon}, ms(30)))
 	require.Equal(e.T, workflow.AttemptAbandoned, getAttempt(e, s, k, 1).Status)
-	_, err := s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.Mutating, Reconciliation: workflow.RepairRequired, MaxAttempts: 3, Backoff: 5 * time.Millisecond}, workflow.FailureOwnerUnavailableBeforeAcceptance, ms(40))
+	_, err := s.Engine().ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.Mutating, Reconciliation: workflow.RepairRequired, MaxAttempts: 3, Backoff: 5 * time.Millisecond}, workflow.FailureOwnerUnavailableBeforeAcceptance, ms(40))
 	require.NoError(e.T, err, "scheduling reads no attempt status; consumption decides")
 	return k
 }
@@ -168,10 +168,10 @@ func caseRetryAbandonedNotConsumed(e *env) {
 	s := store(e)
 	k := abandoned(e, s, "r")
 	before := digest(e, "r")
-	_, err := s.ConsumeDueRetry(e.Ctx, k, ms(100))
+	_, err := s.Engine().ConsumeDueRetry(e.Ctx, k, ms(100))
 	requireIs(e.T, err, workflow.ErrConflict, "exact consumption of a schedule for an abandoned attempt")
 	unchanged(e, before, "exact consumption refused", "r")
-	rq, err := s.ConsumeNextDueRetry(e.Ctx, "r", ms(100))
+	rq, err := s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(100))
 	require.NoError(e.T, err)
 	assert.Nil(e.T, rq, "an abandoned mutation is not retried automatically")
 	assert.Nil(e.T, getSchedule(e, s, k), "the schedule that can never be consumed is discarded")
@@ -207,13 +207,13 @@ func caseRetryStuckSchedule(e *env) {
 	observe(e, s, identity(b, 1), obs(workflow.ObservedFailed), ms(20))
 	sched := func(k workflow.ActivationKey, backoff int64) {
 		e.T.Helper()
-		_, err := s.ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: time.Duration(backoff) * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(20))
+		_, err := s.Engine().ScheduleRetryForFailedAttempt(e.Ctx, workflow.RetryRequest{Key: k, Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay, MaxAttempts: 3, Backoff: time.Duration(backoff) * time.Millisecond}, workflow.FailureOwnerReportedRetryable, ms(20))
 		require.NoError(e.T, err)
 	}
 	sched(a, 5)  // due 25: a has a successor, so it can never be consumed
 	sched(c, 6)  // due 26: c's attempt 1 is still admitted; it may fail yet
 	sched(b, 10) // due 30
-	rq, err := s.ConsumeNextDueRetry(e.Ctx, "r", ms(100))
+	rq, err := s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(100))
 	require.NoError(e.T, err, "a stuck schedule does not block the run")
 	require.NotNil(e.T, rq)
 	assert.Equal(e.T, workflow.RetryRequeue{Key: b, PreviousAttempt: 1, NextAttempt: 2}, *rq)
@@ -228,12 +228,12 @@ func caseRetryStuckSchedule(e *env) {
 	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, a).Status)
 	// Nothing else is consumable now; c's schedule waits for its attempt.
 	before := digest(e, "r")
-	rq, err = s.ConsumeNextDueRetry(e.Ctx, "r", ms(101))
+	rq, err = s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(101))
 	require.NoError(e.T, err)
 	assert.Nil(e.T, rq)
 	unchanged(e, before, "a pass with only a waiting schedule", "r")
 	observe(e, s, identity(c, 1), obs(workflow.ObservedFailed), ms(102))
-	rq, err = s.ConsumeNextDueRetry(e.Ctx, "r", ms(103))
+	rq, err = s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(103))
 	require.NoError(e.T, err)
 	require.NotNil(e.T, rq)
 	assert.Equal(e.T, workflow.RetryRequeue{Key: c, PreviousAttempt: 1, NextAttempt: 2}, *rq)
@@ -326,7 +326,7 @@ func caseRetryNextDueRace(e *env) {
 			go func() {
 				defer wg.Done()
 				<-start
-				rq, err := st.ConsumeNextDueRetry(e.Ctx, "r", ms(200))
+				rq, err := st.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(200))
 				mu.Lock()
 				defer mu.Unlock()
 				switch {

@@ -47,7 +47,7 @@ func caseSummaryRetryDue(e *env) {
 	assert.Equal(e.T, y, sum.NextRetry.Key, "the earliest due retry")
 	assert.Equal(e.T, ms(90), sum.NextRetry.Due)
 
-	_, err = s.ConsumeDueRetry(e.Ctx, y, ms(90))
+	_, err = s.Engine().ConsumeDueRetry(e.Ctx, y, ms(90))
 	require.NoError(e.T, err)
 	sum, err = s.RunSummary(e.Ctx, "r")
 	require.NoError(e.T, err)
@@ -73,7 +73,7 @@ func caseWaitAllPendingRetry(e *env) {
 	observe(e, s, identity(m[1], 1), obs(workflow.ObservedSucceeded), ms(21))
 	assert.Empty(e.T, payloadsOf(e, s, "r", "fan_out_failed"), "member 0 may still succeed: its retry is pending")
 
-	_, err = s.ConsumeDueRetry(e.Ctx, m[0], ms(25))
+	_, err = s.Engine().ConsumeDueRetry(e.Ctx, m[0], ms(25))
 	require.NoError(e.T, err)
 	admitOnly(e, s, o, ms(26), identity(m[0], 2))
 	observe(e, s, identity(m[0], 2), obs(workflow.ObservedSucceeded), ms(27))
@@ -93,7 +93,7 @@ func caseWaitAllPendingRetry(e *env) {
 	require.NotNil(e.T, observe(e, s, identity(qm[0], 1), obs(workflow.ObservedRetryableFailure), ms(31)).Schedule)
 	observe(e, s, identity(qm[1], 1), obs(workflow.ObservedSucceeded), ms(32))
 	assert.Empty(e.T, payloadsOf(e, s, "q", "fan_out_failed"))
-	_, err = s.ConsumeDueRetry(e.Ctx, qm[0], ms(36))
+	_, err = s.Engine().ConsumeDueRetry(e.Ctx, qm[0], ms(36))
 	require.NoError(e.T, err)
 	admitOnly(e, s, o, ms(37), identity(qm[0], 2))
 	res := observe(e, s, identity(qm[0], 2), obs(workflow.ObservedRetryableFailure), ms(38))

@@ -7,6 +7,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -37,7 +38,7 @@ func caseRetryRunningRun(e *env) {
 	admitOnly(e, s, o, ms(10), identity(x, 1), identity(z, 1))
 	require.NotNil(e.T, observe(e, s, identity(x, 1), obs(workflow.ObservedRetryableFailure), ms(20)).Schedule)
 	require.NotNil(e.T, observe(e, s, identity(z, 1), obs(workflow.ObservedRetryableFailure), ms(21)).Schedule)
-	_, err := s.ConsumeDueRetry(e.Ctx, z, ms(121))
+	_, err := s.Engine().ConsumeDueRetry(e.Ctx, z, ms(121))
 	require.NoError(e.T, err)
 	require.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 
@@ -118,12 +119,13 @@ func casePausedAtPrepareRaced(e *env) {
 	hk := key("h", "n", "a")
 	mkAct(e, s, hk)
 	ho := newOwner()
-	sum = dispatch(e, s, ho, workflow.DispatchOptions{RunID: "h", Fault: func(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
-		if b == workflow.IntentCommitted {
+	pause := func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
 			return s.PauseRun(ctx, "h", nil, ms(31))
 		}
 		return nil
-	}}, ms(30))
+	}
+	sum = dispatchCtx(faultseam.With(e.Ctx, pause), e, s, ho, workflow.DispatchOptions{RunID: "h"}, ms(30))
 	require.Len(e.T, sum.Rejected, 1)
 	assert.Equal(e.T, hk, sum.Rejected[0].Key)
 	requireIs(e.T, sum.Rejected[0].Err, workflow.ErrIneligible)
@@ -149,16 +151,16 @@ func caseHandoffUnknownMutating(e *env) {
 		// The pending gate takes attempt 1 (the activation runs); the
 		// low-level prepare records attempt 2 without handoff state.
 		prep(e, s, c.k, c.eff, ms(5))
-		_, err := s.PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(c.k, 2), SideEffect: c.eff, Intent: json.RawMessage(`{}`)}, ms(10))
+		_, err := s.Engine().PrepareAttempt(e.Ctx, workflow.AttemptIntent{Key: attemptKey(c.k, 2), SideEffect: c.eff, Intent: json.RawMessage(`{}`)}, ms(10))
 		require.NoError(e.T, err)
 		require.Equal(e.T, workflow.HandoffUnknown, getAttempt(e, s, c.k, 2).Handoff)
 		require.Equal(e.T, workflow.ActivationRunning, getAct(e, s, c.k).Status)
 	}
 	before := digest(e, "r")
-	err := s.Handoff(e.Ctx, attemptKey(m, 2), nil, ms(20))
+	err := s.Engine().Handoff(e.Ctx, attemptKey(m, 2), nil, ms(20))
 	requireIs(e.T, err, workflow.ErrIneligible, "a mutating attempt without handoff state")
 	assert.Contains(e.T, err.Error(), "no handoff state")
-	require.NoError(e.T, s.Handoff(e.Ctx, attemptKey(r, 2), nil, ms(21)), "a read-only one goes")
-	require.NoError(e.T, s.Handoff(e.Ctx, attemptKey(r, 2), nil, ms(22)), "as often as asked: it is read-only")
+	require.NoError(e.T, s.Engine().Handoff(e.Ctx, attemptKey(r, 2), nil, ms(21)), "a read-only one goes")
+	require.NoError(e.T, s.Engine().Handoff(e.Ctx, attemptKey(r, 2), nil, ms(22)), "as often as asked: it is read-only")
 	unchanged(e, before, "handoffs of attempts without handoff state", "r")
 }

@@ -32,7 +32,7 @@ func caseSiblingCancellingStaysActive(e *env) {
 	observe(e, s, identity(m[0], 1), obs(workflow.ObservedFailed), ms(11))
 	require.Equal(e.T, workflow.AttemptSiblingCancelling, getAttempt(e, s, m[1], 1).Status)
 	// The engine tells the owner and records the signal; the status stays.
-	require.NoError(e.T, s.MarkCancellationSignalled(e.Ctx, identity(m[1], 1), ms(12)))
+	require.NoError(e.T, s.Engine().MarkCancellationSignalled(e.Ctx, identity(m[1], 1), ms(12)))
 	assert.Equal(e.T, workflow.AttemptSiblingCancelling, getAttempt(e, s, m[1], 1).Status, "signalled")
 	assert.Len(e.T, payloadsOf(e, s, "r", "attempt_cancellation_signalled"), 1)
 	for i, k := range []workflow.ObservationKind{workflow.ObservedRunning, workflow.ObservedAdmitted, workflow.ObservedDeferred} {

@@ -33,7 +33,7 @@ func stuckFixture(e *env, s *workflow.Store) (a, b, c, d, p string) {
 	admitAt := func(k workflow.ActivationKey, prepared, admitted int64) string {
 		pd := prep(e, s, k, workflow.ReadOnly, ms(prepared))
 		if admitted > 0 {
-			require.NoError(e.T, s.PersistReceipt(e.Ctx, pd.Key(), json.RawMessage(`{"ok":1}`), nil, ms(admitted)))
+			require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, pd.Key(), json.RawMessage(`{"ok":1}`), nil, ms(admitted)))
 		}
 		return pd.Identity
 	}
@@ -51,7 +51,7 @@ func stuckFixture(e *env, s *workflow.Store) (a, b, c, d, p string) {
 	p = admitAt(key("x", "n", "p"), 80, 0)
 	_, err := s.RequestCancellation(e.Ctx, "x", nil, ms(100))
 	require.NoError(e.T, err)
-	require.NoError(e.T, s.MarkCancellationSignalled(e.Ctx, p, ms(110)))
+	require.NoError(e.T, s.Engine().MarkCancellationSignalled(e.Ctx, p, ms(110)))
 	return a, b, c, d, p
 }
 
@@ -81,7 +81,7 @@ func caseStuckAttempts(e *env) {
 		}
 		return out
 	}
-	whole, err := s.StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: 100 * time.Millisecond}, now)
+	whole, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: 100 * time.Millisecond}, now)
 	require.NoError(e.T, err)
 	assert.True(e.T, whole.Done, "the default limit covers the store")
 	assert.Equal(e.T, workflow.StuckCursor{}, whole.Next, "a finished scan has no cursor")
@@ -100,7 +100,7 @@ func caseStuckAttempts(e *env) {
 	for pages := 0; ; pages++ {
 		require.Less(e.T, pages, 20, "the scan must end")
 		ctr.reset()
-		page, err := cs.StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: 100 * time.Millisecond, Cursor: cur, Limit: 1}, now)
+		page, err := cs.Engine().StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: 100 * time.Millisecond, Cursor: cur, Limit: 1}, now)
 		require.NoError(e.T, err)
 		assert.LessOrEqual(e.T, len(page.Attempts), 1, "a page returns at most Limit attempts")
 		assert.LessOrEqual(e.T, ctr.rows.Load(), int64(2), "a page reads at most Limit attempts (and, for cancelling ones, their runs)")
@@ -112,7 +112,7 @@ func caseStuckAttempts(e *env) {
 	}
 	assert.Equal(e.T, want, paged, "pages of one return what one page returns")
 
-	young, err := s.StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: time.Millisecond}, now)
+	young, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: time.Millisecond}, now)
 	require.NoError(e.T, err)
 	ids := []string{}
 	for _, sa := range young.Attempts {
@@ -120,17 +120,17 @@ func caseStuckAttempts(e *env) {
 	}
 	assert.Equal(e.T, []string{a, b, d, c, p}, ids, "with a 1ms age every unmoved attempt is stuck (admitted ones before running ones), the settled one never")
 
-	one, err := s.StuckAttempts(e.Ctx, workflow.StuckScan{RunID: "x", OlderThan: 100 * time.Millisecond}, now)
+	one, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckScan{RunID: "x", OlderThan: 100 * time.Millisecond}, now)
 	require.NoError(e.T, err)
 	assert.Equal(e.T, want[3:], flat(one), "a one-run scan reads that run")
-	none, err := s.StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: time.Second}, now)
+	none, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: time.Second}, now)
 	require.NoError(e.T, err)
 	assert.Empty(e.T, none.Attempts, "nothing is a second old")
 	assert.True(e.T, none.Done)
 
 	for _, q := range []workflow.StuckScan{{}, {OlderThan: time.Microsecond}, {OlderThan: time.Second, Limit: -1},
 		{OlderThan: time.Second, Limit: workflow.MaxPageLimit + 1}, {OlderThan: time.Second, RunID: "x\x00"}} {
-		_, err := s.StuckAttempts(e.Ctx, q, now)
+		_, err := s.Engine().StuckAttempts(e.Ctx, q, now)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "scan %+v", q)
 	}
 	unchanged(e, before, "stuck scans", "r", "x")
@@ -150,7 +150,7 @@ func timeoutFixture(e *env, s *workflow.Store, run string, eff workflow.Effect) 
 	}
 	mkAct(e, s, k, withPolicy(retryPolicy(3, 10)), withEffect(eff, rec))
 	pd := prep(e, s, k, eff, ms(5))
-	require.NoError(e.T, s.PersistReceipt(e.Ctx, pd.Key(), json.RawMessage(`{"ok":1}`), nil, ms(10)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, pd.Key(), json.RawMessage(`{"ok":1}`), nil, ms(10)))
 	return k, pd.Identity
 }
 
@@ -161,7 +161,7 @@ func timedOutIDs(e *env, s *workflow.Store, def time.Duration, now time.Time) []
 	var cur workflow.TimeoutCursor
 	for pages := 0; ; pages++ {
 		require.Less(e.T, pages, 20, "the scan must end")
-		page, err := s.TimedOutAttempts(e.Ctx, workflow.TimeoutScan{Default: def, Cursor: cur, Limit: 1}, now)
+		page, err := s.Engine().TimedOutAttempts(e.Ctx, workflow.TimeoutScan{Default: def, Cursor: cur, Limit: 1}, now)
 		require.NoError(e.T, err)
 		require.LessOrEqual(e.T, len(page.Attempts), 1)
 		for _, t := range page.Attempts {
@@ -191,19 +191,19 @@ func caseTimeoutReadOnly(e *env) {
 	assert.Empty(e.T, timedOutIDs(e, s, 0, ms(10_000)), "no timeout, no deadline")
 
 	before := digest(e, "r")
-	_, err := s.SettleTimedOut(e.Ctx, id, opts, ms(109))
+	_, err := s.Engine().SettleTimedOut(e.Ctx, id, opts, ms(109))
 	requireIs(e.T, err, workflow.ErrIneligible, "a millisecond early")
-	_, err = s.SettleTimedOut(e.Ctx, id, workflow.TimeoutOptions{}, ms(10_000))
+	_, err = s.Engine().SettleTimedOut(e.Ctx, id, workflow.TimeoutOptions{}, ms(10_000))
 	requireIs(e.T, err, workflow.ErrIneligible, "no timeout applies")
 	for _, bad := range []time.Duration{-time.Millisecond, time.Microsecond, workflow.MaxAttemptTimeout + time.Millisecond} {
-		_, err = s.SettleTimedOut(e.Ctx, id, workflow.TimeoutOptions{Default: bad}, ms(10_000))
+		_, err = s.Engine().SettleTimedOut(e.Ctx, id, workflow.TimeoutOptions{Default: bad}, ms(10_000))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "default %v", bad)
-		_, err = s.TimedOutAttempts(e.Ctx, workflow.TimeoutScan{Default: bad}, ms(10_000))
+		_, err = s.Engine().TimedOutAttempts(e.Ctx, workflow.TimeoutScan{Default: bad}, ms(10_000))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "scan default %v", bad)
 	}
 	unchanged(e, before, "refused timeouts", "r")
 
-	res, err := s.SettleTimedOut(e.Ctx, id, opts, ms(110))
+	res, err := s.Engine().SettleTimedOut(e.Ctx, id, opts, ms(110))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, workflow.AttemptFailed, res.Status)
 	assert.Equal(e.T, 100*time.Millisecond, res.Timeout)
@@ -219,7 +219,7 @@ func caseTimeoutReadOnly(e *env) {
 	assert.Zero(e.T, countType(types, "automatic_retry_scheduled"))
 
 	before = digest(e, "r")
-	_, err = s.SettleTimedOut(e.Ctx, id, opts, ms(500))
+	_, err = s.Engine().SettleTimedOut(e.Ctx, id, opts, ms(500))
 	requireIs(e.T, err, workflow.ErrIneligible, "a timed-out attempt is settled")
 	unchanged(e, before, "second timeout", "r")
 
@@ -240,7 +240,7 @@ func caseTimeoutReadOnly(e *env) {
 	_, err = s.RequestCancellation(e.Ctx, "c", nil, ms(20))
 	require.NoError(e.T, err)
 	before = digest(e, "c")
-	_, err = s.SettleTimedOut(e.Ctx, cid, opts, ms(1000))
+	_, err = s.Engine().SettleTimedOut(e.Ctx, cid, opts, ms(1000))
 	requireIs(e.T, err, workflow.ErrIneligible, "a cancelling run's attempt does not time out")
 	unchanged(e, before, "timeout in a cancelling run", "c")
 
@@ -248,7 +248,7 @@ func caseTimeoutReadOnly(e *env) {
 	_, other := timeoutFixture(e, s, "q", workflow.ReadOnly)
 	observe(e, s, other, obs(workflow.ObservedSucceeded), ms(50))
 	before = digest(e, "q")
-	_, err = s.SettleTimedOut(e.Ctx, other, opts, ms(1000))
+	_, err = s.Engine().SettleTimedOut(e.Ctx, other, opts, ms(1000))
 	requireIs(e.T, err, workflow.ErrIneligible, "a succeeded attempt does not time out")
 	unchanged(e, before, "timeout of a settled attempt", "q")
 }
@@ -261,7 +261,7 @@ func caseTimeoutReadOnly(e *env) {
 func caseTimeoutMutating(e *env) {
 	s := store(e)
 	k, id := timeoutFixture(e, s, "r", workflow.Mutating)
-	res, err := s.SettleTimedOut(e.Ctx, id, workflow.TimeoutOptions{Default: 50 * time.Millisecond}, ms(60))
+	res, err := s.Engine().SettleTimedOut(e.Ctx, id, workflow.TimeoutOptions{Default: 50 * time.Millisecond}, ms(60))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, workflow.AttemptRepairRequired, res.Status)
 	assert.Nil(e.T, res.NotScheduled)
@@ -307,15 +307,15 @@ func caseTimeoutPerActivation(e *env) {
 	var ids []string
 	for _, k := range []workflow.ActivationKey{own, dflt} {
 		pd := prep(e, s, k, workflow.ReadOnly, ms(5))
-		require.NoError(e.T, s.PersistReceipt(e.Ctx, pd.Key(), json.RawMessage(`{"ok":1}`), nil, ms(10)))
+		require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, pd.Key(), json.RawMessage(`{"ok":1}`), nil, ms(10)))
 		ids = append(ids, pd.Identity)
 	}
 	assert.Equal(e.T, []string{ids[0]}, timedOutIDs(e, s, 0, ms(30)), "its own timeout applies without a default")
 	assert.Equal(e.T, []string{ids[0]}, timedOutIDs(e, s, time.Second, ms(30)), "and wins over a longer default")
 	assert.ElementsMatch(e.T, ids, timedOutIDs(e, s, 15*time.Millisecond, ms(30)), "the default applies to the other")
-	_, err = s.SettleTimedOut(e.Ctx, ids[1], workflow.TimeoutOptions{}, ms(1000))
+	_, err = s.Engine().SettleTimedOut(e.Ctx, ids[1], workflow.TimeoutOptions{}, ms(1000))
 	requireIs(e.T, err, workflow.ErrIneligible, "no timeout of its own and no default")
-	res, err := s.SettleTimedOut(e.Ctx, ids[0], workflow.TimeoutOptions{Default: time.Hour}, ms(30))
+	res, err := s.Engine().SettleTimedOut(e.Ctx, ids[0], workflow.TimeoutOptions{Default: time.Hour}, ms(30))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, 20*time.Millisecond, res.Timeout)
 	assert.Equal(e.T, ms(30), res.Deadline)

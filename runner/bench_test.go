@@ -59,7 +59,7 @@ func BenchmarkWakeLatency(b *testing.B) {
 				adder = s
 			case "poll":
 				s = benchStore(b)
-				adder = workflow.New(s.Backend())
+				adder = workflow.New(s.Engine().Backend())
 			case "listen":
 				dsn, schema := pgtest.Schema(b)
 				s = workflow.New(openPostgres(b, dsn, schema))

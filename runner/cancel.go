@@ -120,7 +120,7 @@ func (r *Runner) cancellations(ctx context.Context, busy bool) (int, error) {
 		return 0, nil
 	}
 	c.last, c.again = now, false
-	page, err := r.store.ScanCancellations(ctx, workflow.CancellationScan{RunID: r.cfg.runID, Cursor: c.cursor, Limit: r.cfg.runsPerPass})
+	page, err := r.store.Engine().ScanCancellations(ctx, workflow.CancellationScan{RunID: r.cfg.runID, Cursor: c.cursor, Limit: r.cfg.runsPerPass})
 	if err != nil {
 		return 0, fmt.Errorf("cancellation scan: %w", err)
 	}
@@ -162,7 +162,7 @@ func (r *Runner) cancelAttempt(ctx context.Context, c *cancels, a workflow.Attem
 	switch a.Status {
 	case workflow.AttemptPrepared:
 		if a.Handoff == workflow.HandoffPending && a.Receipt == nil {
-			done, err := r.store.CancelNeverDispatched(ctx, a.Identity, auth, r.cfg.clock.Now())
+			done, err := r.store.Engine().CancelNeverDispatched(ctx, a.Identity, auth, r.cfg.clock.Now())
 			if err != nil || !done {
 				return 0, ignoreIneligible(err)
 			}
@@ -215,7 +215,7 @@ func (r *Runner) signal(ctx context.Context, c *cancels, a workflow.Attempt) (in
 		return 0, nil
 	}
 	delete(c.backoff, a.Identity)
-	if err := r.store.MarkCancellationSignalled(ctx, a.Identity, r.cfg.clock.Now()); err != nil {
+	if err := r.store.Engine().MarkCancellationSignalled(ctx, a.Identity, r.cfg.clock.Now()); err != nil {
 		return 0, ignoreIneligible(err) // settled meanwhile, or left for the next pass to signal again
 	}
 	r.cancelled(ctx, c, a, CancelSignalled, slog.LevelInfo, "cancellation signalled")
@@ -224,7 +224,7 @@ func (r *Runner) signal(ctx context.Context, c *cancels, a workflow.Attempt) (in
 
 // settleUnobserved settles a of an owner without an Observer as cancelled.
 func (r *Runner) settleUnobserved(ctx context.Context, c *cancels, a workflow.Attempt, how workflow.CancelSettlement) (int, error) {
-	done, err := r.store.SettleCancelledUnobserved(ctx, a.Identity, how, r.authorityFor(a.Key.RunID), r.cfg.clock.Now())
+	done, err := r.store.Engine().SettleCancelledUnobserved(ctx, a.Identity, how, r.authorityFor(a.Key.RunID), r.cfg.clock.Now())
 	if err != nil || !done {
 		return 0, ignoreIneligible(err)
 	}
@@ -253,7 +253,7 @@ func (r *Runner) cancellingWithoutReceipt(ctx context.Context, c *cancels, a wor
 	if !found {
 		return r.unresolvedCancellation(ctx, c, a)
 	}
-	if err := r.store.PersistReceipt(ctx, a.Key, rc, r.authorityFor(a.Key.RunID), r.cfg.clock.Now()); err != nil {
+	if err := r.store.Engine().PersistReceipt(ctx, a.Key, rc, r.authorityFor(a.Key.RunID), r.cfg.clock.Now()); err != nil {
 		return 0, ignoreIneligible(err)
 	}
 	r.cancelled(ctx, c, a, CancelReceiptFound, slog.LevelInfo, "receipt of a cancelling attempt persisted")
@@ -263,7 +263,7 @@ func (r *Runner) cancellingWithoutReceipt(ctx context.Context, c *cancels, a wor
 // unresolvedCancellation settles a cancelling attempt without a receipt
 // that no ReceiptLookup resolves (the owner may have its work, or may
 // never have received it) as an orphaned cancellation
-// (workflow.Store.SettleOrphanedCancellation: repair_required when
+// (workflow.Engine.SettleOrphanedCancellation: repair_required when
 // mutating, cancelled when read-only) once the attempt timeout (the
 // activation's, else the runner's default) has passed since the run's
 // cancellation was requested. Until then, or without any timeout, it is
@@ -288,7 +288,7 @@ func (r *Runner) unresolvedCancellation(ctx context.Context, c *cancels, a workf
 	if run.CancelRequestedAt.IsZero() || now.Before(run.CancelRequestedAt.Add(timeout)) {
 		return 0, nil
 	}
-	if _, err := r.store.SettleOrphanedCancellation(ctx, a.Identity, now); err != nil {
+	if _, err := r.store.Engine().SettleOrphanedCancellation(ctx, a.Identity, now); err != nil {
 		return 0, ignoreIneligible(err)
 	}
 	after, err := r.store.GetAttempt(ctx, a.Identity)

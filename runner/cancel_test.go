@@ -268,14 +268,14 @@ func TestCancellingAttemptWithoutReceiptIsResolvedThroughReceiptLookup(t *testin
 		require.NoError(t, err)
 	}
 	plan := workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}
-	pa, err := s.PreparePending(ctx, key("r", "a"), plan, clock.Now())
+	pa, err := s.Engine().PreparePending(ctx, key("r", "a"), plan, clock.Now())
 	require.NoError(t, err)
-	require.NoError(t, s.Handoff(ctx, pa.Key(), nil, clock.Now()))
-	pb, err := s.PreparePending(ctx, key("r", "b"), plan, clock.Now())
+	require.NoError(t, s.Engine().Handoff(ctx, pa.Key(), nil, clock.Now()))
+	pb, err := s.Engine().PreparePending(ctx, key("r", "b"), plan, clock.Now())
 	require.NoError(t, err)
 	_, err = s.RequestCancellation(ctx, "r", nil, clock.Now())
 	require.NoError(t, err)
-	require.NoError(t, s.MarkCancellationSignalled(ctx, pa.Identity, clock.Now()))
+	require.NoError(t, s.Engine().MarkCancellationSignalled(ctx, pa.Identity, clock.Now()))
 
 	co := newCancelOwner(clock, s)
 	co.cancelled[pa.Identity] = true // told before its dispatcher stopped

@@ -18,6 +18,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/internal/testkit/crashtest"
 	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 	"github.com/wfstore/wfstore/workflow"
@@ -129,11 +130,11 @@ func crashChild(kind, loc, ledgerPath string) error {
 	if err != nil {
 		return err
 	}
-	fault := func(_ context.Context, bd workflow.Boundary, _ workflow.PreparedDispatch) error {
+	fault := func(_ context.Context, bd faultseam.Boundary, _ workflow.PreparedDispatch) error {
 		switch bd {
-		case workflow.IntentCommitted:
+		case faultseam.IntentCommitted:
 			signal("prepared")
-		case workflow.OwnerAccepted:
+		case faultseam.OwnerAccepted:
 			signal("accepted")
 		}
 		return nil

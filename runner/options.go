@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -39,7 +40,7 @@ type config struct {
 	noObserver       bool
 	meters           metric.MeterProvider
 	tracers          trace.TracerProvider
-	fault            workflow.FaultHook
+	fault            faultseam.Hook[workflow.PreparedDispatch]
 	stuckAge         time.Duration
 	checkEvery       time.Duration
 	attemptTimeout   time.Duration
@@ -121,7 +122,7 @@ func WithTracerProvider(p trace.TracerProvider) Option { return func(c *config) 
 
 // WithStuckCheck sets the stuck-work check: an attempt that has not moved
 // for age (prepared without a receipt, admitted or running, cancelling
-// without a receipt; see workflow.Store.StuckAttempts) is logged once,
+// without a receipt; see workflow.Engine.StuckAttempts) is logged once,
 // counted in MetricStuckAttempts and listed in Summary.Stuck. A scan
 // starts at most every interval and reads one page per pass; the timeout
 // scan (WithAttemptTimeout) keeps the same interval. age is at least 1ms,
@@ -135,7 +136,7 @@ func WithStuckCheck(age, interval time.Duration) Option {
 // none (default DefaultAttemptTimeout; 0 means none, else
 // workflow.MinAttemptTimeout to workflow.MaxAttemptTimeout). An admitted
 // attempt not observed terminal by its admitted time plus its timeout is
-// settled by workflow.Store.SettleTimedOut: failed when read-only (no
+// settled by workflow.Engine.SettleTimedOut: failed when read-only (no
 // automatic retry), repair_required when mutating; so a timeout never
 // starts a second attempt while the first may still run. The deadline is
 // compared with this runner's clock: a clock ahead of the one that
@@ -152,5 +153,8 @@ func WithCancelTimeout(d time.Duration) Option { return func(c *config) { c.canc
 // withRand replaces the jitter's random source (tests).
 func withRand(f func() float64) Option { return func(c *config) { c.rand = f } }
 
-// withFault sets DispatchOptions.Fault of every dispatch pass (tests).
-func withFault(f workflow.FaultHook) Option { return func(c *config) { c.fault = f } }
+// withFault sets the fault hook (internal/faultseam) of every dispatch
+// pass (tests).
+func withFault(f faultseam.Hook[workflow.PreparedDispatch]) Option {
+	return func(c *config) { c.fault = f }
+}

@@ -35,12 +35,12 @@ func TestOrphanedCancellationIsSettledAfterTheAttemptTimeout(t *testing.T) {
 		if run == "rm" {
 			eff = workflow.Mutating
 		}
-		p, err := s.PreparePending(ctx, key(run, "a"), workflow.Plan{SideEffect: eff, Intent: json.RawMessage(`{}`)}, clock.Now())
+		p, err := s.Engine().PreparePending(ctx, key(run, "a"), workflow.Plan{SideEffect: eff, Intent: json.RawMessage(`{}`)}, clock.Now())
 		require.NoError(t, err)
-		require.NoError(t, s.Handoff(ctx, p.Key(), nil, clock.Now()))
+		require.NoError(t, s.Engine().Handoff(ctx, p.Key(), nil, clock.Now()))
 		_, err = s.RequestCancellation(ctx, run, nil, clock.Now())
 		require.NoError(t, err)
-		require.NoError(t, s.MarkCancellationSignalled(ctx, p.Identity, clock.Now()))
+		require.NoError(t, s.Engine().MarkCancellationSignalled(ctx, p.Identity, clock.Now()))
 		ids = append(ids, p.Identity)
 	}
 	co := newCancelOwner(clock, s) // a Canceller, no ReceiptLookup, no Observer

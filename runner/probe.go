@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -23,7 +24,7 @@ import (
 func (r *Runner) dispatch(ctx context.Context) (int, error) {
 	opts := workflow.DispatchOptions{
 		RunID: r.cfg.runID, Authority: r.cfg.authority, Limit: r.cfg.limit,
-		BatchSize: r.cfg.batchSize, OwnerConcurrency: r.cfg.ownerConcurrency, Fault: r.cfg.fault,
+		BatchSize: r.cfg.batchSize, OwnerConcurrency: r.cfg.ownerConcurrency,
 	}
 	admitted := 0
 	if r.probing && opts.BatchSize > 1 {
@@ -42,7 +43,7 @@ func (r *Runner) dispatch(ctx context.Context) (int, error) {
 // dispatchOnce runs one Dispatch, accounts for its summary and records
 // whether the owner failed in it.
 func (r *Runner) dispatchOnce(ctx context.Context, opts workflow.DispatchOptions) (int, error) {
-	sum, err := r.store.Dispatch(ctx, r.owner, opts, r.cfg.clock.Now())
+	sum, err := r.store.Dispatch(faultseam.With(ctx, r.cfg.fault), r.owner, opts, r.cfg.clock.Now())
 	r.account(ctx, sum)
 	r.collectDoubts(sum, err)
 	admittedEvents(trace.SpanFromContext(ctx), sum.Admitted)

@@ -120,7 +120,7 @@ func (r *Runner) consumeDue(ctx context.Context, now time.Time) (int, bool, erro
 		}
 		stuck := false
 		for budget > 0 && !r.stopping.Load() {
-			rq, err := r.store.ConsumeNextDueRetry(ctx, runID, now)
+			rq, err := r.store.Engine().ConsumeNextDueRetry(ctx, runID, now)
 			if errors.Is(err, workflow.ErrIneligible) {
 				r.log.LogAttrs(ctx, slog.LevelWarn, "retry refused", slog.String("run", runID),
 					slog.String("reason", "run_not_retryable"), slog.String("error", err.Error()))

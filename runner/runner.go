@@ -132,7 +132,7 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 	if cfg.logger == nil {
 		cfg.logger = slog.New(slog.DiscardHandler)
 	}
-	in, err := newInstruments(cfg.meters, cfg.tracers, store.Backend())
+	in, err := newInstruments(cfg.meters, cfg.tracers, store.Engine().Backend())
 	if err != nil {
 		return nil, fmt.Errorf("runner: instruments: %w", err)
 	}
@@ -147,7 +147,7 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 	if r.timeouts, err = newTimeoutWatch(cfg.attemptTimeout, cfg.checkEvery, cfg.cancelTimeout, c, cfg.meters); err != nil {
 		return nil, fmt.Errorf("runner: instruments: %w", err)
 	}
-	if rc, ok := store.Backend().(backend.RerunCounter); ok {
+	if rc, ok := store.Engine().Backend().(backend.RerunCounter); ok {
 		r.reruns, r.lastReruns = rc, rc.Reruns()
 	}
 	r.shim = &shim{owner: owner, clock: cfg.clock, in: in, stopping: &r.stopping, inFlight: map[string]workflow.AttemptRef{},
@@ -208,7 +208,7 @@ func (r *Runner) Run(ctx context.Context) (Summary, error) {
 		}
 	}()
 
-	defer r.store.OnTransaction(r.in.transaction)()
+	defer r.store.Engine().OnTransaction(r.in.transaction)()
 	err := r.loop(ctx, work)
 	sum := r.total
 	sum.Unresolved = r.shim.unresolved()
@@ -318,7 +318,7 @@ func (r *Runner) fatal(err error) bool {
 func (r *Runner) recover(ctx context.Context) (bool, error) {
 	ropts := workflow.ReconcileOptions{RunID: r.cfg.runID, Authority: r.cfg.authority, Limit: workflow.MaxPageLimit, Lookup: r.lookup}
 	for round := 0; round < DefaultReconcileRounds && !r.stopping.Load(); round++ {
-		rs, err := r.store.ReconcilePrepared(ctx, ropts, r.cfg.clock.Now())
+		rs, err := r.store.Engine().ReconcilePrepared(ctx, ropts, r.cfg.clock.Now())
 		if err != nil {
 			return false, fmt.Errorf("reconcile prepared: %w", err)
 		}
@@ -331,7 +331,7 @@ func (r *Runner) recover(ctx context.Context) (bool, error) {
 		r.log.LogAttrs(ctx, levelFor(examined), "reconciled prepared attempts",
 			slog.Int("never_dispatched", len(rs.NeverDispatched)), slog.Int("recovered", len(rs.Recovered)),
 			slog.Int("repair_required", len(rs.RepairRequired)), slog.Int("safe_read_only", len(rs.SafeReadOnly)))
-		ds, err := r.store.Redispatch(ctx, r.owner, ropts, r.cfg.clock.Now())
+		ds, err := r.store.Engine().Redispatch(ctx, r.owner, ropts, r.cfg.clock.Now())
 		r.shim.admitted(ds.Admitted)
 		r.total.Admitted += len(ds.Admitted)
 		r.in.admissions.Add(ctx, int64(len(ds.Admitted)), outcomeAttr(OutcomeAdmitted))
@@ -381,7 +381,7 @@ func (r *Runner) lateReceipts(ctx context.Context) error {
 			if !found {
 				continue
 			}
-			if err := r.store.PersistReceipt(ctx, a.Key, rc, r.cfg.authority, r.cfg.clock.Now()); err != nil {
+			if err := r.store.Engine().PersistReceipt(ctx, a.Key, rc, r.cfg.authority, r.cfg.clock.Now()); err != nil {
 				if errors.Is(err, workflow.ErrInvalidInput) {
 					// A receipt the store cannot keep (too large, too deep,
 					// invalid): the attempt stays repair_required for an
@@ -505,7 +505,7 @@ func (r *Runner) redispatchRejected(ctx context.Context) (int, error) {
 		if id == r.cfg.runID {
 			opts.Authority = r.cfg.authority
 		}
-		ds, err := r.store.Redispatch(ctx, r.owner, opts, r.cfg.clock.Now())
+		ds, err := r.store.Engine().Redispatch(ctx, r.owner, opts, r.cfg.clock.Now())
 		r.shim.admitted(ds.Admitted)
 		r.total.Admitted += len(ds.Admitted)
 		admitted += len(ds.Admitted)
@@ -572,7 +572,7 @@ func (r *Runner) observe(ctx context.Context) (int, error) {
 	if r.observer == nil || r.stopping.Load() {
 		return 0, nil
 	}
-	sum, err := r.store.ReconcileReceiptBacked(ctx, r.observer, workflow.ReceiptPassOptions{
+	sum, err := r.store.Engine().ReconcileReceiptBacked(ctx, r.observer, workflow.ReceiptPassOptions{
 		RunID: r.cfg.runID, Authority: r.cfg.authority, Limit: r.cfg.limit,
 	}, r.cfg.clock.Now())
 	if err != nil {

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -443,8 +444,8 @@ func TestAttemptRefusedAtHandoffIsRedispatchedLater(t *testing.T) {
 	require.NoError(t, err)
 	var once sync.Once
 	var prepared string
-	pause := func(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
-		if b == workflow.IntentCommitted {
+	pause := func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
 			once.Do(func() {
 				prepared = p.Identity
 				require.NoError(t, s.PauseRun(ctx, "r1", nil, clock.Now()))
@@ -494,14 +495,14 @@ func TestStartPersistsLateReceiptsOfRepairRequiredAttempts(t *testing.T) {
 	require.NoError(t, err)
 	crash := errors.New("crashed after the owner accepted")
 	mutating := &mutatingOwner{testOwner: &testOwner{clock: clock}}
-	_, err = s.Dispatch(ctx, mutating, workflow.DispatchOptions{Fault: func(_ context.Context, b workflow.Boundary, _ workflow.PreparedDispatch) error {
-		if b == workflow.OwnerAccepted {
+	_, err = s.Dispatch(faultseam.With(ctx, func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+		if b == faultseam.OwnerAccepted {
 			return crash
 		}
 		return nil
-	}}, clock.Now())
+	}), mutating, workflow.DispatchOptions{}, clock.Now())
 	require.ErrorIs(t, err, crash)
-	rs, err := s.ReconcilePrepared(ctx, workflow.ReconcileOptions{}, clock.Now())
+	rs, err := s.Engine().ReconcilePrepared(ctx, workflow.ReconcileOptions{}, clock.Now())
 	require.NoError(t, err)
 	require.Len(t, rs.RepairRequired, 1)
 	id := rs.RepairRequired[0].Identity
@@ -533,7 +534,7 @@ func TestStartSkipsTimedOutAttemptsWhoseReceiptIsKept(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, ds.Admitted, 1)
 	id := ds.Admitted[0].Identity
-	res, err := s.SettleTimedOut(ctx, id, workflow.TimeoutOptions{Default: time.Second}, clock.Now().Add(time.Minute))
+	res, err := s.Engine().SettleTimedOut(ctx, id, workflow.TimeoutOptions{Default: time.Second}, clock.Now().Add(time.Minute))
 	require.NoError(t, err)
 	require.Equal(t, workflow.AttemptRepairRequired, res.Status)
 	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("r2", "b"), Input: json.RawMessage(`{}`)}, clock.Now())

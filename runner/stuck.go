@@ -26,11 +26,11 @@ const (
 )
 
 // MetricStuckAttempts is a gauge: the attempts the runner's latest full
-// stuck-work scan found (workflow.Store.StuckAttempts), by stage
+// stuck-work scan found (workflow.Engine.StuckAttempts), by stage
 // (prepared, admitted, cancelling).
 const MetricStuckAttempts = "wfstore.runner.stuck_attempts" // {stage}
 
-// stuckWatch pages workflow.Store.StuckAttempts, one page per pass, a new
+// stuckWatch pages workflow.Engine.StuckAttempts, one page per pass, a new
 // scan at most every interval; it remembers what the latest full scan
 // found and which attempts it has logged.
 type stuckWatch struct {
@@ -98,7 +98,7 @@ func (r *Runner) checkStuck(ctx context.Context) error {
 		}
 		w.scanning, w.cursor = true, workflow.StuckCursor{}
 	}
-	page, err := r.store.StuckAttempts(ctx, workflow.StuckScan{RunID: r.cfg.runID, OlderThan: w.age, Cursor: w.cursor, Limit: workflow.MaxPageLimit}, now)
+	page, err := r.store.Engine().StuckAttempts(ctx, workflow.StuckScan{RunID: r.cfg.runID, OlderThan: w.age, Cursor: w.cursor, Limit: workflow.MaxPageLimit}, now)
 	if err != nil {
 		return fmt.Errorf("stuck attempts: %w", err)
 	}

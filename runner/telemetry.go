@@ -68,7 +68,7 @@ type instruments struct {
 	settled    metric.Int64Counter
 }
 
-// transaction records one Store transaction (workflow.Store.OnTransaction).
+// transaction records one Store transaction (workflow.Engine.OnTransaction).
 func (in *instruments) transaction(ctx context.Context, ti workflow.TransactionInfo) {
 	kind, result := "view", "ok"
 	if ti.Write {

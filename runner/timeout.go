@@ -36,7 +36,7 @@ type canceller interface {
 	Cancel(ctx context.Context, identity string) error
 }
 
-// timeoutWatch pages workflow.Store.TimedOutAttempts, one page per pass, a
+// timeoutWatch pages workflow.Engine.TimedOutAttempts, one page per pass, a
 // new scan at most every interval.
 type timeoutWatch struct {
 	def, every, cancelBound time.Duration
@@ -62,7 +62,7 @@ func newTimeoutWatch(def, every, cancelBound time.Duration, c canceller, mp metr
 // settleTimeouts reads one page of the timeout scan when one is due or in
 // progress and settles each attempt past its deadline: the owner's Cancel
 // first (once, bounded by the cancel timeout; its result is logged and
-// never holds the settlement back), then workflow.Store.SettleTimedOut,
+// never holds the settlement back), then workflow.Engine.SettleTimedOut,
 // which decides again. It returns how many it settled.
 func (r *Runner) settleTimeouts(ctx context.Context) (int, error) {
 	w := r.timeouts
@@ -78,7 +78,7 @@ func (r *Runner) settleTimeouts(ctx context.Context) (int, error) {
 			return 0, err
 		}
 	}
-	page, err := r.store.TimedOutAttempts(ctx, workflow.TimeoutScan{RunID: r.cfg.runID, Default: w.def, Cursor: w.cursor, Limit: workflow.MaxPageLimit}, now)
+	page, err := r.store.Engine().TimedOutAttempts(ctx, workflow.TimeoutScan{RunID: r.cfg.runID, Default: w.def, Cursor: w.cursor, Limit: workflow.MaxPageLimit}, now)
 	if err != nil {
 		return 0, fmt.Errorf("timed-out attempts: %w", err)
 	}
@@ -105,7 +105,7 @@ func (r *Runner) settleTimeouts(ctx context.Context) (int, error) {
 		if t.Attempt.Key.RunID == r.cfg.runID {
 			opts.Authority = r.cfg.authority
 		}
-		res, err := r.store.SettleTimedOut(ctx, id, opts, r.cfg.clock.Now())
+		res, err := r.store.Engine().SettleTimedOut(ctx, id, opts, r.cfg.clock.Now())
 		if errors.Is(err, workflow.ErrIneligible) {
 			delete(w.cancelled, id) // it moved on, or is not due by this runner's clock
 			continue

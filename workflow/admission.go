@@ -16,7 +16,7 @@ import (
 // pending, run not running, cancellation requested, retirement pending or
 // missing. The run's authority is snapshotted first and must not change
 // before the commit.
-func (s *Store) PreparePending(ctx context.Context, key ActivationKey, plan Plan, now time.Time) (*PreparedDispatch, error) {
+func (s *Engine) PreparePending(ctx context.Context, key ActivationKey, plan Plan, now time.Time) (*PreparedDispatch, error) {
 	k := keyIn(key)
 	if err := validateActivationKey(k); err != nil {
 		return nil, err

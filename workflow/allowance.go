@@ -42,7 +42,7 @@ func (a Allowance) Exhausted() (exhausted, known bool) {
 // more than AllowanceReadBudget+1 attempts or links per count, and reports
 // a count as unknown rather than estimating it. (Enforcement uses O(1)
 // durable counters instead; this is the independent, bounded view.)
-func (s *Store) AllowanceObservation(ctx context.Context, runID string) (Allowance, error) {
+func (s *Engine) AllowanceObservation(ctx context.Context, runID string) (Allowance, error) {
 	var out Allowance
 	if err := ValidateID("run id", runID); err != nil {
 		return out, err

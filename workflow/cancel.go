@@ -81,7 +81,7 @@ func cancelUnstarted(ctx context.Context, tx backend.Tx, w *batch, runID string,
 // sibling_cancelling ones a fail-fast fan-out stopped: page those with
 // Attempts and Status AttemptSiblingCancelling). limit is
 // 1 to MaxPageLimit; 0 means DefaultPageLimit.
-func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]Attempt, error) {
+func (s *Engine) ActiveAttempts(ctx context.Context, runID string, limit int) ([]Attempt, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
 	}
@@ -115,7 +115,7 @@ func (s *Store) ActiveAttempts(ctx context.Context, runID string, limit int) ([]
 // records the signal (attempt_cancellation_signalled) and the status stays
 // sibling_cancelling: each call records one, so an engine records it once
 // per Cancel that returned nil.
-func (s *Store) MarkCancellationSignalled(ctx context.Context, identity string, now time.Time) error {
+func (s *Engine) MarkCancellationSignalled(ctx context.Context, identity string, now time.Time) error {
 	return s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
 		if att.Status == backend.AttemptSiblingCancelling {
 			w.emit(run, AttemptCancellationSignalledPayload{DispatchIdentity: att.Identity}, at)
@@ -143,7 +143,7 @@ func (s *Store) MarkCancellationSignalled(ctx context.Context, identity string, 
 // cancellation is requested, and finalises the run if nothing else is
 // active. It returns false, changing nothing, when the attempt lacks that
 // proof. authority, when set, must be the run's current authority.
-func (s *Store) CancelNeverDispatched(ctx context.Context, identity string, authority *Authority, now time.Time) (bool, error) {
+func (s *Engine) CancelNeverDispatched(ctx context.Context, identity string, authority *Authority, now time.Time) (bool, error) {
 	auth := authorityIn(authority)
 	if err := validateAuthority(auth); err != nil {
 		return false, err
@@ -186,7 +186,7 @@ func (s *Store) CancelNeverDispatched(ctx context.Context, identity string, auth
 // cancelled. The caller decides when the owner is gone: the runner waits
 // for the attempt timeout to pass since the cancellation request. It
 // returns the run's status.
-func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string, now time.Time) (RunStatus, error) {
+func (s *Engine) SettleOrphanedCancellation(ctx context.Context, identity string, now time.Time) (RunStatus, error) {
 	var status backend.RunStatus
 	err := s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
 		status = run.Status
@@ -405,7 +405,7 @@ const (
 // settled attempt is left alone (false). It finalises the run when
 // nothing else is active. authority, when set, must be the run's current
 // authority.
-func (s *Store) SettleCancelledUnobserved(ctx context.Context, identity string, how CancelSettlement, authority *Authority, now time.Time) (bool, error) {
+func (s *Engine) SettleCancelledUnobserved(ctx context.Context, identity string, how CancelSettlement, authority *Authority, now time.Time) (bool, error) {
 	auth := authorityIn(authority)
 	if err := validateAuthority(auth); err != nil {
 		return false, err

@@ -72,7 +72,7 @@ type CancellationScanPage struct {
 // The scan has no index of cancelled runs: its cost grows with the number
 // of runs in those statuses, Limit runs per page (plus up to 4*Limit
 // attempts of each cancelled run listed).
-func (s *Store) ScanCancellations(ctx context.Context, q CancellationScan) (CancellationScanPage, error) {
+func (s *Engine) ScanCancellations(ctx context.Context, q CancellationScan) (CancellationScanPage, error) {
 	limit, err := pageLimit("cancellation scan limit", q.Limit)
 	if err != nil {
 		return CancellationScanPage{}, err

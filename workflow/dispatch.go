@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 )
 
 // DispatchOptions selects what one Dispatch call admits.
@@ -41,8 +42,8 @@ type DispatchOptions struct {
 	// concurrent use. Ignored outside batch mode and for a BatchOwner,
 	// which receives the whole batch in one call.
 	OwnerConcurrency int
-	// Fault, when set, is called at every boundary.
-	Fault FaultHook
+
+	fault faultHook // set by Dispatch from its context (internal/faultseam)
 }
 
 // Rejection is one discovered activation that cannot be admitted for a
@@ -208,6 +209,7 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 		return sum, err
 	}
 	opts.Limit = limit
+	opts.fault = faultseam.From[PreparedDispatch](ctx)
 	if opts.RunID != "" {
 		if err := ValidateID("run id", opts.RunID); err != nil {
 			return sum, err
@@ -260,7 +262,7 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 			sum.Raced = append(sum.Raced, keyOut(c.act.Key))
 			continue
 		}
-		ref, outcome, err := s.admitOne(ctx, owner, c.run, c.act, check, opts.Fault, now)
+		ref, outcome, err := s.admitOne(ctx, owner, c.run, c.act, check, opts.fault, now)
 		switch outcome {
 		case outAdmitted:
 			sum.Admitted = append(sum.Admitted, ref)
@@ -316,7 +318,7 @@ const (
 )
 
 // admitOne runs the whole admission of one activation.
-func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act backend.Activation, check authorityCheck, fault FaultHook, now time.Time) (AttemptRef, outcome, error) {
+func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act backend.Activation, check authorityCheck, fault faultHook, now time.Time) (AttemptRef, outcome, error) {
 	if check.mode == authOwned {
 		if err := s.VerifyAuthority(ctx, act.Key.RunID, Authority(*check.want)); err != nil {
 			return AttemptRef{}, outFailed, err
@@ -354,7 +356,7 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act 
 	case err != nil:
 		return AttemptRef{}, outFailed, err
 	}
-	if err := runFault(ctx, fault, IntentCommitted, *p); err != nil {
+	if err := runFault(ctx, fault, faultseam.IntentCommitted, *p); err != nil {
 		return AttemptRef{}, outFailed, err
 	}
 	if kn, err = s.handoff(ctx, p.key(), check.with("dispatch handoff"), false, now, kn); err != nil {
@@ -374,19 +376,19 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act 
 	if err != nil {
 		return AttemptRef{}, outFailed, fmt.Errorf("%w: dispatch %s: %w", ErrOwner, p.Identity, err)
 	}
-	if err := runFault(ctx, fault, OwnerAccepted, *p); err != nil {
+	if err := runFault(ctx, fault, faultseam.OwnerAccepted, *p); err != nil {
 		return AttemptRef{}, outFailed, err
 	}
 	if err := s.persistReceipt(ctx, p.key(), p.Identity, receipt, check.with("receipt"), now, kn); err != nil {
 		return AttemptRef{}, outFailed, err
 	}
-	if err := runFault(ctx, fault, ReceiptCommitted, *p); err != nil {
+	if err := runFault(ctx, fault, faultseam.ReceiptCommitted, *p); err != nil {
 		return AttemptRef{}, outFailed, err
 	}
 	return AttemptRef{Key: p.Key(), Identity: p.Identity}, outAdmitted, nil
 }
 
-func runFault(ctx context.Context, f FaultHook, b Boundary, p PreparedDispatch) error {
+func runFault(ctx context.Context, f faultHook, b faultseam.Boundary, p PreparedDispatch) error {
 	if f == nil {
 		return nil
 	}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 )
 
 // Batch mode: one pass admits a batch of candidates in three transactions
@@ -201,7 +202,7 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 		return errors.Join(stops...)
 	}
 	for _, r := range ready {
-		if err := runFault(ctx, opts.Fault, IntentCommitted, r.p); err != nil {
+		if err := runFault(ctx, opts.fault, faultseam.IntentCommitted, r.p); err != nil {
 			unoffered(ready)
 			return errors.Join(append(stops, err)...)
 		}
@@ -260,7 +261,7 @@ func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []
 		rcs = append(rcs, rc)
 	}
 	for _, r := range accepted {
-		if err := runFault(ctx, opts.Fault, OwnerAccepted, r.p); err != nil {
+		if err := runFault(ctx, opts.fault, faultseam.OwnerAccepted, r.p); err != nil {
 			return append(stops, err)
 		}
 	}
@@ -270,7 +271,7 @@ func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []
 	admitted, errs := s.receiptBatch(ctx, accepted, rcs, kn, at, now, sum)
 	stops = append(stops, errs...)
 	for _, r := range admitted {
-		if err := runFault(ctx, opts.Fault, ReceiptCommitted, r.p); err != nil {
+		if err := runFault(ctx, opts.fault, faultseam.ReceiptCommitted, r.p); err != nil {
 			return append(stops, err)
 		}
 		sum.Admitted = append(sum.Admitted, refOf(r.p))

@@ -17,8 +17,8 @@
 //     owner is called.
 //   - A provable handoff: after a crash, an attempt whose handoff is
 //     pending was provably never dispatched and is redispatched with the
-//     same identity (Redispatch); one whose handoff is recorded may have
-//     been, and a mutating one is never retried blindly (ReconcilePrepared
+//     same identity (Engine.Redispatch); one whose handoff is recorded may have
+//     been, and a mutating one is never retried blindly (Engine.ReconcilePrepared
 //     makes it repair_required, resolved by Repair).
 //   - Bounded execution: attempt allowances per run and per composition
 //     tree, a concurrency cap, resource leases and a run deadline are
@@ -26,7 +26,7 @@
 //     Authority fences stale engines (ErrStaleAuthority).
 //   - Retry only where it is safe: a RetryPolicy (DecideRetry) decides
 //     which failures may be retried; a schedule is durable and consumed
-//     once (ConsumeNextDueRetry).
+//     once (Engine.ConsumeNextDueRetry).
 //   - Every change appends its event in the same transaction (Events,
 //     Event.Decode), and a run completes in the transaction that settles
 //     its last open work.

@@ -44,7 +44,7 @@ func Example_retry() {
 	res, err := s.ApplyObservation(ctx, sum.Admitted[0].Identity, workflow.Observation{Kind: workflow.ObservedRetryableFailure}, now)
 	fmt.Println(res.Status, res.Schedule.NextAttempt, res.Schedule.Backoff, res.NotScheduled == nil, err)
 
-	rq, err := s.ConsumeNextDueRetry(ctx, "run-1", now.Add(time.Second))
+	rq, err := s.Engine().ConsumeNextDueRetry(ctx, "run-1", now.Add(time.Second))
 	fmt.Println(rq.PreviousAttempt, "->", rq.NextAttempt, err)
 
 	again, _ := s.Dispatch(ctx, echoOwner{}, workflow.DispatchOptions{Limit: 10}, now.Add(time.Second))

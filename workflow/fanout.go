@@ -477,7 +477,7 @@ func (s *Store) RetireFanOut(ctx context.Context, controllerKey ActivationKey, n
 // SettleFanOutRetirement settles a recorded retirement: members that never
 // started (waiting or pending) are cancelled and the intent is cleared.
 // Members with attempts keep them; they settle through observations.
-func (s *Store) SettleFanOutRetirement(ctx context.Context, controllerKey ActivationKey, now time.Time) error {
+func (s *Engine) SettleFanOutRetirement(ctx context.Context, controllerKey ActivationKey, now time.Time) error {
 	controller := keyIn(controllerKey)
 	return s.retire(ctx, controller, now, true)
 }

@@ -19,7 +19,7 @@ import (
 // ErrIneligible or ErrStaleAuthority otherwise, recording nothing. authority,
 // when set, must be the run's current authority. Like every handoff write,
 // it stores a fresh random holder token (see Dispatch, "Batch mode").
-func (s *Store) Handoff(ctx context.Context, key AttemptKey, authority *Authority, now time.Time) error {
+func (s *Engine) Handoff(ctx context.Context, key AttemptKey, authority *Authority, now time.Time) error {
 	auth := authorityIn(authority)
 	k := attemptKeyIn(key)
 	if err := validateAttemptKey(k); err != nil {

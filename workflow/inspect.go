@@ -114,7 +114,7 @@ type CommittedIntent struct {
 // dispatch identity after verifying it against its stored checksum: a
 // mismatch fails with ErrCorrupt (and changes nothing), a missing attempt
 // with ErrNotFound.
-func (s *Store) DispatchIntent(ctx context.Context, identity string) (CommittedIntent, error) {
+func (s *Engine) DispatchIntent(ctx context.Context, identity string) (CommittedIntent, error) {
 	var out CommittedIntent
 	att, err := s.GetAttempt(ctx, identity)
 	if err != nil {
@@ -130,7 +130,7 @@ func (s *Store) DispatchIntent(ctx context.Context, identity string) (CommittedI
 // DispatchReceipt returns the committed receipt of the attempt with this
 // dispatch identity. While none is committed, and when the attempt does
 // not exist, it fails with an error matching ErrNotFound.
-func (s *Store) DispatchReceipt(ctx context.Context, identity string) (json.RawMessage, error) {
+func (s *Engine) DispatchReceipt(ctx context.Context, identity string) (json.RawMessage, error) {
 	att, err := s.GetAttempt(ctx, identity)
 	if err != nil {
 		return nil, err

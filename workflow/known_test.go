@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -107,16 +108,16 @@ func TestAdmissionRereadsChangedRecords(t *testing.T) {
 	s, c, now := newCounted(t)
 	ctx := context.Background()
 	other := workflow.ActivationKey{RunID: "run", NodeID: "node-a2", ActivationID: "a2"}
-	fault := func(ctx context.Context, b workflow.Boundary, p workflow.PreparedDispatch) error {
-		if b == workflow.IntentCommitted && p.Activation.Key != other {
+	fault := func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted && p.Activation.Key != other {
 			// Another dispatcher prepares a2: the run's counters and event
 			// sequence change under a1's handoff.
-			_, err := s.PreparePending(ctx, other, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{"op":"y"}`)}, now.Add(2*time.Second))
+			_, err := s.Engine().PreparePending(ctx, other, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{"op":"y"}`)}, now.Add(2*time.Second))
 			return err
 		}
 		return nil
 	}
-	sum, err := s.Dispatch(ctx, acceptOwner{}, workflow.DispatchOptions{RunID: "run", Limit: 1, Fault: fault}, now.Add(time.Second))
+	sum, err := s.Dispatch(faultseam.With(ctx, fault), acceptOwner{}, workflow.DispatchOptions{RunID: "run", Limit: 1}, now.Add(time.Second))
 	require.NoError(t, err)
 	require.Len(t, sum.Admitted, 1)
 	got := c.take()

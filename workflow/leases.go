@@ -64,7 +64,7 @@ func releaseLeases(ctx context.Context, tx backend.ReadTx, w *batch, act backend
 
 // ActiveLeases returns up to limit unreleased leases of a run. limit is
 // 1 to MaxPageLimit; 0 means DefaultPageLimit.
-func (s *Store) ActiveLeases(ctx context.Context, runID string, limit int) ([]Lease, error) {
+func (s *Engine) ActiveLeases(ctx context.Context, runID string, limit int) ([]Lease, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
 	}

@@ -25,7 +25,7 @@ type AttemptIntent struct {
 // returns the identity and changes nothing (that is not permission to
 // dispatch again); anything else at that number fails with ErrConflict.
 // Only new attempts are checked against the limits.
-func (s *Store) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.Time) (string, error) {
+func (s *Engine) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.Time) (string, error) {
 	if err := validateAttemptKey(attemptKeyIn(ai.Key)); err != nil {
 		return "", err
 	}

@@ -20,7 +20,7 @@ func (*nilOwner) Dispatch(context.Context, PreparedDispatch) (json.RawMessage, e
 func TestIsNil(t *testing.T) {
 	t.Parallel()
 	var o *nilOwner
-	var f FaultHook
+	var f faultHook
 	assert.True(t, isNil(nil))
 	assert.True(t, isNil(o), "typed-nil pointer")
 	assert.True(t, isNil(Owner(o)), "typed-nil pointer in an interface")

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"time"
+
+	"github.com/wfstore/wfstore/internal/faultseam"
 )
 
 // Plan is an owner's plan for one activation: the side effect of the work
@@ -52,34 +54,9 @@ type ReceiptLookup interface {
 	LookupReceipt(ctx context.Context, identity string) (receipt json.RawMessage, found bool, err error)
 }
 
-// Boundary is a durable boundary of one admission, in commit order.
-type Boundary uint8
-
-// Admission boundaries, for fault hooks.
-const (
-	// IntentCommitted: the prepare transaction committed (before handoff).
-	IntentCommitted Boundary = iota + 1
-	// OwnerAccepted: the owner returned a receipt (before it is persisted).
-	OwnerAccepted
-	// ReceiptCommitted: the receipt transaction committed.
-	ReceiptCommitted
-)
-
-func (b Boundary) String() string {
-	switch b {
-	case IntentCommitted:
-		return "intent_committed"
-	case OwnerAccepted:
-		return "owner_accepted"
-	case ReceiptCommitted:
-		return "receipt_committed"
-	}
-	return "unknown_boundary"
-}
-
-// FaultHook is called at each boundary of each admission; a non-nil error
-// stops the batch there (used to prove crash behaviour).
-type FaultHook func(ctx context.Context, b Boundary, p PreparedDispatch) error
+// faultHook is the test seam's hook (internal/faultseam): Dispatch reads
+// it from its context, so no public option carries it.
+type faultHook = faultseam.Hook[PreparedDispatch]
 
 // PreparedDispatch is a committed attempt intent: what the owner is asked
 // to do, under which idempotency key (Identity).

@@ -207,9 +207,9 @@ func fuzzOwnerJSON(t *testing.T, s *workflow.Store, via uint8, doc []byte, n int
 	}
 	// owned prepares the attempt and records its handoff.
 	owned := func() workflow.AttemptKey {
-		p, err := s.PreparePending(ctx, k, workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, fuzzNow)
+		p, err := s.Engine().PreparePending(ctx, k, workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, fuzzNow)
 		require.NoError(t, err)
-		require.NoError(t, s.Handoff(ctx, p.Key(), nil, fuzzNow))
+		require.NoError(t, s.Engine().Handoff(ctx, p.Key(), nil, fuzzNow))
 		return p.Key()
 	}
 	admitted := func() {
@@ -218,14 +218,14 @@ func fuzzOwnerJSON(t *testing.T, s *workflow.Store, via uint8, doc []byte, n int
 		require.Len(t, sum.Admitted, 1)
 	}
 	receiptIs := func() {
-		r, err := s.DispatchReceipt(ctx, ident)
+		r, err := s.Engine().DispatchReceipt(ctx, ident)
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(r))
 	}
 	switch via {
 	case viaPlanIntent:
 		before := history()
-		p, err := s.PreparePending(ctx, k, workflow.Plan{SideEffect: workflow.Mutating, Intent: doc}, fuzzNow)
+		p, err := s.Engine().PreparePending(ctx, k, workflow.Plan{SideEffect: workflow.Mutating, Intent: doc}, fuzzNow)
 		if verr != nil {
 			refused(err, before)
 			return
@@ -245,7 +245,7 @@ func fuzzOwnerJSON(t *testing.T, s *workflow.Store, via uint8, doc []byte, n int
 	case viaPersist:
 		key := owned()
 		before := history()
-		err := s.PersistReceipt(ctx, key, doc, nil, fuzzNow)
+		err := s.Engine().PersistReceipt(ctx, key, doc, nil, fuzzNow)
 		if verr != nil {
 			refused(err, before)
 			return
@@ -266,7 +266,7 @@ func fuzzOwnerJSON(t *testing.T, s *workflow.Store, via uint8, doc []byte, n int
 		require.Equal(t, string(want), string(act.Output))
 	case viaObserver:
 		admitted()
-		_, err := s.ReconcileReceiptBacked(ctx, fuzzObserver{output: doc}, workflow.ReceiptPassOptions{RunID: run}, fuzzNow)
+		_, err := s.Engine().ReconcileReceiptBacked(ctx, fuzzObserver{output: doc}, workflow.ReceiptPassOptions{RunID: run}, fuzzNow)
 		require.NoError(t, err)
 		if verr != nil {
 			settled()
@@ -276,7 +276,7 @@ func fuzzOwnerJSON(t *testing.T, s *workflow.Store, via uint8, doc []byte, n int
 		require.NoError(t, err)
 		require.Equal(t, string(want), string(act.Output))
 	case viaChildTarget:
-		_, err := s.PreparePending(ctx, k, workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, fuzzNow)
+		_, err := s.Engine().PreparePending(ctx, k, workflow.Plan{SideEffect: workflow.Mutating, Intent: json.RawMessage(`{}`)}, fuzzNow)
 		require.NoError(t, err)
 		before := history()
 		_, created, err := s.CreateChildRun(ctx, workflow.NewChildRun{Parent: workflow.AttemptKey{ActivationKey: k, Attempt: 1}, Target: doc}, fuzzNow)
@@ -288,7 +288,7 @@ func fuzzOwnerJSON(t *testing.T, s *workflow.Store, via uint8, doc []byte, n int
 		require.True(t, created)
 	case viaLookupReceipt:
 		owned()
-		sum, err := s.ReconcilePrepared(ctx, workflow.ReconcileOptions{RunID: run, Lookup: fuzzOwner{receipt: doc}}, fuzzNow)
+		sum, err := s.Engine().ReconcilePrepared(ctx, workflow.ReconcileOptions{RunID: run, Lookup: fuzzOwner{receipt: doc}}, fuzzNow)
 		require.NoError(t, err)
 		if verr != nil {
 			require.Len(t, sum.RepairRequired, 1)

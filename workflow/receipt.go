@@ -24,7 +24,7 @@ import (
 // written, and the attempt is left as it was. (The Store's own paths,
 // which receive the receipt from the owner themselves, settle the attempt
 // instead: see UnstorableError.)
-func (s *Store) PersistReceipt(ctx context.Context, key AttemptKey, receipt json.RawMessage, authority *Authority, now time.Time) error {
+func (s *Engine) PersistReceipt(ctx context.Context, key AttemptKey, receipt json.RawMessage, authority *Authority, now time.Time) error {
 	k, a := attemptKeyIn(key), authorityIn(authority)
 	if err := validateAttemptKey(k); err != nil {
 		return err
@@ -151,7 +151,7 @@ type OwnerAdmission struct {
 // prepared and still eligible (admission may proceed); ErrIneligible when
 // it is not; ErrConflict when the intent differs (compared canonically);
 // ErrStaleAuthority unless auth is the run's current authority.
-func (s *Store) CheckOwnerAdmission(ctx context.Context, req OwnerAdmission, authority Authority) (json.RawMessage, error) {
+func (s *Engine) CheckOwnerAdmission(ctx context.Context, req OwnerAdmission, authority Authority) (json.RawMessage, error) {
 	k, auth := attemptKeyIn(req.Key), backend.Authority(authority)
 	if err := validateAttemptKey(k); err != nil {
 		return nil, err

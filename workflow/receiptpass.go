@@ -95,7 +95,7 @@ var receiptPassStatuses = []backend.AttemptStatus{backend.AttemptAdmitted, backe
 // must be unchanged when applying. A changed authority (ErrStaleAuthority)
 // fails the pass, and nothing is applied. The selection reads at most
 // 10*Limit attempts of each status.
-func (s *Store) ReconcileReceiptBacked(ctx context.Context, o Observer, opts ReceiptPassOptions, now time.Time) (ReceiptPassSummary, error) {
+func (s *Engine) ReconcileReceiptBacked(ctx context.Context, o Observer, opts ReceiptPassOptions, now time.Time) (ReceiptPassSummary, error) {
 	var sum ReceiptPassSummary
 	if o == nil || isNil(o) {
 		return sum, invalid("observer", "is required")

@@ -53,7 +53,7 @@ type ReconcileSummary struct {
 // every write. A change (a transfer while the owner's lookup ran, say)
 // stops the pass with ErrStaleAuthority and writes nothing for that
 // attempt, which stays prepared for the current authority to recover.
-func (s *Store) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, now time.Time) (ReconcileSummary, error) {
+func (s *Engine) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, now time.Time) (ReconcileSummary, error) {
 	var sum ReconcileSummary
 	if opts.Lookup != nil && isNil(opts.Lookup) {
 		return sum, invalid("receipt lookup", "must not be a typed nil")
@@ -231,7 +231,7 @@ type RedispatchSummary struct {
 // change before the handoff leaves the attempt untouched and the owner
 // uncalled; one during the owner call leaves it prepared with its handoff
 // recorded and no receipt, for the current authority to reconcile.
-func (s *Store) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptions, now time.Time) (RedispatchSummary, error) {
+func (s *Engine) Redispatch(ctx context.Context, owner Owner, opts ReconcileOptions, now time.Time) (RedispatchSummary, error) {
 	var sum RedispatchSummary
 	if err := requireOwner(owner); err != nil {
 		return sum, err

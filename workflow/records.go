@@ -60,6 +60,28 @@ type Run struct {
 	Metadata  json.RawMessage
 	CreatedAt time.Time
 	UpdatedAt time.Time
+	// The run's durable counters, as of the read: the Store keeps them in
+	// the same transaction as the change they count.
+	//
+	// LastEventSeq is the Seq of the run's latest event (0: none yet).
+	LastEventSeq int64
+	// AttemptCount counts every attempt ever created in this run (what
+	// Limits.NodeExecutionCap bounds).
+	AttemptCount int64
+	// ActiveCount counts the run's attempts in an active status (what
+	// Limits.ConcurrencyCap bounds).
+	ActiveCount int64
+	// TreeAttemptCount counts, on a root run, the attempts of the root and
+	// all its descendants (the tree's execution allowance is spent
+	// against it); 0 on a child run.
+	TreeAttemptCount int64
+	// DescendantCount counts, on a root run, its linked child runs at any
+	// depth; 0 on a child run.
+	DescendantCount int64
+	// AllowanceExhausted: the run's execution allowance ran out once and
+	// its one execution_allowance_exhausted event was recorded. It stays
+	// set after IncreaseAllowance lifts the exhaustion.
+	AllowanceExhausted bool
 }
 
 // FanOutMember places an activation in a fan-out group.
@@ -94,6 +116,15 @@ type Activation struct {
 	// AttemptTimeout is the activation's own attempt timeout, 0 when it
 	// has none (NewActivation.AttemptTimeout).
 	AttemptTimeout time.Duration
+	// Admissible: the activation is pending and in the index Dispatch
+	// discovers work from (its run is running, not cancelling and not
+	// held by a spent allowance, and its fan-out group is not retiring).
+	// A pending activation that is not admissible waits for that to
+	// change.
+	Admissible bool
+	// HasSuccessors: some activation of the run names this one as a
+	// predecessor.
+	HasSuccessors bool
 }
 
 // Attempt is one prepared attempt of an activation.

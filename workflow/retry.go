@@ -229,7 +229,7 @@ func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, key Activ
 // and the run's retry cap, then schedules a retry for failure kind as
 // ScheduleRetry does. Whether the latest attempt really failed is checked
 // at consumption.
-func (s *Store) ScheduleRetryForFailedAttempt(ctx context.Context, req RetryRequest, kind FailureKind, now time.Time) (RetrySchedule, error) {
+func (s *Engine) ScheduleRetryForFailedAttempt(ctx context.Context, req RetryRequest, kind FailureKind, now time.Time) (RetrySchedule, error) {
 	k := keyIn(req.Key)
 	if err := validateActivationKey(k); err != nil {
 		return RetrySchedule{}, err
@@ -286,7 +286,7 @@ func FailureKindOf(o Observation) (FailureKind, bool) {
 // ScheduleRetryFromObservation schedules a retry for an observed failure
 // (its kind is FailureKindOf(o)): nil for non-failures, ErrIneligible for
 // every kind but RetryableFailure.
-func (s *Store) ScheduleRetryFromObservation(ctx context.Context, req RetryRequest, o Observation, now time.Time) (*RetrySchedule, error) {
+func (s *Engine) ScheduleRetryFromObservation(ctx context.Context, req RetryRequest, o Observation, now time.Time) (*RetrySchedule, error) {
 	if err := validateActivationKey(keyIn(req.Key)); err != nil {
 		return nil, err
 	}
@@ -408,7 +408,7 @@ func judgeSchedule(run backend.Run, act backend.Activation, att *backend.Attempt
 // yet is left in place and passed over. When the run itself cannot be
 // retried (neither failed nor running, or cancellation requested) and a
 // schedule is due, it fails with ErrIneligible and changes nothing.
-func (s *Store) ConsumeNextDueRetry(ctx context.Context, runID string, now time.Time) (*RetryRequeue, error) {
+func (s *Engine) ConsumeNextDueRetry(ctx context.Context, runID string, now time.Time) (*RetryRequeue, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
 	}
@@ -490,7 +490,7 @@ func (s *Store) ConsumeNextDueRetry(ctx context.Context, runID string, now time.
 // abandoned) fails with ErrConflict; this exact form changes nothing on any
 // error and so leaves such a schedule in place: ConsumeNextDueRetry is the
 // pass that discards schedules that can never be consumed.
-func (s *Store) ConsumeDueRetry(ctx context.Context, key ActivationKey, now time.Time) (RetryRequeue, error) {
+func (s *Engine) ConsumeDueRetry(ctx context.Context, key ActivationKey, now time.Time) (RetryRequeue, error) {
 	k := keyIn(key)
 	if err := validateActivationKey(k); err != nil {
 		return RetryRequeue{}, err

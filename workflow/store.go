@@ -11,6 +11,20 @@ import (
 // stores records. A Store is safe for concurrent use, and any number of
 // Stores (in any number of processes, where the backend allows) may share
 // one backend store.
+//
+// Its methods are the calls an application makes: create work (CreateRun,
+// AddActivation, AddFanOut, CreateChildRun), admit it (Dispatch), report
+// what happened (ApplyObservation), cancel, pause and retry it, inspect it
+// (GetRun, GetActivation, GetAttempt, RunSummary, Events, Attempts,
+// ScanRetries, WorkCounts), and repair, prune and verify the store. The
+// protocol's single steps and the passes an engine drives are on Engine.
+//
+// Return convention: a call that reads or makes one record returns it by
+// value, and a record that does not exist is an error matching
+// ErrNotFound. A pointer result means the answer may be "none", and nil
+// says so (Authority: the run has none; Engine.PreparePending: nothing was
+// admissible; Engine.ScheduleRetryFromObservation: not a failure;
+// Engine.ConsumeNextDueRetry: nothing due).
 type Store struct {
 	b         backend.Backend
 	disc      discoveryCursor // where the next Dispatch over all runs resumes
@@ -19,7 +33,28 @@ type Store struct {
 	batchSize int             // the BatchSize of a Dispatch that sets none
 	work      workSignal      // closed when work arrives (WorkArrived)
 	hooks     txHooks         // OnTransaction's functions
+	engine    *Engine         // what Engine returns
 }
+
+// Engine is the engine-facing half of a Store: the admission protocol's
+// steps one at a time (PreparePending, Handoff, PersistReceipt), the
+// low-level bypass (PrepareAttempt), the recovery passes
+// (ReconcilePrepared, ReconcileReceiptBacked, Redispatch), the scans and
+// settlements a runner drives (cancellations, retries, timeouts, stuck
+// attempts, fan-out retirement), what an owner checks before accepting
+// work (CheckOwnerAdmission, DispatchIntent, DispatchReceipt), the
+// transaction hook and the backend itself.
+//
+// An application needs none of it: Store.Dispatch runs the protocol, and
+// the runner package drives the passes. Use an Engine to write an engine
+// or runner of your own, or a test that stops between two protocol
+// steps. An Engine is a view of its Store (Store.Engine): it holds no
+// state of its own, is safe for concurrent use, and every guarantee the
+// Store states holds for the calls made through it.
+type Engine struct{ *store }
+
+// store names Store inside Engine without exporting a field.
+type store = Store
 
 // Option configures a Store.
 type Option func(*Store)
@@ -39,14 +74,19 @@ func New(b backend.Backend, opts ...Option) *Store {
 		panic("workflow: New called with a nil backend.Backend")
 	}
 	s := &Store{b: b}
+	s.engine = &Engine{s}
 	for _, o := range opts {
 		o(s)
 	}
 	return s
 }
 
+// Engine returns the Store's engine-facing calls (see Engine). It returns
+// the same *Engine on every call and allocates nothing.
+func (s *Store) Engine() *Engine { return s.engine }
+
 // Backend returns the underlying backend.
-func (s *Store) Backend() backend.Backend { return s.b }
+func (s *Engine) Backend() backend.Backend { return s.b }
 
 // update runs fn in a backend Update with a fresh write batch that is
 // applied when fn returns nil. When the run of fn that commits said that

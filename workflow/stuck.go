@@ -116,7 +116,7 @@ type StuckPage struct {
 // long enough ago whose stage began recently (admitted, or their run's
 // cancellation requested, within OlderThan). A full scan pages until
 // Done.
-func (s *Store) StuckAttempts(ctx context.Context, q StuckScan, now time.Time) (StuckPage, error) {
+func (s *Engine) StuckAttempts(ctx context.Context, q StuckScan, now time.Time) (StuckPage, error) {
 	var page StuckPage
 	if q.RunID != "" {
 		if err := ValidateID("run id", q.RunID); err != nil {

@@ -120,7 +120,7 @@ type TimeoutResult struct {
 // now (or that has no timeout), fails with ErrIneligible and nothing is
 // written; so does one already settled, by a timeout or otherwise, and one
 // whose run has cancellation requested (cancellation settles it).
-func (s *Store) SettleTimedOut(ctx context.Context, identity string, opts TimeoutOptions, now time.Time) (TimeoutResult, error) {
+func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts TimeoutOptions, now time.Time) (TimeoutResult, error) {
 	var res TimeoutResult
 	def, auth, err := opts.validate()
 	if err != nil {
@@ -246,7 +246,7 @@ var timeoutStatuses = []backend.AttemptStatus{backend.AttemptAdmitted, backend.A
 // now. It writes nothing; SettleTimedOut decides again. One call reads at
 // most q.Limit attempts (and their activations), in the attempt index by
 // status and (prepared time, identity); a full scan pages until Done.
-func (s *Store) TimedOutAttempts(ctx context.Context, q TimeoutScan, now time.Time) (TimeoutPage, error) {
+func (s *Engine) TimedOutAttempts(ctx context.Context, q TimeoutScan, now time.Time) (TimeoutPage, error) {
 	var page TimeoutPage
 	if q.RunID != "" {
 		if err := ValidateID("run id", q.RunID); err != nil {

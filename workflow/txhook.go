@@ -35,7 +35,7 @@ type txHook struct {
 // called. fn must be quick and safe for concurrent use; it observes, it
 // cannot change the outcome. Without a registered function a transaction
 // pays one atomic load for this.
-func (s *Store) OnTransaction(fn func(ctx context.Context, info TransactionInfo)) (remove func()) {
+func (s *Engine) OnTransaction(fn func(ctx context.Context, info TransactionInfo)) (remove func()) {
 	h := &txHook{fn: fn}
 	s.hooks.mu.Lock()
 	defer s.hooks.mu.Unlock()

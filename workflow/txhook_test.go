@@ -47,8 +47,8 @@ func TestOnTransactionSeesEveryTransactionUntilRemoved(t *testing.T) {
 	s := workflow.New(memstore.New())
 	now := time.UnixMilli(1000)
 	var a, b txLog
-	removeA := s.OnTransaction(a.record)
-	removeB := s.OnTransaction(b.record)
+	removeA := s.Engine().OnTransaction(a.record)
+	removeB := s.Engine().OnTransaction(b.record)
 
 	_, err := s.CreateRun(ctx, workflow.NewRun{ID: "r"}, now)
 	require.NoError(t, err)

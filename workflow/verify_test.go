@@ -59,7 +59,7 @@ func verifyFixture(t *testing.T) (context.Context, backend.Backend, *workflow.St
 	require.NotNil(t, res.Schedule, "a2's failure schedules a retry: %+v", res)
 	add(workflow.NewActivation{Key: key("a3")})
 	add(workflow.NewActivation{Key: key("a4")})
-	_, err = s.PrepareAttempt(ctx, workflow.AttemptIntent{Key: workflow.AttemptKey{ActivationKey: key("a4"), Attempt: 1},
+	_, err = s.Engine().PrepareAttempt(ctx, workflow.AttemptIntent{Key: workflow.AttemptKey{ActivationKey: key("a4"), Attempt: 1},
 		SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, now)
 	require.NoError(t, err)
 	return ctx, b, s

@@ -102,6 +102,9 @@ func toRun(r backend.Run) Run {
 		Deadline: fromMS(r.DeadlineMS), CancelRequestedAt: fromMS(r.CancelRequestedMS),
 		Authority: authorityOut(r.Authority), Metadata: rawOut(r.Metadata),
 		CreatedAt: fromMS(r.CreatedMS), UpdatedAt: fromMS(r.UpdatedMS),
+		LastEventSeq: r.LastEventSeq, AttemptCount: r.AttemptCount, ActiveCount: r.ActiveCount,
+		TreeAttemptCount: r.TreeAttemptCount, DescendantCount: r.DescendantCount,
+		AllowanceExhausted: r.ExhaustionRecorded,
 	}
 }
 
@@ -113,6 +116,7 @@ func toActivation(a backend.Activation) Activation {
 		RetryPolicy: rawOut(a.RetryPolicy), Predecessors: nodeRefsOut(a.Predecessors),
 		LastAttempt: a.LastAttempt, CreatedAt: fromMS(a.CreatedMS), UpdatedAt: fromMS(a.UpdatedMS),
 		AttemptTimeout: msToDuration(a.AttemptTimeoutMS),
+		Admissible:     a.Admissible, HasSuccessors: a.HasSuccessors,
 	}
 	if a.Group != nil {
 		out.FanOut = &FanOutMember{Controller: keyOut(a.Group.Controller), Index: a.Group.Index}

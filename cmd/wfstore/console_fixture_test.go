@@ -107,7 +107,7 @@ func newConsoleStore(t testing.TB) consoleStore {
 
 	// The child run's parent attempt is prepared before Dispatch, so
 	// Dispatch does not take its activation.
-	_, err = s.PreparePending(ctx, key(fx.Running, "payment"), workflow.Plan{SideEffect: workflow.ReadOnly, Intent: in}, tick(time.Second))
+	_, err = s.Engine().PreparePending(ctx, key(fx.Running, "payment"), workflow.Plan{SideEffect: workflow.ReadOnly, Intent: in}, tick(time.Second))
 	require.NoError(t, err)
 	fx.Child, _, err = s.CreateChildRun(ctx, workflow.NewChildRun{Parent: workflow.AttemptKey{ActivationKey: key(fx.Running, "payment"), Attempt: 1},
 		Target: json.RawMessage(`{"workflow":"payment"}`)}, tick(time.Second))

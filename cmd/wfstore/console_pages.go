@@ -500,7 +500,7 @@ func (c *console) attemptEvidence(r *http.Request, identity string) (attemptView
 	if err != nil {
 		return v, err
 	}
-	if _, err := c.store.DispatchIntent(ctx, identity); err != nil {
+	if _, err := c.store.Engine().DispatchIntent(ctx, identity); err != nil {
 		v.IntentError = err.Error()
 	} else {
 		v.IntentOK = true

@@ -78,7 +78,7 @@ func newConsole(cfg consoleConfig) (*console, error) {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return nil, err
 	}
-	c := &console{cfg: cfg, store: cfg.Store, b: cfg.Store.Backend(), csrf: hex.EncodeToString(rnd[:]),
+	c := &console{cfg: cfg, store: cfg.Store, b: cfg.Store.Engine().Backend(), csrf: hex.EncodeToString(rnd[:]),
 		hosts: map[string]bool{"localhost": true, "127.0.0.1": true, "::1": true},
 		cop:   http.NewCrossOriginProtection(), mux: http.NewServeMux()}
 	for _, h := range cfg.Hosts {

@@ -98,7 +98,7 @@ func (tc *testConsole) state() string {
 	tc.t.Helper()
 	ctx := context.Background()
 	var sb strings.Builder
-	require.NoError(tc.t, tc.s.Backend().View(ctx, func(r backend.ReadTx) error {
+	require.NoError(tc.t, tc.s.Engine().Backend().View(ctx, func(r backend.ReadTx) error {
 		runs, err := r.Runs(ctx, backend.RunQuery{Limit: 1000})
 		if err != nil {
 			return err

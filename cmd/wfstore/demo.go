@@ -431,7 +431,7 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 	// A dispatcher writes its intent for one more and stops before the
 	// handoff: that attempt provably never reached its owner.
 	plan, _ := simOwner{}.Plan(ctx, workflow.Activation{Key: keys[2], Effect: workflow.ReadOnly})
-	if _, err := s.PreparePending(ctx, keys[2], *plan, clock.step()); err != nil {
+	if _, err := s.Engine().PreparePending(ctx, keys[2], *plan, clock.step()); err != nil {
 		return err
 	}
 	before, err := s.RunSummary(ctx, runID)
@@ -446,7 +446,7 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 	if err != nil {
 		return err
 	}
-	active, err := s.ActiveAttempts(ctx, runID, 0)
+	active, err := s.Engine().ActiveAttempts(ctx, runID, 0)
 	if err != nil {
 		return err
 	}

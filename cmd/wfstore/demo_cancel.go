@@ -55,7 +55,7 @@ func cancelWithRunner(ctx context.Context, s *workflow.Store, runID string, o *c
 	rc := &runnerClock{now: clock.t, parties: 1}
 	rctx, stop := context.WithCancel(ctx)
 	defer stop()
-	r, err := runner.New(workflow.New(s.Backend()), o, runner.WithClock(rc), runner.WithRun(runID, nil),
+	r, err := runner.New(workflow.New(s.Engine().Backend()), o, runner.WithClock(rc), runner.WithRun(runID, nil),
 		runner.WithJitter(0), runner.WithPollInterval(time.Millisecond, 100*time.Millisecond))
 	if err != nil {
 		return err

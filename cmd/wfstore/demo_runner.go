@@ -135,7 +135,7 @@ func raceWithRunners(ctx context.Context, s *workflow.Store, c demoConfig, runID
 	}
 	results := make(chan result, c.dispatchers)
 	for range c.dispatchers {
-		r, err := runner.New(workflow.New(s.Backend()), runnerOwner{flaky: flaky}, runner.WithClock(rc), runner.WithRun(runID, nil),
+		r, err := runner.New(workflow.New(s.Engine().Backend()), runnerOwner{flaky: flaky}, runner.WithClock(rc), runner.WithRun(runID, nil),
 			runner.WithLimit(16), runner.WithJitter(0), runner.WithPollInterval(time.Millisecond, 100*time.Millisecond))
 		if err != nil {
 			return err

@@ -178,7 +178,7 @@ func inspectRun(ctx context.Context, s *workflow.Store, runID string, limit int,
 	var atts []backend.Attempt
 	var leases []backend.Lease
 	var scheds []backend.RetrySchedule
-	if err := s.Backend().View(ctx, func(r backend.ReadTx) error {
+	if err := s.Engine().Backend().View(ctx, func(r backend.ReadTx) error {
 		var err error
 		if run, err = backend.GetRun(ctx, r, runID); err != nil {
 			return err
@@ -273,7 +273,7 @@ func inspectEvents(ctx context.Context, s *workflow.Store, runID string, after i
 	// One row more than asked tells whether there is a next page; at the
 	// largest limit a full page is taken to have one.
 	var evs []backend.Event
-	if err := s.Backend().View(ctx, func(r backend.ReadTx) error {
+	if err := s.Engine().Backend().View(ctx, func(r backend.ReadTx) error {
 		var err error
 		evs, err = r.Events(ctx, backend.EventQuery{RunID: runID, After: after, Limit: min(limit+1, workflow.MaxPageLimit)})
 		return err

@@ -63,7 +63,7 @@ func inspectActivations(ctx context.Context, s *workflow.Store, runID string, fr
 		return err
 	}
 	var acts []backend.Activation
-	if err := s.Backend().View(ctx, func(r backend.ReadTx) error {
+	if err := s.Engine().Backend().View(ctx, func(r backend.ReadTx) error {
 		var err error
 		acts, err = r.Activations(ctx, backend.ActivationQuery{RunID: runID, After: from, Limit: limit + 1})
 		return err
@@ -82,7 +82,7 @@ func inspectAttempts(ctx context.Context, s *workflow.Store, runID string, from 
 		return err
 	}
 	var atts []backend.Attempt
-	if err := s.Backend().View(ctx, func(r backend.ReadTx) error {
+	if err := s.Engine().Backend().View(ctx, func(r backend.ReadTx) error {
 		var err error
 		atts, err = r.Attempts(ctx, backend.AttemptQuery{RunID: runID, After: from, Descending: true, Limit: limit + 1})
 		return err
@@ -139,7 +139,7 @@ func writeAttemptsAt(tw *tabwriter.Writer, atts []backend.Attempt, now time.Time
 // since it settled, else since it was admitted, else since it was
 // prepared; whole seconds from a second on, else milliseconds. An
 // unsettled attempt's age is what the stuck-work check
-// (workflow.Store.StuckAttempts) compares with its age limit.
+// (workflow.Engine.StuckAttempts) compares with its age limit.
 func attemptAge(a backend.Attempt, now time.Time) time.Duration {
 	since := max(a.PreparedMS, a.AdmittedMS, a.TerminalMS)
 	d := max(now.Sub(time.UnixMilli(since)), 0)

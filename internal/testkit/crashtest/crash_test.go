@@ -21,6 +21,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -285,17 +286,17 @@ func child(kind, loc, ledgerPath string) error {
 		opts = workflow.DispatchOptions{Limit: cfg.batches * cfg.batch, BatchSize: cfg.batch}
 		ow = batchOwner{o}
 	}
-	opts.Fault = func(ctx context.Context, bd workflow.Boundary, p workflow.PreparedDispatch) error {
+	fault := func(ctx context.Context, bd faultseam.Boundary, p workflow.PreparedDispatch) error {
 		switch bd {
-		case workflow.IntentCommitted:
+		case faultseam.IntentCommitted:
 			signal("prepared")
-		case workflow.OwnerAccepted:
+		case faultseam.OwnerAccepted:
 			signal("accepted")
 		}
 		return nil
 	}
 	for {
-		sum, err := s.Dispatch(ctx, ow, opts, time.Now())
+		sum, err := s.Dispatch(faultseam.With(ctx, fault), ow, opts, time.Now())
 		if err = checkPass(o, sum, err); err != nil {
 			return err
 		}
@@ -724,7 +725,7 @@ func (c *crashRun) reconcile(ctx context.Context) windows {
 	o := newOwner(l, func(string) {}, false)
 	var w windows
 	c.withStore(ctx, func(s *workflow.Store) {
-		sum, err := s.ReconcilePrepared(ctx, workflow.ReconcileOptions{Limit: workflow.MaxPageLimit, Lookup: o}, time.Now())
+		sum, err := s.Engine().ReconcilePrepared(ctx, workflow.ReconcileOptions{Limit: workflow.MaxPageLimit, Lookup: o}, time.Now())
 		if err != nil {
 			t.Fatalf("reconcile: %v", err)
 		}
@@ -769,7 +770,7 @@ func (c *crashRun) reconcile(ctx context.Context) windows {
 				}
 			}
 		}
-		if _, err := s.Redispatch(ctx, o, workflow.ReconcileOptions{Limit: workflow.MaxPageLimit}, time.Now()); err != nil {
+		if _, err := s.Engine().Redispatch(ctx, o, workflow.ReconcileOptions{Limit: workflow.MaxPageLimit}, time.Now()); err != nil {
 			t.Fatalf("redispatch: %v", err)
 		}
 	})
@@ -859,7 +860,7 @@ func (c *crashRun) verify(ctx context.Context) {
 			}
 		}
 		t.Logf("%d attempts %v; owner ledger: %d identities called, %d receipts, %d refusals", len(atts), status, len(calls), len(receipts), len(st.Refused))
-		if vb, ok := s.Backend().(interface{ Verify(context.Context) error }); ok {
+		if vb, ok := s.Engine().Backend().(interface{ Verify(context.Context) error }); ok {
 			if err := vb.Verify(ctx); err != nil {
 				t.Errorf("Verify: %v", err)
 			}
