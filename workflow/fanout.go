@@ -405,7 +405,9 @@ func cancelSiblings(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 				g.Promoted++
 			}
 			g.Settled++
-			cancelMember(w, run, m, "fail_fast", at)
+			if err := cancelMember(w, run, m, "fail_fast", at); err != nil {
+				return err
+			}
 		case backend.ActivationRunning:
 			running = append(running, backend.AttemptKey{ActivationKey: m.Key, Attempt: m.LastAttempt})
 		}
@@ -435,12 +437,14 @@ func cancelSiblings(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 			replace(w, att)
 			w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
 			g.Settled++
-			cancelMember(w, run, m, "fail_fast", at)
+			if err := cancelMember(w, run, m, "fail_fast", at); err != nil {
+				return err
+			}
 			continue
 		}
-		setAttemptStatus(run, &att, backend.AttemptSiblingCancelling, at)
-		replace(w, att)
-		w.emit(run, AttemptSiblingCancellingPayload{DispatchIdentity: att.Identity}, at)
+		if err := stopSiblingAttempt(w, run, &att, at); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -455,15 +459,15 @@ func memberIndex(members []backend.Activation, k backend.ActivationKey) int {
 }
 
 // cancelMember writes member m cancelled with an event saying why.
-func cancelMember(w *batch, run *backend.Run, m backend.Activation, reason string, at int64) {
-	m.Status = backend.ActivationCancelled
-	m.Admissible = false
-	m.UpdatedMS = at
-	replace(w, m)
+func cancelMember(w *batch, run *backend.Run, m backend.Activation, reason string, at int64) error {
+	if err := cancelActivation(w, &m, at); err != nil {
+		return err
+	}
 	w.emit(run, FanOutMemberCancelledPayload{
 		RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID,
 		MemberIndex: m.Group.Index, Reason: reason,
 	}, at)
+	return nil
 }
 
 // RetireFanOut records a durable retirement intent on the group: until
@@ -522,10 +526,9 @@ func (s *Store) retire(ctx context.Context, controller backend.ActivationKey, no
 				return err
 			}
 			if act.Status == backend.ActivationWaiting || act.Status == backend.ActivationPending {
-				act.Status = backend.ActivationCancelled
-				act.Admissible = false
-				act.UpdatedMS = at
-				replace(w, act)
+				if err := cancelActivation(w, &act, at); err != nil {
+					return err
+				}
 				g.Settled++
 			}
 		}

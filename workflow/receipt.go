@@ -110,15 +110,18 @@ func decideReceipt(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 	typ := EventAttemptAdmitted
 	switch att.Status {
 	case backend.AttemptPrepared:
-		att.Status = backend.AttemptAdmitted
+		if err := admitAttempt(run, &att, at); err != nil {
+			return err
+		}
 	case backend.AttemptCancelling, backend.AttemptSiblingCancelling:
 		typ = EventAttemptCancellationReceiptRecorded
 	case backend.AttemptRepairRequired:
 		if att.Handoff != backend.HandoffRecorded {
 			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 		}
-		att.Status = backend.AttemptAdmitted
-		run.ActiveCount++
+		if err := admitAttempt(run, &att, at); err != nil {
+			return err
+		}
 		if err := tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{att}}}); err != nil {
 			return err
 		}

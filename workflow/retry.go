@@ -587,8 +587,9 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 	if sched != nil && (sched.FailedAttempt != failed || sched.NextAttempt != next) {
 		return RetryRequeue{}, stateErr(ErrConflict, "automatic retry schedule next attempt became stale")
 	}
-	act.Status = backend.ActivationPending
-	act.UpdatedMS = at
+	if err := requeueActivation(&act, at); err != nil {
+		return RetryRequeue{}, err
+	}
 	if err := memberRequeued(ctx, tx, w, &run, &act, at); err != nil {
 		return RetryRequeue{}, err
 	}

@@ -9,32 +9,6 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-// Transitions shared by observations, cancellation and repair. Each keeps
-// the run's durable counters true and releases leases on settled statuses.
-
-// setAttemptStatus moves att to st, adjusting run.ActiveCount and setting
-// TerminalMS on settled statuses.
-func setAttemptStatus(run *backend.Run, att *backend.Attempt, st backend.AttemptStatus, at int64) {
-	was, now := isActive(att.Status), isActive(st)
-	switch {
-	case was && !now:
-		run.ActiveCount--
-	case !was && now:
-		run.ActiveCount++
-	}
-	att.Status = st
-	if isSettled(st) || st == backend.AttemptRepairRequired {
-		att.TerminalMS = at
-	}
-}
-
-// settleAttempt moves an attempt to a settled status and releases its
-// leases; the caller writes att, act and run.
-func settleAttempt(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, st backend.AttemptStatus, at int64) error {
-	setAttemptStatus(run, att, st, at)
-	return releaseLeases(ctx, tx, w, act, att.Key, at)
-}
-
 // memberSettled records that a fan-out member reached a terminal status:
 // waiting members are promoted in index order into the freed place, and a
 // wait-all group whose members have all settled fails the run when any of
@@ -314,10 +288,7 @@ func cancelOpenActivations(ctx context.Context, tx backend.Tx, w *batch, runID s
 func cancelActivations(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64, statuses ...backend.ActivationStatus) error {
 	return eachActivation(ctx, tx, w, runID, func(act backend.Activation) error {
 		if slices.Contains(statuses, act.Status) {
-			act.Status = backend.ActivationCancelled
-			act.Admissible = false
-			act.UpdatedMS = at
-			replace(w, act)
+			return cancelActivation(w, &act, at)
 		}
 		return nil
 	})

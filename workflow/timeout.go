@@ -159,10 +159,10 @@ func (s *Store) SettleTimedOut(ctx context.Context, identity string, opts Timeou
 			if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptFailed, at); err != nil {
 				return err
 			}
-			act.Status = backend.ActivationFailed
-			act.UpdatedMS = at
 			replace(w, *att)
-			replace(w, act)
+			if err := failActivation(w, &act, at); err != nil {
+				return err
+			}
 			ev.Status = AttemptFailed
 			w.emit(run, ev, at)
 			sched, refusal, err := scheduleForKind(ctx, tx, w, run, act, att.Identity, att.Key.Attempt, FailureTerminalTimeout, at)
@@ -174,11 +174,11 @@ func (s *Store) SettleTimedOut(ctx context.Context, identity string, opts Timeou
 				return err
 			}
 		} else {
-			setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
-			replace(w, *att)
 			ev.Status = AttemptRepairRequired
 			w.emit(run, ev, at)
-			w.emit(run, AttemptRepairRequiredPayload{DispatchIdentity: att.Identity, Reason: string(FailureTerminalTimeout)}, at)
+			if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: string(FailureTerminalTimeout)}, at); err != nil {
+				return err
+			}
 			run.Status = backend.RunRepairRequired
 		}
 		run.UpdatedMS = at
@@ -366,9 +366,10 @@ func observedAfterTimeout(ctx context.Context, tx backend.Tx, w *batch, run *bac
 	default:
 		return false, nil
 	}
-	att.Status = backend.AttemptAdmitted
+	if err := admitAttempt(run, att, at); err != nil {
+		return false, err
+	}
 	att.TerminalMS = 0
-	run.ActiveCount++
 	if err := tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{*att}}}); err != nil {
 		return false, err
 	}

@@ -1,0 +1,59 @@
+package workflow
+
+import "github.com/wfstore/wfstore/backend"
+
+// Activation transitions of the state core (see state_attempts.go). A
+// settled activation (completed, failed, cancelled) leaves the admissible
+// index with its transition: no caller clears the flag by hand.
+
+// settleActivation moves an activation to the settled status as and takes
+// it out of the admissible index; an as that is not a settled status is
+// refused (ErrConflict), and so is a waiting fan-out member for anything
+// but cancellation (it never had an attempt). It writes act.
+func settleActivation(w *batch, act *backend.Activation, as backend.ActivationStatus, at int64) error {
+	if !activationSettled(as) || (act.Status == backend.ActivationWaiting && as != backend.ActivationCancelled) {
+		return stateErr(ErrConflict, "activation %v is %s: it cannot become %s", act.Key, act.Status, as)
+	}
+	act.Status = as
+	act.Admissible = false
+	act.UpdatedMS = at
+	replace(w, *act)
+	return nil
+}
+
+// completeActivation settles an open activation as completed with output.
+// It writes act.
+func completeActivation(w *batch, act *backend.Activation, output []byte, at int64) error {
+	if err := settleActivation(w, act, backend.ActivationCompleted, at); err != nil {
+		return err
+	}
+	act.Output = output
+	replace(w, *act)
+	return nil
+}
+
+// failActivation settles an open activation as failed. It writes act.
+func failActivation(w *batch, act *backend.Activation, at int64) error {
+	return settleActivation(w, act, backend.ActivationFailed, at)
+}
+
+// cancelActivation settles an open activation as cancelled. It is the one
+// way an activation is cancelled: by its attempt's cancellation, by a
+// run's finalised cancellation, by a fail-fast sibling or by a settled
+// fan-out retirement. It writes act.
+func cancelActivation(w *batch, act *backend.Activation, at int64) error {
+	return settleActivation(w, act, backend.ActivationCancelled, at)
+}
+
+// requeueActivation returns the activation of a paused attempt, or a
+// failed one a retry requeues, to pending; a waiting fan-out member (it
+// never had an attempt) is refused (ErrConflict). The admissible flag is
+// the run's reindex to set. The caller writes act.
+func requeueActivation(act *backend.Activation, at int64) error {
+	if act.Status == backend.ActivationWaiting {
+		return stateErr(ErrConflict, "activation %v is waiting: it has no attempt to requeue", act.Key)
+	}
+	act.Status = backend.ActivationPending
+	act.UpdatedMS = at
+	return nil
+}
