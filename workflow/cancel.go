@@ -192,7 +192,9 @@ func (s *Store) SettleOrphanedCancellation(ctx context.Context, identity string,
 			if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: "cancellation_owner_unavailable"}, at); err != nil {
 				return err
 			}
-			run.Status = backend.RunRepairRequired
+			if err := holdRunForRepair(run); err != nil {
+				return err
+			}
 		} else {
 			if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
 				return err

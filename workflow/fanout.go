@@ -325,13 +325,6 @@ func activationFailed(ctx context.Context, tx backend.Tx, w *batch, run *backend
 	return nil
 }
 
-// failRun fails a running or paused run; any other status is kept.
-func failRun(run *backend.Run) {
-	if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
-		run.Status = backend.RunFailed
-	}
-}
-
 // settleMember counts one more settled member of g, promotes waiting
 // members into the freed place and, for a wait-all group whose members
 // have now all settled, fails the run when any member failed for good (a

@@ -355,10 +355,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			replace(w, att)
 			replace(w, act)
 			w.emit(&run, AttemptPausedPayload{DispatchIdentity: identity, Reason: obs.PauseReason}, at)
-			if run.Status == backend.RunRunning {
-				run.Status = backend.RunPaused
-				run.UpdatedMS = at
-			}
+			pauseRunWithAttempt(&run, at)
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
 			}
@@ -389,7 +386,9 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			if err := requireAttemptRepair(w, &run, &att, AttemptRepairRequiredPayload{Reason: "unknown_outcome"}, at); err != nil {
 				return err
 			}
-			run.Status = backend.RunRepairRequired
+			if err := holdRunForRepair(&run); err != nil {
+				return err
+			}
 			run.UpdatedMS = at
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err

@@ -198,7 +198,9 @@ func (s *Store) markRepairRequired(ctx context.Context, identity string, check a
 			return err
 		}
 		if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
-			run.Status = backend.RunRepairRequired
+			if err := holdRunForRepair(run); err != nil {
+				return err
+			}
 			if err := reindexRun(ctx, tx, w, *run); err != nil {
 				return err
 			}

@@ -594,8 +594,9 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 		return RetryRequeue{}, err
 	}
 	replace(w, act)
-	run.Status = backend.RunRunning
-	run.UpdatedMS = at
+	if err := reopenRun(&run, at); err != nil {
+		return RetryRequeue{}, err
+	}
 	out := RetryRequeue{Key: keyOut(k), PreviousAttempt: failed, NextAttempt: next}
 	w.emit(&run, NodeRetryRequestedPayload{
 		RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID, PreviousAttempt: failed, NextAttempt: next,

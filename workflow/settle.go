@@ -50,10 +50,7 @@ func finalizeRun(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run,
 	if err := cancelOpenActivations(ctx, tx, w, run.ID, at); err != nil {
 		return false, err
 	}
-	run.Status = backend.RunCancelled
-	run.UpdatedMS = at
-	w.emit(run, RunCancelledPayload{RunID: run.ID}, at)
-	return true, nil
+	return true, cancelRun(w, run, at)
 }
 
 // runTerminal reports whether a run's status ends its work: completed,
@@ -197,17 +194,18 @@ func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backen
 	if open {
 		return false, nil
 	}
-	run.UpdatedMS = at
 	if failed {
 		// An activation failed for good (no schedule is left to retry it)
 		// while a sibling's retry had made the run running, or while it
 		// was repair_required: the run ends failed, as it would had that
 		// failure come last.
-		run.Status = backend.RunFailed
+		run.UpdatedMS = at
+		failRun(run)
 		return true, settleParents(ctx, tx, w, run, at)
 	}
-	run.Status = backend.RunCompleted
-	w.emit(run, RunCompletedPayload{RunID: run.ID}, at)
+	if err := completeRun(w, run, at); err != nil {
+		return false, err
+	}
 	return true, settleParents(ctx, tx, w, run, at)
 }
 
@@ -346,8 +344,9 @@ func resolveRepair(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
 		return err
 	}
-	run.Status = to
-	run.UpdatedMS = at
+	if err := releaseRunFromRepair(run, to, at); err != nil {
+		return err
+	}
 	if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
 		return err
 	}

@@ -179,7 +179,9 @@ func (s *Store) SettleTimedOut(ctx context.Context, identity string, opts Timeou
 			if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: string(FailureTerminalTimeout)}, at); err != nil {
 				return err
 			}
-			run.Status = backend.RunRepairRequired
+			if err := holdRunForRepair(run); err != nil {
+				return err
+			}
 		}
 		run.UpdatedMS = at
 		if err := reindexRun(ctx, tx, w, *run); err != nil {

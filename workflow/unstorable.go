@@ -138,7 +138,9 @@ func settleUnstorable(ctx context.Context, tx backend.Tx, w *batch, run *backend
 	}
 	run.UpdatedMS = at
 	if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
-		run.Status = backend.RunRepairRequired
+		if err := holdRunForRepair(run); err != nil {
+			return err
+		}
 		return reindexRun(ctx, tx, w, *run)
 	}
 	return nil
