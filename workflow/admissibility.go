@@ -58,9 +58,7 @@ func exhaustionHolds(run backend.Run) bool {
 func parkPending(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64) (bool, error) {
 	var parked []backend.Activation
 	err := eachActivation(ctx, tx, w, runID, func(act backend.Activation) error {
-		if act.Admissible {
-			act.Admissible = false
-			act.UpdatedMS = at
+		if parkActivation(&act, at) == nil {
 			parked = append(parked, act)
 		}
 		return nil

@@ -57,3 +57,32 @@ func requeueActivation(act *backend.Activation, at int64) error {
 	act.UpdatedMS = at
 	return nil
 }
+
+// createActivation inserts a new pending activation of run (not a fan-out
+// member), in the admissible index when it arrives there (see arrives),
+// appending activation_created. A record not pending is refused
+// (ErrConflict). The caller writes run.
+func createActivation(w *batch, run *backend.Run, rec backend.Activation, at int64) error {
+	if rec.Status != backend.ActivationPending || rec.Group != nil {
+		return stateErr(ErrConflict, "activation %v is created %s: a new activation is pending", rec.Key, rec.Status)
+	}
+	rec.Admissible = arrives(*run, rec, nil)
+	insert(w, rec)
+	gen := rec.Generation
+	w.emit(run, ActivationCreatedPayload{
+		RunID: rec.Key.RunID, NodeID: rec.Key.NodeID, ActivationID: rec.Key.ActivationID, Generation: &gen,
+	}, at)
+	return nil
+}
+
+// parkActivation takes an admissible activation out of the admissible
+// index (a dispatch refused it for a durable reason, or met its run's
+// exhaustion); one not in it is errNoop. The caller writes act.
+func parkActivation(act *backend.Activation, at int64) error {
+	if !act.Admissible {
+		return errNoop
+	}
+	act.Admissible = false
+	act.UpdatedMS = at
+	return nil
+}

@@ -130,3 +130,82 @@ func requireAttemptRepair(w *batch, run *backend.Run, att *backend.Attempt, p At
 	w.emit(run, p, at)
 	return nil
 }
+
+// attemptStart is a new attempt and what it is counted against: its run,
+// the run's composition root (root == run for a root run) and its
+// activation; leases are the resource leases it acquires (admission only).
+type attemptStart struct {
+	run, root *backend.Run
+	act       *backend.Activation
+	att       backend.Attempt
+	leases    []backend.Lease
+}
+
+// prepareAttempt is admission's start of an attempt: its leases are
+// inserted (resource_lease_acquired each), the pending activation becomes
+// running and leaves the admissible index, and the prepared attempt is
+// inserted and counted against the run's and the root's allowances
+// (attempt_prepared). An activation not pending, or a run not running or
+// with cancellation requested, is refused (ErrIneligible). It writes the
+// activation, the attempt and a root other than run, and reports whether
+// it wrote the root; the caller writes run.
+func prepareAttempt(w *batch, s attemptStart, at int64) (bool, error) {
+	if s.act.Status != backend.ActivationPending || s.run.Status != backend.RunRunning || s.run.CancelRequestedMS != 0 {
+		return false, stateErr(ErrIneligible, "activation %v is %s in a %s run: no attempt starts", s.act.Key, s.act.Status, s.run.Status)
+	}
+	for _, l := range s.leases {
+		insert(w, l)
+		w.emit(s.run, leasePayload(l), at)
+	}
+	s.act.Status = backend.ActivationRunning
+	s.act.Admissible = false
+	s.act.LastAttempt = s.att.Key.Attempt
+	s.act.UpdatedMS = at
+	replace(w, *s.act)
+	return recordAttempt(w, s, at), nil
+}
+
+// prepareLowLevelAttempt inserts a prepared attempt outside admission (the
+// activation's status is left as it is): the activation's LastAttempt
+// follows a higher attempt number, and the attempt is counted
+// (attempt_prepared). Attempt number 0 is refused (ErrConflict): numbers
+// start at 1. It writes the activation when it changed and the attempt; the caller
+// writes run.
+func prepareLowLevelAttempt(w *batch, s attemptStart, at int64) error {
+	k := s.att.Key
+	if k.Attempt == 0 {
+		return stateErr(ErrConflict, "attempt %s: attempt numbers start at 1", s.att.Identity)
+	}
+	if k.Attempt > s.act.LastAttempt {
+		s.act.LastAttempt = k.Attempt
+		s.act.UpdatedMS = at
+		replace(w, *s.act)
+	}
+	recordAttempt(w, s, at)
+	return nil
+}
+
+// recordAttempt inserts a prepared attempt, counts it and appends
+// attempt_prepared; it reports whether it wrote the root.
+func recordAttempt(w *batch, s attemptStart, at int64) bool {
+	insert(w, s.att)
+	wroteRoot := countAttempt(w, s.run, s.root)
+	s.run.UpdatedMS = at
+	w.emit(s.run, preparedPayload(s.att.Key, s.att.SideEffect, s.att.Intent, at), at)
+	return wroteRoot
+}
+
+// countAttempt counts a new active attempt of run against the run's and
+// the root's allowance counters; a root other than run is replaced in w
+// (run is the caller's to write). It reports whether it wrote root.
+func countAttempt(w *batch, run, root *backend.Run) bool {
+	run.AttemptCount++
+	run.ActiveCount++
+	if root.ID == run.ID {
+		run.TreeAttemptCount++
+		return false
+	}
+	root.TreeAttemptCount++
+	replace(w, *root)
+	return true
+}
