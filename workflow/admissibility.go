@@ -93,8 +93,7 @@ func reindexRun(ctx context.Context, tx backend.Tx, w *batch, run backend.Run) e
 			}
 			g = cached
 		}
-		if want := admissible(run, act, g); act.Admissible != want {
-			act.Admissible = want
+		if reindexActivation(&act, admissible(run, act, g)) {
 			replace(w, act)
 		}
 		return nil

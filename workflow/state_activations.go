@@ -86,3 +86,16 @@ func parkActivation(act *backend.Activation, at int64) error {
 	act.UpdatedMS = at
 	return nil
 }
+
+// reindexActivation sets act's admissible flag to want, as the run's
+// reindex decided it (see admissible); an activation that is not pending
+// never enters the index, whatever want says. It reports whether the flag
+// changed, for the caller to write act.
+func reindexActivation(act *backend.Activation, want bool) bool {
+	want = want && act.Status == backend.ActivationPending
+	if act.Admissible == want {
+		return false
+	}
+	act.Admissible = want
+	return true
+}
