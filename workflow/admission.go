@@ -165,7 +165,7 @@ func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.
 			return nil, nil, errNoop
 		}
 	}
-	if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
+	if !startable(run, act) {
 		return nil, nil, errNoop
 	}
 	if act.LastAttempt == ^uint32(0) {

@@ -563,8 +563,8 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 	}
 	// Upstream requires a failed run. A run that a sibling's retry already
 	// requeued is running; its other failed activations may be requeued too.
-	if (run.Status != backend.RunFailed && run.Status != backend.RunRunning) || run.CancelRequestedMS != 0 {
-		return RetryRequeue{}, stateErr(ErrIneligible, "workflow run is not eligible for node retry (%s)", run.Status)
+	if err := reopenable(run); err != nil {
+		return RetryRequeue{}, err
 	}
 	if act.Status != backend.ActivationFailed || act.Output != nil {
 		return RetryRequeue{}, stateErr(ErrIneligible, "workflow activation is not an output-free failed activation")

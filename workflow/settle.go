@@ -38,7 +38,7 @@ func finalizeCancellation(ctx context.Context, tx backend.Tx, w *batch, run *bac
 // run became cancelled. A failed run stays failed (tree cancellation gives
 // it the intent only to stop its retries). The caller writes run.
 func finalizeRun(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) (bool, error) {
-	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {
+	if !cancellable(*run) {
 		return false, nil
 	}
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
@@ -162,7 +162,7 @@ func completeSettledRuns(ctx context.Context, tx backend.Tx, w *batch) error {
 // It reads nothing while an attempt is active, and an indexed page of one
 // admissible activation comes before any scan.
 func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) (bool, error) {
-	if (run.Status != backend.RunRunning && run.Status != backend.RunPaused) || run.CancelRequestedMS != 0 || run.ActiveCount > 0 {
+	if !completable(*run) {
 		return false, nil
 	}
 	if err := flush(ctx, tx, w); err != nil {

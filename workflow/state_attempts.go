@@ -131,6 +131,17 @@ func requireAttemptRepair(w *batch, run *backend.Run, att *backend.Attempt, p At
 	return nil
 }
 
+// startable reports whether an attempt of act may start: the activation is
+// pending, its run running with no cancellation requested. Admission asks
+// it before anything else (and changes nothing when it is false);
+// prepareAttempt refuses what it refuses.
+func startable(run backend.Run, act backend.Activation) bool {
+	if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
+		return false
+	}
+	return true
+}
+
 // attemptStart is a new attempt and what it is counted against: its run,
 // the run's composition root (root == run for a root run) and its
 // activation; leases are the resource leases it acquires (admission only).
@@ -150,7 +161,7 @@ type attemptStart struct {
 // activation, the attempt and a root other than run, and reports whether
 // it wrote the root; the caller writes run.
 func prepareAttempt(w *batch, s attemptStart, at int64) (bool, error) {
-	if s.act.Status != backend.ActivationPending || s.run.Status != backend.RunRunning || s.run.CancelRequestedMS != 0 {
+	if !startable(*s.run, *s.act) {
 		return false, stateErr(ErrIneligible, "activation %v is %s in a %s run: no attempt starts", s.act.Key, s.act.Status, s.run.Status)
 	}
 	for _, l := range s.leases {

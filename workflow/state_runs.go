@@ -4,12 +4,19 @@ import "github.com/wfstore/wfstore/backend"
 
 // Run transitions of the state core (see state_attempts.go).
 
+// completable reports whether run may complete as far as its own record
+// tells: running or paused, no cancellation requested, no active attempt.
+// Completion asks it before it reads anything.
+func completable(run backend.Run) bool {
+	return (run.Status == backend.RunRunning || run.Status == backend.RunPaused) && run.CancelRequestedMS == 0 && run.ActiveCount == 0
+}
+
 // completeRun completes a running or paused run with no active attempt
 // and no cancellation requested, appending run_completed; any other run is
 // refused (ErrConflict). The caller has checked that nothing of the run is
 // open any more, and writes run.
 func completeRun(w *batch, run *backend.Run, at int64) error {
-	if (run.Status != backend.RunRunning && run.Status != backend.RunPaused) || run.CancelRequestedMS != 0 || run.ActiveCount > 0 {
+	if !completable(*run) {
 		return stateErr(ErrConflict, "run %q is %s with %d active attempts: it cannot complete", run.ID, run.Status, run.ActiveCount)
 	}
 	run.Status = backend.RunCompleted
@@ -27,12 +34,23 @@ func failRun(run *backend.Run) {
 	}
 }
 
+// cancellable reports whether run's requested cancellation may finalise as
+// far as its own record tells: requested, the run not ended (a failed run
+// stays failed), no active attempt. Finalisation asks it before it reads
+// anything.
+func cancellable(run backend.Run) bool {
+	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {
+		return false
+	}
+	return true
+}
+
 // cancelRun finalises a run whose cancellation is requested, that has not
 // ended and has no active attempt: it becomes cancelled and run_cancelled
 // is appended. Any other run is refused (ErrConflict). The caller has
 // cancelled its open activations, and writes run.
 func cancelRun(w *batch, run *backend.Run, at int64) error {
-	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {
+	if !cancellable(*run) {
 		return stateErr(ErrConflict, "run %q is %s with %d active attempts: it cannot be cancelled", run.ID, run.Status, run.ActiveCount)
 	}
 	run.Status = backend.RunCancelled
@@ -99,13 +117,23 @@ func pauseRunWithAttempt(run *backend.Run, at int64) {
 	}
 }
 
+// reopenable refuses (ErrIneligible) a run a retry may not reopen: one not
+// failed (or already reopened by a sibling's retry, running), or with
+// cancellation requested. A retry asks it before anything else.
+func reopenable(run backend.Run) error {
+	if (run.Status != backend.RunFailed && run.Status != backend.RunRunning) || run.CancelRequestedMS != 0 {
+		return stateErr(ErrIneligible, "workflow run is not eligible for node retry (%s)", run.Status)
+	}
+	return nil
+}
+
 // reopenRun returns a failed (or already reopened, running) run whose
 // failed activation a retry requeues to running; a run in any other
 // status, or with cancellation requested, is refused (ErrIneligible). The
 // caller writes run.
 func reopenRun(run *backend.Run, at int64) error {
-	if (run.Status != backend.RunFailed && run.Status != backend.RunRunning) || run.CancelRequestedMS != 0 {
-		return stateErr(ErrIneligible, "workflow run is not eligible for node retry (%s)", run.Status)
+	if err := reopenable(*run); err != nil {
+		return err
 	}
 	run.Status = backend.RunRunning
 	run.UpdatedMS = at

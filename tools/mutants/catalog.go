@@ -11,7 +11,7 @@ var Catalog = []Mutant{
 		Bug:  "prepare admits a non-pending activation",
 		Edits: []Edit{
 			{
-				File:    "workflow/admission.go",
+				File:    "workflow/state_attempts.go",
 				Find:    `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
 				Replace: `if run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
 			},
@@ -22,7 +22,7 @@ var Catalog = []Mutant{
 		Bug:  "prepare ignores requested cancellation",
 		Edits: []Edit{
 			{
-				File:    "workflow/admission.go",
+				File:    "workflow/state_attempts.go",
 				Find:    `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
 				Replace: `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning {`,
 			},
@@ -1126,7 +1126,7 @@ var Catalog = []Mutant{
 		Bug:  "a failed run that tree cancellation reached becomes cancelled once quiescent",
 		Edits: []Edit{
 			{
-				File:    "workflow/settle.go",
+				File:    "workflow/state_runs.go",
 				Find:    `	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {`,
 				Replace: `	if run.CancelRequestedMS == 0 || run.Status == backend.RunCancelled || run.Status == backend.RunCompleted || run.ActiveCount > 0 {`,
 			},
