@@ -103,9 +103,6 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 			return false, err
 		}
 		rec.Group = &backend.GroupMember{Controller: ctl, Index: int64(i)}
-		if int64(i) >= nf.MaxConcurrency {
-			rec.Status = backend.ActivationWaiting
-		}
 		members[i] = rec
 	}
 	group := backend.FanOutGroup{
@@ -153,19 +150,10 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		if err := acceptsWork(run, at); err != nil {
 			return err
 		}
-		for _, m := range members {
-			m.Admissible = arrives(run, m, &group)
-			insert(w, m)
-			idx := m.Group.Index
-			var p EventPayload = ActivationCreatedPayload{
-				RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID, MemberIndex: &idx,
+		for i, m := range members {
+			if err := createMember(w, &run, &group, m, int64(i) >= nf.MaxConcurrency, at); err != nil {
+				return err
 			}
-			if m.Status == backend.ActivationWaiting {
-				p = ActivationWaitingPayload{
-					RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID, MemberIndex: idx,
-				}
-			}
-			w.emit(&run, p, at)
 		}
 		insert(w, group)
 		run.UpdatedMS = at
@@ -249,14 +237,9 @@ func promoteMembers(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 		if act.Status != backend.ActivationWaiting {
 			continue
 		}
-		g.Promoted++
-		act.Status = backend.ActivationPending
-		act.Admissible = arrives(*run, act, g)
-		act.UpdatedMS = at
-		replace(w, act)
-		w.emit(run, FanOutMemberPromotedPayload{
-			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID, MemberIndex: int64(i),
-		}, at)
+		if err := promoteMember(w, run, g, act, int64(i), at); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -277,11 +260,9 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 	}
 	g.Settled--
 	if occupied(&g) > g.MaxConcurrency {
-		g.Promoted--
-		act.Status = backend.ActivationWaiting
-		w.emit(run, FanOutMemberWaitingPayload{
-			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID, MemberIndex: act.Group.Index,
-		}, at)
+		if err := returnMemberToWaiting(w, run, &g, act, at); err != nil {
+			return err
+		}
 	}
 	replace(w, g)
 	return nil
