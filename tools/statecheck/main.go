@@ -164,24 +164,27 @@ func core(filename string) bool {
 // violations.
 func check(dir string) ([]violation, error) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool {
-		return !strings.HasSuffix(fi.Name(), "_test.go")
-	}, parser.SkipObjectResolution)
+	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	var out []violation
-	for _, p := range pkgs {
-		files := make([]*ast.File, 0, len(p.Files))
-		for _, f := range p.Files {
-			files = append(files, f)
+	byPkg := map[string][]*ast.File{}
+	for _, e := range entries {
+		name := e.Name()
+		if e.IsDir() || !strings.HasSuffix(name, ".go") || strings.HasSuffix(name, "_test.go") {
+			continue
 		}
-		sort.Slice(files, func(i, j int) bool {
-			return fset.Position(files[i].Pos()).Filename < fset.Position(files[j].Pos()).Filename
-		})
+		f, err := parser.ParseFile(fset, filepath.Join(dir, name), nil, parser.SkipObjectResolution)
+		if err != nil {
+			return nil, err
+		}
+		byPkg[f.Name.Name] = append(byPkg[f.Name.Name], f)
+	}
+	var out []violation
+	for pkgName, files := range byPkg {
 		info := &types.Info{Types: map[ast.Expr]types.TypeAndValue{}, Selections: map[*ast.SelectorExpr]*types.Selection{}}
 		conf := types.Config{Importer: importer.ForCompiler(fset, "source", nil), Error: func(error) {}}
-		if _, err := conf.Check(p.Name, fset, files, info); err != nil && len(info.Types) == 0 {
+		if _, err := conf.Check(pkgName, fset, files, info); err != nil && len(info.Types) == 0 {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 		for _, f := range files {
