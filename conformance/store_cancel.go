@@ -346,4 +346,8 @@ func caseCancelSignalled(e *env) {
 	assert.Equal(e.T, workflow.AttemptCancelled, getAttempt(e, s, a, 1).Status, "a finished attempt of a cancelled run settles as cancelled")
 	observe(e, s, pb.Identity, obs(workflow.ObservedCancelled), ms(41))
 	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "r").Status)
+	// A settled attempt is never signalled back to cancelling.
+	before = digest(e, "r")
+	requireIs(e.T, s.MarkCancellationSignalled(e.Ctx, identity(a, 1), ms(42)), workflow.ErrIneligible, "signalling a settled attempt")
+	unchanged(e, before, "signal of a settled attempt", "r")
 }

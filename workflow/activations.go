@@ -232,12 +232,9 @@ func addActivation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 			replace(w, pred)
 		}
 	}
-	rec.Admissible = arrives(*run, rec, nil)
-	insert(w, rec)
-	gen := rec.Generation
-	w.emit(run, ActivationCreatedPayload{
-		RunID: rec.Key.RunID, NodeID: rec.Key.NodeID, ActivationID: rec.Key.ActivationID, Generation: &gen,
-	}, at)
+	if err := createActivation(w, run, rec, at); err != nil {
+		return false, err
+	}
 	return true, nil
 }
 

@@ -58,9 +58,7 @@ func exhaustionHolds(run backend.Run) bool {
 func parkPending(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64) (bool, error) {
 	var parked []backend.Activation
 	err := eachActivation(ctx, tx, w, runID, func(act backend.Activation) error {
-		if act.Admissible {
-			act.Admissible = false
-			act.UpdatedMS = at
+		if parkActivation(&act, at) == nil {
 			parked = append(parked, act)
 		}
 		return nil
@@ -95,8 +93,7 @@ func reindexRun(ctx context.Context, tx backend.Tx, w *batch, run backend.Run) e
 			}
 			g = cached
 		}
-		if want := admissible(run, act, g); act.Admissible != want {
-			act.Admissible = want
+		if reindexActivation(&act, admissible(run, act, g)) {
 			replace(w, act)
 		}
 		return nil

@@ -165,7 +165,7 @@ func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.
 			return nil, nil, errNoop
 		}
 	}
-	if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
+	if !startable(run, act) {
 		return nil, nil, errNoop
 	}
 	if act.LastAttempt == ^uint32(0) {
@@ -189,26 +189,18 @@ func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.
 		return nil, nil, err
 	}
 	// Apply the prepared outcome.
-	for _, l := range leases {
-		insert(w, l)
-		w.emit(&run, leasePayload(l), at)
-	}
-	act.Status = backend.ActivationRunning
-	act.Admissible = false
-	act.LastAttempt = attempt
-	act.UpdatedMS = at
-	replace(w, act)
 	identity := DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, attempt)
 	att := backend.Attempt{
 		Key: akey, Identity: identity, Status: backend.AttemptPrepared, SideEffect: backend.Effect(it.effect),
 		Intent: it.intent, IntentChecksum: Checksum(it.intent), Handoff: backend.HandoffPending, PreparedMS: at,
 	}
-	insert(w, att)
-	if countAttempt(w, &run, &root) {
+	wroteRoot, err := prepareAttempt(w, attemptStart{run: &run, root: &root, act: &act, att: att, leases: leases}, at)
+	if err != nil {
+		return nil, nil, err
+	}
+	if wroteRoot {
 		g.Runs[root.ID] = root
 	}
-	run.UpdatedMS = at
-	w.emit(&run, preparedPayload(akey, backend.Effect(it.effect), it.intent, at), at)
 	replace(w, run)
 	g.Runs[run.ID] = run
 	g.Activations[k] = act
@@ -258,21 +250,6 @@ func addMissing(g *backend.Found, more backend.Found) {
 // millisecond itself the run no longer accepts work or attempts.
 func deadlineElapsed(deadlineMS, at int64) bool {
 	return deadlineMS != 0 && at >= deadlineMS
-}
-
-// countAttempt counts a new active attempt of run against the run's and
-// the root's allowance counters; a root other than run is replaced in w
-// (run is the caller's to write). It reports whether it wrote root.
-func countAttempt(w *batch, run, root *backend.Run) bool {
-	run.AttemptCount++
-	run.ActiveCount++
-	if root.ID == run.ID {
-		run.TreeAttemptCount++
-		return false
-	}
-	root.TreeAttemptCount++
-	replace(w, *root)
-	return true
 }
 
 // enforceAttemptLimits applies the limits in upstream order: run status,
@@ -326,11 +303,9 @@ func (s *Store) park(ctx context.Context, k backend.ActivationKey, now time.Time
 		if err != nil {
 			return notFoundFrom(err, "activation %v", k)
 		}
-		if !act.Admissible {
-			return errNoop
+		if err := parkActivation(&act, at); err != nil {
+			return err
 		}
-		act.Admissible = false
-		act.UpdatedMS = at
 		replace(w, act)
 		return nil
 	})

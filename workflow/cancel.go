@@ -124,17 +124,7 @@ func (s *Engine) MarkCancellationSignalled(ctx context.Context, identity string,
 		if run.CancelRequestedMS == 0 {
 			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
 		}
-		switch att.Status {
-		case backend.AttemptCancelling:
-			return errNoop
-		case backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning:
-		default:
-			return stateErr(ErrIneligible, "attempt %s is %s", att.Identity, att.Status)
-		}
-		setAttemptStatus(run, att, backend.AttemptCancelling, at)
-		replace(w, *att)
-		w.emit(run, AttemptCancellationSignalledPayload{DispatchIdentity: att.Identity}, at)
-		return nil
+		return signalAttemptCancellation(w, run, att, at)
 	})
 }
 
@@ -162,11 +152,10 @@ func (s *Engine) CancelNeverDispatched(ctx context.Context, identity string, aut
 		if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
 			return err
 		}
-		act.Status = backend.ActivationCancelled
-		act.Admissible = false
-		act.UpdatedMS = at
 		replace(w, *att)
-		replace(w, act)
+		if err := cancelActivation(w, &act, at); err != nil {
+			return err
+		}
 		w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
@@ -200,18 +189,20 @@ func (s *Engine) SettleOrphanedCancellation(ctx context.Context, identity string
 			return errNoop
 		}
 		if att.SideEffect == backend.Mutating {
-			setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
-			replace(w, *att)
-			w.emit(run, AttemptRepairRequiredPayload{DispatchIdentity: att.Identity, Reason: "cancellation_owner_unavailable"}, at)
-			run.Status = backend.RunRepairRequired
+			if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: "cancellation_owner_unavailable"}, at); err != nil {
+				return err
+			}
+			if err := holdRunForRepair(run); err != nil {
+				return err
+			}
 		} else {
 			if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
 				return err
 			}
-			act.Status = backend.ActivationCancelled
-			act.UpdatedMS = at
 			replace(w, *att)
-			replace(w, act)
+			if err := cancelActivation(w, &act, at); err != nil {
+				return err
+			}
 			w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "cancellation_owner_unavailable"}, at)
 			if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
 				return err
@@ -443,11 +434,10 @@ func (s *Engine) SettleCancelledUnobserved(ctx context.Context, identity string,
 		if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
 			return err
 		}
-		act.Status = backend.ActivationCancelled
-		act.Admissible = false
-		act.UpdatedMS = at
 		replace(w, *att)
-		replace(w, act)
+		if err := cancelActivation(w, &act, at); err != nil {
+			return err
+		}
 		w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: string(how)}, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err

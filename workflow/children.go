@@ -130,7 +130,9 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 		if err != nil {
 			return err
 		}
-		att.Status = backend.AttemptAdmitted
+		if err := admitAttempt(&parent, &att, at); err != nil {
+			return err
+		}
 		att.Receipt = receipt
 		att.AdmittedMS = at
 		replace(w, att)
@@ -195,9 +197,7 @@ func cancellingChildParent(ctx context.Context, tx backend.ReadTx, w *batch, run
 	if detail != nil {
 		att.Detail = detail
 	}
-	setAttemptStatus(run, att, backend.AttemptCancelling, at)
-	replace(w, *att)
-	return true, nil
+	return true, holdAttemptForChild(w, run, att, at)
 }
 
 func narrowLimits(parent backend.Limits, child RunLimits) (backend.Limits, error) {

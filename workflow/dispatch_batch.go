@@ -494,7 +494,10 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 			}
 			att, found := atts[k]
 			m := w.mark()
-			kn, err := decideHandoff(ctx, tx, w, &run, acts[k.ActivationKey], att, found, k, r.check.with("dispatch handoff"), false, r.token, at)
+			kn, err := decideHandoff(ctx, tx, w, handoffInput{
+				run: &run, act: acts[k.ActivationKey], att: att, found: found, key: k,
+				check: r.check.with("dispatch handoff"), token: r.token, at: at,
+			})
 			switch {
 			case errors.Is(err, errNoop):
 				w.truncate(m)
@@ -595,7 +598,10 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 				continue
 			}
 			m := w.mark()
-			err := decideReceipt(ctx, tx, w, &run, att, found, k, r.p.Identity, rcs[i], r.check.with("receipt"), at)
+			err := decideReceipt(ctx, tx, w, receiptInput{
+				run: &run, att: att, found: found, key: k, identity: r.p.Identity, receipt: rcs[i],
+				check: r.check.with("receipt"), at: at,
+			})
 			switch {
 			case errors.Is(err, errNoop):
 				w.truncate(m)

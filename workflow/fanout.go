@@ -103,9 +103,6 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 			return false, err
 		}
 		rec.Group = &backend.GroupMember{Controller: ctl, Index: int64(i)}
-		if int64(i) >= nf.MaxConcurrency {
-			rec.Status = backend.ActivationWaiting
-		}
 		members[i] = rec
 	}
 	group := backend.FanOutGroup{
@@ -153,19 +150,10 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		if err := acceptsWork(run, at); err != nil {
 			return err
 		}
-		for _, m := range members {
-			m.Admissible = arrives(run, m, &group)
-			insert(w, m)
-			idx := m.Group.Index
-			var p EventPayload = ActivationCreatedPayload{
-				RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID, MemberIndex: &idx,
+		for i, m := range members {
+			if err := createMember(w, &run, &group, m, int64(i) >= nf.MaxConcurrency, at); err != nil {
+				return err
 			}
-			if m.Status == backend.ActivationWaiting {
-				p = ActivationWaitingPayload{
-					RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID, MemberIndex: idx,
-				}
-			}
-			w.emit(&run, p, at)
 		}
 		insert(w, group)
 		run.UpdatedMS = at
@@ -249,14 +237,9 @@ func promoteMembers(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 		if act.Status != backend.ActivationWaiting {
 			continue
 		}
-		g.Promoted++
-		act.Status = backend.ActivationPending
-		act.Admissible = arrives(*run, act, g)
-		act.UpdatedMS = at
-		replace(w, act)
-		w.emit(run, FanOutMemberPromotedPayload{
-			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID, MemberIndex: int64(i),
-		}, at)
+		if err := promoteMember(w, run, g, act, int64(i), at); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -277,11 +260,9 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 	}
 	g.Settled--
 	if occupied(&g) > g.MaxConcurrency {
-		g.Promoted--
-		act.Status = backend.ActivationWaiting
-		w.emit(run, FanOutMemberWaitingPayload{
-			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID, MemberIndex: act.Group.Index,
-		}, at)
+		if err := returnMemberToWaiting(w, run, &g, act, at); err != nil {
+			return err
+		}
 	}
 	replace(w, g)
 	return nil
@@ -323,13 +304,6 @@ func activationFailed(ctx context.Context, tx backend.Tx, w *batch, run *backend
 	w.emit(run, FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, MemberIndex: &idx, Policy: FailFast}, at)
 	failRun(run)
 	return nil
-}
-
-// failRun fails a running or paused run; any other status is kept.
-func failRun(run *backend.Run) {
-	if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
-		run.Status = backend.RunFailed
-	}
 }
 
 // settleMember counts one more settled member of g, promotes waiting
@@ -405,7 +379,9 @@ func cancelSiblings(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 				g.Promoted++
 			}
 			g.Settled++
-			cancelMember(w, run, m, "fail_fast", at)
+			if err := cancelMember(w, run, m, "fail_fast", at); err != nil {
+				return err
+			}
 		case backend.ActivationRunning:
 			running = append(running, backend.AttemptKey{ActivationKey: m.Key, Attempt: m.LastAttempt})
 		}
@@ -435,12 +411,14 @@ func cancelSiblings(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 			replace(w, att)
 			w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
 			g.Settled++
-			cancelMember(w, run, m, "fail_fast", at)
+			if err := cancelMember(w, run, m, "fail_fast", at); err != nil {
+				return err
+			}
 			continue
 		}
-		setAttemptStatus(run, &att, backend.AttemptSiblingCancelling, at)
-		replace(w, att)
-		w.emit(run, AttemptSiblingCancellingPayload{DispatchIdentity: att.Identity}, at)
+		if err := stopSiblingAttempt(w, run, &att, at); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -455,15 +433,15 @@ func memberIndex(members []backend.Activation, k backend.ActivationKey) int {
 }
 
 // cancelMember writes member m cancelled with an event saying why.
-func cancelMember(w *batch, run *backend.Run, m backend.Activation, reason string, at int64) {
-	m.Status = backend.ActivationCancelled
-	m.Admissible = false
-	m.UpdatedMS = at
-	replace(w, m)
+func cancelMember(w *batch, run *backend.Run, m backend.Activation, reason string, at int64) error {
+	if err := cancelActivation(w, &m, at); err != nil {
+		return err
+	}
 	w.emit(run, FanOutMemberCancelledPayload{
 		RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID,
 		MemberIndex: m.Group.Index, Reason: reason,
 	}, at)
+	return nil
 }
 
 // RetireFanOut records a durable retirement intent on the group: until
@@ -522,10 +500,9 @@ func (s *Store) retire(ctx context.Context, controller backend.ActivationKey, no
 				return err
 			}
 			if act.Status == backend.ActivationWaiting || act.Status == backend.ActivationPending {
-				act.Status = backend.ActivationCancelled
-				act.Admissible = false
-				act.UpdatedMS = at
-				replace(w, act)
+				if err := cancelActivation(w, &act, at); err != nil {
+					return err
+				}
 				g.Settled++
 			}
 		}

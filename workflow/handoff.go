@@ -66,7 +66,9 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 	decide := func(tx backend.Tx, w *batch, run backend.Run, act backend.Activation, att backend.Attempt, found bool) error {
 		var err error
 		ident = att.Identity
-		next, err = decideHandoff(ctx, tx, w, &run, act, att, found, k, check, reHandoff, token, at)
+		next, err = decideHandoff(ctx, tx, w, handoffInput{
+			run: &run, act: act, att: att, found: found, key: k, check: check, reHandoff: reHandoff, token: token, at: at,
+		})
 		return err
 	}
 	if kn != nil {
@@ -110,12 +112,31 @@ func heldBy(k backend.AttemptKey, ident, token string) []HeldHandoff {
 	return []HeldHandoff{{Attempt: AttemptRef{Key: attemptKeyOut(k), Identity: ident}, Token: token}}
 }
 
-// decideHandoff is the whole handoff decision for attempt k, on its run,
-// activation and attempt (found reports whether the attempt exists). It
-// writes to w and to *run (the handed-off event advances its sequence),
-// recording token as the handoff's holder token, and returns the records
-// it committed; errNoop when there is nothing to write.
-func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, att backend.Attempt, found bool, k backend.AttemptKey, check authorityCheck, reHandoff bool, token string, at int64) (*known, error) {
+// handoffInput is what one handoff decision is made on: attempt key, its
+// run, activation and attempt as read (found reports whether the attempt
+// exists), the authority check, whether this is a read-only attempt's
+// re-verification for a redispatch (reHandoff), the fresh holder token and
+// the time.
+type handoffInput struct {
+	run       *backend.Run
+	act       backend.Activation
+	att       backend.Attempt
+	found     bool
+	key       backend.AttemptKey
+	check     authorityCheck
+	reHandoff bool
+	token     string
+	at        int64
+}
+
+// decideHandoff is the whole handoff decision for attempt in.key, on its
+// run, activation and attempt. It writes to w and to *in.run (the
+// handed-off event advances its sequence), recording in.token as the
+// handoff's holder token, and returns the records it committed; errNoop
+// when there is nothing to write.
+func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, in handoffInput) (*known, error) {
+	run, act, att, found, k := in.run, in.act, in.att, in.found, in.key
+	check, reHandoff, token, at := in.check, in.reHandoff, in.token, in.at
 	if err := check.verify(*run); err != nil {
 		return nil, err
 	}

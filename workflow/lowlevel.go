@@ -70,18 +70,13 @@ func (s *Engine) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.
 		if err := enforceAttemptLimits(run, root, k.Attempt, at); err != nil {
 			return err
 		}
-		insert(w, backend.Attempt{
+		att := backend.Attempt{
 			Key: k, Identity: identity, Status: backend.AttemptPrepared, SideEffect: effect,
 			Intent: intent, IntentChecksum: Checksum(intent), Handoff: backend.HandoffUnknown, PreparedMS: at,
-		})
-		if k.Attempt > act.LastAttempt {
-			act.LastAttempt = k.Attempt
-			act.UpdatedMS = at
-			replace(w, act)
 		}
-		countAttempt(w, &run, &root)
-		run.UpdatedMS = at
-		w.emit(&run, preparedPayload(k, effect, intent, at), at)
+		if err := prepareLowLevelAttempt(w, attemptStart{run: &run, root: &root, act: &act, att: att}, at); err != nil {
+			return err
+		}
 		replace(w, run)
 		return nil
 	})

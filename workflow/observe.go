@@ -294,19 +294,19 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			if att.Status == st && detail == nil {
 				return errNoop
 			}
-			setAttemptStatus(&run, &att, st, at)
-			replace(w, att)
+			if err := reportAttemptProgress(w, &run, &att, st, at); err != nil {
+				return err
+			}
 		case ObservedDeferred:
 			return errNoop
 		case ObservedSucceeded:
 			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptSucceeded, at); err != nil {
 				return err
 			}
-			act.Status = backend.ActivationCompleted
-			act.Output = output
-			act.UpdatedMS = at
 			replace(w, att)
-			replace(w, act)
+			if err := completeActivation(w, &act, output, at); err != nil {
+				return err
+			}
 			w.emit(&run, AttemptSucceededPayload{DispatchIdentity: identity, Output: json.RawMessage(output)}, at)
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
 				return err
@@ -326,10 +326,10 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptFailed, at); err != nil {
 				return err
 			}
-			act.Status = backend.ActivationFailed
-			act.UpdatedMS = at
 			replace(w, att)
-			replace(w, act)
+			if err := failActivation(w, &act, at); err != nil {
+				return err
+			}
 			w.emit(&run, AttemptFailedPayload{DispatchIdentity: identity, Retryable: kind == ObservedRetryableFailure}, at)
 			if kind == ObservedRetryableFailure {
 				sched, refusal, err := scheduleFromPolicy(ctx, tx, w, &run, act, identity, att.Key.Attempt, at)
@@ -349,15 +349,13 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptPaused, at); err != nil {
 				return err
 			}
-			act.Status = backend.ActivationPending
-			act.UpdatedMS = at
+			if err := requeueActivation(&act, at); err != nil {
+				return err
+			}
 			replace(w, att)
 			replace(w, act)
 			w.emit(&run, AttemptPausedPayload{DispatchIdentity: identity, Reason: obs.PauseReason}, at)
-			if run.Status == backend.RunRunning {
-				run.Status = backend.RunPaused
-				run.UpdatedMS = at
-			}
+			pauseRunWithAttempt(&run, at)
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
 			}
@@ -365,11 +363,10 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptCancelled, at); err != nil {
 				return err
 			}
-			act.Status = backend.ActivationCancelled
-			act.Admissible = false
-			act.UpdatedMS = at
 			replace(w, att)
-			replace(w, act)
+			if err := cancelActivation(w, &act, at); err != nil {
+				return err
+			}
 			p := AttemptCancelledPayload{DispatchIdentity: identity, Observed: observed}
 			if observed == ObservedSucceeded {
 				p.Output = json.RawMessage(output)
@@ -386,10 +383,12 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 				res.Unresolved = true
 				return errNoop
 			}
-			setAttemptStatus(&run, &att, backend.AttemptRepairRequired, at)
-			replace(w, att)
-			w.emit(&run, AttemptRepairRequiredPayload{DispatchIdentity: identity, Reason: "unknown_outcome"}, at)
-			run.Status = backend.RunRepairRequired
+			if err := requireAttemptRepair(w, &run, &att, AttemptRepairRequiredPayload{Reason: "unknown_outcome"}, at); err != nil {
+				return err
+			}
+			if err := holdRunForRepair(&run); err != nil {
+				return err
+			}
 			run.UpdatedMS = at
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err

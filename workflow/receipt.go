@@ -56,7 +56,9 @@ func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identi
 		return s.settleUnstorableReceipt(ctx, k, identity, receipt, err, check, now)
 	}
 	decide := func(tx backend.Tx, w *batch, run backend.Run, att backend.Attempt, found bool) error {
-		return decideReceipt(ctx, tx, w, &run, att, found, k, identity, rc, check, at)
+		return decideReceipt(ctx, tx, w, receiptInput{
+			run: &run, att: att, found: found, key: k, identity: identity, receipt: rc, check: check, at: at,
+		})
 	}
 	if kn != nil {
 		done, err := s.decideKnown(ctx, backend.Expected{Runs: []backend.Run{kn.run}, Attempts: []backend.Attempt{kn.att}}, func(tx backend.Tx, w *batch) error {
@@ -84,14 +86,30 @@ func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identi
 	return err
 }
 
-// decideReceipt is the whole receipt decision for attempt k (whose
-// identity is identity), on its run and attempt (found reports whether the
-// attempt exists), with rc the canonical receipt. It writes to w and to
+// receiptInput is what one receipt decision is made on: the attempt's key
+// and identity, its run and attempt as read (found reports whether the
+// attempt exists), the canonical receipt, the authority check and the
+// time.
+type receiptInput struct {
+	run      *backend.Run
+	att      backend.Attempt
+	found    bool
+	key      backend.AttemptKey
+	identity string
+	receipt  []byte
+	check    authorityCheck
+	at       int64
+}
+
+// decideReceipt is the whole receipt decision for attempt in.key, on its
+// run and attempt, with in.receipt the canonical receipt. It writes to w and to
 // *run; errNoop when the same receipt is already stored. A repair_required
 // attempt is written at once through tx (its repair state is settled on
 // it), so a caller that must undo one decision alone keeps such attempts
 // out of a shared transaction.
-func decideReceipt(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, att backend.Attempt, found bool, k backend.AttemptKey, identity string, rc []byte, check authorityCheck, at int64) error {
+func decideReceipt(ctx context.Context, tx backend.Tx, w *batch, in receiptInput) error {
+	run, att, found, k, identity := in.run, in.att, in.found, in.key, in.identity
+	rc, check, at := in.receipt, in.check, in.at
 	if err := check.verify(*run); err != nil {
 		return err
 	}
@@ -110,15 +128,18 @@ func decideReceipt(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 	typ := EventAttemptAdmitted
 	switch att.Status {
 	case backend.AttemptPrepared:
-		att.Status = backend.AttemptAdmitted
+		if err := admitAttempt(run, &att, at); err != nil {
+			return err
+		}
 	case backend.AttemptCancelling, backend.AttemptSiblingCancelling:
 		typ = EventAttemptCancellationReceiptRecorded
 	case backend.AttemptRepairRequired:
 		if att.Handoff != backend.HandoffRecorded {
 			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 		}
-		att.Status = backend.AttemptAdmitted
-		run.ActiveCount++
+		if err := admitAttempt(run, &att, at); err != nil {
+			return err
+		}
 		if err := tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{att}}}); err != nil {
 			return err
 		}

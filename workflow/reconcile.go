@@ -194,11 +194,13 @@ func (s *Store) markRepairRequired(ctx context.Context, identity string, check a
 		if att.Status != backend.AttemptPrepared || att.Receipt != nil || att.Handoff == backend.HandoffPending {
 			return errNoop
 		}
-		setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
-		replace(w, *att)
-		w.emit(run, AttemptRepairRequiredPayload{DispatchIdentity: identity, Reason: "ambiguous_handoff"}, at)
+		if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: "ambiguous_handoff"}, at); err != nil {
+			return err
+		}
 		if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
-			run.Status = backend.RunRepairRequired
+			if err := holdRunForRepair(run); err != nil {
+				return err
+			}
 			if err := reindexRun(ctx, tx, w, *run); err != nil {
 				return err
 			}

@@ -84,11 +84,11 @@ func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) er
 		if err := settleAttempt(ctx, tx, w, run, act, att, st, at); err != nil {
 			return err
 		}
-		act.Status = as
 		act.Output = out
-		act.UpdatedMS = at
 		replace(w, *att)
-		replace(w, act)
+		if err := settleActivation(w, &act, as, at); err != nil {
+			return err
+		}
 		w.emit(run, AttemptRepairedPayload{DispatchIdentity: identity, Action: action}, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err

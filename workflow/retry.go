@@ -563,8 +563,8 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 	}
 	// Upstream requires a failed run. A run that a sibling's retry already
 	// requeued is running; its other failed activations may be requeued too.
-	if (run.Status != backend.RunFailed && run.Status != backend.RunRunning) || run.CancelRequestedMS != 0 {
-		return RetryRequeue{}, stateErr(ErrIneligible, "workflow run is not eligible for node retry (%s)", run.Status)
+	if err := reopenable(run); err != nil {
+		return RetryRequeue{}, err
 	}
 	if act.Status != backend.ActivationFailed || act.Output != nil {
 		return RetryRequeue{}, stateErr(ErrIneligible, "workflow activation is not an output-free failed activation")
@@ -587,14 +587,16 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 	if sched != nil && (sched.FailedAttempt != failed || sched.NextAttempt != next) {
 		return RetryRequeue{}, stateErr(ErrConflict, "automatic retry schedule next attempt became stale")
 	}
-	act.Status = backend.ActivationPending
-	act.UpdatedMS = at
+	if err := requeueActivation(&act, at); err != nil {
+		return RetryRequeue{}, err
+	}
 	if err := memberRequeued(ctx, tx, w, &run, &act, at); err != nil {
 		return RetryRequeue{}, err
 	}
 	replace(w, act)
-	run.Status = backend.RunRunning
-	run.UpdatedMS = at
+	if err := reopenRun(&run, at); err != nil {
+		return RetryRequeue{}, err
+	}
 	out := RetryRequeue{Key: keyOut(k), PreviousAttempt: failed, NextAttempt: next}
 	w.emit(&run, NodeRetryRequestedPayload{
 		RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID, PreviousAttempt: failed, NextAttempt: next,

@@ -176,26 +176,12 @@ func (s *Store) setRunGate(ctx context.Context, runID string, auth *backend.Auth
 		if err := ownedBy(auth, "run gate").verify(run); err != nil {
 			return err
 		}
-		from, to, ev := backend.RunRunning, backend.RunPaused, EventPayload(RunPausedPayload{RunID: runID})
-		if !pause {
-			from, to, ev = backend.RunPaused, backend.RunRunning, RunResumedPayload{RunID: runID}
-			if run.CancelRequestedMS != 0 {
-				return stateErr(ErrIneligible, "run %q has cancellation requested and cannot resume", runID)
-			}
+		if err := gateRun(w, &run, pause, at); err != nil {
+			return err
 		}
-		switch run.Status {
-		case to:
-			return errNoop
-		case from:
-		default:
-			return stateErr(ErrIneligible, "run %q is %s", runID, run.Status)
-		}
-		run.Status = to
-		run.UpdatedMS = at
 		if err := reindexRun(ctx, tx, w, run); err != nil {
 			return err
 		}
-		w.emit(&run, ev, at)
 		replace(w, run)
 		if !pause {
 			w.workArrives() // its pending activations are admissible again

@@ -9,32 +9,6 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-// Transitions shared by observations, cancellation and repair. Each keeps
-// the run's durable counters true and releases leases on settled statuses.
-
-// setAttemptStatus moves att to st, adjusting run.ActiveCount and setting
-// TerminalMS on settled statuses.
-func setAttemptStatus(run *backend.Run, att *backend.Attempt, st backend.AttemptStatus, at int64) {
-	was, now := isActive(att.Status), isActive(st)
-	switch {
-	case was && !now:
-		run.ActiveCount--
-	case !was && now:
-		run.ActiveCount++
-	}
-	att.Status = st
-	if isSettled(st) || st == backend.AttemptRepairRequired {
-		att.TerminalMS = at
-	}
-}
-
-// settleAttempt moves an attempt to a settled status and releases its
-// leases; the caller writes att, act and run.
-func settleAttempt(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, st backend.AttemptStatus, at int64) error {
-	setAttemptStatus(run, att, st, at)
-	return releaseLeases(ctx, tx, w, act, att.Key, at)
-}
-
 // memberSettled records that a fan-out member reached a terminal status:
 // waiting members are promoted in index order into the freed place, and a
 // wait-all group whose members have all settled fails the run when any of
@@ -64,7 +38,7 @@ func finalizeCancellation(ctx context.Context, tx backend.Tx, w *batch, run *bac
 // run became cancelled. A failed run stays failed (tree cancellation gives
 // it the intent only to stop its retries). The caller writes run.
 func finalizeRun(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) (bool, error) {
-	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {
+	if !cancellable(*run) {
 		return false, nil
 	}
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
@@ -76,10 +50,7 @@ func finalizeRun(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run,
 	if err := cancelOpenActivations(ctx, tx, w, run.ID, at); err != nil {
 		return false, err
 	}
-	run.Status = backend.RunCancelled
-	run.UpdatedMS = at
-	w.emit(run, RunCancelledPayload{RunID: run.ID}, at)
-	return true, nil
+	return true, cancelRun(w, run, at)
 }
 
 // runTerminal reports whether a run's status ends its work: completed,
@@ -191,7 +162,7 @@ func completeSettledRuns(ctx context.Context, tx backend.Tx, w *batch) error {
 // It reads nothing while an attempt is active, and an indexed page of one
 // admissible activation comes before any scan.
 func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) (bool, error) {
-	if (run.Status != backend.RunRunning && run.Status != backend.RunPaused) || run.CancelRequestedMS != 0 || run.ActiveCount > 0 {
+	if !completable(*run) {
 		return false, nil
 	}
 	if err := flush(ctx, tx, w); err != nil {
@@ -223,17 +194,18 @@ func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backen
 	if open {
 		return false, nil
 	}
-	run.UpdatedMS = at
 	if failed {
 		// An activation failed for good (no schedule is left to retry it)
 		// while a sibling's retry had made the run running, or while it
 		// was repair_required: the run ends failed, as it would had that
 		// failure come last.
-		run.Status = backend.RunFailed
+		run.UpdatedMS = at
+		failRun(run)
 		return true, settleParents(ctx, tx, w, run, at)
 	}
-	run.Status = backend.RunCompleted
-	w.emit(run, RunCompletedPayload{RunID: run.ID}, at)
+	if err := completeRun(w, run, at); err != nil {
+		return false, err
+	}
 	return true, settleParents(ctx, tx, w, run, at)
 }
 
@@ -314,10 +286,7 @@ func cancelOpenActivations(ctx context.Context, tx backend.Tx, w *batch, runID s
 func cancelActivations(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64, statuses ...backend.ActivationStatus) error {
 	return eachActivation(ctx, tx, w, runID, func(act backend.Activation) error {
 		if slices.Contains(statuses, act.Status) {
-			act.Status = backend.ActivationCancelled
-			act.Admissible = false
-			act.UpdatedMS = at
-			replace(w, act)
+			return cancelActivation(w, &act, at)
 		}
 		return nil
 	})
@@ -375,8 +344,9 @@ func resolveRepair(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
 		return err
 	}
-	run.Status = to
-	run.UpdatedMS = at
+	if err := releaseRunFromRepair(run, to, at); err != nil {
+		return err
+	}
 	if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
 		return err
 	}

@@ -159,10 +159,10 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 			if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptFailed, at); err != nil {
 				return err
 			}
-			act.Status = backend.ActivationFailed
-			act.UpdatedMS = at
 			replace(w, *att)
-			replace(w, act)
+			if err := failActivation(w, &act, at); err != nil {
+				return err
+			}
 			ev.Status = AttemptFailed
 			w.emit(run, ev, at)
 			sched, refusal, err := scheduleForKind(ctx, tx, w, run, act, att.Identity, att.Key.Attempt, FailureTerminalTimeout, at)
@@ -174,12 +174,14 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 				return err
 			}
 		} else {
-			setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
-			replace(w, *att)
 			ev.Status = AttemptRepairRequired
 			w.emit(run, ev, at)
-			w.emit(run, AttemptRepairRequiredPayload{DispatchIdentity: att.Identity, Reason: string(FailureTerminalTimeout)}, at)
-			run.Status = backend.RunRepairRequired
+			if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: string(FailureTerminalTimeout)}, at); err != nil {
+				return err
+			}
+			if err := holdRunForRepair(run); err != nil {
+				return err
+			}
 		}
 		run.UpdatedMS = at
 		if err := reindexRun(ctx, tx, w, *run); err != nil {
@@ -366,9 +368,10 @@ func observedAfterTimeout(ctx context.Context, tx backend.Tx, w *batch, run *bac
 	default:
 		return false, nil
 	}
-	att.Status = backend.AttemptAdmitted
+	if err := admitAttempt(run, att, at); err != nil {
+		return false, err
+	}
 	att.TerminalMS = 0
-	run.ActiveCount++
 	if err := tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{*att}}}); err != nil {
 		return false, err
 	}

@@ -133,12 +133,14 @@ func (s *Store) settleUnstorableReceipt(ctx context.Context, k backend.AttemptKe
 // u, and a running or paused run to repair_required; the caller replaces
 // the run.
 func settleUnstorable(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, att *backend.Attempt, reason string, u *Unstorable, at int64) error {
-	setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
-	replace(w, *att)
-	w.emit(run, AttemptRepairRequiredPayload{DispatchIdentity: att.Identity, Reason: reason, Unstorable: u}, at)
+	if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: reason, Unstorable: u}, at); err != nil {
+		return err
+	}
 	run.UpdatedMS = at
 	if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
-		run.Status = backend.RunRepairRequired
+		if err := holdRunForRepair(run); err != nil {
+			return err
+		}
 		return reindexRun(ctx, tx, w, *run)
 	}
 	return nil

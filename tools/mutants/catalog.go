@@ -11,7 +11,7 @@ var Catalog = []Mutant{
 		Bug:  "prepare admits a non-pending activation",
 		Edits: []Edit{
 			{
-				File:    "workflow/admission.go",
+				File:    "workflow/state_attempts.go",
 				Find:    `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
 				Replace: `if run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
 			},
@@ -22,7 +22,7 @@ var Catalog = []Mutant{
 		Bug:  "prepare ignores requested cancellation",
 		Edits: []Edit{
 			{
-				File:    "workflow/admission.go",
+				File:    "workflow/state_attempts.go",
 				Find:    `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
 				Replace: `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning {`,
 			},
@@ -1126,7 +1126,7 @@ var Catalog = []Mutant{
 		Bug:  "a failed run that tree cancellation reached becomes cancelled once quiescent",
 		Edits: []Edit{
 			{
-				File:    "workflow/settle.go",
+				File:    "workflow/state_runs.go",
 				Find:    `	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {`,
 				Replace: `	if run.CancelRequestedMS == 0 || run.Status == backend.RunCancelled || run.Status == backend.RunCompleted || run.ActiveCount > 0 {`,
 			},
@@ -1327,6 +1327,124 @@ var Catalog = []Mutant{
 				File:    "runner/probe.go",
 				Find:    `if r.probing && opts.BatchSize > 1 {`,
 				Replace: `if false {`,
+			},
+		},
+	},
+	// Preconditions of the state core's transitions (workflow/state_*.go).
+	{
+		Name: "core-signal-cancelling-again",
+		Bug:  "signalling cancellation of an already cancelling attempt is refused instead of a no-op",
+		Edits: []Edit{
+			{
+				File: "workflow/state_attempts.go",
+				Find: `	case backend.AttemptCancelling:
+		return errNoop
+	case backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning:
+	default:
+		return stateErr(ErrIneligible, "attempt %s is %s", att.Identity, att.Status)`,
+				Replace: `	case backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning:
+	default:
+		return stateErr(ErrIneligible, "attempt %s is %s", att.Identity, att.Status)`,
+			},
+		},
+	},
+	{
+		Name: "core-signal-any-status",
+		Bug:  "a settled or repair_required attempt is moved back to cancelling by a cancellation signal",
+		Edits: []Edit{
+			{
+				File: "workflow/state_attempts.go",
+				Find: `	default:
+		return stateErr(ErrIneligible, "attempt %s is %s", att.Identity, att.Status)
+	}
+	setAttemptStatus(run, att, backend.AttemptCancelling, at)`,
+				Replace: `	}
+	setAttemptStatus(run, att, backend.AttemptCancelling, at)`,
+			},
+		},
+	},
+	{
+		Name: "core-resume-cancelled-run",
+		Bug:  "a paused run whose cancellation is requested resumes",
+		Edits: []Edit{
+			{
+				File: "workflow/state_runs.go",
+				Find: `		if run.CancelRequestedMS != 0 {
+			return stateErr(ErrIneligible, "run %q has cancellation requested and cannot resume", run.ID)
+		}`,
+				Replace: ``,
+			},
+		},
+	},
+	{
+		Name: "core-gate-not-idempotent",
+		Bug:  "pausing a paused run (or resuming a running one) is refused instead of a no-op",
+		Edits: []Edit{
+			{
+				File: "workflow/state_runs.go",
+				Find: `	case to:
+		return errNoop
+	case from:`,
+				Replace: `	case from:`,
+			},
+		},
+	},
+	{
+		Name: "core-gate-any-status",
+		Bug:  "a run in any status (completed, failed, cancelled) can be paused or resumed",
+		Edits: []Edit{
+			{
+				File: "workflow/state_runs.go",
+				Find: `	default:
+		return stateErr(ErrIneligible, "run %q is %s", run.ID, run.Status)
+	}
+	run.Status = to`,
+				Replace: `	}
+	run.Status = to`,
+			},
+		},
+	},
+	{
+		Name: "core-complete-cancelling-run",
+		Bug:  "a run whose cancellation is requested completes instead of being cancelled",
+		Edits: []Edit{
+			{
+				File:    "workflow/state_runs.go",
+				Find:    `&& run.CancelRequestedMS == 0 && run.ActiveCount == 0`,
+				Replace: `&& run.ActiveCount == 0`,
+			},
+		},
+	},
+	{
+		Name: "core-cancel-with-active-attempt",
+		Bug:  "a cancelling run is finalised as cancelled while one of its attempts is still active",
+		Edits: []Edit{
+			{
+				File:    "workflow/state_runs.go",
+				Find:    `	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {`,
+				Replace: `	if run.CancelRequestedMS == 0 || runTerminal(run.Status) {`,
+			},
+		},
+	},
+	{
+		Name: "core-retry-cancelling-run",
+		Bug:  "a failed node of a run whose cancellation is requested is retried",
+		Edits: []Edit{
+			{
+				File:    "workflow/state_runs.go",
+				Find:    `if (run.Status != backend.RunFailed && run.Status != backend.RunRunning) || run.CancelRequestedMS != 0 {`,
+				Replace: `if run.Status != backend.RunFailed && run.Status != backend.RunRunning {`,
+			},
+		},
+	},
+	{
+		Name: "core-start-in-paused-run",
+		Bug:  "an attempt starts in a paused run",
+		Edits: []Edit{
+			{
+				File:    "workflow/state_attempts.go",
+				Find:    `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
+				Replace: `if act.Status != backend.ActivationPending || run.Status == backend.RunCompleted || run.CancelRequestedMS != 0 {`,
 			},
 		},
 	},

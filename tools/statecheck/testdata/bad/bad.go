@@ -1,0 +1,33 @@
+// Package bad is statecheck's fixture: every write below is outside a
+// state core, so each must be reported.
+package bad
+
+import "github.com/wfstore/wfstore/backend"
+
+type batch struct{ log []any }
+
+func (b *batch) event(run *backend.Run, typ string) {
+	run.LastEventSeq++ // the primitive itself is allowed
+	insert(b, backend.Event{RunID: run.ID, Seq: run.LastEventSeq, Type: typ})
+}
+
+func (b *batch) emit(run *backend.Run, typ string) { b.event(run, typ) }
+
+func insert(b *batch, rec any) { b.log = append(b.log, rec) }
+
+type result struct{ Status string }
+
+func cancelByHand(b *batch, run *backend.Run, act *backend.Activation, att *backend.Attempt, g *backend.FanOutGroup) result {
+	act.Status = backend.ActivationCancelled // reported
+	act.Admissible = false                   // reported
+	att.Status = backend.AttemptCancelled    // reported
+	run.ActiveCount--                        // reported
+	run.AttemptCount += 1                    // reported
+	g.Settled++                              // reported
+	b.emit(run, "attempt_cancelled")         // reported
+	insert(b, backend.Event{RunID: run.ID})  // reported
+	var r result
+	r.Status = "cancelled" // not a backend record: allowed
+	act.UpdatedMS = 1      // not a guarded field: allowed
+	return r
+}
