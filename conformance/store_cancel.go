@@ -348,6 +348,6 @@ func caseCancelSignalled(e *env) {
 	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "r").Status)
 	// A settled attempt is never signalled back to cancelling.
 	before = digest(e, "r")
-	requireIs(e.T, s.MarkCancellationSignalled(e.Ctx, identity(a, 1), ms(42)), workflow.ErrIneligible, "signalling a settled attempt")
+	requireIs(e.T, s.Engine().MarkCancellationSignalled(e.Ctx, identity(a, 1), ms(42)), workflow.ErrIneligible, "signalling a settled attempt")
 	unchanged(e, before, "signal of a settled attempt", "r")
 }
