@@ -73,7 +73,10 @@ Flags:
 		defer f.Close()
 		r = f
 	}
-	st, err := checkStream(ctx, r)
+	p := newProgress(stderr, "import")
+	defer p.finish()
+	p.begin("reading and checking the stream", "bytes")
+	st, err := checkStream(ctx, progressReader{r, p})
 	if err != nil {
 		if ctx.Err() != nil {
 			return &interruptedError{left: "nothing was imported; " + sf.where() + " was not touched"}
@@ -81,6 +84,7 @@ Flags:
 		return err
 	}
 	defer st.close()
+	p.begin(fmt.Sprintf("writing %d records in one transaction and checking them", st.records), "")
 	if sf.backend == "postgres" {
 		err = importOpened(ctx, &sf, st)
 	} else {
@@ -92,6 +96,7 @@ Flags:
 		}
 		return err
 	}
+	p.finish()
 	fmt.Fprintf(stdout, "stream: %d records, digest %s\n", st.records, st.digest)
 	fmt.Fprintf(stdout, "store:  %d records, digest %s\n", st.records, st.stored)
 	return nil

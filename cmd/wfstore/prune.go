@@ -115,7 +115,14 @@ Flags:
 		return err
 	}
 	defer b.Close()
+	p := newProgress(stderr, "prune")
+	what := "pruning"
+	if dry {
+		what = "counting what a prune would delete"
+	}
+	p.begin(what, "")
 	rep, err := workflow.New(b).Prune(ctx, opts, now)
+	p.finish()
 	if err != nil {
 		return err
 	}
