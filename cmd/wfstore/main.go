@@ -157,9 +157,15 @@ func exit(ctx context.Context, cmd string, err error, stderr io.Writer, dsns ...
 		return 130
 	}
 	var ue *usageError
+	if bad, ok := badDSN(err); ok {
+		ue = bad
+	}
 	switch {
 	case err == nil:
 		return 0
+	case ue != nil:
+		fmt.Fprintf(stderr, "wfstore %s: %s (see \"wfstore %s -help\")\n", cmd, redact.Text(ue.msg, dsns...), cmd)
+		return 2
 	case errors.Is(err, errUsage):
 		return 2
 	case errors.As(err, &ue):
