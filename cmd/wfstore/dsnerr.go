@@ -63,11 +63,14 @@ func dsnProblem(dsn string, pe *pgconn.ParseConfigError) string {
 	if !strings.Contains(dsn, "=") {
 		return "it is neither a URL nor key=value pairs (a HOST:PORT/DATABASE form needs postgres:// in front)"
 	}
+	bare := 0 // the first word that is not key=value
 	for i, f := range strings.Fields(dsn) {
 		k, v, ok := strings.Cut(f, "=")
 		switch {
 		case !ok:
-			return fmt.Sprintf("word %d is not a key=value pair (a value with spaces goes in single quotes)", i+1)
+			if bare == 0 {
+				bare = i + 1
+			}
 		case k == "port":
 			if why := portProblem(v); why != "" {
 				return why
@@ -78,7 +81,10 @@ func dsnProblem(dsn string, pe *pgconn.ParseConfigError) string {
 			}
 		}
 	}
-	return driverText(pe)
+	if why := driverText(pe); !strings.Contains(why, "keyword/value") || bare == 0 {
+		return why
+	}
+	return fmt.Sprintf("word %d is not a key=value pair (a value with spaces goes in single quotes)", bare)
 }
 
 func portProblem(p string) string {
