@@ -358,7 +358,7 @@ func TestExportImportRoundTripsEveryRecordKind(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	require.Len(t, lines, len(recs)+2, "a header, one line per record, a trailer")
-	assert.Equal(t, `{"format":"wfstore-export","version":2}`, lines[0])
+	assert.Equal(t, `{"format":"wfstore-export","version":3}`, lines[0])
 	assert.Regexp(t, `^\{"trailer":\{"records":14,"sha256":"[0-9a-f]{64}"\}\}$`, lines[len(lines)-1])
 	kinds := map[string]int{}
 	for _, l := range lines[1 : len(lines)-1] {
