@@ -63,15 +63,16 @@ type Capabilities struct {
 	MultiProcess bool
 }
 
-// Info describes an adapter for reports and benchmarks.
+// Info describes an adapter for reports and benchmarks. Its JSON names
+// are snake_case, as every report wfstore writes.
 type Info struct {
 	// Name is the adapter's short name ("sqlite", "postgres", "bolt").
-	Name string
+	Name string `json:"name"`
 	// Version is the underlying engine or driver version.
-	Version string
+	Version string `json:"version"`
 	// Settings lists durability and isolation settings in force, for example
 	// "synchronous": "FULL".
-	Settings map[string]string
+	Settings map[string]string `json:"settings"`
 }
 
 // Backend is one opened store. Every method is safe for concurrent use.

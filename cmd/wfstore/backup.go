@@ -76,7 +76,10 @@ Flags:
 	if to == "" {
 		return errors.New("--to PATH is required")
 	}
+	p := newProgress(stderr, "backup")
+	p.begin("copying "+sf.where()+" and verifying the copy", "")
 	res, err := spec.backup(ctx, &sf, to)
+	p.finish()
 	if err != nil {
 		if ctx.Err() != nil {
 			return &interruptedError{left: "no backup was written: " + to + " was not created and the partial copy, if any, was removed"}

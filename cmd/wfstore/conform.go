@@ -113,7 +113,10 @@ Flags:
 		cleanup()
 		return redactErr(fmt.Errorf("opening a scratch %s store: %w", c.backend, err), c.dsn)
 	}
-	res, childErr := runConformChild(ctx, c, stderr)
+	p := newProgress(stderr, "conform")
+	p.begin("running the suite", "cases done")
+	res, childErr := runConformChild(ctx, c, stderr, p)
+	p.finish()
 	left := cleanup()
 	rep := conformReport{
 		Backend: c.backend, Adapter: newReportAdapter(info),
@@ -170,7 +173,7 @@ type childResults struct {
 
 // runConformChild re-executes this binary as the suite's test process and
 // collects each case's result from its verbose test output.
-func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (childResults, error) {
+func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer, p *progress) (childResults, error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return childResults{}, fmt.Errorf("finding this executable: %w", err)
@@ -205,10 +208,12 @@ func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (ch
 	if err := cmd.Start(); err != nil {
 		return childResults{}, fmt.Errorf("starting the suite: %w", err)
 	}
-	p := newTestOutputParser("TestConformance")
-	readErr := p.read(out)
+	parser := newTestOutputParser("TestConformance")
+	parser.onCase = func(conformCase) { p.add(1) }
+	readErr := parser.read(out)
 	waitErr := cmd.Wait()
-	res := childResults{cases: p.results()}
+	p.finish()
+	res := childResults{cases: parser.results()}
 	for i := range res.cases {
 		res.cases[i].Output = redact.Text(res.cases[i].Output, c.dsn)
 	}
@@ -224,7 +229,7 @@ func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer) (ch
 			// The process failed outside any case (build of a harness,
 			// a panic, a timeout): show what it said.
 			fmt.Fprint(stderr, redact.Text(errBuf.String(), c.dsn))
-			if tail := p.unattributed(); tail != "" {
+			if tail := parser.unattributed(); tail != "" {
 				fmt.Fprintln(stderr, redact.Text(tail, c.dsn))
 			}
 			return res, fmt.Errorf("the suite's process failed: %w", waitErr)

@@ -184,6 +184,8 @@ type testOutputParser struct {
 	output  map[string]*strings.Builder
 	done    []conformCase
 	stray   strings.Builder // output outside any subtest
+	// onCase, when set, is called as each case ends.
+	onCase func(conformCase)
 }
 
 func newTestOutputParser(top string) *testOutputParser {
@@ -244,6 +246,9 @@ func (p *testOutputParser) finish(name, result, secs string) {
 		delete(p.output, name)
 	}
 	p.done = append(p.done, c)
+	if p.onCase != nil {
+		p.onCase(c)
+	}
 }
 
 func (p *testOutputParser) results() []conformCase { return p.done }

@@ -226,7 +226,7 @@ func (c *console) runPage(r *http.Request) (string, any, error) {
 		}
 		if len(atts) > limit {
 			atts = atts[:limit]
-			v.AttNext = encCursor(attemptCursor(atts[limit-1]))
+			v.AttNext = encCursor(attemptPos(atts[limit-1]))
 		}
 		for _, a := range atts {
 			v.Attempts = append(v.Attempts, newAttemptRow(a, c.age(a.PreparedMS)))
@@ -259,7 +259,7 @@ func (c *console) runPage(r *http.Request) (string, any, error) {
 	if len(v.Activations) > limit {
 		v.Activations = v.Activations[:limit]
 		last := v.Activations[limit-1].Key
-		v.ActNext = encCursor(activationCursor(backend.NodeRef{NodeID: last.NodeID, ActivationID: last.ActivationID}))
+		v.ActNext = encCursor(activationPos(backend.NodeRef{NodeID: last.NodeID, ActivationID: last.ActivationID}))
 	}
 	if len(evs) > limit {
 		evs = evs[:limit]
@@ -441,7 +441,7 @@ func (c *console) stuckPage(r *http.Request) (string, any, error) {
 			break
 		}
 		if i == limit {
-			v.Next = encCursor(attemptCursor(atts[limit-1]))
+			v.Next = encCursor(attemptPos(atts[limit-1]))
 			break
 		}
 		since := a.AdmittedMS

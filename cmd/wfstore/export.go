@@ -329,9 +329,15 @@ Flags:
 		defer f.abort()
 		w = f
 	}
+	p := newProgress(stderr, "export")
+	defer p.finish()
+	p.begin("exporting", "records")
 	sw, err := newStreamWriter(w)
 	if err == nil {
-		err = walkStore(ctx, b, sw.write)
+		err = walkStore(ctx, b, func(rec record) error {
+			p.add(1)
+			return sw.write(rec)
+		})
 	}
 	if err == nil {
 		err = sw.close()
@@ -345,10 +351,14 @@ Flags:
 		}
 		return err
 	}
+	p.finish()
 	d := sw.d
 	fmt.Fprintf(stderr, "exported %d records, digest %s\n", d.n, d.sum())
 	if *verify {
+		p := newProgress(stderr, "export")
+		p.begin("reading the store again to compare", "")
 		again, err := storeDigest(ctx, b)
+		p.finish()
 		if err != nil {
 			return err
 		}

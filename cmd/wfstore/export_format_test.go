@@ -15,8 +15,8 @@ import (
 	"github.com/wfstore/wfstore/sqlite"
 )
 
-// An export line carries every field of its record under the field's Go
-// name, the activation's attempt timeout and the attempt's handoff token
+// An export line carries every field of its record under the field's
+// snake_case name, the activation's attempt timeout and the attempt's handoff token
 // included, and reads back as the same record.
 func TestExportLinesCarryTheAttemptTimeoutAndHandoffToken(t *testing.T) {
 	t.Parallel()
@@ -25,14 +25,14 @@ func TestExportLinesCarryTheAttemptTimeoutAndHandoffToken(t *testing.T) {
 		require.NoError(t, err)
 		switch r := rec.(type) {
 		case backend.Activation:
-			require.Contains(t, string(line), `"AttemptTimeoutMS":`)
+			require.Contains(t, string(line), `"attempt_timeout_ms":`)
 			if r.AttemptTimeoutMS != 0 {
-				require.Contains(t, string(line), `"AttemptTimeoutMS":120000`)
+				require.Contains(t, string(line), `"attempt_timeout_ms":120000`)
 			}
 		case backend.Attempt:
-			require.Contains(t, string(line), `"HandoffToken":`)
+			require.Contains(t, string(line), `"handoff_token":`)
 			if r.HandoffToken != "" {
-				require.Contains(t, string(line), `"HandoffToken":"7c4a8d09ca3762af61e59520943dc264"`)
+				require.Contains(t, string(line), `"handoff_token":"7c4a8d09ca3762af61e59520943dc264"`)
 			}
 		}
 		got, err := decodeLine(exportVersion, line)
@@ -73,9 +73,9 @@ func TestExportLinesWithoutTheTimeoutAndTokenReadAsZero(t *testing.T) {
 		require.NoError(t, err)
 		switch rec.(type) {
 		case backend.Activation:
-			line = []byte(dropField(t, string(line), "AttemptTimeoutMS"))
+			line = []byte(dropField(t, string(line), "attempt_timeout_ms"))
 		case backend.Attempt:
-			line = []byte(dropField(t, string(line), "HandoffToken"))
+			line = []byte(dropField(t, string(line), "handoff_token"))
 		}
 		got, err := decodeLine(exportVersion, line)
 		require.NoError(t, err)
@@ -86,7 +86,7 @@ func TestExportLinesWithoutTheTimeoutAndTokenReadAsZero(t *testing.T) {
 	require.Len(t, old, len(want))
 
 	stream, db := filepath.Join(dir, "old.jsonl"), filepath.Join(dir, "in.db")
-	// A version 2 stream (header, the lines, a trailer over them) whose
+	// A stream of the current version (header, the lines, a trailer over them) whose
 	// lines lack both fields.
 	d := newDigester()
 	for _, l := range old {

@@ -10,31 +10,34 @@ import (
 	"fmt"
 	"hash"
 	"io"
+	"reflect"
 	"slices"
 
 	"github.com/wfstore/wfstore/backend"
 )
 
-// The export stream, format version 2:
+// The export stream, format version 3:
 //
-//	{"format":"wfstore-export","version":2}
+//	{"format":"wfstore-export","version":3}
 //	{"kind":K,"record":{...}}            one line per record
 //	...
 //	{"trailer":{"records":N,"sha256":H}}
 //
 // H is the SHA-256 of the body: every record line, newline included, as
-// written. A record's fields are the backend record's, under their Go
-// names; the fields that hold canonical JSON (jsonFields) are written as
-// JSON values (null when absent), other byte fields as base64. A JSON
-// field whose bytes are not compact JSON is written as base64 instead and
-// named in the line's "base64" list, so every value round-trips exactly.
+// written. A record's fields are the backend record's, named in
+// snake_case (see snakeName) at every depth; the fields that hold
+// canonical JSON (jsonFields) are written as JSON values (null when
+// absent), other byte fields as base64. A JSON field whose bytes are not
+// compact JSON is written as base64 instead and named in the line's
+// "base64" list, so every value round-trips exactly.
 //
-// Version 1, written before the header existed, is the same record lines
-// with every byte field base64, and no header or trailer. Import reads
-// both.
+// Version 2 is the same stream with the fields under their Go names
+// ("CreatedMS" for "created_ms"). Version 1, written before the header
+// existed, is version 2's record lines with every byte field base64, and
+// no header or trailer. Import reads all three.
 const (
 	exportFormatName = "wfstore-export"
-	exportVersion    = 2
+	exportVersion    = 3
 	// maxLineBytes bounds one line of a stream: a record holds at most
 	// three JSON documents of workflow.MaxJSONBytes each, base64 at worst,
 	// plus ids. A longer line is refused without being read whole.
@@ -61,11 +64,13 @@ type trailerLine struct {
 type exportLine struct {
 	Kind   string          `json:"kind"`
 	Record json.RawMessage `json:"record"`
-	// Base64 names the JSON fields written as base64 (version 2).
+	// Base64 names the JSON fields written as base64 (version 2 on), under
+	// the line's field names.
 	Base64 []string `json:"base64,omitempty"`
 }
 
-// jsonFields names, per kind, the byte fields that hold canonical JSON.
+// jsonFields names, per kind, the byte fields that hold canonical JSON,
+// by their Go names (streamFieldName gives a version's name).
 // A field added to a record type is exported as the Go encoding writes it
 // (base64 for bytes) unless it is listed here.
 var jsonFields = map[string][]string{
@@ -74,6 +79,27 @@ var jsonFields = map[string][]string{
 	"activation": {"Input", "Output", "RetryPolicy"},
 	"attempt":    {"Intent", "Receipt", "Detail"},
 	"event":      {"Payload"},
+}
+
+// recordTypes are the record type of each kind.
+var recordTypes = map[string]reflect.Type{
+	"run":            reflect.TypeFor[backend.Run](),
+	"run_link":       reflect.TypeFor[backend.RunLink](),
+	"activation":     reflect.TypeFor[backend.Activation](),
+	"fan_out_group":  reflect.TypeFor[backend.FanOutGroup](),
+	"attempt":        reflect.TypeFor[backend.Attempt](),
+	"lease":          reflect.TypeFor[backend.Lease](),
+	"retry_schedule": reflect.TypeFor[backend.RetrySchedule](),
+	"event":          reflect.TypeFor[backend.Event](),
+}
+
+// streamFieldName is the name of the record field goName in a stream of the
+// given version.
+func streamFieldName(version int, goName string) string {
+	if version >= 3 {
+		return snakeName(goName)
+	}
+	return goName
 }
 
 // marshalExact encodes v as compact JSON without HTML escaping, so raw
@@ -109,13 +135,17 @@ func encodeLine(rec record) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	if raw, err = renameKeys(raw, recordTypes[kind], false); err != nil {
+		return nil, fmt.Errorf("%s record: %w", kind, err)
+	}
 	l := exportLine{Kind: kind, Record: raw}
 	if fields := jsonFields[kind]; len(fields) > 0 {
 		var m map[string]json.RawMessage
 		if err := json.Unmarshal(raw, &m); err != nil {
 			return nil, err
 		}
-		for _, f := range fields {
+		for _, gf := range fields {
+			f := streamFieldName(exportVersion, gf)
 			var b []byte
 			if err := json.Unmarshal(m[f], &b); err != nil {
 				return nil, fmt.Errorf("%s field %s: %w", kind, f, err)
@@ -151,8 +181,12 @@ func decodeLine(version int, line []byte) (record, error) {
 		return nil, errors.New(`unknown field "base64" in a version 1 stream`)
 	}
 	if fields, ok := jsonFields[l.Kind]; ok && version >= 2 {
+		names := make([]string, len(fields))
+		for i, gf := range fields {
+			names[i] = streamFieldName(version, gf)
+		}
 		for _, f := range l.Base64 {
-			if !slices.Contains(fields, f) {
+			if !slices.Contains(names, f) {
 				return nil, fmt.Errorf("base64 names %q, not a JSON field of a %s", f, l.Kind)
 			}
 		}
@@ -163,7 +197,7 @@ func decodeLine(version int, line []byte) (record, error) {
 		if m == nil {
 			return nil, errors.New("the line has no record")
 		}
-		for _, f := range fields {
+		for _, f := range names {
 			v, ok := m[f]
 			if !ok || slices.Contains(l.Base64, f) || string(v) == "null" {
 				continue
@@ -177,6 +211,13 @@ func decodeLine(version int, line []byte) (record, error) {
 		raw, err := json.Marshal(m)
 		if err != nil {
 			return nil, err
+		}
+		l.Record = raw
+	}
+	if t, ok := recordTypes[l.Kind]; ok && version >= 3 {
+		raw, err := renameKeys(l.Record, t, true)
+		if err != nil {
+			return nil, fmt.Errorf("%s record: %w", l.Kind, err)
 		}
 		l.Record = raw
 	}

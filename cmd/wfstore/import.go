@@ -82,7 +82,10 @@ Flags:
 		defer f.Close()
 		r = f
 	}
-	st, err := checkStream(ctx, r)
+	p := newProgress(stderr, "import")
+	defer p.finish()
+	p.begin("reading and checking the stream", "bytes")
+	st, err := checkStream(ctx, progressReader{r, p})
 	if err != nil {
 		if ctx.Err() != nil {
 			return &interruptedError{left: "nothing was imported; " + sf.where() + " was not touched"}
@@ -90,6 +93,7 @@ Flags:
 		return err
 	}
 	defer st.close()
+	p.begin(fmt.Sprintf("writing %d records and checking them", st.records), "")
 	err = sf.spec().importInto(ctx, &sf, st)
 	if err != nil {
 		var left *interruptedError
@@ -101,6 +105,7 @@ Flags:
 		}
 		return err
 	}
+	p.finish()
 	fmt.Fprintf(stdout, "stream: %d records, digest %s\n", st.records, st.digest)
 	fmt.Fprintf(stdout, "store:  %d records, digest %s\n", st.records, st.stored)
 	return nil

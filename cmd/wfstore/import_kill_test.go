@@ -153,7 +153,7 @@ func TestImportIntoAnExistingEmptyStoreOrFile(t *testing.T) {
 	ctx := context.Background()
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	require.NoError(t, os.WriteFile(in, v2Stream(recordLines(t, everyKind())...), 0o600))
+	require.NoError(t, os.WriteFile(in, currentStream(recordLines(t, everyKind())...), 0o600))
 	emptySQLite := filepath.Join(dir, "empty.db")
 	b, err := sqlite.Open(ctx, emptySQLite)
 	require.NoError(t, err)

@@ -18,11 +18,12 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-// v2Stream is a version 2 stream of the given record lines, with a
-// trailer that matches them: what is refused is the record, not the file.
-func v2Stream(lines ...[]byte) []byte {
+// currentStream is a stream of the current format version of the given
+// record lines, with a trailer that matches them: what is refused is the
+// record, not the file.
+func currentStream(lines ...[]byte) []byte {
 	var b bytes.Buffer
-	b.WriteString(`{"format":"wfstore-export","version":2}` + "\n")
+	fmt.Fprintf(&b, `{"format":"wfstore-export","version":%d}`+"\n", exportVersion)
 	h := sha256.New()
 	for _, l := range lines {
 		b.Write(l)
@@ -103,7 +104,7 @@ func TestImportRefusesInvalidRecordsNamingTheLineAndRule(t *testing.T) {
 		for _, be := range []string{"sqlite", "bolt"} {
 			dir := t.TempDir()
 			in := filepath.Join(dir, "in.jsonl")
-			require.NoError(t, os.WriteFile(in, v2Stream(c.lines...), 0o600))
+			require.NoError(t, os.WriteFile(in, currentStream(c.lines...), 0o600))
 			db := filepath.Join(dir, "target")
 			err := importCmd(ctx, []string{"--backend", be, "--db", db, "--in", in}, io.Discard, io.Discard)
 			require.Error(t, err, "%s (%s)", c.name, be)
@@ -117,6 +118,6 @@ func TestImportRefusesInvalidRecordsNamingTheLineAndRule(t *testing.T) {
 	// The same records, unedited, import.
 	dir := t.TempDir()
 	in := filepath.Join(dir, "in.jsonl")
-	require.NoError(t, os.WriteFile(in, v2Stream(recordLines(t, everyKind())...), 0o600))
+	require.NoError(t, os.WriteFile(in, currentStream(recordLines(t, everyKind())...), 0o600))
 	require.NoError(t, importCmd(ctx, []string{"--db", filepath.Join(dir, "ok.db"), "--in", in}, io.Discard, io.Discard))
 }

@@ -21,21 +21,26 @@ import (
 const inspectUsage = `wfstore inspect: read a store's runs, one run, or a run's events. It writes nothing
 and never creates a store: a path or schema holding none is refused.
 
-  wfstore inspect runs [--status S] [--after ID] [--limit N] [flags]
+  wfstore inspect runs [--status S] [--after ID] [--cursor C] [--limit N] [flags]
   wfstore inspect run ID [--limit N] [flags]
-  wfstore inspect activations ID [--after '["NODE","ACTIVATION"]'] [--limit N] [flags]
-  wfstore inspect attempts ID [--after '[PREPARED_MS,"IDENTITY"]'] [--limit N] [flags]
-  wfstore inspect events ID [--after SEQ] [--limit N] [flags]
+  wfstore inspect activations ID [--cursor C] [--limit N] [flags]
+  wfstore inspect attempts ID [--cursor C] [--limit N] [flags]
+  wfstore inspect events ID [--after SEQ] [--cursor C] [--limit N] [flags]
 
 "runs" lists runs in run id order (only those of --status, read through
 the store's run status index); "run" shows the run, its allowance
 and a bounded summary (activations, attempts newest first, unreleased
 leases, retry schedules); "activations" and "attempts" page through all
 of a run's activations (in key order) and attempts (newest first);
-"events" lists events after a sequence number. Output is a table unless
---json. A listing cut at --limit prints the cursor of the next page
-("next: --after ..."); a section of "run" cut at --limit prints the
-command that goes on ("more: ...").
+"events" lists events in sequence order. Output is a table unless --json.
+
+A listing cut at --limit prints a cursor for the next page ("next: --cursor
+C"; "next_cursor" in JSON, empty on the last page); a section of "run" cut
+at --limit prints the command that goes on ("more: ..."). A cursor is an
+opaque token: pass it back as printed, with the same listing, run and
+--status; its contents may change between releases. --after starts a
+listing at a point you choose instead: after a run id (runs) or an event
+sequence number (events).
 
 Flags:
 `
@@ -62,7 +67,8 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	fs.SetOutput(stderr)
 	sf.register(fs)
 	status := fs.String("status", "", "runs: only runs in this status")
-	after := fs.String("after", "", "runs: start after this run id; events: after this sequence number; activations, attempts: after the cursor a page printed")
+	after := fs.String("after", "", "runs: start after this run id; events: after this sequence number")
+	cursor := fs.String("cursor", "", "continue a listing: the opaque token a previous page printed (\"next: --cursor\", \"next_cursor\")")
 	limit := fs.Int("limit", 50, "rows per listing (1..1000)")
 	asJSON := fs.Bool("json", false, "print JSON instead of a table")
 	fs.Usage = func() {
@@ -86,15 +92,15 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		want = 0
 	}
 	var (
-		actFrom backend.NodeRef
-		attFrom backend.AttemptCursor
-		cerr    error
+		from pageCursor
+		cerr error
 	)
-	switch {
-	case verb == "activations" && *after != "":
-		actFrom, cerr = parseActivationCursor(*after)
-	case verb == "attempts" && *after != "":
-		attFrom, cerr = parseAttemptCursor(*after)
+	if *cursor != "" && verb != "run" && len(rest) == want {
+		run := ""
+		if want == 1 {
+			run = rest[0]
+		}
+		from, cerr = decodeCursor(*cursor, verb, run, *status)
 	}
 	switch {
 	case verb != "runs" && verb != "run" && verb != "activations" && verb != "attempts" && verb != "events":
@@ -102,6 +108,15 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 		return errUsage
 	case cerr != nil:
 		fmt.Fprintf(stderr, "wfstore inspect %s: %v\n", verb, cerr)
+		return errUsage
+	case *after != "" && *cursor != "":
+		fmt.Fprintf(stderr, "wfstore inspect %s: give --after or --cursor, not both\n", verb)
+		return errUsage
+	case (verb == "activations" || verb == "attempts") && *after != "":
+		fmt.Fprintf(stderr, "wfstore inspect %s: takes no --after; continue a listing with the --cursor a page printed\n", verb)
+		return errUsage
+	case verb == "run" && *cursor != "":
+		fmt.Fprintln(stderr, "wfstore inspect run: takes no --cursor (page with inspect activations or inspect attempts)")
 		return errUsage
 	case verb == "run" && *after != "":
 		fmt.Fprintln(stderr, "wfstore inspect run: takes no --after (page with inspect activations or inspect attempts)")
@@ -128,15 +143,19 @@ func inspectCmd(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	s := workflow.New(b)
 	switch verb {
 	case "runs":
-		return inspectRuns(ctx, b, backend.RunStatus(*status), *after, *limit, *asJSON, stdout)
+		start := *after
+		if from.RunID != "" {
+			start = from.RunID
+		}
+		return inspectRuns(ctx, b, backend.RunStatus(*status), start, *limit, *asJSON, stdout)
 	case "run":
 		return inspectRun(ctx, s, rest[0], *limit, *asJSON, stdout)
 	case "activations":
-		return inspectActivations(ctx, s, rest[0], actFrom, *limit, *asJSON, stdout)
+		return inspectActivations(ctx, s, rest[0], backend.NodeRef{NodeID: from.NodeID, ActivationID: from.ActivationID}, *limit, *asJSON, stdout)
 	case "attempts":
-		return inspectAttempts(ctx, s, rest[0], attFrom, *limit, *asJSON, stdout)
+		return inspectAttempts(ctx, s, rest[0], backend.AttemptCursor{PreparedMS: from.PreparedMS, Identity: from.Identity}, *limit, *asJSON, stdout)
 	default:
-		var seq int64
+		seq := from.Seq
 		if *after != "" {
 			if seq, err = strconv.ParseInt(*after, 10, 64); err != nil || seq < 0 {
 				fmt.Fprintf(stderr, "wfstore inspect events: --after must be a sequence number, got %q\n", *after)
@@ -156,7 +175,8 @@ func inspectRuns(ctx context.Context, b backend.Backend, status backend.RunStatu
 	}); err != nil {
 		return err
 	}
-	return printPage(w, runs, limit, func(r backend.Run) string { return r.ID }, "runs", asJSON,
+	cursor := func(r backend.Run) string { return runsCursor(status, r) }
+	return printPage(w, runs, limit, cursor, "runs", asJSON,
 		func(tw *tabwriter.Writer, runs []backend.Run) {
 			fmt.Fprintln(tw, "RUN\tSTATUS\tROOT\tDEPTH\tATTEMPTS\tACTIVE\tLAST_SEQ\tUPDATED")
 			for _, r := range runs {
@@ -202,21 +222,21 @@ func inspectRun(ctx context.Context, s *workflow.Store, runID string, limit int,
 	if len(acts) > limit {
 		acts = acts[:limit]
 		last := acts[limit-1].Key
-		moreActs = activationCursor(backend.NodeRef{NodeID: last.NodeID, ActivationID: last.ActivationID})
+		moreActs = activationCursor(runID, backend.NodeRef{NodeID: last.NodeID, ActivationID: last.ActivationID})
 	}
 	if len(atts) > limit {
 		atts = atts[:limit]
-		moreAtts = attemptCursor(atts[limit-1])
+		moreAtts = attemptCursor(runID, atts[limit-1])
 	}
 	if asJSON {
 		return writeJSON(w, map[string]any{
-			"activations_next_after": moreActs, "attempts_next_after": moreAtts,
-			"run": jsonRecord(run), "allowance": sum.Allowance,
+			"activations_next_cursor": moreActs, "attempts_next_cursor": moreAtts,
+			"run": jsonRecord(run), "allowance": jsonRecord(sum.Allowance),
 			"activation_counts": sum.Activations, "activation_counts_complete": sum.ActivationsComplete,
 			"attempt_counts": sum.Attempts, "attempt_counts_complete": sum.AttemptsComplete,
 			"activations": jsonRecords(acts), "attempts_newest_first": jsonRecords(atts),
 			"leases": jsonRecords(leases), "retry_schedules": jsonRecords(scheds),
-			"next_retry": sum.NextRetry,
+			"next_retry": jsonRecord(sum.NextRetry),
 		})
 	}
 	r := run
@@ -283,10 +303,10 @@ func inspectEvents(ctx context.Context, s *workflow.Store, runID string, after i
 	next := ""
 	if len(evs) > limit || len(evs) == workflow.MaxPageLimit {
 		evs = evs[:limit]
-		next = strconv.FormatInt(evs[limit-1].Seq, 10)
+		next = eventCursor(runID, evs[limit-1].Seq)
 	}
 	if asJSON {
-		return writeJSON(w, map[string]any{"events": jsonRecords(evs), "next_after": next})
+		return writeJSON(w, map[string]any{"events": jsonRecords(evs), "next_cursor": next})
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "SEQ\tTYPE\tCREATED\tPAYLOAD")
@@ -297,7 +317,7 @@ func inspectEvents(ctx context.Context, s *workflow.Store, runID string, after i
 		return err
 	}
 	if next != "" {
-		fmt.Fprintf(w, "next: --after %s\n", next)
+		fmt.Fprintf(w, "next: --cursor %s\n", next)
 	}
 	return nil
 }
@@ -369,14 +389,28 @@ func writeJSON(w io.Writer, v any) error {
 	return enc.Encode(v)
 }
 
-// jsonRecord renders a backend record for reading: its fields under their
-// Go names, with JSON byte fields inlined as JSON rather than base64.
-func jsonRecord(rec any) any { return readable(reflect.ValueOf(rec)) }
+// jsonRecord renders a record for reading: its fields under their
+// snake_case names (see snakeName), with JSON byte fields inlined as JSON
+// rather than base64.
+// An attempt also gets "age_ms", the age the table's AGE column shows
+// (see attemptAge), in whole milliseconds as of now.
+func jsonRecord(rec any) any { return jsonRecordAt(rec, time.Now()) }
+
+func jsonRecordAt(rec any, now time.Time) any {
+	out := readable(reflect.ValueOf(rec))
+	if a, ok := rec.(backend.Attempt); ok {
+		if m, ok := out.(map[string]any); ok {
+			m["age_ms"] = attemptAgeMS(a, now)
+		}
+	}
+	return out
+}
 
 func jsonRecords[T any](xs []T) []any {
+	now := time.Now()
 	out := make([]any, len(xs))
 	for i, x := range xs {
-		out[i] = jsonRecord(x)
+		out[i] = jsonRecordAt(x, now)
 	}
 	return out
 }
@@ -389,6 +423,9 @@ func readable(v reflect.Value) any {
 		}
 		return readable(v.Elem())
 	case reflect.Struct:
+		if encodesItself(v.Type()) {
+			return v.Interface()
+		}
 		m := make(map[string]any, v.NumField())
 		t := v.Type()
 		for i := 0; i < v.NumField(); i++ {
@@ -404,7 +441,9 @@ func readable(v reflect.Value) any {
 				}
 				continue
 			}
-			m[f.Name] = readable(v.Field(i))
+			if k, ok := jsonKey(f); ok {
+				m[snakeName(k)] = readable(v.Field(i))
+			}
 		}
 		return m
 	case reflect.Slice:

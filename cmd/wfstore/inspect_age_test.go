@@ -35,3 +35,19 @@ func TestInspectAttemptsShowEachAttemptsAge(t *testing.T) {
 	assert.Regexp(t, `^IDENTITY\s+STATUS\s+AGE\s+HANDOFF`, string(lines[0]))
 	assert.Regexp(t, `^a\s+admitted\s+1m30s\s`, string(lines[2]))
 }
+
+// inspect --json gives each attempt the age the table shows, in
+// milliseconds, beside the times it is computed from.
+func TestInspectJSONGivesEachAttemptsAge(t *testing.T) {
+	t.Parallel()
+	now := time.UnixMilli(1_000_000)
+	a := backend.Attempt{Identity: "a", Status: backend.AttemptAdmitted, PreparedMS: 1_000, AdmittedMS: 1_000_000 - 90_500}
+	m, ok := jsonRecordAt(a, now).(map[string]any)
+	require.True(t, ok)
+	assert.Equal(t, int64(90_500), m["age_ms"])
+	assert.Equal(t, int64(1_000_000-90_500), m["admitted_ms"])
+	assert.Equal(t, int64(1_000), m["prepared_ms"])
+	run, ok := jsonRecordAt(backend.Run{ID: "r"}, now).(map[string]any)
+	require.True(t, ok)
+	assert.NotContains(t, run, "age_ms", "only attempts have an age")
+}

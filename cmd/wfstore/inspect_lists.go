@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"strconv"
@@ -13,47 +12,10 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-// The cursors of the per-run listings are JSON arrays, so that ids holding
-// any character round-trip: ["NODE","ACTIVATION"] for activations and
-// [PREPARED_MS,"IDENTITY"] for attempts.
-
-func activationCursor(n backend.NodeRef) string {
-	b, _ := json.Marshal([]any{n.NodeID, n.ActivationID})
-	return string(b)
-}
-
-func parseActivationCursor(s string) (backend.NodeRef, error) {
-	var parts []string
-	if err := json.Unmarshal([]byte(s), &parts); err != nil || len(parts) != 2 || parts[0] == "" || parts[1] == "" {
-		return backend.NodeRef{}, fmt.Errorf(`--after must be ["NODE","ACTIVATION"], as a previous page printed it, got %q`, s)
-	}
-	return backend.NodeRef{NodeID: parts[0], ActivationID: parts[1]}, nil
-}
-
-func attemptCursor(a backend.Attempt) string {
-	b, _ := json.Marshal([]any{a.PreparedMS, a.Identity})
-	return string(b)
-}
-
-func parseAttemptCursor(s string) (backend.AttemptCursor, error) {
-	var parts []json.RawMessage
-	var c backend.AttemptCursor
-	err := json.Unmarshal([]byte(s), &parts)
-	if err == nil && len(parts) == 2 {
-		if err = json.Unmarshal(parts[0], &c.PreparedMS); err == nil {
-			err = json.Unmarshal(parts[1], &c.Identity)
-		}
-	}
-	if err != nil || len(parts) != 2 || c.PreparedMS <= 0 || c.Identity == "" {
-		return backend.AttemptCursor{}, fmt.Errorf(`--after must be [PREPARED_MS,"IDENTITY"], as a previous page printed it, got %q`, s)
-	}
-	return c, nil
-}
-
 // moreHint is the line that tells where a listing cut at its limit goes
 // on.
 func moreHint(verb, runID, cursor string) string {
-	return fmt.Sprintf("more: wfstore inspect %s %s --after %s", verb, strconv.Quote(runID), strconv.Quote(cursor))
+	return fmt.Sprintf("more: wfstore inspect %s %s --cursor %s", verb, strconv.Quote(runID), cursor)
 }
 
 // inspectActivations lists one run's activations in (node, activation)
@@ -71,7 +33,7 @@ func inspectActivations(ctx context.Context, s *workflow.Store, runID string, fr
 		return err
 	}
 	cursor := func(a backend.Activation) string {
-		return activationCursor(backend.NodeRef{NodeID: a.Key.NodeID, ActivationID: a.Key.ActivationID})
+		return activationCursor(runID, backend.NodeRef{NodeID: a.Key.NodeID, ActivationID: a.Key.ActivationID})
 	}
 	return printPage(w, acts, limit, cursor, "activations", asJSON, writeActivations)
 }
@@ -89,12 +51,14 @@ func inspectAttempts(ctx context.Context, s *workflow.Store, runID string, from 
 	}); err != nil {
 		return err
 	}
-	return printPage(w, atts, limit, attemptCursor, "attempts_newest_first", asJSON, writeAttempts)
+	cursor := func(a backend.Attempt) string { return attemptCursor(runID, a) }
+	return printPage(w, atts, limit, cursor, "attempts_newest_first", asJSON, writeAttempts)
 }
 
 // printPage prints one page of a listing read with limit+1 rows: as JSON
-// under key with "next_after", or as a table with a "next: --after" line,
-// the cursor of the page's last row when a further row exists.
+// under key with "next_cursor", or as a table with a "next: --cursor"
+// line: the opaque cursor of the page's last row when a further row
+// exists (empty, and no line, on the last page).
 func printPage[T any](w io.Writer, rows []T, limit int, cursor func(T) string, key string, asJSON bool, table func(*tabwriter.Writer, []T)) error {
 	next := ""
 	if len(rows) > limit {
@@ -102,7 +66,7 @@ func printPage[T any](w io.Writer, rows []T, limit int, cursor func(T) string, k
 		next = cursor(rows[limit-1])
 	}
 	if asJSON {
-		return writeJSON(w, map[string]any{key: jsonRecords(rows), "next_after": next})
+		return writeJSON(w, map[string]any{key: jsonRecords(rows), "next_cursor": next})
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	table(tw, rows)
@@ -110,7 +74,7 @@ func printPage[T any](w io.Writer, rows []T, limit int, cursor func(T) string, k
 		return err
 	}
 	if next != "" {
-		fmt.Fprintf(w, "next: --after %s\n", strconv.Quote(next))
+		fmt.Fprintf(w, "next: --cursor %s\n", next)
 	}
 	return nil
 }
@@ -141,10 +105,16 @@ func writeAttemptsAt(tw *tabwriter.Writer, atts []backend.Attempt, now time.Time
 // unsettled attempt's age is what the stuck-work check
 // (workflow.Engine.StuckAttempts) compares with its age limit.
 func attemptAge(a backend.Attempt, now time.Time) time.Duration {
-	since := max(a.PreparedMS, a.AdmittedMS, a.TerminalMS)
-	d := max(now.Sub(time.UnixMilli(since)), 0)
+	d := time.Duration(attemptAgeMS(a, now)) * time.Millisecond
 	if d >= time.Second {
 		return d.Truncate(time.Second)
 	}
 	return d.Truncate(time.Millisecond)
+}
+
+// attemptAgeMS is the attempt's age as of now (see attemptAge), in whole
+// milliseconds, untruncated: the "age_ms" of inspect's JSON.
+func attemptAgeMS(a backend.Attempt, now time.Time) int64 {
+	since := max(a.PreparedMS, a.AdmittedMS, a.TerminalMS)
+	return max(now.UnixMilli()-since, 0)
 }

@@ -9,9 +9,11 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/backend"
 )
 
-// pageAll follows a listing's next_after cursor with pages of size and
+// pageAll follows a listing's next_cursor with pages of size and
 // returns every row's key field, in order, and the number of pages.
 func pageAll(t *testing.T, bin, path, verb, runID, field, list string, size int) ([]string, int) {
 	t.Helper()
@@ -20,7 +22,7 @@ func pageAll(t *testing.T, bin, path, verb, runID, field, list string, size int)
 	for {
 		args := []string{"inspect", verb, runID, "--db", path, "--json", "--limit", strconv.Itoa(size)}
 		if after != "" {
-			args = append(args, "--after", after)
+			args = append(args, "--cursor", after)
 		}
 		stdout, stderr, code := runCLI(t, bin, nil, args...)
 		require.Equal(t, 0, code, stderr)
@@ -33,7 +35,7 @@ func pageAll(t *testing.T, bin, path, verb, runID, field, list string, size int)
 			keys = append(keys, fmt.Sprint(r[field]))
 		}
 		pages++
-		require.NoError(t, json.Unmarshal(page["next_after"], &after))
+		require.NoError(t, json.Unmarshal(page["next_cursor"], &after))
 		if after == "" {
 			return keys, pages
 		}
@@ -62,8 +64,8 @@ func TestInspectActivationsAndAttemptsPageThroughARun(t *testing.T) {
 	require.Greater(t, most, 3, "the demo makes a run with several attempts")
 
 	for _, l := range []struct{ verb, list, field string }{
-		{"activations", "activations", "Key"},
-		{"attempts", "attempts_newest_first", "Identity"},
+		{"activations", "activations", "key"},
+		{"attempts", "attempts_newest_first", "identity"},
 	} {
 		whole, pages := pageAll(t, bin, path, l.verb, runID, l.field, l.list, 1000)
 		require.Equal(t, 1, pages)
@@ -76,22 +78,26 @@ func TestInspectActivationsAndAttemptsPageThroughARun(t *testing.T) {
 	// The table form prints the cursor; "run" says where a cut list goes on.
 	stdout, _, code := runCLI(t, bin, nil, "inspect", "attempts", runID, "--db", path, "--limit", "1")
 	require.Equal(t, 0, code)
-	assert.Regexp(t, `(?m)^next: --after "\[\d+,\\"`, stdout)
+	assert.Regexp(t, `(?m)^next: --cursor [A-Za-z0-9_-]+$`, stdout)
 	stdout, _, code = runCLI(t, bin, nil, "inspect", "run", runID, "--db", path, "--limit", "1")
 	require.Equal(t, 0, code)
-	assert.Contains(t, stdout, "more: wfstore inspect activations "+strconv.Quote(runID)+" --after ")
-	assert.Contains(t, stdout, "more: wfstore inspect attempts "+strconv.Quote(runID)+" --after ")
+	assert.Contains(t, stdout, "more: wfstore inspect activations "+strconv.Quote(runID)+" --cursor ")
+	assert.Contains(t, stdout, "more: wfstore inspect attempts "+strconv.Quote(runID)+" --cursor ")
 	stdout, _, code = runCLI(t, bin, nil, "inspect", "run", runID, "--db", path, "--limit", "1000")
 	require.Equal(t, 0, code)
 	assert.NotContains(t, stdout, "more:")
 
 	// Cursors a user can get wrong.
 	for _, bad := range [][]string{
-		{"activations", runID, "--after", "n1"},
-		{"activations", runID, "--after", `["only-one"]`},
-		{"attempts", runID, "--after", `["x","id"]`},
-		{"attempts", runID, "--after", `[0,"id"]`},
+		{"activations", runID, "--cursor", "n1"},
+		{"activations", runID, "--cursor", `["n1","a1"]`},
+		{"activations", runID, "--after", `["n1","a1"]`},
+		{"attempts", runID, "--cursor", `[1,"id"]`},
+		{"attempts", runID, "--cursor", attemptCursor("another-run", backend.Attempt{PreparedMS: 1, Identity: "id"})},
+		{"attempts", runID, "--cursor", activationCursor(runID, backend.NodeRef{NodeID: "n", ActivationID: "a"})},
+		{"attempts", runID, "--cursor", encodeCursor(pageCursor{Listing: "attempts", Run: runID})},
 		{"run", runID, "--after", "x"},
+		{"run", runID, "--cursor", "x"},
 	} {
 		_, stderr, code := runCLI(t, bin, nil, append(append([]string{"inspect"}, bad...), "--db", path)...)
 		assert.Equal(t, 2, code, "%v", bad)

@@ -34,10 +34,10 @@ func demoStore(t *testing.T, bin string) (string, []string) {
 	require.Equal(t, 0, code, stderr)
 	var page struct {
 		Runs []struct {
-			ID     string
-			Status string
+			ID     string `json:"id"`
+			Status string `json:"status"`
 		} `json:"runs"`
-		Next string `json:"next_after"`
+		Next string `json:"next_cursor"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &page), stdout)
 	require.Len(t, page.Runs, 8)
@@ -70,18 +70,30 @@ func TestInspectCommandOnADemoStore(t *testing.T) {
 	require.Equal(t, 0, code)
 	assert.Contains(t, stdout, ids[0])
 	assert.NotContains(t, stdout, ids[1]+" ")
-	assert.Contains(t, stdout, `next: --after "`+ids[0]+`"`)
-	stdout, _, code = runCLI(t, bin, nil, "inspect", "runs", "--db", path, "--limit", "1", "--after", ids[0], "--json")
-	require.Equal(t, 0, code)
-	assert.Contains(t, stdout, ids[1])
-	assert.NotContains(t, stdout, `"`+ids[0]+`"`)
-	assert.Contains(t, stdout, `"next_after": "`+ids[1]+`"`)
+	m := regexp.MustCompile(`(?m)^next: --cursor (\S+)$`).FindStringSubmatch(stdout)
+	require.NotNil(t, m, "a cut listing prints the next page's cursor: %s", stdout)
+	assert.NotContains(t, m[1], ids[0], "the cursor is opaque, not the run id")
+	for _, from := range [][]string{{"--cursor", m[1]}, {"--after", ids[0]}} {
+		stdout, _, code = runCLI(t, bin, nil, append([]string{"inspect", "runs", "--db", path, "--limit", "1", "--json"}, from...)...)
+		require.Equal(t, 0, code)
+		assert.Contains(t, stdout, ids[1])
+		assert.NotContains(t, stdout, `"`+ids[0]+`"`)
+		var pg struct {
+			Next string `json:"next_cursor"`
+		}
+		require.NoError(t, json.Unmarshal([]byte(stdout), &pg))
+		assert.NotEmpty(t, pg.Next)
+		assert.NotEqual(t, ids[1], pg.Next)
+	}
 
 	// The status filter, against the statuses the JSON listing gave.
 	stdout, _, code = runCLI(t, bin, nil, "inspect", "runs", "--db", path, "--json")
 	require.Equal(t, 0, code)
 	var all struct {
-		Runs []struct{ ID, Status string } `json:"runs"`
+		Runs []struct {
+			ID     string `json:"id"`
+			Status string `json:"status"`
+		} `json:"runs"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &all))
 	for _, st := range []string{"running", "paused", "completed", "failed", "cancelled", "repair_required"} {
@@ -111,12 +123,12 @@ func TestInspectCommandOnADemoStore(t *testing.T) {
 	require.Equal(t, 0, code)
 	var run struct {
 		Run struct {
-			ID           string
-			AttemptCount int64
+			ID           string `json:"id"`
+			AttemptCount int64  `json:"attempt_count"`
 		} `json:"run"`
 		Attempts []struct {
-			PreparedMS int64
-			Intent     json.RawMessage
+			PreparedMS int64           `json:"prepared_ms"`
+			Intent     json.RawMessage `json:"intent"`
 		} `json:"attempts_newest_first"`
 		Activations []map[string]any `json:"activations"`
 	}
@@ -134,17 +146,25 @@ func TestInspectCommandOnADemoStore(t *testing.T) {
 	seqs := regexp.MustCompile(`(?m)^(\d+)\s`).FindAllStringSubmatch(stdout, -1)
 	require.Len(t, seqs, 3, stdout)
 	assert.Equal(t, []string{"3", "4", "5"}, []string{seqs[0][1], seqs[1][1], seqs[2][1]})
-	assert.Contains(t, stdout, "next: --after 5")
-	stdout, _, code = runCLI(t, bin, nil, "inspect", "events", ids[1], "--db", path, "--after", "5", "--limit", "1", "--json")
+	m = regexp.MustCompile(`(?m)^next: --cursor (\S+)$`).FindStringSubmatch(stdout)
+	require.NotNil(t, m, stdout)
+	assert.NotEqual(t, "5", m[1], "the cursor is opaque, not the sequence number")
+	stdout, _, code = runCLI(t, bin, nil, "inspect", "events", ids[1], "--db", path, "--cursor", m[1], "--limit", "1", "--json")
 	require.Equal(t, 0, code)
 	var evs struct {
-		Events []struct{ Seq int64 } `json:"events"`
-		Next   string                `json:"next_after"`
+		Events []struct {
+			Seq int64 `json:"seq"`
+		} `json:"events"`
+		Next string `json:"next_cursor"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &evs))
 	require.Len(t, evs.Events, 1)
 	assert.Equal(t, int64(6), evs.Events[0].Seq)
-	assert.Equal(t, "6", evs.Next)
+	assert.NotEmpty(t, evs.Next)
+	// The cursor of one run's events does not continue another run's.
+	_, stderr, code = runCLI(t, bin, nil, "inspect", "events", ids[0], "--db", path, "--cursor", m[1])
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "not a cursor of this listing")
 
 	// Mistakes a user can make.
 	_, stderr, code = runCLI(t, bin, nil, "inspect", "run", "no-such-run", "--db", path)
@@ -338,7 +358,7 @@ func TestExportImportRoundTripsEveryRecordKind(t *testing.T) {
 	require.NoError(t, err)
 	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
 	require.Len(t, lines, len(recs)+2, "a header, one line per record, a trailer")
-	assert.Equal(t, `{"format":"wfstore-export","version":2}`, lines[0])
+	assert.Equal(t, `{"format":"wfstore-export","version":3}`, lines[0])
 	assert.Regexp(t, `^\{"trailer":\{"records":14,"sha256":"[0-9a-f]{64}"\}\}$`, lines[len(lines)-1])
 	kinds := map[string]int{}
 	for _, l := range lines[1 : len(lines)-1] {
@@ -419,7 +439,9 @@ func TestInspectRunTellsAFailedRunWithARetryDueFromAFinallyFailedOne(t *testing.
 	stdout, _, code = runCLI(t, bin, nil, "inspect", "run", "retrying", "--db", path, "--json")
 	require.Equal(t, 0, code)
 	var got struct {
-		NextRetry *struct{ Due time.Time } `json:"next_retry"`
+		NextRetry *struct {
+			Due time.Time `json:"due"`
+		} `json:"next_retry"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(stdout), &got), stdout)
 	require.NotNil(t, got.NextRetry)

@@ -15,6 +15,11 @@
 //
 // Run "wfstore <command> -help" for a command's flags.
 //
+// Every --json output and the export format name fields in snake_case.
+// On a terminal, the long commands (export, import, prune, verify, backup,
+// conform) draw a progress line on stderr, cleared before their results;
+// off one they print nothing but their results.
+//
 // Exit status: 0 on success, 1 on an error, 2 on a usage error (the message
 // names the valid values), 130 when interrupted by SIGINT (Ctrl-C) and 143
 // by SIGTERM; an interrupted command prints one line saying what it left
@@ -157,9 +162,15 @@ func exit(ctx context.Context, cmd string, err error, stderr io.Writer, dsns ...
 		return 130
 	}
 	var ue *usageError
+	if bad, ok := badDSN(err); ok {
+		ue = bad
+	}
 	switch {
 	case err == nil:
 		return 0
+	case ue != nil:
+		fmt.Fprintf(stderr, "wfstore %s: %s (see \"wfstore %s -help\")\n", cmd, redact.Text(ue.msg, dsns...), cmd)
+		return 2
 	case errors.Is(err, errUsage):
 		return 2
 	case errors.As(err, &ue):

@@ -7,6 +7,8 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 	"strings"
 	"time"
 
@@ -29,7 +31,7 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	var before string
 	var batch int
 	var dry, asJSON, all bool
-	var after string
+	var after, olderThan string
 	var limit int
 	fs := flag.NewFlagSet("prune", flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -39,7 +41,8 @@ func pruneCmd(ctx context.Context, args []string, stdout, stderr io.Writer) erro
 	fs.IntVar(&batch, "batch", 0, "records deleted per transaction, 1..1000 (0 = 100; etcd: --max-txn-ops/16)")
 	fs.BoolVar(&dry, "dry-run", false, "count what would be deleted and write nothing")
 	fs.BoolVar(&asJSON, "json", false, "print the report as JSON")
-	fs.BoolVar(&all, "all-finished", false, "instead of --run: every completed or cancelled run of a finished tree that finished before --finished-before (required), a page at a time (failed runs are pruned only when named)")
+	fs.StringVar(&olderThan, "older-than", "", "cut-off as an age, instead of --finished-before: skip runs last updated within it ("+ageForms+")")
+	fs.BoolVar(&all, "all-finished", false, "instead of --run: every completed or cancelled run of a finished tree that finished before the cut-off (--older-than or --finished-before, required), a page at a time (failed runs are pruned only when named)")
 	fs.StringVar(&after, "after", "", "with --all-finished: resume after this run id (the next: cursor a call prints)")
 	fs.IntVar(&limit, "limit", 0, "with --all-finished: runs pruned per call, 1..1000 (0 = 100)")
 	fs.Usage = func() {
@@ -62,6 +65,7 @@ failed run: pruning one ends it, so name it. If any named run is missing or not 
 and the command exits 1. --dry-run reports what would be deleted.
 
   wfstore prune --db wfstore-demo.db --run RUN --dry-run
+  wfstore prune --db wfstore-demo.db --all-finished --older-than 30d
   wfstore prune --db wfstore-demo.db --all-finished --finished-before 2026-12-01T00:00:00Z
   wfstore prune --backend postgres --dsn postgres://... --run A --run B --json
 
@@ -80,8 +84,10 @@ Flags:
 		return errors.New("give --run or --all-finished, not both")
 	case !all && len(runs) == 0:
 		return errors.New("name the runs to prune with --run ID (repeatable), or use --all-finished")
-	case all && before == "":
-		return errors.New("--all-finished needs --finished-before")
+	case before != "" && olderThan != "":
+		return errors.New("give --older-than or --finished-before, not both")
+	case all && before == "" && olderThan == "":
+		return fmt.Errorf("--all-finished needs --finished-before TIME (RFC 3339) or --older-than AGE (%s)", ageForms)
 	case !all && (after != "" || limit != 0):
 		return errors.New("--after and --limit go with --all-finished")
 	}
@@ -99,12 +105,27 @@ Flags:
 		}
 		opts.FinishedBefore = t
 	}
+	now := time.Now()
+	if olderThan != "" {
+		age, err := parseAge(olderThan)
+		if err != nil {
+			return usageErrorf("--older-than %q: %v", olderThan, err)
+		}
+		opts.FinishedBefore = now.Add(-age)
+	}
 	b, err := sf.open(ctx)
 	if err != nil {
 		return err
 	}
 	defer b.Close()
-	rep, err := workflow.New(b).Prune(ctx, opts, time.Now())
+	p := newProgress(stderr, "prune")
+	what := "pruning"
+	if dry {
+		what = "counting what a prune would delete"
+	}
+	p.begin(what, "")
+	rep, err := workflow.New(b).Prune(ctx, opts, now)
+	p.finish()
 	if err != nil {
 		return sf.explain(err)
 	}
@@ -137,7 +158,7 @@ func printPrune(w io.Writer, where string, rep workflow.PruneReport) {
 			fmt.Fprintf(w, "  %s (%s): %s %d events, %d attempts, %d leases, %d schedules", r.RunID, r.Status, verb,
 				d.Events, d.Attempts, d.Leases, d.Schedules)
 			if !rep.DryRun {
-				fmt.Fprintf(w, " in %d transactions", r.Transactions)
+				fmt.Fprintf(w, " in %s", countOf(r.Transactions, "transaction"))
 			}
 			fmt.Fprintln(w)
 		}
@@ -151,4 +172,39 @@ func printPrune(w io.Writer, where string, rep workflow.PruneReport) {
 	if rep.Next != "" {
 		fmt.Fprintf(w, "next: --after %q\n", rep.Next)
 	}
+}
+
+// ageForms are the forms --older-than takes.
+const ageForms = "a whole number of days, hours or minutes: 30d, 12h, 90m"
+
+// errBadAge: an --older-than that is not an age of the accepted forms.
+var errBadAge = errors.New("not an age")
+
+// parseAge parses an age of the form N followed by d (days of 24 hours),
+// h or m, N a whole number above 0.
+func parseAge(s string) (time.Duration, error) {
+	units := map[byte]time.Duration{'d': 24 * time.Hour, 'h': time.Hour, 'm': time.Minute}
+	if len(s) < 2 {
+		return 0, fmt.Errorf("%w: want %s", errBadAge, ageForms)
+	}
+	unit, ok := units[s[len(s)-1]]
+	digits := s[:len(s)-1]
+	n, err := strconv.ParseInt(digits, 10, 64)
+	switch {
+	case !ok || err != nil || digits[0] < '0' || digits[0] > '9':
+		return 0, fmt.Errorf("%w: want %s", errBadAge, ageForms)
+	case n == 0:
+		return 0, fmt.Errorf("%w: an age of 0 would prune runs that finished a moment ago; want %s", errBadAge, ageForms)
+	case n > int64(math.MaxInt64/unit):
+		return 0, fmt.Errorf("%w: too long; want %s", errBadAge, ageForms)
+	}
+	return time.Duration(n) * unit, nil
+}
+
+// countOf is "1 thing" or "N things".
+func countOf(n int, thing string) string {
+	if n == 1 {
+		return "1 " + thing
+	}
+	return strconv.Itoa(n) + " " + thing + "s"
 }

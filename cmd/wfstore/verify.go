@@ -54,7 +54,10 @@ Flags:
 		return err // names the file or the DSN
 	}
 	defer b.Close()
+	p := newProgress(stderr, "verify")
+	p.begin("checking "+sf.where(), "")
 	rep, err := workflow.New(b).Verify(ctx, workflow.VerifyOptions{RunID: *runID, MaxViolations: *maxV})
+	p.finish()
 	if err != nil {
 		return err
 	}
