@@ -65,14 +65,16 @@ func newProgress(stderr io.Writer, cmd string) *progress {
 	if !p.on {
 		return p
 	}
-	p.stop, p.stopped = make(chan struct{}), make(chan struct{})
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	p.stop, p.stopped = stop, stopped
 	go func() {
-		defer close(p.stopped)
+		// The channels are the goroutine's own: finish clears p.stop.
+		defer close(stopped)
 		t := time.NewTicker(progressTick)
 		defer t.Stop()
 		for {
 			select {
-			case <-p.stop:
+			case <-stop:
 				return
 			case <-t.C:
 				p.mu.Lock()
