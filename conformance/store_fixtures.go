@@ -64,9 +64,9 @@ func mkRun(e *env, s *workflow.Store, id string, l workflow.Limits, auth *workfl
 
 // defaulted requests l with every zero field unset (so taking its default).
 func defaulted(l workflow.Limits) workflow.RunLimits {
-	r := workflow.ExactLimits(l)
-	if l.RetryCap == 0 {
-		r.RetryCap = nil
+	r := workflow.RunLimits{NodeExecutionCap: l.NodeExecutionCap, ConcurrencyCap: l.ConcurrencyCap, CycleCap: l.CycleCap}
+	if l.RetryCap != 0 {
+		r.RetryCap = workflow.RetryCap(uint32(l.RetryCap))
 	}
 	return r
 }

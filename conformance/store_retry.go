@@ -142,6 +142,10 @@ func caseRetryScheduleRefusals(e *env) {
 		{"unsupported version", func(x *workflow.RetryEligibility) { x.Version = 2 }, 100 * time.Millisecond, workflow.ErrIneligible},
 		{"max attempts zero", func(x *workflow.RetryEligibility) { x.MaxAttempts = 0 }, 100 * time.Millisecond, workflow.ErrIneligible},
 		{"negative backoff", nil, -time.Millisecond, workflow.ErrInvalidInput},
+		// The stored form is milliseconds: no value is truncated into it.
+		{"a backoff of -1ns", nil, -time.Nanosecond, workflow.ErrInvalidInput},
+		{"a backoff below a millisecond", nil, 500 * time.Microsecond, workflow.ErrInvalidInput},
+		{"a backoff of a fractional millisecond", nil, 1500 * time.Microsecond, workflow.ErrInvalidInput},
 	}
 	for _, kind := range []workflow.FailureKind{workflow.FailureCancellation, workflow.FailureTerminalTimeout, workflow.FailureApprovalDenied,
 		workflow.FailureSchemaFailure, workflow.FailureAmbiguousMutation, workflow.FailureTerminalFailure} {

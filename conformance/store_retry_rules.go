@@ -37,8 +37,19 @@ func caseRetryCapZero(e *env) {
 	assert.Equal(e.T, int64(workflow.DefaultRetryCap), getRun(e, s, "unset").Limits.RetryCap, "an unset retry cap takes the default")
 	// The stored limits requested again are the identical run; unset is not 0.
 	before := digest(e, "zero")
-	created, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: "zero", Limits: workflow.ExactLimits(getRun(e, s, "zero").Limits)}, ms(1))
+	exact, err := workflow.ExactLimits(getRun(e, s, "zero").Limits)
 	require.NoError(e.T, err)
+	created, err := s.CreateRun(e.Ctx, workflow.NewRun{ID: "zero", Limits: exact}, ms(1))
+	require.NoError(e.T, err)
+	// Limits no request can reproduce are refused, never defaulted.
+	for _, bad := range []workflow.Limits{
+		{NodeExecutionCap: 10, ConcurrencyCap: 1, CycleCap: 1, RetryCap: -1},
+		{NodeExecutionCap: 10, ConcurrencyCap: 1, CycleCap: 1, RetryCap: 1 << 32},
+		{NodeExecutionCap: 0, ConcurrencyCap: 1, CycleCap: 1, RetryCap: 1},
+	} {
+		_, err := workflow.ExactLimits(bad)
+		requireIs(e.T, err, workflow.ErrInvalidInput, "ExactLimits(%+v)", bad)
+	}
 	assert.False(e.T, created)
 	_, err = s.CreateRun(e.Ctx, workflow.NewRun{ID: "zero"}, ms(1))
 	requireIs(e.T, err, workflow.ErrConflict, "unset retry cap against a stored 0")

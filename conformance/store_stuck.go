@@ -195,7 +195,7 @@ func caseTimeoutReadOnly(e *env) {
 	requireIs(e.T, err, workflow.ErrIneligible, "a millisecond early")
 	_, err = s.Engine().SettleTimedOut(e.Ctx, id, workflow.TimeoutOptions{}, ms(10_000))
 	requireIs(e.T, err, workflow.ErrIneligible, "no timeout applies")
-	for _, bad := range []time.Duration{-time.Millisecond, time.Microsecond, workflow.MaxAttemptTimeout + time.Millisecond} {
+	for _, bad := range []time.Duration{-time.Millisecond, time.Microsecond, 1500 * time.Microsecond, workflow.MaxAttemptTimeout + time.Millisecond} {
 		_, err = s.Engine().SettleTimedOut(e.Ctx, id, workflow.TimeoutOptions{Default: bad}, ms(10_000))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "default %v", bad)
 		_, err = s.Engine().TimedOutAttempts(e.Ctx, workflow.TimeoutScan{Default: bad}, ms(10_000))

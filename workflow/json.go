@@ -64,6 +64,20 @@ func canonicalJSON(field string, raw []byte) ([]byte, error) {
 	return canonicalWithin(field, raw, canonical.Default)
 }
 
+// CanonicalJSON returns the canonical form of raw: the form in which the
+// store keeps every JSON document and compares receipts and intents (a
+// receipt persisted again is the same receipt exactly when the canonical
+// forms are equal byte for byte; an Attempt's IntentChecksum is Checksum
+// of the intent's canonical form). The form is compact, with object
+// members sorted bytewise by key, numbers exactly as written (1 and 1.0
+// differ) and strings with the fewest escapes. Invalid JSON, invalid
+// UTF-8, duplicate keys, nesting deeper than MaxJSONDepth or a form
+// longer than MaxJSONBytes are an *InputError (ErrInvalidInput; an
+// oversized one also matches ErrTooLarge).
+func CanonicalJSON(raw []byte) ([]byte, error) {
+	return canonicalJSON("json", raw)
+}
+
 // ownerLimits are the limits of owner JSON (see MaxOwnerJSONBytes).
 var ownerLimits = canonical.Limits{Bytes: MaxOwnerJSONBytes, Depth: MaxOwnerJSONDepth}
 

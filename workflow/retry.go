@@ -174,14 +174,14 @@ type RetryRequest struct {
 	Reconciliation Reconciliation
 	// MaxAttempts is the policy's max_attempts (counting the first attempt).
 	MaxAttempts uint32
-	// Backoff is the delay before the retry is due, truncated to the
-	// millisecond; it must not be negative.
+	// Backoff is the delay before the retry is due: a whole, non-negative
+	// number of milliseconds (else ErrInvalidInput).
 	Backoff time.Duration
 }
 
 // ScheduleRetry persists an automatic retry schedule decided from e (the
-// failure kind is e.Failure), due backoff (truncated to the millisecond)
-// after now. It is idempotent only for an identical request (same facts,
+// failure kind is e.Failure), due backoff after now; backoff must be a
+// whole, non-negative number of milliseconds (else ErrInvalidInput). It is idempotent only for an identical request (same facts,
 // backoff and now); a different schedule for the same activation fails
 // with ErrConflict. The automatic_retry_scheduled event is written on
 // first insert only.
@@ -194,7 +194,11 @@ func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, key Activ
 	if err != nil {
 		return RetrySchedule{}, err
 	}
-	sched, err := buildSchedule(e, k, e.Failure, backoff.Milliseconds(), at)
+	backoffMS, err := durationMS("retry backoff", backoff)
+	if err != nil {
+		return RetrySchedule{}, err
+	}
+	sched, err := buildSchedule(e, k, e.Failure, backoffMS, at)
 	if err != nil {
 		return RetrySchedule{}, err
 	}

@@ -53,11 +53,22 @@ type RunLimits struct {
 func RetryCap(n uint32) *uint32 { return &n }
 
 // ExactLimits returns the RunLimits that request exactly the stored limits
-// l: CreateRun with it stores l again (RetryCap 0 included).
-func ExactLimits(l Limits) RunLimits {
-	r := RunLimits{NodeExecutionCap: l.NodeExecutionCap, ConcurrencyCap: l.ConcurrencyCap, CycleCap: l.CycleCap}
-	if l.RetryCap >= 0 && l.RetryCap <= int64(^uint32(0)) {
-		r.RetryCap = RetryCap(uint32(l.RetryCap))
+// l: CreateRun with it stores l again (RetryCap 0 included). Limits no
+// request can reproduce (a cap of 0 or below, which a request reads as
+// unset, or a RetryCap outside 0..2^32-1) are refused with an
+// *InputError (ErrInvalidInput) rather than replaced by a default.
+func ExactLimits(l Limits) (RunLimits, error) {
+	for _, c := range []struct {
+		name string
+		v    int64
+	}{{"node execution cap", l.NodeExecutionCap}, {"concurrency cap", l.ConcurrencyCap}, {"cycle cap", l.CycleCap}} {
+		if c.v <= 0 {
+			return RunLimits{}, invalid("limits", "%s %d cannot be requested exactly (0 or below means unset)", c.name, c.v)
+		}
 	}
-	return r
+	if l.RetryCap < 0 || l.RetryCap > int64(^uint32(0)) {
+		return RunLimits{}, invalid("limits", "retry cap %d is outside 0..%d", l.RetryCap, ^uint32(0))
+	}
+	return RunLimits{NodeExecutionCap: l.NodeExecutionCap, ConcurrencyCap: l.ConcurrencyCap, CycleCap: l.CycleCap,
+		RetryCap: RetryCap(uint32(l.RetryCap))}, nil
 }

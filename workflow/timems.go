@@ -35,3 +35,17 @@ func fromMS(ms int64) time.Time {
 	}
 	return time.UnixMilli(ms).UTC()
 }
+
+// durationMS converts an API duration to the stored form, whole
+// milliseconds. A negative duration, or one that is not a whole number of
+// milliseconds (below a millisecond included), is rejected with an
+// *InputError naming field: no value is truncated on its way to storage.
+func durationMS(field string, d time.Duration) (int64, error) {
+	if d < 0 {
+		return 0, invalid(field, "must not be negative, got %v", d)
+	}
+	if d%time.Millisecond != 0 {
+		return 0, invalid(field, "must be a whole number of milliseconds, got %v", d)
+	}
+	return d.Milliseconds(), nil
+}

@@ -82,7 +82,11 @@ func (o TimeoutOptions) validate() (int64, *backend.Authority, error) {
 	if err := validateAuthority(a); err != nil {
 		return 0, nil, err
 	}
-	return o.Default.Milliseconds(), a, nil
+	def, err := durationMS("default attempt timeout", o.Default)
+	if err != nil {
+		return 0, nil, err
+	}
+	return def, a, nil
 }
 
 // TimeoutResult reports what SettleTimedOut did.

@@ -47,11 +47,15 @@ func SeedRuns(ctx context.Context, s *workflow.Store, b backend.Backend, prefix 
 	}
 	for r := 0; len(keys) < n; r++ {
 		runID := fmt.Sprintf("%s-%05d", prefix, r)
-		if _, err := s.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: workflow.ExactLimits(Limits)}, now); err != nil {
+		limits, err := workflow.ExactLimits(Limits)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := s.CreateRun(ctx, workflow.NewRun{ID: runID, Limits: limits}, now); err != nil {
 			return nil, err
 		}
 		m := min(per, n-len(keys))
-		err := b.Update(ctx, func(tx backend.Tx) error {
+		err = b.Update(ctx, func(tx backend.Tx) error {
 			run, err := backend.GetRun(ctx, tx, runID)
 			if err != nil {
 				return err
