@@ -9,8 +9,9 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-// caseTimeout bounds one case (env.Ctx); the test binary's own deadline,
-// when sooner, wins.
+// caseTimeout bounds one case (env.Ctx), three times longer under the race
+// detector, which slows every transaction about tenfold; the test binary's
+// own deadline, when sooner, wins.
 const caseTimeout = 5 * time.Minute
 
 // verifyTimeout bounds Harness.Verify at the end of a case.
@@ -43,6 +44,9 @@ type env struct {
 func newEnv(t *testing.T, h Harness) *env {
 	t.Helper()
 	timeout := caseTimeout
+	if raceDetector {
+		timeout *= 3
+	}
 	if d, ok := t.Deadline(); ok {
 		if left := time.Until(d) - 10*time.Second; left < timeout {
 			timeout = max(left, time.Second)
