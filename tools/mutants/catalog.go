@@ -99,7 +99,7 @@ var Catalog = []Mutant{
 		return nil, err
 	}
 `,
-				Replace: "",
+				Replace: "\t_ = check\n",
 			},
 		},
 	},
