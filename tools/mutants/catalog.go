@@ -279,7 +279,8 @@ var Catalog = []Mutant{
 	}
 	if !found {
 `,
-				Replace: `	if !found {
+				Replace: `	_ = check
+	if !found {
 `,
 			},
 		},
