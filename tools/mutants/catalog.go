@@ -1075,7 +1075,7 @@ var Catalog = []Mutant{
 				Find: `	var err error
 	r.shim.traced(ctx, "cancel", attemptAttrs(a.Key, a.Identity), func() error { err = c.canceller.Cancel(ctx, a.Identity); return err })
 `,
-				Replace: `	if err := r.store.MarkCancellationSignalled(ctx, a.Identity, r.cfg.clock.Now()); err != nil {
+				Replace: `	if err := r.store.Engine().MarkCancellationSignalled(ctx, a.Identity, r.cfg.clock.Now()); err != nil {
 		return 0, ignoreIneligible(err)
 	}
 	var err error
