@@ -147,7 +147,7 @@ func caseBatchReleaseUnoffered(e *env) {
 		for _, r := range sum.Unoffered {
 			requireReceiptless(e, s, r.Key, workflow.HandoffPending, run+": released")
 			assert.Empty(e.T, rawToken(e, r.Key), "%s: a released handoff has no holder", run)
-			assert.Contains(e.T, payloadsOf(e, s, run, "dispatch_handoff_released"), `{"dispatch_identity":"`+r.Identity+`"}`)
+			assert.Contains(e.T, payloadsOf(e, s, run, "dispatch_handoff_released"), attemptEvent(r.Key.ActivationKey, r.Key.Attempt, `{}`))
 		}
 		rep, err := s.Verify(e.Ctx, workflow.VerifyOptions{})
 		require.NoError(e.T, err)

@@ -2,7 +2,6 @@ package conformance
 
 import (
 	"encoding/json"
-	"fmt"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -64,9 +63,9 @@ func caseCancelFinishedAnyway(e *env) {
 		assert.Nil(e.T, act.Output, "the output is not the activation's")
 	}
 	assert.Equal(e.T, []string{
-		fmt.Sprintf(`{"dispatch_identity":%q,"observed":"succeeded","output":{"shipped":5}}`, ids[0]),
-		fmt.Sprintf(`{"dispatch_identity":%q,"observed":"failed"}`, ids[1]),
-		fmt.Sprintf(`{"dispatch_identity":%q,"observed":"cancelled"}`, ids[2]),
+		attemptEvent(key("r", "n", "a"), 1, `{"observed":"succeeded","output":{"shipped":5}}`),
+		attemptEvent(key("r", "n", "b"), 1, `{"observed":"failed"}`),
+		attemptEvent(key("r", "n", "c"), 1, `{"observed":"cancelled"}`),
 	}, payloadsOf(e, s, "r", "attempt_cancelled"), "each event records what the owner observed")
 	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "r").Status)
 }
@@ -86,7 +85,7 @@ func caseCancelReceiptPassAsks(e *env) {
 	assert.Equal(e.T, workflow.AttemptCancelled, out.Status)
 	out, _ = outcomeOf(sum, ids[1])
 	assert.Equal(e.T, workflow.AttemptRunning, out.Status, "work still running is not settled")
-	assert.Equal(e.T, []string{fmt.Sprintf(`{"dispatch_identity":%q,"observed":"succeeded","output":7}`, ids[0])},
+	assert.Equal(e.T, []string{attemptEvent(key("r", "n", "a"), 1, `{"observed":"succeeded","output":7}`)},
 		payloadsOf(e, s, "r", "attempt_cancelled"))
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)
 	o.answer[ids[1]] = obs(workflow.ObservedCancelled)
@@ -128,8 +127,8 @@ func caseCancelUnobserved(e *env) {
 	assert.False(e.T, done, "a settled attempt is left alone")
 	s = e.newStore(e.Reopen())
 	assert.Equal(e.T, []string{
-		fmt.Sprintf(`{"dispatch_identity":%q,"reason":"signalled_not_observed"}`, ids[0]),
-		fmt.Sprintf(`{"dispatch_identity":%q,"reason":"not_signalled_not_observed"}`, ids[1]),
+		attemptEvent(key("r", "n", "a"), 1, `{"reason":"signalled_not_observed"}`),
+		attemptEvent(key("r", "n", "b"), 1, `{"reason":"not_signalled_not_observed"}`),
 	}, payloadsOf(e, s, "r", "attempt_cancelled"))
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "c is still active")
 	done, err = s.Engine().SettleCancelledUnobserved(e.Ctx, ids[2], workflow.NeitherSignalledNorObserved, nil, ms(21))

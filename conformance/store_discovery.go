@@ -83,7 +83,7 @@ func caseDiscoveryHandoffRefusal(e *env) {
 	assert.Empty(e.T, sum.Exhausted)
 	assert.Equal(e.T, 1, o.totalCalls(), "the owner is called for the healthy run only")
 	unchanged(e, after[taken], "a handoff recorded by another caller", taken)
-	assert.Contains(e.T, payloadsOf(e, s, failed, "dispatch_handed_off"), `{"dispatch_identity":"`+identity(sib, 1)+`"}`)
+	assert.Contains(e.T, payloadsOf(e, s, failed, "dispatch_handed_off"), attemptEvent(sib, 1, `{}`))
 	for _, k := range []workflow.ActivationKey{ax, bx, cx} {
 		unchanged(e, after[k.RunID], "a refused handoff", k.RunID)
 		att := getAttempt(e, s, k, 1)

@@ -484,8 +484,8 @@ func caseFanOutFailFast(e *env) {
 	assert.Equal(e.T, workflow.AttemptSiblingCancelling, getAttempt(e, s, m[2], 1).Status, "handed-off sibling")
 	assert.Equal(e.T, workflow.AttemptCancelled, getAttempt(e, s, m[3], 1).Status, "a never-dispatched sibling is cancelled outright")
 	assert.Equal(e.T, []string{
-		fmt.Sprintf(`{"dispatch_identity":%q}`, identity(m[1], 1)),
-		fmt.Sprintf(`{"dispatch_identity":%q}`, identity(m[2], 1)),
+		attemptEvent(m[1], 1, `{}`),
+		attemptEvent(m[2], 1, `{}`),
 	}, payloadsOf(e, s, "r", "attempt_sibling_cancelling"), "one event per sibling attempt")
 	assert.Len(e.T, payloadsOf(e, s, "r", "fan_out_member_cancelled"), 2, "members 3 and 4")
 	assert.Len(e.T, payloadsOf(e, s, "r", "fan_out_failed"), 1)

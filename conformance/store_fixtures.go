@@ -45,6 +45,27 @@ func identity(k workflow.ActivationKey, attempt uint32) string {
 	return workflow.DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, attempt)
 }
 
+// attemptEvent is the stored payload of an event about attempt n of k: the
+// attempt's names (run, node, activation, attempt number) and dispatch
+// identity, with the fields of the JSON object extra, in canonical form.
+func attemptEvent(k workflow.ActivationKey, n uint32, extra string) string {
+	fields := map[string]any{}
+	if err := json.Unmarshal([]byte(extra), &fields); err != nil {
+		panic(err)
+	}
+	fields["run_id"], fields["node_id"], fields["activation_id"] = k.RunID, k.NodeID, k.ActivationID
+	fields["attempt"], fields["dispatch_identity"] = n, identity(k, n)
+	raw, err := json.Marshal(fields)
+	if err != nil {
+		panic(err)
+	}
+	canon, err := workflow.CanonicalJSON(raw)
+	if err != nil {
+		panic(err)
+	}
+	return string(canon)
+}
+
 func attemptKey(k workflow.ActivationKey, n uint32) workflow.AttemptKey {
 	return workflow.AttemptKey{ActivationKey: k, Attempt: n}
 }

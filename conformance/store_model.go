@@ -2,6 +2,7 @@ package conformance
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -101,6 +102,7 @@ func checkModel(t rapid.TB, ctx context.Context, b backend.Backend, steps int, b
 			sq.step(rt, i, gen.Draw(rt, fmt.Sprintf("op%d", i)))
 			total.Add(1)
 		}
+		sq.eventsNameTheirAttempts(rt)
 	})
 }
 
@@ -284,4 +286,40 @@ func errClass(err error) model.Err {
 		return model.Resource
 	}
 	return model.Err("other: " + err.Error())
+}
+
+// eventsNameTheirAttempts checks every event of the sequence's runs that
+// carries a dispatch identity: it names its run, node, activation and
+// attempt number (failed_attempt on a retry refusal), and those names
+// derive that identity, so an event about an attempt reads on its own.
+func (sq *sequence) eventsNameTheirAttempts(rt *rapid.T) {
+	for _, run := range sq.runs {
+		evs, err := sq.s.Events(sq.ctx, run, 0, workflow.MaxPageLimit)
+		if err != nil {
+			rt.Fatalf("events of %s: %v", run, err)
+		}
+		for _, ev := range evs {
+			var p struct {
+				RunID         string  `json:"run_id"`
+				NodeID        string  `json:"node_id"`
+				ActivationID  string  `json:"activation_id"`
+				Attempt       *uint32 `json:"attempt"`
+				FailedAttempt *uint32 `json:"failed_attempt"`
+				Identity      string  `json:"dispatch_identity"`
+			}
+			if err := json.Unmarshal(ev.Payload, &p); err != nil {
+				rt.Fatalf("event %d of %s (%s): %v", ev.Seq, run, ev.Type, err)
+			}
+			if p.Identity == "" {
+				continue
+			}
+			n := p.Attempt
+			if n == nil {
+				n = p.FailedAttempt
+			}
+			if p.RunID != run || n == nil || workflow.DispatchIdentity(p.RunID, p.NodeID, p.ActivationID, *n) != p.Identity {
+				rt.Fatalf("event %d of %s (%s) does not name its attempt: %s", ev.Seq, run, ev.Type, ev.Payload)
+			}
+		}
+	}
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"sync"
 	"testing"
@@ -132,6 +131,23 @@ func attemptCancelledPayloads(t *testing.T, s *workflow.Store, runID string) []s
 	return out
 }
 
+// cancelledEvent is the stored attempt_cancelled payload for attempt id:
+// the attempt's names and identity with the fields of extra (JSON), in
+// canonical form.
+func cancelledEvent(t *testing.T, s *workflow.Store, id, extra string) string {
+	t.Helper()
+	a, err := s.GetAttempt(context.Background(), id)
+	require.NoError(t, err)
+	p := workflow.AttemptCancelledPayload{AttemptNames: workflow.AttemptNames{RunID: a.Key.RunID,
+		NodeID: a.Key.NodeID, ActivationID: a.Key.ActivationID, Attempt: a.Key.Attempt}, DispatchIdentity: id}
+	require.NoError(t, json.Unmarshal([]byte(extra), &p))
+	raw, err := json.Marshal(p)
+	require.NoError(t, err)
+	canon, err := workflow.CanonicalJSON(raw)
+	require.NoError(t, err)
+	return string(canon)
+}
+
 // The owner is told first and the signal recorded only after Cancel
 // returned nil: a runner that stops between the two (here its store fails
 // once Cancel returned) leaves the attempt unsignalled, and the next
@@ -215,7 +231,7 @@ func TestOwnerThatFinishesAnywayIsRecorded(t *testing.T) {
 	a, err := s.GetAttempt(context.Background(), id)
 	require.NoError(t, err)
 	assert.Equal(t, workflow.AttemptCancelled, a.Status)
-	assert.Equal(t, []string{fmt.Sprintf(`{"dispatch_identity":%q,"observed":"succeeded","output":{"shipped":5}}`, id)},
+	assert.Equal(t, []string{cancelledEvent(t, s, id, `{"observed":"succeeded","output":{"shipped":5}}`)},
 		attemptCancelledPayloads(t, s, "r"), "what the owner observed stays on record")
 }
 
@@ -230,7 +246,7 @@ func TestCancellerWithoutObserverSettlesOnceSignalled(t *testing.T) {
 	eventually(t, runCancelled(s, "r"), "the run is cancelled")
 	calls, _ := co.cancelCalls()
 	assert.Equal(t, []string{id}, calls)
-	assert.Equal(t, []string{fmt.Sprintf(`{"dispatch_identity":%q,"reason":"signalled_not_observed"}`, id)},
+	assert.Equal(t, []string{cancelledEvent(t, s, id, `{"reason":"signalled_not_observed"}`)},
 		attemptCancelledPayloads(t, s, "r"))
 }
 
@@ -247,7 +263,7 @@ func TestOwnerWithoutCancellerOrObserverIsSettledWithAWarning(t *testing.T) {
 		WithLogger(slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))))
 	_, id := admitThenCancel(t, s, o, clock, r)
 	eventually(t, runCancelled(s, "r"), "the run is cancelled")
-	assert.Equal(t, []string{fmt.Sprintf(`{"dispatch_identity":%q,"reason":"not_signalled_not_observed"}`, id)},
+	assert.Equal(t, []string{cancelledEvent(t, s, id, `{"reason":"not_signalled_not_observed"}`)},
 		attemptCancelledPayloads(t, s, "r"))
 	assert.Contains(t, logs.String(), "its work is never stopped")
 	assert.Contains(t, logs.String(), id)

@@ -118,7 +118,7 @@ func (s *Engine) ActiveAttempts(ctx context.Context, runID string, limit int) ([
 func (s *Engine) MarkCancellationSignalled(ctx context.Context, identity string, now time.Time) error {
 	return s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
 		if att.Status == backend.AttemptSiblingCancelling {
-			w.emit(run, AttemptCancellationSignalledPayload{DispatchIdentity: att.Identity}, at)
+			w.emit(run, AttemptCancellationSignalledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 			return nil
 		}
 		if run.CancelRequestedMS == 0 {
@@ -156,7 +156,7 @@ func (s *Engine) CancelNeverDispatched(ctx context.Context, identity string, aut
 		if err := cancelActivation(w, &act, at); err != nil {
 			return err
 		}
-		w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
+		w.emit(run, AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}
@@ -203,7 +203,7 @@ func (s *Engine) SettleOrphanedCancellation(ctx context.Context, identity string
 			if err := cancelActivation(w, &act, at); err != nil {
 				return err
 			}
-			w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "cancellation_owner_unavailable"}, at)
+			w.emit(run, AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: "cancellation_owner_unavailable"}, at)
 			if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
 				return err
 			}
@@ -438,7 +438,7 @@ func (s *Engine) SettleCancelledUnobserved(ctx context.Context, identity string,
 		if err := cancelActivation(w, &act, at); err != nil {
 			return err
 		}
-		w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: string(how)}, at)
+		w.emit(run, AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: string(how)}, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}

@@ -399,6 +399,51 @@ type FanOutRetiredPayload struct {
 // EventType returns EventFanOutRetired.
 func (FanOutRetiredPayload) EventType() EventType { return EventFanOutRetired }
 
+// AttemptNames names the attempt an attempt event is about: its run, node,
+// activation and attempt number, so that the event reads on its own. It is
+// embedded in every attempt event's payload (its fields appear at the
+// payload's top level); an event recorded before it existed decodes with
+// them empty.
+type AttemptNames struct {
+	RunID        string `json:"run_id"`
+	NodeID       string `json:"node_id"`
+	ActivationID string `json:"activation_id"`
+	Attempt      uint32 `json:"attempt"`
+}
+
+// namesOf names the attempt k.
+func namesOf(k backend.AttemptKey) AttemptNames {
+	return AttemptNames{RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID, Attempt: k.Attempt}
+}
+
+// AttemptTimedOutPayload is the payload of EventAttemptTimedOut.
+type AttemptTimedOutPayload struct {
+	AttemptNames
+	DispatchIdentity string        `json:"dispatch_identity"`
+	FailureKind      FailureKind   `json:"failure_kind"`
+	TimeoutMS        Millis        `json:"timeout_ms"`
+	DeadlineMS       UnixMS        `json:"deadline_ms"`
+	Status           AttemptStatus `json:"status"`
+}
+
+// EventType returns EventAttemptTimedOut.
+func (AttemptTimedOutPayload) EventType() EventType { return EventAttemptTimedOut }
+
+// AttemptObservedAfterTimeoutPayload is the payload of
+// EventAttemptObservedAfterTimeout: what the owner observed, and the
+// attempt's status when it arrived (failed or repair_required).
+type AttemptObservedAfterTimeoutPayload struct {
+	AttemptNames
+	DispatchIdentity string          `json:"dispatch_identity"`
+	Observed         ObservationKind `json:"observed"`
+	Was              AttemptStatus   `json:"was"`
+}
+
+// EventType returns EventAttemptObservedAfterTimeout.
+func (AttemptObservedAfterTimeoutPayload) EventType() EventType {
+	return EventAttemptObservedAfterTimeout
+}
+
 // AttemptPreparedPayload is the payload of EventAttemptPrepared.
 type AttemptPreparedPayload struct {
 	RunID        string          `json:"run_id"`
@@ -429,6 +474,7 @@ func (ResourceLeaseAcquiredPayload) EventType() EventType { return EventResource
 
 // DispatchHandedOffPayload is the payload of EventDispatchHandedOff.
 type DispatchHandedOffPayload struct {
+	AttemptNames
 	DispatchIdentity string `json:"dispatch_identity"`
 }
 
@@ -437,6 +483,7 @@ func (DispatchHandedOffPayload) EventType() EventType { return EventDispatchHand
 
 // DispatchHandoffReleasedPayload is the payload of EventDispatchHandoffReleased.
 type DispatchHandoffReleasedPayload struct {
+	AttemptNames
 	DispatchIdentity string `json:"dispatch_identity"`
 }
 
@@ -475,6 +522,7 @@ func (AttemptCancellationReceiptRecordedPayload) EventType() EventType {
 
 // AttemptSucceededPayload is the payload of EventAttemptSucceeded.
 type AttemptSucceededPayload struct {
+	AttemptNames
 	DispatchIdentity string          `json:"dispatch_identity"`
 	Output           json.RawMessage `json:"output"`
 }
@@ -484,6 +532,7 @@ func (AttemptSucceededPayload) EventType() EventType { return EventAttemptSuccee
 
 // AttemptFailedPayload is the payload of EventAttemptFailed.
 type AttemptFailedPayload struct {
+	AttemptNames
 	DispatchIdentity string `json:"dispatch_identity"`
 	Retryable        bool   `json:"retryable"`
 }
@@ -493,6 +542,7 @@ func (AttemptFailedPayload) EventType() EventType { return EventAttemptFailed }
 
 // AttemptPausedPayload is the payload of EventAttemptPaused.
 type AttemptPausedPayload struct {
+	AttemptNames
 	DispatchIdentity string `json:"dispatch_identity"`
 	Reason           string `json:"reason"`
 }
@@ -502,6 +552,7 @@ func (AttemptPausedPayload) EventType() EventType { return EventAttemptPaused }
 
 // AttemptCancelledPayload is the payload of EventAttemptCancelled.
 type AttemptCancelledPayload struct {
+	AttemptNames
 	DispatchIdentity string `json:"dispatch_identity"`
 	// Reason says how an attempt settled without an observation:
 	// never_dispatched, cancellation_owner_unavailable, or a
@@ -520,6 +571,7 @@ func (AttemptCancelledPayload) EventType() EventType { return EventAttemptCancel
 
 // AttemptCancellationSignalledPayload is the payload of EventAttemptCancellationSignalled.
 type AttemptCancellationSignalledPayload struct {
+	AttemptNames
 	DispatchIdentity string `json:"dispatch_identity"`
 }
 
@@ -530,6 +582,7 @@ func (AttemptCancellationSignalledPayload) EventType() EventType {
 
 // AttemptSiblingCancellingPayload is the payload of EventAttemptSiblingCancelling.
 type AttemptSiblingCancellingPayload struct {
+	AttemptNames
 	DispatchIdentity string `json:"dispatch_identity"`
 }
 
@@ -538,6 +591,7 @@ func (AttemptSiblingCancellingPayload) EventType() EventType { return EventAttem
 
 // AttemptRepairRequiredPayload is the payload of EventAttemptRepairRequired.
 type AttemptRepairRequiredPayload struct {
+	AttemptNames
 	DispatchIdentity string `json:"dispatch_identity"`
 	Reason           string `json:"reason"`
 	// Unstorable describes the owner's value that could not be stored, for
@@ -582,6 +636,7 @@ func (AttemptRepairRequiredPayload) EventType() EventType { return EventAttemptR
 
 // AttemptRepairedPayload is the payload of EventAttemptRepaired.
 type AttemptRepairedPayload struct {
+	AttemptNames
 	DispatchIdentity string       `json:"dispatch_identity"`
 	Action           RepairAction `json:"action"`
 }

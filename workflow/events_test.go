@@ -39,7 +39,8 @@ func TestEventPayloadBytes(t *testing.T) {
 		{ActivationCreatedPayload{RunID: "r", NodeID: "n", ActivationID: "a", MemberIndex: &idx}, `{"activation_id":"a","member_index":2,"node_id":"n","run_id":"r"}`},
 		{CancellationRequestedPayload{RunID: "r"}, `{"run_id":"r"}`},
 		{CancellationRequestedPayload{RunID: "r", RootRunID: "root", Tree: true}, `{"root_run_id":"root","run_id":"r","tree":true}`},
-		{AttemptCancelledPayload{DispatchIdentity: "i"}, `{"dispatch_identity":"i"}`},
+		{AttemptCancelledPayload{AttemptNames: AttemptNames{RunID: "r", NodeID: "n", ActivationID: "a", Attempt: 2}, DispatchIdentity: "i"},
+			`{"activation_id":"a","attempt":2,"dispatch_identity":"i","node_id":"n","run_id":"r"}`},
 		{AutomaticRetryNotScheduledPayload{RunID: "r", NodeID: "n", ActivationID: "a", DispatchIdentity: "i", FailedAttempt: 1, Reason: RefusedNoPolicy},
 			`{"activation_id":"a","dispatch_identity":"i","failed_attempt":1,"node_id":"n","reason":"no_policy","run_id":"r"}`},
 		{FanOutFailedPayload{ControllerActivationID: "c", FailedMembers: []int64{1, 3}, Policy: WaitAll}, `{"controller_activation_id":"c","failed_members":[1,3],"policy":"wait_all"}`},
@@ -49,4 +50,13 @@ func TestEventPayloadBytes(t *testing.T) {
 	} {
 		assert.Equal(t, c.want, string(mustCanonical(c.p)), "%T", c.p)
 	}
+}
+
+// An attempt event stored before payloads named their attempt decodes,
+// with the names empty.
+func TestAttemptEventWithoutNamesDecodes(t *testing.T) {
+	t.Parallel()
+	p, err := Event{RunID: "r", Seq: 3, Type: EventAttemptFailed, Payload: []byte(`{"dispatch_identity":"i","retryable":true}`)}.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, AttemptFailedPayload{DispatchIdentity: "i", Retryable: true}, p)
 }

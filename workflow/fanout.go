@@ -409,7 +409,7 @@ func cancelSiblings(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 				return err
 			}
 			replace(w, att)
-			w.emit(run, AttemptCancelledPayload{DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
+			w.emit(run, AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
 			g.Settled++
 			if err := cancelMember(w, run, m, "fail_fast", at); err != nil {
 				return err

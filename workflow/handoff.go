@@ -170,7 +170,7 @@ func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, in handoffI
 	}
 	att.Handoff, att.HandoffToken = backend.HandoffRecorded, token
 	replace(w, att)
-	w.emit(run, DispatchHandedOffPayload{DispatchIdentity: att.Identity}, at)
+	w.emit(run, DispatchHandedOffPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 	replace(w, *run)
 	return &known{run: *run, act: act, att: att}, nil
 }

@@ -65,7 +65,7 @@ func (s *Store) releaseHandoffs(ctx context.Context, held []heldHandoff, now tim
 			}
 			att.Handoff, att.HandoffToken = backend.HandoffPending, ""
 			replace(w, att)
-			w.emit(&run, DispatchHandoffReleasedPayload{DispatchIdentity: att.Identity}, at)
+			w.emit(&run, DispatchHandoffReleasedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 			if !moved[run.ID] {
 				moved[run.ID] = true
 				changed = append(changed, run.ID)

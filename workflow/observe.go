@@ -307,7 +307,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			if err := completeActivation(w, &act, output, at); err != nil {
 				return err
 			}
-			w.emit(&run, AttemptSucceededPayload{DispatchIdentity: identity, Output: json.RawMessage(output)}, at)
+			w.emit(&run, AttemptSucceededPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Output: json.RawMessage(output)}, at)
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
 				return err
 			}
@@ -330,7 +330,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			if err := failActivation(w, &act, at); err != nil {
 				return err
 			}
-			w.emit(&run, AttemptFailedPayload{DispatchIdentity: identity, Retryable: kind == ObservedRetryableFailure}, at)
+			w.emit(&run, AttemptFailedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Retryable: kind == ObservedRetryableFailure}, at)
 			if kind == ObservedRetryableFailure {
 				sched, refusal, err := scheduleFromPolicy(ctx, tx, w, &run, act, identity, att.Key.Attempt, at)
 				if err != nil {
@@ -354,7 +354,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			}
 			replace(w, att)
 			replace(w, act)
-			w.emit(&run, AttemptPausedPayload{DispatchIdentity: identity, Reason: obs.PauseReason}, at)
+			w.emit(&run, AttemptPausedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Reason: obs.PauseReason}, at)
 			pauseRunWithAttempt(&run, at)
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
@@ -367,7 +367,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			if err := cancelActivation(w, &act, at); err != nil {
 				return err
 			}
-			p := AttemptCancelledPayload{DispatchIdentity: identity, Observed: observed}
+			p := AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Observed: observed}
 			if observed == ObservedSucceeded {
 				p.Output = json.RawMessage(output)
 			}

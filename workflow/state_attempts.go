@@ -82,7 +82,7 @@ func signalAttemptCancellation(w *batch, run *backend.Run, att *backend.Attempt,
 	}
 	setAttemptStatus(run, att, backend.AttemptCancelling, at)
 	replace(w, *att)
-	w.emit(run, AttemptCancellationSignalledPayload{DispatchIdentity: att.Identity}, at)
+	w.emit(run, AttemptCancellationSignalledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 	return nil
 }
 
@@ -112,7 +112,7 @@ func stopSiblingAttempt(w *batch, run *backend.Run, att *backend.Attempt, at int
 	}
 	setAttemptStatus(run, att, backend.AttemptSiblingCancelling, at)
 	replace(w, *att)
-	w.emit(run, AttemptSiblingCancellingPayload{DispatchIdentity: att.Identity}, at)
+	w.emit(run, AttemptSiblingCancellingPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 	return nil
 }
 
@@ -126,7 +126,7 @@ func requireAttemptRepair(w *batch, run *backend.Run, att *backend.Attempt, p At
 	}
 	setAttemptStatus(run, att, backend.AttemptRepairRequired, at)
 	replace(w, *att)
-	p.DispatchIdentity = att.Identity
+	p.AttemptNames, p.DispatchIdentity = namesOf(att.Key), att.Identity
 	w.emit(run, p, at)
 	return nil
 }

@@ -157,7 +157,7 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 		att.Detail = detail
 		res.Timeout, res.Deadline = msToDuration(timeout), fromMS(deadline)
 		was := run.Status
-		ev := AttemptTimedOutPayload{DispatchIdentity: att.Identity, FailureKind: FailureTerminalTimeout,
+		ev := AttemptTimedOutPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, FailureKind: FailureTerminalTimeout,
 			TimeoutMS: Millis(timeout), DeadlineMS: UnixMS(deadline)}
 		if att.SideEffect == backend.ReadOnly {
 			if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptFailed, at); err != nil {
@@ -328,32 +328,6 @@ const EventAttemptTimedOut EventType = "attempt_timed_out"
 // a timeout had settled.
 const EventAttemptObservedAfterTimeout EventType = "attempt_observed_after_timeout"
 
-// AttemptTimedOutPayload is the payload of EventAttemptTimedOut.
-type AttemptTimedOutPayload struct {
-	DispatchIdentity string        `json:"dispatch_identity"`
-	FailureKind      FailureKind   `json:"failure_kind"`
-	TimeoutMS        Millis        `json:"timeout_ms"`
-	DeadlineMS       UnixMS        `json:"deadline_ms"`
-	Status           AttemptStatus `json:"status"`
-}
-
-// EventType returns EventAttemptTimedOut.
-func (AttemptTimedOutPayload) EventType() EventType { return EventAttemptTimedOut }
-
-// AttemptObservedAfterTimeoutPayload is the payload of
-// EventAttemptObservedAfterTimeout: what the owner observed, and the
-// attempt's status when it arrived (failed or repair_required).
-type AttemptObservedAfterTimeoutPayload struct {
-	DispatchIdentity string          `json:"dispatch_identity"`
-	Observed         ObservationKind `json:"observed"`
-	Was              AttemptStatus   `json:"was"`
-}
-
-// EventType returns EventAttemptObservedAfterTimeout.
-func (AttemptObservedAfterTimeoutPayload) EventType() EventType {
-	return EventAttemptObservedAfterTimeout
-}
-
 // observedAfterTimeout records an observation of an attempt a timeout
 // settled. It reports whether the attempt was admitted again so that the
 // caller applies the observation as for any admitted attempt: a
@@ -362,7 +336,7 @@ func (AttemptObservedAfterTimeoutPayload) EventType() EventType {
 // (read-only) one keeps its status, and so does a repair_required one on
 // an observation that settles nothing. The caller writes run.
 func observedAfterTimeout(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, att *backend.Attempt, kind ObservationKind, at int64) (bool, error) {
-	w.emit(run, AttemptObservedAfterTimeoutPayload{DispatchIdentity: att.Identity, Observed: kind, Was: AttemptStatus(att.Status)}, at)
+	w.emit(run, AttemptObservedAfterTimeoutPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Observed: kind, Was: AttemptStatus(att.Status)}, at)
 	run.UpdatedMS = at
 	if att.Status != backend.AttemptRepairRequired {
 		return false, nil

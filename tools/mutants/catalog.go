@@ -1046,8 +1046,8 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "workflow/observe.go",
-				Find:    `p := AttemptCancelledPayload{DispatchIdentity: identity, Observed: observed}`,
-				Replace: `p := AttemptCancelledPayload{DispatchIdentity: identity}`,
+				Find:    `p := AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Observed: observed}`,
+				Replace: `p := AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity}`,
 			},
 		},
 	},
