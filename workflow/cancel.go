@@ -458,8 +458,7 @@ func discardSchedules(ctx context.Context, tx backend.Tx, w *batch, run *backend
 			return err
 		}
 		for _, sc := range due {
-			remove(w, sc)
-			w.emit(run, discardPayload(sc, discardCancellationRequested), at)
+			discardSchedule(w, run, sc, discardCancellationRequested, at)
 		}
 		if len(due) < MaxPageLimit {
 			return nil

@@ -56,8 +56,7 @@ func putSchedule(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.
 		}
 		return old, false, stateErr(ErrConflict, "automatic retry schedule identity conflict: %v", sched.Key)
 	}
-	insert(w, sched)
-	w.emit(run, schedulePayload(sched), at)
+	makeSchedule(w, run, sched, at)
 	return sched, true, nil
 }
 
@@ -114,10 +113,7 @@ func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *b
 // must admit kind and DecideRetry accept it (a terminal kind never is).
 func scheduleForKind(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, identity string, attempt uint32, kind FailureKind, at int64) (*backend.RetrySchedule, *RetryRefusal, error) {
 	refuse := func(r RetryRefusal) (*backend.RetrySchedule, *RetryRefusal, error) {
-		w.emit(run, AutomaticRetryNotScheduledPayload{
-			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID,
-			DispatchIdentity: identity, FailedAttempt: attempt, Reason: r.Reason, IneligibleReason: r.Ineligible,
-		}, at)
+		refuseSchedule(w, run, backend.AttemptKey{ActivationKey: act.Key, Attempt: attempt}, identity, r, at)
 		return nil, &r, nil
 	}
 	if act.RetryPolicy == nil {
@@ -155,14 +151,12 @@ func scheduleForKind(ctx context.Context, tx backend.ReadTx, w *batch, run *back
 		case old == sched:
 			return &old, nil, nil
 		case old.FailedAttempt < attempt:
-			remove(w, old)
-			w.emit(run, discardPayload(old, discardAttemptMovedOn), at)
+			discardSchedule(w, run, old, discardAttemptMovedOn, at)
 		default:
 			return refuse(RetryRefusal{Reason: RefusedScheduleExists, Existing: toSchedulePtr(&old)})
 		}
 	}
-	insert(w, sched)
-	w.emit(run, schedulePayload(sched), at)
+	makeSchedule(w, run, sched, at)
 	return &sched, nil, nil
 }
 
@@ -461,8 +455,7 @@ func (s *Engine) ConsumeNextDueRetry(ctx context.Context, runID string, now time
 			case scheduleWaiting:
 				skipped++
 			case scheduleStale:
-				remove(w, sched)
-				w.emit(&run, discardPayload(sched, reason), at)
+				discardSchedule(w, &run, sched, reason, at)
 				run.UpdatedMS = at
 				replace(w, run)
 				if err := flush(ctx, tx, w); err != nil {
@@ -602,12 +595,9 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 		return RetryRequeue{}, err
 	}
 	out := RetryRequeue{Key: keyOut(k), PreviousAttempt: failed, NextAttempt: next}
-	w.emit(&run, NodeRetryRequestedPayload{
-		RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID, PreviousAttempt: failed, NextAttempt: next,
-	}, at)
+	recordNodeRetry(w, &run, k, failed, at)
 	if sched != nil {
-		remove(w, *sched)
-		w.emit(&run, AutomaticRetryConsumedPayload(schedulePayload(*sched)), at)
+		consumeSchedule(w, &run, *sched, at)
 	} else if err := supersedeSchedule(ctx, tx, w, &run, k, at); err != nil {
 		return RetryRequeue{}, err
 	}
@@ -626,8 +616,7 @@ func supersedeSchedule(ctx context.Context, tx backend.ReadTx, w *batch, run *ba
 		return err
 	}
 	if old, ok := f.Schedules[k]; ok {
-		remove(w, old)
-		w.emit(run, AutomaticRetrySupersededPayload(schedulePayload(old)), at)
+		supersedeStoredSchedule(w, run, old, at)
 	}
 	return nil
 }

@@ -154,10 +154,12 @@ var Catalog = []Mutant{
 		Bug:  "a retry schedule survives its consumption",
 		Edits: []Edit{
 			{
-				File: "workflow/retry.go",
-				Find: `		remove(w, *sched)
+				File: "workflow/state_retries.go",
+				Find: `	remove(w, sched)
+	w.emit(run, AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
 `,
-				Replace: "",
+				Replace: `	w.emit(run, AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
+`,
 			},
 		},
 	},
