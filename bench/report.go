@@ -504,14 +504,12 @@ func (r *Report) WritePeers(w io.Writer) {
 			fmt.Fprintf(w, "\n%s (peer): not measured: %s\n", p.Name, p.Skipped)
 			continue
 		}
-		if p.Source != "" {
-			fmt.Fprintf(w, "\n%s peer built from %s.", p.Name, p.Source)
-		}
-		fmt.Fprintf(w, "\n%s %s (peer, same PostgreSQL, same run): drained %d jobs at **%.0f jobs/s**, machine CPU %.0f µs/job (%.0f%% busy; MaxWorkers %d; backlog inserted in %.1f s, not counted).",
-			p.Name, p.Version, p.Jobs, p.JobsPerSec, p.MachineCPUPerJobUS, p.MachineBusyPct, p.MaxWorkers, p.InsertSeconds)
+		fmt.Fprintf(w, "\n%s %s (peer, same PostgreSQL, same run): drained %d jobs at **%.0f jobs/s**, machine CPU %.0f µs/job (%.0f%% busy; MaxWorkers %d; backlog inserted in %.1f s, not counted), %s rows written and %s WAL bytes per job.",
+			p.Name, p.Version, p.Jobs, p.JobsPerSec, p.MachineCPUPerJobUS, p.MachineBusyPct, p.MaxWorkers, p.InsertSeconds,
+			perOp(p.RowsPerJob, 2), perOp(p.WALBytesPerJob, 0))
 		if b := r.find("postgres", WBatch); b != nil {
-			fmt.Fprintf(w, " wfstore postgres batch: **%.0f admissions/s**, %s per admission: %.2f× %s.",
-				b.OpsPerSec, cpuPerOp(b), b.OpsPerSec/p.JobsPerSec, p.Name)
+			fmt.Fprintf(w, " wfstore postgres batch: **%.0f admissions/s**, %s per admission, %s rows written and %s WAL bytes per admission: %.2f× %s.",
+				b.OpsPerSec, cpuPerOp(b), perOp(b.RowsPerOp, 2), perOp(b.WALBytesPerOp, 0), b.OpsPerSec/p.JobsPerSec, p.Name)
 		}
 		fmt.Fprintf(w, "\nNot the same work: %s\n", PeerSemantics)
 	}
