@@ -162,7 +162,9 @@ type BackendReport struct {
 	Name     string       `json:"name"`
 	Info     backend.Info `json:"info"`
 	BareNote string       `json:"bare_commit"`
-	Skipped  string       `json:"skipped,omitempty"`
+	// Writes says how rows written and WAL bytes are counted, or why not.
+	Writes  string `json:"writes,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Report is everything one Run measured.
@@ -238,7 +240,7 @@ func (c *Config) wants(w string) bool { return slices.Contains(c.Workloads, w) }
 
 // runTarget runs the workloads on one target. Each gets fresh stores.
 func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br BackendReport, out []Result, err error) {
-	br = BackendReport{Name: t.Name, BareNote: t.BareNote}
+	br = BackendReport{Name: t.Name, BareNote: t.BareNote, Writes: t.WritesNote}
 	pg := newProgress(cfg.Progress, t.Name)
 	defer func() {
 		Derive(out)

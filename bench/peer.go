@@ -125,7 +125,7 @@ func drainRiver(ctx context.Context, dsn string, n int, log io.Writer) (p Peer, 
 		return p, fmt.Errorf("dsn: %w", err)
 	}
 	cfg.MaxConns = 20
-	cfg.ConnConfig.RuntimeParams["application_name"] = p.Schema
+	appNamed(cfg, p.Schema)
 	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return p, err
@@ -179,7 +179,7 @@ func drainRiver(ctx context.Context, dsn string, n int, log io.Writer) (p Peer, 
 	p.InsertSeconds = time.Since(t0).Seconds()
 	fmt.Fprintf(log, "river: %d jobs inserted in %.2f s; draining\n", n, p.InsertSeconds)
 
-	writes := &writeCounts{pg: &pgWrites{pool: pool, schema: p.Schema}}
+	writes := &writeCounts{pg: &pgWrites{pool: pool, schema: p.Schema, appName: p.Schema}}
 	writes.begin(ctx)
 	// A buffer for every event: a dropped one would never be counted.
 	completed, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: n + 100,

@@ -115,6 +115,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	rep.WritePartial(stdout)
 	rep.WriteTable(stdout)
 	fmt.Fprintln(stdout)
+	rep.WriteWrites(stdout)
+	fmt.Fprintln(stdout)
 	rep.WriteSummary(stdout)
 	fmt.Fprintln(stdout)
 	rep.WriteChecks(stdout)
