@@ -130,9 +130,10 @@ func TestSQLiteRowsPerAdmission(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), 5*time.Minute)
 	defer cancel()
 	rep, err := Run(ctx, Config{Targets: []Target{SQLite()}, N: 40, BatchN: 200, Workers: 3, Rounds: 2,
-		Workloads: []string{WBare, WRaw, WSequential, WBatch, WRacingStores}, Dir: t.TempDir()})
+		History: 300, SmallHistory: 100,
+		Workloads: []string{WBare, WRaw, WSequential, WBatch, WRacingStores, WGrowth}, Dir: t.TempDir()})
 	require.NoError(t, err)
-	require.Len(t, rep.Results, 5)
+	require.Len(t, rep.Results, 6)
 	for _, x := range rep.Results {
 		require.NotNil(t, x.RowsPerOp, x.Workload)
 		require.Positive(t, *x.RowsPerOp, x.Workload)
