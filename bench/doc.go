@@ -37,8 +37,10 @@
 // machine's busy CPU time while it ran (Linux, /proc/stat): with a local
 // PostgreSQL server it counts the server too, and its share of all CPUs
 // tells whether the workload was CPU-bound here (or whether something else
-// was running). On PostgreSQL every workload also records the rows its
-// store wrote and the WAL the server wrote per operation (writes.go).
+// was running). Every workload also records the rows its store wrote per
+// operation where the backend tells (PostgreSQL's statistics, SQLite's
+// hooks, keys through the etcd client; not bbolt), and on PostgreSQL the
+// WAL the server wrote (writes.go, sqlitewrites.go, etcdwrites.go).
 // Report.WriteDir draws the charts as SVG and PNG.
 //
 // The same phase definitions (newPhase) serve go test -bench:
