@@ -509,6 +509,15 @@ func (r *Report) WriteSummary(w io.Writer) {
 	r.WritePeers(w)
 }
 
+// writesPer is ", R rows written and W WAL bytes per <unit>", or "" when
+// neither was counted.
+func writesPer(rows, wal *float64, unit string) string {
+	if rows == nil && wal == nil {
+		return ""
+	}
+	return fmt.Sprintf(", %s rows written and %s WAL bytes per %s", perOp(rows, 2), perOp(wal, 0), unit)
+}
+
 // WritePeers writes each peer's drain next to wfstore's batch figure on
 // the same database, and what the two do differently.
 func (r *Report) WritePeers(w io.Writer) {
@@ -517,12 +526,12 @@ func (r *Report) WritePeers(w io.Writer) {
 			fmt.Fprintf(w, "\n%s (peer): not measured: %s\n", p.Name, p.Skipped)
 			continue
 		}
-		fmt.Fprintf(w, "\n%s %s (peer, same PostgreSQL, same run): drained %d jobs at **%.0f jobs/s**, machine CPU %.0f µs/job (%.0f%% busy; MaxWorkers %d; backlog inserted in %.1f s, not counted), %s rows written and %s WAL bytes per job.",
+		fmt.Fprintf(w, "\n%s %s (peer, same PostgreSQL, same run): drained %d jobs at **%.0f jobs/s**, machine CPU %.0f µs/job (%.0f%% busy; MaxWorkers %d; backlog inserted in %.1f s, not counted)%s.",
 			p.Name, p.Version, p.Jobs, p.JobsPerSec, p.MachineCPUPerJobUS, p.MachineBusyPct, p.MaxWorkers, p.InsertSeconds,
-			perOp(p.RowsPerJob, 2), perOp(p.WALBytesPerJob, 0))
+			writesPer(p.RowsPerJob, p.WALBytesPerJob, "job"))
 		if b := r.find("postgres", WBatch); b != nil {
-			fmt.Fprintf(w, " wfstore postgres batch: **%.0f admissions/s**, %s per admission, %s rows written and %s WAL bytes per admission: %.2f× %s.",
-				b.OpsPerSec, cpuPerOp(b), perOp(b.RowsPerOp, 2), perOp(b.WALBytesPerOp, 0), b.OpsPerSec/p.JobsPerSec, p.Name)
+			fmt.Fprintf(w, " wfstore postgres batch: **%.0f admissions/s**, %s per admission: %.2f× %s%s.",
+				b.OpsPerSec, cpuPerOp(b), b.OpsPerSec/p.JobsPerSec, p.Name, writesPer(b.RowsPerOp, b.WALBytesPerOp, "admission"))
 		}
 		fmt.Fprintf(w, "\nNot the same work: %s\n", PeerSemantics)
 	}

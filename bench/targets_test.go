@@ -181,6 +181,15 @@ func TestSummaryShowsModesAndPeer(t *testing.T) {
 	assert.Contains(t, s, "**10000 jobs/s**")
 	assert.Contains(t, s, "wfstore postgres batch: **7500 admissions/s**, 250 µs per admission: 0.75× river")
 	assert.Contains(t, s, "at-least-once")
+	assert.NotContains(t, s, "rows written", "nothing counted, nothing said")
+
+	// Rows and WAL per job and per admission, where counted.
+	r.Peers[0].RowsPerJob, r.Peers[0].WALBytesPerJob = ptr(2.0), ptr(1944.0)
+	r.find("postgres", WBatch).RowsPerOp, r.find("postgres", WBatch).WALBytesPerOp = ptr(7.06), ptr(6267.0)
+	b.Reset()
+	r.WriteSummary(&b)
+	assert.Contains(t, b.String(), "not counted), 2.00 rows written and 1944 WAL bytes per job.")
+	assert.Contains(t, b.String(), ": 0.75× river, 7.06 rows written and 6267 WAL bytes per admission.")
 	assert.NotContains(t, s, "racing-stores-batch", "a workload not measured has no row")
 
 	b.Reset()
