@@ -34,11 +34,10 @@ type Config struct {
 	// BatchN is the number of admissions of each batch-mode workload
 	// (default 5×N: 10000 with Quick, the backlog River drains).
 	BatchN int
-	// River, when set, is the directory of the River peer module
-	// (bench/river), or RiverAuto to locate it from anywhere; after the
-	// postgres target, Run drains a BatchN backlog with it on the same
-	// database (see RunRiver), or reports why it could not. Empty: not run.
-	River string
+	// River: after the postgres target, Run drains a BatchN backlog with
+	// River on the same database (RunRiver, compiled into the binary), or
+	// reports why it could not.
+	River bool
 	// Workloads restricts the run to these names (default all).
 	Workloads []string
 	// Dir holds the store files (default a temporary directory, removed).
@@ -163,7 +162,9 @@ type BackendReport struct {
 	Name     string       `json:"name"`
 	Info     backend.Info `json:"info"`
 	BareNote string       `json:"bare_commit"`
-	Skipped  string       `json:"skipped,omitempty"`
+	// Writes says how rows written and WAL bytes are counted, or why not.
+	Writes  string `json:"writes,omitempty"`
+	Skipped string `json:"skipped,omitempty"`
 }
 
 // Report is everything one Run measured.
@@ -222,9 +223,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			rep.Seconds = time.Since(rep.Started).Seconds()
 			return rep, fmt.Errorf("%s: %w", t.Name, err)
 		}
-		if t.dsn != "" && cfg.River != "" {
+		if t.dsn != "" && cfg.River {
 			// Right after wfstore's own postgres rows, on the same database.
-			rep.Peers = append(rep.Peers, RunRiver(ctx, cfg.River, t.dsn, cfg.BatchN, cfg.Progress))
+			rep.Peers = append(rep.Peers, RunRiver(ctx, t.dsn, cfg.BatchN, cfg.Progress))
 			if err := context.Cause(ctx); err != nil {
 				rep.Seconds = time.Since(rep.Started).Seconds()
 				return rep, err
@@ -239,7 +240,7 @@ func (c *Config) wants(w string) bool { return slices.Contains(c.Workloads, w) }
 
 // runTarget runs the workloads on one target. Each gets fresh stores.
 func runTarget(ctx context.Context, cfg Config, t Target, dir string) (br BackendReport, out []Result, err error) {
-	br = BackendReport{Name: t.Name, BareNote: t.BareNote}
+	br = BackendReport{Name: t.Name, BareNote: t.BareNote, Writes: t.WritesNote}
 	pg := newProgress(cfg.Progress, t.Name)
 	defer func() {
 		Derive(out)

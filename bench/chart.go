@@ -52,48 +52,15 @@ func (r *Report) writeChartsAs(dir, ext string) ([]string, error) {
 
 	// Latency: per backend, p50/p95/p99 per workload (log scale).
 	for _, b := range backends {
-		p := newPlot(fmt.Sprintf("%s: latency per operation (log scale)", b))
-		p.Y.Label.Text = "µs per operation"
-		p.Y.Scale = plot.LogScale{}
-		p.Y.Tick.Marker = readableTicks{logTicks{}}
-		var wls []string
-		pct := [3]plotter.XYs{}
-		lo, hi := math.Inf(1), 0.0
-		for _, x := range r.Results {
-			if x.Backend == b && x.Ops > 0 {
-				j := float64(len(wls))
-				wls = append(wls, x.Workload)
-				for i, v := range []float64{x.P50US, x.P95US, x.P99US} {
-					v = max(v, 1)
-					lo, hi = min(lo, v), max(hi, v)
-					pct[i] = append(pct[i], plotter.XY{X: j + 0.15*float64(i-1), Y: v})
-				}
-			}
+		p, width, err := r.latencyPlot(b)
+		if err != nil {
+			return nil, err
 		}
-		if len(wls) == 0 {
+		if p == nil {
 			continue
 		}
-		for i, label := range []string{"p50", "p95", "p99"} {
-			sc, err := plotter.NewScatter(pct[i])
-			if err != nil {
-				return nil, err
-			}
-			sc.GlyphStyle.Color = plotutil.Color(i + 3)
-			sc.GlyphStyle.Shape = plotutil.Shape(i)
-			sc.GlyphStyle.Radius = vg.Points(4)
-			p.Add(sc)
-			p.Legend.Add(label, sc)
-		}
-		p.NominalX(wrapLabels(wls)...)
-		p.X.Min, p.X.Max = -0.5, float64(len(wls))-0.5
-		// Log headroom: a factor below the lowest point, and above the
-		// highest enough for the three legend rows.
-		p.Y.Min = max(lo/2, 0.5)
-		p.Y.Max = hi * math.Pow(hi/p.Y.Min, legendRoom(3)) * 1.2
-		p.Add(plotter.NewGrid())
 		name := "latency-" + b + "." + ext
-		width := fitWidth(p, len(wls), groupWidth(p, wls, 3*9*vg.Points(1)), 5*vg.Inch)
-		if err := save(p, width, 5*vg.Inch, filepath.Join(dir, name)); err != nil {
+		if err := save(p, width, latencyHeight, filepath.Join(dir, name)); err != nil {
 			return nil, err
 		}
 		names = append(names, name)
@@ -141,6 +108,56 @@ func (r *Report) writeChartsAs(dir, ext string) ([]string, error) {
 		names = append(names, name)
 	}
 	return names, nil
+}
+
+// latencyHeight is the latency charts' height.
+const latencyHeight = 5 * vg.Inch
+
+// latencyPlot is backend b's latency chart: p50, p95 and p99 per workload
+// on a log scale, its x labels wrapped at hyphens, and the canvas width
+// that gives each workload the room of its widest label line; nil when b
+// has no measured row.
+func (r *Report) latencyPlot(b string) (*plot.Plot, vg.Length, error) {
+	p := newPlot(fmt.Sprintf("%s: latency per operation (log scale)", b))
+	p.Y.Label.Text = "µs per operation"
+	p.Y.Scale = plot.LogScale{}
+	p.Y.Tick.Marker = readableTicks{logTicks{}}
+	var wls []string
+	pct := [3]plotter.XYs{}
+	lo, hi := math.Inf(1), 0.0
+	for _, x := range r.Results {
+		if x.Backend == b && x.Ops > 0 {
+			j := float64(len(wls))
+			wls = append(wls, x.Workload)
+			for i, v := range []float64{x.P50US, x.P95US, x.P99US} {
+				v = max(v, 1)
+				lo, hi = min(lo, v), max(hi, v)
+				pct[i] = append(pct[i], plotter.XY{X: j + 0.15*float64(i-1), Y: v})
+			}
+		}
+	}
+	if len(wls) == 0 {
+		return nil, 0, nil
+	}
+	for i, label := range []string{"p50", "p95", "p99"} {
+		sc, err := plotter.NewScatter(pct[i])
+		if err != nil {
+			return nil, 0, err
+		}
+		sc.GlyphStyle.Color = plotutil.Color(i + 3)
+		sc.GlyphStyle.Shape = plotutil.Shape(i)
+		sc.GlyphStyle.Radius = vg.Points(4)
+		p.Add(sc)
+		p.Legend.Add(label, sc)
+	}
+	p.NominalX(wrapLabels(wls)...)
+	p.X.Min, p.X.Max = -0.5, float64(len(wls))-0.5
+	// Log headroom: a factor below the lowest point, and above the
+	// highest enough for the three legend rows.
+	p.Y.Min = max(lo/2, 0.5)
+	p.Y.Max = hi * math.Pow(hi/p.Y.Min, legendRoom(3)) * 1.2
+	p.Add(plotter.NewGrid())
+	return p, fitWidth(p, len(wls), groupWidth(p, wls, 3*9*vg.Points(1)), latencyHeight), nil
 }
 
 // Bar geometry of the throughput chart, in points.

@@ -137,3 +137,30 @@ func TestThroughputChartLabelsBarsAndLegendDoNotOverlap(t *testing.T) {
 		})
 	}
 }
+
+// TestLatencyChartLabelsDoNotOverlap lays each latency chart out: its x
+// labels, wrapped at hyphens, are boxes that do not overlap one another,
+// and stay on the canvas.
+func TestLatencyChartLabelsDoNotOverlap(t *testing.T) {
+	r := sampleReport()
+	for _, b := range []string{"sqlite", "bolt", "postgres"} {
+		p, width, err := r.latencyPlot(b)
+		if err != nil || p == nil {
+			t.Fatalf("%s: %v", b, err)
+		}
+		da := p.DataCanvas(chartArea(width, latencyHeight))
+		ticks := p.X.Tick.Marker.Ticks(p.X.Min, p.X.Max)
+		var prev vg.Length = -1
+		for i, tk := range ticks {
+			x := da.X(p.X.Norm(tk.Value))
+			lw := p.X.Tick.Label.Width(tk.Label)
+			if x-lw/2 < 0 || x+lw/2 > width {
+				t.Errorf("%s: label %d %q off the %.0f-wide canvas", b, i, tk.Label, width)
+			}
+			if i > 0 && x-lw/2 <= prev {
+				t.Errorf("%s: labels %d and %d overlap: %.1f ≤ %.1f", b, i-1, i, x-lw/2, prev)
+			}
+			prev = x + lw/2
+		}
+	}
+}

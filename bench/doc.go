@@ -30,17 +30,17 @@
 // two growth stores, so that each ratio is measured under the same machine
 // noise; Derive computes the ratios and Report.Checks evaluates the targets
 // on them. With Config.River set, Run also drains a BatchN backlog with
-// River (the module in bench/river, a Go module of its own) on the
-// postgres target's database, right after its workloads (RunRiver);
-// RiverAuto finds the module from any working directory, falling back to a
-// copy of its sources embedded in the binary (LocateRiver), and a peer that
+// River, compiled into the binary, in a schema of its own on the postgres
+// target's database, right after its workloads (RunRiver); a drain that
 // cannot run is reported with the exact reason. Besides latency,
 // allocations and the process's CPU time, every workload records the whole
 // machine's busy CPU time while it ran (Linux, /proc/stat): with a local
 // PostgreSQL server it counts the server too, and its share of all CPUs
 // tells whether the workload was CPU-bound here (or whether something else
-// was running). On PostgreSQL every workload also records the rows its
-// store wrote and the WAL the server wrote per operation (writes.go).
+// was running). Every workload also records the rows its store wrote per
+// operation where the backend tells (PostgreSQL's statistics, SQLite's
+// hooks, keys through the etcd client; not bbolt), and on PostgreSQL the
+// WAL the server wrote (writes.go, sqlitewrites.go, etcdwrites.go).
 // Report.WriteDir draws the charts as SVG and PNG.
 //
 // The same phase definitions (newPhase) serve go test -bench:

@@ -103,6 +103,9 @@ func runGrowth(ctx context.Context, cfg Config, open func() (*Env, error), pg *p
 	}
 	tick := pg.phase("growth: small and large history", 2*n)
 	rs, rl := &recorder{tick: tick}, &recorder{tick: tick}
+	// The row's figures are the large store's, its writes included.
+	rl.countingWrites(large, false)
+	rl.writes.begin(ctx)
 	for r := range cfg.Rounds {
 		k := n / cfg.Rounds
 		if r == cfg.Rounds-1 {
@@ -115,6 +118,7 @@ func runGrowth(ctx context.Context, cfg Config, open func() (*Env, error), pg *p
 			return res, err
 		}
 	}
+	rl.writes.end(ctx)
 	out := rl.result(name, WGrowth, 1)
 	out.HistorySmall, out.HistoryLarge, out.LoadSeconds, out.Note = res.HistorySmall, res.HistoryLarge, res.LoadSeconds, res.Note
 	s := rs.result(name, WGrowth, 1)

@@ -33,16 +33,23 @@ type recorder struct {
 	// workload ran, when counter (the workload's backend) reports them.
 	counter backend.RerunCounter
 	reruns  backend.Reruns
-	// writes counts what the workload wrote, where the backend tells
-	// (PostgreSQL); nil elsewhere.
+	// writes counts what the workload wrote, where the backend tells;
+	// nil elsewhere.
 	writes *writeCounts
 }
 
-// countingWrites has r count the rows and WAL env's store writes, when its
-// backend tells (PostgreSQL): the bare commit's table when bare.
+// countingWrites has r count the rows env's store writes (and on
+// PostgreSQL the WAL), where its backend tells: the bare commit's table
+// or file when bare.
 func (r *recorder) countingWrites(env *Env, bare bool) *recorder {
-	if env != nil && env.writes != nil {
+	switch {
+	case env == nil:
+	case env.writes != nil:
 		r.writes = &writeCounts{pg: env.writes, bare: bare}
+	case bare && env.bareRows != nil:
+		r.writes = &writeCounts{local: env.bareRows, bare: true}
+	case !bare && env.rows != nil:
+		r.writes = &writeCounts{local: env.rows}
 	}
 	return r
 }

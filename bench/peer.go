@@ -1,19 +1,22 @@
 package bench
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
-	"strings"
+	"runtime/debug"
 	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivermigrate"
 )
 
 // Peer is one peer system's drain of a backlog, measured in the same run as
@@ -32,8 +35,14 @@ type Peer struct {
 	// Result.MachineCPUPerOpUS).
 	MachineCPUPerJobUS float64 `json:"machine_cpu_us_per_job,omitempty"`
 	MachineBusyPct     float64 `json:"machine_busy_pct,omitempty"`
-	// Source says where the peer's sources were found (LocateRiver).
-	Source  string `json:"source,omitempty"`
+	// RowsPerJob and WALBytesPerJob are what the drain wrote per job, counted
+	// as Result.RowsPerOp and Result.WALBytesPerOp are (the rows of River's
+	// own schema, from the client's Start to its Stop; the server's WAL
+	// from Start to the last completion); nil where a read failed.
+	RowsPerJob     *float64 `json:"rows_written_per_job,omitempty"`
+	WALBytesPerJob *float64 `json:"wal_bytes_per_job,omitempty"`
+	// Schema is the schema the drain ran in (dropped afterwards).
+	Schema  string `json:"schema,omitempty"`
 	Skipped string `json:"skipped,omitempty"`
 }
 
@@ -44,107 +53,194 @@ const PeerSemantics = "River is an at-least-once job queue: a job is one row ins
 	"the work and the completion runs the job again. A wfstore admission commits the intent, records the handoff, " +
 	"calls the owner and commits its receipt, and never calls the owner twice for one attempt."
 
-// riverResultPrefix starts the machine-readable line of bench/river.
-const riverResultPrefix = "RIVER_RESULT "
+// riverMaxWorkers is MaxWorkers of the drain's queue.
+const riverMaxWorkers = 1000
 
-// riverResult is that line's JSON object.
-type riverResult struct {
-	River              string  `json:"river"`
-	Jobs               int     `json:"jobs"`
-	MaxWorkers         int     `json:"max_workers"`
-	InsertSeconds      float64 `json:"insert_seconds"`
-	Seconds            float64 `json:"seconds"`
-	JobsPerSec         float64 `json:"jobs_per_sec"`
-	MachineCPUPerJobUS float64 `json:"machine_cpu_us_per_job"`
-	MachineBusyPct     float64 `json:"machine_busy_pct"`
-}
+// riverModule is the module whose version the report names.
+const riverModule = "github.com/riverqueue/river"
 
-// parseRiverOutput finds the last result line of bench/river's output.
-func parseRiverOutput(out []byte) (Peer, error) {
-	var line string
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		if s, ok := strings.CutPrefix(sc.Text(), riverResultPrefix); ok {
-			line = s
+// riverRequired is the River release go.mod requires (a test keeps it so):
+// the version reported where the binary carries no module information, as
+// in a test binary.
+const riverRequired = "v0.51.2"
+
+// riverVersion is the River release compiled into this binary.
+func riverVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok {
+		for _, d := range bi.Deps {
+			if d.Path == riverModule {
+				if d.Replace != nil {
+					return d.Replace.Version
+				}
+				return d.Version
+			}
 		}
 	}
-	if line == "" {
-		return Peer{}, errors.New("no " + strings.TrimSpace(riverResultPrefix) + " line in its output")
-	}
-	var r riverResult
-	if err := json.Unmarshal([]byte(line), &r); err != nil {
-		return Peer{}, fmt.Errorf("result line: %w", err)
-	}
-	if r.Jobs <= 0 || r.Seconds <= 0 || r.JobsPerSec <= 0 {
-		return Peer{}, fmt.Errorf("result line without a drain: %s", line)
-	}
-	return Peer{Name: "river", Version: r.River, Jobs: r.Jobs, Seconds: r.Seconds, JobsPerSec: r.JobsPerSec,
-		InsertSeconds: r.InsertSeconds, MaxWorkers: r.MaxWorkers,
-		MachineCPUPerJobUS: r.MachineCPUPerJobUS, MachineBusyPct: r.MachineBusyPct}, nil
+	return riverRequired
 }
 
-// RunRiver drains a backlog of n jobs with the River peer module on the
-// database at dsn, in a schema of its own that it drops. dir is the module
-// (bench/river, a Go module of its own), or RiverAuto to locate it
-// (LocateRiver: from any working directory, falling back to the copy
-// embedded in the binary). It builds the module with the go command on
-// PATH (which fetches River through the module proxy the first time) and
-// runs the binary. It never fails the run: a peer that cannot be located,
-// built or run comes back with Skipped saying exactly why, the error
-// included. Its progress and errors go to log (may be nil).
-func RunRiver(ctx context.Context, dir, dsn string, n int, log io.Writer) Peer {
-	skip := func(format string, a ...any) Peer {
-		return Peer{Name: "river", Skipped: fmt.Sprintf(format, a...)}
-	}
+type riverNoop struct{}
+
+func (riverNoop) Kind() string { return "wfstore_bench_noop" }
+
+type riverNoopWorker struct {
+	river.WorkerDefaults[riverNoop]
+}
+
+func (riverNoopWorker) Work(context.Context, *river.Job[riverNoop]) error { return nil }
+
+// RunRiver drains a backlog of n no-op jobs with River
+// (github.com/riverqueue/river and its pgx v5 driver, compiled into this
+// binary: it runs wherever the binary is started, with no go command and
+// no network) on the database at dsn. It creates a fresh schema
+// (riverbench_<pid>_<random>), runs River's migrations into it, inserts
+// the backlog in bulk (InsertManyFast, before the client starts), then
+// starts a client and measures the time from Start to the n-th completed
+// job, with the machine's CPU time, the rows River's tables wrote and the
+// server's WAL meanwhile. The schema is dropped on every exit path, ctx's
+// cancellation included. It never fails the run: a drain that cannot run
+// comes back with Skipped saying exactly why, the error included. Its
+// progress and River's warnings go to log (may be nil).
+func RunRiver(ctx context.Context, dsn string, n int, log io.Writer) Peer {
 	if log == nil {
 		log = io.Discard
 	}
-	src, from, cleanup, err := LocateRiver(dir)
-	defer cleanup()
+	p, err := drainRiver(ctx, dsn, n, log)
 	if err != nil {
-		return skip("%v", err)
+		return Peer{Name: "river", Version: riverVersion(), Schema: p.Schema, Skipped: fmt.Sprintf("the River drain failed: %v", err)}
 	}
-	skip = func(format string, a ...any) Peer {
-		return Peer{Name: "river", Source: from, Skipped: fmt.Sprintf(format, a...)}
-	}
-	goCmd, err := exec.LookPath("go")
-	if err != nil {
-		return skip("cannot build the River peer (%s): %v", from, err)
-	}
-	tmp, err := os.MkdirTemp("", "wfstore-river-")
-	if err != nil {
-		return skip("%v", err)
-	}
-	defer os.RemoveAll(tmp)
-	bin := filepath.Join(tmp, "riverbench")
-	fmt.Fprintf(log, "river: building %s\n", from)
-	build := exec.CommandContext(ctx, goCmd, "build", "-o", bin, ".")
-	build.Dir = src
-	build.Env = append(os.Environ(), "GOWORK=off", "GOFLAGS=-mod=readonly")
-	if out, err := build.CombinedOutput(); err != nil {
-		return skip("building the River peer (%s) failed: %v: %s", from, err, lastLines(out, 5))
-	}
-	var stdout bytes.Buffer
-	run := exec.CommandContext(ctx, bin, "-dsn", dsn, "-n", strconv.Itoa(n))
-	run.Stdout = &stdout
-	run.Stderr = log
-	// An interrupt, not a kill, so that it drops its schema.
-	run.Cancel = func() error { return run.Process.Signal(os.Interrupt) }
-	run.WaitDelay = time.Minute
-	fmt.Fprintf(log, "river: draining %d jobs\n", n)
-	if err := run.Run(); err != nil {
-		return skip("the River drain failed: %v", err)
-	}
-	p, err := parseRiverOutput(stdout.Bytes())
-	if err != nil {
-		return skip("the River drain printed no result: %v", err)
-	}
-	p.Source = from
 	return p
 }
 
-// lastLines returns the last k lines of b, joined by " | ".
-func lastLines(b []byte, k int) string {
-	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
-	return strings.Join(lines[max(len(lines)-k, 0):], " | ")
+func drainRiver(ctx context.Context, dsn string, n int, log io.Writer) (p Peer, err error) {
+	p = Peer{Name: "river", Version: riverVersion(), Jobs: n, MaxWorkers: riverMaxWorkers}
+	if n < 1 {
+		return p, errors.New("no jobs to drain")
+	}
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	p.Schema = fmt.Sprintf("riverbench_%d_%s", os.Getpid(), hex.EncodeToString(rnd[:]))
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return p, fmt.Errorf("dsn: %w", err)
+	}
+	cfg.MaxConns = 20
+	appNamed(cfg, p.Schema)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return p, err
+	}
+	defer pool.Close()
+	quoted := pgx.Identifier{p.Schema}.Sanitize()
+	if _, err := pool.Exec(ctx, "CREATE SCHEMA "+quoted); err != nil {
+		return p, fmt.Errorf("create schema: %w", err)
+	}
+	defer func() {
+		// Dropped even when ctx was cancelled.
+		dctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, derr := pool.Exec(dctx, "DROP SCHEMA IF EXISTS "+quoted+" CASCADE"); derr != nil {
+			err = errors.Join(err, fmt.Errorf("drop schema %s: %w", p.Schema, derr))
+		}
+	}()
+
+	driver := riverpgxv5.New(pool)
+	migrator, err := rivermigrate.New(driver, &rivermigrate.Config{Schema: p.Schema, Logger: riverLogger(log)})
+	if err != nil {
+		return p, err
+	}
+	if _, err := migrator.Migrate(ctx, rivermigrate.DirectionUp, nil); err != nil {
+		return p, fmt.Errorf("migrate: %w", err)
+	}
+	workers := river.NewWorkers()
+	river.AddWorker(workers, riverNoopWorker{})
+	client, err := river.NewClient(driver, &river.Config{
+		Schema:  p.Schema,
+		Queues:  map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: riverMaxWorkers}},
+		Workers: workers,
+		Logger:  riverLogger(log),
+	})
+	if err != nil {
+		return p, err
+	}
+
+	// The backlog, in bulk, before the client starts.
+	t0 := time.Now()
+	const chunk = 1000
+	for done := 0; done < n; done += chunk {
+		params := make([]river.InsertManyParams, min(chunk, n-done))
+		for i := range params {
+			params[i] = river.InsertManyParams{Args: riverNoop{}}
+		}
+		if _, err := client.InsertManyFast(ctx, params); err != nil {
+			return p, fmt.Errorf("insert: %w", err)
+		}
+	}
+	p.InsertSeconds = time.Since(t0).Seconds()
+	fmt.Fprintf(log, "river: %d jobs inserted in %.2f s; draining\n", n, p.InsertSeconds)
+
+	writes := &writeCounts{pg: &pgWrites{pool: pool, schema: p.Schema, appName: p.Schema}}
+	writes.begin(ctx)
+	// A buffer for every event: a dropped one would never be counted.
+	completed, cancelSub := client.SubscribeConfig(&river.SubscribeConfig{ChanSize: n + 100,
+		Kinds: []river.EventKind{river.EventKindJobCompleted, river.EventKindJobFailed}})
+	defer cancelSub()
+	b0, tot0, ok0 := machineCPU()
+	wal0 := writes.walBefore(ctx)
+	start := time.Now()
+	if err := client.Start(ctx); err != nil {
+		return p, fmt.Errorf("start: %w", err)
+	}
+	stopped := false
+	stop := func() error {
+		if stopped {
+			return nil
+		}
+		stopped = true
+		sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := client.Stop(sctx); err != nil {
+			return fmt.Errorf("stop: %w", err)
+		}
+		return nil
+	}
+	defer func() { err = errors.Join(err, stop()) }()
+	for got := 0; got < n; {
+		select {
+		case ev, ok := <-completed:
+			if !ok {
+				return p, errors.New("event subscription closed")
+			}
+			if ev.Kind != river.EventKindJobCompleted {
+				return p, fmt.Errorf("job %d: %s", ev.Job.ID, ev.Kind)
+			}
+			got++
+		case <-ctx.Done():
+			return p, fmt.Errorf("draining: %w", context.Cause(ctx))
+		}
+	}
+	elapsed := time.Since(start)
+	b1, tot1, ok1 := machineCPU()
+	writes.walAfter(ctx, wal0)
+	if err := stop(); err != nil {
+		return p, err
+	}
+	writes.end(ctx)
+
+	p.Seconds = elapsed.Seconds()
+	p.JobsPerSec = float64(n) / elapsed.Seconds()
+	if ok0 && ok1 && tot1 > tot0 {
+		p.MachineBusyPct = 100 * float64(b1-b0) / float64(tot1-tot0)
+		p.MachineCPUPerJobUS = float64(b1-b0) * 1e6 / userHZ / float64(n)
+	}
+	var r Result
+	r.Ops = n
+	writes.fill(&r)
+	p.RowsPerJob, p.WALBytesPerJob = r.RowsPerOp, r.WALBytesPerOp
+	return p, nil
+}
+
+// riverLogger passes River's warnings and errors to log.
+func riverLogger(log io.Writer) *slog.Logger {
+	return slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }

@@ -315,6 +315,16 @@ func (r *Report) WriteChecks(w io.Writer) {
 	}
 }
 
+// WriteWrites writes, per measured backend, how its rows written and WAL
+// bytes per operation were counted, or why they were not.
+func (r *Report) WriteWrites(w io.Writer) {
+	for _, b := range r.Backends {
+		if b.Skipped == "" && b.Writes != "" {
+			fmt.Fprintf(w, "%s writes: %s\n", b.Name, b.Writes)
+		}
+	}
+}
+
 // WriteSkips writes one line per skipped backend.
 func (r *Report) WriteSkips(w io.Writer) {
 	for _, b := range r.Backends {
@@ -388,12 +398,15 @@ func (r *Report) WriteMarkdown(w io.Writer, command string) {
 			kv = append(kv, k+"="+b.Info.Settings[k])
 		}
 		fmt.Fprintf(w, "- **%s** %s: %s\n  - bare commit: %s\n", b.Name, b.Info.Version, strings.Join(kv, ", "), b.BareNote)
+		if b.Writes != "" {
+			fmt.Fprintf(w, "  - writes: %s\n", b.Writes)
+		}
 	}
 	fmt.Fprintf(w, "\n## Modes side by side\n\n")
 	r.WriteSummary(w)
 	fmt.Fprintf(w, "\n## Results\n\n")
 	r.WriteTable(w)
-	fmt.Fprintf(w, "\nLatency is per admission (per commit for bare, per round trip for retry), from the owner's Plan call to the receipt commit. allocs/op, KB/op and CPU µs/op (user + system time) count the whole benchmark process while the workload ran: the client side, which for SQLite and bbolt includes the engine and for Postgres leaves out the server. Machine CPU µs/op (Linux) is the busy CPU time of every process on the machine per operation, a local PostgreSQL server's included (and anything else that ran meanwhile), with the busy share of all CPUs in parentheses: near 100%%, the workload was CPU-bound here. The kernel samples it at its timer tick, so it is approximate (it can read below the process's own CPU µs/op). Rows written/op (PostgreSQL) are the rows the store's tables inserted, updated and deleted per operation, from the server's statistics (pg_stat_user_tables, read once settled); WAL B/op the WAL the server wrote per operation, from its WAL position around each measured stretch: server-wide, so only a quiet server gives the store's own. n/a: the backend does not tell.\n")
+	fmt.Fprintf(w, "\nLatency is per admission (per commit for bare, per round trip for retry), from the owner's Plan call to the receipt commit. allocs/op, KB/op and CPU µs/op (user + system time) count the whole benchmark process while the workload ran: the client side, which for SQLite and bbolt includes the engine and for Postgres leaves out the server. Machine CPU µs/op (Linux) is the busy CPU time of every process on the machine per operation, a local PostgreSQL server's included (and anything else that ran meanwhile), with the busy share of all CPUs in parentheses: near 100%%, the workload was CPU-bound here. The kernel samples it at its timer tick, so it is approximate (it can read below the process's own CPU µs/op). Rows written/op are the rows the store's tables inserted, updated and deleted per operation: on PostgreSQL from the server's statistics (pg_stat_user_tables, read once the pool's server processes exited and flushed them; rows of rolled-back transactions included), on SQLite from its preupdate hook (committed rows only). WAL B/op (PostgreSQL) is the WAL the server wrote per operation, from its WAL position around each measured stretch: server-wide, so only a quiet server gives the store's own. n/a: not measured on that backend (each backend's writes line says why).\n")
 	fmt.Fprintf(w, "\n## %s\n\n", targetsSection)
 	r.WriteChecks(w)
 	fmt.Fprintln(w)
@@ -496,6 +509,15 @@ func (r *Report) WriteSummary(w io.Writer) {
 	r.WritePeers(w)
 }
 
+// writesPer is ", R rows written and W WAL bytes per <unit>", or "" when
+// neither was counted.
+func writesPer(rows, wal *float64, unit string) string {
+	if rows == nil && wal == nil {
+		return ""
+	}
+	return fmt.Sprintf(", %s rows written and %s WAL bytes per %s", perOp(rows, 2), perOp(wal, 0), unit)
+}
+
 // WritePeers writes each peer's drain next to wfstore's batch figure on
 // the same database, and what the two do differently.
 func (r *Report) WritePeers(w io.Writer) {
@@ -504,14 +526,12 @@ func (r *Report) WritePeers(w io.Writer) {
 			fmt.Fprintf(w, "\n%s (peer): not measured: %s\n", p.Name, p.Skipped)
 			continue
 		}
-		if p.Source != "" {
-			fmt.Fprintf(w, "\n%s peer built from %s.", p.Name, p.Source)
-		}
-		fmt.Fprintf(w, "\n%s %s (peer, same PostgreSQL, same run): drained %d jobs at **%.0f jobs/s**, machine CPU %.0f µs/job (%.0f%% busy; MaxWorkers %d; backlog inserted in %.1f s, not counted).",
-			p.Name, p.Version, p.Jobs, p.JobsPerSec, p.MachineCPUPerJobUS, p.MachineBusyPct, p.MaxWorkers, p.InsertSeconds)
+		fmt.Fprintf(w, "\n%s %s (peer, same PostgreSQL, same run): drained %d jobs at **%.0f jobs/s**, machine CPU %.0f µs/job (%.0f%% busy; MaxWorkers %d; backlog inserted in %.1f s, not counted)%s.",
+			p.Name, p.Version, p.Jobs, p.JobsPerSec, p.MachineCPUPerJobUS, p.MachineBusyPct, p.MaxWorkers, p.InsertSeconds,
+			writesPer(p.RowsPerJob, p.WALBytesPerJob, "job"))
 		if b := r.find("postgres", WBatch); b != nil {
-			fmt.Fprintf(w, " wfstore postgres batch: **%.0f admissions/s**, %s per admission: %.2f× %s.",
-				b.OpsPerSec, cpuPerOp(b), b.OpsPerSec/p.JobsPerSec, p.Name)
+			fmt.Fprintf(w, " wfstore postgres batch: **%.0f admissions/s**, %s per admission: %.2f× %s%s.",
+				b.OpsPerSec, cpuPerOp(b), b.OpsPerSec/p.JobsPerSec, p.Name, writesPer(b.RowsPerOp, b.WALBytesPerOp, "admission"))
 		}
 		fmt.Fprintf(w, "\nNot the same work: %s\n", PeerSemantics)
 	}

@@ -166,22 +166,6 @@ func TestChecksEvaluateIssueTargetsAtTheirBounds(t *testing.T) {
 	assert.Len(t, c, 9, "batch ×2, parallel, racing ×3, racing-batch ×3 (no ceiling ratio here): %v", c)
 }
 
-func TestParseRiverOutputTakesTheLastResultLine(t *testing.T) {
-	out := "river bench: 10000 jobs inserted in 1.04 s; draining\n" +
-		"RIVER_RESULT {\"river\":\"v0.1\",\"jobs\":5,\"seconds\":1,\"jobs_per_sec\":5}\n" +
-		"river v0.51.2 drained 10000 jobs in 3.67 s\n" +
-		`RIVER_RESULT {"river":"v0.51.2","jobs":10000,"max_workers":1000,"insert_seconds":1.04,"seconds":3.67,"jobs_per_sec":2723.4,"machine_cpu_us_per_job":734,"machine_busy_pct":99.5}` + "\n"
-	p, err := parseRiverOutput([]byte(out))
-	require.NoError(t, err)
-	assert.Equal(t, Peer{Name: "river", Version: "v0.51.2", Jobs: 10000, Seconds: 3.67, JobsPerSec: 2723.4,
-		InsertSeconds: 1.04, MaxWorkers: 1000, MachineCPUPerJobUS: 734, MachineBusyPct: 99.5}, p)
-
-	for _, bad := range []string{"", "drained\n", "RIVER_RESULT {not json\n", `RIVER_RESULT {"river":"v0.51.2","jobs":0}` + "\n"} {
-		_, err := parseRiverOutput([]byte(bad))
-		assert.Error(t, err, "%q", bad)
-	}
-}
-
 // The summary puts River beside wfstore's postgres batch, says how the
 // semantics differ, and says why a peer was not measured.
 func TestSummaryShowsModesAndPeer(t *testing.T) {
@@ -197,19 +181,20 @@ func TestSummaryShowsModesAndPeer(t *testing.T) {
 	assert.Contains(t, s, "**10000 jobs/s**")
 	assert.Contains(t, s, "wfstore postgres batch: **7500 admissions/s**, 250 µs per admission: 0.75× river")
 	assert.Contains(t, s, "at-least-once")
+	assert.NotContains(t, s, "rows written", "nothing counted, nothing said")
+
+	// Rows and WAL per job and per admission, where counted.
+	r.Peers[0].RowsPerJob, r.Peers[0].WALBytesPerJob = ptr(2.0), ptr(1944.0)
+	r.find("postgres", WBatch).RowsPerOp, r.find("postgres", WBatch).WALBytesPerOp = ptr(7.06), ptr(6267.0)
+	b.Reset()
+	r.WriteSummary(&b)
+	assert.Contains(t, b.String(), "not counted), 2.00 rows written and 1944 WAL bytes per job.")
+	assert.Contains(t, b.String(), ": 0.75× river, 7.06 rows written and 6267 WAL bytes per admission.")
 	assert.NotContains(t, s, "racing-stores-batch", "a workload not measured has no row")
 
 	b.Reset()
 	(&Report{Results: rs, Peers: []Peer{{Name: "river", Skipped: "no go command on PATH"}}}).WriteSummary(&b)
 	assert.Contains(t, b.String(), "river (peer): not measured: no go command on PATH")
-}
-
-// A River module that is not there is reported, never fatal.
-func TestRunRiverSkipsWithoutTheModule(t *testing.T) {
-	p := RunRiver(t.Context(), t.TempDir(), "postgres://unused", 10, nil)
-	assert.Equal(t, "river", p.Name)
-	assert.Contains(t, p.Skipped, "no River module at")
-	assert.Zero(t, p.JobsPerSec)
 }
 
 // A row's re-runs appear in its notes, per operation and by cause; a row

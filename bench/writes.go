@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -10,20 +11,55 @@ import (
 
 // pgWrites reads what a PostgreSQL store writes: the server's WAL insert
 // position, and the rows the tables of the store's schema inserted,
-// updated and deleted (pg_stat_user_tables). The bare commit's table is
-// counted apart from the store's tables, since bare and raw share a schema.
+// updated and deleted (pg_stat_user_tables: n_tup_ins + n_tup_upd +
+// n_tup_del, which count rows written by transactions that rolled back
+// too, since those were written all the same).
 //
 // The WAL position is server-wide: anything else the server runs meanwhile
 // counts too, so the figure is only meaningful on a quiet server. The row
-// counters are statistics each server process flushes at most once a
-// second, and an idle one can hold them for 10 s; so before and after the
-// measured operations the pool's connections are closed, which makes their
-// server processes flush as they exit, and the counters are read once they
-// have settled (flushedRows). Before the operations the pool then opens its
-// connections again, so the workload does not pay for them.
+// counters are statistics each server process keeps to itself and flushes
+// at most once a second, or after 10 s idle, or when it exits; a process
+// can only force its own (pg_stat_force_next_flush). So before and after
+// the measured operations the pool's connections are closed and the read
+// waits until their server processes are gone from pg_stat_activity
+// (every connection of the pool carries application_name appName): a
+// process flushes its statistics before it leaves that view, so the
+// counters read then are exact. Should one stay (something else holds a
+// connection of the pool), the read falls back to waiting until the
+// counters have settled (settledRows). Before the operations the pool then
+// opens its connections again, so the workload does not pay for them.
 type pgWrites struct {
-	pool   *pgxpool.Pool
-	schema string
+	pool    *pgxpool.Pool
+	schema  string
+	appName string // the pool's connections' application_name
+}
+
+// appNamed sets the application_name of every connection cfg opens, by
+// which flushedRows tells the pool's server processes.
+func appNamed(cfg *pgxpool.Config, name string) {
+	cfg.ConnConfig.RuntimeParams["application_name"] = name
+}
+
+// waitGone waits until no server process of the pool but the caller's own
+// is left in pg_stat_activity, at most limit.
+func (w *pgWrites) waitGone(ctx context.Context, limit time.Duration) error {
+	deadline := time.Now().Add(limit)
+	for {
+		var n int
+		err := w.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE application_name = $1 AND pid <> pg_backend_pid()`, w.appName).Scan(&n)
+		if err != nil || n == 0 {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%d connections of %s still open after %s", n, w.appName, limit)
+		}
+		select {
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 }
 
 // walPos returns the server's current WAL insert position in bytes.
@@ -43,11 +79,16 @@ func (w *pgWrites) rows(ctx context.Context, bare bool) (int64, error) {
 }
 
 // flushedRows closes the pool's connections (their server processes flush
-// their statistics as they exit), reads the settled row counter, and
+// their statistics as they exit), reads the row counter once they are
+// gone (or once it settled), and
 // reopens as many connections as the pool may hold when reopen.
-func (w *pgWrites) flushedRows(ctx context.Context, bare, reopen bool) (int64, error) {
+func (w *pgWrites) flushedRows(ctx context.Context, bare, reopen bool) (n int64, err error) {
 	w.pool.Reset()
-	n, err := w.settledRows(ctx, bare)
+	if w.appName != "" && w.waitGone(ctx, 5*time.Second) == nil {
+		n, err = w.rows(ctx, bare)
+	} else {
+		n, err = w.settledRows(ctx, bare)
+	}
 	if err != nil || !reopen {
 		return n, err
 	}
@@ -99,10 +140,13 @@ func (w *pgWrites) settledRows(ctx context.Context, bare bool) (int64, error) {
 	return last, nil
 }
 
-// writeCounts is a recorder's count of what its workload wrote.
+// writeCounts is a recorder's count of what its workload wrote: from
+// PostgreSQL's statistics (pg), or from a counter of rows written kept in
+// this process (local: SQLite's hooks, the etcd client's interceptor).
 type writeCounts struct {
-	pg   *pgWrites
-	bare bool // count the bare commit's table
+	pg    *pgWrites
+	local *atomic.Int64
+	bare  bool // count the bare commit's table
 	// WAL bytes over the measured stretches, and whether any read failed.
 	wal    int64
 	walErr error
@@ -114,6 +158,10 @@ type writeCounts struct {
 
 // begin reads the settled row counter before the measured operations.
 func (c *writeCounts) begin(ctx context.Context) {
+	if c != nil && c.local != nil {
+		c.rows0, c.started = c.local.Load(), true
+		return
+	}
 	if c == nil || c.pg == nil {
 		return
 	}
@@ -123,6 +171,10 @@ func (c *writeCounts) begin(ctx context.Context) {
 
 // end reads it after them.
 func (c *writeCounts) end(ctx context.Context) {
+	if c != nil && c.local != nil && c.started {
+		c.rows1 = c.local.Load()
+		return
+	}
 	if c == nil || c.pg == nil || !c.started || c.rowsErr != nil {
 		return
 	}
@@ -150,10 +202,10 @@ func (c *writeCounts) walAfter(ctx context.Context, before int64) {
 
 // fill sets the row's per-operation figures, when counted.
 func (c *writeCounts) fill(res *Result) {
-	if c == nil || c.pg == nil || res.Ops == 0 {
+	if c == nil || res.Ops == 0 {
 		return
 	}
-	if c.walErr == nil {
+	if c.pg != nil && c.walErr == nil {
 		res.WALBytesPerOp = ptr(float64(c.wal) / float64(res.Ops))
 	}
 	if c.started && c.rowsErr == nil {

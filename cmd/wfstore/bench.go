@@ -24,8 +24,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	n := fs.Int("n", 0, "admissions per workload (default 2000 with --quick, 10000 without)")
 	workers := fs.Int("workers", 8, "dispatchers in the parallel and racing workloads")
 	batchN := fs.Int("batch-n", 0, "admissions per batch-mode workload (default 5×n: 10000 with --quick)")
-	river := fs.String("river", "auto", "River peer module directory, drained after postgres on the same database; "+
-		"auto: bench/river under the working directory or its parents, else in the source tree the binary was built from, else the copy embedded in the binary (built with the go command); off: never")
+	river := fs.String("river", "on", "on: drain the same backlog with River (compiled in) after postgres, in a schema of its own on the same database; off: never")
 	history := fs.Int("history", 0, "historical attempts of the growth workload (default 100000 with --quick, 1000000 without)")
 	dsn := fs.String("dsn", "", "Postgres DSN (default $WFSTORE_POSTGRES_DSN); postgres is skipped without one")
 	etcdEndpoints := fs.String("etcd", "", "comma-separated etcd endpoints (default $WFSTORE_ETCD_ENDPOINTS); etcd is skipped without them")
@@ -81,14 +80,15 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	var riverNote string
 	switch {
-	case *river == "off" || *river == "":
+	case *river != "on" && *river != "off" && *river != "auto": // auto: the old default
+		fmt.Fprintf(stderr, "wfstore bench: --river %q: want on or off (River is compiled in)\n", *river)
+		return errUsage
+	case *river == "off":
 		riverNote = "not run (--river off)"
 	case !slices.ContainsFunc(cfg.Targets, func(t wfbench.Target) bool { return t.Name == "postgres" }):
-		riverNote = "not run: it needs the postgres backend"
+		riverNote = "not run: it needs the postgres backend (" + postgresSkip(skipped) + ")"
 	default:
-		// A directory, or auto: found wherever the binary is started
-		// (wfbench.LocateRiver), the report says why when it cannot run.
-		cfg.River = *river
+		cfg.River = true
 	}
 	if *dir != "" {
 		if err := os.MkdirAll(*dir, 0o755); err != nil {
@@ -114,6 +114,8 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	rep.WritePartial(stdout)
 	rep.WriteTable(stdout)
+	fmt.Fprintln(stdout)
+	rep.WriteWrites(stdout)
 	fmt.Fprintln(stdout)
 	rep.WriteSummary(stdout)
 	fmt.Fprintln(stdout)
@@ -147,6 +149,17 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 		err = missedError(rep.Checks())
 	}
 	return err
+}
+
+// postgresSkip says why postgres is not measured: skipped with a reason,
+// or not asked for.
+func postgresSkip(skipped [][2]string) string {
+	for _, s := range skipped {
+		if s[0] == "postgres" {
+			return "postgres skipped: " + s[1]
+		}
+	}
+	return "not in --backends"
 }
 
 // missedError lists the targets checks marks missed, one per line, or

@@ -2,6 +2,9 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -41,4 +44,53 @@ func plural(n int) string {
 		return "1 target"
 	}
 	return strconv.Itoa(n) + " targets"
+}
+
+// TestBenchMeasuresRiverFromAnyDirectory runs a tiny bench on PostgreSQL
+// from a directory outside the repository, as an installed binary would
+// run: River drains beside it, and every row reports rows written and WAL
+// bytes per admission, in the table and in the JSON.
+func TestBenchMeasuresRiverFromAnyDirectory(t *testing.T) {
+	dsn := os.Getenv("WFSTORE_POSTGRES_DSN")
+	if dsn == "" {
+		t.Skip("WFSTORE_POSTGRES_DSN not set")
+	}
+	dir := t.TempDir()
+	t.Chdir(dir)
+	jsonPath := filepath.Join(dir, "results.json")
+	var out, errb bytes.Buffer
+	code := run([]string{"bench", "--backends", "postgres", "--dsn", dsn, "-n", "40", "--batch-n", "200",
+		"--history", "300", "--dir", filepath.Join(dir, "stores"), "--json", jsonPath}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "river v0.51.2 (peer, same PostgreSQL, same run): drained 200 jobs")
+	require.NotContains(t, out.String(), "not measured")
+	require.Contains(t, out.String(), "postgres writes: rows written: ")
+
+	b, err := os.ReadFile(jsonPath)
+	require.NoError(t, err)
+	var rows []map[string]any
+	require.NoError(t, json.Unmarshal(b, &rows))
+	require.NotEmpty(t, rows)
+	for _, r := range rows {
+		if r["ops"] == nil || r["ops"].(float64) == 0 {
+			continue
+		}
+		for _, k := range []string{"rows_written_per_op", "wal_bytes_per_op"} {
+			require.NotNil(t, r[k], "%s %s", r["workload"], k)
+			require.Positive(t, r[k], "%s %s", r["workload"], k)
+		}
+	}
+}
+
+// --river takes on or off; River without postgres says why it did not run.
+func TestBenchRiverFlag(t *testing.T) {
+	var out, errb bytes.Buffer
+	require.Equal(t, 2, run([]string{"bench", "--river", "/some/dir"}, &out, &errb))
+	require.Contains(t, errb.String(), "want on or off")
+
+	out.Reset()
+	errb.Reset()
+	code := run([]string{"bench", "--backends", "bolt", "-n", "20", "--batch-n", "100", "--history", "100", "--dir", t.TempDir()}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "river (peer): not measured: not run: it needs the postgres backend (not in --backends)")
 }
