@@ -32,7 +32,7 @@ type NewChildRun struct {
 // The parent attempt stays admitted until its owner reports on it; a
 // cancelling parent run finalises only once its child runs are terminal.
 func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Time) (childID string, created bool, err error) {
-	parentKey, childAuth := attemptKeyIn(nc.Parent), authorityIn(nc.Authority)
+	parentKey, childAuth := nc.Parent, copyAuthority(nc.Authority)
 	if err := validateAttemptKey(parentKey); err != nil {
 		return "", false, err
 	}

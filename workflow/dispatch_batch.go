@@ -92,7 +92,7 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 			// As one at a time: an owned pass plans nothing under a stale
 			// authority.
 			if err = s.VerifyAuthority(ctx, c.act.Key.RunID, Authority(*check.want)); errors.Is(err, ErrStaleAuthority) {
-				k := keyOut(c.act.Key)
+				k := c.act.Key
 				stale = &k
 			}
 		}
@@ -145,7 +145,7 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 			case r.err != nil:
 				slot.out = outFailed
 				if errors.Is(r.err, ErrStaleAuthority) {
-					sum.Stale = append(sum.Stale, keyOut(items[j].key))
+					sum.Stale = append(sum.Stale, items[j].key)
 					stale = nil // reported at the preparation that met it
 				}
 				stops = append(stops, r.err)
@@ -179,14 +179,14 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 		}
 		if err != nil {
 			if errors.Is(err, ErrStaleAuthority) {
-				sum.Stale = append(sum.Stale, keyOut(c.act.Key))
+				sum.Stale = append(sum.Stale, c.act.Key)
 			}
 			unoffered(ready)
 			return errors.Join(append(stops, err)...)
 		}
 	}
 	for i, slot := range slots {
-		k := keyOut(cands[i].act.Key)
+		k := cands[i].act.Key
 		switch slot.out {
 		case outUnsupported:
 			sum.Unsupported = append(sum.Unsupported, k)
@@ -247,7 +247,7 @@ func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []
 			err = fmt.Errorf("%w: dispatch %s: %w", ErrOwner, r.p.Identity, err)
 		} else if rc, err = ownerJSON("dispatch receipt", rc); err != nil {
 			// A receipt the store cannot keep settles its attempt now.
-			err = s.persistReceipt(ctx, attemptKeyIn(r.p.Key()), r.p.Identity, receipts[i].Receipt, r.check.with("receipt"), now, nil)
+			err = s.persistReceipt(ctx, r.p.Key(), r.p.Identity, receipts[i].Receipt, r.check.with("receipt"), now, nil)
 			if _, ok := errors.AsType[*UnstorableError](err); !ok && isStorage(err) {
 				return append(stops, err)
 			}
@@ -288,7 +288,7 @@ func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []
 func (s *Store) releaseUnoffered(ctx context.Context, held []prepared, now time.Time, sum *DispatchSummary) []error {
 	hs := make([]heldHandoff, len(held))
 	for i, r := range held {
-		hs[i] = heldHandoff{key: attemptKeyIn(r.p.Key()), token: r.token}
+		hs[i] = heldHandoff{key: r.p.Key(), token: r.token}
 	}
 	released, err := s.releaseHandoffs(ctx, hs, now)
 	if err != nil {
@@ -318,7 +318,7 @@ func refOf(p PreparedDispatch) AttemptRef { return AttemptRef{Key: p.Key(), Iden
 // discovery saw it.
 func (c candidate) check(opts DispatchOptions) authorityCheck {
 	if opts.Authority != nil {
-		return ownedBy(authorityIn(opts.Authority), "")
+		return ownedBy(copyAuthority(opts.Authority), "")
 	}
 	return authorityCheck{mode: authSnapshot, want: c.authority}
 }
@@ -485,7 +485,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 				errs[i] = errNotReached
 				continue
 			}
-			k := attemptKeyIn(r.p.Key())
+			k := r.p.Key()
 			run, ok := runs[k.RunID]
 			if !ok {
 				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
@@ -527,7 +527,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 		func(tx backend.Tx, w *batch) error {
 			var l backend.Lookup
 			for _, r := range ready {
-				k := attemptKeyIn(r.p.Key())
+				k := r.p.Key()
 				l.Runs = append(l.Runs, k.RunID)
 				l.Activations = append(l.Activations, k.ActivationKey)
 				l.Attempts = append(l.Attempts, k)
@@ -586,7 +586,7 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, atts map[backend.AttemptKey]backend.Attempt) error {
 		errs = make([]error, len(accepted))
 		for i, r := range accepted {
-			k := attemptKeyIn(r.p.Key())
+			k := r.p.Key()
 			run, ok := runs[k.RunID]
 			if !ok {
 				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
@@ -623,7 +623,7 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 		func(tx backend.Tx, w *batch) error {
 			var l backend.Lookup
 			for _, r := range accepted {
-				k := attemptKeyIn(r.p.Key())
+				k := r.p.Key()
 				l.Runs = append(l.Runs, k.RunID)
 				l.Attempts = append(l.Attempts, k)
 			}
@@ -643,7 +643,7 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 	for i, r := range accepted {
 		err := errs[i]
 		if errors.Is(err, errAlone) {
-			err = s.persistReceipt(ctx, attemptKeyIn(r.p.Key()), r.p.Identity, rcs[i], r.check.with("receipt"), now, nil)
+			err = s.persistReceipt(ctx, r.p.Key(), r.p.Identity, rcs[i], r.check.with("receipt"), now, nil)
 			if err != nil && isStorage(err) {
 				return out, append(fails, err)
 			}

@@ -60,7 +60,7 @@ type NewFanOut struct {
 // controller is c: node "{controller node}::member::{i}", activation id
 // derived from the run, the controller activation and i.
 func MemberKey(c ActivationKey, i int64) ActivationKey {
-	return keyOut(memberKey(keyIn(c), i))
+	return memberKey(c, i)
 }
 
 func memberKey(c backend.ActivationKey, i int64) backend.ActivationKey {
@@ -72,7 +72,7 @@ func memberKey(c backend.ActivationKey, i int64) backend.ActivationKey {
 // It is idempotent: an identical group returns created=false; a different
 // one fails with ErrConflict.
 func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (created bool, err error) {
-	ctl := keyIn(nf.Controller)
+	ctl := nf.Controller
 	if err := validateActivationKey(ctl); err != nil {
 		return false, err
 	}
@@ -448,7 +448,7 @@ func cancelMember(w *batch, run *backend.Run, m backend.Activation, reason strin
 // SettleFanOutRetirement, its members get no new attempt, no handoff and no
 // receipt-less owner admission. Recording it twice is a no-op.
 func (s *Store) RetireFanOut(ctx context.Context, controllerKey ActivationKey, now time.Time) error {
-	controller := keyIn(controllerKey)
+	controller := controllerKey
 	return s.retire(ctx, controller, now, false)
 }
 
@@ -456,7 +456,7 @@ func (s *Store) RetireFanOut(ctx context.Context, controllerKey ActivationKey, n
 // started (waiting or pending) are cancelled and the intent is cleared.
 // Members with attempts keep them; they settle through observations.
 func (s *Engine) SettleFanOutRetirement(ctx context.Context, controllerKey ActivationKey, now time.Time) error {
-	controller := keyIn(controllerKey)
+	controller := controllerKey
 	return s.retire(ctx, controller, now, true)
 }
 

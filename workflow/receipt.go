@@ -25,7 +25,7 @@ import (
 // which receive the receipt from the owner themselves, settle the attempt
 // instead: see UnstorableError.)
 func (s *Engine) PersistReceipt(ctx context.Context, key AttemptKey, receipt json.RawMessage, authority *Authority, now time.Time) error {
-	k, a := attemptKeyIn(key), authorityIn(authority)
+	k, a := key, copyAuthority(authority)
 	if err := validateAttemptKey(k); err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ type OwnerAdmission struct {
 // it is not; ErrConflict when the intent differs (compared canonically);
 // ErrStaleAuthority unless auth is the run's current authority.
 func (s *Engine) CheckOwnerAdmission(ctx context.Context, req OwnerAdmission, authority Authority) (json.RawMessage, error) {
-	k, auth := attemptKeyIn(req.Key), backend.Authority(authority)
+	k, auth := req.Key, backend.Authority(authority)
 	if err := validateAttemptKey(k); err != nil {
 		return nil, err
 	}

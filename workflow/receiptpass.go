@@ -105,7 +105,7 @@ func (s *Engine) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Re
 		return sum, err
 	}
 	opts.Limit = limit
-	check, err := s.passCheck(ctx, opts.RunID, authorityIn(opts.Authority), now)
+	check, err := s.passCheck(ctx, opts.RunID, copyAuthority(opts.Authority), now)
 	if err != nil {
 		return sum, err
 	}

@@ -63,7 +63,7 @@ func (s *Engine) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, n
 		return sum, err
 	}
 	opts.Limit = limit
-	owned, err := s.passCheck(ctx, opts.RunID, authorityIn(opts.Authority), now)
+	owned, err := s.passCheck(ctx, opts.RunID, copyAuthority(opts.Authority), now)
 	if err != nil {
 		return sum, err
 	}
@@ -243,7 +243,7 @@ func (s *Engine) Redispatch(ctx context.Context, owner Owner, opts ReconcileOpti
 		return sum, err
 	}
 	opts.Limit = limit
-	owned, err := s.passCheck(ctx, opts.RunID, authorityIn(opts.Authority), now)
+	owned, err := s.passCheck(ctx, opts.RunID, copyAuthority(opts.Authority), now)
 	if err != nil {
 		return sum, err
 	}

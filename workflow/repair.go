@@ -47,7 +47,7 @@ type RepairRequest struct {
 // nothing of the run open (a confirmed success or cancellation) completes
 // the run, as any settlement does (see ApplyObservation).
 func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) error {
-	identity, action, output, auth := req.Identity, req.Action, req.Output, authorityIn(req.Authority)
+	identity, action, output, auth := req.Identity, req.Action, req.Output, copyAuthority(req.Authority)
 	if err := validateAuthority(auth); err != nil {
 		return err
 	}

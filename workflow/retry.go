@@ -186,7 +186,7 @@ type RetryRequest struct {
 // with ErrConflict. The automatic_retry_scheduled event is written on
 // first insert only.
 func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, key ActivationKey, backoff time.Duration, now time.Time) (RetrySchedule, error) {
-	k := keyIn(key)
+	k := key
 	if err := validateActivationKey(k); err != nil {
 		return RetrySchedule{}, err
 	}
@@ -234,7 +234,7 @@ func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, key Activ
 // ScheduleRetry does. Whether the latest attempt really failed is checked
 // at consumption.
 func (s *Engine) ScheduleRetryForFailedAttempt(ctx context.Context, req RetryRequest, kind FailureKind, now time.Time) (RetrySchedule, error) {
-	k := keyIn(req.Key)
+	k := req.Key
 	if err := validateActivationKey(k); err != nil {
 		return RetrySchedule{}, err
 	}
@@ -291,7 +291,7 @@ func FailureKindOf(o Observation) (FailureKind, bool) {
 // (its kind is FailureKindOf(o)): nil for non-failures, ErrIneligible for
 // every kind but RetryableFailure.
 func (s *Engine) ScheduleRetryFromObservation(ctx context.Context, req RetryRequest, o Observation, now time.Time) (*RetrySchedule, error) {
-	if err := validateActivationKey(keyIn(req.Key)); err != nil {
+	if err := validateActivationKey(req.Key); err != nil {
 		return nil, err
 	}
 	if _, err := toMS("now", now); err != nil {
@@ -314,7 +314,7 @@ func (s *Engine) ScheduleRetryFromObservation(ctx context.Context, req RetryRequ
 // GetRetrySchedule returns the activation's schedule; when it has none
 // (or does not exist) the error matches ErrNotFound.
 func (s *Store) GetRetrySchedule(ctx context.Context, key ActivationKey) (RetrySchedule, error) {
-	k := keyIn(key)
+	k := key
 	if err := validateActivationKey(k); err != nil {
 		return RetrySchedule{}, err
 	}
@@ -495,7 +495,7 @@ func (s *Engine) ConsumeNextDueRetry(ctx context.Context, runID string, now time
 // error and so leaves such a schedule in place: ConsumeNextDueRetry is the
 // pass that discards schedules that can never be consumed.
 func (s *Engine) ConsumeDueRetry(ctx context.Context, key ActivationKey, now time.Time) (RetryRequeue, error) {
-	k := keyIn(key)
+	k := key
 	if err := validateActivationKey(k); err != nil {
 		return RetryRequeue{}, err
 	}
@@ -529,7 +529,7 @@ func (s *Engine) ConsumeDueRetry(ctx context.Context, key ActivationKey, now tim
 // requested, when attempt failedAttempt+1 would exceed RetryCap+1, and when
 // any activation already names this one as predecessor.
 func (s *Store) RetryFailedNode(ctx context.Context, key ActivationKey, failedAttempt uint32, now time.Time) (RetryRequeue, error) {
-	k := keyIn(key)
+	k := key
 	if err := validateActivationKey(k); err != nil {
 		return RetryRequeue{}, err
 	}
@@ -601,7 +601,7 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 	if err := reopenRun(&run, at); err != nil {
 		return RetryRequeue{}, err
 	}
-	out := RetryRequeue{Key: keyOut(k), PreviousAttempt: failed, NextAttempt: next}
+	out := RetryRequeue{Key: k, PreviousAttempt: failed, NextAttempt: next}
 	w.emit(&run, NodeRetryRequestedPayload{
 		RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID, PreviousAttempt: failed, NextAttempt: next,
 	}, at)

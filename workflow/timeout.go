@@ -78,7 +78,7 @@ func (o TimeoutOptions) validate() (int64, *backend.Authority, error) {
 	if err := validateAttemptTimeout("default attempt timeout", o.Default); err != nil {
 		return 0, nil, err
 	}
-	a := authorityIn(o.Authority)
+	a := copyAuthority(o.Authority)
 	if err := validateAuthority(a); err != nil {
 		return 0, nil, err
 	}
