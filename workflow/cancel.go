@@ -149,7 +149,7 @@ func (s *Engine) CancelNeverDispatched(ctx context.Context, identity string, aut
 		if run.CancelRequestedMS == 0 {
 			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
 		}
-		if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
+		if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptCancelled); err != nil {
 			return err
 		}
 		replace(w, *att)
@@ -196,7 +196,7 @@ func (s *Engine) SettleOrphanedCancellation(ctx context.Context, identity string
 				return err
 			}
 		} else {
-			if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
+			if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptCancelled); err != nil {
 				return err
 			}
 			replace(w, *att)
@@ -431,7 +431,7 @@ func (s *Engine) SettleCancelledUnobserved(ctx context.Context, identity string,
 		if att.Receipt == nil {
 			return errNoop
 		}
-		if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
+		if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptCancelled); err != nil {
 			return err
 		}
 		replace(w, *att)

@@ -262,7 +262,7 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 			sum.Raced = append(sum.Raced, c.act.Key)
 			continue
 		}
-		ref, outcome, err := s.admitOne(ctx, owner, c.run, c.act, check, opts.fault, now)
+		ref, outcome, err := s.admitOne(ctx, owner, c, check, opts.fault, now)
 		switch outcome {
 		case outAdmitted:
 			sum.Admitted = append(sum.Admitted, ref)
@@ -318,7 +318,8 @@ const (
 )
 
 // admitOne runs the whole admission of one activation.
-func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act backend.Activation, check authorityCheck, fault faultHook, now time.Time) (AttemptRef, outcome, error) {
+func (s *Store) admitOne(ctx context.Context, owner Owner, c candidate, check authorityCheck, fault faultHook, now time.Time) (AttemptRef, outcome, error) {
+	run, act := c.run, c.act
 	if check.mode == authOwned {
 		if err := s.VerifyAuthority(ctx, act.Key.RunID, Authority(*check.want)); err != nil {
 			return AttemptRef{}, outFailed, err
@@ -379,7 +380,7 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act 
 	if err := runFault(ctx, fault, faultseam.OwnerAccepted, *p); err != nil {
 		return AttemptRef{}, outFailed, err
 	}
-	if err := s.persistReceipt(ctx, p.Key(), p.Identity, receipt, check.with("receipt"), now, kn); err != nil {
+	if err := s.persistReceipt(ctx, refOf(*p), receipt, check.with("receipt"), now, kn); err != nil {
 		return AttemptRef{}, outFailed, err
 	}
 	if err := runFault(ctx, fault, faultseam.ReceiptCommitted, *p); err != nil {

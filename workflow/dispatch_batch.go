@@ -38,6 +38,25 @@ type prepared struct {
 	token string
 }
 
+// batchPass is what stays the same through one batch admission: its
+// options, its time (now, and at: now in unix milliseconds) and the
+// summary it reports into.
+type batchPass struct {
+	opts DispatchOptions
+	at   int64
+	now  time.Time
+	sum  *DispatchSummary
+}
+
+// ownerCall is one call of the owner for a batch: the attempts handed off
+// to it, and for each whether the owner was called (called[i]) and what it
+// returned (receipts[i]).
+type ownerCall struct {
+	handed   []prepared
+	receipts []DispatchResult
+	called   []bool
+}
+
 // errNotReached marks a candidate a batch step left undecided because the
 // step met, before it, a refusal that stops the pass.
 var errNotReached = errors.New("workflow: not reached: the pass stopped before it")
@@ -221,7 +240,8 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 			held = append(held, r)
 		}
 	}
-	stops = append(stops, s.admitOffered(ctx, handed, receipts, called, kn, opts, at, now, sum)...)
+	pass := batchPass{opts: opts, at: at, now: now, sum: sum}
+	stops = append(stops, s.admitOffered(ctx, pass, ownerCall{handed: handed, receipts: receipts, called: called}, kn)...)
 	if len(held) > 0 {
 		stops = append(stops, s.releaseUnoffered(ctx, held, now, sum)...)
 	}
@@ -232,7 +252,9 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 // was called for and accepted (receipts[i], called[i]); a failed call or
 // an invalid receipt is reported in sum.OwnerFailed, and every error is
 // returned.
-func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []DispatchResult, called []bool, kn *batchKnown, opts DispatchOptions, at int64, now time.Time, sum *DispatchSummary) []error {
+func (s *Store) admitOffered(ctx context.Context, pass batchPass, call ownerCall, kn *batchKnown) []error {
+	handed, receipts, called := call.handed, call.receipts, call.called
+	opts, now, sum := pass.opts, pass.now, pass.sum
 	var (
 		stops    []error
 		accepted []prepared
@@ -247,7 +269,7 @@ func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []
 			err = fmt.Errorf("%w: dispatch %s: %w", ErrOwner, r.p.Identity, err)
 		} else if rc, err = ownerJSON("dispatch receipt", rc); err != nil {
 			// A receipt the store cannot keep settles its attempt now.
-			err = s.persistReceipt(ctx, r.p.Key(), r.p.Identity, receipts[i].Receipt, r.check.with("receipt"), now, nil)
+			err = s.persistReceipt(ctx, refOf(r.p), receipts[i].Receipt, r.check.with("receipt"), now, nil)
 			if _, ok := errors.AsType[*UnstorableError](err); !ok && isStorage(err) {
 				return append(stops, err)
 			}
@@ -268,7 +290,7 @@ func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []
 	if len(accepted) == 0 {
 		return stops
 	}
-	admitted, errs := s.receiptBatch(ctx, accepted, rcs, kn, at, now, sum)
+	admitted, errs := s.receiptBatch(ctx, pass, accepted, rcs, kn)
 	stops = append(stops, errs...)
 	for _, r := range admitted {
 		if err := runFault(ctx, opts.fault, faultseam.ReceiptCommitted, r.p); err != nil {
@@ -581,7 +603,8 @@ var errAlone = errors.New("workflow: recorded alone")
 // own: one refused (a stale authority, say) is reported in
 // sum.OwnerFailed (and sum.Stale) and its error returned, to stop the
 // pass, and the others are still recorded.
-func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]byte, kn *batchKnown, at int64, now time.Time, sum *DispatchSummary) ([]prepared, []error) {
+func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []prepared, rcs [][]byte, kn *batchKnown) ([]prepared, []error) {
+	at, now, sum := pass.at, pass.now, pass.sum
 	var errs []error
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, atts map[backend.AttemptKey]backend.Attempt) error {
 		errs = make([]error, len(accepted))
@@ -643,7 +666,7 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 	for i, r := range accepted {
 		err := errs[i]
 		if errors.Is(err, errAlone) {
-			err = s.persistReceipt(ctx, r.p.Key(), r.p.Identity, rcs[i], r.check.with("receipt"), now, nil)
+			err = s.persistReceipt(ctx, refOf(r.p), rcs[i], r.check.with("receipt"), now, nil)
 			if err != nil && isStorage(err) {
 				return out, append(fails, err)
 			}

@@ -35,7 +35,7 @@ func (s *Engine) PersistReceipt(ctx context.Context, key AttemptKey, receipt jso
 	if _, err := ownerJSON("dispatch receipt", receipt); err != nil {
 		return err
 	}
-	return s.persistReceipt(ctx, k, key.Identity(), receipt, ownedBy(a, "receipt"), now, nil)
+	return s.persistReceipt(ctx, AttemptRef{Key: k, Identity: key.Identity()}, receipt, ownedBy(a, "receipt"), now, nil)
 }
 
 // persistReceipt implements PersistReceipt for a receipt the owner
@@ -43,7 +43,8 @@ func (s *Engine) PersistReceipt(ctx context.Context, key AttemptKey, receipt jso
 // known). A receipt ownerJSON refuses settles the attempt as
 // repair_required (settleUnstorableReceipt) and is returned as an
 // *UnstorableError.
-func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identity string, receipt json.RawMessage, check authorityCheck, now time.Time, kn *known) error {
+func (s *Store) persistReceipt(ctx context.Context, ref AttemptRef, receipt json.RawMessage, check authorityCheck, now time.Time, kn *known) error {
+	k, identity := ref.Key, ref.Identity
 	if identity != DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, k.Attempt) {
 		return invalid("dispatch receipt", "identity does not match durable attempt identity")
 	}
@@ -53,7 +54,7 @@ func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identi
 	}
 	rc, err := ownerJSON("dispatch receipt", receipt)
 	if err != nil {
-		return s.settleUnstorableReceipt(ctx, k, identity, receipt, err, check, now)
+		return s.settleUnstorableReceipt(ctx, ref, receipt, err, check, now)
 	}
 	decide := func(tx backend.Tx, w *batch, run backend.Run, att backend.Attempt, found bool) error {
 		return decideReceipt(ctx, tx, w, receiptInput{

@@ -173,7 +173,7 @@ func (s *Engine) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Re
 				continue
 			}
 			mark := w.mark()
-			res, err := applyObservation(ctx, tx, w, p.att.Identity, p.obs, p.v, c, at)
+			res, err := applyObservation(ctx, txn{tx, w, at}, p.att.Identity, p.obs, p.v, c)
 			switch {
 			case errors.Is(err, errNoop):
 				w.truncate(mark)

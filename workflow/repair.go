@@ -81,7 +81,7 @@ func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) er
 		case RepairAbandon:
 			st, as, to = backend.AttemptAbandoned, backend.ActivationFailed, backend.RunFailed
 		}
-		if err := settleAttempt(ctx, tx, w, run, act, att, st, at); err != nil {
+		if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, st); err != nil {
 			return err
 		}
 		act.Output = out

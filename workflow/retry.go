@@ -106,13 +106,15 @@ type RetryRefusal struct {
 // schedule for an earlier attempt can never be consumed and is replaced
 // (with an automatic_retry_discarded event); any other different schedule
 // is kept and the new one refused (RefusedScheduleExists).
-func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, identity string, attempt uint32, at int64) (*backend.RetrySchedule, *RetryRefusal, error) {
-	return scheduleForKind(ctx, tx, w, run, act, identity, attempt, FailureOwnerReportedRetryable, at)
+func scheduleFromPolicy(ctx context.Context, t txn, run *backend.Run, act backend.Activation, failed backend.Attempt) (*backend.RetrySchedule, *RetryRefusal, error) {
+	return scheduleForKind(ctx, t, run, act, failed, FailureOwnerReportedRetryable)
 }
 
 // scheduleForKind is scheduleFromPolicy for a failure of kind: the policy
 // must admit kind and DecideRetry accept it (a terminal kind never is).
-func scheduleForKind(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, identity string, attempt uint32, kind FailureKind, at int64) (*backend.RetrySchedule, *RetryRefusal, error) {
+func scheduleForKind(ctx context.Context, t txn, run *backend.Run, act backend.Activation, failed backend.Attempt, kind FailureKind) (*backend.RetrySchedule, *RetryRefusal, error) {
+	tx, w, at := t.tx, t.w, t.at
+	identity, attempt := failed.Identity, failed.Key.Attempt
 	refuse := func(r RetryRefusal) (*backend.RetrySchedule, *RetryRefusal, error) {
 		w.emit(run, AutomaticRetryNotScheduledPayload{
 			RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID,
@@ -469,7 +471,7 @@ func (s *Engine) ConsumeNextDueRetry(ctx context.Context, runID string, now time
 					return err
 				}
 			case scheduleConsumable:
-				rq, err := retryFailedNode(ctx, tx, w, sched.Key, sched.FailedAttempt, &sched, at)
+				rq, err := retryFailedNode(ctx, txn{tx, w, at}, sched.Key, sched.FailedAttempt, &sched)
 				if err != nil {
 					return err
 				}
@@ -516,7 +518,7 @@ func (s *Engine) ConsumeDueRetry(ctx context.Context, key ActivationKey, now tim
 		if sched.DueMS > at {
 			return stateErr(ErrIneligible, "automatic retry schedule is not due: %v", k)
 		}
-		out, err = retryFailedNode(ctx, tx, w, k, sched.FailedAttempt, &sched, at)
+		out, err = retryFailedNode(ctx, txn{tx, w, at}, k, sched.FailedAttempt, &sched)
 		return err
 	})
 	return out, err
@@ -542,14 +544,15 @@ func (s *Store) RetryFailedNode(ctx context.Context, key ActivationKey, failedAt
 	}
 	var out RetryRequeue
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
-		out, err = retryFailedNode(ctx, tx, w, k, failedAttempt, nil, at)
+		out, err = retryFailedNode(ctx, txn{tx, w, at}, k, failedAttempt, nil)
 		w.workArrives()
 		return err
 	})
 	return out, err
 }
 
-func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.ActivationKey, failed uint32, sched *backend.RetrySchedule, at int64) (RetryRequeue, error) {
+func retryFailedNode(ctx context.Context, t txn, k backend.ActivationKey, failed uint32, sched *backend.RetrySchedule) (RetryRequeue, error) {
+	tx, w, at := t.tx, t.w, t.at
 	f, err := tx.Load(ctx, backend.Lookup{
 		Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k},
 		Attempts: []backend.AttemptKey{{ActivationKey: k, Attempt: failed}},
