@@ -1,117 +1,107 @@
 package backend
 
+import "github.com/wfstore/wfstore/wftype"
+
 // Times in records are unix milliseconds; 0 means "not set" (the workflow
 // layer rejects times at or before the unix epoch). JSON fields hold
 // canonical JSON bytes exactly as the workflow layer wrote them; adapters
 // store and return them byte for byte. Empty JSON fields (nil) mean absent.
 
+// The shared vocabulary (statuses, classes, keys, authority, limits) is
+// defined once in package wftype; the names below are aliases, so a value
+// of one is a value of the other.
+
 // RunStatus is a run's lifecycle status.
-type RunStatus string
+type RunStatus = wftype.RunStatus
 
 // Run statuses.
 const (
-	RunRunning        RunStatus = "running"
-	RunPaused         RunStatus = "paused"
-	RunCompleted      RunStatus = "completed"
-	RunFailed         RunStatus = "failed"
-	RunCancelled      RunStatus = "cancelled"
-	RunRepairRequired RunStatus = "repair_required"
+	RunRunning        RunStatus = wftype.RunRunning
+	RunPaused         RunStatus = wftype.RunPaused
+	RunCompleted      RunStatus = wftype.RunCompleted
+	RunFailed         RunStatus = wftype.RunFailed
+	RunCancelled      RunStatus = wftype.RunCancelled
+	RunRepairRequired RunStatus = wftype.RunRepairRequired
 )
 
 // ActivationStatus is an activation's status.
-type ActivationStatus string
+type ActivationStatus = wftype.ActivationStatus
 
 // Activation statuses.
 const (
-	ActivationPending   ActivationStatus = "pending"
-	ActivationWaiting   ActivationStatus = "waiting"
-	ActivationRunning   ActivationStatus = "running"
-	ActivationCompleted ActivationStatus = "completed"
-	ActivationFailed    ActivationStatus = "failed"
-	ActivationCancelled ActivationStatus = "cancelled"
+	ActivationPending   ActivationStatus = wftype.ActivationPending
+	ActivationWaiting   ActivationStatus = wftype.ActivationWaiting
+	ActivationRunning   ActivationStatus = wftype.ActivationRunning
+	ActivationCompleted ActivationStatus = wftype.ActivationCompleted
+	ActivationFailed    ActivationStatus = wftype.ActivationFailed
+	ActivationCancelled ActivationStatus = wftype.ActivationCancelled
 )
 
 // AttemptStatus is an attempt's status.
-type AttemptStatus string
+type AttemptStatus = wftype.AttemptStatus
 
 // Attempt statuses.
 const (
-	AttemptPrepared          AttemptStatus = "prepared"
-	AttemptAdmitted          AttemptStatus = "admitted"
-	AttemptRunning           AttemptStatus = "running"
-	AttemptCancelling        AttemptStatus = "cancelling"
-	AttemptSiblingCancelling AttemptStatus = "sibling_cancelling"
-	AttemptSucceeded         AttemptStatus = "succeeded"
-	AttemptFailed            AttemptStatus = "failed"
-	AttemptPaused            AttemptStatus = "paused"
-	AttemptCancelled         AttemptStatus = "cancelled"
-	AttemptRepairRequired    AttemptStatus = "repair_required"
-	AttemptAbandoned         AttemptStatus = "abandoned"
+	AttemptPrepared          AttemptStatus = wftype.AttemptPrepared
+	AttemptAdmitted          AttemptStatus = wftype.AttemptAdmitted
+	AttemptRunning           AttemptStatus = wftype.AttemptRunning
+	AttemptCancelling        AttemptStatus = wftype.AttemptCancelling
+	AttemptSiblingCancelling AttemptStatus = wftype.AttemptSiblingCancelling
+	AttemptSucceeded         AttemptStatus = wftype.AttemptSucceeded
+	AttemptFailed            AttemptStatus = wftype.AttemptFailed
+	AttemptPaused            AttemptStatus = wftype.AttemptPaused
+	AttemptCancelled         AttemptStatus = wftype.AttemptCancelled
+	AttemptRepairRequired    AttemptStatus = wftype.AttemptRepairRequired
+	AttemptAbandoned         AttemptStatus = wftype.AttemptAbandoned
 )
 
 // Effect is whether work may change the world.
-type Effect string
+type Effect = wftype.Effect
 
 // Effects.
 const (
-	ReadOnly Effect = "read_only"
-	Mutating Effect = "mutating"
+	ReadOnly Effect = wftype.ReadOnly
+	Mutating Effect = wftype.Mutating
 )
 
 // Reconciliation is how an unknown outcome of a node can be resolved.
-type Reconciliation string
+type Reconciliation = wftype.Reconciliation
 
 // Reconciliation classes.
 const (
-	IdempotentReplay Reconciliation = "idempotent_replay"
-	ReceiptStatus    Reconciliation = "receipt_status"
-	RepairRequired   Reconciliation = "repair_required"
+	IdempotentReplay Reconciliation = wftype.IdempotentReplay
+	ReceiptStatus    Reconciliation = wftype.ReceiptStatus
+	RepairRequired   Reconciliation = wftype.RepairRequired
 )
 
 // Handoff is the durable dispatch-handoff state of an attempt.
-type Handoff string
+type Handoff = wftype.Handoff
 
-// Handoff states.
+// Handoff states (see wftype.HandoffUnknown and the others).
 const (
-	// HandoffUnknown: the attempt was not created by admission (low-level
-	// prepare, child link), so no handoff row exists and the attempt never
-	// gains the never-dispatched proof.
-	HandoffUnknown Handoff = "unknown"
-	// HandoffPending: intent committed, owner provably not yet called.
-	HandoffPending Handoff = "pending"
-	// HandoffRecorded: the handoff was recorded; the owner may have been called.
-	HandoffRecorded Handoff = "recorded"
+	HandoffUnknown  Handoff = wftype.HandoffUnknown
+	HandoffPending  Handoff = wftype.HandoffPending
+	HandoffRecorded Handoff = wftype.HandoffRecorded
 )
 
 // LeaseMode is a resource lease's access mode.
-type LeaseMode string
+type LeaseMode = wftype.LeaseMode
 
 // Lease modes.
 const (
-	LeaseRead  LeaseMode = "read"
-	LeaseWrite LeaseMode = "write"
+	LeaseRead  LeaseMode = wftype.LeaseRead
+	LeaseWrite LeaseMode = wftype.LeaseWrite
 )
 
 // ActivationKey names an activation: (RunID, NodeID, ActivationID).
 // Keys order bytewise field by field.
-type ActivationKey struct {
-	RunID        string
-	NodeID       string
-	ActivationID string
-}
+type ActivationKey = wftype.ActivationKey
 
 // AttemptKey names an attempt of an activation.
-type AttemptKey struct {
-	ActivationKey
-	Attempt uint32
-}
+type AttemptKey = wftype.AttemptKey
 
 // LeaseKey names a lease: one attempt's claim on one resource in one mode.
-type LeaseKey struct {
-	AttemptKey
-	Resource string
-	Mode     LeaseMode
-}
+type LeaseKey = wftype.LeaseKey
 
 // ResourceRef names a resource within a run. Lease conflicts are per run.
 type ResourceRef struct {
@@ -121,20 +111,10 @@ type ResourceRef struct {
 
 // Authority is a run's execution authority (fencing value). All four fields
 // are set when a run has one.
-type Authority struct {
-	TargetArtifactID string
-	DaemonInstanceID string
-	Generation       int64
-	FencingToken     string
-}
+type Authority = wftype.Authority
 
 // Limits are a run's execution limits.
-type Limits struct {
-	NodeExecutionCap int64
-	ConcurrencyCap   int64
-	CycleCap         int64
-	RetryCap         int64
-}
+type Limits = wftype.Limits
 
 // Run is a workflow run, with the durable counters the workflow layer keeps
 // on it so that enforcement is O(1).
@@ -180,16 +160,10 @@ type RunLink struct {
 }
 
 // ResourceClaim is a declared claim of an activation on a resource.
-type ResourceClaim struct {
-	Resource string
-	Mode     LeaseMode
-}
+type ResourceClaim = wftype.ResourceClaim
 
 // NodeRef names an activation within the same run.
-type NodeRef struct {
-	NodeID       string
-	ActivationID string
-}
+type NodeRef = wftype.NodeRef
 
 // GroupMember places an activation in a fan-out group.
 type GroupMember struct {

@@ -161,8 +161,7 @@ func wfAttemptKey(k model.AttemptKey) workflow.AttemptKey {
 	return workflow.AttemptKey{ActivationKey: wfKey(k.ActivationKey), Attempt: k.Attempt}
 }
 
-func modelKey[K workflow.ActivationKey | backend.ActivationKey](key K) model.ActivationKey {
-	k := workflow.ActivationKey(key)
+func modelKey(k workflow.ActivationKey) model.ActivationKey {
 	return model.ActivationKey{RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID}
 }
 

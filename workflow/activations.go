@@ -42,7 +42,7 @@ type NewActivation struct {
 
 // prepared validates na and returns the record it describes.
 func (na NewActivation) record(at int64) (backend.Activation, error) {
-	k := keyIn(na.Key)
+	k := na.Key
 	if err := validateActivationKey(k); err != nil {
 		return backend.Activation{}, err
 	}
@@ -74,7 +74,7 @@ func (na NewActivation) record(at int64) (backend.Activation, error) {
 	if effect == backend.Mutating && recon == backend.IdempotentReplay {
 		return backend.Activation{}, invalid("reconciliation", "a mutating node may not declare idempotent_replay")
 	}
-	claims, err := normalizeClaims(claimsIn(na.Claims))
+	claims, err := normalizeClaims(na.Claims)
 	if err != nil {
 		return backend.Activation{}, err
 	}
@@ -94,7 +94,7 @@ func (na NewActivation) record(at int64) (backend.Activation, error) {
 	if na.AttemptTimeout%time.Millisecond != 0 {
 		return backend.Activation{}, invalid("attempt timeout", "must be a whole number of milliseconds, got %v", na.AttemptTimeout)
 	}
-	preds := nodeRefsIn(na.Predecessors)
+	preds := slices.Clone(na.Predecessors) // the record must not share the caller's slice
 	for _, p := range preds {
 		if err := ValidateID("predecessor node id", p.NodeID); err != nil {
 			return backend.Activation{}, err
@@ -262,7 +262,7 @@ func sameActivationDefinition(a, b backend.Activation) bool {
 
 // GetActivation returns the activation.
 func (s *Store) GetActivation(ctx context.Context, key ActivationKey) (Activation, error) {
-	k := keyIn(key)
+	k := key
 	if err := validateActivationKey(k); err != nil {
 		return Activation{}, err
 	}

@@ -17,7 +17,7 @@ import (
 // missing. The run's authority is snapshotted first and must not change
 // before the commit.
 func (s *Engine) PreparePending(ctx context.Context, key ActivationKey, plan Plan, now time.Time) (*PreparedDispatch, error) {
-	k := keyIn(key)
+	k := key
 	if err := validateActivationKey(k); err != nil {
 		return nil, err
 	}

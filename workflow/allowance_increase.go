@@ -42,7 +42,7 @@ type AllowanceIncrease struct {
 // added while the exhaustion holds is reported Exhausted by the next pass
 // that meets it.
 func (s *Store) IncreaseAllowance(ctx context.Context, req AllowanceIncrease, now time.Time) error {
-	runID, expectedCap, targetCap, auth := req.RunID, req.ExpectedCap, req.TargetCap, authorityIn(req.Authority)
+	runID, expectedCap, targetCap, auth := req.RunID, req.ExpectedCap, req.TargetCap, copyAuthority(req.Authority)
 	at, err := runCallArgs(runID, auth, now)
 	if err != nil {
 		return err

@@ -108,7 +108,7 @@ func (s *Store) Authority(ctx context.Context, runID string) (*Authority, error)
 		if err != nil {
 			return notFoundFrom(err, "run %q", runID)
 		}
-		out = authorityOut(run.Authority)
+		out = copyAuthority(run.Authority)
 		return nil
 	})
 	return out, err

@@ -27,7 +27,7 @@ import (
 // observation of such an attempt makes it cancelling, not cancelled). Use
 // RequestTreeCancellation to cancel a whole composition tree at once.
 func (s *Store) RequestCancellation(ctx context.Context, runID string, authority *Authority, now time.Time) (RunStatus, error) {
-	auth := authorityIn(authority)
+	auth := copyAuthority(authority)
 	at, err := runCallArgs(runID, auth, now)
 	if err != nil {
 		return "", err
@@ -134,7 +134,7 @@ func (s *Engine) MarkCancellationSignalled(ctx context.Context, identity string,
 // active. It returns false, changing nothing, when the attempt lacks that
 // proof. authority, when set, must be the run's current authority.
 func (s *Engine) CancelNeverDispatched(ctx context.Context, identity string, authority *Authority, now time.Time) (bool, error) {
-	auth := authorityIn(authority)
+	auth := copyAuthority(authority)
 	if err := validateAuthority(auth); err != nil {
 		return false, err
 	}
@@ -149,7 +149,7 @@ func (s *Engine) CancelNeverDispatched(ctx context.Context, identity string, aut
 		if run.CancelRequestedMS == 0 {
 			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
 		}
-		if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
+		if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptCancelled); err != nil {
 			return err
 		}
 		replace(w, *att)
@@ -196,7 +196,7 @@ func (s *Engine) SettleOrphanedCancellation(ctx context.Context, identity string
 				return err
 			}
 		} else {
-			if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
+			if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptCancelled); err != nil {
 				return err
 			}
 			replace(w, *att)
@@ -267,7 +267,7 @@ func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
 // cancels one run only: the owners of its child-run parent attempts
 // decide about the children, and the run finalises once they are terminal.
 func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, authority *Authority, now time.Time) (RunStatus, error) {
-	auth := authorityIn(authority)
+	auth := copyAuthority(authority)
 	at, err := runCallArgs(rootID, auth, now)
 	if err != nil {
 		return "", err
@@ -397,7 +397,7 @@ const (
 // nothing else is active. authority, when set, must be the run's current
 // authority.
 func (s *Engine) SettleCancelledUnobserved(ctx context.Context, identity string, how CancelSettlement, authority *Authority, now time.Time) (bool, error) {
-	auth := authorityIn(authority)
+	auth := copyAuthority(authority)
 	if err := validateAuthority(auth); err != nil {
 		return false, err
 	}
@@ -431,7 +431,7 @@ func (s *Engine) SettleCancelledUnobserved(ctx context.Context, identity string,
 		if att.Receipt == nil {
 			return errNoop
 		}
-		if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptCancelled, at); err != nil {
+		if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptCancelled); err != nil {
 			return err
 		}
 		replace(w, *att)

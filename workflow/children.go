@@ -32,7 +32,7 @@ type NewChildRun struct {
 // The parent attempt stays admitted until its owner reports on it; a
 // cancelling parent run finalises only once its child runs are terminal.
 func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Time) (childID string, created bool, err error) {
-	parentKey, childAuth := attemptKeyIn(nc.Parent), authorityIn(nc.Authority)
+	parentKey, childAuth := nc.Parent, copyAuthority(nc.Authority)
 	if err := validateAttemptKey(parentKey); err != nil {
 		return "", false, err
 	}
@@ -184,7 +184,8 @@ func startedChildRun(ctx context.Context, tx backend.ReadTx, att backend.Attempt
 // requested: the attempt becomes (or stays) cancelling instead of
 // cancelled, so the parent waits for the owner to settle the child. It
 // reports false, changing nothing, for any other observation or attempt.
-func cancellingChildParent(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, att *backend.Attempt, kind ObservationKind, detail []byte, at int64) (bool, error) {
+func cancellingChildParent(ctx context.Context, t txn, run *backend.Run, att *backend.Attempt, kind ObservationKind, detail []byte) (bool, error) {
+	tx, w, at := t.tx, t.w, t.at
 	if run.CancelRequestedMS == 0 || (kind != ObservedAdmitted && kind != ObservedRunning) {
 		return false, nil
 	}

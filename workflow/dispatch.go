@@ -219,7 +219,7 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 		if opts.RunID == "" {
 			return sum, invalid("dispatch authority", "requires a run id")
 		}
-		if err := validateAuthority(authorityIn(opts.Authority)); err != nil {
+		if err := validateAuthority(opts.Authority); err != nil {
 			return sum, err
 		}
 	}
@@ -256,28 +256,28 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 		}
 		check := authorityCheck{mode: authSnapshot, want: c.authority}
 		if opts.Authority != nil {
-			check = ownedBy(authorityIn(opts.Authority), "")
+			check = ownedBy(copyAuthority(opts.Authority), "")
 		}
 		if c.full {
-			sum.Raced = append(sum.Raced, keyOut(c.act.Key))
+			sum.Raced = append(sum.Raced, c.act.Key)
 			continue
 		}
-		ref, outcome, err := s.admitOne(ctx, owner, c.run, c.act, check, opts.fault, now)
+		ref, outcome, err := s.admitOne(ctx, owner, c, check, opts.fault, now)
 		switch outcome {
 		case outAdmitted:
 			sum.Admitted = append(sum.Admitted, ref)
 		case outUnsupported:
-			sum.Unsupported = append(sum.Unsupported, keyOut(c.act.Key))
+			sum.Unsupported = append(sum.Unsupported, c.act.Key)
 		case outRaced:
-			sum.Raced = append(sum.Raced, keyOut(c.act.Key))
+			sum.Raced = append(sum.Raced, c.act.Key)
 		case outExhausted:
-			sum.Exhausted = append(sum.Exhausted, keyOut(c.act.Key))
+			sum.Exhausted = append(sum.Exhausted, c.act.Key)
 		case outRejected:
-			sum.Rejected = append(sum.Rejected, Rejection{Key: keyOut(c.act.Key), Err: err})
+			sum.Rejected = append(sum.Rejected, Rejection{Key: c.act.Key, Err: err})
 			err = nil
 		}
 		if errors.Is(err, ErrStaleAuthority) {
-			sum.Stale = append(sum.Stale, keyOut(c.act.Key))
+			sum.Stale = append(sum.Stale, c.act.Key)
 		}
 		if err != nil {
 			return sum, err
@@ -318,7 +318,8 @@ const (
 )
 
 // admitOne runs the whole admission of one activation.
-func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act backend.Activation, check authorityCheck, fault faultHook, now time.Time) (AttemptRef, outcome, error) {
+func (s *Store) admitOne(ctx context.Context, owner Owner, c candidate, check authorityCheck, fault faultHook, now time.Time) (AttemptRef, outcome, error) {
+	run, act := c.run, c.act
 	if check.mode == authOwned {
 		if err := s.VerifyAuthority(ctx, act.Key.RunID, Authority(*check.want)); err != nil {
 			return AttemptRef{}, outFailed, err
@@ -359,7 +360,7 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act 
 	if err := runFault(ctx, fault, faultseam.IntentCommitted, *p); err != nil {
 		return AttemptRef{}, outFailed, err
 	}
-	if kn, err = s.handoff(ctx, p.key(), check.with("dispatch handoff"), false, now, kn); err != nil {
+	if kn, err = s.handoff(ctx, p.Key(), check.with("dispatch handoff"), false, now, kn); err != nil {
 		switch {
 		case errors.Is(err, ErrIneligible):
 			// The run (or the attempt) changed since prepare: the attempt
@@ -379,7 +380,7 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, run backend.Run, act 
 	if err := runFault(ctx, fault, faultseam.OwnerAccepted, *p); err != nil {
 		return AttemptRef{}, outFailed, err
 	}
-	if err := s.persistReceipt(ctx, p.key(), p.Identity, receipt, check.with("receipt"), now, kn); err != nil {
+	if err := s.persistReceipt(ctx, refOf(*p), receipt, check.with("receipt"), now, kn); err != nil {
 		return AttemptRef{}, outFailed, err
 	}
 	if err := runFault(ctx, fault, faultseam.ReceiptCommitted, *p); err != nil {

@@ -38,6 +38,25 @@ type prepared struct {
 	token string
 }
 
+// batchPass is what stays the same through one batch admission: its
+// options, its time (now, and at: now in unix milliseconds) and the
+// summary it reports into.
+type batchPass struct {
+	opts DispatchOptions
+	at   int64
+	now  time.Time
+	sum  *DispatchSummary
+}
+
+// ownerCall is one call of the owner for a batch: the attempts handed off
+// to it, and for each whether the owner was called (called[i]) and what it
+// returned (receipts[i]).
+type ownerCall struct {
+	handed   []prepared
+	receipts []DispatchResult
+	called   []bool
+}
+
 // errNotReached marks a candidate a batch step left undecided because the
 // step met, before it, a refusal that stops the pass.
 var errNotReached = errors.New("workflow: not reached: the pass stopped before it")
@@ -92,7 +111,7 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 			// As one at a time: an owned pass plans nothing under a stale
 			// authority.
 			if err = s.VerifyAuthority(ctx, c.act.Key.RunID, Authority(*check.want)); errors.Is(err, ErrStaleAuthority) {
-				k := keyOut(c.act.Key)
+				k := c.act.Key
 				stale = &k
 			}
 		}
@@ -145,7 +164,7 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 			case r.err != nil:
 				slot.out = outFailed
 				if errors.Is(r.err, ErrStaleAuthority) {
-					sum.Stale = append(sum.Stale, keyOut(items[j].key))
+					sum.Stale = append(sum.Stale, items[j].key)
 					stale = nil // reported at the preparation that met it
 				}
 				stops = append(stops, r.err)
@@ -179,14 +198,14 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 		}
 		if err != nil {
 			if errors.Is(err, ErrStaleAuthority) {
-				sum.Stale = append(sum.Stale, keyOut(c.act.Key))
+				sum.Stale = append(sum.Stale, c.act.Key)
 			}
 			unoffered(ready)
 			return errors.Join(append(stops, err)...)
 		}
 	}
 	for i, slot := range slots {
-		k := keyOut(cands[i].act.Key)
+		k := cands[i].act.Key
 		switch slot.out {
 		case outUnsupported:
 			sum.Unsupported = append(sum.Unsupported, k)
@@ -221,7 +240,8 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 			held = append(held, r)
 		}
 	}
-	stops = append(stops, s.admitOffered(ctx, handed, receipts, called, kn, opts, at, now, sum)...)
+	pass := batchPass{opts: opts, at: at, now: now, sum: sum}
+	stops = append(stops, s.admitOffered(ctx, pass, ownerCall{handed: handed, receipts: receipts, called: called}, kn)...)
 	if len(held) > 0 {
 		stops = append(stops, s.releaseUnoffered(ctx, held, now, sum)...)
 	}
@@ -232,7 +252,9 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 // was called for and accepted (receipts[i], called[i]); a failed call or
 // an invalid receipt is reported in sum.OwnerFailed, and every error is
 // returned.
-func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []DispatchResult, called []bool, kn *batchKnown, opts DispatchOptions, at int64, now time.Time, sum *DispatchSummary) []error {
+func (s *Store) admitOffered(ctx context.Context, pass batchPass, call ownerCall, kn *batchKnown) []error {
+	handed, receipts, called := call.handed, call.receipts, call.called
+	opts, now, sum := pass.opts, pass.now, pass.sum
 	var (
 		stops    []error
 		accepted []prepared
@@ -247,7 +269,7 @@ func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []
 			err = fmt.Errorf("%w: dispatch %s: %w", ErrOwner, r.p.Identity, err)
 		} else if rc, err = ownerJSON("dispatch receipt", rc); err != nil {
 			// A receipt the store cannot keep settles its attempt now.
-			err = s.persistReceipt(ctx, attemptKeyIn(r.p.Key()), r.p.Identity, receipts[i].Receipt, r.check.with("receipt"), now, nil)
+			err = s.persistReceipt(ctx, refOf(r.p), receipts[i].Receipt, r.check.with("receipt"), now, nil)
 			if _, ok := errors.AsType[*UnstorableError](err); !ok && isStorage(err) {
 				return append(stops, err)
 			}
@@ -268,7 +290,7 @@ func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []
 	if len(accepted) == 0 {
 		return stops
 	}
-	admitted, errs := s.receiptBatch(ctx, accepted, rcs, kn, at, now, sum)
+	admitted, errs := s.receiptBatch(ctx, pass, accepted, rcs, kn)
 	stops = append(stops, errs...)
 	for _, r := range admitted {
 		if err := runFault(ctx, opts.fault, faultseam.ReceiptCommitted, r.p); err != nil {
@@ -288,7 +310,7 @@ func (s *Store) admitOffered(ctx context.Context, handed []prepared, receipts []
 func (s *Store) releaseUnoffered(ctx context.Context, held []prepared, now time.Time, sum *DispatchSummary) []error {
 	hs := make([]heldHandoff, len(held))
 	for i, r := range held {
-		hs[i] = heldHandoff{key: attemptKeyIn(r.p.Key()), token: r.token}
+		hs[i] = heldHandoff{key: r.p.Key(), token: r.token}
 	}
 	released, err := s.releaseHandoffs(ctx, hs, now)
 	if err != nil {
@@ -318,7 +340,7 @@ func refOf(p PreparedDispatch) AttemptRef { return AttemptRef{Key: p.Key(), Iden
 // discovery saw it.
 func (c candidate) check(opts DispatchOptions) authorityCheck {
 	if opts.Authority != nil {
-		return ownedBy(authorityIn(opts.Authority), "")
+		return ownedBy(copyAuthority(opts.Authority), "")
 	}
 	return authorityCheck{mode: authSnapshot, want: c.authority}
 }
@@ -485,7 +507,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 				errs[i] = errNotReached
 				continue
 			}
-			k := attemptKeyIn(r.p.Key())
+			k := r.p.Key()
 			run, ok := runs[k.RunID]
 			if !ok {
 				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
@@ -527,7 +549,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 		func(tx backend.Tx, w *batch) error {
 			var l backend.Lookup
 			for _, r := range ready {
-				k := attemptKeyIn(r.p.Key())
+				k := r.p.Key()
 				l.Runs = append(l.Runs, k.RunID)
 				l.Activations = append(l.Activations, k.ActivationKey)
 				l.Attempts = append(l.Attempts, k)
@@ -581,12 +603,13 @@ var errAlone = errors.New("workflow: recorded alone")
 // own: one refused (a stale authority, say) is reported in
 // sum.OwnerFailed (and sum.Stale) and its error returned, to stop the
 // pass, and the others are still recorded.
-func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]byte, kn *batchKnown, at int64, now time.Time, sum *DispatchSummary) ([]prepared, []error) {
+func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []prepared, rcs [][]byte, kn *batchKnown) ([]prepared, []error) {
+	at, now, sum := pass.at, pass.now, pass.sum
 	var errs []error
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, atts map[backend.AttemptKey]backend.Attempt) error {
 		errs = make([]error, len(accepted))
 		for i, r := range accepted {
-			k := attemptKeyIn(r.p.Key())
+			k := r.p.Key()
 			run, ok := runs[k.RunID]
 			if !ok {
 				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
@@ -623,7 +646,7 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 		func(tx backend.Tx, w *batch) error {
 			var l backend.Lookup
 			for _, r := range accepted {
-				k := attemptKeyIn(r.p.Key())
+				k := r.p.Key()
 				l.Runs = append(l.Runs, k.RunID)
 				l.Attempts = append(l.Attempts, k)
 			}
@@ -643,7 +666,7 @@ func (s *Store) receiptBatch(ctx context.Context, accepted []prepared, rcs [][]b
 	for i, r := range accepted {
 		err := errs[i]
 		if errors.Is(err, errAlone) {
-			err = s.persistReceipt(ctx, attemptKeyIn(r.p.Key()), r.p.Identity, rcs[i], r.check.with("receipt"), now, nil)
+			err = s.persistReceipt(ctx, refOf(r.p), rcs[i], r.check.with("receipt"), now, nil)
 			if err != nil && isStorage(err) {
 				return out, append(fails, err)
 			}

@@ -60,7 +60,7 @@ type NewFanOut struct {
 // controller is c: node "{controller node}::member::{i}", activation id
 // derived from the run, the controller activation and i.
 func MemberKey(c ActivationKey, i int64) ActivationKey {
-	return keyOut(memberKey(keyIn(c), i))
+	return memberKey(c, i)
 }
 
 func memberKey(c backend.ActivationKey, i int64) backend.ActivationKey {
@@ -72,7 +72,7 @@ func memberKey(c backend.ActivationKey, i int64) backend.ActivationKey {
 // It is idempotent: an identical group returns created=false; a different
 // one fails with ErrConflict.
 func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (created bool, err error) {
-	ctl := keyIn(nf.Controller)
+	ctl := nf.Controller
 	if err := validateActivationKey(ctl); err != nil {
 		return false, err
 	}
@@ -275,7 +275,8 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 // both), otherwise the group's policy decides: fail-fast cancels the
 // siblings and fails the run now, wait-all fails the run once every member
 // has settled. A repair_required run stays so until its repair resolves.
-func activationFailed(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, scheduled bool, at int64) error {
+func activationFailed(ctx context.Context, t txn, run *backend.Run, act backend.Activation, scheduled bool) error {
+	tx, w, at := t.tx, t.w, t.at
 	g, ok, err := loadGroup(ctx, tx, act)
 	if err != nil {
 		return err
@@ -293,7 +294,7 @@ func activationFailed(ctx context.Context, tx backend.Tx, w *batch, run *backend
 		return settleMember(ctx, tx, w, run, &g, at)
 	}
 	g.Settled++
-	if err := cancelSiblings(ctx, tx, w, run, &g, act, at); err != nil {
+	if err := cancelSiblings(ctx, txn{tx, w, at}, run, &g, act); err != nil {
 		return err
 	}
 	if g.RetiredMS == 0 {
@@ -363,7 +364,8 @@ func settleMember(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run
 // (one event per attempt), except a prepared attempt that provably never
 // reached its owner (handoff pending, no receipt), which is cancelled with
 // its member at once. It updates g's counters; the caller writes g.
-func cancelSiblings(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, g *backend.FanOutGroup, failed backend.Activation, at int64) error {
+func cancelSiblings(ctx context.Context, t txn, run *backend.Run, g *backend.FanOutGroup, failed backend.Activation) error {
+	tx, w, at := t.tx, t.w, t.at
 	members, err := loadMembers(ctx, tx, w, g)
 	if err != nil {
 		return err
@@ -405,7 +407,7 @@ func cancelSiblings(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 			continue // cancelling or repair_required: settled by their own paths
 		}
 		if att.Status == backend.AttemptPrepared && att.Receipt == nil && att.Handoff == backend.HandoffPending {
-			if err := settleAttempt(ctx, tx, w, run, m, &att, backend.AttemptCancelled, at); err != nil {
+			if err := settleAttempt(ctx, txn{tx, w, at}, run, m, &att, backend.AttemptCancelled); err != nil {
 				return err
 			}
 			replace(w, att)
@@ -448,7 +450,7 @@ func cancelMember(w *batch, run *backend.Run, m backend.Activation, reason strin
 // SettleFanOutRetirement, its members get no new attempt, no handoff and no
 // receipt-less owner admission. Recording it twice is a no-op.
 func (s *Store) RetireFanOut(ctx context.Context, controllerKey ActivationKey, now time.Time) error {
-	controller := keyIn(controllerKey)
+	controller := controllerKey
 	return s.retire(ctx, controller, now, false)
 }
 
@@ -456,7 +458,7 @@ func (s *Store) RetireFanOut(ctx context.Context, controllerKey ActivationKey, n
 // started (waiting or pending) are cancelled and the intent is cleared.
 // Members with attempts keep them; they settle through observations.
 func (s *Engine) SettleFanOutRetirement(ctx context.Context, controllerKey ActivationKey, now time.Time) error {
-	controller := keyIn(controllerKey)
+	controller := controllerKey
 	return s.retire(ctx, controller, now, true)
 }
 

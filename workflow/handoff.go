@@ -20,8 +20,8 @@ import (
 // when set, must be the run's current authority. Like every handoff write,
 // it stores a fresh random holder token (see Dispatch, "Batch mode").
 func (s *Engine) Handoff(ctx context.Context, key AttemptKey, authority *Authority, now time.Time) error {
-	auth := authorityIn(authority)
-	k := attemptKeyIn(key)
+	auth := copyAuthority(authority)
+	k := key
 	if err := validateAttemptKey(k); err != nil {
 		return err
 	}
@@ -109,7 +109,7 @@ func heldBy(k backend.AttemptKey, ident, token string) []HeldHandoff {
 	if ident == "" {
 		return nil
 	}
-	return []HeldHandoff{{Attempt: AttemptRef{Key: attemptKeyOut(k), Identity: ident}, Token: token}}
+	return []HeldHandoff{{Attempt: AttemptRef{Key: k, Identity: ident}, Token: token}}
 }
 
 // handoffInput is what one handoff decision is made on: attempt key, its

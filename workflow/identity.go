@@ -3,8 +3,10 @@ package workflow
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"github.com/wfstore/wfstore/internal/canonical"
 	"strconv"
+
+	"github.com/wfstore/wfstore/internal/canonical"
+	"github.com/wfstore/wfstore/wftype"
 )
 
 // Identity derivations. Every hash is the lowercase hex
@@ -19,17 +21,9 @@ func hashHex(b []byte) string {
 }
 
 // DispatchIdentity is the owner's idempotency key for one attempt:
-// H(run ␀ node ␀ activation ␀ attempt).
+// H(run ␀ node ␀ activation ␀ attempt) (wftype.DispatchIdentity).
 func DispatchIdentity(runID, nodeID, activationID string, attempt uint32) string {
-	var stack [256]byte
-	b := append(stack[:0], runID...)
-	b = append(b, 0)
-	b = append(b, nodeID...)
-	b = append(b, 0)
-	b = append(b, activationID...)
-	b = append(b, 0)
-	b = strconv.AppendUint(b, uint64(attempt), 10)
-	return hashHex(b)
+	return wftype.DispatchIdentity(runID, nodeID, activationID, attempt)
 }
 
 // ActivationIdentity is H(run ␀ node ␀ generation).

@@ -1,38 +1,20 @@
 package workflow
 
+import "github.com/wfstore/wfstore/wftype"
+
 // ActivationKey names an activation: (RunID, NodeID, ActivationID). Keys
 // order bytewise field by field.
-type ActivationKey struct {
-	RunID        string
-	NodeID       string
-	ActivationID string
-}
+type ActivationKey = wftype.ActivationKey
 
 // AttemptKey names one attempt of an activation. Attempts are numbered
-// from 1.
-type AttemptKey struct {
-	ActivationKey
-	Attempt uint32
-}
-
-// Identity returns the attempt's dispatch identity, the owner's
-// idempotency key (DispatchIdentity of the key's fields).
-func (k AttemptKey) Identity() string {
-	return DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, k.Attempt)
-}
+// from 1; its Identity method returns the attempt's dispatch identity.
+type AttemptKey = wftype.AttemptKey
 
 // LeaseKey names a lease: one attempt's claim on one resource in one mode.
-type LeaseKey struct {
-	AttemptKey
-	Resource string
-	Mode     LeaseMode
-}
+type LeaseKey = wftype.LeaseKey
 
 // NodeRef names an activation within the same run (a predecessor).
-type NodeRef struct {
-	NodeID       string
-	ActivationID string
-}
+type NodeRef = wftype.NodeRef
 
 // AttemptRef names an attempt both ways: by key and by its dispatch
 // identity (Key.Identity()).

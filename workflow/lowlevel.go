@@ -26,7 +26,7 @@ type AttemptIntent struct {
 // dispatch again); anything else at that number fails with ErrConflict.
 // Only new attempts are checked against the limits.
 func (s *Engine) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.Time) (string, error) {
-	if err := validateAttemptKey(attemptKeyIn(ai.Key)); err != nil {
+	if err := validateAttemptKey(ai.Key); err != nil {
 		return "", err
 	}
 	intent, err := checkPlan(Plan{SideEffect: ai.SideEffect, Intent: ai.Intent})
@@ -37,7 +37,7 @@ func (s *Engine) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.
 	if err != nil {
 		return "", err
 	}
-	k, effect := attemptKeyIn(ai.Key), backend.Effect(ai.SideEffect)
+	k, effect := ai.Key, backend.Effect(ai.SideEffect)
 	identity := DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, k.Attempt)
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		f, err := tx.Load(ctx, backend.Lookup{

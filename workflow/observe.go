@@ -181,7 +181,7 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 	}
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		var err error
-		res, err = applyObservation(ctx, tx, w, identity, obs, v, authorityCheck{}, at)
+		res, err = applyObservation(ctx, txn{tx, w, at}, identity, obs, v, authorityCheck{})
 		w.workArrives() // settling may add successors, schedule a retry, free capacity or leases
 		return err
 	})
@@ -204,7 +204,8 @@ type validObservation struct {
 // applyObservation applies one validated observation inside tx, after
 // check accepts the run's authority. It returns errNoop, having added
 // nothing to w, when the observation changes nothing.
-func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity string, obs Observation, v validObservation, check authorityCheck, at int64) (ObservationResult, error) {
+func applyObservation(ctx context.Context, t txn, identity string, obs Observation, v validObservation, check authorityCheck) (ObservationResult, error) {
+	tx, w, at := t.tx, t.w, t.at
 	var res ObservationResult
 	output, detail, succ := v.output, v.detail, v.succ
 	err := func() error {
@@ -223,7 +224,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 		}
 		res.Status = AttemptStatus(att.Status)
 		if timedOut(att) {
-			if readmitted, err := observedAfterTimeout(ctx, tx, w, &run, &att, obs.Kind, at); err != nil || !readmitted {
+			if readmitted, err := observedAfterTimeout(ctx, txn{tx, w, at}, &run, &att, obs.Kind); err != nil || !readmitted {
 				replace(w, run)
 				return err
 			}
@@ -238,7 +239,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			return stateErr(ErrIneligible, "attempt %s has no receipt; observations apply to admitted attempts", identity)
 		}
 		kind := obs.Kind
-		if handled, err := cancellingChildParent(ctx, tx, w, &run, &att, kind, detail, at); handled || err != nil {
+		if handled, err := cancellingChildParent(ctx, txn{tx, w, at}, &run, &att, kind, detail); handled || err != nil {
 			res.Status = AttemptStatus(att.Status)
 			replace(w, run)
 			return err
@@ -275,7 +276,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 		if v.unstorable != nil && kind != ObservedCancelled {
 			// The owner reported something the store cannot keep: its
 			// outcome is for an operator, and never asked again.
-			if err := settleUnstorable(ctx, tx, w, &run, &att, RepairObservationNotStorable, v.unstorable, at); err != nil {
+			if err := settleUnstorable(ctx, txn{tx, w, at}, &run, &att, RepairObservationNotStorable, v.unstorable); err != nil {
 				return err
 			}
 			res.Status = AttemptStatus(att.Status)
@@ -300,7 +301,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 		case ObservedDeferred:
 			return errNoop
 		case ObservedSucceeded:
-			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptSucceeded, at); err != nil {
+			if err := settleAttempt(ctx, txn{tx, w, at}, &run, act, &att, backend.AttemptSucceeded); err != nil {
 				return err
 			}
 			replace(w, att)
@@ -323,7 +324,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 				}
 			}
 		case ObservedFailed, ObservedRetryableFailure:
-			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptFailed, at); err != nil {
+			if err := settleAttempt(ctx, txn{tx, w, at}, &run, act, &att, backend.AttemptFailed); err != nil {
 				return err
 			}
 			replace(w, att)
@@ -332,13 +333,13 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 			}
 			w.emit(&run, AttemptFailedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Retryable: kind == ObservedRetryableFailure}, at)
 			if kind == ObservedRetryableFailure {
-				sched, refusal, err := scheduleFromPolicy(ctx, tx, w, &run, act, identity, att.Key.Attempt, at)
+				sched, refusal, err := scheduleFromPolicy(ctx, txn{tx, w, at}, &run, act, att)
 				if err != nil {
 					return err
 				}
 				res.Schedule, res.NotScheduled = toSchedulePtr(sched), refusal
 			}
-			if err := activationFailed(ctx, tx, w, &run, act, res.Schedule != nil, at); err != nil {
+			if err := activationFailed(ctx, txn{tx, w, at}, &run, act, res.Schedule != nil); err != nil {
 				return err
 			}
 			run.UpdatedMS = at
@@ -346,7 +347,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 				return err
 			}
 		case ObservedPaused:
-			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptPaused, at); err != nil {
+			if err := settleAttempt(ctx, txn{tx, w, at}, &run, act, &att, backend.AttemptPaused); err != nil {
 				return err
 			}
 			if err := requeueActivation(&act, at); err != nil {
@@ -360,7 +361,7 @@ func applyObservation(ctx context.Context, tx backend.Tx, w *batch, identity str
 				return err
 			}
 		case ObservedCancelled:
-			if err := settleAttempt(ctx, tx, w, &run, act, &att, backend.AttemptCancelled, at); err != nil {
+			if err := settleAttempt(ctx, txn{tx, w, at}, &run, act, &att, backend.AttemptCancelled); err != nil {
 				return err
 			}
 			replace(w, att)

@@ -25,7 +25,7 @@ import (
 // which receive the receipt from the owner themselves, settle the attempt
 // instead: see UnstorableError.)
 func (s *Engine) PersistReceipt(ctx context.Context, key AttemptKey, receipt json.RawMessage, authority *Authority, now time.Time) error {
-	k, a := attemptKeyIn(key), authorityIn(authority)
+	k, a := key, copyAuthority(authority)
 	if err := validateAttemptKey(k); err != nil {
 		return err
 	}
@@ -35,7 +35,7 @@ func (s *Engine) PersistReceipt(ctx context.Context, key AttemptKey, receipt jso
 	if _, err := ownerJSON("dispatch receipt", receipt); err != nil {
 		return err
 	}
-	return s.persistReceipt(ctx, k, key.Identity(), receipt, ownedBy(a, "receipt"), now, nil)
+	return s.persistReceipt(ctx, AttemptRef{Key: k, Identity: key.Identity()}, receipt, ownedBy(a, "receipt"), now, nil)
 }
 
 // persistReceipt implements PersistReceipt for a receipt the owner
@@ -43,7 +43,8 @@ func (s *Engine) PersistReceipt(ctx context.Context, key AttemptKey, receipt jso
 // known). A receipt ownerJSON refuses settles the attempt as
 // repair_required (settleUnstorableReceipt) and is returned as an
 // *UnstorableError.
-func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identity string, receipt json.RawMessage, check authorityCheck, now time.Time, kn *known) error {
+func (s *Store) persistReceipt(ctx context.Context, ref AttemptRef, receipt json.RawMessage, check authorityCheck, now time.Time, kn *known) error {
+	k, identity := ref.Key, ref.Identity
 	if identity != DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, k.Attempt) {
 		return invalid("dispatch receipt", "identity does not match durable attempt identity")
 	}
@@ -53,7 +54,7 @@ func (s *Store) persistReceipt(ctx context.Context, k backend.AttemptKey, identi
 	}
 	rc, err := ownerJSON("dispatch receipt", receipt)
 	if err != nil {
-		return s.settleUnstorableReceipt(ctx, k, identity, receipt, err, check, now)
+		return s.settleUnstorableReceipt(ctx, ref, receipt, err, check, now)
 	}
 	decide := func(tx backend.Tx, w *batch, run backend.Run, att backend.Attempt, found bool) error {
 		return decideReceipt(ctx, tx, w, receiptInput{
@@ -173,7 +174,7 @@ type OwnerAdmission struct {
 // it is not; ErrConflict when the intent differs (compared canonically);
 // ErrStaleAuthority unless auth is the run's current authority.
 func (s *Engine) CheckOwnerAdmission(ctx context.Context, req OwnerAdmission, authority Authority) (json.RawMessage, error) {
-	k, auth := attemptKeyIn(req.Key), backend.Authority(authority)
+	k, auth := req.Key, backend.Authority(authority)
 	if err := validateAttemptKey(k); err != nil {
 		return nil, err
 	}

@@ -105,7 +105,7 @@ func (s *Engine) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Re
 		return sum, err
 	}
 	opts.Limit = limit
-	check, err := s.passCheck(ctx, opts.RunID, authorityIn(opts.Authority), now)
+	check, err := s.passCheck(ctx, opts.RunID, copyAuthority(opts.Authority), now)
 	if err != nil {
 		return sum, err
 	}
@@ -173,7 +173,7 @@ func (s *Engine) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Re
 				continue
 			}
 			mark := w.mark()
-			res, err := applyObservation(ctx, tx, w, p.att.Identity, p.obs, p.v, c, at)
+			res, err := applyObservation(ctx, txn{tx, w, at}, p.att.Identity, p.obs, p.v, c)
 			switch {
 			case errors.Is(err, errNoop):
 				w.truncate(mark)

@@ -63,7 +63,7 @@ func (s *Engine) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, n
 		return sum, err
 	}
 	opts.Limit = limit
-	owned, err := s.passCheck(ctx, opts.RunID, authorityIn(opts.Authority), now)
+	owned, err := s.passCheck(ctx, opts.RunID, copyAuthority(opts.Authority), now)
 	if err != nil {
 		return sum, err
 	}
@@ -83,7 +83,7 @@ func (s *Engine) ReconcilePrepared(ctx context.Context, opts ReconcileOptions, n
 				return sum, fmt.Errorf("%w: receipt lookup %s: %w", ErrOwner, att.Identity, err)
 			}
 			if found {
-				err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now, nil)
+				err := s.persistReceipt(ctx, attemptRef(att), receipt, check.with("receipt"), now, nil)
 				if _, ok := errors.AsType[*UnstorableError](err); ok {
 					// Settled as repair_required: never redispatched, since
 					// the owner would return the same receipt.
@@ -243,7 +243,7 @@ func (s *Engine) Redispatch(ctx context.Context, owner Owner, opts ReconcileOpti
 		return sum, err
 	}
 	opts.Limit = limit
-	owned, err := s.passCheck(ctx, opts.RunID, authorityIn(opts.Authority), now)
+	owned, err := s.passCheck(ctx, opts.RunID, copyAuthority(opts.Authority), now)
 	if err != nil {
 		return sum, err
 	}
@@ -278,7 +278,7 @@ func (s *Engine) Redispatch(ctx context.Context, owner Owner, opts ReconcileOpti
 		if err != nil {
 			return sum, fmt.Errorf("%w: redispatch %s: %w", ErrOwner, att.Identity, err)
 		}
-		if err := s.persistReceipt(ctx, att.Key, att.Identity, receipt, check.with("receipt"), now, nil); err != nil {
+		if err := s.persistReceipt(ctx, attemptRef(att), receipt, check.with("receipt"), now, nil); err != nil {
 			return sum, err
 		}
 		sum.Admitted = append(sum.Admitted, attemptRef(att))

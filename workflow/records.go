@@ -3,10 +3,13 @@ package workflow
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/wfstore/wfstore/wftype"
 )
 
 // The types in this file are what the Store returns: views of its durable
-// state. Times are time.Time in UTC (the zero time means "not set"),
+// state, distinct from the backend records they are read from (package
+// wftype says why). Times are time.Time in UTC (the zero time means "not set"),
 // durations time.Duration, JSON documents canonical json.RawMessage (nil
 // means absent). They are copies: changing one changes nothing stored.
 
@@ -20,28 +23,15 @@ import (
 // authority" where the call says so); a call that exists to check or
 // replace authority (VerifyAuthority, CheckOwnerAdmission,
 // TransferAuthority) takes Authority values.
-type Authority struct {
-	TargetArtifactID string
-	DaemonInstanceID string
-	Generation       int64
-	FencingToken     string
-}
+type Authority = wftype.Authority
 
 // Limits are a run's stored execution limits, all resolved (see
 // DefaultRetryCap for what each means).
-type Limits struct {
-	NodeExecutionCap int64
-	ConcurrencyCap   int64
-	CycleCap         int64
-	RetryCap         int64
-}
+type Limits = wftype.Limits
 
 // ResourceClaim is a declared claim of an activation on a resource: every
 // attempt of the activation leases it in Mode at admission.
-type ResourceClaim struct {
-	Resource string
-	Mode     LeaseMode
-}
+type ResourceClaim = wftype.ResourceClaim
 
 // Run is a workflow run.
 type Run struct {

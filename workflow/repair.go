@@ -47,7 +47,7 @@ type RepairRequest struct {
 // nothing of the run open (a confirmed success or cancellation) completes
 // the run, as any settlement does (see ApplyObservation).
 func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) error {
-	identity, action, output, auth := req.Identity, req.Action, req.Output, authorityIn(req.Authority)
+	identity, action, output, auth := req.Identity, req.Action, req.Output, copyAuthority(req.Authority)
 	if err := validateAuthority(auth); err != nil {
 		return err
 	}
@@ -81,7 +81,7 @@ func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) er
 		case RepairAbandon:
 			st, as, to = backend.AttemptAbandoned, backend.ActivationFailed, backend.RunFailed
 		}
-		if err := settleAttempt(ctx, tx, w, run, act, att, st, at); err != nil {
+		if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, st); err != nil {
 			return err
 		}
 		act.Output = out

@@ -105,13 +105,15 @@ type RetryRefusal struct {
 // schedule for an earlier attempt can never be consumed and is replaced
 // (with an automatic_retry_discarded event); any other different schedule
 // is kept and the new one refused (RefusedScheduleExists).
-func scheduleFromPolicy(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, identity string, attempt uint32, at int64) (*backend.RetrySchedule, *RetryRefusal, error) {
-	return scheduleForKind(ctx, tx, w, run, act, identity, attempt, FailureOwnerReportedRetryable, at)
+func scheduleFromPolicy(ctx context.Context, t txn, run *backend.Run, act backend.Activation, failed backend.Attempt) (*backend.RetrySchedule, *RetryRefusal, error) {
+	return scheduleForKind(ctx, t, run, act, failed, FailureOwnerReportedRetryable)
 }
 
 // scheduleForKind is scheduleFromPolicy for a failure of kind: the policy
 // must admit kind and DecideRetry accept it (a terminal kind never is).
-func scheduleForKind(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, identity string, attempt uint32, kind FailureKind, at int64) (*backend.RetrySchedule, *RetryRefusal, error) {
+func scheduleForKind(ctx context.Context, t txn, run *backend.Run, act backend.Activation, failed backend.Attempt, kind FailureKind) (*backend.RetrySchedule, *RetryRefusal, error) {
+	tx, w, at := t.tx, t.w, t.at
+	identity, attempt := failed.Identity, failed.Key.Attempt
 	refuse := func(r RetryRefusal) (*backend.RetrySchedule, *RetryRefusal, error) {
 		refuseSchedule(w, run, backend.AttemptKey{ActivationKey: act.Key, Attempt: attempt}, identity, r, at)
 		return nil, &r, nil
@@ -180,7 +182,7 @@ type RetryRequest struct {
 // with ErrConflict. The automatic_retry_scheduled event is written on
 // first insert only.
 func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, key ActivationKey, backoff time.Duration, now time.Time) (RetrySchedule, error) {
-	k := keyIn(key)
+	k := key
 	if err := validateActivationKey(k); err != nil {
 		return RetrySchedule{}, err
 	}
@@ -228,7 +230,7 @@ func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, key Activ
 // ScheduleRetry does. Whether the latest attempt really failed is checked
 // at consumption.
 func (s *Engine) ScheduleRetryForFailedAttempt(ctx context.Context, req RetryRequest, kind FailureKind, now time.Time) (RetrySchedule, error) {
-	k := keyIn(req.Key)
+	k := req.Key
 	if err := validateActivationKey(k); err != nil {
 		return RetrySchedule{}, err
 	}
@@ -285,7 +287,7 @@ func FailureKindOf(o Observation) (FailureKind, bool) {
 // (its kind is FailureKindOf(o)): nil for non-failures, ErrIneligible for
 // every kind but RetryableFailure.
 func (s *Engine) ScheduleRetryFromObservation(ctx context.Context, req RetryRequest, o Observation, now time.Time) (*RetrySchedule, error) {
-	if err := validateActivationKey(keyIn(req.Key)); err != nil {
+	if err := validateActivationKey(req.Key); err != nil {
 		return nil, err
 	}
 	if _, err := toMS("now", now); err != nil {
@@ -308,7 +310,7 @@ func (s *Engine) ScheduleRetryFromObservation(ctx context.Context, req RetryRequ
 // GetRetrySchedule returns the activation's schedule; when it has none
 // (or does not exist) the error matches ErrNotFound.
 func (s *Store) GetRetrySchedule(ctx context.Context, key ActivationKey) (RetrySchedule, error) {
-	k := keyIn(key)
+	k := key
 	if err := validateActivationKey(k); err != nil {
 		return RetrySchedule{}, err
 	}
@@ -462,7 +464,7 @@ func (s *Engine) ConsumeNextDueRetry(ctx context.Context, runID string, now time
 					return err
 				}
 			case scheduleConsumable:
-				rq, err := retryFailedNode(ctx, tx, w, sched.Key, sched.FailedAttempt, &sched, at)
+				rq, err := retryFailedNode(ctx, txn{tx, w, at}, sched.Key, sched.FailedAttempt, &sched)
 				if err != nil {
 					return err
 				}
@@ -488,7 +490,7 @@ func (s *Engine) ConsumeNextDueRetry(ctx context.Context, runID string, now time
 // error and so leaves such a schedule in place: ConsumeNextDueRetry is the
 // pass that discards schedules that can never be consumed.
 func (s *Engine) ConsumeDueRetry(ctx context.Context, key ActivationKey, now time.Time) (RetryRequeue, error) {
-	k := keyIn(key)
+	k := key
 	if err := validateActivationKey(k); err != nil {
 		return RetryRequeue{}, err
 	}
@@ -509,7 +511,7 @@ func (s *Engine) ConsumeDueRetry(ctx context.Context, key ActivationKey, now tim
 		if sched.DueMS > at {
 			return stateErr(ErrIneligible, "automatic retry schedule is not due: %v", k)
 		}
-		out, err = retryFailedNode(ctx, tx, w, k, sched.FailedAttempt, &sched, at)
+		out, err = retryFailedNode(ctx, txn{tx, w, at}, k, sched.FailedAttempt, &sched)
 		return err
 	})
 	return out, err
@@ -522,7 +524,7 @@ func (s *Engine) ConsumeDueRetry(ctx context.Context, key ActivationKey, now tim
 // requested, when attempt failedAttempt+1 would exceed RetryCap+1, and when
 // any activation already names this one as predecessor.
 func (s *Store) RetryFailedNode(ctx context.Context, key ActivationKey, failedAttempt uint32, now time.Time) (RetryRequeue, error) {
-	k := keyIn(key)
+	k := key
 	if err := validateActivationKey(k); err != nil {
 		return RetryRequeue{}, err
 	}
@@ -535,14 +537,15 @@ func (s *Store) RetryFailedNode(ctx context.Context, key ActivationKey, failedAt
 	}
 	var out RetryRequeue
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
-		out, err = retryFailedNode(ctx, tx, w, k, failedAttempt, nil, at)
+		out, err = retryFailedNode(ctx, txn{tx, w, at}, k, failedAttempt, nil)
 		w.workArrives()
 		return err
 	})
 	return out, err
 }
 
-func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.ActivationKey, failed uint32, sched *backend.RetrySchedule, at int64) (RetryRequeue, error) {
+func retryFailedNode(ctx context.Context, t txn, k backend.ActivationKey, failed uint32, sched *backend.RetrySchedule) (RetryRequeue, error) {
+	tx, w, at := t.tx, t.w, t.at
 	f, err := tx.Load(ctx, backend.Lookup{
 		Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k},
 		Attempts: []backend.AttemptKey{{ActivationKey: k, Attempt: failed}},
@@ -594,7 +597,7 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 	if err := reopenRun(&run, at); err != nil {
 		return RetryRequeue{}, err
 	}
-	out := RetryRequeue{Key: keyOut(k), PreviousAttempt: failed, NextAttempt: next}
+	out := RetryRequeue{Key: k, PreviousAttempt: failed, NextAttempt: next}
 	recordNodeRetry(w, &run, k, failed, at)
 	if sched != nil {
 		consumeSchedule(w, &run, *sched, at)

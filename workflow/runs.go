@@ -74,7 +74,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 	if err != nil {
 		return false, err
 	}
-	if err := validateAuthority(authorityIn(nr.Authority)); err != nil {
+	if err := validateAuthority(nr.Authority); err != nil {
 		return false, err
 	}
 	meta, err := optionalJSON("run metadata", nr.Metadata)
@@ -91,7 +91,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 	}
 	run := backend.Run{
 		ID: nr.ID, RootID: nr.ID, Depth: 1, Status: backend.RunRunning, Limits: limits,
-		DeadlineMS: deadline, Authority: copyAuthority(authorityIn(nr.Authority)), Metadata: meta,
+		DeadlineMS: deadline, Authority: copyAuthority(nr.Authority), Metadata: meta,
 		CreatedMS: at, UpdatedMS: at,
 	}
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
@@ -152,14 +152,14 @@ func (s *Store) GetRun(ctx context.Context, runID string) (Run, error) {
 // off until ResumeRun. Pausing a paused run is a no-op. authority, when set, must
 // be the run's current authority.
 func (s *Store) PauseRun(ctx context.Context, runID string, authority *Authority, now time.Time) error {
-	auth := authorityIn(authority)
+	auth := copyAuthority(authority)
 	return s.setRunGate(ctx, runID, auth, now, true)
 }
 
 // ResumeRun moves a paused run back to running. Resuming a running run is a
 // no-op; a run with cancellation requested cannot resume (ErrIneligible).
 func (s *Store) ResumeRun(ctx context.Context, runID string, authority *Authority, now time.Time) error {
-	auth := authorityIn(authority)
+	auth := copyAuthority(authority)
 	return s.setRunGate(ctx, runID, auth, now, false)
 }
 

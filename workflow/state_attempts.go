@@ -34,7 +34,8 @@ func setAttemptStatus(run *backend.Run, att *backend.Attempt, st backend.Attempt
 // settleAttempt moves an active or repair_required attempt to the settled
 // status st and releases its leases; the caller writes att, act and run.
 // A settled attempt is refused (ErrConflict): it settles once.
-func settleAttempt(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, st backend.AttemptStatus, at int64) error {
+func settleAttempt(ctx context.Context, t txn, run *backend.Run, act backend.Activation, att *backend.Attempt, st backend.AttemptStatus) error {
+	tx, w, at := t.tx, t.w, t.at
 	if isSettled(att.Status) {
 		return stateErr(ErrConflict, "attempt %s is already settled (%s)", att.Identity, att.Status)
 	}

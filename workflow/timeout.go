@@ -78,7 +78,7 @@ func (o TimeoutOptions) validate() (int64, *backend.Authority, error) {
 	if err := validateAttemptTimeout("default attempt timeout", o.Default); err != nil {
 		return 0, nil, err
 	}
-	a := authorityIn(o.Authority)
+	a := copyAuthority(o.Authority)
 	if err := validateAuthority(a); err != nil {
 		return 0, nil, err
 	}
@@ -160,7 +160,7 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 		ev := AttemptTimedOutPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, FailureKind: FailureTerminalTimeout,
 			TimeoutMS: Millis(timeout), DeadlineMS: UnixMS(deadline)}
 		if att.SideEffect == backend.ReadOnly {
-			if err := settleAttempt(ctx, tx, w, run, act, att, backend.AttemptFailed, at); err != nil {
+			if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptFailed); err != nil {
 				return err
 			}
 			replace(w, *att)
@@ -169,12 +169,12 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 			}
 			ev.Status = AttemptFailed
 			w.emit(run, ev, at)
-			sched, refusal, err := scheduleForKind(ctx, tx, w, run, act, att.Identity, att.Key.Attempt, FailureTerminalTimeout, at)
+			sched, refusal, err := scheduleForKind(ctx, txn{tx, w, at}, run, act, *att, FailureTerminalTimeout)
 			if err != nil {
 				return err
 			}
 			res.NotScheduled = refusal
-			if err := activationFailed(ctx, tx, w, run, act, sched != nil, at); err != nil {
+			if err := activationFailed(ctx, txn{tx, w, at}, run, act, sched != nil); err != nil {
 				return err
 			}
 		} else {
@@ -335,7 +335,8 @@ const EventAttemptObservedAfterTimeout EventType = "attempt_observed_after_timeo
 // as a late receipt admits a repair_required attempt; a failed
 // (read-only) one keeps its status, and so does a repair_required one on
 // an observation that settles nothing. The caller writes run.
-func observedAfterTimeout(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, att *backend.Attempt, kind ObservationKind, at int64) (bool, error) {
+func observedAfterTimeout(ctx context.Context, t txn, run *backend.Run, att *backend.Attempt, kind ObservationKind) (bool, error) {
+	tx, w, at := t.tx, t.w, t.at
 	w.emit(run, AttemptObservedAfterTimeoutPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Observed: kind, Was: AttemptStatus(att.Status)}, at)
 	run.UpdatedMS = at
 	if att.Status != backend.AttemptRepairRequired {

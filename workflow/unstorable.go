@@ -87,7 +87,8 @@ func truncateUTF8(s string, n int) string {
 // as it is (the settlement happens once); one that holds a receipt, or is
 // settled, is ErrConflict (no receipt it could hold equals raw); a missing
 // one ErrNotFound. check fences the write as it fences the receipt's.
-func (s *Store) settleUnstorableReceipt(ctx context.Context, k backend.AttemptKey, identity string, raw []byte, verr error, check authorityCheck, now time.Time) error {
+func (s *Store) settleUnstorableReceipt(ctx context.Context, ref AttemptRef, raw []byte, verr error, check authorityCheck, now time.Time) error {
+	k, identity := ref.Key, ref.Identity
 	at, err := toMS("now", now)
 	if err != nil {
 		return err
@@ -117,7 +118,7 @@ func (s *Store) settleUnstorableReceipt(ctx context.Context, k backend.AttemptKe
 			att.Status != backend.AttemptSiblingCancelling:
 			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 		}
-		if err := settleUnstorable(ctx, tx, w, &run, &att, RepairReceiptNotStorable, u, at); err != nil {
+		if err := settleUnstorable(ctx, txn{tx, w, at}, &run, &att, RepairReceiptNotStorable, u); err != nil {
 			return err
 		}
 		replace(w, run)
@@ -132,7 +133,8 @@ func (s *Store) settleUnstorableReceipt(ctx context.Context, k backend.AttemptKe
 // settleUnstorable moves att to repair_required with the event recording
 // u, and a running or paused run to repair_required; the caller replaces
 // the run.
-func settleUnstorable(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, att *backend.Attempt, reason string, u *Unstorable, at int64) error {
+func settleUnstorable(ctx context.Context, t txn, run *backend.Run, att *backend.Attempt, reason string, u *Unstorable) error {
+	tx, w, at := t.tx, t.w, t.at
 	if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: reason, Unstorable: u}, at); err != nil {
 		return err
 	}

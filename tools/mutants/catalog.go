@@ -597,7 +597,7 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/fanout.go",
-				Find: `	if err := cancelSiblings(ctx, tx, w, run, &g, act, at); err != nil {
+				Find: `	if err := cancelSiblings(ctx, txn{tx, w, at}, run, &g, act); err != nil {
 		return err
 	}
 `,
@@ -776,7 +776,7 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "workflow/receipt.go",
-				Find:    `		return s.settleUnstorableReceipt(ctx, k, identity, receipt, err, check, now)`,
+				Find:    `		return s.settleUnstorableReceipt(ctx, ref, receipt, err, check, now)`,
 				Replace: `		return err`,
 			},
 		},
@@ -821,8 +821,8 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "workflow/timeout.go",
-				Find:    `att.Key.Attempt, FailureTerminalTimeout, at)`,
-				Replace: `att.Key.Attempt, FailureOwnerReportedRetryable, at)`,
+				Find:    `*att, FailureTerminalTimeout)`,
+				Replace: `*att, FailureOwnerReportedRetryable)`,
 			},
 		},
 	},

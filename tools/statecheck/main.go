@@ -15,7 +15,12 @@
 //	go run ./tools/statecheck            # checks ./workflow
 //	go run ./tools/statecheck DIR ...    # checks DIR (no baseline)
 //
-// It exits 1 and prints each offending site when the rule is broken.
+// It also holds every function of the package, core included, to at most
+// MaxParams parameters (receiver not counted): a longer list is grouped
+// into an input struct named for what it is, or becomes a method of the
+// context it threads. That rule has no baseline.
+//
+// It exits 1 and prints each offending site when a rule is broken.
 package main
 
 import (
@@ -44,6 +49,10 @@ var guarded = map[string]map[string]bool{
 	"FanOutGroup": set("Promoted", "Settled"),
 }
 
+// MaxParams is the most parameters a function of the checked package may
+// take.
+const MaxParams = 6
+
 // primitives are the batch's event-appending methods; they may call each
 // other (emit calls event) wherever they are defined.
 var primitives = set("emit", "event")
@@ -61,6 +70,8 @@ type violation struct {
 	pos  token.Position
 	fn   string // enclosing function or method name
 	what string
+	// strict: no baseline entry allows it (a parameter list too long).
+	strict bool
 }
 
 func main() {
@@ -91,7 +102,13 @@ func main() {
 // baseline entries that allow more than remains; it returns the exit code.
 func report(w io.Writer, vs []violation, baseline map[string]int) int {
 	byKey := map[string][]violation{}
+	bad := 0
 	for _, v := range vs {
+		if v.strict {
+			fmt.Fprintf(w, "%s: %s %s\n", v.pos, v.fn, v.what)
+			bad++
+			continue
+		}
 		k := filepath.Base(v.pos.Filename) + " " + v.fn
 		byKey[k] = append(byKey[k], v)
 	}
@@ -100,7 +117,6 @@ func report(w io.Writer, vs []violation, baseline map[string]int) int {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	bad := 0
 	for _, k := range keys {
 		if len(byKey[k]) <= baseline[k] {
 			continue
@@ -122,10 +138,10 @@ func report(w io.Writer, vs []violation, baseline map[string]int) int {
 		bad++
 	}
 	if bad > 0 {
-		fmt.Fprintf(w, "statecheck: %d problem(s); state changes and event appends belong in workflow/state_*.go\n", bad)
+		fmt.Fprintf(w, "statecheck: %d problem(s); state changes and event appends belong in workflow/state_*.go, and a function takes at most %d parameters\n", bad, MaxParams)
 		return 1
 	}
-	fmt.Fprintf(w, "statecheck: ok (%d site(s) outside the core, all in baseline.txt)\n", len(vs))
+	fmt.Fprintf(w, "statecheck: ok (%d site(s) outside the core, all in baseline.txt; no function over %d parameters)\n", len(vs), MaxParams)
 	return 0
 }
 
@@ -188,6 +204,7 @@ func check(dir string) ([]violation, error) {
 			return nil, fmt.Errorf("%s: %w", dir, err)
 		}
 		for _, f := range files {
+			out = append(out, longParams(fset, f)...)
 			if core(fset.Position(f.Pos()).Filename) {
 				continue
 			}
@@ -237,6 +254,46 @@ func inspectFile(fset *token.FileSet, f *ast.File, info *types.Info) []violation
 		})
 	}
 	return out
+}
+
+// longParams reports every function declaration and function literal of f
+// with more than MaxParams parameters.
+func longParams(fset *token.FileSet, f *ast.File) []violation {
+	var out []violation
+	for _, d := range f.Decls {
+		fd, ok := d.(*ast.FuncDecl)
+		if !ok {
+			continue
+		}
+		name := fd.Name.Name
+		if n := countParams(fd.Type); n > MaxParams {
+			out = append(out, violation{pos: fset.Position(fd.Pos()), fn: name, what: fmt.Sprintf("takes %d parameters (at most %d)", n, MaxParams), strict: true})
+		}
+		if fd.Body == nil {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
+			if lit, ok := n.(*ast.FuncLit); ok {
+				if c := countParams(lit.Type); c > MaxParams {
+					out = append(out, violation{pos: fset.Position(lit.Pos()), fn: name, what: fmt.Sprintf("has a function literal taking %d parameters (at most %d)", c, MaxParams), strict: true})
+				}
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// countParams counts the parameters of t: a, b int is two.
+func countParams(t *ast.FuncType) int {
+	n := 0
+	if t.Params == nil {
+		return 0
+	}
+	for _, field := range t.Params.List {
+		n += max(1, len(field.Names))
+	}
+	return n
 }
 
 func recvName(e ast.Expr) string {

@@ -31,3 +31,10 @@ func cancelByHand(b *batch, run *backend.Run, act *backend.Activation, att *back
 	act.UpdatedMS = 1      // not a guarded field: allowed
 	return r
 }
+
+// tooMany takes seven parameters: reported wherever it is.
+func tooMany(a, b, c int, d string, e, f bool, g ...int) int {
+	six := func(a, b, c, d, e, f int) int { return a + b + c + d + e + f } // allowed
+	seven := func(a, b, c, d, e, f, g int) int { return 0 }                // reported
+	return six(a, b, c, 0, 0, 0) + seven(0, 0, 0, 0, 0, 0, 0)
+}
