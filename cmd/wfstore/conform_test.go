@@ -133,12 +133,8 @@ func TestConformDropsTheScratchSchemasOfGoneProcesses(t *testing.T) {
 	require.NoError(t, err)
 	name := func(s string) string { return prefix + s }
 	t.Cleanup(func() { _, _, _ = dropScratchSchemas(context.Background(), dsn, prefix) })
-	cmd := exec.Command("sleep", "60")
-	require.NoError(t, cmd.Start())
-	dead, err := pgscratch.ProcessOf(cmd.Process.Pid)
+	dead, err := pgscratch.ExitedProcess()
 	require.NoError(t, err)
-	require.NoError(t, cmd.Process.Kill())
-	_ = cmd.Wait()
 	self, err := pgscratch.Self()
 	require.NoError(t, err)
 	for s, comment := range map[string]string{"dead": dead.Comment(), "live": self.Comment(), "bare": ""} {

@@ -18,6 +18,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 
@@ -79,6 +80,19 @@ func startTime(pid int) (uint64, error) {
 		return 0, fmt.Errorf("pgscratch: /proc/%d/stat: %d fields", pid, len(f)+2)
 	}
 	return strconv.ParseUint(f[19], 10, 64)
+}
+
+// ExitedProcess starts a short-lived process, records it and waits for
+// its end: a process that ran on this host and is gone, for tests.
+func ExitedProcess() (Process, error) {
+	cmd := exec.Command("sleep", "60")
+	if err := cmd.Start(); err != nil {
+		return Process{}, err
+	}
+	p, err := ProcessOf(cmd.Process.Pid)
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	return p, err
 }
 
 // clean keeps a host name to the characters a comment field may hold.

@@ -3,7 +3,6 @@ package pgscratch_test
 import (
 	"context"
 	"os"
-	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -23,12 +22,8 @@ func TestMain(m *testing.M) { pgtest.Main(m) }
 // is gone.
 func deadProcess(t *testing.T) pgscratch.Process {
 	t.Helper()
-	cmd := exec.Command("sleep", "60")
-	require.NoError(t, cmd.Start())
-	p, err := pgscratch.ProcessOf(cmd.Process.Pid)
+	p, err := pgscratch.ExitedProcess()
 	require.NoError(t, err)
-	require.NoError(t, cmd.Process.Kill())
-	_ = cmd.Wait()
 	return p
 }
 
