@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,6 +17,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -168,9 +170,11 @@ func TestABatchDispatchGivesEachAttemptItsTrace(t *testing.T) {
 		name  string
 		owner func(*testOwner) workflow.Owner
 		call  string
+		conc  int
 	}{
-		{"owner", func(o *testOwner) workflow.Owner { return o }, "dispatch"},
-		{"batch owner", func(o *testOwner) workflow.Owner { return batchTestOwner{o} }, "dispatch_batch"},
+		{"owner", func(o *testOwner) workflow.Owner { return o }, "dispatch", 0},
+		{"owner called concurrently", func(o *testOwner) workflow.Owner { return o }, "dispatch", 2},
+		{"batch owner", func(o *testOwner) workflow.Owner { return batchTestOwner{o} }, "dispatch_batch", 0},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -180,7 +184,8 @@ func TestABatchDispatchGivesEachAttemptItsTrace(t *testing.T) {
 			for _, a := range []string{"a", "b"} {
 				addRetryable(t, s, key("r1", a), clock.Now())
 			}
-			st := start(t, newRunner(t, s, tc.owner(&testOwner{clock: clock}), clock, WithTracerProvider(tp), WithBatchSize(2)))
+			st := start(t, newRunner(t, s, tc.owner(&testOwner{clock: clock}), clock, WithTracerProvider(tp), WithBatchSize(2),
+				WithOwnerConcurrency(tc.conc)))
 			clock.nextTimer(t)
 			_, err := st.stop(t)
 			require.NoError(t, err)
@@ -243,4 +248,54 @@ func TestAFailedOwnerCallMarksTheAttemptSpan(t *testing.T) {
 			assert.NotContains(t, names, SpanAttemptReceipt, "no receipt step after a failed call")
 		})
 	}
+}
+
+// An attempt refused at its handoff ends its trace rejected; the pass
+// that redispatches it later gives it a second trace, of that dispatch
+// call, ending admitted.
+func TestARedispatchedAttemptHasATraceOfItsRedispatch(t *testing.T) {
+	t.Parallel()
+	spans, tp := tracerProvider(t)
+	clock := newFakeClock()
+	ctx := context.Background()
+	s := newStore(t, clock, "r1")
+	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	require.NoError(t, err)
+	var once sync.Once
+	pause := func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
+			once.Do(func() { require.NoError(t, s.PauseRun(ctx, "r1", nil, clock.Now())) })
+		}
+		return nil
+	}
+	st := start(t, newRunner(t, s, &testOwner{clock: clock}, clock, withFault(pause), WithTracerProvider(tp)))
+	tm := clock.nextTimer(t)
+	require.NoError(t, s.ResumeRun(ctx, "r1", nil, clock.Now()))
+	clock.fire(tm)
+	clock.nextTimer(t)
+	_, err = st.stop(t)
+	require.NoError(t, err)
+
+	k := workflow.AttemptKey{ActivationKey: key("r1", "a"), Attempt: 1}
+	var outcomes []string
+	var children [][]string
+	for _, sp := range spans.Ended() {
+		if sp.Name() == SpanAttempt && attrOf(sp, "identity") == k.Identity() {
+			at := &attemptTrace{span: sp}
+			for _, c := range spans.Ended() {
+				if c.Parent().SpanID() == sp.SpanContext().SpanID() {
+					at.children = append(at.children, c)
+				}
+			}
+			slices.SortStableFunc(at.children, func(a, b sdktrace.ReadOnlySpan) int { return a.StartTime().Compare(b.StartTime()) })
+			checkAttemptSpan(t, spans, at, k, attrOf(sp, "outcome"))
+			outcomes = append(outcomes, attrOf(sp, "outcome"))
+			children = append(children, childNames(at))
+		}
+	}
+	assert.Equal(t, []string{OutcomeRejected, OutcomeAdmitted}, outcomes)
+	assert.Equal(t, [][]string{
+		{SpanOwnerCall + ":plan", SpanAttemptPrepare, SpanAttemptHandoff},
+		{SpanOwnerCall + ":dispatch"},
+	}, children)
 }

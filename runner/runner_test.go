@@ -242,23 +242,30 @@ func wokeFor(t *testing.T, o *testOwner, clock *fakeClock, k workflow.Activation
 	assert.Equal(t, time.UnixMilli(1_700_000_000_000).UTC(), clock.Now(), "no time passed")
 }
 
-func TestCancelDrainsInFlightOwnerCalls(t *testing.T) {
-	t.Parallel()
+// inOwnerCall starts a runner (drain timeout one minute) over a store with
+// one activation, r1/a, and returns once its owner call for it blocks.
+func inOwnerCall(t *testing.T) (*fakeClock, *workflow.Store, *testOwner, *started, workflow.PreparedDispatch) {
+	t.Helper()
 	clock := newFakeClock()
 	s := newStore(t, clock, "r1")
-	ctx := context.Background()
-	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	_, err := s.AddActivation(context.Background(), workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
 	require.NoError(t, err)
 	o := &testOwner{clock: clock, block: make(chan struct{}), entered: make(chan workflow.PreparedDispatch, 1)}
 	st := start(t, newRunner(t, s, o, clock, WithDrainTimeout(time.Minute)))
-	p := <-o.entered
+	return clock, s, o, st, <-o.entered
+}
+
+func TestCancelDrainsInFlightOwnerCalls(t *testing.T) {
+	t.Parallel()
+	clock, s, o, st, p := inOwnerCall(t)
+	ctx := context.Background()
 
 	st.cancel()
 	drain := clock.nextTimer(t)
 	assert.Equal(t, time.Minute, drain.d)
 	// New work after the cancellation is not planned.
 	plans := o.planCount()
-	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "b"), Input: json.RawMessage(`{}`)}, clock.Now())
+	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "b"), Input: json.RawMessage(`{}`)}, clock.Now())
 	require.NoError(t, err)
 	select {
 	case <-st.done:
@@ -282,14 +289,8 @@ func TestCancelDrainsInFlightOwnerCalls(t *testing.T) {
 
 func TestDrainTimeoutLeavesTheAttemptForTheNextStart(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
-	s := newStore(t, clock, "r1")
+	clock, s, _, st, p := inOwnerCall(t)
 	ctx := context.Background()
-	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
-	require.NoError(t, err)
-	o := &testOwner{clock: clock, block: make(chan struct{}), entered: make(chan workflow.PreparedDispatch, 1)}
-	st := start(t, newRunner(t, s, o, clock, WithDrainTimeout(time.Minute)))
-	p := <-o.entered
 	st.cancel()
 	clock.fire(clock.nextTimer(t))
 	sum, err := st.wait(t)
