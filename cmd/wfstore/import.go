@@ -321,21 +321,28 @@ func importInto(ctx context.Context, b backend.Backend, where string, st *checke
 // eachSpooled calls fn with each record of the spool, from its start, and
 // stops at the first error.
 func (st *checkedStream) eachSpooled(fn func(record) error) error {
-	if _, err := st.spool.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("import spool: %w", err)
+	return readSpool(st.spool, "import spool", fn)
+}
+
+// readSpool calls fn with each record of spool (one export line each),
+// from its start, and stops at the first error; what names the spool in
+// errors.
+func readSpool(spool io.ReadSeeker, what string, fn func(record) error) error {
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
-	rd := bufio.NewReaderSize(st.spool, 1<<20)
+	rd := bufio.NewReaderSize(spool, 1<<20)
 	for {
 		line, err := rd.ReadBytes('\n')
 		if errors.Is(err, io.EOF) && len(line) == 0 {
 			return nil
 		}
 		if err != nil {
-			return fmt.Errorf("import spool: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		rec, err := decodeLine(exportVersion, bytes.TrimSuffix(line, []byte{'\n'}))
 		if err != nil {
-			return fmt.Errorf("import spool: %w", err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
 		if err := fn(rec); err != nil {
 			return err
