@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,7 +16,6 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -261,14 +259,8 @@ func TestARedispatchedAttemptHasATraceOfItsRedispatch(t *testing.T) {
 	s := newStore(t, clock, "r1")
 	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
 	require.NoError(t, err)
-	var once sync.Once
-	pause := func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
-		if b == faultseam.IntentCommitted {
-			once.Do(func() { require.NoError(t, s.PauseRun(ctx, "r1", nil, clock.Now())) })
-		}
-		return nil
-	}
-	st := start(t, newRunner(t, s, &testOwner{clock: clock}, clock, withFault(pause), WithTracerProvider(tp)))
+	var prepared string
+	st := start(t, newRunner(t, s, &testOwner{clock: clock}, clock, withFault(pauseAtFirstIntent(t, s, clock, &prepared)), WithTracerProvider(tp)))
 	tm := clock.nextTimer(t)
 	require.NoError(t, s.ResumeRun(ctx, "r1", nil, clock.Now()))
 	clock.fire(tm)
@@ -277,6 +269,7 @@ func TestARedispatchedAttemptHasATraceOfItsRedispatch(t *testing.T) {
 	require.NoError(t, err)
 
 	k := workflow.AttemptKey{ActivationKey: key("r1", "a"), Attempt: 1}
+	require.Equal(t, k.Identity(), prepared)
 	var outcomes []string
 	var children [][]string
 	for _, sp := range spans.Ended() {

@@ -436,6 +436,22 @@ func TestJitterShortensIdleWaits(t *testing.T) {
 // A run paused between an attempt's intent and its handoff refuses the
 // handoff: the attempt stays prepared, provably never dispatched. Once the
 // run is resumed the runner redispatches it, with the same identity.
+// pauseAtFirstIntent returns a fault hook that pauses run r1 once, when
+// the first attempt's intent commits, so that its handoff is refused; it
+// sets *prepared to that attempt's identity.
+func pauseAtFirstIntent(t *testing.T, s *workflow.Store, clock *fakeClock, prepared *string) faultseam.Hook[workflow.PreparedDispatch] {
+	var once sync.Once
+	return func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
+			once.Do(func() {
+				*prepared = p.Identity
+				require.NoError(t, s.PauseRun(ctx, "r1", nil, clock.Now()))
+			})
+		}
+		return nil
+	}
+}
+
 func TestAttemptRefusedAtHandoffIsRedispatchedLater(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
@@ -443,19 +459,9 @@ func TestAttemptRefusedAtHandoffIsRedispatchedLater(t *testing.T) {
 	s := newStore(t, clock, "r1")
 	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
 	require.NoError(t, err)
-	var once sync.Once
 	var prepared string
-	pause := func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
-		if b == faultseam.IntentCommitted {
-			once.Do(func() {
-				prepared = p.Identity
-				require.NoError(t, s.PauseRun(ctx, "r1", nil, clock.Now()))
-			})
-		}
-		return nil
-	}
 	o := &testOwner{clock: clock}
-	st := start(t, newRunner(t, s, o, clock, withFault(pause)))
+	st := start(t, newRunner(t, s, o, clock, withFault(pauseAtFirstIntent(t, s, clock, &prepared))))
 	tm := clock.nextTimer(t)
 	assert.Empty(t, o.dispatched(), "the handoff was refused")
 	att, err := s.GetAttempt(ctx, prepared)
