@@ -315,6 +315,19 @@ func TestDrainTimeoutLeavesTheAttemptForTheNextStart(t *testing.T) {
 	assert.Equal(t, workflow.AttemptAdmitted, att.Status)
 }
 
+// fencedRun creates run r1 owned by one authority and transfers it to
+// another; it returns the replaced (stale) authority.
+func fencedRun(t *testing.T, s *workflow.Store, clock *fakeClock) workflow.Authority {
+	t.Helper()
+	ctx := context.Background()
+	auth := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d1", Generation: 1, FencingToken: "t1"}
+	_, err := s.CreateRun(ctx, workflow.NewRun{ID: "r1", Authority: &auth}, clock.Now())
+	require.NoError(t, err)
+	next := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d2", Generation: 2, FencingToken: "t2"}
+	require.NoError(t, s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r1", Expected: auth, Replacement: next}, clock.Now()))
+	return auth
+}
+
 func TestOwnedRunnerStopsWhenFenced(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
