@@ -506,16 +506,25 @@ func (lookupOwner) LookupReceipt(context.Context, string) (json.RawMessage, bool
 // An attempt marked repair_required while its owner call was still running
 // (by another process's start-up reconciliation, say) is admitted at the
 // next start by the receipt the owner holds.
+// mutatingStore returns a store with run r1 and one pending mutating
+// activation, r1/a.
+func mutatingStore(t *testing.T, clock *fakeClock) *workflow.Store {
+	t.Helper()
+	s := newStore(t, clock, "r1")
+	_, err := s.AddActivation(context.Background(), workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`),
+		Effect: workflow.Mutating}, clock.Now())
+	require.NoError(t, err)
+	return s
+}
+
 func TestStartPersistsLateReceiptsOfRepairRequiredAttempts(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	ctx := context.Background()
-	s := newStore(t, clock, "r1")
-	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`), Effect: workflow.Mutating}, clock.Now())
-	require.NoError(t, err)
+	s := mutatingStore(t, clock)
 	crash := errors.New("crashed after the owner accepted")
 	mutating := &mutatingOwner{testOwner: &testOwner{clock: clock}}
-	_, err = s.Dispatch(faultseam.With(ctx, func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+	_, err := s.Dispatch(faultseam.With(ctx, func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
 		if b == faultseam.OwnerAccepted {
 			return crash
 		}
