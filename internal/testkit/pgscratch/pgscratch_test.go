@@ -67,14 +67,16 @@ func TestReapDropsOnlyTheSchemasOfGoneProcesses(t *testing.T) {
 	defer cancel()
 	conn, err := pgx.Connect(ctx, dsn)
 	require.NoError(t, err)
-	defer conn.Close(context.Background())
+	// Closed after the cleanup below, which drops this test's schemas.
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
 	// A prefix of this test's own, outside pgtest's, so that other tests'
 	// schemas are out of reach and no other test binary reaps these.
 	prefix := "wfstore_reaptest_" + strings.TrimPrefix(pgtest.NewSchemaName(), pgtest.SchemaPrefix) + "_"
 	name := func(s string) string { return prefix + s }
 	t.Cleanup(func() {
 		for _, s := range []string{"dead", "reused", "live", "bare", "other", "foreign"} {
-			_, _ = conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{name(s)}.Sanitize())
+			_, err := conn.Exec(context.Background(), "DROP SCHEMA IF EXISTS "+pgx.Identifier{name(s)}.Sanitize())
+			assert.NoError(t, err, "dropping %s", name(s))
 		}
 	})
 	self, err := pgscratch.Self()
