@@ -344,21 +344,7 @@ func testWriteSkew(e *env, instances bool) {
 // raceInsert tries to insert an attempt with a shared identity (and, when
 // sameKey, the same key); it reports whether this caller won.
 func raceInsert(ctx context.Context, b backend.Backend, k backend.AttemptKey, identity string) (bool, error) {
-	for {
-		err := b.Update(ctx, func(tx backend.Tx) error {
-			return tx.Apply(ctx, ins(fullAttempt(k, identity)))
-		})
-		switch {
-		case err == nil:
-			return true, nil
-		case errors.Is(err, backend.ErrConflict):
-			return false, nil
-		case errors.Is(err, backend.ErrBusy) && ctx.Err() == nil:
-			continue
-		default:
-			return false, err
-		}
-	}
+	return raceInsertOnce(ctx, b, ins(fullAttempt(k, identity)), backend.Lookup{}, false)
 }
 
 func testInsertRace(e *env) {

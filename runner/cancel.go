@@ -204,7 +204,7 @@ func (r *Runner) signal(ctx context.Context, c *cancels, a workflow.Attempt) (in
 		return 0, nil
 	}
 	var err error
-	r.shim.traced(ctx, "cancel", attemptAttrs(a.Key, a.Identity), func() error { err = c.canceller.Cancel(ctx, a.Identity); return err })
+	r.shim.traced(ctx, "cancel", attemptAttrs(a.Key, a.Identity), func(ctx context.Context) error { err = c.canceller.Cancel(ctx, a.Identity); return err })
 	if err != nil {
 		b.delay = min(max(2*b.delay, r.cfg.minPoll), r.cfg.maxPoll)
 		b.next = r.cfg.clock.Now().Add(b.delay)

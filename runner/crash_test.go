@@ -17,8 +17,6 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/internal/testkit/crashtest"
 	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 	"github.com/wfstore/wfstore/workflow"
@@ -65,46 +63,11 @@ func (o *ledgerOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.
 }
 
 func (o *ledgerOwner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
-	st, err := o.l.Read()
-	if err != nil {
-		return nil, err
-	}
-	if st.Receipts[p.Identity] {
-		return crashtest.ReceiptOf(p.Identity), nil
-	}
-	if err := o.l.Append("call " + p.Identity); err != nil {
-		return nil, err
-	}
-	o.signal("owner")
-	if err := o.l.Append("receipt " + p.Identity); err != nil {
-		return nil, err
-	}
-	return crashtest.ReceiptOf(p.Identity), nil
+	return o.l.Dispatch(p.Identity, o.signal, nil)
 }
 
-func (o *ledgerOwner) LookupReceipt(_ context.Context, identity string) (json.RawMessage, bool, error) {
-	st, err := o.l.Read()
-	if err != nil || !st.Receipts[identity] {
-		return nil, false, err
-	}
-	return crashtest.ReceiptOf(identity), true, nil
-}
-
-// signalling signals "commit" at the end of every Update fn, just before
-// the adapter commits.
-type signalling struct {
-	backend.Backend
-	signal func(string)
-}
-
-func (b signalling) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
-	return b.Backend.Update(ctx, func(tx backend.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		b.signal("commit")
-		return nil
-	})
+func (o *ledgerOwner) LookupReceipt(ctx context.Context, identity string) (json.RawMessage, bool, error) {
+	return o.l.LookupReceipt(ctx, identity)
 }
 
 // crashChild is one runner process: it runs until SIGTERM (then drains)
@@ -130,22 +93,13 @@ func crashChild(kind, loc, ledgerPath string) error {
 	if err != nil {
 		return err
 	}
-	fault := func(_ context.Context, bd faultseam.Boundary, _ workflow.PreparedDispatch) error {
-		switch bd {
-		case faultseam.IntentCommitted:
-			signal("prepared")
-		case faultseam.OwnerAccepted:
-			signal("accepted")
-		}
-		return nil
-	}
 	var owner workflow.Owner = &ledgerOwner{l: l, signal: signal}
-	opts := []Option{withFault(fault), WithLimit(3), WithPollInterval(5*time.Millisecond, 50*time.Millisecond)}
+	opts := []Option{withFault(crashtest.SignalBoundaries(signal)), WithLimit(3), WithPollInterval(5*time.Millisecond, 50*time.Millisecond)}
 	if os.Getenv(envCrashMemory) == "1" {
 		owner = newMemoryOwner(&ledgerOwner{l: l, signal: signal})
 		opts = append(opts, WithAttemptTimeout(crashAttemptTimeout), WithStuckCheck(crashStuckAge, 20*time.Millisecond))
 	}
-	_, err = Run(ctx, workflow.New(signalling{Backend: b, signal: signal}), owner, opts...)
+	_, err = Run(ctx, workflow.New(crashtest.Signalling{Backend: b, Signal: signal}), owner, opts...)
 	return err
 }
 
@@ -357,17 +311,9 @@ func crashSettled(t *testing.T, ctx context.Context, s *workflow.Store, n int) b
 
 func allAttempts(t *testing.T, ctx context.Context, s *workflow.Store) []workflow.Attempt {
 	t.Helper()
-	var atts []workflow.Attempt
-	p := workflow.AttemptPage{Limit: workflow.MaxPageLimit}
-	for {
-		page, err := s.Attempts(ctx, p)
-		require.NoError(t, err)
-		atts = append(atts, page...)
-		if len(page) < p.Limit {
-			return atts
-		}
-		p.After = &page[len(page)-1]
-	}
+	atts, err := crashtest.AllAttempts(ctx, s)
+	require.NoError(t, err)
+	return atts
 }
 
 func verifyCrash(t *testing.T, ctx context.Context, s *workflow.Store, ledgerPath string, n int) {
@@ -375,12 +321,8 @@ func verifyCrash(t *testing.T, ctx context.Context, s *workflow.Store, ledgerPat
 	calls, receipts := st.Calls, st.Receipts
 	require.NoError(t, err)
 	atts := allAttempts(t, ctx, s)
-	byIdentity := map[string]workflow.Attempt{}
-	perAct := map[workflow.ActivationKey]int{}
 	status := map[workflow.AttemptStatus]int{}
 	for _, a := range atts {
-		byIdentity[a.Identity] = a
-		perAct[a.Key.ActivationKey]++
 		status[a.Status]++
 		switch {
 		case a.Status == workflow.AttemptAdmitted && string(a.Receipt) == string(crashtest.ReceiptOf(a.Identity)):
@@ -398,27 +340,13 @@ func verifyCrash(t *testing.T, ctx context.Context, s *workflow.Store, ledgerPat
 			t.Errorf("attempt %s has no recorded handoff but the owner was called", a.Identity)
 		}
 	}
-	for i := range n {
-		if c := perAct[crashKey(i)]; c != 1 {
-			t.Errorf("activation %v has %d attempts, want exactly 1", crashKey(i), c)
-		}
+	keys := make([]workflow.ActivationKey, n)
+	for i := range keys {
+		keys[i] = crashKey(i)
 	}
-	for id, c := range calls {
-		a, ok := byIdentity[id]
-		if !ok {
-			t.Errorf("the owner's ledger names %s, which matches no attempt", id)
-			continue
-		}
-		if a.SideEffect == workflow.Mutating && c > 1 {
-			t.Errorf("the owner was called %d times for mutating attempt %s", c, id)
-		}
+	problems := crashtest.LedgerProblems(atts, st, keys)
+	for _, p := range problems {
+		t.Error(p)
 	}
-	lost := 0
-	for id := range receipts {
-		if a, ok := byIdentity[id]; !ok || string(a.Receipt) != string(crashtest.ReceiptOf(id)) {
-			lost++
-			t.Errorf("the owner holds a receipt for %s that was not persisted (status %s)", id, a.Status)
-		}
-	}
-	t.Logf("%d attempts %v; owner ledger: %d identities called, %d receipts, %d lost", len(atts), status, len(calls), len(receipts), lost)
+	t.Logf("%d attempts %v; owner ledger: %d identities called, %d receipts; %d problems", len(atts), status, len(calls), len(receipts), len(problems))
 }

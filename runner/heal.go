@@ -182,6 +182,7 @@ func (r *Runner) persistAgain(ctx context.Context, ref workflow.AttemptRef, rc [
 	err := r.store.Engine().PersistReceipt(ctx, ref.Key, rc, r.authorityOf(ref.Key.RunID), r.cfg.clock.Now())
 	if err == nil {
 		r.shim.admitted([]workflow.AttemptRef{ref})
+		r.shim.spans.admitted([]workflow.AttemptRef{ref})
 		r.total.Admitted++
 		r.in.admissions.Add(ctx, 1, outcomeAttr(OutcomeAdmitted))
 		r.log.LogAttrs(ctx, slog.LevelInfo, "receipt persisted after an unknown outcome", slog.String("identity", ref.Identity))

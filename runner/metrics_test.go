@@ -139,15 +139,10 @@ func TestFencedRejectionsAreCounted(t *testing.T) {
 	t.Parallel()
 	reader, mp := meterProvider(t)
 	clock := newFakeClock()
-	ctx := context.Background()
 	s := newStore(t, clock)
-	auth := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d1", Generation: 1, FencingToken: "t1"}
-	_, err := s.CreateRun(ctx, workflow.NewRun{ID: "r1", Authority: &auth}, clock.Now())
-	require.NoError(t, err)
-	next := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d2", Generation: 2, FencingToken: "t2"}
-	require.NoError(t, s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r1", Expected: auth, Replacement: next}, clock.Now()))
+	auth := fencedRun(t, s, clock)
 	st := start(t, newRunner(t, s, &testOwner{clock: clock}, clock, WithRun("r1", &auth), WithMeterProvider(mp)))
-	_, err = st.wait(t)
+	_, err := st.wait(t)
 	require.ErrorIs(t, err, workflow.ErrStaleAuthority)
 	assert.Equal(t, int64(1), counter(t, collected(t, reader), MetricFencedRejections))
 }

@@ -21,6 +21,7 @@ type shim struct {
 	owner    workflow.Owner
 	clock    Clock
 	in       *instruments
+	spans    *attemptSpans // nil without a tracer provider
 	stopping *atomic.Bool
 
 	mu       sync.Mutex
@@ -42,17 +43,19 @@ type answer struct {
 
 // timed runs one owner call f in its span, with attrs (see traced).
 func (s *shim) timed(ctx context.Context, call string, f func(), attrs ...attribute.KeyValue) {
-	s.traced(ctx, call, attrs, func() error { f(); return nil })
+	s.traced(ctx, call, attrs, func(context.Context) error { f(); return nil })
 }
 
 // traced runs one owner call f in its span (SpanOwnerCall, with the call
-// and attrs, naming the attempt it is about), records its latency, and
-// the error f returns on the span.
-func (s *shim) traced(ctx context.Context, call string, attrs []attribute.KeyValue, f func() error) {
-	ctx, span := s.in.tracer.Start(ctx, SpanOwnerCall, trace.WithSpanKind(trace.SpanKindClient),
+// and attrs, naming the attempt it is about, and opts), passing f the
+// context that carries the span, records its latency, and the error f
+// returns on the span.
+func (s *shim) traced(ctx context.Context, call string, attrs []attribute.KeyValue, f func(context.Context) error, opts ...trace.SpanStartOption) {
+	opts = append(opts, trace.WithSpanKind(trace.SpanKindClient),
 		trace.WithAttributes(append([]attribute.KeyValue{attribute.String("call", call)}, attrs...)...))
+	ctx, span := s.in.tracer.Start(ctx, SpanOwnerCall, opts...)
 	start := s.clock.Now()
-	err := f()
+	err := f(ctx)
 	s.in.ownerCall.Record(ctx, s.clock.Now().Sub(start).Seconds(), callAttr(call))
 	if err != nil {
 		span.RecordError(err)
@@ -65,13 +68,20 @@ func (s *shim) Plan(ctx context.Context, a workflow.Activation) (p *workflow.Pla
 	if s.stopping.Load() {
 		return nil, nil
 	}
+	// The Store prepares the activation's next attempt.
 	next := workflow.AttemptKey{ActivationKey: a.Key, Attempt: a.LastAttempt + 1}
-	s.traced(ctx, "plan", attemptAttrs(next, next.Identity()), func() error { p, err = s.owner.Plan(ctx, a); return err })
-	if p != nil && err == nil {
-		// The Store prepares the activation's next attempt.
-		k := workflow.AttemptKey{ActivationKey: a.Key, Attempt: a.LastAttempt + 1}
+	id := next.Identity()
+	actx := s.spans.begin(ctx, next, id)
+	s.traced(actx, "plan", attemptAttrs(next, id), func(ctx context.Context) error { p, err = s.owner.Plan(ctx, a); return err })
+	switch {
+	case err != nil:
+		s.spans.end(id, OutcomeOwnerFailed, err)
+	case p == nil:
+		s.spans.end(id, OutcomeUnsupported, nil)
+	default:
+		s.spans.step(id, SpanAttemptPrepare)
 		s.mu.Lock()
-		s.planned[k.Identity()] = workflow.AttemptRef{Key: k, Identity: k.Identity()}
+		s.planned[id] = workflow.AttemptRef{Key: next, Identity: id}
 		s.mu.Unlock()
 	}
 	return p, err
@@ -157,7 +167,10 @@ func (s *shim) unresolved() []workflow.AttemptRef {
 
 func (s *shim) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (rc json.RawMessage, err error) {
 	s.handed(p)
-	s.traced(ctx, "dispatch", attemptAttrs(p.Key(), p.Identity), func() error { rc, err = s.owner.Dispatch(ctx, p); return err })
+	actx := s.spans.context(ctx, p.Key(), p.Identity)
+	s.spans.step(p.Identity, "") // the handoff is recorded
+	s.traced(actx, "dispatch", attemptAttrs(p.Key(), p.Identity), func(ctx context.Context) error { rc, err = s.owner.Dispatch(ctx, p); return err })
+	s.spans.ownerFailed(p.Identity, err)
 	s.answered(p.Identity, rc, err)
 	return rc, err
 }
@@ -171,16 +184,31 @@ type batchShim struct {
 func (s batchShim) DispatchBatch(ctx context.Context, ps []workflow.PreparedDispatch) (rs []workflow.DispatchResult, err error) {
 	s.handed(ps...)
 	ids := make([]string, len(ps))
+	var links []trace.Link
 	for i, p := range ps {
 		ids[i] = p.Identity
+		if sc := trace.SpanContextFromContext(s.spans.context(ctx, p.Key(), p.Identity)); sc.IsValid() {
+			links = append(links, trace.Link{SpanContext: sc})
+		}
+		s.spans.step(p.Identity, "") // the handoff is recorded
 	}
+	// The one call for the whole batch stays in the pass; it and each
+	// attempt's span link to each other.
 	s.traced(ctx, "dispatch_batch", []attribute.KeyValue{attribute.StringSlice("identities", ids), attribute.Int("attempts", len(ps))},
-		func() error { rs, err = s.batch.DispatchBatch(ctx, ps); return err })
+		func(ctx context.Context) error {
+			for _, id := range ids {
+				s.spans.link(id, trace.SpanContextFromContext(ctx))
+			}
+			rs, err = s.batch.DispatchBatch(ctx, ps)
+			return err
+		}, trace.WithLinks(links...))
 	for i, p := range ps {
 		switch {
 		case err != nil:
+			s.spans.ownerFailed(p.Identity, err)
 			s.answered(p.Identity, nil, err)
 		case i < len(rs):
+			s.spans.ownerFailed(p.Identity, rs[i].Err)
 			s.answered(p.Identity, rs[i].Receipt, rs[i].Err)
 		}
 	}
@@ -202,7 +230,7 @@ type timedLookup struct {
 
 func (t timedLookup) LookupReceipt(ctx context.Context, identity string) (rc json.RawMessage, found bool, err error) {
 	t.s.traced(ctx, "lookup", []attribute.KeyValue{attribute.String("identity", identity)},
-		func() error { rc, found, err = t.l.LookupReceipt(ctx, identity); return err })
+		func(ctx context.Context) error { rc, found, err = t.l.LookupReceipt(ctx, identity); return err })
 	return rc, found, err
 }
 
@@ -212,6 +240,6 @@ type timedObserver struct {
 }
 
 func (t timedObserver) Observe(ctx context.Context, a workflow.Attempt) (obs workflow.Observation, err error) {
-	t.s.traced(ctx, "observe", attemptAttrs(a.Key, a.Identity), func() error { obs, err = t.o.Observe(ctx, a); return err })
+	t.s.traced(ctx, "observe", attemptAttrs(a.Key, a.Identity), func(ctx context.Context) error { obs, err = t.o.Observe(ctx, a); return err })
 	return obs, err
 }

@@ -43,7 +43,8 @@ func (r *Runner) dispatch(ctx context.Context) (int, error) {
 // dispatchOnce runs one Dispatch, accounts for its summary and records
 // whether the owner failed in it.
 func (r *Runner) dispatchOnce(ctx context.Context, opts workflow.DispatchOptions) (int, error) {
-	sum, err := r.store.Dispatch(faultseam.With(ctx, r.cfg.fault), r.owner, opts, r.cfg.clock.Now())
+	sum, err := r.store.Dispatch(faultseam.With(ctx, r.dispatchHook()), r.owner, opts, r.cfg.clock.Now())
+	r.shim.spans.finish(sum, err)
 	r.account(ctx, sum)
 	r.collectDoubts(sum, err)
 	admittedEvents(trace.SpanFromContext(ctx), sum.Admitted)

@@ -150,7 +150,7 @@ func New(store *workflow.Store, owner workflow.Owner, opts ...Option) (*Runner, 
 	if rc, ok := store.Engine().Backend().(backend.RerunCounter); ok {
 		r.reruns, r.lastReruns = rc, rc.Reruns()
 	}
-	r.shim = &shim{owner: owner, clock: cfg.clock, in: in, stopping: &r.stopping, inFlight: map[string]workflow.AttemptRef{},
+	r.shim = &shim{owner: owner, clock: cfg.clock, in: in, spans: newAttemptSpans(cfg.tracers), stopping: &r.stopping, inFlight: map[string]workflow.AttemptRef{},
 		planned: map[string]workflow.AttemptRef{}, answers: map[string]answer{}}
 	r.doubt = map[string]*doubt{}
 	r.owner = r.shim.wrap()
@@ -333,6 +333,7 @@ func (r *Runner) recover(ctx context.Context) (bool, error) {
 			slog.Int("repair_required", len(rs.RepairRequired)), slog.Int("safe_read_only", len(rs.SafeReadOnly)))
 		ds, err := r.store.Engine().Redispatch(ctx, r.owner, ropts, r.cfg.clock.Now())
 		r.shim.admitted(ds.Admitted)
+		r.shim.spans.finish(workflow.DispatchSummary{Admitted: ds.Admitted}, err)
 		r.total.Admitted += len(ds.Admitted)
 		r.in.admissions.Add(ctx, int64(len(ds.Admitted)), outcomeAttr(OutcomeAdmitted))
 		if err != nil {
@@ -436,6 +437,9 @@ func Run(ctx context.Context, store *workflow.Store, owner workflow.Owner, opts 
 func (r *Runner) pass(ctx context.Context) (progress bool, err error) {
 	ctx, span := r.in.tracer.Start(ctx, SpanPass, trace.WithAttributes(attribute.String("run", r.cfg.runID)))
 	defer func() {
+		// An attempt still open here (one heal handed to the owner) ends
+		// with the pass.
+		r.shim.spans.finish(workflow.DispatchSummary{}, err)
 		if err != nil {
 			span.RecordError(err)
 			span.SetStatus(codes.Error, err.Error())
@@ -507,6 +511,7 @@ func (r *Runner) redispatchRejected(ctx context.Context) (int, error) {
 		}
 		ds, err := r.store.Engine().Redispatch(ctx, r.owner, opts, r.cfg.clock.Now())
 		r.shim.admitted(ds.Admitted)
+		r.shim.spans.finish(workflow.DispatchSummary{Admitted: ds.Admitted}, err)
 		r.total.Admitted += len(ds.Admitted)
 		admitted += len(ds.Admitted)
 		if len(ds.Admitted) > 0 {

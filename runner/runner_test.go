@@ -242,23 +242,30 @@ func wokeFor(t *testing.T, o *testOwner, clock *fakeClock, k workflow.Activation
 	assert.Equal(t, time.UnixMilli(1_700_000_000_000).UTC(), clock.Now(), "no time passed")
 }
 
-func TestCancelDrainsInFlightOwnerCalls(t *testing.T) {
-	t.Parallel()
+// inOwnerCall starts a runner (drain timeout one minute) over a store with
+// one activation, r1/a, and returns once its owner call for it blocks.
+func inOwnerCall(t *testing.T) (*fakeClock, *workflow.Store, *testOwner, *started, workflow.PreparedDispatch) {
+	t.Helper()
 	clock := newFakeClock()
 	s := newStore(t, clock, "r1")
-	ctx := context.Background()
-	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
+	_, err := s.AddActivation(context.Background(), workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
 	require.NoError(t, err)
 	o := &testOwner{clock: clock, block: make(chan struct{}), entered: make(chan workflow.PreparedDispatch, 1)}
 	st := start(t, newRunner(t, s, o, clock, WithDrainTimeout(time.Minute)))
-	p := <-o.entered
+	return clock, s, o, st, <-o.entered
+}
+
+func TestCancelDrainsInFlightOwnerCalls(t *testing.T) {
+	t.Parallel()
+	clock, s, o, st, p := inOwnerCall(t)
+	ctx := context.Background()
 
 	st.cancel()
 	drain := clock.nextTimer(t)
 	assert.Equal(t, time.Minute, drain.d)
 	// New work after the cancellation is not planned.
 	plans := o.planCount()
-	_, err = s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "b"), Input: json.RawMessage(`{}`)}, clock.Now())
+	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "b"), Input: json.RawMessage(`{}`)}, clock.Now())
 	require.NoError(t, err)
 	select {
 	case <-st.done:
@@ -282,14 +289,8 @@ func TestCancelDrainsInFlightOwnerCalls(t *testing.T) {
 
 func TestDrainTimeoutLeavesTheAttemptForTheNextStart(t *testing.T) {
 	t.Parallel()
-	clock := newFakeClock()
-	s := newStore(t, clock, "r1")
+	clock, s, _, st, p := inOwnerCall(t)
 	ctx := context.Background()
-	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
-	require.NoError(t, err)
-	o := &testOwner{clock: clock, block: make(chan struct{}), entered: make(chan workflow.PreparedDispatch, 1)}
-	st := start(t, newRunner(t, s, o, clock, WithDrainTimeout(time.Minute)))
-	p := <-o.entered
 	st.cancel()
 	clock.fire(clock.nextTimer(t))
 	sum, err := st.wait(t)
@@ -312,6 +313,19 @@ func TestDrainTimeoutLeavesTheAttemptForTheNextStart(t *testing.T) {
 	att, err = s.GetAttempt(ctx, p.Identity)
 	require.NoError(t, err)
 	assert.Equal(t, workflow.AttemptAdmitted, att.Status)
+}
+
+// fencedRun creates run r1 owned by one authority and transfers it to
+// another; it returns the replaced (stale) authority.
+func fencedRun(t *testing.T, s *workflow.Store, clock *fakeClock) workflow.Authority {
+	t.Helper()
+	ctx := context.Background()
+	auth := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d1", Generation: 1, FencingToken: "t1"}
+	_, err := s.CreateRun(ctx, workflow.NewRun{ID: "r1", Authority: &auth}, clock.Now())
+	require.NoError(t, err)
+	next := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d2", Generation: 2, FencingToken: "t2"}
+	require.NoError(t, s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r1", Expected: auth, Replacement: next}, clock.Now()))
+	return auth
 }
 
 func TestOwnedRunnerStopsWhenFenced(t *testing.T) {
@@ -435,6 +449,22 @@ func TestJitterShortensIdleWaits(t *testing.T) {
 // A run paused between an attempt's intent and its handoff refuses the
 // handoff: the attempt stays prepared, provably never dispatched. Once the
 // run is resumed the runner redispatches it, with the same identity.
+// pauseAtFirstIntent returns a fault hook that pauses run r1 once, when
+// the first attempt's intent commits, so that its handoff is refused; it
+// sets *prepared to that attempt's identity.
+func pauseAtFirstIntent(t *testing.T, s *workflow.Store, clock *fakeClock, prepared *string) faultseam.Hook[workflow.PreparedDispatch] {
+	var once sync.Once
+	return func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
+			once.Do(func() {
+				*prepared = p.Identity
+				require.NoError(t, s.PauseRun(ctx, "r1", nil, clock.Now()))
+			})
+		}
+		return nil
+	}
+}
+
 func TestAttemptRefusedAtHandoffIsRedispatchedLater(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
@@ -442,19 +472,9 @@ func TestAttemptRefusedAtHandoffIsRedispatchedLater(t *testing.T) {
 	s := newStore(t, clock, "r1")
 	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`)}, clock.Now())
 	require.NoError(t, err)
-	var once sync.Once
 	var prepared string
-	pause := func(ctx context.Context, b faultseam.Boundary, p workflow.PreparedDispatch) error {
-		if b == faultseam.IntentCommitted {
-			once.Do(func() {
-				prepared = p.Identity
-				require.NoError(t, s.PauseRun(ctx, "r1", nil, clock.Now()))
-			})
-		}
-		return nil
-	}
 	o := &testOwner{clock: clock}
-	st := start(t, newRunner(t, s, o, clock, withFault(pause)))
+	st := start(t, newRunner(t, s, o, clock, withFault(pauseAtFirstIntent(t, s, clock, &prepared))))
 	tm := clock.nextTimer(t)
 	assert.Empty(t, o.dispatched(), "the handoff was refused")
 	att, err := s.GetAttempt(ctx, prepared)
@@ -486,16 +506,25 @@ func (lookupOwner) LookupReceipt(context.Context, string) (json.RawMessage, bool
 // An attempt marked repair_required while its owner call was still running
 // (by another process's start-up reconciliation, say) is admitted at the
 // next start by the receipt the owner holds.
+// mutatingStore returns a store with run r1 and one pending mutating
+// activation, r1/a.
+func mutatingStore(t *testing.T, clock *fakeClock) *workflow.Store {
+	t.Helper()
+	s := newStore(t, clock, "r1")
+	_, err := s.AddActivation(context.Background(), workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`),
+		Effect: workflow.Mutating}, clock.Now())
+	require.NoError(t, err)
+	return s
+}
+
 func TestStartPersistsLateReceiptsOfRepairRequiredAttempts(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	ctx := context.Background()
-	s := newStore(t, clock, "r1")
-	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`), Effect: workflow.Mutating}, clock.Now())
-	require.NoError(t, err)
+	s := mutatingStore(t, clock)
 	crash := errors.New("crashed after the owner accepted")
 	mutating := &mutatingOwner{testOwner: &testOwner{clock: clock}}
-	_, err = s.Dispatch(faultseam.With(ctx, func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+	_, err := s.Dispatch(faultseam.With(ctx, func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
 		if b == faultseam.OwnerAccepted {
 			return crash
 		}

@@ -103,13 +103,9 @@ func TestFencedStopIsLogged(t *testing.T) {
 	clock := newFakeClock()
 	ctx := context.Background()
 	s := newStore(t, clock)
-	auth := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d1", Generation: 1, FencingToken: "t1"}
-	_, err := s.CreateRun(ctx, workflow.NewRun{ID: "r1", Authority: &auth}, clock.Now())
-	require.NoError(t, err)
-	next := workflow.Authority{TargetArtifactID: "art", DaemonInstanceID: "d2", Generation: 2, FencingToken: "t2"}
-	require.NoError(t, s.TransferAuthority(ctx, workflow.AuthorityTransfer{RunID: "r1", Expected: auth, Replacement: next}, clock.Now()))
+	auth := fencedRun(t, s, clock)
 	logs := &logBuffer{}
-	_, err = Run(ctx, s, &testOwner{clock: clock}, WithClock(clock), WithRun("r1", &auth),
+	_, err := Run(ctx, s, &testOwner{clock: clock}, WithClock(clock), WithRun("r1", &auth),
 		WithLogger(slog.New(slog.NewJSONHandler(logs, nil))))
 	require.ErrorIs(t, err, workflow.ErrStaleAuthority)
 	msgs := logs.messages(t)

@@ -43,11 +43,9 @@ func TestAnUnstorableReceiptNeverStopsTheRunner(t *testing.T) {
 	t.Parallel()
 	clock := newFakeClock()
 	ctx := context.Background()
-	s := newStore(t, clock, "r1")
-	_, err := s.AddActivation(ctx, workflow.NewActivation{Key: key("r1", "a"), Input: json.RawMessage(`{}`), Effect: workflow.Mutating}, clock.Now())
-	require.NoError(t, err)
+	s := mutatingStore(t, clock)
 	o := bigReceiptOwner{&testOwner{clock: clock}}
-	_, err = s.Dispatch(ctx, o, workflow.DispatchOptions{}, clock.Now())
+	_, err := s.Dispatch(ctx, o, workflow.DispatchOptions{}, clock.Now())
 	require.ErrorIs(t, err, workflow.ErrOwner)
 	id := workflow.DispatchIdentity("r1", "n", "a", 1)
 	att, err := s.GetAttempt(ctx, id)

@@ -14,6 +14,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	metricnoop "go.opentelemetry.io/otel/metric/noop"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 
 	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/workflow"
@@ -317,6 +318,15 @@ func TestSettledAttemptsAreCountedAndOwnerCallsHaveSpans(t *testing.T) {
 			passes[sp.SpanContext().SpanID().String()] = true
 		}
 	}
+	// A plan or dispatch call is inside its attempt's span, which a pass
+	// links to (attempt spans are roots of their own traces); the other
+	// calls are inside a pass.
+	attempts := map[string]sdktrace.ReadOnlySpan{}
+	for _, sp := range spans.Ended() {
+		if sp.Name() == SpanAttempt {
+			attempts[sp.SpanContext().SpanID().String()] = sp
+		}
+	}
 	calls := map[string]int{}
 	for _, sp := range spans.Ended() {
 		if sp.Name() != SpanOwnerCall {
@@ -325,7 +335,15 @@ func TestSettledAttemptsAreCountedAndOwnerCallsHaveSpans(t *testing.T) {
 		attrs := attribute.NewSet(sp.Attributes()...)
 		call, _ := attrs.Value("call")
 		calls[call.AsString()]++
-		assert.True(t, passes[sp.Parent().SpanID().String()], "%s span is inside a pass", call.AsString())
+		if c := call.AsString(); c == "plan" || c == "dispatch" {
+			at, ok := attempts[sp.Parent().SpanID().String()]
+			require.True(t, ok, "%s span is inside an attempt span", c)
+			assert.Equal(t, attrOf(sp, "identity"), attrOf(at, "identity"), "%s span is inside its own attempt's span", c)
+			require.Len(t, at.Links(), 1)
+			assert.True(t, passes[at.Links()[0].SpanContext.SpanID().String()], "%s span's attempt is linked to a pass", c)
+		} else {
+			assert.True(t, passes[sp.Parent().SpanID().String()], "%s span is inside a pass", call.AsString())
+		}
 		if call.AsString() == "plan" {
 			continue
 		}

@@ -143,29 +143,10 @@ func TestManyRowReplaceMissingNotFound(t *testing.T) {
 // key's automatic index) and never scans it.
 func TestManyRowUpdatesSearchThePrimaryKey(t *testing.T) {
 	t.Parallel()
-	b := newStore(t)
-	ctx := context.Background()
-	conn, err := b.rdb.Conn(ctx)
-	require.NoError(t, err)
-	defer conn.Close()
+	ctx, conn := explainConn(t)
 	for _, tb := range []*table{&runsT, &activationsT, &groupsT, &attemptsT, &leasesT, &schedulesT} {
 		q := tb.updateMany(0b101, 64)
-		args := make([]any, strings.Count(q, "?"))
-		for i := range args {
-			args[i] = int64(1)
-		}
-		rows, err := conn.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
-		require.NoError(t, err, q)
-		var plan []string
-		for rows.Next() {
-			var a, p, u int
-			var detail string
-			require.NoError(t, rows.Scan(&a, &p, &u, &detail))
-			plan = append(plan, detail)
-		}
-		require.NoError(t, rows.Err())
-		rows.Close()
-		joined := strings.Join(plan, "\n")
+		joined := strings.Join(queryPlan(t, ctx, conn, q, strings.Count(q, "?")), "\n")
 		require.Regexp(t, "SEARCH "+tb.name+" USING (PRIMARY KEY|(COVERING )?INDEX sqlite_autoindex_)", joined, tb.name)
 		require.NotContains(t, joined, "SCAN "+tb.name, "%s:\n%s", tb.name, joined)
 	}

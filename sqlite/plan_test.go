@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"database/sql"
 	"strings"
 	"testing"
 
@@ -14,11 +15,7 @@ import (
 // rows it returns.
 func TestScansUseIndexesAndNeverSort(t *testing.T) {
 	t.Parallel()
-	b := newStore(t)
-	ctx := context.Background()
-	conn, err := b.rdb.Conn(ctx)
-	require.NoError(t, err)
-	defer conn.Close()
+	ctx, conn := explainConn(t)
 	for id := stmtID(0); id < sRunIns; id++ {
 		q := stmtSQL[id]
 		n := strings.Count(q, "?")
@@ -28,21 +25,7 @@ func TestScansUseIndexesAndNeverSort(t *testing.T) {
 				n = i
 			}
 		}
-		args := make([]any, n)
-		for i := range args {
-			args[i] = int64(1)
-		}
-		rows, err := conn.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
-		require.NoError(t, err, q)
-		var plan []string
-		for rows.Next() {
-			var a, p, u int
-			var detail string
-			require.NoError(t, rows.Scan(&a, &p, &u, &detail))
-			plan = append(plan, detail)
-		}
-		require.NoError(t, rows.Err())
-		rows.Close()
+		plan := queryPlan(t, ctx, conn, q, n)
 		if strings.Contains(q, "FROM runs WHERE") && strings.Contains(q, "status = ?") {
 			require.Contains(t, strings.Join(plan, "\n"), "runs_by_status", "%s: a status-filtered run scan reads the status index", q)
 		}
@@ -54,4 +37,37 @@ func TestScansUseIndexesAndNeverSort(t *testing.T) {
 			}
 		}
 	}
+}
+
+// explainConn returns a read connection of a new store, closed when t
+// ends, to explain statements on.
+func explainConn(t *testing.T) (context.Context, *sql.Conn) {
+	t.Helper()
+	ctx := context.Background()
+	conn, err := newStore(t).rdb.Conn(ctx)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	return ctx, conn
+}
+
+// queryPlan returns the detail lines of q's EXPLAIN QUERY PLAN, with each
+// of its n parameters bound to 1.
+func queryPlan(t *testing.T, ctx context.Context, conn *sql.Conn, q string, n int) []string {
+	t.Helper()
+	args := make([]any, n)
+	for i := range args {
+		args[i] = int64(1)
+	}
+	rows, err := conn.QueryContext(ctx, "EXPLAIN QUERY PLAN "+q, args...)
+	require.NoError(t, err, q)
+	defer rows.Close()
+	var plan []string
+	for rows.Next() {
+		var a, p, u int
+		var detail string
+		require.NoError(t, rows.Scan(&a, &p, &u, &detail))
+		plan = append(plan, detail)
+	}
+	require.NoError(t, rows.Err())
+	return plan
 }

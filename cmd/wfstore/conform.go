@@ -62,7 +62,10 @@ named wfstore_conform_<8 hex digits>_<16 hex digits>, and its files are in
 one folder; both are printed on standard error when the run starts. Stopped
 by SIGINT or SIGTERM, conform ends the suite, drops what its cases left
 (or prints exactly which schemas are left and the SQL that drops them) and
-prints the partial report. The report lists each case with pass, fail or
+prints the partial report. Each schema's comment names the process that
+made it; a later run on the same host drops the schemas of conform
+processes that are gone (killed with SIGKILL, say), never those of
+running ones or schemas without that comment. The report lists each case with pass, fail or
 skip (a skip names the adapter capability that explains it), the adapter's
 capabilities and settings. The exit status is 1 when a case failed.
 

@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -19,6 +20,7 @@ import (
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/bolt"
 	"github.com/wfstore/wfstore/conformance"
+	"github.com/wfstore/wfstore/internal/testkit/pgscratch"
 	"github.com/wfstore/wfstore/postgres"
 	"github.com/wfstore/wfstore/sqlite"
 )
@@ -137,11 +139,18 @@ func createScratchSchema(ctx context.Context, dsn, prefix string) (string, error
 		return "", redactErr(fmt.Errorf("connecting to %s: %w", redactDSN(dsn), err), dsn)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+	// The first schema of a process drops those of conform processes of
+	// this host that are gone (killed before they could drop theirs): each
+	// schema's comment names the process that created it.
+	reapOnce.Do(func() { _, _ = pgscratch.Reap(ctx, conn, scratchPrefix) })
+	if err := pgscratch.Create(ctx, conn, schema); err != nil {
 		return "", err
 	}
 	return schema, nil
 }
+
+// reapOnce makes a process's first scratch schema reap those of gone ones.
+var reapOnce sync.Once
 
 func dropScratchSchema(ctx context.Context, dsn, schema string) error {
 	if !strings.HasPrefix(schema, scratchPrefix) {

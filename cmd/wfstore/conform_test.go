@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/internal/testkit/pgscratch"
 	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 )
 
@@ -117,6 +118,41 @@ func TestConformPostgresUsesScratchSchemasAndDropsThem(t *testing.T) {
 	var left int
 	require.NoError(t, conn.QueryRow(ctx, "SELECT count(*) FROM pg_namespace WHERE left(nspname, length($1)) = $1", r.Scratch).Scan(&left))
 	assert.Zero(t, left, "scratch schemas left behind")
+}
+
+// A conform run drops the scratch schemas of conform processes of this
+// host that are gone (killed before they could drop theirs), and keeps
+// those of live processes and those without the comment naming their
+// process.
+func TestConformDropsTheScratchSchemasOfGoneProcesses(t *testing.T) {
+	t.Parallel()
+	dsn := pgtest.DSN(t)
+	admin := pgtest.Admin(t)
+	ctx := context.Background()
+	prefix, err := newScratchPrefix()
+	require.NoError(t, err)
+	name := func(s string) string { return prefix + s }
+	t.Cleanup(func() { _, _, _ = dropScratchSchemas(context.Background(), dsn, prefix) })
+	dead, err := pgscratch.ExitedProcess()
+	require.NoError(t, err)
+	self, err := pgscratch.Self()
+	require.NoError(t, err)
+	for s, comment := range map[string]string{"dead": dead.Comment(), "live": self.Comment(), "bare": ""} {
+		_, err := admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{name(s)}.Sanitize())
+		require.NoError(t, err)
+		if comment != "" {
+			_, err = admin.Exec(ctx, "COMMENT ON SCHEMA "+pgx.Identifier{name(s)}.Sanitize()+" IS "+pgscratch.Literal(comment))
+			require.NoError(t, err)
+		}
+	}
+	bin := wfstoreBinary(t, "")
+	_, stderr, code := runCLI(t, bin, nil, "conform", "--backend", "postgres", "--dsn", dsn, "--run", "contract/insert", "--json")
+	require.Equal(t, 0, code, "stderr: %s", stderr)
+	rows, err := admin.Query(ctx, "SELECT nspname FROM pg_namespace WHERE left(nspname, length($1)) = $1 ORDER BY nspname", prefix)
+	require.NoError(t, err)
+	left, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	assert.Equal(t, []string{name("bare"), name("live")}, left)
 }
 
 // conform stopped by SIGTERM or SIGINT while its cases hold scratch

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 	"time"
 
@@ -144,10 +141,6 @@ func importEtcd(ctx context.Context, f *storeFlags, st *checkedStream) error {
 // the cluster's limits, then checks the store's invariants and the digest
 // of the records read back.
 func importEtcdRecords(ctx context.Context, b *etcd.Backend, f *storeFlags, st *checkedStream) error {
-	if _, err := st.spool.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("import spool: %w", err)
-	}
-	rd := bufio.NewReaderSize(st.spool, 1<<20)
 	size := etcdRecordsPerTxn(f)
 	var pending []record
 	flush := func(all bool) error {
@@ -169,22 +162,11 @@ func importEtcdRecords(ctx context.Context, b *etcd.Backend, f *storeFlags, st *
 		}
 		return nil
 	}
-	for {
-		line, err := rd.ReadBytes('\n')
-		if errors.Is(err, io.EOF) && len(line) == 0 {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("import spool: %w", err)
-		}
-		rec, err := decodeLine(exportVersion, bytes.TrimSuffix(line, []byte{'\n'}))
-		if err != nil {
-			return fmt.Errorf("import spool: %w", err)
-		}
+	if err := st.eachSpooled(func(rec record) error {
 		pending = append(pending, rec)
-		if err := flush(false); err != nil {
-			return err
-		}
+		return flush(false)
+	}); err != nil {
+		return err
 	}
 	if err := flush(true); err != nil {
 		return err

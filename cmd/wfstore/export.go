@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"flag"
@@ -97,26 +96,7 @@ func walkStore(ctx context.Context, b backend.Backend, emit func(record) error) 
 	if err != nil {
 		return err
 	}
-	if _, err := spool.Seek(0, io.SeekStart); err != nil {
-		return fmt.Errorf("export spool: %w", err)
-	}
-	rd := bufio.NewReader(spool)
-	for {
-		line, err := rd.ReadBytes('\n')
-		if errors.Is(err, io.EOF) && len(line) == 0 {
-			return nil
-		}
-		if err != nil {
-			return fmt.Errorf("export spool: %w", err)
-		}
-		rec, err := decodeLine(exportVersion, bytes.TrimSuffix(line, []byte{'\n'}))
-		if err != nil {
-			return fmt.Errorf("export spool: %w", err)
-		}
-		if err := emit(rec); err != nil {
-			return err
-		}
-	}
+	return readSpool(spool, "export spool", emit)
 }
 
 // spoolStore writes every record r reads, one export line each, to w.

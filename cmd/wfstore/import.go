@@ -296,23 +296,8 @@ func importInto(ctx context.Context, b backend.Backend, where string, st *checke
 		if st.spool == nil {
 			return nil
 		}
-		if _, err := st.spool.Seek(0, io.SeekStart); err != nil {
-			return fmt.Errorf("import spool: %w", err)
-		}
-		rd := bufio.NewReaderSize(st.spool, 1<<20)
 		var batch backend.Changes
-		for {
-			line, err := rd.ReadBytes('\n')
-			if errors.Is(err, io.EOF) && len(line) == 0 {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("import spool: %w", err)
-			}
-			rec, err := decodeLine(exportVersion, bytes.TrimSuffix(line, []byte{'\n'}))
-			if err != nil {
-				return fmt.Errorf("import spool: %w", err)
-			}
+		if err := st.eachSpooled(func(rec record) error {
 			addInsert(&batch, rec)
 			if batch.Len() >= exportBatch {
 				if err := tx.Apply(ctx, batch); err != nil {
@@ -320,6 +305,9 @@ func importInto(ctx context.Context, b backend.Backend, where string, st *checke
 				}
 				batch = backend.Changes{}
 			}
+			return nil
+		}); err != nil {
+			return err
 		}
 		if !batch.Empty() {
 			if err := tx.Apply(ctx, batch); err != nil {
@@ -328,6 +316,38 @@ func importInto(ctx context.Context, b backend.Backend, where string, st *checke
 		}
 		return checkImported(ctx, inTx{Backend: b, tx: tx}, st)
 	})
+}
+
+// eachSpooled calls fn with each record of the spool, from its start, and
+// stops at the first error.
+func (st *checkedStream) eachSpooled(fn func(record) error) error {
+	return readSpool(st.spool, "import spool", fn)
+}
+
+// readSpool calls fn with each record of spool (one export line each),
+// from its start, and stops at the first error; what names the spool in
+// errors.
+func readSpool(spool io.ReadSeeker, what string, fn func(record) error) error {
+	if _, err := spool.Seek(0, io.SeekStart); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	rd := bufio.NewReaderSize(spool, 1<<20)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if errors.Is(err, io.EOF) && len(line) == 0 {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		rec, err := decodeLine(exportVersion, bytes.TrimSuffix(line, []byte{'\n'}))
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		if err := fn(rec); err != nil {
+			return err
+		}
+	}
 }
 
 // checkImported checks the store's invariants (as "wfstore verify" does)

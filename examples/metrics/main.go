@@ -1,7 +1,9 @@
 // Command metrics runs the runner with the OpenTelemetry SDK: metrics go
 // to a stdout exporter (JSON, exported when the meter provider shuts
-// down), and each owner call's span is printed as it ends, so that one
-// order can be followed through its plan, dispatch and observations.
+// down), and each attempt's spans are printed as they end, by trace: the
+// attempt's steps (plan, prepare, handoff, dispatch, receipt) and then the
+// attempt span itself with its outcome; observe calls follow in the pass
+// traces, naming the attempt.
 //
 // Two orders: order-1's charge fails once and succeeds on its retry;
 // order-2's shipment is handed to the carrier and never reported back, so
@@ -50,8 +52,8 @@ func (o owner) Observe(_ context.Context, a workflow.Attempt) (workflow.Observat
 	return workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{"ok":true}`)}, nil
 }
 
-// spanPrinter prints each owner-call span as it ends, and the admissions
-// a pass recorded.
+// spanPrinter prints each attempt span, its steps and owner-call span as
+// it ends, with its trace, and the admissions a pass recorded.
 type spanPrinter struct{}
 
 func (spanPrinter) OnStart(context.Context, sdktrace.ReadWriteSpan) {}
@@ -63,8 +65,9 @@ func (spanPrinter) OnEnd(s sdktrace.ReadOnlySpan) {
 			fmt.Printf("event %s%s\n", ev.Name, attrs(ev.Attributes))
 		}
 	}
-	if s.Name() == runner.SpanOwnerCall {
-		fmt.Printf("span %s%s\n", s.Name(), attrs(s.Attributes()))
+	switch s.Name() {
+	case runner.SpanOwnerCall, runner.SpanAttempt, runner.SpanAttemptPrepare, runner.SpanAttemptHandoff, runner.SpanAttemptReceipt:
+		fmt.Printf("trace %s span %s%s\n", s.SpanContext().TraceID().String()[:8], s.Name(), attrs(s.Attributes()))
 	}
 }
 

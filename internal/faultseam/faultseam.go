@@ -3,7 +3,9 @@
 // carried on the context so that no public option exposes it. A non-nil
 // error from the hook stops the pass there, as a crash at that boundary
 // would (the crash proofs, the conformance suite and the runner's tests
-// use it). Being internal, it is reachable from this module only.
+// use it). The runner also uses it, with a hook that returns nil, to time
+// each attempt's steps for its spans. Being internal, it is reachable from
+// this module only.
 package faultseam
 
 import "context"

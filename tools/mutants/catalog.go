@@ -1075,13 +1075,13 @@ var Catalog = []Mutant{
 			{
 				File: "runner/cancel.go",
 				Find: `	var err error
-	r.shim.traced(ctx, "cancel", attemptAttrs(a.Key, a.Identity), func() error { err = c.canceller.Cancel(ctx, a.Identity); return err })
+	r.shim.traced(ctx, "cancel", attemptAttrs(a.Key, a.Identity), func(ctx context.Context) error { err = c.canceller.Cancel(ctx, a.Identity); return err })
 `,
 				Replace: `	if err := r.store.Engine().MarkCancellationSignalled(ctx, a.Identity, r.cfg.clock.Now()); err != nil {
 		return 0, ignoreIneligible(err)
 	}
 	var err error
-	r.shim.traced(ctx, "cancel", attemptAttrs(a.Key, a.Identity), func() error { err = c.canceller.Cancel(ctx, a.Identity); return err })
+	r.shim.traced(ctx, "cancel", attemptAttrs(a.Key, a.Identity), func(ctx context.Context) error { err = c.canceller.Cancel(ctx, a.Identity); return err })
 `,
 			},
 		},
@@ -1330,6 +1330,32 @@ var Catalog = []Mutant{
 				File:    "runner/probe.go",
 				Find:    `if r.probing && opts.BatchSize > 1 {`,
 				Replace: `if false {`,
+			},
+		},
+	},
+	{
+		Name:  "runner-attempt-span-misses-owner-failure",
+		Bug:   "an attempt whose owner Dispatch call failed ends its span as interrupted, not owner_failed, so a trace hides whose fault it was",
+		Suite: RunnerSuite,
+		Tests: "TestAFailedOwnerCallMarksTheAttemptSpan",
+		Edits: []Edit{
+			{
+				File:    "runner/owner.go",
+				Find:    "\ts.spans.ownerFailed(p.Identity, err)\n\ts.answered(p.Identity, rc, err)\n",
+				Replace: "\ts.answered(p.Identity, rc, err)\n",
+			},
+		},
+	},
+	{
+		Name:  "runner-attempt-span-unlinked-from-pass",
+		Bug:   "the pass span does not link to the attempts it planned, so a pass's attempts cannot be found from it",
+		Suite: RunnerSuite,
+		Tests: "TestADispatchedAttemptIsOneTraceOfItsSteps|TestABatchDispatchGivesEachAttemptItsTrace",
+		Edits: []Edit{
+			{
+				File:    "runner/attemptspan.go",
+				Find:    "\tpass.AddLink(trace.Link{SpanContext: span.SpanContext()})\n",
+				Replace: "",
 			},
 		},
 	},

@@ -76,8 +76,6 @@ func TestMain(m *testing.M) {
 	pgtest.Main(m)
 }
 
-var errRefused = errors.New("owner refused the attempt")
-
 // owner is idempotent by identity through the ledger, and offers receipt
 // lookup by identity (workflow.ReceiptLookup). With refuse set (the batch
 // modes of the child) it refuses about one attempt in eight once, without
@@ -134,32 +132,14 @@ func (o *owner) take() (refused, accepted map[string]bool) {
 
 func (o *owner) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
 	o.signal("handoff")
-	st, err := o.l.Read()
-	if err != nil {
-		return nil, err
-	}
-	if st.Receipts[p.Identity] {
-		return o.accept(p.Identity), nil
-	}
-	if o.refuses(p.Identity, st) {
-		return nil, errors.Join(errRefused, o.l.Append("refuse "+p.Identity))
-	}
-	if err := o.l.Append("call " + p.Identity); err != nil {
-		return nil, err
-	}
-	o.signal("owner")
-	if err := o.l.Append("receipt " + p.Identity); err != nil {
+	if _, err := o.l.Dispatch(p.Identity, o.signal, func(st LedgerState) bool { return o.refuses(p.Identity, st) }); err != nil {
 		return nil, err
 	}
 	return o.accept(p.Identity), nil
 }
 
 func (o *owner) LookupReceipt(ctx context.Context, identity string) (json.RawMessage, bool, error) {
-	st, err := o.l.Read()
-	if err != nil || !st.Receipts[identity] {
-		return nil, false, err
-	}
-	return ReceiptOf(identity), true, nil
+	return o.l.LookupReceipt(ctx, identity)
 }
 
 // batchOwner accepts a whole batch in one durable ledger write: it records
@@ -182,7 +162,7 @@ func (o batchOwner) DispatchBatch(ctx context.Context, ps []workflow.PreparedDis
 			out[i].Receipt = o.accept(id)
 		case o.refuses(id, st):
 			calls = append(calls, "refuse "+id)
-			out[i].Err = errRefused
+			out[i].Err = ErrRefused
 		default:
 			calls = append(calls, "call "+id)
 			receipts = append(receipts, "receipt "+id)
@@ -203,23 +183,6 @@ func (o batchOwner) DispatchBatch(ctx context.Context, ps []workflow.PreparedDis
 		}
 	}
 	return out, nil
-}
-
-// signalling wraps a Backend so that the child signals "commit" at the end
-// of every successful Update fn, just before the adapter commits.
-type signalling struct {
-	backend.Backend
-	signal func(string)
-}
-
-func (b signalling) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
-	return b.Backend.Update(ctx, func(tx backend.Tx) error {
-		if err := fn(tx); err != nil {
-			return err
-		}
-		b.signal("commit")
-		return nil
-	})
 }
 
 // ---- the child ----
@@ -275,7 +238,7 @@ func child(kind, loc, ledgerPath string) error {
 	if err != nil {
 		return err
 	}
-	s := workflow.New(signalling{Backend: b, signal: signal})
+	s := workflow.New(Signalling{Backend: b, Signal: signal})
 	o := newOwner(l, signal, cfg.mode != modeSingle)
 	var ow workflow.Owner = o
 	opts := workflow.DispatchOptions{Limit: 1, BatchSize: 1}
@@ -286,15 +249,7 @@ func child(kind, loc, ledgerPath string) error {
 		opts = workflow.DispatchOptions{Limit: cfg.batches * cfg.batch, BatchSize: cfg.batch}
 		ow = batchOwner{o}
 	}
-	fault := func(ctx context.Context, bd faultseam.Boundary, p workflow.PreparedDispatch) error {
-		switch bd {
-		case faultseam.IntentCommitted:
-			signal("prepared")
-		case faultseam.OwnerAccepted:
-			signal("accepted")
-		}
-		return nil
-	}
+	fault := SignalBoundaries(signal)
 	for {
 		sum, err := s.Dispatch(faultseam.With(ctx, fault), ow, opts, time.Now())
 		if err = checkPass(o, sum, err); err != nil {
@@ -328,7 +283,7 @@ func checkPass(o *owner, sum workflow.DispatchSummary, err error) error {
 	for _, f := range sum.OwnerFailed {
 		id := f.Attempt.Identity
 		failed[id] = true
-		if !refused[id] || !errors.Is(f.Err, workflow.ErrOwner) || !errors.Is(f.Err, errRefused) {
+		if !refused[id] || !errors.Is(f.Err, workflow.ErrOwner) || !errors.Is(f.Err, ErrRefused) {
 			return fmt.Errorf("attempt %s reported owner failed (%v), but the owner did not refuse it", id, f.Err)
 		}
 	}
@@ -795,25 +750,12 @@ func (c *crashRun) verify(ctx context.Context) {
 	}
 	calls, receipts := st.Calls, st.Receipts
 	c.withStore(ctx, func(s *workflow.Store) {
-		var atts []workflow.Attempt
-		p := workflow.AttemptPage{Limit: workflow.MaxPageLimit}
-		for {
-			page, err := s.Attempts(ctx, p)
-			if err != nil {
-				t.Fatal(err)
-			}
-			atts = append(atts, page...)
-			if len(page) < p.Limit {
-				break
-			}
-			p.After = &page[len(page)-1]
+		atts, err := AllAttempts(ctx, s)
+		if err != nil {
+			t.Fatal(err)
 		}
-		byIdentity := map[string]workflow.Attempt{}
-		perAct := map[workflow.ActivationKey]int{}
 		status := map[workflow.AttemptStatus]int{}
 		for _, a := range atts {
-			byIdentity[a.Identity] = a
-			perAct[a.Key.ActivationKey]++
 			status[a.Status]++
 			if a.Identity != workflow.DispatchIdentity(a.Key.RunID, a.Key.NodeID, a.Key.ActivationID, a.Key.Attempt) {
 				t.Errorf("attempt %v has identity %s", a.Key, a.Identity)
@@ -834,30 +776,12 @@ func (c *crashRun) verify(ctx context.Context) {
 				t.Errorf("attempt %s has no recorded handoff but the owner was called", a.Identity)
 			}
 		}
-		for i := range c.activations {
-			if n := perAct[key(i)]; n != 1 {
-				t.Errorf("activation %v has %d attempts, want exactly 1", key(i), n)
-			}
+		keys := make([]workflow.ActivationKey, c.activations)
+		for i := range keys {
+			keys[i] = key(i)
 		}
-		for id, n := range calls {
-			a, ok := byIdentity[id]
-			if !ok {
-				t.Errorf("the owner ledger names %s, which matches no attempt", id)
-				continue
-			}
-			if a.SideEffect == workflow.Mutating && n > 1 {
-				t.Errorf("the owner was called %d times for mutating attempt %s", n, id)
-			}
-		}
-		for id := range st.Refused {
-			if _, ok := byIdentity[id]; !ok {
-				t.Errorf("the owner ledger refuses %s, which matches no attempt", id)
-			}
-		}
-		for id := range receipts {
-			if a, ok := byIdentity[id]; !ok || string(a.Receipt) != string(ReceiptOf(id)) {
-				t.Errorf("the owner holds a receipt for %s that was not persisted (status %s)", id, a.Status)
-			}
+		for _, p := range LedgerProblems(atts, st, keys) {
+			t.Error(p)
 		}
 		t.Logf("%d attempts %v; owner ledger: %d identities called, %d receipts, %d refusals", len(atts), status, len(calls), len(receipts), len(st.Refused))
 		if vb, ok := s.Engine().Backend().(interface{ Verify(context.Context) error }); ok {

@@ -48,6 +48,8 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/term"
+
+	"github.com/wfstore/wfstore/internal/testkit/pgscratch"
 )
 
 // Environment variables.
@@ -265,23 +267,44 @@ func ServerCluster(t testing.TB) *Cluster {
 
 // Schema creates a fresh, empty schema with a random name on the server and
 // returns the server's DSN and the schema's name. The schema (and whatever
-// was created in it) is dropped when t ends; Schema drops nothing else.
+// was created in it) is dropped when t ends. Its comment names this
+// process (internal/testkit/pgscratch), so that when the binary dies
+// before t ends (killed, or a test timeout, which skips every cleanup)
+// the first Schema of a later binary on this host drops it. Schema drops
+// nothing else: never a schema of a live process, nor one without that
+// comment.
 func Schema(t testing.TB) (dsn, schema string) {
 	t.Helper()
 	dsn = DSN(t)
 	schema = NewSchemaName()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if _, err := srv.admin.Exec(ctx, "CREATE SCHEMA "+pgx.Identifier{schema}.Sanitize()); err != nil {
+	reapOnce.Do(func() {
+		dropped, err := pgscratch.Reap(ctx, srv.admin, SchemaPrefix)
+		if err != nil {
+			t.Logf("pgtest: dropping the schemas of test binaries that are gone: %v", err)
+		}
+		if len(dropped) > 0 {
+			t.Logf("pgtest: dropped %d schema(s) left by test binaries that are gone: %s", len(dropped), strings.Join(dropped, ", "))
+		}
+	})
+	if err := pgscratch.Create(ctx, srv.admin, schema); err != nil {
 		t.Fatalf("pgtest: create schema %s: %v", schema, err)
 	}
 	t.Cleanup(func() { dropSchema(t, schema) })
 	return dsn, schema
 }
 
+// reapOnce makes the first Schema of a binary reap the schemas of binaries
+// that are gone.
+var reapOnce sync.Once
+
 // SchemaName returns a fresh random schema name (not created) and drops a
 // schema of that name, if one exists, when t ends. It is for tests of code
 // that creates the schema itself; the random name is this test's alone.
+// Such a schema carries no comment naming this process, so a binary that
+// dies before t ends leaves it (drop wfstore_test_* schemas by hand when
+// no test runs).
 func SchemaName(t testing.TB) (dsn, schema string) {
 	t.Helper()
 	dsn = DSN(t)
