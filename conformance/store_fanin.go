@@ -261,6 +261,10 @@ func caseFanInWaitAllFailedRace(e *env) {
 	assert.Equal(e.T, [3]int64{4, 1, 0}, [3]int64{p.Completed, p.Failed, p.Cancelled})
 	assert.Equal(e.T, workflow.RunFailed, getRun(e, s, "r").Status)
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "fan_out_failed"))
+	before := digest(e, "r")
+	_, err := s.RetryFailedNode(e.Ctx, m[2], 1, ms(200))
+	requireIs(e.T, err, workflow.ErrIneligible, "a member of a settled fan-in is not retried")
+	unchanged(e, before, "refused member retry", "r")
 }
 
 func caseFanInFailFastRace(e *env) {
