@@ -130,7 +130,7 @@ func compatibleSettled(st backend.AttemptStatus, k ObservationKind) bool {
 // one transaction. A RetryableFailure schedules an
 // automatic retry in the same transaction when the activation's policy
 // admits it; a Succeeded completes the activation and adds its successors
-// atomically; when that completion leaves nothing of the run open (see
+// and fan-out groups (Observation.FanOuts) atomically; when that completion leaves nothing of the run open (see
 // below) the run becomes completed in the same transaction. While the
 // run's cancellation is requested, an Admitted or Running observation of a
 // child run's parent attempt makes it cancelling (the run waits for the
