@@ -26,6 +26,7 @@ func faninCases() []testCase {
 		{Name: "fanin_waits_for_a_member_whose_automatic_retry_is_pending", Run: caseFanInRetryPending},
 		{Name: "fanin_member_outcomes_page_by_key", Run: caseFanInMemberPages},
 		{Name: "fanin_owner_settled_groups_are_unchanged", Run: caseFanInOwnerSettled},
+		{Name: "fanin_retirement_and_run_cancellation_settle_a_waiting_controller", Run: caseFanInRetiredOrCancelled},
 	}
 }
 
@@ -403,4 +404,31 @@ func caseFanInOwnerSettled(e *env) {
 	_, err = s.AddFanOut(e.Ctx, workflow.NewFanOut{Controller: c3, Members: memberInputs(2), MaxConcurrency: 1, FanIn: true}, ms(33))
 	requireIs(e.T, err, workflow.ErrIneligible, "a controller with an attempt")
 	unchanged(e, before, "refused fan-in", "r")
+}
+
+func caseFanInRetiredOrCancelled(e *env) {
+	s := store(e)
+	c, m := fanInRun(e, s, "r", 3, 1, workflow.WaitAll)
+	admitOnly(e, s, newOwner(), ms(30), identity(m[0], 1))
+	observe(e, s, identity(m[0], 1), obs(workflow.ObservedSucceeded), ms(40))
+	require.NoError(e.T, s.RetireFanOut(e.Ctx, c, ms(50)))
+	assert.Equal(e.T, stWait, getAct(e, s, c).Status)
+	require.NoError(e.T, s.Engine().SettleFanOutRetirement(e.Ctx, c, ms(51)))
+	assert.Equal(e.T, []workflow.ActivationStatus{stDone, stCanc, stCanc}, memberStatuses(e, s, m))
+	assert.Equal(e.T, stCanc, getAct(e, s, c).Status, "a retired group's controller settles with its last members")
+	p := fanInSettled(e, s, "r")
+	require.Len(e.T, p, 1)
+	assert.Equal(e.T, [3]int64{1, 0, 2}, [3]int64{p[0].Completed, p[0].Failed, p[0].Cancelled})
+	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "r").Status)
+
+	c, m = fanInRun(e, s, "r2", 2, 2, workflow.WaitAll)
+	admitOnly(e, s, newOwner(), ms(30), identity(m[0], 1), identity(m[1], 1))
+	_, err := s.RequestCancellation(e.Ctx, "r2", nil, ms(60))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, stCanc, getAct(e, s, c).Status, "the run's cancellation cancels a waiting controller")
+	for _, k := range m {
+		observe(e, s, identity(k, 1), obs(workflow.ObservedCancelled), ms(61))
+	}
+	assert.Equal(e.T, workflow.RunCancelled, getRun(e, s, "r2").Status)
+	assert.Empty(e.T, fanInSettled(e, s, "r2"), "the store did not settle it: the cancellation did")
 }

@@ -1550,4 +1550,20 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "fanin-retirement-leaves-controller-waiting",
+		Bug:  "settling a fan-in group's retirement never settles its controller, so the run never completes",
+		Edits: []Edit{
+			{
+				File: "workflow/fanout.go",
+				Find: `		w.emit(&run, FanOutRetiredPayload{ControllerActivationID: controller.ActivationID}, at)
+		if err := decideFanIn(ctx, tx, w, &run, &g, nil, at); err != nil {
+			return err
+		}
+`,
+				Replace: `		w.emit(&run, FanOutRetiredPayload{ControllerActivationID: controller.ActivationID}, at)
+`,
+			},
+		},
+	},
 }
