@@ -223,6 +223,10 @@ type FanOutGroup struct {
 	// FailFast: a member's terminal failure cancels its siblings at once;
 	// false (wait-all) lets every member settle before the group fails.
 	FailFast bool
+	// FanIn: the store settles the controller activation when its members
+	// settle, by the group's policy; false (owner settlement) is every group
+	// created before the field existed.
+	FanIn bool
 }
 
 // Attempt is one prepared attempt of an activation.

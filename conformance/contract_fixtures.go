@@ -152,6 +152,7 @@ func fullGroup(k backend.ActivationKey) backend.FanOutGroup {
 		RetiredMS:      1_700_000_000_030,
 		CreatedMS:      1_700_000_000_031,
 		FailFast:       true,
+		FanIn:          true,
 	}
 }
 
@@ -166,6 +167,7 @@ func altGroup(g backend.FanOutGroup) backend.FanOutGroup {
 		RetiredMS:      0,
 		CreatedMS:      g.CreatedMS + 1,
 		FailFast:       !g.FailFast,
+		FanIn:          !g.FanIn,
 	}
 }
 

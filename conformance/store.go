@@ -16,6 +16,7 @@ func storeTier(batch bool) []testCase {
 		retryRuleCases(),
 		fanoutCases(),
 		fanoutSettlementCases(),
+		faninCases(),
 		modelCases(batch),
 		verifyCases(),
 		linearizabilityCases(),

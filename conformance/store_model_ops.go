@@ -72,7 +72,7 @@ func opGen() *rapid.Generator[op] {
 	// come from.
 	kinds := []opKind{opDispatch, opDispatch, opDispatch, opDispatch, opAddAct, opAddAct, opAddAct,
 		opObserve, opObserve, opObserve, opObserve, opObserve, opObserve, opChild, opGrow, opGrow, opTreeCancel,
-		opIncrease, opReceiptPass}
+		opIncrease, opReceiptPass, opAddFanOut, opAddFanOut}
 	for k := opNewRun; k < numOpKinds; k++ {
 		kinds = append(kinds, k)
 	}
@@ -407,10 +407,10 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			return "skip"
 		}
 		ctl := sq.acts[o.A%len(sq.acts)]
-		n, max, failFast := 1+o.B%4, 1+(o.B/4)%2, o.D%2 == 1
+		n, max, failFast, fanIn := 1+o.B%4, 1+(o.B/4)%2, o.D%2 == 1, o.C >= 3
 		def := memberVariant(o.C)
 		nf := workflow.NewFanOut{Controller: wfKey(ctl), MaxConcurrency: int64(max), Effect: workflow.Effect(def.Effect),
-			Reconciliation: workflow.Reconciliation(def.Reconciliation)}
+			Reconciliation: workflow.Reconciliation(def.Reconciliation), FanIn: fanIn}
 		if failFast {
 			nf.OnFailure = workflow.FailFast
 		}
@@ -421,12 +421,12 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 			nf.Members = append(nf.Members, json.RawMessage(fmt.Sprintf(`{"member":%d}`, i)))
 		}
 		wc, werr := sq.s.AddFanOut(ctx, nf, now)
-		mc, merr := sq.m.AddFanOut(ctl, n, max, failFast, def)
+		mc, merr := sq.m.AddFanOut(ctl, n, max, failFast, fanIn, def)
 		sq.agree(rt, "add_fan_out", fmt.Sprint(wc), werr, fmt.Sprint(mc), merr)
 		if merr == model.OK && mc {
 			sq.acts = append(sq.acts, sq.m.Groups[ctl].Members...)
 		}
-		return fmt.Sprintf("%s n=%d max=%d fail_fast=%v variant %d: created=%v err=%q", ctl, n, max, failFast, o.C%3, mc, merr)
+		return fmt.Sprintf("%s n=%d max=%d fail_fast=%v fan_in=%v variant %d: created=%v err=%q", ctl, n, max, failFast, fanIn, o.C%3, mc, merr)
 	case opRepair:
 		if !needAtt() {
 			return "skip"

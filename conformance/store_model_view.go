@@ -58,7 +58,7 @@ func (sq *sequence) storeView() (string, error) {
 				}
 				for k, v := range g.Groups {
 					st.Groups = append(st.Groups, model.GroupView{Controller: modelKey(k), Size: int(v.Size), Max: int(v.MaxConcurrency),
-						FailFast: v.FailFast, Retired: v.RetiredMS != 0})
+						FailFast: v.FailFast, Retired: v.RetiredMS != 0, FanIn: v.FanIn})
 				}
 				for k, s := range g.Schedules {
 					st.Schedules = append(st.Schedules, model.ScheduleView{Key: modelKey(k), Schedule: model.Schedule{

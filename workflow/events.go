@@ -114,6 +114,10 @@ const (
 	EventFanOutRetirementRequested EventType = "fan_out_retirement_requested"
 	// EventFanOutRetired: the group's retirement settled.
 	EventFanOutRetired EventType = "fan_out_retired"
+	// EventFanInWaiting: the controller of a fan-in group waits for its members (it is never dispatched).
+	EventFanInWaiting EventType = "fan_in_waiting"
+	// EventFanInSettled: the store settled a fan-in group's controller by its members' outcome and the group's policy.
+	EventFanInSettled EventType = "fan_in_settled"
 	// EventAttemptPrepared: an attempt's intent was committed.
 	EventAttemptPrepared EventType = "attempt_prepared"
 	// EventResourceLeaseAcquired: an attempt leased a declared resource.
@@ -177,6 +181,8 @@ var eventDecoders = map[EventType]func(json.RawMessage) (EventPayload, error){
 	EventFanOutFailed:                       decodeAs[FanOutFailedPayload],
 	EventFanOutRetirementRequested:          decodeAs[FanOutRetirementRequestedPayload],
 	EventFanOutRetired:                      decodeAs[FanOutRetiredPayload],
+	EventFanInWaiting:                       decodeAs[FanInWaitingPayload],
+	EventFanInSettled:                       decodeAs[FanInSettledPayload],
 	EventAttemptPrepared:                    decodeAs[AttemptPreparedPayload],
 	EventResourceLeaseAcquired:              decodeAs[ResourceLeaseAcquiredPayload],
 	EventDispatchHandedOff:                  decodeAs[DispatchHandedOffPayload],
@@ -443,6 +449,39 @@ type AttemptObservedAfterTimeoutPayload struct {
 func (AttemptObservedAfterTimeoutPayload) EventType() EventType {
 	return EventAttemptObservedAfterTimeout
 }
+
+// FanInWaitingPayload is the payload of EventFanInWaiting.
+type FanInWaitingPayload struct {
+	RunID        string        `json:"run_id"`
+	NodeID       string        `json:"node_id"`
+	ActivationID string        `json:"activation_id"`
+	Members      int64         `json:"members"`
+	Policy       FanOutFailure `json:"policy"`
+}
+
+// EventType returns EventFanInWaiting.
+func (FanInWaitingPayload) EventType() EventType { return EventFanInWaiting }
+
+// FanInSettledPayload is the payload of EventFanInSettled: the
+// controller's new status and its members' counts by status when it
+// settled. MemberIndex names the member whose terminal failure failed a
+// fail-fast group's controller; it is absent when every member had
+// settled.
+type FanInSettledPayload struct {
+	RunID        string           `json:"run_id"`
+	NodeID       string           `json:"node_id"`
+	ActivationID string           `json:"activation_id"`
+	Status       ActivationStatus `json:"status"`
+	Policy       FanOutFailure    `json:"policy"`
+	Members      int64            `json:"members"`
+	Completed    int64            `json:"completed"`
+	Failed       int64            `json:"failed"`
+	Cancelled    int64            `json:"cancelled"`
+	MemberIndex  *int64           `json:"member_index,omitempty"`
+}
+
+// EventType returns EventFanInSettled.
+func (FanInSettledPayload) EventType() EventType { return EventFanInSettled }
 
 // AttemptPreparedPayload is the payload of EventAttemptPrepared.
 type AttemptPreparedPayload struct {

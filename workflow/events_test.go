@@ -11,7 +11,7 @@ import (
 // payload struct encodes to the same canonical bytes after a round trip.
 func TestEventDecodeRoundTrip(t *testing.T) {
 	t.Parallel()
-	require.Len(t, eventDecoders, 42)
+	require.Len(t, eventDecoders, 44)
 	for typ, dec := range eventDecoders {
 		zero, err := dec([]byte(`{}`))
 		require.NoError(t, err, typ)
@@ -38,6 +38,9 @@ func TestEventPayloadBytes(t *testing.T) {
 		{ActivationCreatedPayload{RunID: "r", NodeID: "n", ActivationID: "a", Generation: &gen}, `{"activation_id":"a","generation":0,"node_id":"n","run_id":"r"}`},
 		{ActivationCreatedPayload{RunID: "r", NodeID: "n", ActivationID: "a", MemberIndex: &idx}, `{"activation_id":"a","member_index":2,"node_id":"n","run_id":"r"}`},
 		{CancellationRequestedPayload{RunID: "r"}, `{"run_id":"r"}`},
+		{FanInWaitingPayload{RunID: "r", NodeID: "n", ActivationID: "a", Members: 3, Policy: WaitAll}, `{"activation_id":"a","members":3,"node_id":"n","policy":"wait_all","run_id":"r"}`},
+		{FanInSettledPayload{RunID: "r", NodeID: "n", ActivationID: "a", Status: ActivationFailed, Policy: FailFast, Members: 3, Completed: 1, Failed: 1, MemberIndex: &idx},
+			`{"activation_id":"a","cancelled":0,"completed":1,"failed":1,"member_index":2,"members":3,"node_id":"n","policy":"fail_fast","run_id":"r","status":"failed"}`},
 		{CancellationRequestedPayload{RunID: "r", RootRunID: "root", Tree: true}, `{"root_run_id":"root","run_id":"r","tree":true}`},
 		{AttemptCancelledPayload{AttemptNames: AttemptNames{RunID: "r", NodeID: "n", ActivationID: "a", Attempt: 2}, DispatchIdentity: "i"},
 			`{"activation_id":"a","attempt":2,"dispatch_identity":"i","node_id":"n","run_id":"r"}`},

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -38,9 +39,11 @@ const (
 // NewFanOut describes a fan-out group: members of one controller
 // activation, admitted at most MaxConcurrency at a time in index order.
 type NewFanOut struct {
-	// Controller is an existing activation of the run that owns the group.
+	// Controller is an existing activation of the run that owns the group
+	// (AddFanOut), or one of the Successors of the observation that
+	// carries the group (Observation.FanOuts).
 	Controller ActivationKey
-	// Members are the member inputs, by index.
+	// Members are the member inputs, by index: 1 to MaxPageLimit of them.
 	Members []json.RawMessage
 	// MaxConcurrency bounds the members pending or running at once, retried
 	// members included: a member requeued while the group is full waits
@@ -48,6 +51,19 @@ type NewFanOut struct {
 	MaxConcurrency int64
 	// OnFailure is the settlement policy; empty means WaitAll.
 	OnFailure FanOutFailure
+	// FanIn, chosen when the group is created, makes the store settle the
+	// controller (fan-in) instead of its owner: the controller, which must
+	// be pending with no attempt and not itself a member, becomes waiting
+	// (fan_in_waiting) in the group's transaction and is never dispatched.
+	// It settles (fan_in_settled) in the transaction that decides its
+	// group, by the policy: with WaitAll once every member has settled and
+	// none has an automatic retry pending, completed when every member
+	// completed, failed when one failed, cancelled otherwise; with
+	// FailFast also failed at once by the first terminal member failure.
+	// Its output is {"members":N}: successors read the members' outputs
+	// with FanOutMembers. Without FanIn the owner settles the controller,
+	// as for every group created before the option existed.
+	FanIn bool
 	// Member node facts, shared by every member.
 	Claims         []ResourceClaim
 	Effect         Effect
@@ -67,29 +83,29 @@ func memberKey(c backend.ActivationKey, i int64) backend.ActivationKey {
 	return backend.ActivationKey{RunID: c.RunID, NodeID: FanOutMemberNodeID(c.NodeID, i), ActivationID: FanOutMemberID(c.RunID, c.ActivationID, i)}
 }
 
-// AddFanOut materialises a fan-out group: the first MaxConcurrency members
-// pending, the rest waiting (promoted in index order as members settle).
-// It is idempotent: an identical group returns created=false; a different
-// one fails with ErrConflict.
-func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (created bool, err error) {
+// validFanOut is a validated NewFanOut: its group record and members.
+type validFanOut struct {
+	group   backend.FanOutGroup
+	members []backend.Activation
+}
+
+// record validates nf and returns the group and member records it
+// describes, created at.
+func (nf NewFanOut) record(at int64) (validFanOut, error) {
 	ctl := nf.Controller
 	if err := validateActivationKey(ctl); err != nil {
-		return false, err
+		return validFanOut{}, err
 	}
 	if len(nf.Members) == 0 || len(nf.Members) > MaxPageLimit {
-		return false, invalid("fan-out members", "must number 1 to %d", MaxPageLimit)
+		return validFanOut{}, invalid("fan-out members", "must number 1 to %d", MaxPageLimit)
 	}
 	if nf.MaxConcurrency <= 0 {
-		return false, invalid("fan-out max concurrency", "must be positive")
+		return validFanOut{}, invalid("fan-out max concurrency", "must be positive")
 	}
 	switch nf.OnFailure {
 	case "", WaitAll, FailFast:
 	default:
-		return false, invalid("fan-out settlement policy", "unknown policy %q", nf.OnFailure)
-	}
-	at, err := toMS("now", now)
-	if err != nil {
-		return false, err
+		return validFanOut{}, invalid("fan-out settlement policy", "unknown policy %q", nf.OnFailure)
 	}
 	members := make([]backend.Activation, len(nf.Members))
 	for i, in := range nf.Members {
@@ -100,7 +116,7 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		}
 		rec, err := na.record(at)
 		if err != nil {
-			return false, err
+			return validFanOut{}, err
 		}
 		rec.Group = &backend.GroupMember{Controller: ctl, Index: int64(i)}
 		members[i] = rec
@@ -108,57 +124,63 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 	group := backend.FanOutGroup{
 		Controller: ctl, Size: int64(len(members)), MaxConcurrency: nf.MaxConcurrency,
 		Promoted: min(nf.MaxConcurrency, int64(len(members))), CreatedMS: at, FailFast: nf.OnFailure == FailFast,
+		FanIn: nf.FanIn,
 	}
-	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
-		f, err := tx.Load(ctx, backend.Lookup{
-			Runs: []string{ctl.RunID}, Activations: []backend.ActivationKey{ctl},
-			Groups: []backend.ActivationKey{ctl},
-		})
+	return validFanOut{group: group, members: members}, nil
+}
+
+// validFanOuts validates an observation's fan-outs against its successor
+// records succ: every controller is one of them, none is shared, and the
+// groups hold at most MaxPageLimit members in all.
+func validFanOuts(nfs []NewFanOut, succ []backend.Activation, at int64) ([]validFanOut, error) {
+	var out []validFanOut
+	total := 0
+	for _, nf := range nfs {
+		fo, err := nf.record(at)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		run, ok := f.Runs[ctl.RunID]
-		if !ok {
-			return stateErr(ErrNotFound, "run %q", ctl.RunID)
+		ctl := fo.group.Controller
+		if !slices.ContainsFunc(succ, func(a backend.Activation) bool { return a.Key == ctl }) {
+			return nil, invalid("observation fan-out controller", "%v is not one of the observation's successors", ctl)
 		}
-		if _, ok := f.Activations[ctl]; !ok {
-			return stateErr(ErrNotFound, "fan-out controller %v", ctl)
+		if slices.ContainsFunc(out, func(o validFanOut) bool { return o.group.Controller == ctl }) {
+			return nil, invalid("observation fan-out controller", "%v controls two groups", ctl)
 		}
-		if old, ok := f.Groups[ctl]; ok {
-			if old.Size == group.Size && old.MaxConcurrency == group.MaxConcurrency && old.FailFast == group.FailFast {
-				keys := make([]backend.ActivationKey, len(members))
-				for i, m := range members {
-					keys[i] = m.Key
-				}
-				existing, err := tx.Load(ctx, backend.Lookup{Activations: keys})
-				if err != nil {
-					return err
-				}
-				same := true
-				for _, m := range members {
-					if old, ok := existing.Activations[m.Key]; !ok || !sameActivationDefinition(old, m) {
-						same = false
-						break
-					}
-				}
-				if same {
-					return errNoop
-				}
-			}
-			return stateErr(ErrConflict, "fan-out group %v exists with different fields", ctl)
+		if total += len(fo.members); total > MaxPageLimit {
+			return nil, invalid("observation fan-out members", "must number at most %d in all", MaxPageLimit)
 		}
-		if err := acceptsWork(run, at); err != nil {
-			return err
+		out = append(out, fo)
+	}
+	return out, nil
+}
+
+// AddFanOut materialises a fan-out group: the first MaxConcurrency members
+// pending, the rest waiting (promoted in index order as members settle).
+// With FanIn the controller becomes waiting in the same transaction; one
+// that is not pending, has had an attempt or is a member is refused
+// (ErrIneligible). It is idempotent: an identical group returns
+// created=false; a different one fails with ErrConflict.
+func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (created bool, err error) {
+	at, err := toMS("now", now)
+	if err != nil {
+		return false, err
+	}
+	fo, err := nf.record(at)
+	if err != nil {
+		return false, err
+	}
+	ctl := fo.group.Controller
+	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
+		run, err := backend.GetRun(ctx, tx, ctl.RunID)
+		if err != nil {
+			return notFoundFrom(err, "run %q", ctl.RunID)
 		}
-		for i, m := range members {
-			if err := createMember(w, &run, &group, m, int64(i) >= nf.MaxConcurrency, at); err != nil {
-				return err
-			}
+		if created, err = addFanOut(ctx, tx, w, &run, fo, at); err != nil || !created {
+			return cmp.Or(err, errNoop)
 		}
-		insert(w, group)
 		run.UpdatedMS = at
 		replace(w, run)
-		created = true
 		w.workArrives()
 		return nil
 	})
@@ -166,6 +188,62 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 		return false, nil
 	}
 	return created, err
+}
+
+// addFanOut inserts the group fo into run inside a transaction (used by
+// AddFanOut and by Succeeded observations carrying fan-outs). An identical
+// group is created=false; the caller writes run.
+func addFanOut(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, fo validFanOut, at int64) (created bool, err error) {
+	group, members, ctl := fo.group, fo.members, fo.group.Controller
+	if err := flush(ctx, tx, w); err != nil {
+		return false, err
+	}
+	f, err := tx.Load(ctx, backend.Lookup{Activations: []backend.ActivationKey{ctl}, Groups: []backend.ActivationKey{ctl}})
+	if err != nil {
+		return false, err
+	}
+	controller, ok := f.Activations[ctl]
+	if !ok {
+		return false, stateErr(ErrNotFound, "fan-out controller %v", ctl)
+	}
+	if old, ok := f.Groups[ctl]; ok {
+		if old.Size == group.Size && old.MaxConcurrency == group.MaxConcurrency && old.FailFast == group.FailFast && old.FanIn == group.FanIn {
+			keys := make([]backend.ActivationKey, len(members))
+			for i, m := range members {
+				keys[i] = m.Key
+			}
+			existing, err := tx.Load(ctx, backend.Lookup{Activations: keys})
+			if err != nil {
+				return false, err
+			}
+			same := true
+			for _, m := range members {
+				if old, ok := existing.Activations[m.Key]; !ok || !sameActivationDefinition(old, m) {
+					same = false
+					break
+				}
+			}
+			if same {
+				return false, nil
+			}
+		}
+		return false, stateErr(ErrConflict, "fan-out group %v exists with different fields", ctl)
+	}
+	if err := acceptsWork(*run, at); err != nil {
+		return false, err
+	}
+	for i, m := range members {
+		if err := createMember(w, run, &group, m, int64(i) >= group.MaxConcurrency, at); err != nil {
+			return false, err
+		}
+	}
+	if group.FanIn {
+		if err := awaitMembers(w, run, &controller, &group, at); err != nil {
+			return false, err
+		}
+	}
+	insert(w, group)
+	return true, nil
 }
 
 // Group accounting. Promoted counts the members that are not waiting and
@@ -248,8 +326,9 @@ func promoteMembers(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 // requeueing (act already set to pending, not yet written): the member
 // leaves Settled, and when the group already has MaxConcurrency members
 // pending or running it goes back to waiting, to be promoted in index
-// order. A member of a retiring or retired group (fail-fast included) is
-// not requeued: ErrIneligible.
+// order. A member of a retiring or retired group (fail-fast included), or
+// of a fan-in group whose controller has settled, is not requeued:
+// ErrIneligible.
 func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.Run, act *backend.Activation, at int64) error {
 	g, ok, err := loadGroup(ctx, tx, *act)
 	if err != nil || !ok {
@@ -257,6 +336,15 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 	}
 	if g.Retiring || g.RetiredMS != 0 {
 		return stateErr(ErrIneligible, "fan-out group %v is retiring or retired; its members are not requeued", g.Controller)
+	}
+	if g.FanIn {
+		f, err := tx.Load(ctx, backend.Lookup{Activations: []backend.ActivationKey{g.Controller}})
+		if err != nil {
+			return err
+		}
+		if ctl, ok := f.Activations[g.Controller]; !ok || ctl.Status != backend.ActivationWaiting {
+			return stateErr(ErrIneligible, "fan-in group %v has settled its controller; its members are not requeued", g.Controller)
+		}
 	}
 	g.Settled--
 	if occupied(&g) > g.MaxConcurrency {
@@ -274,7 +362,8 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 // the run fails as for any activation (consuming the schedule requeues
 // both), otherwise the group's policy decides: fail-fast cancels the
 // siblings and fails the run now, wait-all fails the run once every member
-// has settled. A repair_required run stays so until its repair resolves.
+// has settled. A fan-in group's controller settles with it (see
+// decideFanIn). A repair_required run stays so until its repair resolves.
 func activationFailed(ctx context.Context, t txn, run *backend.Run, act backend.Activation, scheduled bool) error {
 	tx, w, at := t.tx, t.w, t.at
 	g, ok, err := loadGroup(ctx, tx, act)
@@ -304,21 +393,31 @@ func activationFailed(ctx context.Context, t txn, run *backend.Run, act backend.
 	idx := act.Group.Index
 	w.emit(run, FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, MemberIndex: &idx, Policy: FailFast}, at)
 	failRun(run)
-	return nil
+	return decideFanIn(ctx, txn{tx, w, at}, run, &g, &idx)
 }
 
 // settleMember counts one more settled member of g, promotes waiting
 // members into the freed place and, for a wait-all group whose members
 // have now all settled, fails the run when any member failed for good (a
 // failed member with an automatic retry pending is not: fan_out_failed is
-// recorded only once its retry, too, has failed with none left). It
-// writes g.
+// recorded only once its retry, too, has failed with none left). A
+// fan-in group's controller settles with it (see decideFanIn). It writes
+// g.
 func settleMember(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, g *backend.FanOutGroup, at int64) error {
 	g.Settled++
 	if err := promoteMembers(ctx, tx, w, run, g, at); err != nil {
 		return err
 	}
 	replace(w, *g)
+	if err := waitAllFailed(ctx, tx, w, run, g, at); err != nil {
+		return err
+	}
+	return decideFanIn(ctx, txn{tx, w, at}, run, g, nil)
+}
+
+// waitAllFailed fails the run of a wait-all group g whose members have all
+// settled when any of them failed for good (fan_out_failed).
+func waitAllFailed(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, g *backend.FanOutGroup, at int64) error {
 	if g.FailFast || g.Settled < g.Size {
 		return nil
 	}
@@ -350,11 +449,9 @@ func settleMember(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run
 	if len(failed) == 0 {
 		return nil
 	}
-	w.emit(run, FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, FailedMembers: failed, Policy: WaitAll}, at)
-	if run.Status != backend.RunRunning && run.Status != backend.RunPaused {
+	if !failWaitAll(w, run, g, failed, at) {
 		return nil
 	}
-	failRun(run)
 	return reindexRun(ctx, tx, w, *run)
 }
 
@@ -513,6 +610,9 @@ func (s *Store) retire(ctx context.Context, controller backend.ActivationKey, no
 		g.RetiredMS = at
 		replace(w, g)
 		w.emit(&run, FanOutRetiredPayload{ControllerActivationID: controller.ActivationID}, at)
+		if err := decideFanIn(ctx, txn{tx, w, at}, &run, &g, nil); err != nil {
+			return err
+		}
 		run.UpdatedMS = at
 		replace(w, run)
 		return nil

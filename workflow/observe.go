@@ -41,6 +41,13 @@ type Observation struct {
 	// Successors, on a Succeeded observation, are added in the same
 	// transaction that completes the activation.
 	Successors []NewActivation
+	// FanOuts, on a Succeeded observation, are fan-out groups added in the
+	// same transaction, after Successors: each group's Controller is one
+	// of Successors, no two groups share one, and the groups hold at most
+	// MaxPageLimit members in all (ErrInvalidInput otherwise). A group
+	// that cannot be added (see AddFanOut) fails the observation and
+	// nothing of it is written.
+	FanOuts []NewFanOut
 }
 
 // ObservationResult reports what an observation did.
@@ -83,7 +90,7 @@ func (o Observation) validate(at int64) (v validObservation, err error) {
 		v.unstorable = unstorableValue("observation detail", o.Detail, MaxJSONBytes, MaxJSONDepth, err)
 		return v, err
 	}
-	if len(o.Successors) > 0 && o.Kind != ObservedSucceeded {
+	if (len(o.Successors) > 0 || len(o.FanOuts) > 0) && o.Kind != ObservedSucceeded {
 		return v, invalid("observation successors", "only a succeeded observation may carry successors")
 	}
 	for _, na := range o.Successors {
@@ -92,6 +99,9 @@ func (o Observation) validate(at int64) (v validObservation, err error) {
 			return v, err
 		}
 		v.succ = append(v.succ, rec)
+	}
+	if v.fanOuts, err = validFanOuts(o.FanOuts, v.succ, at); err != nil {
+		return v, err
 	}
 	return v, nil
 }
@@ -120,7 +130,7 @@ func compatibleSettled(st backend.AttemptStatus, k ObservationKind) bool {
 // one transaction. A RetryableFailure schedules an
 // automatic retry in the same transaction when the activation's policy
 // admits it; a Succeeded completes the activation and adds its successors
-// atomically; when that completion leaves nothing of the run open (see
+// and fan-out groups (Observation.FanOuts) atomically; when that completion leaves nothing of the run open (see
 // below) the run becomes completed in the same transaction. While the
 // run's cancellation is requested, an Admitted or Running observation of a
 // child run's parent attempt makes it cancelling (the run waits for the
@@ -195,6 +205,7 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 type validObservation struct {
 	output, detail []byte
 	succ           []backend.Activation
+	fanOuts        []validFanOut
 	// unstorable, when set, describes an owner's output or detail that
 	// cannot be stored: applying the observation settles the attempt as
 	// repair_required instead (RepairObservationNotStorable).
@@ -320,6 +331,11 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 					return err
 				}
 				if err := flush(ctx, tx, w); err != nil {
+					return err
+				}
+			}
+			for _, fo := range v.fanOuts {
+				if _, err := addFanOut(ctx, tx, w, &run, fo, at); err != nil {
 					return err
 				}
 			}

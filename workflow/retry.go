@@ -458,6 +458,9 @@ func (s *Engine) ConsumeNextDueRetry(ctx context.Context, runID string, now time
 				skipped++
 			case scheduleStale:
 				discardSchedule(w, &run, sched, reason, at)
+				if err := retryDiscarded(ctx, tx, w, &run, act, at); err != nil {
+					return err
+				}
 				run.UpdatedMS = at
 				replace(w, run)
 				if err := flush(ctx, tx, w); err != nil {

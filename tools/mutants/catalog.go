@@ -1477,4 +1477,121 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "fanin-successor-not-atomic",
+		Bug:  "a Succeeded observation whose fan-out cannot be added is applied without it, leaving its members behind",
+		Edits: []Edit{
+			{
+				File:    "workflow/observe.go",
+				Find:    `				if _, err := addFanOut(ctx, tx, w, &run, fo, at); err != nil {`,
+				Replace: `				if _, err := addFanOut(ctx, tx, w, &run, fo, at); err != nil && false {`,
+			},
+		},
+	},
+	{
+		Name: "fanin-controller-dispatched",
+		Bug:  "a fan-in controller stays pending and is dispatched to an owner",
+		Edits: []Edit{
+			{
+				File: "workflow/state_fanout.go",
+				Find: `	ctl.Status = backend.ActivationWaiting
+	ctl.Admissible = false
+`,
+				Replace: "",
+			},
+		},
+	},
+	{
+		Name: "fanin-for-every-group",
+		Bug:  "a group created without FanIn gets a store-settled controller",
+		Edits: []Edit{
+			{
+				File:    "workflow/fanout.go",
+				Find:    `	if group.FanIn {`,
+				Replace: `	if true {`,
+			},
+		},
+	},
+	{
+		Name: "fanin-settles-before-last-member",
+		Bug:  "a wait-all fan-in settles its controller before its last member settles",
+		Edits: []Edit{
+			{
+				File:    "workflow/fanin.go",
+				Find:    `if !g.FanIn || (failing == nil && g.Settled < g.Size) {`,
+				Replace: `if !g.FanIn || (failing == nil && g.Settled < g.Size-1) {`,
+			},
+		},
+	},
+	{
+		Name: "fanin-wait-all-ignores-failure",
+		Bug:  "a wait-all fan-in whose member failed does not fail its controller",
+		Edits: []Edit{
+			{
+				File:    "workflow/fanin.go",
+				Find:    `		case p.Failed > 0:`,
+				Replace: `		case p.Failed > 0 && false:`,
+			},
+		},
+	},
+	{
+		Name: "fanin-fail-fast-waits",
+		Bug:  "a fail-fast fan-in waits for every member instead of failing its controller with the first terminal failure",
+		Edits: []Edit{
+			{
+				File:    "workflow/fanout.go",
+				Find:    `	return decideFanIn(ctx, txn{tx, w, at}, run, &g, &idx)`,
+				Replace: `	return decideFanIn(ctx, txn{tx, w, at}, run, &g, nil)`,
+			},
+		},
+	},
+	{
+		Name: "fanin-ignores-pending-retry",
+		Bug:  "a fan-in settles its controller while a failed member's automatic retry is pending",
+		Edits: []Edit{
+			{
+				File:    "workflow/fanin.go",
+				Find:    `			if len(sf.Schedules) > 0 {`,
+				Replace: `			if len(sf.Schedules) > 0 && false {`,
+			},
+		},
+	},
+	{
+		Name: "fanin-page-skips-first",
+		Bug:  "a page of a group's members starts after its first index",
+		Edits: []Edit{
+			{
+				File:    "workflow/fanin.go",
+				Find:    `for i := p.From; i < g.Size && len(keys) < limit; i++ {`,
+				Replace: `for i := p.From + 1; i < g.Size && len(keys) < limit; i++ {`,
+			},
+		},
+	},
+	{
+		Name: "fanin-member-requeued-after-settlement",
+		Bug:  "a member of a fan-in group whose controller settled is retried",
+		Edits: []Edit{
+			{
+				File:    "workflow/fanout.go",
+				Find:    `		if ctl, ok := f.Activations[g.Controller]; !ok || ctl.Status != backend.ActivationWaiting {`,
+				Replace: `		if ctl, ok := f.Activations[g.Controller]; !ok && ctl.Status != backend.ActivationWaiting {`,
+			},
+		},
+	},
+	{
+		Name: "fanin-retirement-leaves-controller-waiting",
+		Bug:  "settling a fan-in group's retirement never settles its controller, so the run never completes",
+		Edits: []Edit{
+			{
+				File: "workflow/fanout.go",
+				Find: `		w.emit(&run, FanOutRetiredPayload{ControllerActivationID: controller.ActivationID}, at)
+		if err := decideFanIn(ctx, txn{tx, w, at}, &run, &g, nil); err != nil {
+			return err
+		}
+`,
+				Replace: `		w.emit(&run, FanOutRetiredPayload{ControllerActivationID: controller.ActivationID}, at)
+`,
+			},
+		},
+	},
 }

@@ -7,18 +7,20 @@ import "fmt"
 
 // AddFanOut materialises a group of n members of controller ctl, at most
 // max pending or running at once; def is the members' shared definition
-// (its key is ignored).
-func (m *Model) AddFanOut(ctl ActivationKey, n, max int, failFast bool, def NewActivation) (bool, Err) {
+// (its key is ignored). With fanIn the controller, which must be pending
+// with no attempt and not a member, waits and the store settles it.
+func (m *Model) AddFanOut(ctl ActivationKey, n, max int, failFast, fanIn bool, def NewActivation) (bool, Err) {
 	run, ok := m.Runs[ctl.RunID]
 	if !ok {
 		return false, NotFound
 	}
-	if _, ok := m.Activations[ctl]; !ok {
+	c, ok := m.Activations[ctl]
+	if !ok {
 		return false, NotFound
 	}
 	def.Key, def.Predecessors = ActivationKey{}, nil
 	if old, ok := m.Groups[ctl]; ok {
-		if len(old.Members) == n && old.Max == max && old.FailFast == failFast && old.Def.same(def) {
+		if len(old.Members) == n && old.Max == max && old.FailFast == failFast && old.FanIn == fanIn && old.Def.same(def) {
 			return false, OK
 		}
 		return false, Conflict
@@ -26,7 +28,10 @@ func (m *Model) AddFanOut(ctl ActivationKey, n, max int, failFast bool, def NewA
 	if run.Status != RunRunning || run.Cancel {
 		return false, Ineligible
 	}
-	g := &Group{Controller: ctl, Max: max, FailFast: failFast, Def: def}
+	if fanIn && (c.Status != ActivationPending || c.LastAttempt != 0 || c.Group != nil) {
+		return false, Ineligible
+	}
+	g := &Group{Controller: ctl, Max: max, FailFast: failFast, FanIn: fanIn, Def: def}
 	for i := range n {
 		k := ActivationKey{RunID: ctl.RunID, NodeID: fmt.Sprintf("%s::member::%d", ctl.NodeID, i), ActivationID: m.F.MemberID(ctl.RunID, ctl.ActivationID, int64(i))}
 		d := def
@@ -40,7 +45,50 @@ func (m *Model) AddFanOut(ctl ActivationKey, n, max int, failFast bool, def NewA
 		g.Members = append(g.Members, k)
 	}
 	m.Groups[ctl] = g
+	if fanIn {
+		c.Status, c.Admissible = ActivationWaiting, false
+	}
 	return true, OK
+}
+
+// decideFanIn settles the waiting controller of fan-in group g: failed at
+// once by a fail-fast member's terminal failure (failing); otherwise, once
+// every member has settled and none has a retry pending, completed when
+// all completed, failed when one failed, cancelled otherwise.
+func (m *Model) decideFanIn(g *Group, failing bool) {
+	if !g.FanIn {
+		return
+	}
+	c := m.Activations[g.Controller]
+	if c.Status != ActivationWaiting {
+		return
+	}
+	st := ActivationFailed
+	if !failing {
+		failed, completed := false, 0
+		for _, k := range g.Members {
+			a := m.Activations[k]
+			if !terminalAct(a.Status) {
+				return
+			}
+			if _, retrying := m.Schedules[k]; retrying && a.Status == ActivationFailed {
+				return
+			}
+			failed = failed || a.Status == ActivationFailed
+			if a.Status == ActivationCompleted {
+				completed++
+			}
+		}
+		switch {
+		case failed:
+		case completed == len(g.Members):
+			st = ActivationCompleted
+			c.Output = true
+		default:
+			st = ActivationCancelled
+		}
+	}
+	c.Status, c.Admissible = st, false
 }
 
 // occupied counts the group's members pending or running.
@@ -81,6 +129,7 @@ func (m *Model) memberSettled(run *Run, act *Activation) {
 		return
 	}
 	m.promote(run, g)
+	defer m.decideFanIn(g, false)
 	if g.FailFast {
 		return
 	}
@@ -132,6 +181,7 @@ func (m *Model) activationFailed(run *Run, act *Activation, scheduled bool) {
 			}
 		}
 		g.Retired = true
+		m.decideFanIn(g, true)
 	}
 	if run.Status == RunRunning || run.Status == RunPaused {
 		// A repair_required run stays so until its repair is resolved.

@@ -142,6 +142,7 @@ type Group struct {
 	Max        int
 	FailFast   bool
 	Retired    bool // a fail-fast failure stopped the group
+	FanIn      bool // the store settles the controller
 	Def        NewActivation
 }
 

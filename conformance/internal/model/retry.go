@@ -71,6 +71,11 @@ func (m *Model) ConsumeNextDueRetry(runID string, now int64) (Requeue, bool, Err
 			delete(m.Schedules, k) // settled other than failed (abandoned included)
 		}
 	}
+	for _, k := range due {
+		if _, kept := m.Schedules[k]; !kept && m.Activations[k].Group != nil {
+			m.decideFanIn(m.Activations[k].Group, false) // a discarded retry leaves its member failed for good
+		}
+	}
 	m.complete(run) // a discarded schedule may have been all that was open
 	return Requeue{}, false, OK
 }
@@ -105,6 +110,9 @@ func (m *Model) retry(k ActivationKey, failed uint32, sched *Schedule) (Requeue,
 	}
 	if sched != nil && (sched.FailedAttempt != failed || sched.NextAttempt != next) {
 		return Requeue{}, Conflict
+	}
+	if g := act.Group; g != nil && g.FanIn && m.Activations[g.Controller].Status != ActivationWaiting {
+		return Requeue{}, Ineligible // the controller settled with its group
 	}
 	act.Status = ActivationPending
 	if g := act.Group; g != nil {

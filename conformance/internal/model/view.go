@@ -17,7 +17,7 @@ func (m *Model) View(runIDs []string) string {
 	var v State
 	for _, g := range m.Groups {
 		if slices.Contains(runIDs, g.Controller.RunID) {
-			v.Groups = append(v.Groups, GroupView{Controller: g.Controller, Size: len(g.Members), Max: g.Max, FailFast: g.FailFast, Retired: g.Retired})
+			v.Groups = append(v.Groups, GroupView{Controller: g.Controller, Size: len(g.Members), Max: g.Max, FailFast: g.FailFast, Retired: g.Retired, FanIn: g.FanIn})
 		}
 	}
 	for _, id := range runIDs {
@@ -65,6 +65,7 @@ type GroupView struct {
 	Controller        ActivationKey
 	Size, Max         int
 	FailFast, Retired bool
+	FanIn             bool
 }
 
 // RunView is one run in a State.
@@ -124,7 +125,7 @@ func (s State) String() string {
 		lines = append(lines, "lease "+l.String())
 	}
 	for _, g := range s.Groups {
-		lines = append(lines, fmt.Sprintf("group %s size=%d max=%d fail_fast=%v retired=%v", g.Controller, g.Size, g.Max, g.FailFast, g.Retired))
+		lines = append(lines, fmt.Sprintf("group %s size=%d max=%d fail_fast=%v retired=%v fan_in=%v", g.Controller, g.Size, g.Max, g.FailFast, g.Retired, g.FanIn))
 	}
 	slices.Sort(lines)
 	return strings.Join(lines, "\n")
