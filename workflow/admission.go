@@ -344,11 +344,7 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 		if !local && !tree {
 			return errNoop
 		}
-		event := !run.ExhaustionRecorded
-		if event {
-			run.ExhaustionRecorded = true
-			w.emit(&run, ExecutionAllowanceExhaustedPayload{Version: 1, AdditionalWorkAdmitted: false}, at)
-		}
+		event := recordAllowanceExhausted(w, &run, at)
 		parked, err := parkPending(ctx, tx, w, run.ID, at)
 		if err != nil {
 			return err

@@ -73,9 +73,7 @@ func (s *Store) IncreaseAllowance(ctx context.Context, req AllowanceIncrease, no
 		if run.Limits.NodeExecutionCap != expectedCap {
 			return stateErr(ErrConflict, "run %q node execution cap is %d, not the expected %d", runID, run.Limits.NodeExecutionCap, expectedCap)
 		}
-		run.Limits.NodeExecutionCap = targetCap
-		run.UpdatedMS = at
-		w.emit(&run, ExecutionAllowanceIncreasedPayload{PreviousCap: expectedCap, TargetCap: targetCap}, at)
+		increaseAllowance(w, &run, targetCap, at)
 		if err := reindexRun(ctx, tx, w, run); err != nil {
 			return err
 		}

@@ -185,17 +185,9 @@ func (s *Store) TransferAuthority(ctx context.Context, t AuthorityTransfer, now 
 		if err := ownedBy(&expected, "transfer").verify(run); err != nil {
 			return stateErr(ErrStaleAuthority, "execution authority transfer lost its ownership race: %s", runID)
 		}
-		switch run.Status {
-		case backend.RunRunning, backend.RunPaused, backend.RunRepairRequired:
-		default:
-			return stateErr(ErrIneligible, "run %q is %s; authority cannot be transferred", runID, run.Status)
+		if err := transferAuthority(w, &run, expected.Generation, replacement, at); err != nil {
+			return err
 		}
-		r := replacement
-		run.Authority = &r
-		run.UpdatedMS = at
-		w.emit(&run, AuthorityTransferredPayload{
-			PreviousGeneration: expected.Generation, Generation: r.Generation, DaemonInstanceID: r.DaemonInstanceID,
-		}, at)
 		replace(w, run)
 		return nil
 	})

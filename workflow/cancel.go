@@ -50,10 +50,9 @@ func (s *Store) RequestCancellation(ctx context.Context, runID string, authority
 		default:
 			return stateErr(ErrIneligible, "run %q is %s and cannot be cancelled", runID, run.Status)
 		}
-		run.CancelRequestedMS = at
-		run.UpdatedMS = at
-		w.emit(&run, CancellationRequestedPayload{RunID: runID}, at)
-		w.workArrives() // an engine has work to stop
+		if err := requestCancellation(w, &run, "", at); err != nil {
+			return err
+		}
 		if err := cancelUnstarted(ctx, tx, w, runID, at); err != nil {
 			return err
 		}
@@ -315,10 +314,9 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 			if r.CancelRequestedMS != 0 || r.Status == backend.RunCompleted || r.Status == backend.RunCancelled {
 				continue
 			}
-			r.CancelRequestedMS = at
-			r.UpdatedMS = at
-			w.emit(r, CancellationRequestedPayload{RunID: r.ID, RootRunID: rootID, Tree: true}, at)
-			w.workArrives() // an engine has work to stop
+			if err := requestCancellation(w, r, rootID, at); err != nil {
+				return err
+			}
 			if err := cancelUnstarted(ctx, tx, w, r.ID, at); err != nil {
 				return err
 			}

@@ -120,8 +120,7 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 			Status: backend.RunRunning, Limits: limits, DeadlineMS: deadline, Authority: auth,
 			CreatedMS: at, UpdatedMS: at,
 		}
-		w.emit(&child, RunCreatedPayload{RunID: childID, RootRunID: root.ID, Limits: limitsPayload(limits)}, at)
-		insert(w, child)
+		createRun(w, child, RunCreatedPayload{RunID: childID, RootRunID: root.ID, Limits: limitsPayload(limits)}, at)
 		insert(w, backend.RunLink{ChildRunID: childID, RootRunID: root.ID, Parent: pk, Target: target, Depth: child.Depth, CreatedMS: at})
 		receipt, err := encodeJSON("child run receipt", map[string]any{
 			"owner": childReceiptOwner, "child_run_id": childID, "root_run_id": root.ID,
@@ -130,18 +129,11 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 		if err != nil {
 			return err
 		}
-		if err := admitAttempt(&parent, &att, at); err != nil {
+		att.Receipt = receipt
+		if err := linkChildRun(w, &parent, &root, &att, child, at); err != nil {
 			return err
 		}
-		att.Receipt = receipt
-		att.AdmittedMS = at
-		replace(w, att)
-		w.emit(&parent, admittedPayload(pk, att.Identity, receipt, at), at)
-		w.emit(&parent, ChildRunLinkedPayload{ChildRunID: childID, RootRunID: root.ID, Depth: child.Depth}, at)
-		if root.ID == parent.ID {
-			parent.DescendantCount++
-		} else {
-			root.DescendantCount++
+		if root.ID != parent.ID {
 			replace(w, root)
 		}
 		parent.UpdatedMS = at

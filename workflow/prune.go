@@ -519,16 +519,16 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				// marks the run with what it holds: Verify reads the
 				// marker to understand the partial prune, and the
 				// transaction that finishes reports these counts.
-				w.emit(&run, RunPruneStartedPayload{RunID: runID, Deleting: full}, at)
+				markPruneStarted(w, &run, full, at)
 				replace(w, run)
 			case done && started != nil:
 				remove(w, backend.Event{RunID: runID, Seq: started.Seq})
-				w.emit(&run, RunPrunedPayload{RunID: runID, Deleted: plan}, at)
+				markPruned(w, &run, plan, at)
 				replace(w, run)
 			case done && !marked:
 				total := pr.Deleted
 				total.add(c)
-				w.emit(&run, RunPrunedPayload{RunID: runID, Deleted: total}, at)
+				markPruned(w, &run, total, at)
 				replace(w, run)
 			}
 			if w.empty() && c.Total() == 0 {

@@ -106,9 +106,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 			return stateErr(ErrConflict, "run %q exists with different fields", nr.ID)
 		}
 		created = true
-		w.emit(&run, RunCreatedPayload{RunID: run.ID, Limits: limitsPayload(limits)}, at)
-		insert(w, run)
-		w.workArrives()
+		createRun(w, run, RunCreatedPayload{RunID: run.ID, Limits: limitsPayload(limits)}, at)
 		return nil
 	})
 	if errors.Is(err, errNoop) {

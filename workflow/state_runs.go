@@ -139,3 +139,106 @@ func reopenRun(run *backend.Run, at int64) error {
 	run.UpdatedMS = at
 	return nil
 }
+
+// createRun inserts the new run (a root, or a child whose link the caller
+// inserts) and appends run_created with p.
+func createRun(w *batch, run backend.Run, p RunCreatedPayload, at int64) {
+	w.emit(&run, p, at)
+	insert(w, run)
+	w.workArrives()
+}
+
+// requestCancellation records that run's cancellation is requested
+// (part of a tree's when rootID is set), appending cancellation_requested.
+// A run whose cancellation was already requested, or that completed or was
+// cancelled, is refused (ErrIneligible). The caller settles the run's
+// unstarted work and writes run.
+func requestCancellation(w *batch, run *backend.Run, rootID string, at int64) error {
+	if run.CancelRequestedMS != 0 || run.Status == backend.RunCompleted || run.Status == backend.RunCancelled {
+		return stateErr(ErrIneligible, "run %q is %s (cancellation requested at %d): its cancellation cannot be requested", run.ID, run.Status, run.CancelRequestedMS)
+	}
+	run.CancelRequestedMS = at
+	run.UpdatedMS = at
+	p := CancellationRequestedPayload{RunID: run.ID}
+	if rootID != "" {
+		p.RootRunID, p.Tree = rootID, true
+	}
+	w.emit(run, p, at)
+	w.workArrives() // an engine has work to stop
+	return nil
+}
+
+// transferAuthority replaces run's authority, whose previous generation was
+// prev, with next, appending authority_transferred. The caller has fenced
+// the transfer on the current authority; a run that ended is refused
+// (ErrIneligible). The caller writes run.
+func transferAuthority(w *batch, run *backend.Run, prev int64, next backend.Authority, at int64) error {
+	switch run.Status {
+	case backend.RunRunning, backend.RunPaused, backend.RunRepairRequired:
+	default:
+		return stateErr(ErrIneligible, "run %q is %s; authority cannot be transferred", run.ID, run.Status)
+	}
+	run.Authority = &next
+	run.UpdatedMS = at
+	w.emit(run, AuthorityTransferredPayload{
+		PreviousGeneration: prev, Generation: next.Generation, DaemonInstanceID: next.DaemonInstanceID,
+	}, at)
+	return nil
+}
+
+// increaseAllowance raises run's node execution cap from its current value
+// to target, appending execution_allowance_increased. The caller has checked
+// the run may still admit work and that the cap is the one it expected.
+// The caller reindexes and writes run.
+func increaseAllowance(w *batch, run *backend.Run, target int64, at int64) {
+	prev := run.Limits.NodeExecutionCap
+	run.Limits.NodeExecutionCap = target
+	run.UpdatedMS = at
+	w.emit(run, ExecutionAllowanceIncreasedPayload{PreviousCap: prev, TargetCap: target}, at)
+}
+
+// recordAllowanceExhausted marks run's execution allowance as spent once,
+// appending its one execution_allowance_exhausted event; it reports whether
+// this call recorded it (false: recorded before). The caller writes run.
+func recordAllowanceExhausted(w *batch, run *backend.Run, at int64) bool {
+	if run.ExhaustionRecorded {
+		return false
+	}
+	run.ExhaustionRecorded = true
+	w.emit(run, ExecutionAllowanceExhaustedPayload{Version: 1, AdditionalWorkAdmitted: false}, at)
+	return true
+}
+
+// linkChildRun admits parent's prepared attempt att, whose receipt (set
+// by the caller) names the child run child, appending attempt_admitted and
+// child_run_linked, and counts the child among the descendants of root (the
+// tree's root run, which may be parent itself). The caller inserted child
+// and its link, and writes parent and root.
+func linkChildRun(w *batch, parent, root *backend.Run, att *backend.Attempt, child backend.Run, at int64) error {
+	if err := admitAttempt(parent, att, at); err != nil {
+		return err
+	}
+	att.AdmittedMS = at
+	replace(w, *att)
+	w.emit(parent, admittedPayload(att.Key, att.Identity, att.Receipt, at), at)
+	w.emit(parent, ChildRunLinkedPayload{ChildRunID: child.ID, RootRunID: child.RootID, Depth: child.Depth}, at)
+	if root.ID == parent.ID {
+		parent.DescendantCount++
+	} else {
+		root.DescendantCount++
+	}
+	return nil
+}
+
+// markPruneStarted marks run, whose prune takes several transactions, with
+// what it holds (run_prune_started): Verify reads the marker to understand
+// a partial prune. The caller writes run.
+func markPruneStarted(w *batch, run *backend.Run, holding PruneCounts, at int64) {
+	w.emit(run, RunPruneStartedPayload{RunID: run.ID, Deleting: holding}, at)
+}
+
+// markPruned records that run's history was pruned, deleted counting what
+// went (run_pruned). The caller writes run.
+func markPruned(w *batch, run *backend.Run, deleted PruneCounts, at int64) {
+	w.emit(run, RunPrunedPayload{RunID: run.ID, Deleted: deleted}, at)
+}

@@ -83,9 +83,9 @@ var Catalog = []Mutant{
 		Bug:  "a second execution_allowance_exhausted event",
 		Edits: []Edit{
 			{
-				File:    "workflow/admission.go",
-				Find:    `event := !run.ExhaustionRecorded`,
-				Replace: `event := true`,
+				File:    "workflow/state_runs.go",
+				Find:    "\tif run.ExhaustionRecorded {\n\t\treturn false\n\t}\n",
+				Replace: "",
 			},
 		},
 	},
@@ -469,9 +469,9 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/allowance_increase.go",
-				Find: `		run.Limits.NodeExecutionCap = targetCap
+				Find: `		increaseAllowance(w, &run, targetCap, at)
 `,
-				Replace: `		run.Limits.NodeExecutionCap = targetCap
+				Replace: `		increaseAllowance(w, &run, targetCap, at)
 		if run.RootID != run.ID {
 			root, err := backend.GetRun(ctx, tx, run.RootID)
 			if err != nil {
@@ -742,9 +742,9 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/prune.go",
-				Find: `w.emit(&run, RunPrunedPayload{RunID: runID, Deleted: plan}, at)`,
+				Find: `markPruned(w, &run, plan, at)`,
 				Replace: `_ = plan
-				w.emit(&run, RunPrunedPayload{RunID: runID, Deleted: c}, at)`,
+				markPruned(w, &run, c, at)`,
 			},
 		},
 	},
