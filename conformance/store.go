@@ -43,6 +43,7 @@ func storeTier(batch bool) []testCase {
 		seedDepartureCases(),
 		orphanCases(),
 		siblingCases(),
+		joinCases(),
 	} {
 		out = append(out, group...)
 	}

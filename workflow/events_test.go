@@ -11,7 +11,7 @@ import (
 // payload struct encodes to the same canonical bytes after a round trip.
 func TestEventDecodeRoundTrip(t *testing.T) {
 	t.Parallel()
-	require.Len(t, eventDecoders, 42)
+	require.Len(t, eventDecoders, 44)
 	for typ, dec := range eventDecoders {
 		zero, err := dec([]byte(`{}`))
 		require.NoError(t, err, typ)
@@ -38,6 +38,10 @@ func TestEventPayloadBytes(t *testing.T) {
 		{ActivationCreatedPayload{RunID: "r", NodeID: "n", ActivationID: "a", Generation: &gen}, `{"activation_id":"a","generation":0,"node_id":"n","run_id":"r"}`},
 		{ActivationCreatedPayload{RunID: "r", NodeID: "n", ActivationID: "a", MemberIndex: &idx}, `{"activation_id":"a","member_index":2,"node_id":"n","run_id":"r"}`},
 		{CancellationRequestedPayload{RunID: "r"}, `{"run_id":"r"}`},
+		{JoinReleasedPayload{RunID: "r", NodeID: "j", ActivationID: "a", PredecessorNodeID: "p", PredecessorActivationID: "b"},
+			`{"activation_id":"a","node_id":"j","predecessor_activation_id":"b","predecessor_node_id":"p","run_id":"r"}`},
+		{JoinCancelledPayload{RunID: "r", NodeID: "j", ActivationID: "a", PredecessorNodeID: "p", PredecessorActivationID: "b", PredecessorStatus: ActivationFailed},
+			`{"activation_id":"a","node_id":"j","predecessor_activation_id":"b","predecessor_node_id":"p","predecessor_status":"failed","run_id":"r"}`},
 		{CancellationRequestedPayload{RunID: "r", RootRunID: "root", Tree: true}, `{"root_run_id":"root","run_id":"r","tree":true}`},
 		{AttemptCancelledPayload{DispatchIdentity: "i"}, `{"dispatch_identity":"i"}`},
 		{AutomaticRetryNotScheduledPayload{RunID: "r", NodeID: "n", ActivationID: "a", DispatchIdentity: "i", FailedAttempt: 1, Reason: RefusedNoPolicy},

@@ -463,6 +463,10 @@ func (s *Engine) ConsumeNextDueRetry(ctx context.Context, runID string, now time
 			case scheduleStale:
 				remove(w, sched)
 				w.emit(&run, discardPayload(sched, reason), at)
+				if act.Status == backend.ActivationFailed && len(act.Joins) > 0 {
+					// Failed with no retry left: the joins waiting for it settle.
+					w.waits = append(w.waits, waitSettled{pred: act.Key, at: at})
+				}
 				run.UpdatedMS = at
 				replace(w, run)
 				if err := flush(ctx, tx, w); err != nil {
@@ -587,6 +591,11 @@ func retryFailedNode(ctx context.Context, tx backend.Tx, w *batch, k backend.Act
 	}
 	if act.HasSuccessors {
 		return RetryRequeue{}, stateErr(ErrIneligible, "workflow retry is unsafe after downstream activation")
+	}
+	if sched == nil && len(act.Joins) > 0 {
+		// A join waiting for it was cancelled by this failure (or, with a
+		// retry pending, only an automatic retry may requeue it).
+		return RetryRequeue{}, stateErr(ErrIneligible, "workflow retry is unsafe after downstream activation: joins wait for it")
 	}
 	if sched != nil && (sched.FailedAttempt != failed || sched.NextAttempt != next) {
 		return RetryRequeue{}, stateErr(ErrConflict, "automatic retry schedule next attempt became stale")

@@ -117,6 +117,7 @@ func toActivation(a backend.Activation) Activation {
 		LastAttempt: a.LastAttempt, CreatedAt: fromMS(a.CreatedMS), UpdatedAt: fromMS(a.UpdatedMS),
 		AttemptTimeout: msToDuration(a.AttemptTimeoutMS),
 		Admissible:     a.Admissible, HasSuccessors: a.HasSuccessors,
+		WaitFor: nodeRefsOut(a.WaitFor), OpenWaits: a.OpenWaits, Joins: nodeRefsOut(a.Joins),
 	}
 	if a.Group != nil {
 		out.FanOut = &FanOutMember{Controller: keyOut(a.Group.Controller), Index: a.Group.Index}
