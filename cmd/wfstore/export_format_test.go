@@ -132,8 +132,8 @@ func TestExportLinesCarryTheJoinFieldsAndFanIn(t *testing.T) {
 	k := backend.ActivationKey{RunID: "r", NodeID: "join", ActivationID: "1"}
 	act := backend.Activation{Key: k, Status: backend.ActivationWaiting, Input: []byte(`{}`), Effect: backend.ReadOnly,
 		Reconciliation: backend.RepairRequired, CreatedMS: 1_700_000_000_001,
-		WaitFor:        []backend.NodeRef{{NodeID: "a", ActivationID: "1"}, {NodeID: "b", ActivationID: "1"}},
-		OpenWaits:      1, Joins: []backend.NodeRef{{NodeID: "next", ActivationID: "1"}}}
+		WaitFor:   []backend.NodeRef{{NodeID: "a", ActivationID: "1"}, {NodeID: "b", ActivationID: "1"}},
+		OpenWaits: 1, Joins: []backend.NodeRef{{NodeID: "next", ActivationID: "1"}}}
 	grp := backend.FanOutGroup{Controller: k, Size: 2, MaxConcurrency: 2, CreatedMS: 1_700_000_000_002, FanIn: true}
 	for _, tc := range []struct {
 		rec    record
