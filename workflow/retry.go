@@ -531,7 +531,8 @@ func (s *Engine) ConsumeDueRetry(ctx context.Context, key ActivationKey, now tim
 // refused (ErrIneligible) when the run is neither failed nor running (a
 // sibling's retry may have requeued it already) or has cancellation
 // requested, when attempt failedAttempt+1 would exceed RetryCap+1, and when
-// any activation already names this one as predecessor.
+// any activation already names this one as predecessor or a join waits for
+// it (NewActivation.WaitFor: its failure cancelled the join).
 func (s *Store) RetryFailedNode(ctx context.Context, key ActivationKey, failedAttempt uint32, now time.Time) (RetryRequeue, error) {
 	k := keyIn(key)
 	if err := validateActivationKey(k); err != nil {
