@@ -25,6 +25,7 @@ func joinCases() []testCase {
 		{Name: "join_added_after_its_predecessors_settled_is_released_or_cancelled_at_once", Run: caseJoinAddedLate},
 		{Name: "join_may_be_a_successor_whose_other_predecessors_are_open", Run: caseJoinAsSuccessor},
 		{Name: "join_with_invalid_wait_for_is_refused_typed_and_changes_nothing", Run: caseJoinInvalid},
+		{Name: "join_is_settled_by_a_repair_of_its_predecessor", Run: caseJoinRepairedPredecessor},
 	}
 }
 
@@ -293,4 +294,30 @@ func caseJoinInvalid(e *env) {
 		assert.Equal(e.T, before, digest(e, "r", "r2"), "%s changes nothing", c.name)
 	}
 	assert.Equal(e.T, workflow.ActivationRunning, getAct(e, s, a).Status)
+}
+
+// A repair settles a predecessor as an observation would: confirming
+// success releases the join, confirming failure cancels the other join.
+func caseJoinRepairedPredecessor(e *env) {
+	s := store(e)
+	o := newOwner()
+	o.effect = workflow.Mutating
+	mkRun(e, s, "r", workflow.Limits{}, nil)
+	a, b := key("r", "a", "1"), key("r", "b", "1")
+	mut := withEffect(workflow.Mutating, workflow.RepairRequired)
+	mkAct(e, s, a, mut)
+	mkAct(e, s, b, mut)
+	ja, jb := key("r", "join", "a"), key("r", "join", "b")
+	mkAct(e, s, ja, withWaitFor(a))
+	mkAct(e, s, jb, withWaitFor(b))
+	admitOnly(e, s, o, ms(10), identity(a, 1), identity(b, 1))
+	observe(e, s, identity(a, 1), obs(workflow.ObservedUnknown), ms(11))
+	observe(e, s, identity(b, 1), obs(workflow.ObservedUnknown), ms(12))
+	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(a, 1), Action: workflow.RepairConfirmSucceeded,
+		Output: json.RawMessage(`{"ok":true}`)}, ms(13)))
+	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, ja).Status)
+	assert.Equal(e.T, []string{joinReleased(ja, a)}, payloadsOf(e, s, "r", string(workflow.EventJoinReleased)))
+	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(b, 1), Action: workflow.RepairConfirmFailed}, ms(14)))
+	assert.Equal(e.T, workflow.ActivationCancelled, getAct(e, s, jb).Status)
+	assert.Equal(e.T, []string{joinCancelled(jb, b, workflow.ActivationFailed)}, payloadsOf(e, s, "r", string(workflow.EventJoinCancelled)))
 }
