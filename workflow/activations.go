@@ -227,7 +227,13 @@ func addActivation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 		keys = append(keys, backend.ActivationKey{RunID: rec.Key.RunID, NodeID: p.NodeID, ActivationID: p.ActivationID})
 	}
 	waits := waitForKeys(rec)
-	f, err := tx.Load(ctx, backend.Lookup{Activations: append(slices.Clone(keys), waits...)})
+	lookup := slices.Clone(keys)
+	for _, k := range waits {
+		if !slices.Contains(lookup, k) {
+			lookup = append(lookup, k)
+		}
+	}
+	f, err := tx.Load(ctx, backend.Lookup{Activations: lookup})
 	if err != nil {
 		return false, err
 	}
