@@ -199,6 +199,18 @@ type Activation struct {
 	// observed terminal. 0 = none set, so the engine's default applies
 	// (and every activation stored before the field existed reads as 0).
 	AttemptTimeoutMS int64
+	// WaitFor makes the activation a join: it names the activations of
+	// the same run it waits for, sorted by node id then activation id,
+	// without duplicates; nil for an activation that is not a join (and
+	// for every activation stored before the field existed).
+	WaitFor []NodeRef
+	// OpenWaits counts the WaitFor activations not yet completed: a
+	// waiting join becomes pending when it reaches 0.
+	OpenWaits int64
+	// Joins names the joins of the run whose WaitFor names this
+	// activation (the reverse edges of WaitFor), in the order they were
+	// added; nil when none.
+	Joins []NodeRef
 }
 
 // FanOutGroup is the durable state of a fan-out controller's members. Member

@@ -17,16 +17,69 @@ import (
 
 // The bytes on disk are SchemaVersion's: a store holding one record of
 // every kind (and a released lease) has exactly the buckets, keys and
-// values of testdata/store-v4.golden, which is store-v3.golden (itself
+// values of testdata/store-v5.golden, which is store-v4.golden with the
+// activation's join fields and the group's FanIn appended to their values
+// and the new version; store-v4.golden is store-v3.golden (itself
 // store-v2.golden, what the adapter wrote before the contract v2 rewrite
 // of Apply, plus the run status index entries) with the activation's
-// attempt timeout and the attempt's handoff token appended to their values
-// and the new version. A change to the layout or encoding shows here; it
-// needs a new SchemaVersion.
-func TestStoreBytesAreSchemaVersion4(t *testing.T) {
+// attempt timeout and the attempt's handoff token appended. A change to
+// the layout or encoding shows here; it needs a new SchemaVersion.
+func TestStoreBytesAreSchemaVersion5(t *testing.T) {
 	t.Parallel()
-	require.Equal(t, 4, SchemaVersion, "a new schema version needs a new golden file")
-	require.Equal(t, readGolden(t, "store-v4.golden"), dumpStore(t, goldenStore(t)))
+	require.Equal(t, 5, SchemaVersion, "a new schema version needs a new golden file")
+	require.Equal(t, readGolden(t, "store-v5.golden"), dumpStore(t, goldenStore(t)))
+}
+
+// A version 4 store, rebuilt byte for byte from store-v4.golden, is
+// refused by a read-only handle and migrated on Open by writing only the
+// new version: its activation reads back as no join, awaited by none, and
+// its group as owner settlement; a Replace stores the new fields.
+func TestVersionFourStoreMigratesToFiveReadingNoJoinAndNoFanIn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	v4 := readGolden(t, "store-v4.golden")
+	path := filepath.Join(t.TempDir(), "v4.db")
+	loadDump(t, path, v4)
+	require.Equal(t, v4, dumpStore(t, path), "the rebuilt file is the version 4 golden")
+
+	ro, err := bbolt.Open(path, 0o600, &bbolt.Options{ReadOnly: true})
+	require.NoError(t, err)
+	_, err = OpenDB(ctx, ro)
+	var sv *backend.SchemaVersionError
+	require.ErrorAs(t, err, &sv)
+	require.Equal(t, backend.SchemaVersionError{Found: 4, Supported: SchemaVersion}, *sv)
+	require.NoError(t, ro.Close())
+	require.Equal(t, v4, dumpStore(t, path))
+
+	b, err := Open(ctx, path, WithRelaxedDurability())
+	require.NoError(t, err)
+	require.NoError(t, b.Verify(ctx))
+	_, _, act, grp, _, _, _, _ := fullRecords("g-\x00", []byte(`{"a":[1,2]}`))
+	full, fullGrp := act, grp
+	act.WaitFor, act.OpenWaits, act.Joins, grp.FanIn = nil, 0, nil, false
+	view(t, b, func(ctx context.Context, r backend.ReadTx) {
+		f, err := r.Load(ctx, backend.Lookup{Activations: []backend.ActivationKey{act.Key}, Groups: []backend.ActivationKey{grp.Controller}})
+		require.NoError(t, err)
+		require.Equal(t, act, f.Activations[act.Key])
+		require.Equal(t, grp, f.Groups[grp.Controller])
+	})
+	require.NoError(t, b.Close())
+	require.Equal(t, withVersion(t, v4, SchemaVersion), dumpStore(t, path), "the migration rewrote only the version")
+
+	b, err = Open(ctx, path, WithRelaxedDurability())
+	require.NoError(t, err)
+	defer b.Close()
+	apply(t, b, backend.Changes{
+		Expect:  backend.Expected{Activations: []backend.Activation{act}},
+		Replace: backend.Replaces{Activations: []backend.Activation{full}, Groups: []backend.FanOutGroup{fullGrp}},
+	})
+	view(t, b, func(ctx context.Context, r backend.ReadTx) {
+		f, err := r.Load(ctx, backend.Lookup{Activations: []backend.ActivationKey{act.Key}, Groups: []backend.ActivationKey{grp.Controller}})
+		require.NoError(t, err)
+		require.Equal(t, full, f.Activations[act.Key])
+		require.Equal(t, fullGrp, f.Groups[grp.Controller])
+	})
+	require.NoError(t, b.Verify(ctx))
 }
 
 // withVersion returns a dumpStore text with its meta version set to v.
@@ -124,6 +177,7 @@ func TestVersionThreeStoreMigratesToFourReadingNoTimeoutAndNoToken(t *testing.T)
 	require.NoError(t, b.Verify(ctx))
 	run, lnk, act, grp, att, ls, sch, ev := fullRecords("g-\x00", []byte(`{"a":[1,2]}`))
 	act.AttemptTimeoutMS, att.HandoffToken = 0, ""
+	act.WaitFor, act.OpenWaits, act.Joins, grp.FanIn = nil, 0, nil, false
 	released := ls
 	released.Key.Resource, released.ReleasedMS = "other", 77
 	view(t, b, func(ctx context.Context, r backend.ReadTx) {
@@ -154,6 +208,7 @@ func TestVersionThreeStoreMigratesToFourReadingNoTimeoutAndNoToken(t *testing.T)
 	defer b.Close()
 	act2, att2 := act, att
 	act2.AttemptTimeoutMS, att2.HandoffToken = 30_000, "00112233445566778899aabbccddeeff"
+	act2.WaitFor, act2.OpenWaits, act2.Joins = []backend.NodeRef{{NodeID: "w", ActivationID: "x"}}, 1, []backend.NodeRef{}
 	apply(t, b, backend.Changes{
 		Expect:  backend.Expected{Activations: []backend.Activation{act}, Attempts: []backend.Attempt{att}},
 		Replace: backend.Replaces{Activations: []backend.Activation{act2}, Attempts: []backend.Attempt{att2}},

@@ -19,11 +19,15 @@ import (
 
 // SchemaVersion is the store layout version this build reads and writes
 // (the sqlite and postgres adapters' constant of the same name means the
-// same for their stores). Opening a version 2 or 3 store through a
+// same for their stores). Opening a version 2, 3 or 4 store through a
 // writable handle migrates it in one transaction; a store of any other
 // version (or an older store on a read-only handle) is refused with a
 // *backend.SchemaVersionError and left untouched.
 //
+// 5: version 4 plus fields at the end of a value: an activation's join
+// fields (WaitFor, OpenWaits, Joins) and a fan-out group's FanIn. Values
+// written by version 4 end before them and read as no join, awaited by
+// none, owner settlement, so the migration rewrites no record.
 // 4: version 3 plus two fields at the end of a value: an activation's
 // attempt timeout and an attempt's handoff holder token. Values written
 // by version 3 end before them and read as 0 and "", so the migration
@@ -31,7 +35,7 @@ import (
 // 3: version 2 plus the run status index (ix_run_status).
 // 2: a bucket per run in bucket runs, keyed tag | rest; cross-run indexes
 // in ix. (1, never shipped: a bucket per kind.)
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // oldestMigratableVersion is the oldest version Open migrates; every
 // version from it to SchemaVersion-1 is migrated step by step.
@@ -105,8 +109,8 @@ func migrate(tx *bbolt.Tx, from uint64) error {
 			return err
 		}
 	}
-	// 3 -> 4 rewrites nothing: a value of version 3 ends before the
-	// fields version 4 appends and reads them as zero.
+	// 3 -> 4 and 4 -> 5 rewrite nothing: a value of the earlier version
+	// ends before the fields the next appends and reads them as zero.
 	if err := tx.Bucket(bucketMeta).Put(metaVersion, kvlayout.Key(nil).U64(SchemaVersion)); err != nil {
 		return fmt.Errorf("bolt: write meta: %w", err)
 	}

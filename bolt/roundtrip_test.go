@@ -32,8 +32,10 @@ func fullRecords(id string, json []byte) (backend.Run, backend.RunLink, backend.
 		Predecessors: []backend.NodeRef{{NodeID: id + "p", ActivationID: id + "q"}}, HasSuccessors: true,
 		Group:       &backend.GroupMember{Controller: actKey(id+"r", id+"ctl", id+"c"), Index: 7},
 		LastAttempt: 4294967295, CreatedMS: 32, UpdatedMS: 33, AttemptTimeoutMS: 34,
+		WaitFor:   []backend.NodeRef{{NodeID: id + "w", ActivationID: id + "x"}, {NodeID: id + "wz", ActivationID: ""}},
+		OpenWaits: 35, Joins: []backend.NodeRef{{NodeID: id + "j", ActivationID: id + "k"}},
 	}
-	grp := backend.FanOutGroup{Controller: ak, Size: 41, MaxConcurrency: 42, Promoted: 43, Settled: 44, Retiring: true, RetiredMS: 45, CreatedMS: 46}
+	grp := backend.FanOutGroup{Controller: ak, Size: 41, MaxConcurrency: 42, Promoted: 43, Settled: 44, Retiring: true, RetiredMS: 45, CreatedMS: 46, FanIn: true}
 	att := backend.Attempt{
 		Key: tk, Identity: id + "ident", Status: backend.AttemptSiblingCancelling, SideEffect: backend.Mutating,
 		Intent: json, IntentChecksum: id + "sum", Receipt: []byte(`"r"`), Handoff: backend.HandoffRecorded,

@@ -116,6 +116,9 @@ func fullActivation(k backend.ActivationKey) backend.Activation {
 		CreatedMS:        1_700_000_000_020,
 		UpdatedMS:        1_700_000_000_021,
 		AttemptTimeoutMS: 90_022,
+		WaitFor:          []backend.NodeRef{{NodeID: "wait-z", ActivationID: "3"}, {NodeID: "wait-a", ActivationID: "4"}},
+		OpenWaits:        2,
+		Joins:            []backend.NodeRef{{NodeID: "join-z", ActivationID: "5"}, {NodeID: "join-a", ActivationID: "6"}},
 	}
 }
 
@@ -138,6 +141,9 @@ func altActivation(a backend.Activation) backend.Activation {
 		CreatedMS:        a.CreatedMS + 1,
 		UpdatedMS:        a.UpdatedMS + 1,
 		AttemptTimeoutMS: 0,
+		WaitFor:          nil,
+		OpenWaits:        0,
+		Joins:            nil,
 	}
 }
 

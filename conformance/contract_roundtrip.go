@@ -61,6 +61,8 @@ func testAbsentOptionalsRoundTrip(e *env) {
 		"Run.Authority":       nilIfAbsent(f.Runs[s.Run.ID].Authority == nil),
 		"Activation.Claims":   nilIfAbsent(len(f.Activations[s.Act.Key].Claims) == 0),
 		"Activation.Predecs.": nilIfAbsent(len(f.Activations[s.Act.Key].Predecessors) == 0),
+		"Activation.WaitFor":  nilIfAbsent(len(f.Activations[s.Act.Key].WaitFor) == 0),
+		"Activation.Joins":    nilIfAbsent(len(f.Activations[s.Act.Key].Joins) == 0),
 	} {
 		if len(b) != 0 {
 			e.T.Errorf("%s was written absent and came back present: %q", what, clipBytes(b))
@@ -92,6 +94,8 @@ func testPresentZeroLikeValues(e *env) {
 	s.Act.Group = &backend.GroupMember{Controller: akey(s.Act.Key.RunID, "controller", "c"), Index: 0}
 	s.Act.Claims = []backend.ResourceClaim{{Resource: "r", Mode: backend.LeaseRead}}
 	s.Act.Predecessors = []backend.NodeRef{{NodeID: "p", ActivationID: "a"}}
+	s.Act.WaitFor = []backend.NodeRef{{NodeID: "w", ActivationID: "a"}}
+	s.Act.Joins = []backend.NodeRef{{NodeID: "j", ActivationID: "a"}}
 	e.apply(e.B, s.changes())
 	e.checkFullSet(e.B, "zero-like values", s)
 	f := e.load(e.B, s.lookup())
@@ -160,6 +164,8 @@ func idSet(id string) fullSet {
 	s.Link.RootRunID = id
 	s.Act.Claims = []backend.ResourceClaim{{Resource: id, Mode: backend.LeaseWrite}}
 	s.Act.Predecessors = []backend.NodeRef{{NodeID: id, ActivationID: id}}
+	s.Act.WaitFor = []backend.NodeRef{{NodeID: id, ActivationID: id}}
+	s.Act.Joins = []backend.NodeRef{{NodeID: id, ActivationID: id}}
 	s.Act.Group = &backend.GroupMember{Controller: akey(id, id, id), Index: 1}
 	s.Attempt.IntentChecksum = id
 	s.Attempt.HandoffToken = id

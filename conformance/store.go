@@ -44,6 +44,8 @@ func storeTier(batch bool) []testCase {
 		seedDepartureCases(),
 		orphanCases(),
 		siblingCases(),
+		joinCases(),
+		pipelineCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -215,6 +215,7 @@ func (sq *sequence) createRun(rt *rapid.T, limits int, withAuth bool) {
 func (sq *sequence) step(rt *rapid.T, i int, o op) {
 	sq.now += 10
 	desc := sq.exec(rt, o)
+	sq.m.SettleJoins() // the store settles joins in each transaction
 	rt.Logf("step %d: %s: %s", i, o, desc)
 	sq.addFresh()
 	want := sq.m.View(sq.runs)

@@ -137,7 +137,11 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if !ok {
 			return "skip"
 		}
-		return sq.addAct(rt, runID, o.B, o.C)
+		v := o.C
+		if o.D == 2 && o.C%2 == 0 {
+			v = 6 // a join
+		}
+		return sq.addAct(rt, runID, o.B, v)
 	case opDispatch:
 		runID, ok := sq.run(o.A)
 		if !ok {
@@ -568,7 +572,7 @@ func (sq *sequence) addAct(rt *rapid.T, runID string, b, v int) string {
 	if merr == model.OK && mc {
 		sq.acts = append(sq.acts, na.Key)
 	}
-	return fmt.Sprintf("%s variant %d: created=%v err=%q", na.Key, v%6, mc, merr)
+	return fmt.Sprintf("%s variant %d: created=%v err=%q", na.Key, v%7, mc, merr)
 }
 
 // dispatch runs one Dispatch restricted to runID on both sides and
@@ -623,7 +627,7 @@ var modelPolicy = model.Policy{MaxAttempts: 3, Retryable: true, InitialMS: 5, Mu
 // actVariant returns the activation definition variant v of node in run.
 func actVariant(k model.ActivationKey, v int) model.NewActivation {
 	na := model.NewActivation{Key: k, Effect: model.ReadOnly, Reconciliation: model.RepairRequired}
-	switch v % 6 {
+	switch v % 7 {
 	case 1:
 		p := modelPolicy
 		na.Reconciliation, na.Policy = model.IdempotentReplay, &p
@@ -642,6 +646,13 @@ func actVariant(k model.ActivationKey, v int) model.NewActivation {
 		na.Effect, na.Claim = model.Mutating, true
 		if k.NodeID != "n0" {
 			na.Predecessors = []model.ActivationKey{{RunID: k.RunID, NodeID: "n0", ActivationID: "x"}}
+		}
+	case 6:
+		// A join waiting for the other nodes n0 to n2 of its run.
+		for _, n := range []string{"n0", "n1", "n2"} {
+			if n != k.NodeID {
+				na.WaitFor = append(na.WaitFor, model.ActivationKey{RunID: k.RunID, NodeID: n, ActivationID: "x"})
+			}
 		}
 	}
 	return na

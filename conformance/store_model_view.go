@@ -150,6 +150,9 @@ func wfActivation(na model.NewActivation) workflow.NewActivation {
 	for _, p := range na.Predecessors {
 		out.Predecessors = append(out.Predecessors, workflow.NodeRef{NodeID: p.NodeID, ActivationID: p.ActivationID})
 	}
+	for _, p := range na.WaitFor {
+		out.WaitFor = append(out.WaitFor, workflow.NodeRef{NodeID: p.NodeID, ActivationID: p.ActivationID})
+	}
 	return out
 }
 

@@ -21,17 +21,21 @@ import (
 //	prefix | 'm' | "version"  uint64 big-endian, SchemaVersion
 
 // SchemaVersion is the store layout version this build reads and writes.
-// Open migrates a version 1 store by rewriting its version key (one
+// Open migrates a version 1 or 2 store by rewriting its version key (one
 // compare-and-set Txn); a store of any other version is refused with a
 // *backend.SchemaVersionError.
 //
+// 3: version 2 plus fields at the end of a value: an activation's join
+// fields (WaitFor, OpenWaits, Joins) and a fan-out group's FanIn. Values
+// written by version 2 end before them and read as no join, awaited by
+// none, owner settlement, so no record is rewritten.
 // 2: version 1 plus two fields at the end of a value: an activation's
 // attempt timeout and an attempt's handoff holder token. Values written by
 // version 1 end before them and read as 0 and "", so no record is
 // rewritten; the new version keeps a build that knows only version 1 from
 // opening a store whose values it cannot read.
 // 1: the first layout.
-const SchemaVersion = 2
+const SchemaVersion = 3
 
 // oldestMigratableVersion is the oldest version Open migrates.
 const oldestMigratableVersion = 1

@@ -91,6 +91,12 @@ func copyActivation(a backend.Activation) backend.Activation {
 	if a.Predecessors != nil {
 		a.Predecessors = append([]backend.NodeRef{}, a.Predecessors...)
 	}
+	if a.WaitFor != nil {
+		a.WaitFor = append([]backend.NodeRef{}, a.WaitFor...)
+	}
+	if a.Joins != nil {
+		a.Joins = append([]backend.NodeRef{}, a.Joins...)
+	}
 	if a.Group != nil {
 		g := *a.Group
 		a.Group = &g

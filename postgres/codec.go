@@ -95,6 +95,8 @@ func activationArgs(a backend.Activation) []any {
 	if g := a.Group; g != nil {
 		gRun, gNode, gAct, gIndex = &g.Controller.RunID, &g.Controller.NodeID, &g.Controller.ActivationID, &g.Index
 	}
+	waitNodes, waitActs := nodeRefColumns(a.WaitFor)
+	joinNodes, joinActs := nodeRefColumns(a.Joins)
 	return []any{
 		a.Key.RunID, a.Key.NodeID, a.Key.ActivationID,
 		a.Generation, string(a.Status), a.Admissible, a.Input, a.Output,
@@ -102,13 +104,43 @@ func activationArgs(a backend.Activation) []any {
 		predNodes, predActs, a.HasSuccessors,
 		gRun, gNode, gAct, gIndex,
 		int64(a.LastAttempt), a.CreatedMS, a.UpdatedMS, a.AttemptTimeoutMS,
+		waitNodes, waitActs, a.OpenWaits, joinNodes, joinActs,
 	}
+}
+
+// nodeRefColumns splits refs into its node id and activation id array
+// columns; nil stays NULL.
+func nodeRefColumns(refs []backend.NodeRef) (nodes, acts []string) {
+	if refs == nil {
+		return nil, nil
+	}
+	nodes, acts = make([]string, len(refs)), make([]string, len(refs))
+	for i, p := range refs {
+		nodes[i], acts[i] = p.NodeID, p.ActivationID
+	}
+	return nodes, acts
+}
+
+// nodeRefsFrom joins node id and activation id array columns; NULL stays nil.
+func nodeRefsFrom(k backend.ActivationKey, what string, nodes, acts []string) ([]backend.NodeRef, error) {
+	if nodes == nil {
+		return nil, nil
+	}
+	if len(acts) != len(nodes) {
+		return nil, fmt.Errorf("activation %v: %s columns differ in length", k, what)
+	}
+	refs := make([]backend.NodeRef, len(nodes))
+	for i := range nodes {
+		refs[i] = backend.NodeRef{NodeID: nodes[i], ActivationID: acts[i]}
+	}
+	return refs, nil
 }
 
 func scanActivation(row pgx.Row) (backend.Activation, error) {
 	var a backend.Activation
 	var status, effect, recon string
 	var resources, modes, predNodes, predActs []string
+	var waitNodes, waitActs, joinNodes, joinActs []string
 	var gRun, gNode, gAct *string
 	var gIndex *int64
 	var last int64
@@ -119,6 +151,7 @@ func scanActivation(row pgx.Row) (backend.Activation, error) {
 		&predNodes, &predActs, &a.HasSuccessors,
 		&gRun, &gNode, &gAct, &gIndex,
 		&last, &a.CreatedMS, &a.UpdatedMS, &a.AttemptTimeoutMS,
+		&waitNodes, &waitActs, &a.OpenWaits, &joinNodes, &joinActs,
 	)
 	if err != nil {
 		return a, err
@@ -143,6 +176,12 @@ func scanActivation(row pgx.Row) (backend.Activation, error) {
 			a.Predecessors[i] = backend.NodeRef{NodeID: predNodes[i], ActivationID: predActs[i]}
 		}
 	}
+	if a.WaitFor, err = nodeRefsFrom(a.Key, "wait_for", waitNodes, waitActs); err != nil {
+		return a, err
+	}
+	if a.Joins, err = nodeRefsFrom(a.Key, "join", joinNodes, joinActs); err != nil {
+		return a, err
+	}
 	if gIndex != nil {
 		if gRun == nil || gNode == nil || gAct == nil {
 			return a, fmt.Errorf("activation %v: partial group columns", a.Key)
@@ -158,7 +197,7 @@ func scanActivation(row pgx.Row) (backend.Activation, error) {
 func groupArgs(g backend.FanOutGroup) []any {
 	return []any{
 		g.Controller.RunID, g.Controller.NodeID, g.Controller.ActivationID,
-		g.Size, g.MaxConcurrency, g.Promoted, g.Settled, g.Retiring, g.RetiredMS, g.CreatedMS, g.FailFast,
+		g.Size, g.MaxConcurrency, g.Promoted, g.Settled, g.Retiring, g.RetiredMS, g.CreatedMS, g.FailFast, g.FanIn,
 	}
 }
 
@@ -166,7 +205,7 @@ func scanGroup(row pgx.Row) (backend.FanOutGroup, error) {
 	var g backend.FanOutGroup
 	err := row.Scan(
 		&g.Controller.RunID, &g.Controller.NodeID, &g.Controller.ActivationID,
-		&g.Size, &g.MaxConcurrency, &g.Promoted, &g.Settled, &g.Retiring, &g.RetiredMS, &g.CreatedMS, &g.FailFast,
+		&g.Size, &g.MaxConcurrency, &g.Promoted, &g.Settled, &g.Retiring, &g.RetiredMS, &g.CreatedMS, &g.FailFast, &g.FanIn,
 	)
 	return g, err
 }

@@ -50,8 +50,10 @@ func fullRecords(runID string) (backend.Run, backend.RunLink, backend.Activation
 		HasSuccessors: true,
 		Group:         &backend.GroupMember{Controller: backend.ActivationKey{RunID: runID, NodeID: "ctl", ActivationID: "c"}, Index: 14},
 		LastAttempt:   15, CreatedMS: 16, UpdatedMS: 17, AttemptTimeoutMS: 1 << 40,
+		WaitFor:   []backend.NodeRef{{NodeID: "w1", ActivationID: "a1"}, {NodeID: idUnicode, ActivationID: id512}},
+		OpenWaits: 2, Joins: []backend.NodeRef{{NodeID: "j1", ActivationID: ""}},
 	}
-	group := backend.FanOutGroup{Controller: ak, Size: 18, MaxConcurrency: 19, Promoted: 20, Settled: 21, Retiring: true, RetiredMS: 22, CreatedMS: 23}
+	group := backend.FanOutGroup{Controller: ak, Size: 18, MaxConcurrency: 19, Promoted: 20, Settled: 21, Retiring: true, RetiredMS: 22, CreatedMS: 23, FanIn: true}
 	att := backend.Attempt{
 		Key: tk, Identity: "ident-" + runID + "-" + id512, Status: backend.AttemptSiblingCancelling, SideEffect: backend.ReadOnly,
 		Intent: bigJSON(), IntentChecksum: "sha256:abc", Receipt: []byte(`{"r":"\u0000"}`), Handoff: backend.HandoffRecorded,

@@ -3,7 +3,7 @@ package postgres
 import "strings"
 
 // SchemaVersion is the schema version this build creates and accepts.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // storeMark is written to the version row; a meta table holding anything
 // else marks a foreign store.
@@ -198,6 +198,22 @@ CREATE INDEX runs_by_status ON {{s}}.runs (status, id);
 	`
 ALTER TABLE {{s}}.attempts ADD COLUMN handoff_token text COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE {{s}}.activations ADD COLUMN attempt_timeout_ms bigint NOT NULL DEFAULT 0;
+`,
+	// 4 -> 5: joins (the activations a join waits for, NULL when it is
+	// none, as for every activation created before this version; how many
+	// of them are not yet completed; the joins waiting for this
+	// activation, NULL when none) and a fan-out group's settlement by the
+	// store (false = owner settlement, as for every group created before).
+	`
+ALTER TABLE {{s}}.activations
+	ADD COLUMN wait_for_node_ids text[] COLLATE "C",
+	ADD COLUMN wait_for_activation_ids text[] COLLATE "C",
+	ADD COLUMN open_waits bigint NOT NULL DEFAULT 0,
+	ADD COLUMN join_node_ids text[] COLLATE "C",
+	ADD COLUMN join_activation_ids text[] COLLATE "C",
+	ADD CHECK ((wait_for_node_ids IS NULL) = (wait_for_activation_ids IS NULL)),
+	ADD CHECK ((join_node_ids IS NULL) = (join_activation_ids IS NULL));
+ALTER TABLE {{s}}.fan_out_groups ADD COLUMN fan_in boolean NOT NULL DEFAULT false;
 `,
 }
 

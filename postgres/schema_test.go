@@ -283,6 +283,9 @@ func makeVersion(t *testing.T, schema string, v int) {
 	t.Helper()
 	s := pgx.Identifier{schema}.Sanitize()
 	undo := map[int][]string{
+		5: {"ALTER TABLE " + s + ".activations DROP COLUMN wait_for_node_ids, DROP COLUMN wait_for_activation_ids, " +
+			"DROP COLUMN open_waits, DROP COLUMN join_node_ids, DROP COLUMN join_activation_ids",
+			"ALTER TABLE " + s + ".fan_out_groups DROP COLUMN fan_in"},
 		4: {"ALTER TABLE " + s + ".attempts DROP COLUMN handoff_token", "ALTER TABLE " + s + ".activations DROP COLUMN attempt_timeout_ms"},
 		3: {"DROP INDEX " + s + ".runs_by_status"},
 		2: {"ALTER TABLE " + s + ".fan_out_groups DROP COLUMN fail_fast"},
@@ -321,6 +324,7 @@ func TestVersionThreeSchemaMigratesToTheAttemptTimeoutAndHandoffToken(t *testing
 	b, dsn, schema := openFresh(t)
 	run, link, act, group, att, lease, sched, ev := fullRecords("v3")
 	act.AttemptTimeoutMS, att.HandoffToken = 0, ""
+	act.WaitFor, act.OpenWaits, act.Joins, group.FanIn = nil, 0, nil, false
 	apply(t, b, insertAll(run, link, act, group, att, lease, sched, ev))
 	require.NoError(t, b.Close())
 	makeVersion(t, schema, 3)
@@ -351,4 +355,34 @@ func TestVersionThreeSchemaMigratesToTheAttemptTimeoutAndHandoffToken(t *testing
 		require.NoError(t, err)
 		require.Equal(t, want, got, table)
 	}
+}
+
+// A version 4 schema (no join columns, no fan_in) migrates on Open: its
+// activations read back as no join, awaited by none, and its groups as
+// owner settlement, every other field as written; an Expect of such an
+// activation passes and a Replace stores the new fields.
+func TestVersionFourSchemaMigratesToJoinsAndFanIn(t *testing.T) {
+	t.Parallel()
+	b, dsn, schema := openFresh(t)
+	run, link, act, group, att, lease, sched, ev := fullRecords("v4")
+	full, fullGroup := act, group
+	act.WaitFor, act.OpenWaits, act.Joins, group.FanIn = nil, 0, nil, false
+	apply(t, b, insertAll(run, link, act, group, att, lease, sched, ev))
+	require.NoError(t, b.Close())
+	makeVersion(t, schema, 4)
+
+	b2 := openOn(t, dsn, schema)
+	require.Contains(t, metaRow(t, schema), fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))
+	lk := backend.Lookup{Activations: []backend.ActivationKey{act.Key}, Groups: []backend.ActivationKey{group.Controller}}
+	f := load(t, b2, lk)
+	require.Equal(t, act, f.Activations[act.Key], "a version 4 activation reads as no join")
+	require.Equal(t, group, f.Groups[group.Controller], "a version 4 group reads as owner settlement")
+
+	apply(t, b2, backend.Changes{
+		Expect:  backend.Expected{Activations: []backend.Activation{act}},
+		Replace: backend.Replaces{Activations: []backend.Activation{full}, Groups: []backend.FanOutGroup{fullGroup}},
+	})
+	f = load(t, b2, lk)
+	require.Equal(t, full, f.Activations[act.Key])
+	require.Equal(t, fullGroup, f.Groups[group.Controller])
 }

@@ -67,11 +67,14 @@ var (
 		"predecessor_node_ids text[]", "predecessor_activation_ids text[]", "has_successors boolean",
 		"group_run_id text", "group_node_id text", "group_activation_id text", "group_index bigint",
 		"last_attempt bigint", "created_ms bigint", "updated_ms bigint", "attempt_timeout_ms bigint",
+		"wait_for_node_ids text[]", "wait_for_activation_ids text[]", "open_waits bigint",
+		"join_node_ids text[]", "join_activation_ids text[]",
 	)
 	tGroups = newTable("fan_out_groups", 3,
 		"run_id text", "node_id text", "activation_id text",
 		"size bigint", "max_concurrency bigint", "promoted bigint", "settled bigint",
 		"retiring boolean", "retired_ms bigint", "created_ms bigint", "fail_fast boolean",
+		"fan_in boolean",
 	)
 	tAttempts = newTable("attempts", 4,
 		"run_id text", "node_id text", "activation_id text", "attempt bigint",

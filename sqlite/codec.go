@@ -209,13 +209,14 @@ func activationArgs(a *backend.Activation) []any {
 		jsonArg(a.RetryPolicy), predecessorsArg(a.Predecessors),
 		boolArg(a.HasSuccessors), gr, gn, ga, gi,
 		int64(a.LastAttempt), a.CreatedMS, a.UpdatedMS, a.AttemptTimeoutMS,
+		predecessorsArg(a.WaitFor), a.OpenWaits, predecessorsArg(a.Joins),
 	}
 }
 
 func scanActivation(s scanner) (backend.Activation, error) {
 	var a backend.Activation
 	var status, effect, recon string
-	var claims, preds []byte
+	var claims, preds, waitFor, joins []byte
 	var gr, gn, ga sql.NullString
 	var gi sql.NullInt64
 	var last int64
@@ -224,6 +225,7 @@ func scanActivation(s scanner) (backend.Activation, error) {
 		&a.Input, &a.Output, &claims, &effect, &recon, &a.RetryPolicy, &preds,
 		&a.HasSuccessors, &gr, &gn, &ga, &gi,
 		&last, &a.CreatedMS, &a.UpdatedMS, &a.AttemptTimeoutMS,
+		&waitFor, &a.OpenWaits, &joins,
 	)
 	if err != nil {
 		return a, err
@@ -236,6 +238,12 @@ func scanActivation(s scanner) (backend.Activation, error) {
 	}
 	if a.Predecessors, err = decodePredecessors(preds); err != nil {
 		return a, fmt.Errorf("activation predecessors: %w", err)
+	}
+	if a.WaitFor, err = decodePredecessors(waitFor); err != nil {
+		return a, fmt.Errorf("activation wait_for: %w", err)
+	}
+	if a.Joins, err = decodePredecessors(joins); err != nil {
+		return a, fmt.Errorf("activation joins: %w", err)
 	}
 	if gi.Valid {
 		a.Group = &backend.GroupMember{
@@ -252,7 +260,7 @@ func scanActivation(s scanner) (backend.Activation, error) {
 func groupArgs(g *backend.FanOutGroup) []any {
 	return []any{
 		g.Controller.RunID, g.Controller.NodeID, g.Controller.ActivationID,
-		g.Size, g.MaxConcurrency, g.Promoted, g.Settled, boolArg(g.Retiring), g.RetiredMS, g.CreatedMS, boolArg(g.FailFast),
+		g.Size, g.MaxConcurrency, g.Promoted, g.Settled, boolArg(g.Retiring), g.RetiredMS, g.CreatedMS, boolArg(g.FailFast), boolArg(g.FanIn),
 	}
 }
 
@@ -260,7 +268,7 @@ func scanGroup(s scanner) (backend.FanOutGroup, error) {
 	var g backend.FanOutGroup
 	err := s.Scan(
 		&g.Controller.RunID, &g.Controller.NodeID, &g.Controller.ActivationID,
-		&g.Size, &g.MaxConcurrency, &g.Promoted, &g.Settled, &g.Retiring, &g.RetiredMS, &g.CreatedMS, &g.FailFast,
+		&g.Size, &g.MaxConcurrency, &g.Promoted, &g.Settled, &g.Retiring, &g.RetiredMS, &g.CreatedMS, &g.FailFast, &g.FanIn,
 	)
 	return g, err
 }

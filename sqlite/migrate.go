@@ -15,7 +15,7 @@ import (
 )
 
 // SchemaVersion is the schema version this build creates and understands.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 //go:embed migrations/*.sql
 var migrationFS embed.FS

@@ -54,6 +54,8 @@ func rawDB(t *testing.T, path string) *sql.DB {
 func makeVersion(t *testing.T, path string, v int) {
 	t.Helper()
 	undo := map[int][]string{
+		5: {"ALTER TABLE activations DROP COLUMN wait_for", "ALTER TABLE activations DROP COLUMN open_waits",
+			"ALTER TABLE activations DROP COLUMN joins", "ALTER TABLE fan_out_groups DROP COLUMN fan_in"},
 		4: {"ALTER TABLE attempts DROP COLUMN handoff_token", "ALTER TABLE activations DROP COLUMN attempt_timeout_ms"},
 		3: {"DROP INDEX runs_by_status"},
 		2: {"ALTER TABLE fan_out_groups DROP COLUMN fail_fast"},
@@ -318,6 +320,7 @@ func TestVersionThreeStoreMigratesToTheAttemptTimeoutAndHandoffToken(t *testing.
 	b := openAt(t, path)
 	run, _, act, _, att, _, _, _ := fullRecords("v3", []byte(`{"v":3}`))
 	act.AttemptTimeoutMS, att.HandoffToken = 0, ""
+	act.WaitFor, act.OpenWaits, act.Joins = nil, 0, nil
 	update(t, b, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{run}, Activations: []backend.Activation{act}, Attempts: []backend.Attempt{att}}})
 	require.NoError(t, b.Close())
 	makeVersion(t, path, 3)
@@ -347,4 +350,45 @@ func TestVersionThreeStoreMigratesToTheAttemptTimeoutAndHandoffToken(t *testing.
 	gotAct, gotAtt = read()
 	require.Equal(t, act2, gotAct)
 	require.Equal(t, att2, gotAtt)
+}
+
+// A version 4 store (no join fields, no FanIn) migrates on Open: its
+// activations read back as no join, awaited by none, and its groups as
+// owner settlement, every other field as written; an Expect of such an
+// activation passes, and a Replace stores the new fields.
+func TestVersionFourStoreMigratesToJoinsAndFanIn(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	path := newPath(t)
+	b := openAt(t, path)
+	run, _, act, group, _, _, _, _ := fullRecords("v4", []byte(`{"v":4}`))
+	full, fullGroup := act, group
+	act.WaitFor, act.OpenWaits, act.Joins, group.FanIn = nil, 0, nil, false
+	update(t, b, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{run}, Activations: []backend.Activation{act}, Groups: []backend.FanOutGroup{group}}})
+	require.NoError(t, b.Close())
+	makeVersion(t, path, 4)
+
+	b = openAt(t, path)
+	defer b.Close()
+	read := func() (backend.Activation, backend.FanOutGroup) {
+		var f backend.Found
+		view(t, b, func(r backend.ReadTx) {
+			var err error
+			f, err = r.Load(ctx, backend.Lookup{Activations: []backend.ActivationKey{act.Key}, Groups: []backend.ActivationKey{group.Controller}})
+			require.NoError(t, err)
+		})
+		return f.Activations[act.Key], f.Groups[group.Controller]
+	}
+	gotAct, gotGroup := read()
+	require.Equal(t, act, gotAct, "a version 4 activation reads as no join")
+	require.Equal(t, group, gotGroup, "a version 4 group reads as owner settlement")
+	requireSchemaVersion(t, path, SchemaVersion)
+
+	update(t, b, backend.Changes{
+		Expect:  backend.Expected{Activations: []backend.Activation{act}},
+		Replace: backend.Replaces{Activations: []backend.Activation{full}, Groups: []backend.FanOutGroup{fullGroup}},
+	})
+	gotAct, gotGroup = read()
+	require.Equal(t, full, gotAct)
+	require.Equal(t, fullGroup, gotGroup)
 }

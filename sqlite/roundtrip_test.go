@@ -31,8 +31,10 @@ func fullRecords(id string, big []byte) (backend.Run, backend.RunLink, backend.A
 		HasSuccessors: true,
 		Group:         &backend.GroupMember{Controller: akey(id, id+"/ctl", id+"/ca"), Index: 63},
 		LastAttempt:   4294967295, CreatedMS: 1, UpdatedMS: 2, AttemptTimeoutMS: 3_600_000,
+		WaitFor:   []backend.NodeRef{{NodeID: id + "/w", ActivationID: id + "/wa"}, {NodeID: "x\x00y", ActivationID: ""}},
+		OpenWaits: 2, Joins: []backend.NodeRef{{NodeID: id + "/j", ActivationID: id + "/ja"}},
 	}
-	group := backend.FanOutGroup{Controller: k, Size: 64, MaxConcurrency: 4, Promoted: 5, Settled: 6, Retiring: true, RetiredMS: 7, CreatedMS: 8}
+	group := backend.FanOutGroup{Controller: k, Size: 64, MaxConcurrency: 4, Promoted: 5, Settled: 6, Retiring: true, RetiredMS: 7, CreatedMS: 8, FanIn: true}
 	att := backend.Attempt{
 		Key: ak, Identity: id + "/identity", Status: backend.AttemptSiblingCancelling, SideEffect: backend.Mutating,
 		Intent: big, IntentChecksum: "sha256:" + id, Receipt: []byte(`{"r":true}`), Handoff: backend.HandoffRecorded,

@@ -69,10 +69,11 @@ var (
 		"input", "output", "claims", "effect", "reconciliation", "retry_policy", "predecessors",
 		"has_successors", "group_run_id", "group_node_id", "group_activation_id", "group_index",
 		"last_attempt", "created_ms", "updated_ms", "attempt_timeout_ms",
+		"wait_for", "open_waits", "joins",
 	}}
 	groupsT = table{name: "fan_out_groups", nkey: 3, cols: []string{
 		"run_id", "node_id", "activation_id", "size", "max_concurrency", "promoted", "settled",
-		"retiring", "retired_ms", "created_ms", "fail_fast",
+		"retiring", "retired_ms", "created_ms", "fail_fast", "fan_in",
 	}}
 	attemptsT = table{name: "attempts", nkey: 4, cols: []string{
 		"run_id", "node_id", "activation_id", "attempt", "identity", "status", "side_effect",

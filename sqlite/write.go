@@ -124,6 +124,7 @@ func cloneRun(r backend.Run) backend.Run {
 func cloneActivation(a backend.Activation) backend.Activation {
 	a.Input, a.Output, a.RetryPolicy = bytes.Clone(a.Input), bytes.Clone(a.Output), bytes.Clone(a.RetryPolicy)
 	a.Claims, a.Predecessors = slices.Clone(a.Claims), slices.Clone(a.Predecessors)
+	a.WaitFor, a.Joins = slices.Clone(a.WaitFor), slices.Clone(a.Joins)
 	if a.Group != nil {
 		g := *a.Group
 		a.Group = &g

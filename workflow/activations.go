@@ -31,6 +31,22 @@ type NewActivation struct {
 	// Predecessors name activations of the same run this one follows. A
 	// failed predecessor can no longer be retried once this exists.
 	Predecessors []NodeRef
+	// WaitFor makes the activation a join: it names activations of the
+	// same run (at most MaxPageLimit, each existing when the join is
+	// added, none twice, not the join itself: ErrInvalidInput, or
+	// ErrNotFound for one that does not exist) that must all complete
+	// before it may start. Until then it is waiting, and not admissible;
+	// the transaction that completes the last of them makes it pending.
+	// When one of them is cancelled, or fails with no automatic retry
+	// pending, the join is cancelled in the same transaction, with a
+	// join_cancelled event naming that activation. Added when all of them
+	// have completed, it is pending at once; added when one of them is
+	// already cancelled or failed for good, it is created and cancelled
+	// in the same transaction. An activation that joins wait for cannot be
+	// retried by RetryFailedNode (its automatic retries still run). A
+	// waiting join keeps its run open. At most MaxPageLimit joins may
+	// wait for one activation (ErrIneligible beyond).
+	WaitFor []NodeRef
 	// AttemptTimeout bounds how long an admitted attempt of this
 	// activation may go without being observed terminal before
 	// SettleTimedOut settles it (see there): 0 means none of its own (the
@@ -103,10 +119,15 @@ func (na NewActivation) record(at int64) (backend.Activation, error) {
 			return backend.Activation{}, err
 		}
 	}
+	waitFor, err := validateWaitFor(k, na.WaitFor)
+	if err != nil {
+		return backend.Activation{}, err
+	}
 	return backend.Activation{
 		Key: k, Generation: na.Generation, Status: backend.ActivationPending, Input: input,
 		Claims: claims, Effect: effect, Reconciliation: recon, RetryPolicy: policy,
 		Predecessors: preds, CreatedMS: at, UpdatedMS: at, AttemptTimeoutMS: na.AttemptTimeout.Milliseconds(),
+		WaitFor: waitFor,
 	}, nil
 }
 
@@ -205,7 +226,14 @@ func addActivation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 	for _, p := range rec.Predecessors {
 		keys = append(keys, backend.ActivationKey{RunID: rec.Key.RunID, NodeID: p.NodeID, ActivationID: p.ActivationID})
 	}
-	f, err := tx.Load(ctx, backend.Lookup{Activations: keys})
+	waits := waitForKeys(rec)
+	lookup := slices.Clone(keys)
+	for _, k := range waits {
+		if !slices.Contains(lookup, k) {
+			lookup = append(lookup, k)
+		}
+	}
+	f, err := tx.Load(ctx, backend.Lookup{Activations: lookup})
 	if err != nil {
 		return false, err
 	}
@@ -221,6 +249,7 @@ func addActivation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 	if rec.Generation >= run.Limits.CycleCap {
 		return false, stateErr(ErrIneligible, "activation generation %d reaches the run's cycle cap %d", rec.Generation, run.Limits.CycleCap)
 	}
+	changed := map[backend.ActivationKey]backend.Activation{}
 	for _, k := range keys[1:] {
 		pred, ok := f.Activations[k]
 		if !ok {
@@ -229,11 +258,46 @@ func addActivation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 		if !pred.HasSuccessors {
 			pred.HasSuccessors = true
 			pred.UpdatedMS = at
-			replace(w, pred)
+			changed[k] = pred
 		}
 	}
-	if err := createActivation(w, run, rec, at); err != nil {
+	preds := make([]backend.Activation, 0, len(waits))
+	for _, k := range waits {
+		pred, ok := f.Activations[k]
+		if !ok {
+			return false, stateErr(ErrNotFound, "wait for activation %v", k)
+		}
+		if c, ok := changed[k]; ok {
+			pred = c
+		}
+		if len(pred.Joins) >= MaxPageLimit {
+			return false, stateErr(ErrIneligible, "activation %v already has %d joins waiting for it", k, len(pred.Joins))
+		}
+		pred.Joins = append(slices.Clone(pred.Joins), backend.NodeRef{NodeID: rec.Key.NodeID, ActivationID: rec.Key.ActivationID})
+		pred.UpdatedMS = at
+		changed[k] = pred
+		preds = append(preds, pred)
+	}
+	for _, k := range keys[1:] {
+		if pred, ok := changed[k]; ok {
+			replace(w, pred)
+			delete(changed, k)
+		}
+	}
+	open, settled := waitsOpen(preds)
+	for _, pred := range preds {
+		if _, ok := changed[pred.Key]; ok {
+			replace(w, pred)
+			delete(changed, pred.Key)
+		}
+	}
+	if err := createActivation(w, run, rec, open, at); err != nil {
 		return false, err
+	}
+	for _, pred := range settled {
+		// Settled before the join existed: the transaction's end judges
+		// it as it would have judged its settlement.
+		w.waits = append(w.waits, waitSettled{pred: pred.Key, at: at})
 	}
 	return true, nil
 }
@@ -256,7 +320,7 @@ func sameActivationDefinition(a, b backend.Activation) bool {
 	return a.Generation == b.Generation && bytes.Equal(a.Input, b.Input) &&
 		slices.Equal(a.Claims, b.Claims) && a.Effect == b.Effect &&
 		a.Reconciliation == b.Reconciliation && bytes.Equal(a.RetryPolicy, b.RetryPolicy) &&
-		slices.Equal(a.Predecessors, b.Predecessors) && (a.Group == nil) == (b.Group == nil) &&
+		slices.Equal(a.Predecessors, b.Predecessors) && slices.Equal(a.WaitFor, b.WaitFor) && (a.Group == nil) == (b.Group == nil) &&
 		a.AttemptTimeoutMS == b.AttemptTimeoutMS
 }
 

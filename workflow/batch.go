@@ -26,6 +26,29 @@ type batch struct {
 	// eventAt is, per run, the time of the last event the transaction
 	// appended to it: the time a completion it decides is dated.
 	eventAt map[string]int64
+	// waits lists, in settlement order, the activations joins wait for
+	// whose settlement (or lost retry schedule) the transaction decided:
+	// settleJoins applies each to its joins once the transaction's own
+	// decisions are made. It survives apply.
+	waits []waitSettled
+}
+
+// waitSettled is one settlement of an activation joins wait for.
+type waitSettled struct {
+	pred backend.ActivationKey
+	// completed: pred completed; joins are the joins waiting for it then
+	// (a join added later in the transaction counted it complete).
+	// Otherwise pred failed or was cancelled, and settleJoins reads it
+	// afresh.
+	completed bool
+	joins     []backend.NodeRef
+	at        int64
+}
+
+// waitForSettled notes that act, which joins wait for, settles now:
+// completed or not.
+func (b *batch) waitForSettled(act backend.Activation, completed bool, at int64) {
+	b.waits = append(b.waits, waitSettled{pred: act.Key, completed: completed, joins: act.Joins, at: at})
 }
 
 type writeOp uint8

@@ -98,8 +98,12 @@ const (
 	EventExecutionAllowanceExhausted EventType = "execution_allowance_exhausted"
 	// EventExecutionAllowanceIncreased: IncreaseAllowance raised the run's node execution cap.
 	EventExecutionAllowanceIncreased EventType = "execution_allowance_increased"
-	// EventActivationCreated: an activation was added as pending (a fan-out member carries MemberIndex instead of Generation).
+	// EventActivationCreated: an activation was added as pending, or as a join waiting for its WaitFor activations (a fan-out member carries MemberIndex instead of Generation).
 	EventActivationCreated EventType = "activation_created"
+	// EventJoinReleased: the last of a join's WaitFor activations completed, and the join became pending in the same transaction.
+	EventJoinReleased EventType = "join_released"
+	// EventJoinCancelled: a waiting join was cancelled because one of its WaitFor activations was cancelled or failed with no automatic retry pending.
+	EventJoinCancelled EventType = "join_cancelled"
 	// EventActivationWaiting: a fan-out member was added waiting for a place in its group.
 	EventActivationWaiting EventType = "activation_waiting"
 	// EventFanOutMemberPromoted: a waiting fan-out member became pending.
@@ -175,6 +179,8 @@ var eventDecoders = map[EventType]func(json.RawMessage) (EventPayload, error){
 	EventExecutionAllowanceIncreased:        decodeAs[ExecutionAllowanceIncreasedPayload],
 	EventActivationCreated:                  decodeAs[ActivationCreatedPayload],
 	EventActivationWaiting:                  decodeAs[ActivationWaitingPayload],
+	EventJoinReleased:                       decodeAs[JoinReleasedPayload],
+	EventJoinCancelled:                      decodeAs[JoinCancelledPayload],
 	EventFanOutMemberPromoted:               decodeAs[FanOutMemberPromotedPayload],
 	EventFanOutMemberWaiting:                decodeAs[FanOutMemberWaitingPayload],
 	EventFanOutMemberCancelled:              decodeAs[FanOutMemberCancelledPayload],
@@ -332,6 +338,35 @@ type ActivationCreatedPayload struct {
 
 // EventType returns EventActivationCreated.
 func (ActivationCreatedPayload) EventType() EventType { return EventActivationCreated }
+
+// JoinReleasedPayload is the payload of EventJoinReleased: the join (RunID,
+// NodeID, ActivationID) and the WaitFor activation whose completion
+// released it.
+type JoinReleasedPayload struct {
+	RunID                   string `json:"run_id"`
+	NodeID                  string `json:"node_id"`
+	ActivationID            string `json:"activation_id"`
+	PredecessorNodeID       string `json:"predecessor_node_id"`
+	PredecessorActivationID string `json:"predecessor_activation_id"`
+}
+
+// EventType returns EventJoinReleased.
+func (JoinReleasedPayload) EventType() EventType { return EventJoinReleased }
+
+// JoinCancelledPayload is the payload of EventJoinCancelled: the join
+// (RunID, NodeID, ActivationID), the WaitFor activation that caused it and
+// that activation's status (failed or cancelled).
+type JoinCancelledPayload struct {
+	RunID                   string           `json:"run_id"`
+	NodeID                  string           `json:"node_id"`
+	ActivationID            string           `json:"activation_id"`
+	PredecessorNodeID       string           `json:"predecessor_node_id"`
+	PredecessorActivationID string           `json:"predecessor_activation_id"`
+	PredecessorStatus       ActivationStatus `json:"predecessor_status"`
+}
+
+// EventType returns EventJoinCancelled.
+func (JoinCancelledPayload) EventType() EventType { return EventJoinCancelled }
 
 // ActivationWaitingPayload is the payload of EventActivationWaiting.
 type ActivationWaitingPayload struct {

@@ -115,6 +115,16 @@ type Activation struct {
 	// HasSuccessors: some activation of the run names this one as a
 	// predecessor.
 	HasSuccessors bool
+	// WaitFor: the activations this join waits for (NewActivation.WaitFor),
+	// sorted; nil when it is not a join.
+	WaitFor []NodeRef
+	// OpenWaits counts the WaitFor activations not yet completed: a
+	// waiting join becomes pending when it reaches 0.
+	OpenWaits int64
+	// Joins names the joins of the run that wait for this activation, in
+	// the order they were added; such an activation cannot be retried by
+	// RetryFailedNode.
+	Joins []NodeRef
 }
 
 // Attempt is one prepared attempt of an activation.

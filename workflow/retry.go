@@ -458,6 +458,10 @@ func (s *Engine) ConsumeNextDueRetry(ctx context.Context, runID string, now time
 				skipped++
 			case scheduleStale:
 				discardSchedule(w, &run, sched, reason, at)
+				if act.Status == backend.ActivationFailed && len(act.Joins) > 0 {
+					// Failed with no retry left: the joins waiting for it settle.
+					w.waits = append(w.waits, waitSettled{pred: act.Key, at: at})
+				}
 				if err := retryDiscarded(ctx, tx, w, &run, act, at); err != nil {
 					return err
 				}
@@ -525,7 +529,8 @@ func (s *Engine) ConsumeDueRetry(ctx context.Context, key ActivationKey, now tim
 // refused (ErrIneligible) when the run is neither failed nor running (a
 // sibling's retry may have requeued it already) or has cancellation
 // requested, when attempt failedAttempt+1 would exceed RetryCap+1, and when
-// any activation already names this one as predecessor.
+// any activation already names this one as predecessor or a join waits for
+// it (NewActivation.WaitFor: its failure cancelled the join).
 func (s *Store) RetryFailedNode(ctx context.Context, key ActivationKey, failedAttempt uint32, now time.Time) (RetryRequeue, error) {
 	k := key
 	if err := validateActivationKey(k); err != nil {
@@ -586,6 +591,11 @@ func retryFailedNode(ctx context.Context, t txn, k backend.ActivationKey, failed
 	}
 	if act.HasSuccessors {
 		return RetryRequeue{}, stateErr(ErrIneligible, "workflow retry is unsafe after downstream activation")
+	}
+	if sched == nil && len(act.Joins) > 0 {
+		// A join waiting for it was cancelled by this failure (or, with a
+		// retry pending, only an automatic retry may requeue it).
+		return RetryRequeue{}, stateErr(ErrIneligible, "workflow retry is unsafe after downstream activation: joins wait for it")
 	}
 	if sched != nil && (sched.FailedAttempt != failed || sched.NextAttempt != next) {
 		return RetryRequeue{}, stateErr(ErrConflict, "automatic retry schedule next attempt became stale")

@@ -104,6 +104,9 @@ func settleFanIn(w *batch, run *backend.Run, ctl *backend.Activation, g *backend
 	if !g.FanIn || ctl.Status != backend.ActivationWaiting || ctl.Group != nil || !activationSettled(as) {
 		return stateErr(ErrConflict, "fan-in controller %v is %s: it cannot become %s", ctl.Key, ctl.Status, as)
 	}
+	if len(ctl.Joins) > 0 {
+		w.waitForSettled(*ctl, as == backend.ActivationCompleted, at)
+	}
 	ctl.Status = as
 	ctl.Admissible = false
 	ctl.UpdatedMS = at

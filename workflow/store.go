@@ -101,6 +101,9 @@ func (s *Store) update(ctx context.Context, fn func(tx backend.Tx, w *batch) err
 			if err := fn(tx, w); err != nil {
 				return err
 			}
+			if err := settleJoins(ctx, tx, w); err != nil {
+				return err
+			}
 			if err := completeSettledRuns(ctx, tx, w); err != nil {
 				return err
 			}

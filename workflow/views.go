@@ -49,6 +49,7 @@ func toActivation(a backend.Activation) Activation {
 		LastAttempt: a.LastAttempt, CreatedAt: fromMS(a.CreatedMS), UpdatedAt: fromMS(a.UpdatedMS),
 		AttemptTimeout: msToDuration(a.AttemptTimeoutMS),
 		Admissible:     a.Admissible, HasSuccessors: a.HasSuccessors,
+		WaitFor: slices.Clone(a.WaitFor), OpenWaits: a.OpenWaits, Joins: slices.Clone(a.Joins),
 	}
 	if a.Group != nil {
 		out.FanOut = &FanOutMember{Controller: a.Group.Controller, Index: a.Group.Index}

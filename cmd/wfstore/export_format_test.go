@@ -122,3 +122,42 @@ func dropField(t *testing.T, line, name string) string {
 	t.Fatalf("line has no zero %s: %s", name, line)
 	return ""
 }
+
+// An export line carries a join's wait_for, open_waits and joins and a
+// group's fan_in, reads back as the same record, and a line written before
+// those fields existed reads as no join, awaited by none, and owner
+// settlement.
+func TestExportLinesCarryTheJoinFieldsAndFanIn(t *testing.T) {
+	t.Parallel()
+	k := backend.ActivationKey{RunID: "r", NodeID: "join", ActivationID: "1"}
+	act := backend.Activation{Key: k, Status: backend.ActivationWaiting, Input: []byte(`{}`), Effect: backend.ReadOnly,
+		Reconciliation: backend.RepairRequired, CreatedMS: 1_700_000_000_001,
+		WaitFor:   []backend.NodeRef{{NodeID: "a", ActivationID: "1"}, {NodeID: "b", ActivationID: "1"}},
+		OpenWaits: 1, Joins: []backend.NodeRef{{NodeID: "next", ActivationID: "1"}}}
+	grp := backend.FanOutGroup{Controller: k, Size: 2, MaxConcurrency: 2, CreatedMS: 1_700_000_000_002, FanIn: true}
+	for _, tc := range []struct {
+		rec    record
+		fields []string
+		old    record
+	}{
+		{act, []string{`"wait_for":[{"activation_id":"1","node_id":"a"},{"activation_id":"1","node_id":"b"}]`, `"open_waits":1`, `"joins":[{"activation_id":"1","node_id":"next"}]`},
+			backend.Activation{Key: k, Status: backend.ActivationWaiting, Input: []byte(`{}`), Effect: backend.ReadOnly,
+				Reconciliation: backend.RepairRequired, CreatedMS: 1_700_000_000_001}},
+		{grp, []string{`"fan_in":true`}, backend.FanOutGroup{Controller: k, Size: 2, MaxConcurrency: 2, CreatedMS: 1_700_000_000_002}},
+	} {
+		line, err := encodeLine(tc.rec)
+		require.NoError(t, err)
+		oldLine := string(line)
+		for _, f := range tc.fields {
+			require.Contains(t, string(line), f)
+			oldLine = strings.Replace(oldLine, ","+f, "", 1)
+		}
+		got, err := decodeLine(exportVersion, line)
+		require.NoError(t, err)
+		require.Equal(t, tc.rec, got)
+		require.NotEqual(t, string(line), oldLine)
+		got, err = decodeLine(exportVersion, []byte(oldLine))
+		require.NoError(t, err, oldLine)
+		require.Equal(t, tc.old, got)
+	}
+}

@@ -34,7 +34,10 @@ import (
 // Version 2 is the same stream with the fields under their Go names
 // ("CreatedMS" for "created_ms"). Version 1, written before the header
 // existed, is version 2's record lines with every byte field base64, and
-// no header or trailer. Import reads all three.
+// no header or trailer. Import reads all three. A field added to a record
+// after its version was first written (an activation's attempt timeout and
+// join fields, an attempt's handoff token, a group's fan_in) reads as its
+// zero value from a line that lacks it.
 const (
 	exportFormatName = "wfstore-export"
 	exportVersion    = 3

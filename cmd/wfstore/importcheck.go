@@ -186,6 +186,18 @@ func checkRecord(rec record) error {
 			c.id(fmt.Sprintf("Predecessors[%d].NodeID", i), p.NodeID)
 			c.id(fmt.Sprintf("Predecessors[%d].ActivationID", i), p.ActivationID)
 		}
+		for i, p := range r.WaitFor {
+			c.id(fmt.Sprintf("WaitFor[%d].NodeID", i), p.NodeID)
+			c.id(fmt.Sprintf("WaitFor[%d].ActivationID", i), p.ActivationID)
+		}
+		c.count("OpenWaits", r.OpenWaits)
+		if r.OpenWaits > int64(len(r.WaitFor)) {
+			c.failf("OpenWaits %d exceeds the %d activations WaitFor names", r.OpenWaits, len(r.WaitFor))
+		}
+		for i, p := range r.Joins {
+			c.id(fmt.Sprintf("Joins[%d].NodeID", i), p.NodeID)
+			c.id(fmt.Sprintf("Joins[%d].ActivationID", i), p.ActivationID)
+		}
 		if g := r.Group; g != nil {
 			c.activationKey("Group.Controller", g.Controller)
 			if g.Controller.RunID != r.Key.RunID {

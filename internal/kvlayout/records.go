@@ -186,7 +186,30 @@ func encodeActivation(v backend.Activation) []byte {
 	w.varint(v.CreatedMS)
 	w.varint(v.UpdatedMS)
 	w.varint(v.AttemptTimeoutMS)
+	w.nodeRefs(v.WaitFor)
+	w.varint(v.OpenWaits)
+	w.nodeRefs(v.Joins)
 	return w.b
+}
+
+func (w *valueWriter) nodeRefs(refs []backend.NodeRef) {
+	w.count(len(refs), refs == nil)
+	for _, p := range refs {
+		w.str(p.NodeID)
+		w.str(p.ActivationID)
+	}
+}
+
+func (r *valueReader) nodeRefs() []backend.NodeRef {
+	n, isNil := r.count()
+	if isNil {
+		return nil
+	}
+	refs := make([]backend.NodeRef, n)
+	for i := range refs {
+		refs[i] = backend.NodeRef{NodeID: r.str(), ActivationID: r.str()}
+	}
+	return refs
 }
 
 func decodeActivation(b []byte) (backend.Activation, error) {
@@ -226,6 +249,13 @@ func decodeActivation(b []byte) (backend.Activation, error) {
 		// here and read as having none set.
 		v.AttemptTimeoutMS = r.varint()
 	}
+	if len(r.b) > 0 {
+		// Activations written before joins existed end here and read as
+		// no join, awaited by none.
+		v.WaitFor = r.nodeRefs()
+		v.OpenWaits = r.varint()
+		v.Joins = r.nodeRefs()
+	}
 	return v, r.end()
 }
 
@@ -242,6 +272,7 @@ func encodeGroup(v backend.FanOutGroup) []byte {
 	w.varint(v.RetiredMS)
 	w.varint(v.CreatedMS)
 	w.bool(v.FailFast)
+	w.bool(v.FanIn)
 	return w.b
 }
 
@@ -262,6 +293,11 @@ func decodeGroup(b []byte) (backend.FanOutGroup, error) {
 		// Groups written before the settlement policy existed end here
 		// and read as wait-all.
 		v.FailFast = r.bool()
+	}
+	if len(r.b) > 0 {
+		// Groups written before store-driven fan-in existed end here and
+		// read as owner settlement.
+		v.FanIn = r.bool()
 	}
 	return v, r.end()
 }

@@ -70,7 +70,7 @@ func TestGroupWrittenBeforeTheFanOutPolicyDecodesAsWaitAll(t *testing.T) {
 		Size:       3, MaxConcurrency: 2, Promoted: 2, Settled: 1, RetiredMS: 5, CreatedMS: 4,
 	}
 	old := encodeGroup(g)
-	old = old[:len(old)-1] // the earlier layout ended at CreatedMS
+	old = old[:len(old)-2] // the earlier layout ended at CreatedMS (FailFast and FanIn are a byte each)
 	got, err := decodeGroup(old)
 	require.NoError(t, err)
 	require.Equal(t, g, got)
@@ -90,7 +90,7 @@ func TestRecordsWrittenBeforeTheTimeoutAndTokenDecodeAsZero(t *testing.T) {
 	act := backend.Activation{Key: key, Generation: 2, Status: backend.ActivationRunning, Input: []byte(`{}`),
 		Effect: backend.Mutating, Reconciliation: backend.ReceiptStatus, LastAttempt: 1, CreatedMS: 5, UpdatedMS: 6}
 	old := encodeActivation(act)
-	old = old[:len(old)-1] // the earlier layout ended at UpdatedMS; 0 is one varint byte
+	old = old[:len(old)-4] // the earlier layout ended at UpdatedMS; 0 and each nil or 0 join field are one byte
 	got, err := decodeActivation(old)
 	require.NoError(t, err)
 	require.Equal(t, act, got)
@@ -111,4 +111,35 @@ func TestRecordsWrittenBeforeTheTimeoutAndTokenDecodeAsZero(t *testing.T) {
 	gotAtt, err = decodeAttempt(encodeAttempt(att))
 	require.NoError(t, err)
 	require.Equal(t, att, gotAtt)
+}
+
+// Values written before joins and store-driven fan-in end after the
+// activation's attempt timeout and the group's policy: they read back as
+// no join, awaited by none, and owner settlement; the current encoding of
+// the same records with those fields set reads back exactly.
+func TestRecordsWrittenBeforeJoinsAndFanInDecodeAsZero(t *testing.T) {
+	t.Parallel()
+	key := backend.ActivationKey{RunID: "r", NodeID: "n", ActivationID: "a"}
+	act := backend.Activation{Key: key, Status: backend.ActivationWaiting, Input: []byte(`{}`),
+		Effect: backend.ReadOnly, Reconciliation: backend.RepairRequired, CreatedMS: 5, UpdatedMS: 6, AttemptTimeoutMS: 7}
+	old := encodeActivation(act)
+	old = old[:len(old)-3] // nil WaitFor, 0 OpenWaits, nil Joins: one byte each
+	got, err := decodeActivation(old)
+	require.NoError(t, err)
+	require.Equal(t, act, got)
+	act.WaitFor = []backend.NodeRef{{NodeID: "p", ActivationID: "1"}, {NodeID: "q", ActivationID: "2"}}
+	act.OpenWaits, act.Joins = 2, []backend.NodeRef{{NodeID: "j", ActivationID: "3"}}
+	got, err = decodeActivation(encodeActivation(act))
+	require.NoError(t, err)
+	require.Equal(t, act, got)
+
+	g := backend.FanOutGroup{Controller: key, Size: 2, MaxConcurrency: 1, CreatedMS: 4, FailFast: true}
+	oldG := encodeGroup(g)
+	gotG, err := decodeGroup(oldG[:len(oldG)-1])
+	require.NoError(t, err)
+	require.Equal(t, g, gotG)
+	g.FanIn = true
+	gotG, err = decodeGroup(encodeGroup(g))
+	require.NoError(t, err)
+	require.Equal(t, g, gotG)
 }

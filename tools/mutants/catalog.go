@@ -196,6 +196,102 @@ var Catalog = []Mutant{
 		},
 	},
 	{
+		Name: "join-release-on-first",
+		Bug:  "a join is released by the first of its predecessors to complete, not the last",
+		Edits: []Edit{
+			{
+				File:    "workflow/state_activations.go",
+				Find:    "\tjoin.OpenWaits--\n",
+				Replace: "\tjoin.OpenWaits = 0\n",
+			},
+		},
+	},
+	{
+		Name: "join-open-counts-completed",
+		Bug:  "a join added counts its completed predecessors as open, so it waits for completions that already happened",
+		Edits: []Edit{
+			{
+				File: "workflow/joins.go",
+				Find: `		if p.Status == backend.ActivationCompleted {
+			continue
+		}
+`,
+				Replace: "",
+			},
+		},
+	},
+	{
+		Name: "join-ignores-failed-predecessor",
+		Bug:  "a predecessor failing with no retry pending leaves its join waiting forever",
+		Edits: []Edit{
+			{
+				File:    "workflow/joins.go",
+				Find:    `if pred.Status != backend.ActivationCancelled && (pred.Status != backend.ActivationFailed || scheduled) {`,
+				Replace: `if _ = scheduled; pred.Status != backend.ActivationCancelled {`,
+			},
+		},
+	},
+	{
+		Name: "join-cancelled-despite-pending-retry",
+		Bug:  "a predecessor failing with an automatic retry pending cancels its join",
+		Edits: []Edit{
+			{
+				File:    "workflow/joins.go",
+				Find:    `if pred.Status != backend.ActivationCancelled && (pred.Status != backend.ActivationFailed || scheduled) {`,
+				Replace: `if pred.Status != backend.ActivationCancelled && pred.Status != backend.ActivationFailed && scheduled {`,
+			},
+		},
+	},
+	{
+		Name: "join-ignores-cancelled-predecessor",
+		Bug:  "a cancelled predecessor leaves its join waiting",
+		Edits: []Edit{
+			{
+				File:    "workflow/joins.go",
+				Find:    `if pred.Status != backend.ActivationCancelled && (pred.Status != backend.ActivationFailed || scheduled) {`,
+				Replace: `if pred.Status != backend.ActivationFailed || scheduled {`,
+			},
+		},
+	},
+	{
+		Name: "join-retry-downstream",
+		Bug:  "an explicit retry of a predecessor whose join was cancelled is allowed",
+		Edits: []Edit{
+			{
+				File:    "workflow/retry.go",
+				Find:    `if sched == nil && len(act.Joins) > 0 {`,
+				Replace: `if false && sched == nil && len(act.Joins) > 0 {`,
+			},
+		},
+	},
+	{
+		Name: "join-wait-for-unchecked",
+		Bug:  "a join may wait for itself or name an activation twice",
+		Edits: []Edit{
+			{
+				File:    "workflow/joins.go",
+				Find:    `		if p.NodeID == self.NodeID && p.ActivationID == self.ActivationID {`,
+				Replace: `		if false {`,
+			},
+			{
+				File:    "workflow/joins.go",
+				Find:    `		if refs[i] == refs[i-1] {`,
+				Replace: `		if false {`,
+			},
+		},
+	},
+	{
+		Name: "join-not-released-on-completion",
+		Bug:  "a completion does not note the joins waiting for it",
+		Edits: []Edit{
+			{
+				File:    "workflow/state_activations.go",
+				Find:    `		w.waitForSettled(*act, as == backend.ActivationCompleted, at)`,
+				Replace: `		w.waitForSettled(*act, as == backend.ActivationCompleted && false, at)`,
+			},
+		},
+	},
+	{
 		Name: "receipt-conflict",
 		Bug:  "a conflicting receipt overwrites the stored one",
 		Edits: []Edit{
@@ -1591,6 +1687,20 @@ var Catalog = []Mutant{
 `,
 				Replace: `		w.emit(&run, FanOutRetiredPayload{ControllerActivationID: controller.ActivationID}, at)
 `,
+			},
+		},
+	},
+	{
+		Name: "fanin-controller-releases-no-join",
+		Bug:  "a fan-in controller settled by the store neither releases nor cancels the joins waiting for it",
+		Edits: []Edit{
+			{
+				File: "workflow/state_fanout.go",
+				Find: `	if len(ctl.Joins) > 0 {
+		w.waitForSettled(*ctl, as == backend.ActivationCompleted, at)
+	}
+`,
+				Replace: "",
 			},
 		},
 	},

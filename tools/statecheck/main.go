@@ -44,7 +44,7 @@ const backendPath = "github.com/wfstore/wfstore/backend"
 // guarded are the fields of backend records only the core assigns.
 var guarded = map[string]map[string]bool{
 	"Run":         set("Status", "AttemptCount", "ActiveCount", "TreeAttemptCount", "DescendantCount", "LastEventSeq"),
-	"Activation":  set("Status", "Admissible", "LastAttempt"),
+	"Activation":  set("Status", "Admissible", "LastAttempt", "OpenWaits"),
 	"Attempt":     set("Status"),
 	"FanOutGroup": set("Promoted", "Settled"),
 }

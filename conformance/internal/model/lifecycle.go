@@ -67,7 +67,7 @@ func (m *Model) complete(run *Run) {
 	}
 	failed := false
 	for _, a := range m.actsOf(run.ID) {
-		if a.Status == ActivationPending || a.Status == ActivationRunning {
+		if a.Status == ActivationPending || a.Status == ActivationRunning || a.Status == ActivationWaiting {
 			return
 		}
 		failed = failed || a.Status == ActivationFailed

@@ -76,6 +76,7 @@ func (m *Model) clone() *Model {
 	for k, v := range m.Activations {
 		a := *v
 		a.Def.Predecessors = slices.Clone(v.Def.Predecessors)
+		a.Def.WaitFor = slices.Clone(v.Def.WaitFor)
 		c.Activations[k] = &a
 	}
 	for k, v := range m.Attempts {

@@ -24,7 +24,7 @@ const (
 	ActivationCompleted = "completed"
 	ActivationFailed    = "failed"
 	ActivationCancelled = "cancelled"
-	ActivationWaiting   = "waiting" // a fan-out member held back by its group's concurrency
+	ActivationWaiting   = "waiting" // a fan-out member held back by its group's concurrency, or a join
 )
 
 // Attempt statuses.
@@ -104,11 +104,12 @@ type NewActivation struct {
 	Policy         *Policy
 	Claim          bool            // a write claim on the run's resource "res"
 	Predecessors   []ActivationKey // predecessors (same run)
+	WaitFor        []ActivationKey // a join's activations, sorted (same run)
 }
 
 func (a NewActivation) same(b NewActivation) bool {
 	pe := (a.Policy == nil) == (b.Policy == nil) && (a.Policy == nil || *a.Policy == *b.Policy)
-	return a.Effect == b.Effect && a.Reconciliation == b.Reconciliation && a.Claim == b.Claim && pe && slices.Equal(a.Predecessors, b.Predecessors)
+	return a.Effect == b.Effect && a.Reconciliation == b.Reconciliation && a.Claim == b.Claim && pe && slices.Equal(a.Predecessors, b.Predecessors) && slices.Equal(a.WaitFor, b.WaitFor)
 }
 
 // Run is a run's durable state.

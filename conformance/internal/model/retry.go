@@ -105,7 +105,7 @@ func (m *Model) retry(k ActivationKey, failed uint32, sched *Schedule) (Requeue,
 		return Requeue{}, Ineligible
 	}
 	next := failed + 1
-	if int64(next) > run.Limits.RetryCap+1 || act.HasSuccessors {
+	if int64(next) > run.Limits.RetryCap+1 || act.HasSuccessors || (sched == nil && m.awaited(k)) {
 		return Requeue{}, Ineligible
 	}
 	if sched != nil && (sched.FailedAttempt != failed || sched.NextAttempt != next) {

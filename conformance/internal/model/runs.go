@@ -35,12 +35,23 @@ func (m *Model) AddActivation(na NewActivation) (bool, Err) {
 			return false, NotFound
 		}
 	}
+	for _, p := range na.WaitFor {
+		if _, ok := m.Activations[p]; !ok {
+			return false, NotFound
+		}
+	}
 	for _, p := range na.Predecessors {
 		m.Activations[p].HasSuccessors = true
 	}
 	a := &Activation{Def: na, Status: ActivationPending}
+	for _, p := range na.WaitFor {
+		if m.Activations[p].Status != ActivationCompleted {
+			a.Status = ActivationWaiting
+		}
+	}
 	a.Admissible = m.arrives(run, a)
 	m.Activations[na.Key] = a
+	m.SettleJoins()
 	return true, OK
 }
 
