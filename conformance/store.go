@@ -43,6 +43,7 @@ func storeTier(batch bool) []testCase {
 		seedDepartureCases(),
 		orphanCases(),
 		siblingCases(),
+		claimStoreCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -3,7 +3,7 @@ package postgres
 import "strings"
 
 // SchemaVersion is the schema version this build creates and accepts.
-const SchemaVersion = 4
+const SchemaVersion = 5
 
 // storeMark is written to the version row; a meta table holding anything
 // else marks a foreign store.
@@ -199,12 +199,23 @@ CREATE INDEX runs_by_status ON {{s}}.runs (status, id);
 ALTER TABLE {{s}}.attempts ADD COLUMN handoff_token text COLLATE "C" NOT NULL DEFAULT '';
 ALTER TABLE {{s}}.activations ADD COLUMN attempt_timeout_ms bigint NOT NULL DEFAULT 0;
 `,
+	claimsMigration,
 }
 
-// ourTables lists every table version 1 creates, for tests and checks.
+// claimsMigration adds the advisory claims table (claims.go). It is
+// UNLOGGED: no transaction reads it, and a crash may empty it.
+const claimsMigration = `
+CREATE UNLOGGED TABLE {{s}}.claims (
+	key        text COLLATE "C" PRIMARY KEY,
+	holder     text COLLATE "C" NOT NULL,
+	expires_at timestamptz NOT NULL
+);
+`
+
+// ourTables lists every table of the current schema, for tests and checks.
 var ourTables = []string{
 	metaTable, tRuns.name, tLinks.name, tActivations.name, tGroups.name,
-	tAttempts.name, tLeases.name, tSchedules.name, tEvents.name,
+	tAttempts.name, tLeases.name, tSchedules.name, tEvents.name, claimsTable,
 }
 
 func migrationSQL(i int, quotedSchema string) string {

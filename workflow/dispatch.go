@@ -132,9 +132,14 @@ type OwnerFailure struct {
 // every pass restricted to one run, starts at the beginning. Concurrent
 // passes of one Store claim what they discover and pass over what another
 // pass of the same Store holds, so they spread over different work
-// instead of racing for the same activations; Stores in other processes
-// are not told of these claims, and the prepare transaction alone decides
-// between them.
+// instead of racing for the same activations. On a backend that shares
+// claims across processes (backend.Claimer), passes of different Stores
+// do the same through the backend: a pass claims the attempts it is about
+// to prepare, reports one another Store claimed as raced, looks past what
+// other Stores hold, and gives its claims back when it returns (see
+// WithClaimLease). Claims only spread work: the prepare transaction alone
+// decides which pass admits an activation, so a lost or expired claim
+// costs a wasted plan, never a second admission.
 //
 // # Batch mode
 //
@@ -241,11 +246,10 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 		}
 	}
 	at, _ := toMS("now", now)
-	cands, err := s.discover(ctx, opts.RunID, opts.Limit, at)
+	cands, release, err := s.discoverClaimed(ctx, opts.RunID, opts.Limit, at)
 	if err != nil {
 		return sum, err
 	}
-	cands, release := s.claims.claim(cands)
 	defer release()
 	if opts.BatchSize > 1 {
 		return s.dispatchBatches(ctx, owner, cands, opts, now)
@@ -542,9 +546,9 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 				}
 				pos = pendingPos{after: act.Key}
 				switch {
-				case s.claims.has(act.Key):
-					continue // another pass of this Store is admitting it
-				case s.claims.runHeld(act.Key.RunID):
+				case s.claims.has(act.Key), s.foreign.hasAct(act.Key):
+					continue // another pass (or Store) is admitting it
+				case s.claims.runHeld(act.Key.RunID), s.foreign.runHeld(act.Key.RunID):
 					// Another pass of this Store is admitting this run:
 					// prefer other runs, so that concurrent passes do
 					// not contend for one run's records.
