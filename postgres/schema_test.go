@@ -286,9 +286,9 @@ func makeVersion(t *testing.T, schema string, v int) {
 		// The claims table's migration is the last one (renumbered when
 		// another lands before it).
 		postgres.SchemaVersion: {"DROP TABLE " + s + ".claims"},
-		4: {"ALTER TABLE " + s + ".attempts DROP COLUMN handoff_token", "ALTER TABLE " + s + ".activations DROP COLUMN attempt_timeout_ms"},
-		3: {"DROP INDEX " + s + ".runs_by_status"},
-		2: {"ALTER TABLE " + s + ".fan_out_groups DROP COLUMN fail_fast"},
+		4:                      {"ALTER TABLE " + s + ".attempts DROP COLUMN handoff_token", "ALTER TABLE " + s + ".activations DROP COLUMN attempt_timeout_ms"},
+		3:                      {"DROP INDEX " + s + ".runs_by_status"},
+		2:                      {"ALTER TABLE " + s + ".fan_out_groups DROP COLUMN fail_fast"},
 	}
 	for from := postgres.SchemaVersion; from > v; from-- {
 		require.Contains(t, undo, from, "makeVersion knows no undo of migration %d", from)
