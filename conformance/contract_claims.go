@@ -29,6 +29,7 @@ func claimCases() []testCase {
 func claimStoreCases() []testCase {
 	return []testCase{
 		{Name: "claims_a_claim_that_expires_mid_prepare_costs_a_rerun_never_a_second_admission", Run: caseClaimExpiresMidPrepare},
+		{Name: "claims_receipt_passes_of_two_stores_ask_about_each_attempt_once", Run: caseClaimReceiptPassesOfTwoStores},
 	}
 }
 
@@ -189,4 +190,35 @@ func caseClaimExpiresMidPrepare(e *env) {
 		return err
 	})
 	require.Equal(e.T, 1, n, "attempts of the activation")
+}
+
+// caseClaimReceiptPassesOfTwoStores: while a receipt-backed pass of one
+// Store asks its owner about two attempts, a pass of another Store (on
+// another instance, as another process would) asks about none of them;
+// its next pass looks past them and takes the third.
+func caseClaimReceiptPassesOfTwoStores(e *env) {
+	claimers(e)
+	other := e.B
+	if e.Caps.MultiInstance {
+		other = e.Open()
+	}
+	s := store(e)
+	sb := e.newStore(other)
+	ids := admittedIn(e, s, "r", workflow.Mutating, nil, "a", "b", "c")
+	first, second := newObserver(), newObserver()
+	var inner, again workflow.ReceiptPassSummary
+	first.hook = func(ctx context.Context, _ workflow.Attempt) {
+		first.hook = nil
+		var err error
+		inner, err = sb.Engine().ReconcileReceiptBacked(ctx, second, workflow.ReceiptPassOptions{Limit: 2}, ms(21))
+		require.NoError(e.T, err)
+		again, err = sb.Engine().ReconcileReceiptBacked(ctx, second, workflow.ReceiptPassOptions{Limit: 2}, ms(21))
+		require.NoError(e.T, err)
+	}
+	sum := receiptPass(e, s, first, workflow.ReceiptPassOptions{Limit: 2}, 20)
+	require.Len(e.T, first.askedAbout(), 2)
+	require.Len(e.T, sum.Attempts, 2)
+	require.Empty(e.T, inner.Attempts, "the other Store's first pass found both attempts it selected claimed")
+	require.Len(e.T, again.Attempts, 1, "its next pass looks past them")
+	require.ElementsMatch(e.T, ids, append(first.askedAbout(), second.askedAbout()...), "each attempt is asked about once")
 }

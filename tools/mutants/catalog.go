@@ -987,8 +987,8 @@ var Catalog = []Mutant{
 			},
 			{
 				File:    "workflow/receiptpass.go",
-				Find:    ` && !s.observing.has(a.Identity) {`,
-				Replace: ` {`,
+				Find:    ` && !s.observing.has(a.Identity) && !s.foreign.hasObserving(a.Identity) {`,
+				Replace: ` && !s.foreign.hasObserving(a.Identity) {`,
 			},
 		},
 	},
@@ -1446,6 +1446,47 @@ var Catalog = []Mutant{
 				File:    "workflow/state_attempts.go",
 				Find:    `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
 				Replace: `if act.Status != backend.ActivationPending || run.Status == backend.RunCompleted || run.CancelRequestedMS != 0 {`,
+			},
+		},
+	},
+	{
+		Name: "claims-ignored",
+		Bug:  "a dispatch pass plans and prepares candidates another Store holds the claim of",
+		Edits: []Edit{
+			{
+				File: "workflow/sharedclaims.go",
+				Find: `		if got[j] {
+			won++
+`,
+				Replace: `		if true || got[j] {
+			won++
+`,
+			},
+		},
+	},
+	{
+		Name:  "postgres-claim-steals",
+		Bug:   "the PostgreSQL adapter's Claim takes a key another holder holds unexpired",
+		Suite: "./postgres/",
+		Tests: "TestConformance/contract/claims_",
+		Edits: []Edit{
+			{
+				File:    "postgres/claims.go",
+				Find:    "WHERE c.holder = excluded.holder OR c.expires_at <= clock_timestamp()\n",
+				Replace: "WHERE true\n",
+			},
+		},
+	},
+	{
+		Name: "receipt-claims-ignored",
+		Bug:  "a receipt-backed pass asks the owner about attempts another Store holds the claim of",
+		Edits: []Edit{
+			{
+				File: "workflow/sharedclaims.go",
+				Find: `		if !got[j] {
+			mine[i] = false`,
+				Replace: `		if false && !got[j] {
+			mine[i] = false`,
 			},
 		},
 	},
