@@ -130,12 +130,14 @@ func testClaimLifecycle(e *env) {
 	require.NoError(e.T, b.Release(e.Ctx, "B", nil), "releasing nothing")
 }
 
-// caseClaimExpiresMidPrepare: Store A's pass claims an activation and
-// plans it; while it plans, its claim expires (A's claim lease is short)
-// and Store C, on another instance, admits the activation. A's prepare
-// then loses at the single-winner gate: A reports the activation raced,
-// the owner was called once, and one attempt exists. While A's claim was
-// still in force, Store B's pass did not even plan the activation.
+// caseClaimExpiresMidPrepare: Store A's pass claims activation a1 and
+// plans it. While A plans, a pass of Store B (another instance, as
+// another process would be) takes a2, which nobody claimed, rather than
+// a1, which A holds. Then A's claim expires (A's claim lease is short)
+// and a pass of Store C admits a1. A's prepare loses at the single-winner
+// gate: A reports a1 raced, and each activation has one attempt and one
+// owner call. Without claims (the fallback), B takes a1 first and A loses
+// to B instead: still one admission each.
 func caseClaimExpiresMidPrepare(e *env) {
 	_, claims := e.B.(backend.Claimer)
 	other := e.B
@@ -146,50 +148,50 @@ func caseClaimExpiresMidPrepare(e *env) {
 	sa := workflow.New(e.B, workflow.WithBatchSize(e.batch), workflow.WithClaimLease(lease))
 	sb := workflow.New(other, workflow.WithBatchSize(e.batch))
 	// A Store that has not met A's claim yet (a Store remembers, for a
-	// while, the work it found claimed, and passes over it).
+	// while, the work it found claimed, and takes it last).
 	sc := workflow.New(other, workflow.WithBatchSize(e.batch))
 	mkRun(e, sa, "claimed", workflow.Limits{ConcurrencyCap: 10}, nil)
-	k := key("claimed", "n", "a")
-	mkAct(e, sa, k)
+	a1, a2 := key("claimed", "n", "a1"), key("claimed", "n", "a2")
+	mkAct(e, sa, a1)
+	mkAct(e, sa, a2)
 
-	ob := newOwner()
-	bPlans := 0
-	ob.onPlan = func(context.Context, workflow.Activation) error { bPlans++; return nil }
-	oa := newOwner()
-	var bHeld, bExpired workflow.DispatchSummary
+	oa, ob := newOwner(), newOwner()
+	var bHeld, cExpired workflow.DispatchSummary
 	var bErr error
+	one := workflow.DispatchOptions{RunID: "claimed", Limit: 1}
 	oa.onPlan = func(ctx context.Context, _ workflow.Activation) error {
-		// A holds the claim: B passes over the activation.
-		bHeld, bErr = sb.Dispatch(ctx, ob, workflow.DispatchOptions{RunID: "claimed"}, ms(10))
+		oa.onPlan = nil
+		bHeld, bErr = sb.Dispatch(ctx, ob, one, ms(10))
 		if bErr != nil {
 			return bErr
 		}
 		time.Sleep(lease + 100*time.Millisecond)
-		// A's claim expired mid-prepare: B takes the activation.
-		bExpired, bErr = sc.Dispatch(ctx, ob, workflow.DispatchOptions{RunID: "claimed"}, ms(10))
+		// A's claim expired mid-prepare.
+		cExpired, bErr = sc.Dispatch(ctx, ob, one, ms(10))
 		return bErr
 	}
-	sumA, err := sa.Dispatch(e.Ctx, oa, workflow.DispatchOptions{RunID: "claimed"}, ms(10))
+	sumA, err := sa.Dispatch(e.Ctx, oa, one, ms(10))
 	require.NoError(e.T, err)
 	require.NoError(e.T, bErr)
 
+	require.Len(e.T, bHeld.Admitted, 1, "B admits one activation: %+v", bHeld)
+	require.Len(e.T, cExpired.Admitted, 1, "C admits one activation: %+v", cExpired)
 	if claims {
-		require.Empty(e.T, bHeld.Admitted, "B admitted an activation A's claim held")
-		require.Equal(e.T, 1, bPlans, "the activation was planned on B's side only once A's claim expired")
+		require.Equal(e.T, a2, bHeld.Admitted[0].Key.ActivationKey, "B took the activation nobody claimed, not the one A's claim held")
+		require.Equal(e.T, a1, cExpired.Admitted[0].Key.ActivationKey, "C took a1 once A's claim expired")
 	}
-	admitted := len(bHeld.Admitted) + len(bExpired.Admitted)
-	require.Equal(e.T, 1, admitted, "B and C admit the activation once: held %+v, expired %+v", bHeld, bExpired)
-	require.Empty(e.T, sumA.Admitted, "A admitted an activation C admitted: a second admission")
-	require.Equal(e.T, []workflow.ActivationKey{k}, sumA.Raced, "A lost at the prepare transaction")
-	require.Equal(e.T, 1, oa.calls[identity(k, 1)]+ob.calls[identity(k, 1)], "owner calls")
-	require.Equal(e.T, 1, ob.calls[identity(k, 1)], "C's owner was called")
+	require.Empty(e.T, sumA.Admitted, "A admitted a1, which another Store admitted: a second admission")
+	require.Equal(e.T, []workflow.ActivationKey{a1}, sumA.Raced, "A lost at the prepare transaction")
+	for _, k := range []workflow.ActivationKey{a1, a2} {
+		require.Equal(e.T, 1, oa.calls[identity(k, 1)]+ob.calls[identity(k, 1)], "owner calls of %v", k)
+	}
 	n := 0
 	e.view(e.B, func(r backend.ReadTx) error {
 		c, err := r.CountAttempts(e.Ctx, backend.AttemptCountQuery{RunID: "claimed", Limit: 10})
 		n = c
 		return err
 	})
-	require.Equal(e.T, 1, n, "attempts of the activation")
+	require.Equal(e.T, 2, n, "one attempt per activation")
 }
 
 // caseClaimReceiptPassesOfTwoStores: while a receipt-backed pass of one

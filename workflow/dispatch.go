@@ -527,6 +527,7 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			return false
 		}
 		var deferred []backend.Activation // of runs another pass holds
+		var claimed []backend.Activation  // that another Store claimed
 	scan:
 		for planned < limit && rowsLeft > 0 {
 			q.Limit = min(limit-planned, rowsLeft)
@@ -546,8 +547,12 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 				}
 				pos = pendingPos{after: act.Key}
 				switch {
-				case s.claims.has(act.Key), s.foreign.hasAct(act.Key):
-					continue // another pass (or Store) is admitting it
+				case s.claims.has(act.Key):
+					continue // another pass of this Store is admitting it
+				case s.foreign.hasAct(act.Key):
+					// Another Store claimed it: last of all.
+					claimed = append(claimed, act)
+					continue
 				case s.claims.runHeld(act.Key.RunID), s.foreign.runHeld(act.Key.RunID):
 					// Another pass of this Store is admitting this run:
 					// prefer other runs, so that concurrent passes do
@@ -572,10 +577,10 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			}
 			q.After, q.AfterRun = pos.after, pos.afterRun
 		}
-		// What this pass read of runs other passes hold, when it found
-		// too little elsewhere: taking it spreads nothing, but leaves no
-		// work idle.
-		for _, act := range deferred {
+		// What this pass read of runs other passes hold, then what other
+		// Stores claimed, when it found too little elsewhere: taking it
+		// spreads nothing, but leaves no work idle.
+		for _, act := range append(deferred, claimed...) {
 			if planned >= limit {
 				break
 			}

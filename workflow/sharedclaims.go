@@ -150,11 +150,10 @@ func (s *Store) claimShared(ctx context.Context, keys []string) (won []bool, rel
 }
 
 // claimCandidates claims, across Stores, the candidates a pass is about
-// to plan. One another holder claimed is turned into a full one (reported
-// raced, not admitted) and remembered, so that this Store's next
-// discoveries pass over it. It returns how many candidates the pass won
-// and lost.
-func (s *Store) claimCandidates(ctx context.Context, cands []candidate) (out []candidate, won, lost int, release func()) {
+// to plan. It returns the full candidates and those it holds, and apart
+// the ones another holder claimed (remembered, so that this Store's next
+// discoveries take them last).
+func (s *Store) claimCandidates(ctx context.Context, cands []candidate) (mine, contested []candidate, release func()) {
 	var keys []string
 	var idx []int
 	for i, c := range cands {
@@ -164,62 +163,92 @@ func (s *Store) claimCandidates(ctx context.Context, cands []candidate) (out []c
 		}
 	}
 	got, release := s.claimShared(ctx, keys)
+	lost := map[int]bool{}
 	var foreign []backend.ActivationKey
 	for j, i := range idx {
-		if got[j] {
-			won++
-			continue
+		if !got[j] {
+			lost[i] = true
+			foreign = append(foreign, cands[i].act.Key)
 		}
-		cands[i].full = true
-		foreign = append(foreign, cands[i].act.Key)
 	}
-	if lost = len(foreign); lost > 0 {
+	if len(foreign) > 0 {
 		s.foreign.add(foreign, nil)
 	}
-	return cands, won, lost, release
+	for i, c := range cands {
+		if lost[i] {
+			contested = append(contested, c)
+		} else {
+			mine = append(mine, c)
+		}
+	}
+	return mine, contested, release
 }
 
-// claimRounds bounds the discoveries of one pass that found all it
-// discovered claimed by other Stores.
+// claimRounds bounds the discoveries of one pass.
 const claimRounds = 4
 
 // discoverClaimed discovers the candidates of one pass and claims them,
 // from other passes of this Store and, on a backend with shared claims,
-// from other Stores. When other Stores hold everything it found, it
-// looks again (up to claimRounds discoveries) past what they hold; the
-// candidates they hold are reported raced. release gives back every
-// claim the pass took.
+// from other Stores. Claims across Stores are a preference, not an
+// exclusion: when other Stores hold some of what it found, the pass looks
+// again (up to claimRounds discoveries, each past what it found before)
+// for work nobody holds, and only when that leaves it room does it take
+// the claimed candidates too, which then race at the prepare transaction
+// as they would without claims. So a pass never comes back empty while
+// work is pending. release gives back every claim the pass took.
 func (s *Store) discoverClaimed(ctx context.Context, runID string, limit int, at int64) ([]candidate, func(), error) {
 	var (
-		out      []candidate
-		releases []func()
-		seen     = map[backend.ActivationKey]bool{}
+		out, contested []candidate
+		releases       []func()
+		seen           = map[backend.ActivationKey]bool{}
+		planned        int
 	)
 	releaseAll := func() {
 		for _, r := range releases {
 			r()
 		}
 	}
-	for round := 1; ; round++ {
-		cands, err := s.discover(ctx, runID, limit, at)
+	for round := 1; planned < limit; round++ {
+		cands, err := s.discover(ctx, runID, limit-planned, at)
 		if err != nil {
 			releaseAll()
 			return nil, func() {}, err
 		}
 		cands, rel := s.claims.claim(cands)
 		releases = append(releases, rel)
-		cands, won, lost, rel := s.claimCandidates(ctx, cands)
-		releases = append(releases, rel)
+		found := 0
 		for _, c := range cands {
+			if !c.full && !seen[c.act.Key] {
+				found++
+			}
+		}
+		mine, lost, rel := s.claimCandidates(ctx, cands)
+		releases = append(releases, rel)
+		for _, c := range mine {
 			if !seen[c.act.Key] {
 				seen[c.act.Key] = true
 				out = append(out, c)
+				if !c.full {
+					planned++
+				}
 			}
 		}
-		if won > 0 || lost == 0 || round == claimRounds || ctx.Err() != nil {
-			return out, releaseAll, nil
+		contested = append(contested, lost...)
+		if len(lost) == 0 || found == 0 || round == claimRounds || ctx.Err() != nil {
+			break
 		}
 	}
+	for _, c := range contested {
+		if planned >= limit {
+			break
+		}
+		if !seen[c.act.Key] {
+			seen[c.act.Key] = true
+			out = append(out, c)
+			planned++
+		}
+	}
+	return out, releaseAll, nil
 }
 
 // claimObserving claims, across Stores, asking the owner about the
