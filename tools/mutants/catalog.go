@@ -1455,12 +1455,10 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/sharedclaims.go",
-				Find: `		if got[j] {
-			won++
-`,
-				Replace: `		if true || got[j] {
-			won++
-`,
+				Find: `		if !got[j] {
+			lost[i] = true`,
+				Replace: `		if false && !got[j] {
+			lost[i] = true`,
 			},
 		},
 	},
