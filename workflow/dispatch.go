@@ -134,12 +134,14 @@ type OwnerFailure struct {
 // pass of the same Store holds, so they spread over different work
 // instead of racing for the same activations. On a backend that shares
 // claims across processes (backend.Claimer), passes of different Stores
-// do the same through the backend: a pass claims the attempts it is about
-// to prepare, reports one another Store claimed as raced, looks past what
-// other Stores hold, and gives its claims back when it returns (see
-// WithClaimLease). Claims only spread work: the prepare transaction alone
-// decides which pass admits an activation, so a lost or expired claim
-// costs a wasted plan, never a second admission.
+// prefer disjoint work through the backend: a pass claims the attempts it
+// is about to prepare, looks past what other Stores claimed for work
+// nobody holds, takes claimed work only when that leaves it room (so a
+// pass never comes back empty while work is pending), and gives its
+// claims back when it returns (see WithClaimLease). Claims only spread
+// work: the prepare transaction alone decides which pass admits an
+// activation, so a lost or expired claim costs a wasted plan, never a
+// second admission.
 //
 // # Batch mode
 //
