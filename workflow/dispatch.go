@@ -252,9 +252,10 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 	if err != nil {
 		return sum, err
 	}
-	defer release()
+	defer func() { release(sum.Admitted) }()
 	if opts.BatchSize > 1 {
-		return s.dispatchBatches(ctx, owner, cands, opts, now)
+		sum, err = s.dispatchBatches(ctx, owner, cands, opts, now)
+		return sum, err
 	}
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {

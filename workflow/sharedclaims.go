@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -108,8 +109,10 @@ func (s *Store) lease() time.Duration {
 // dispatchClaimKey names, among shared claims, the attempt a dispatch
 // pass would prepare for act.
 func dispatchClaimKey(act backend.Activation) string {
-	return "dispatch:" + DispatchIdentity(act.Key.RunID, act.Key.NodeID, act.Key.ActivationID, act.LastAttempt+1)
+	return dispatchClaimPrefix + DispatchIdentity(act.Key.RunID, act.Key.NodeID, act.Key.ActivationID, act.LastAttempt+1)
 }
+
+const dispatchClaimPrefix = "dispatch:"
 
 // observeClaimKey names, among shared claims, asking the owner about the
 // attempt with this identity.
@@ -117,21 +120,22 @@ func observeClaimKey(identity string) string { return "observe:" + identity }
 
 // claimShared takes, on a backend with shared claims, the attempts keys
 // name, for one pass; it returns which it holds and the release to call
-// when the pass ends. Without shared claims, or when claiming fails (it
-// is only a hint), the pass holds everything.
-func (s *Store) claimShared(ctx context.Context, keys []string) (won []bool, release func()) {
+// when the pass ends, which gives back every claim whose key keep does not
+// hold (nil: all of them). Without shared claims, or when claiming fails
+// (it is only a hint), the pass holds everything.
+func (s *Store) claimShared(ctx context.Context, keys []string) (won []bool, release func(keep map[string]bool)) {
 	won = make([]bool, len(keys))
 	for i := range won {
 		won[i] = true
 	}
 	cl, ok := s.claimer()
 	if !ok || len(keys) == 0 {
-		return won, func() {}
+		return won, func(map[string]bool) {}
 	}
 	holder := newHandoffToken()
 	got, err := cl.Claim(ctx, holder, keys, s.lease())
 	if err != nil || len(got) != len(keys) {
-		return won, func() {}
+		return won, func(map[string]bool) {}
 	}
 	var mine []string
 	for i, k := range keys {
@@ -139,7 +143,8 @@ func (s *Store) claimShared(ctx context.Context, keys []string) (won []bool, rel
 			mine = append(mine, k)
 		}
 	}
-	return got, func() {
+	return got, func(keep map[string]bool) {
+		mine := slices.DeleteFunc(mine, func(k string) bool { return keep[k] })
 		if len(mine) == 0 {
 			return
 		}
@@ -153,7 +158,7 @@ func (s *Store) claimShared(ctx context.Context, keys []string) (won []bool, rel
 // to plan. It returns the full candidates and those it holds, and apart
 // the ones another holder claimed (remembered, so that this Store's next
 // discoveries take them last).
-func (s *Store) claimCandidates(ctx context.Context, cands []candidate) (mine, contested []candidate, release func()) {
+func (s *Store) claimCandidates(ctx context.Context, cands []candidate) (mine, contested []candidate, release func(keep map[string]bool)) {
 	var keys []string
 	var idx []int
 	for i, c := range cands {
@@ -195,35 +200,45 @@ const claimRounds = 4
 // for work nobody holds, and only when that leaves it room does it take
 // the claimed candidates too, which then race at the prepare transaction
 // as they would without claims. So a pass never comes back empty while
-// work is pending. release gives back every claim the pass took.
-func (s *Store) discoverClaimed(ctx context.Context, runID string, limit int, at int64) ([]candidate, func(), error) {
+// work is pending. release gives back every claim the pass took, except
+// across Stores those of the attempts it admitted: those activations left
+// discovery, and their claims expire unread.
+func (s *Store) discoverClaimed(ctx context.Context, runID string, limit int, at int64) ([]candidate, func(admitted []AttemptRef), error) {
 	var (
 		out, contested []candidate
-		releases       []func()
+		local          []func()
+		shared         []func(map[string]bool)
 		seen           = map[backend.ActivationKey]bool{}
 		planned        int
 	)
-	releaseAll := func() {
-		for _, r := range releases {
+	releaseAll := func(admitted []AttemptRef) {
+		for _, r := range local {
 			r()
+		}
+		keep := make(map[string]bool, len(admitted))
+		for _, a := range admitted {
+			keep[dispatchClaimPrefix+a.Identity] = true
+		}
+		for _, r := range shared {
+			r(keep)
 		}
 	}
 	for round := 1; planned < limit; round++ {
 		cands, err := s.discover(ctx, runID, limit-planned, at)
 		if err != nil {
-			releaseAll()
-			return nil, func() {}, err
+			releaseAll(nil)
+			return nil, func([]AttemptRef) {}, err
 		}
 		cands, rel := s.claims.claim(cands)
-		releases = append(releases, rel)
+		local = append(local, rel)
 		found := 0
 		for _, c := range cands {
 			if !c.full && !seen[c.act.Key] {
 				found++
 			}
 		}
-		mine, lost, rel := s.claimCandidates(ctx, cands)
-		releases = append(releases, rel)
+		mine, lost, srel := s.claimCandidates(ctx, cands)
+		shared = append(shared, srel)
 		for _, c := range mine {
 			if !seen[c.act.Key] {
 				seen[c.act.Key] = true
@@ -275,5 +290,5 @@ func (s *Store) claimObserving(ctx context.Context, selected []backend.Attempt, 
 	if len(foreign) > 0 {
 		s.foreign.add(nil, foreign)
 	}
-	return mine, release
+	return mine, func() { release(nil) }
 }
