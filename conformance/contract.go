@@ -18,6 +18,7 @@ func contractTier() []testCase {
 		insertRaceUnindexedCases(),
 		errorCases(),
 		groupCommitCases(),
+		claimCases(),
 	} {
 		all = append(all, group...)
 	}

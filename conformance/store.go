@@ -46,6 +46,7 @@ func storeTier(batch bool) []testCase {
 		siblingCases(),
 		joinCases(),
 		pipelineCases(),
+		claimStoreCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -46,6 +46,8 @@ type store struct {
 	mu  sync.Mutex // held by one Update at a time
 	gen uint64     // the generation of the last Update's state, under mu
 	cur atomic.Pointer[state]
+	// claims are advisory and outside the state: no Update reads them.
+	claims claims
 }
 
 // Backend is one Backend value over an in-memory store. It is safe for

@@ -105,6 +105,8 @@ type Backend struct {
 
 	stats stats
 	hooks hooks
+
+	releases atomic.Int64 // Release calls, to purge expired claims now and then
 }
 
 // stats counts transaction re-runs by cause (tests and reports).

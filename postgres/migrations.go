@@ -3,7 +3,7 @@ package postgres
 import "strings"
 
 // SchemaVersion is the schema version this build creates and accepts.
-const SchemaVersion = 5
+const SchemaVersion = 6
 
 // storeMark is written to the version row; a meta table holding anything
 // else marks a foreign store.
@@ -215,12 +215,23 @@ ALTER TABLE {{s}}.activations
 	ADD CHECK ((join_node_ids IS NULL) = (join_activation_ids IS NULL));
 ALTER TABLE {{s}}.fan_out_groups ADD COLUMN fan_in boolean NOT NULL DEFAULT false;
 `,
+	claimsMigration,
 }
 
-// ourTables lists every table version 1 creates, for tests and checks.
+// claimsMigration adds the advisory claims table (claims.go). It is
+// UNLOGGED: no transaction reads it, and a crash may empty it.
+const claimsMigration = `
+CREATE UNLOGGED TABLE {{s}}.claims (
+	key        text COLLATE "C" PRIMARY KEY,
+	holder     text COLLATE "C" NOT NULL,
+	expires_at timestamptz NOT NULL
+);
+`
+
+// ourTables lists every table of the current schema, for tests and checks.
 var ourTables = []string{
 	metaTable, tRuns.name, tLinks.name, tActivations.name, tGroups.name,
-	tAttempts.name, tLeases.name, tSchedules.name, tEvents.name,
+	tAttempts.name, tLeases.name, tSchedules.name, tEvents.name, claimsTable,
 }
 
 func migrationSQL(i int, quotedSchema string) string {

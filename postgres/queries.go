@@ -36,11 +36,15 @@ type queries struct {
 	// Writes per table, and per slice of backend.Changes.
 	runs, links, activations, groups, attemptsW, leases, schedules, eventsW writeSQL
 	kinds                                                                   kinds
+
+	// Claimer, outside any transaction (claims.go).
+	claim, release, purgeClaims string
 }
 
 func buildQueries(quotedSchema string, manyRowsFrom int) *queries {
 	qual := func(t string) string { return quotedSchema + "." + t }
 	q := &queries{}
+	q.claim, q.release, q.purgeClaims = claimQueries(quotedSchema)
 
 	sel := func(t table) string { return "SELECT " + t.selectList("") + " FROM " + qual(t.name) }
 	selJoin := func(t table, unnest, on string) string {

@@ -283,6 +283,9 @@ func makeVersion(t *testing.T, schema string, v int) {
 	t.Helper()
 	s := pgx.Identifier{schema}.Sanitize()
 	undo := map[int][]string{
+		// The claims table's migration is the last one (renumbered when
+		// another lands before it).
+		postgres.SchemaVersion: {"DROP TABLE " + s + ".claims"},
 		5: {"ALTER TABLE " + s + ".activations DROP COLUMN wait_for_node_ids, DROP COLUMN wait_for_activation_ids, " +
 			"DROP COLUMN open_waits, DROP COLUMN join_node_ids, DROP COLUMN join_activation_ids",
 			"ALTER TABLE " + s + ".fan_out_groups DROP COLUMN fan_in"},
@@ -385,4 +388,27 @@ func TestVersionFourSchemaMigratesToJoinsAndFanIn(t *testing.T) {
 	f = load(t, b2, lk)
 	require.Equal(t, full, f.Activations[act.Key])
 	require.Equal(t, fullGroup, f.Groups[group.Controller])
+}
+
+// A schema one version before the claims table gains it on Open, keeps
+// its records, and claims work on it at once.
+func TestSchemaBeforeClaimsMigratesToTheClaimsTable(t *testing.T) {
+	t.Parallel()
+	b, dsn, schema := openFresh(t)
+	apply(t, b, insertRuns("a"))
+	require.NoError(t, b.Close())
+	makeVersion(t, schema, postgres.SchemaVersion-1)
+	require.NotContains(t, tablesOf(t, schema), "claims")
+
+	b2 := openOn(t, dsn, schema)
+	require.Contains(t, metaRow(t, schema), fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))
+	require.Equal(t, wantTables(), tablesOf(t, schema))
+	var persistence string
+	require.NoError(t, pgtest.Admin(t).QueryRow(ctxT(t), `SELECT c.relpersistence::text FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname = $1 AND c.relname = 'claims'`, schema).Scan(&persistence))
+	require.Equal(t, "u", persistence, "claims are unlogged")
+	require.Contains(t, load(t, b2, backend.Lookup{Runs: []string{"a"}}).Runs, "a")
+	got, err := b2.Claim(ctxT(t), "h", []string{"k"}, time.Minute)
+	require.NoError(t, err)
+	require.Equal(t, []bool{true}, got)
 }

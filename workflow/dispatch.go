@@ -132,9 +132,16 @@ type OwnerFailure struct {
 // every pass restricted to one run, starts at the beginning. Concurrent
 // passes of one Store claim what they discover and pass over what another
 // pass of the same Store holds, so they spread over different work
-// instead of racing for the same activations; Stores in other processes
-// are not told of these claims, and the prepare transaction alone decides
-// between them.
+// instead of racing for the same activations. On a backend that shares
+// claims across processes (backend.Claimer), passes of different Stores
+// prefer disjoint work through the backend: a pass claims the attempts it
+// is about to prepare, looks past what other Stores claimed for work
+// nobody holds, takes claimed work only when that leaves it room (so a
+// pass never comes back empty while work is pending), and gives its
+// claims back when it returns (see WithClaimLease). Claims only spread
+// work: the prepare transaction alone decides which pass admits an
+// activation, so a lost or expired claim costs a wasted plan, never a
+// second admission.
 //
 // # Batch mode
 //
@@ -241,14 +248,14 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 		}
 	}
 	at, _ := toMS("now", now)
-	cands, err := s.discover(ctx, opts.RunID, opts.Limit, at)
+	cands, release, err := s.discoverClaimed(ctx, opts.RunID, opts.Limit, at)
 	if err != nil {
 		return sum, err
 	}
-	cands, release := s.claims.claim(cands)
-	defer release()
+	defer func() { release(sum.Admitted) }()
 	if opts.BatchSize > 1 {
-		return s.dispatchBatches(ctx, owner, cands, opts, now)
+		sum, err = s.dispatchBatches(ctx, owner, cands, opts, now)
+		return sum, err
 	}
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
@@ -524,6 +531,7 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			return false
 		}
 		var deferred []backend.Activation // of runs another pass holds
+		var claimed []backend.Activation  // that another Store claimed
 	scan:
 		for planned < limit && rowsLeft > 0 {
 			q.Limit = min(limit-planned, rowsLeft)
@@ -545,7 +553,11 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 				switch {
 				case s.claims.has(act.Key):
 					continue // another pass of this Store is admitting it
-				case s.claims.runHeld(act.Key.RunID):
+				case s.foreign.hasAct(act.Key):
+					// Another Store claimed it: last of all.
+					claimed = append(claimed, act)
+					continue
+				case s.claims.runHeld(act.Key.RunID), s.foreign.runHeld(act.Key.RunID):
 					// Another pass of this Store is admitting this run:
 					// prefer other runs, so that concurrent passes do
 					// not contend for one run's records.
@@ -569,10 +581,10 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			}
 			q.After, q.AfterRun = pos.after, pos.afterRun
 		}
-		// What this pass read of runs other passes hold, when it found
-		// too little elsewhere: taking it spreads nothing, but leaves no
-		// work idle.
-		for _, act := range deferred {
+		// What this pass read of runs other passes hold, then what other
+		// Stores claimed, when it found too little elsewhere: taking it
+		// spreads nothing, but leaves no work idle.
+		for _, act := range append(deferred, claimed...) {
 			if planned >= limit {
 				break
 			}

@@ -87,8 +87,11 @@ var receiptPassStatuses = []backend.AttemptStatus{backend.AttemptAdmitted, backe
 // Concurrent passes of one Store spread their work: a pass selects past
 // the attempts another pass of the Store is asking about and claims the
 // ones it selected until it has applied them, so the owner is asked about
-// an attempt by one of them only. Passes of other Stores or processes are
-// not told of these claims.
+// an attempt by one of them only. On a backend that shares claims across
+// processes (backend.Claimer), passes of different Stores spread the same
+// way through the backend; elsewhere they are not told of each other's
+// claims. Claims only spread work: the transaction that applies the
+// observations decides, whoever held the claim.
 //
 // Fencing: with opts.Authority, the run's authority must be it, up front
 // and when applying; without, each run's authority as read when selecting
@@ -123,6 +126,8 @@ func (s *Engine) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Re
 	}
 	mine, release := s.observing.claim(ids)
 	defer release()
+	mine, releaseShared := s.claimObserving(ctx, selected, mine)
+	defer releaseShared()
 	type planned struct {
 		att backend.Attempt
 		obs Observation
@@ -232,7 +237,7 @@ func (s *Store) receiptBacked(ctx context.Context, runID string, limit int) ([]b
 				}
 				read += len(page)
 				for _, a := range page {
-					if a.Receipt != nil && found < limit && !s.observing.has(a.Identity) {
+					if a.Receipt != nil && found < limit && !s.observing.has(a.Identity) && !s.foreign.hasObserving(a.Identity) {
 						out = append(out, a)
 						found++
 					}

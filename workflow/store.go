@@ -3,6 +3,7 @@ package workflow
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -26,14 +27,16 @@ import (
 // admissible; Engine.ScheduleRetryFromObservation: not a failure;
 // Engine.ConsumeNextDueRetry: nothing due).
 type Store struct {
-	b         backend.Backend
-	disc      discoveryCursor // where the next Dispatch over all runs resumes
-	claims    claimSet        // activations this Store's passes are admitting
-	observing observingSet    // attempts this Store's receipt-backed passes are asking about
-	batchSize int             // the BatchSize of a Dispatch that sets none
-	work      workSignal      // closed when work arrives (WorkArrived)
-	hooks     txHooks         // OnTransaction's functions
-	engine    *Engine         // what Engine returns
+	b          backend.Backend
+	disc       discoveryCursor // where the next Dispatch over all runs resumes
+	claims     claimSet        // activations this Store's passes are admitting
+	observing  observingSet    // attempts this Store's receipt-backed passes are asking about
+	foreign    foreignSet      // work found claimed by other Stores, for a while
+	claimLease time.Duration   // how long a pass's shared claims last (WithClaimLease)
+	batchSize  int             // the BatchSize of a Dispatch that sets none
+	work       workSignal      // closed when work arrives (WorkArrived)
+	hooks      txHooks         // OnTransaction's functions
+	engine     *Engine         // what Engine returns
 }
 
 // Engine is the engine-facing half of a Store: the admission protocol's

@@ -1085,8 +1085,8 @@ var Catalog = []Mutant{
 			},
 			{
 				File:    "workflow/receiptpass.go",
-				Find:    ` && !s.observing.has(a.Identity) {`,
-				Replace: ` {`,
+				Find:    ` && !s.observing.has(a.Identity) && !s.foreign.hasObserving(a.Identity) {`,
+				Replace: ` && !s.foreign.hasObserving(a.Identity) {`,
 			},
 		},
 	},
@@ -1455,7 +1455,6 @@ var Catalog = []Mutant{
 			},
 		},
 	},
-	// Preconditions of the state core's transitions (workflow/state_*.go).
 	{
 		Name: "core-signal-cancelling-again",
 		Bug:  "signalling cancellation of an already cancelling attempt is refused instead of a no-op",
@@ -1701,6 +1700,45 @@ var Catalog = []Mutant{
 	}
 `,
 				Replace: "",
+			},
+		},
+	},
+	{
+		Name: "claims-ignored",
+		Bug:  "a dispatch pass plans and prepares candidates another Store holds the claim of",
+		Edits: []Edit{
+			{
+				File: "workflow/sharedclaims.go",
+				Find: `		if !got[j] {
+			lost[i] = true`,
+				Replace: `		if false && !got[j] {
+			lost[i] = true`,
+			},
+		},
+	},
+	{
+		Name:  "postgres-claim-steals",
+		Bug:   "the PostgreSQL adapter's Claim takes a key another holder holds unexpired",
+		Suite: "./postgres/",
+		Tests: "TestConformance/contract/claims_",
+		Edits: []Edit{
+			{
+				File:    "postgres/claims.go",
+				Find:    "WHERE c.holder = excluded.holder OR c.expires_at <= clock_timestamp()\n",
+				Replace: "WHERE true\n",
+			},
+		},
+	},
+	{
+		Name: "receipt-claims-ignored",
+		Bug:  "a receipt-backed pass asks the owner about attempts another Store holds the claim of",
+		Edits: []Edit{
+			{
+				File: "workflow/sharedclaims.go",
+				Find: `		if !got[j] {
+			mine[i] = false`,
+				Replace: `		if false && !got[j] {
+			mine[i] = false`,
 			},
 		},
 	},

@@ -1,0 +1,294 @@
+package workflow
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/wfstore/wfstore/backend"
+)
+
+// DefaultClaimLease is how long a pass's claims across processes last
+// when it neither finishes nor releases them (see WithClaimLease).
+const DefaultClaimLease = time.Minute
+
+// claimReleaseTimeout bounds the release of a pass's claims, which runs on
+// a context detached from the pass's own.
+const claimReleaseTimeout = 5 * time.Second
+
+// foreignMemory bounds how long a Store remembers the work it found
+// claimed by another holder, and passes over it, before asking again.
+const foreignMemory = time.Second
+
+// WithClaimLease sets how long the claims of one pass last on a backend
+// that shares claims across processes (backend.Claimer), when the pass
+// neither finishes nor gives them back (it crashed, or hangs): after
+// that, other Stores may take the work it claimed. A pass gives back its
+// claims when it returns. A lease shorter than a pass only costs speed:
+// the prepare transaction still admits each attempt once, whoever holds
+// its claim. d <= 0 means DefaultClaimLease.
+func WithClaimLease(d time.Duration) Option { return func(s *Store) { s.claimLease = d } }
+
+// foreignSet remembers, for a short while, the work that passes of this
+// Store found claimed by other holders (other Stores, other processes),
+// so that discovery and the receipt-backed selection pass over it the way
+// they pass over what another pass of this Store holds.
+type foreignSet struct {
+	mu    sync.Mutex
+	acts  map[backend.ActivationKey]time.Time // until when
+	runs  map[string]time.Time                // runs with a foreign claim, until when
+	obs   map[string]time.Time                // attempt identities, until when
+	swept int                                 // entries at the last sweep
+}
+
+func (f *foreignSet) hasAct(k backend.ActivationKey) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return time.Now().Before(f.acts[k])
+}
+
+func (f *foreignSet) runHeld(run string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return time.Now().Before(f.runs[run])
+}
+
+func (f *foreignSet) hasObserving(identity string) bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return time.Now().Before(f.obs[identity])
+}
+
+// add remembers acts (and their runs) and observed identities until
+// foreignMemory from now, and forgets what expired once the set has grown.
+func (f *foreignSet) add(acts []backend.ActivationKey, obs []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	now := time.Now()
+	until := now.Add(foreignMemory)
+	if f.acts == nil {
+		f.acts, f.runs, f.obs = map[backend.ActivationKey]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	}
+	for _, k := range acts {
+		f.acts[k] = until
+		f.runs[k.RunID] = until
+	}
+	for _, id := range obs {
+		f.obs[id] = until
+	}
+	if n := len(f.acts) + len(f.obs); n > 2*f.swept+1024 {
+		sweep(f.acts, now)
+		sweep(f.runs, now)
+		sweep(f.obs, now)
+		f.swept = len(f.acts) + len(f.obs)
+	}
+}
+
+func sweep[K comparable](m map[K]time.Time, now time.Time) {
+	for k, t := range m {
+		if !now.Before(t) {
+			delete(m, k)
+		}
+	}
+}
+
+// claimer returns the backend's shared claims, if it has them.
+func (s *Store) claimer() (backend.Claimer, bool) {
+	c, ok := s.b.(backend.Claimer)
+	return c, ok
+}
+
+func (s *Store) lease() time.Duration {
+	if s.claimLease > 0 {
+		return s.claimLease
+	}
+	return DefaultClaimLease
+}
+
+// dispatchClaimKey names, among shared claims, the attempt a dispatch
+// pass would prepare for act.
+func dispatchClaimKey(act backend.Activation) string {
+	return dispatchClaimPrefix + DispatchIdentity(act.Key.RunID, act.Key.NodeID, act.Key.ActivationID, act.LastAttempt+1)
+}
+
+const dispatchClaimPrefix = "dispatch:"
+
+// observeClaimKey names, among shared claims, asking the owner about the
+// attempt with this identity.
+func observeClaimKey(identity string) string { return "observe:" + identity }
+
+// claimShared takes, on a backend with shared claims, the attempts keys
+// name, for one pass; it returns which it holds and the release to call
+// when the pass ends, which gives back every claim whose key keep does not
+// hold (nil: all of them). Without shared claims, or when claiming fails
+// (it is only a hint), the pass holds everything.
+func (s *Store) claimShared(ctx context.Context, keys []string) (won []bool, release func(keep map[string]bool)) {
+	won = make([]bool, len(keys))
+	for i := range won {
+		won[i] = true
+	}
+	cl, ok := s.claimer()
+	if !ok || len(keys) == 0 {
+		return won, func(map[string]bool) {}
+	}
+	holder := newHandoffToken()
+	got, err := cl.Claim(ctx, holder, keys, s.lease())
+	if err != nil || len(got) != len(keys) {
+		return won, func(map[string]bool) {}
+	}
+	var mine []string
+	for i, k := range keys {
+		if got[i] {
+			mine = append(mine, k)
+		}
+	}
+	return got, func(keep map[string]bool) {
+		mine := slices.DeleteFunc(mine, func(k string) bool { return keep[k] })
+		if len(mine) == 0 {
+			return
+		}
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), claimReleaseTimeout)
+		defer cancel()
+		_ = cl.Release(rctx, holder, mine) // an unreleased claim expires
+	}
+}
+
+// claimCandidates claims, across Stores, the candidates a pass is about
+// to plan. It returns the full candidates and those it holds, and apart
+// the ones another holder claimed (remembered, so that this Store's next
+// discoveries take them last).
+func (s *Store) claimCandidates(ctx context.Context, cands []candidate) (mine, contested []candidate, release func(keep map[string]bool)) {
+	var keys []string
+	var idx []int
+	for i, c := range cands {
+		if !c.full {
+			keys = append(keys, dispatchClaimKey(c.act))
+			idx = append(idx, i)
+		}
+	}
+	got, release := s.claimShared(ctx, keys)
+	lost := map[int]bool{}
+	var foreign []backend.ActivationKey
+	for j, i := range idx {
+		if !got[j] {
+			lost[i] = true
+			foreign = append(foreign, cands[i].act.Key)
+		}
+	}
+	if len(foreign) > 0 {
+		s.foreign.add(foreign, nil)
+	}
+	for i, c := range cands {
+		if lost[i] {
+			contested = append(contested, c)
+		} else {
+			mine = append(mine, c)
+		}
+	}
+	return mine, contested, release
+}
+
+// claimRounds bounds the discoveries of one pass.
+const claimRounds = 4
+
+// discoverClaimed discovers the candidates of one pass and claims them,
+// from other passes of this Store and, on a backend with shared claims,
+// from other Stores. Claims across Stores are a preference, not an
+// exclusion: when other Stores hold some of what it found, the pass looks
+// again (up to claimRounds discoveries, each past what it found before)
+// for work nobody holds, and only when that leaves it room does it take
+// the claimed candidates too, which then race at the prepare transaction
+// as they would without claims. So a pass never comes back empty while
+// work is pending. release gives back every claim the pass took, except
+// across Stores those of the attempts it admitted: those activations left
+// discovery, and their claims expire unread.
+func (s *Store) discoverClaimed(ctx context.Context, runID string, limit int, at int64) ([]candidate, func(admitted []AttemptRef), error) {
+	var (
+		out, contested []candidate
+		local          []func()
+		shared         []func(map[string]bool)
+		seen           = map[backend.ActivationKey]bool{}
+		planned        int
+	)
+	releaseAll := func(admitted []AttemptRef) {
+		for _, r := range local {
+			r()
+		}
+		keep := make(map[string]bool, len(admitted))
+		for _, a := range admitted {
+			keep[dispatchClaimPrefix+a.Identity] = true
+		}
+		for _, r := range shared {
+			r(keep)
+		}
+	}
+	for round := 1; planned < limit; round++ {
+		cands, err := s.discover(ctx, runID, limit-planned, at)
+		if err != nil {
+			releaseAll(nil)
+			return nil, func([]AttemptRef) {}, err
+		}
+		cands, rel := s.claims.claim(cands)
+		local = append(local, rel)
+		found := 0
+		for _, c := range cands {
+			if !c.full && !seen[c.act.Key] {
+				found++
+			}
+		}
+		mine, lost, srel := s.claimCandidates(ctx, cands)
+		shared = append(shared, srel)
+		for _, c := range mine {
+			if !seen[c.act.Key] {
+				seen[c.act.Key] = true
+				out = append(out, c)
+				if !c.full {
+					planned++
+				}
+			}
+		}
+		contested = append(contested, lost...)
+		if len(lost) == 0 || found == 0 || round == claimRounds || ctx.Err() != nil {
+			break
+		}
+	}
+	for _, c := range contested {
+		if planned >= limit {
+			break
+		}
+		if !seen[c.act.Key] {
+			seen[c.act.Key] = true
+			out = append(out, c)
+			planned++
+		}
+	}
+	return out, releaseAll, nil
+}
+
+// claimObserving claims, across Stores, asking the owner about the
+// attempts of selected that mine marks as this pass's; one another
+// holder claimed is unmarked and remembered, so that this Store's next
+// selections pass over it.
+func (s *Store) claimObserving(ctx context.Context, selected []backend.Attempt, mine []bool) ([]bool, func()) {
+	var keys []string
+	var idx []int
+	for i, a := range selected {
+		if mine[i] {
+			keys = append(keys, observeClaimKey(a.Identity))
+			idx = append(idx, i)
+		}
+	}
+	got, release := s.claimShared(ctx, keys)
+	var foreign []string
+	for j, i := range idx {
+		if !got[j] {
+			mine[i] = false
+			foreign = append(foreign, selected[i].Identity)
+		}
+	}
+	if len(foreign) > 0 {
+		s.foreign.add(nil, foreign)
+	}
+	return mine, func() { release(nil) }
+}
