@@ -17,6 +17,9 @@
 //     key range it read, so a concurrent write (a phantom insert into a
 //     scanned range included) fails the commit and fn runs again, with
 //     backoff, until the busy timeout or ctx ends it (backend.ErrBusy).
+//     An Update whose commit keeps failing takes the store's turn, during
+//     which no other Update commits, so a large transaction racing many
+//     small ones still commits.
 //   - A commit whose answer is lost (timeout, leader change, lost
 //     connection) is resolved through a commit marker, never guessed:
 //     either the commit applied and Update returns nil, or a fence makes

@@ -791,6 +791,19 @@ var Catalog = []Mutant{
 		},
 	},
 	{
+		Name:  "etcd-turn-ignored",
+		Bug:   "an etcd Update commits while another Update holds the turn, so a large transaction racing small ones loses every race until ErrBusy",
+		Suite: "./etcd/",
+		Tests: "TestTurn|TestTreeCancellationUnderSustainedDispatch",
+		Edits: []Edit{
+			{
+				File:    "etcd/backend.go",
+				Find:    `		case t.turn.held:`,
+				Replace: `		case t.turn.held && false:`,
+			},
+		},
+	},
+	{
 		Name:  "etcd-frozen-member-kept",
 		Bug:   "the etcd adapter keeps sending requests to a member that stopped answering",
 		Suite: "./etcd/",
