@@ -182,8 +182,9 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 	start := time.Now()
 	var why retries // why fn ran again, for the error that ends the re-runs
 	token := nonce()
-	// The turn (turn.go): taken after turnAfter failed commits when the
-	// last run found it free, held until a commit or the return.
+	// The turn (turn.go): taken after turnAfter failed commits or waits
+	// for another's turn, when the last run found it free or a wait saw
+	// it end; held until a commit or the return.
 	holding, turnFree := false, true
 	defer func() {
 		if holding {
@@ -197,15 +198,17 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		if run > 0 {
 			storeMax(&b.stats.maxReruns, int64(run))
 		}
-		if !holding && turnFree && why.conflicts >= turnAfter {
+		if !holding && turnFree && why.conflicts+why.waits >= turnAfter {
 			holding = b.takeTurn(ctx, token)
 		}
-		leave, gerr := b.gate.enter(ctx)
-		if gerr != nil {
-			b.stats.busy.Add(1)
-			return fmt.Errorf("etcd: update: waiting for the Backend's other Updates after %d runs (%s): %w: %w", run, why, backend.ErrBusy, gerr)
+		if !holding { // the holder of the turn never queues behind others
+			leave, gerr := b.gate.enter(ctx)
+			if gerr != nil {
+				b.stats.busy.Add(1)
+				return fmt.Errorf("etcd: update: waiting for the Backend's other Updates after %d runs (%s): %w: %w", run, why, backend.ErrBusy, gerr)
+			}
+			leaveGate = func() { leave(); leaveGate = func() {} }
 		}
-		leaveGate = func() { leave(); leaveGate = func() {} }
 		t := &tx{readTx: *newReadTx(b, true)}
 		t.token = token
 		err := b.runFn(t, fn)
@@ -233,7 +236,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		case t.turn.held:
 			// Another Update holds the turn: commit nothing until it ends.
 			leaveGate()
-			b.waitTurn(ctx, t.turn.rev)
+			turnFree = b.waitTurn(ctx, t.turn.rev)
 			why.waits++
 			why.last = "another Update held the turn"
 			waited = true

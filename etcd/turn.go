@@ -16,7 +16,8 @@ import (
 // cancellation reading and writing a whole run) needs a quiet window as
 // long as its reads and its commit, and dispatchers committing every few
 // milliseconds on the same run never leave it one. So an Update whose
-// commit failed turnAfter times takes the store's turn: one meta key,
+// commit failed (or that waited for another's turn) turnAfter times takes
+// the store's turn: one meta key,
 // put only if absent, attached to a lease of turnTTL, holding the
 // Update's token. While the key holds another Update's token, no Update
 // commits: every Update reads the turn key with its first read (in the
@@ -177,19 +178,20 @@ func (b *Backend) releaseTurn(token string) {
 
 // waitTurn waits until the turn key, held at revision rev, is deleted (its
 // holder committed or released it, or its lease expired), for at most
-// turnWait or until ctx ends.
-func (b *Backend) waitTurn(ctx context.Context, rev int64) {
+// turnWait or until ctx ends. It reports whether it saw the delete.
+func (b *Backend) waitTurn(ctx context.Context, rev int64) bool {
 	b.stats.turnWaits.Add(1)
 	wctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), turnWait)
 	defer cancel()
 	for resp := range b.cli.Watch(wctx, b.turnKey(), clientv3.WithRev(rev+1)) {
 		if resp.Err() != nil || resp.Canceled {
-			return
+			return false
 		}
 		for _, ev := range resp.Events {
 			if ev.Type == clientv3.EventTypeDelete {
-				return
+				return true
 			}
 		}
 	}
+	return false
 }
