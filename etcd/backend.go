@@ -32,6 +32,7 @@ type Backend struct {
 
 	turnLease turnLease // for the turn keys of this Backend's Updates (turn.go)
 	gate      *gate     // its Updates one at a time while they conflict (gate.go)
+	turnSeen  turnSeen  // the turn its Updates last found held (turn.go)
 
 	mu       sync.Mutex
 	closed   atomic.Bool
@@ -183,8 +184,9 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 	var why retries // why fn ran again, for the error that ends the re-runs
 	token := nonce()
 	// The turn (turn.go): taken after turnAfter failed commits or waits
-	// for another's turn, when the last run found it free or a wait saw
-	// it end; held until a commit or the return.
+	// for another's turn, or once a quarter of the busy timeout has
+	// passed, when the last run found it free or a wait saw it end; held
+	// until a commit or the return.
 	holding, turnFree := false, true
 	defer func() {
 		if holding {
@@ -198,7 +200,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		if run > 0 {
 			storeMax(&b.stats.maxReruns, int64(run))
 		}
-		if !holding && turnFree && why.conflicts+why.waits >= turnAfter {
+		if !holding && turnFree && run > 0 && (why.conflicts+why.waits >= turnAfter || time.Since(start) >= b.cfg.busyTimeout/4) {
 			holding = b.takeTurn(ctx, token)
 		}
 		if !holding { // the holder of the turn never queues behind others
@@ -233,7 +235,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			return fmt.Errorf("etcd: update not committed because a write failed part-way: %w", t.w.broken)
 		case len(t.w.writes) == 0:
 			return nil
-		case t.turn.held:
+		case t.turn.held && !b.turnStale(t.turn.mod):
 			// Another Update holds the turn: commit nothing until it ends.
 			leaveGate()
 			turnFree = b.waitTurn(ctx, t.turn.rev)

@@ -36,7 +36,9 @@ import (
 //
 // The key's lease is the Backend's, renewed until Close: a process that
 // dies holding the turn holds the others back for turnTTL at most, then
-// the lease expires and deletes the key. An Update that finds it lost the
+// the lease expires and deletes the key. A holder alive but stuck (its fn
+// waiting on another Update, against the contract) is ignored by each
+// Backend after turnMaxHold. An Update that finds it lost the
 // turn (its first read no longer sees its token) goes on as any other. The turn only decides who sends a commit; what commits is
 // still decided by the compares alone, so serializability never depends
 // on it. An Update whose fn writes nothing, or returns an error, is never
@@ -51,7 +53,33 @@ const (
 	// turnWait bounds one wait for the turn to end, after which the
 	// waiter reads again anyway.
 	turnWait = time.Second
+	// turnMaxHold is how long a Backend lets one turn hold its Updates
+	// back: a holder still alive but stuck (its fn waiting on an Update
+	// that waits for the turn) is then ignored, and Updates commit as if
+	// the key were absent (their compare on it still holds).
+	turnMaxHold = 5 * time.Second
 )
+
+// turnSeen is the turn a Backend's Updates last found held by another,
+// and since when.
+type turnSeen struct {
+	mu    sync.Mutex
+	mod   int64
+	since time.Time
+}
+
+// turnStale reports whether the turn held at ModRevision mod has held this
+// Backend's Updates back for turnMaxHold already.
+func (b *Backend) turnStale(mod int64) bool {
+	s := &b.turnSeen
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.mod != mod {
+		s.mod, s.since = mod, time.Now()
+		return false
+	}
+	return time.Since(s.since) >= turnMaxHold
+}
 
 // turnKey is the store's turn key (a meta key).
 func (b *Backend) turnKey() string { return b.metaKey("turn") }
@@ -60,6 +88,7 @@ func (b *Backend) turnKey() string { return b.metaKey("turn") }
 type turnRead struct {
 	read  bool   // the first read included the turn key
 	held  bool   // the key holds another Update's token
+	mod   int64  // the key's ModRevision (0: absent)
 	rev   int64  // the revision of that read
 	value string // the token held
 }
@@ -75,6 +104,7 @@ func (t *readTx) noteTurn(kvs []*mvccpb.KeyValue) {
 	var mod int64
 	if len(kvs) > 0 {
 		mod = kvs[0].ModRevision
+		t.turn.mod = mod
 		t.turn.value = string(kvs[0].Value)
 		t.turn.held = t.turn.value != t.token
 	}

@@ -798,7 +798,7 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "etcd/backend.go",
-				Find:    `		case t.turn.held:`,
+				Find:    `		case t.turn.held && !b.turnStale(t.turn.mod):`,
 				Replace: `		case t.turn.held && false:`,
 			},
 		},
