@@ -30,6 +30,10 @@ type Backend struct {
 	hooks  hooks
 	guard  *endpointGuard // a Dial-owned client's (endpoints.go); nil otherwise
 
+	turnLease turnLease // for the turn keys of this Backend's Updates (turn.go)
+	gate      *gate     // its Updates one at a time while they conflict (gate.go)
+	turnSeen  turnSeen  // the turn its Updates last found held (turn.go)
+
 	mu       sync.Mutex
 	closed   atomic.Bool
 	inflight sync.WaitGroup
@@ -69,6 +73,7 @@ type stats struct {
 	updates, commits, conflicts, transient, busy    atomic.Int64
 	unknown, unknownApplied, unknownFenced, failed  atomic.Int64
 	reads, commitRequests, fenceRequests, maxReruns atomic.Int64
+	turns, turnWaits                                atomic.Int64
 }
 
 // Stats are counters since Open, for tests, reports and benchmarks.
@@ -94,6 +99,10 @@ type Stats struct {
 	Reads, CommitRequests, FenceRequests int64
 	// MaxReruns is the most re-runs of fn one Update needed.
 	MaxReruns int64
+	// Turns counts turns taken by Updates whose commits kept failing;
+	// TurnWaits counts runs of fn that waited, without committing, for
+	// another Update's turn to end (turn.go).
+	Turns, TurnWaits int64
 }
 
 // Prefix returns the key prefix of the store.
@@ -108,7 +117,7 @@ func (b *Backend) Stats() Stats {
 		Unknown: s.unknown.Load(), UnknownApplied: s.unknownApplied.Load(),
 		UnknownFenced: s.unknownFenced.Load(), UnknownFailed: s.failed.Load(),
 		Reads: s.reads.Load(), CommitRequests: s.commitRequests.Load(), FenceRequests: s.fenceRequests.Load(),
-		MaxReruns: s.maxReruns.Load(),
+		MaxReruns: s.maxReruns.Load(), Turns: s.turns.Load(), TurnWaits: s.turnWaits.Load(),
 	}
 }
 
@@ -173,13 +182,46 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 	}()
 	start := time.Now()
 	var why retries // why fn ran again, for the error that ends the re-runs
+	token := nonce()
+	// The turn (turn.go): taken after turnAfter failed commits or waits
+	// for another's turn, or once a quarter of the busy timeout has
+	// passed, when the last run found it free or a wait saw it end; held
+	// until a commit or the return.
+	holding, turnFree := false, true
+	defer func() {
+		if holding {
+			b.releaseTurn(token)
+		}
+	}()
+	// The commit gate (gate.go), held for one run of fn and its commit.
+	leaveGate := func() {}
+	defer func() { leaveGate() }()
 	for run := 0; ; run++ {
 		if run > 0 {
 			storeMax(&b.stats.maxReruns, int64(run))
 		}
+		if !holding && turnFree && run > 0 && (why.conflicts+why.waits >= turnAfter || time.Since(start) >= b.cfg.busyTimeout/4) {
+			holding = b.takeTurn(ctx, token)
+		}
+		if !holding { // the holder of the turn never queues behind others
+			leave, gerr := b.gate.enter(ctx)
+			if gerr != nil {
+				b.stats.busy.Add(1)
+				return fmt.Errorf("etcd: update: waiting for the Backend's other Updates after %d runs (%s): %w: %w", run, why, backend.ErrBusy, gerr)
+			}
+			leaveGate = func() { leave(); leaveGate = func() {} }
+		}
 		t := &tx{readTx: *newReadTx(b, true)}
+		t.token = token
 		err := b.runFn(t, fn)
+		if t.turn.read {
+			turnFree = !t.turn.held
+			if holding && t.turn.value != token {
+				holding = false // the turn was lost (its lease expired)
+			}
+		}
 		var out outcome
+		waited := false
 		switch {
 		case err != nil && t.transient == nil:
 			return err
@@ -193,6 +235,13 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			return fmt.Errorf("etcd: update not committed because a write failed part-way: %w", t.w.broken)
 		case len(t.w.writes) == 0:
 			return nil
+		case t.turn.held && !b.turnStale(t.turn.mod):
+			// Another Update holds the turn: commit nothing until it ends.
+			leaveGate()
+			turnFree = b.waitTurn(ctx, t.turn.rev)
+			why.waits++
+			why.last = "another Update held the turn"
+			waited = true
 		default:
 			out, err = b.commit(ctx, t, s)
 			switch {
@@ -203,8 +252,10 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 				return err
 			case out == committed:
 				b.stats.commits.Add(1)
+				holding = false // the commit deleted the turn key
 				return nil
 			case out == conflicted:
+				b.gate.conflicted()
 				b.stats.conflicts.Add(1)
 				why.conflicts++
 				why.last = "a concurrent commit changed what fn read"
@@ -213,6 +264,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 				why.last = fmt.Sprintf("a commit request got no answer (request timeout %v: %v); the commit marker's fence proved it never applied", b.cfg.requestTimeout, t.unanswered)
 			}
 		}
+		leaveGate()
 		if cerr := ctx.Err(); cerr != nil {
 			if out == fenced {
 				return fmt.Errorf("etcd: update: not committed: %w", cerr)
@@ -226,6 +278,9 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		}
 		if b.closed.Load() {
 			return fmt.Errorf("etcd: update: %w", backend.ErrClosed)
+		}
+		if waited {
+			continue // the turn ended: run at once
 		}
 		select {
 		case <-time.After(backoff(run)):
@@ -301,6 +356,7 @@ func (b *Backend) Close() error {
 	b.closed.Store(true)
 	b.mu.Unlock()
 	b.inflight.Wait()
+	b.closeTurnLease()
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
 	_, derr := b.kv.Delete(ctx, b.slots.prefix, clientv3.WithPrefix())
 	cancel()
@@ -319,13 +375,13 @@ func (b *Backend) Close() error {
 // retries counts why an Update ran fn again, so that the error ending its
 // re-runs says what happened (conflicts, or a cluster that did not answer).
 type retries struct {
-	conflicts, reads, fenced int
-	last                     string
+	conflicts, reads, fenced, waits int
+	last                            string
 }
 
 func (r retries) String() string {
 	if r.last == "" {
 		r.last = "none"
 	}
-	return fmt.Sprintf("%d conflicts, %d failed reads, %d unanswered commits fenced; last: %s", r.conflicts, r.reads, r.fenced, r.last)
+	return fmt.Sprintf("%d conflicts, %d failed reads, %d unanswered commits fenced, %d waits for another's turn; last: %s", r.conflicts, r.reads, r.fenced, r.waits, r.last)
 }

@@ -120,6 +120,10 @@ func (b *Backend) commit(ctx context.Context, t *tx, s *slot) (outcome, error) {
 	cmps := append(w.cmps(t.rev), clientv3.Compare(clientv3.ModRevision(s.key), "=", s.rev))
 	n := nonce()
 	ops := append(w.ops(), clientv3.OpPut(s.key, "c:"+n))
+	if t.turn.read && t.turn.value == t.token {
+		// This Update holds the turn (turn.go): its commit ends it.
+		ops = append(ops, clientv3.OpDelete(b.turnKey()))
+	}
 	rctx, cancel := b.requestCtx(ctx)
 	resp, err := b.hooks.commit(rctx, b.kv, commitTxn{If: cmps, Then: ops, Else: []clientv3.Op{clientv3.OpGet(s.key)}})
 	cancel()

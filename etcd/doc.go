@@ -17,6 +17,9 @@
 //     key range it read, so a concurrent write (a phantom insert into a
 //     scanned range included) fails the commit and fn runs again, with
 //     backoff, until the busy timeout or ctx ends it (backend.ErrBusy).
+//     An Update whose commit keeps failing takes the store's turn, during
+//     which no other Update commits, so a large transaction racing many
+//     small ones still commits.
 //   - A commit whose answer is lost (timeout, leader change, lost
 //     connection) is resolved through a commit marker, never guessed:
 //     either the commit applied and Update returns nil, or a fence makes
@@ -34,7 +37,10 @@
 //     etcd's defaults: run the cluster with --max-txn-ops 4096 or more and
 //     --max-request-bytes a few times the largest record.
 //   - Throughput is bounded by the cluster's commit latency and by
-//     conflicts between Updates touching the same keys.
+//     conflicts between Updates touching the same keys. For 100 ms after
+//     one of its commits failed, a Backend runs its Updates one at a
+//     time, disjoint ones included; a process that dies holding the turn
+//     holds other Updates back for up to 5 s.
 //   - A process that dies leaves a few commit-marker keys behind; they are
 //     harmless (Verify ignores them).
 //

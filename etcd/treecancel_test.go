@@ -12,6 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/etcd"
+	"github.com/wfstore/wfstore/internal/benchdata"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -85,4 +87,67 @@ func TestTreeCancellationUnderRacingDispatchers(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	t.Logf("%d owner calls, %d dispatch errors", owner.calls.Load(), dispatchErrs.Load())
+}
+
+// The same under sustained dispatch load: a tree of 1000 activations that
+// 8 dispatchers have been admitting for a while before the operator
+// cancels it, each through a Store of its own over 4 Backends of their own
+// (a client each), and the operator through another, as separate
+// processes are. The cancellation reads every activation of the
+// run and writes most of them, so its read set is large and its commit
+// slow, while the dispatchers commit small transactions on that same run
+// every few milliseconds: re-run optimistically against them, it loses
+// every race until the busy timeout. It must commit, with the default
+// busy timeout, without ErrBusy.
+func TestTreeCancellationUnderSustainedDispatch(t *testing.T) {
+	if testing.Short() {
+		t.Skip("short")
+	}
+	b, p := openFresh(t, etcd.WithMaxTxnOps(16384))
+	ctx := ctxT(t)
+	s := workflow.New(b)
+	var procs []*etcd.Backend
+	for range 4 {
+		pb, err := openLocator(ctx, locator(p), etcd.WithMaxTxnOps(16384))
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = pb.Close() })
+		procs = append(procs, pb)
+	}
+	keys, err := benchdata.SeedRuns(ctx, s, b, "tree", 1000, 1000, nil, time.UnixMilli(1_800_000_000_000))
+	require.NoError(t, err)
+	root := keys[0].RunID
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var owner acceptAll
+	var dispatchErrs atomic.Int64
+	for i := range 8 {
+		d := workflow.New(procs[i%len(procs)])
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := d.Dispatch(ctx, &owner, workflow.DispatchOptions{Limit: 10}, time.Now()); err != nil && ctx.Err() == nil {
+					dispatchErrs.Add(1)
+				}
+			}
+		})
+	}
+	for owner.calls.Load() < 40 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	start := time.Now()
+	_, err = s.RequestTreeCancellation(ctx, root, nil, time.Now())
+	took := time.Since(start)
+	calls := owner.calls.Load()
+	close(stop)
+	wg.Wait()
+	t.Logf("tree cancellation took %v; %d owner calls, %d dispatch errors; %+v", took.Round(time.Millisecond), calls, dispatchErrs.Load(), b.Stats())
+	require.NotErrorIs(t, err, backend.ErrBusy, "tree cancellation under 8 dispatchers")
+	require.NoError(t, err)
+	got, err := s.GetRun(ctx, root)
+	require.NoError(t, err)
+	require.NotZero(t, got.CancelRequestedAt, "the cancellation committed")
 }

@@ -61,6 +61,10 @@ type readTx struct {
 	// leader change, a compacted revision): Update re-runs fn rather than
 	// return fn's error.
 	transient error
+	// token is the Update's own, the value of the turn key while it holds
+	// the turn; turn is what its first read found there (turn.go).
+	token string
+	turn  turnRead
 }
 
 // writeSet is an Update's buffered writes and read set.
@@ -166,15 +170,22 @@ func (t *readTx) fetch(ctx context.Context, op string, keys []string) error {
 		need = append(need, k)
 	}
 	for len(need) > 0 {
+		turn := t.withTurn() // the first read of an Update reads the turn key too
 		n := min(len(need), t.b.cfg.maxTxnOps)
+		if turn {
+			n = min(len(need), max(t.b.cfg.maxTxnOps-1, 1))
+		}
 		chunk := need[:n]
 		need = need[n:]
 		var resp *clientv3.TxnResponse
 		var err error
 		for _, serializable := range []bool{true, false} {
-			ops := make([]clientv3.Op, len(chunk))
+			ops := make([]clientv3.Op, len(chunk), len(chunk)+1)
 			for i, k := range chunk {
 				ops[i] = clientv3.OpGet(k, t.withRev(serializable)...)
+			}
+			if turn {
+				ops = append(ops, clientv3.OpGet(t.b.turnKey()))
 			}
 			rctx, cancel := t.b.requestCtx(ctx)
 			resp, err = t.b.kv.Txn(rctx).Then(ops...).Commit()
@@ -188,7 +199,10 @@ func (t *readTx) fetch(ctx context.Context, op string, keys []string) error {
 			return t.readErr(ctx, op, err)
 		}
 		t.pin(resp.Header.Revision)
-		for i, r := range resp.Responses {
+		if turn {
+			t.noteTurn(resp.Responses[len(chunk)].GetResponseRange().GetKvs())
+		}
+		for i, r := range resp.Responses[:len(chunk)] {
 			rr := r.GetResponseRange()
 			e := entry{}
 			if rr != nil && len(rr.Kvs) > 0 {
@@ -298,21 +312,10 @@ func (t *readTx) scan(ctx context.Context, op, from, end string, limit int, o sc
 	if o.keysOnly {
 		opts = append(opts, clientv3.WithKeysOnly())
 	}
-	var resp *clientv3.GetResponse
-	var err error
-	for _, serializable := range []bool{true, false} {
-		rctx, cancel := t.b.requestCtx(ctx)
-		resp, err = t.b.kv.Get(rctx, from, t.withRev(serializable, opts...)...)
-		cancel()
-		t.b.stats.reads.Add(1)
-		if !isFutureRev(err) {
-			break
-		}
-	}
+	resp, err := t.rangeGet(ctx, from, opts)
 	if err != nil {
 		return nil, t.readErr(ctx, op, err)
 	}
-	t.pin(resp.Header.Revision)
 	got := make([]kv, 0, len(resp.Kvs)+len(buffered))
 	for _, e := range resp.Kvs {
 		k := string(e.Key)
@@ -345,6 +348,40 @@ func (t *readTx) scan(ctx context.Context, op, from, end string, limit int, o sc
 		got = got[:limit]
 	}
 	return got, nil
+}
+
+// rangeGet reads the range from with opts at t's revision (the first read
+// of an Update reads the turn key with it, in one read-only Txn) and pins
+// the revision.
+func (t *readTx) rangeGet(ctx context.Context, from string, opts []clientv3.OpOption) (*clientv3.GetResponse, error) {
+	if t.withTurn() {
+		rctx, cancel := t.b.requestCtx(ctx)
+		tr, err := t.b.kv.Txn(rctx).Then(clientv3.OpGet(from, opts...), clientv3.OpGet(t.b.turnKey())).Commit()
+		cancel()
+		t.b.stats.reads.Add(1)
+		if err != nil {
+			return nil, err
+		}
+		t.pin(tr.Header.Revision)
+		t.noteTurn(tr.Responses[1].GetResponseRange().GetKvs())
+		return (*clientv3.GetResponse)(tr.Responses[0].GetResponseRange()), nil
+	}
+	var resp *clientv3.GetResponse
+	var err error
+	for _, serializable := range []bool{true, false} {
+		rctx, cancel := t.b.requestCtx(ctx)
+		resp, err = t.b.kv.Get(rctx, from, t.withRev(serializable, opts...)...)
+		cancel()
+		t.b.stats.reads.Add(1)
+		if !isFutureRev(err) {
+			break
+		}
+	}
+	if err != nil {
+		return nil, err
+	}
+	t.pin(resp.Header.Revision)
+	return resp, nil
 }
 
 // merge overlays buffered writes (value nil: deleted) on keys read from

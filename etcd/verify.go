@@ -106,7 +106,7 @@ func verify(store snapshot, order []string) []Discrepancy {
 			continue
 		}
 		switch rest := sk[1:]; {
-		case sk[0] == tagMeta && (rest == "store" || rest == "version"):
+		case sk[0] == tagMeta && (rest == "store" || rest == "version" || rest == "turn"):
 		case sk[0] == tagMarker:
 		default:
 			v.Add(kvlayout.Discrepancy{Space: "prefix", Key: []byte(sk), KeyText: fmt.Sprintf("%q", sk),

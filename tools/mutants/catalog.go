@@ -1742,4 +1742,17 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "etcd-turn-ignored",
+		Bug:   "an etcd Update commits while another Update holds the turn, so a large transaction racing small ones loses every race until ErrBusy",
+		Suite: "./etcd/",
+		Tests: "TestTurn|TestTreeCancellationUnderSustainedDispatch",
+		Edits: []Edit{
+			{
+				File:    "etcd/backend.go",
+				Find:    `		case t.turn.held && !b.turnStale(t.turn.mod):`,
+				Replace: `		case t.turn.held && false:`,
+			},
+		},
+	},
 }

@@ -1,0 +1,95 @@
+package etcd_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/etcd"
+)
+
+// turnKey is the turn key of the store under prefix p (a meta key).
+func turnKey(p string) string { return p + "mturn" }
+
+// insertRun is an Update that inserts run id.
+func insertRun(ctx context.Context, b *etcd.Backend, id string) error {
+	return b.Update(ctx, func(tx backend.Tx) error {
+		return tx.Apply(ctx, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{{ID: id, RootID: id, Depth: 1, Status: backend.RunRunning, CreatedMS: 1, UpdatedMS: 1}}}})
+	})
+}
+
+// While another Update holds the turn, an Update that wrote something does
+// not commit: it waits for the turn key to go, then commits. The key is a
+// meta key Verify accepts.
+func TestTurnHeldByAnotherHoldsCommitsBack(t *testing.T) {
+	b, p := openFresh(t)
+	ctx := ctxT(t)
+	put(t, turnKey(p), "another update's token")
+	require.NoError(t, b.Verify(ctx), "the turn key is the store's own")
+	done := make(chan error, 1)
+	go func() { done <- insertRun(ctx, b, "r") }()
+	select {
+	case err := <-done:
+		t.Fatalf("Update returned (%v) while another Update held the turn", err)
+	case <-time.After(500 * time.Millisecond):
+	}
+	require.NotZero(t, b.Stats().TurnWaits, "the Update waited for the turn")
+	require.Zero(t, b.Stats().CommitRequests, "no commit was sent while the turn was held")
+	del(t, turnKey(p))
+	require.NoError(t, <-done)
+	var got bool
+	require.NoError(t, b.View(ctx, func(r backend.ReadTx) error {
+		_, err := backend.GetRun(ctx, r, "r")
+		got = err == nil
+		return nil
+	}))
+	require.True(t, got, "the Update committed once the turn ended")
+}
+
+// An Update whose commits keep failing takes the turn, and its commit ends
+// it: the turn key is gone once Update returns.
+func TestTurnTakenAfterConflictsEndsWithTheCommit(t *testing.T) {
+	var n int
+	fail := func(ctx context.Context, kv clientv3.KV, c etcd.CommitTxn) (*clientv3.TxnResponse, error) {
+		n++
+		if n <= 4 { // a compare that fails: a conflict, as if another commit won
+			c.If = append(c.If, clientv3.Compare(clientv3.Version("never-written"), ">", 0))
+		}
+		return c.Send(ctx, kv)
+	}
+	b, p := openFresh(t, etcd.WithCommitHook(fail))
+	ctx := ctxT(t)
+	require.NoError(t, insertRun(ctx, b, "r"))
+	st := b.Stats()
+	require.Equal(t, int64(4), st.Conflicts)
+	require.Equal(t, int64(1), st.Turns, "the Update took the turn after 4 failed commits")
+	resp, err := newClient(t).Get(ctx, turnKey(p))
+	require.NoError(t, err)
+	require.Empty(t, resp.Kvs, "the commit ended the turn")
+	// The next Update neither waits nor takes the turn.
+	require.NoError(t, insertRun(ctx, b, "s"))
+	require.Equal(t, int64(1), b.Stats().Turns)
+	require.Zero(t, b.Stats().TurnWaits)
+}
+
+// A holder that returns without committing (fn's error) ends its turn.
+func TestTurnEndsWhenTheHolderGivesUp(t *testing.T) {
+	var n int
+	fail := func(ctx context.Context, kv clientv3.KV, c etcd.CommitTxn) (*clientv3.TxnResponse, error) {
+		n++
+		c.If = append(c.If, clientv3.Compare(clientv3.Version("never-written"), ">", 0))
+		return c.Send(ctx, kv)
+	}
+	b, p := openFresh(t, etcd.WithCommitHook(fail), etcd.WithBusyTimeout(time.Second))
+	ctx := ctxT(t)
+	err := insertRun(ctx, b, "r")
+	require.ErrorIs(t, err, backend.ErrBusy)
+	require.Equal(t, int64(1), b.Stats().Turns)
+	resp, err := newClient(t).Get(ctx, turnKey(p))
+	require.NoError(t, err)
+	require.Empty(t, resp.Kvs, "the holder that gave up ended the turn")
+}
