@@ -892,6 +892,7 @@ var Catalog = []Mutant{
 		Name:  "etcd-frozen-member-kept",
 		Bug:   "the etcd adapter keeps sending requests to a member that stopped answering",
 		Suite: "./etcd/",
+		Tests: "TestFrozenMemberCostsSeconds",
 		Edits: []Edit{
 			{
 				File:    "etcd/endpoints.go",
