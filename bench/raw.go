@@ -71,7 +71,8 @@ func rawAdmit(ctx context.Context, b backend.Backend, k backend.ActivationKey, n
 	var token [16]byte
 	rand.Read(token[:])
 	att.Handoff, att.HandoffToken = backend.HandoffRecorded, hex.EncodeToString(token[:])
-	c := attemptStep(att, &run, rawEvent(&run, "dispatch_handed_off", map[string]any{"dispatch_identity": id}, at))
+	c := attemptStep(att, &run, rawEvent(&run, "dispatch_handed_off", map[string]any{"run_id": k.RunID, "node_id": k.NodeID,
+		"activation_id": k.ActivationID, "attempt": 1, "dispatch_identity": id}, at))
 	if err := b.Update(ctx, func(tx backend.Tx) error { return tx.Apply(ctx, c) }); err != nil {
 		return err
 	}

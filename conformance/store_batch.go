@@ -206,7 +206,7 @@ func caseBatchReleaseLost(e *env) {
 	require.Equal(e.T, 1, other.callCount(identity(kb, 1)), "the recovery pass's owner got b")
 	assert.NotContains(e.T, refIdentities(sum.Unoffered), identity(kb, 1), "b is not reported released")
 	requireReceiptless(e, s, attemptKey(kb, 1), workflow.HandoffRecorded, "b, re-dispatched by the recovery pass")
-	assert.NotContains(e.T, payloadsOf(e, s, "r", "dispatch_handoff_released"), `{"dispatch_identity":"`+identity(kb, 1)+`"}`)
+	assert.NotContains(e.T, payloadsOf(e, s, "r", "dispatch_handoff_released"), attemptEvent(kb, 1, `{}`))
 }
 
 // caseBatchOwnerOffersAll: a BatchOwner's DispatchBatch is offered the

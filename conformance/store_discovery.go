@@ -90,7 +90,7 @@ func caseDiscoveryHandoffRefusal(e *env) {
 		assert.Equal(e.T, workflow.AttemptPrepared, att.Status, "%v stays prepared", k)
 		assert.Equal(e.T, workflow.HandoffPending, att.Handoff, "%v: the never-dispatched proof holds", k)
 		assert.Nil(e.T, att.Receipt)
-		assert.NotContains(e.T, payloadsOf(e, s, k.RunID, "dispatch_handed_off"), `{"dispatch_identity":"`+identity(k, 1)+`"}`)
+		assert.NotContains(e.T, payloadsOf(e, s, k.RunID, "dispatch_handed_off"), attemptEvent(k, 1, `{}`))
 		rs, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: k.RunID, Limit: 10}, ms(20))
 		require.NoError(e.T, err)
 		assert.Equal(e.T, workflow.ReconcileSummary{NeverDispatched: []workflow.AttemptRef{{Key: attemptKey(k, 1), Identity: identity(k, 1)}}}, rs, "reconciliation of %s", k.RunID)

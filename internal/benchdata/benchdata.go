@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"github.com/wfstore/wfstore/internal/canonical"
+	"maps"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -138,10 +139,16 @@ func LoadHistory(ctx context.Context, b backend.Backend, prefix string, first, a
 					PreparedMS: t, AdmittedMS: t, TerminalMS: t})
 				base := map[string]any{"run_id": runID, "node_id": k.NodeID, "activation_id": k.ActivationID}
 				ev("activation_created", base)
-				ev("attempt_prepared", map[string]any{"dispatch_identity": id, "intent": Intent})
-				ev("dispatch_handed_off", map[string]any{"dispatch_identity": id})
-				ev("attempt_admitted", map[string]any{"dispatch_identity": id, "receipt": Receipt})
-				ev("attempt_succeeded", map[string]any{"dispatch_identity": id, "output": Output})
+				names := func(extra map[string]any) map[string]any {
+					out := map[string]any{"attempt": 1, "dispatch_identity": id}
+					maps.Copy(out, base)
+					maps.Copy(out, extra)
+					return out
+				}
+				ev("attempt_prepared", names(map[string]any{"intent": Intent}))
+				ev("dispatch_handed_off", names(nil))
+				ev("attempt_admitted", names(map[string]any{"receipt": Receipt}))
+				ev("attempt_succeeded", names(map[string]any{"output": Output}))
 			}
 			run.AttemptCount, run.TreeAttemptCount = int64(m), int64(m)
 			c.Insert.Runs = append(c.Insert.Runs, run)
