@@ -1,7 +1,6 @@
-// Pipeline is the program of docs/concepts.md: a two-node workflow, fetch
-// then store, kept in an SQLite file and driven by the runner. fetch fails
-// once and is retried automatically; its success adds store, in the same
-// transaction; the run completes when store succeeds.
+// Pipeline ships orders: reserve, ship every item in parallel (a fan-out the
+// store settles), then invoice (a join waiting for the shipments). Item C of
+// order-1 fails once and is retried; order-2 is cancelled while it ships.
 package main
 
 import (
@@ -9,8 +8,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/wfstore/wfstore/runner"
@@ -18,83 +20,90 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-// owner does the work. Plan says what an attempt will do, Dispatch accepts
-// it (a real owner durably queues it under p.Identity, its idempotency key,
-// before returning a receipt), Observe reports how it went.
 type owner struct {
-	out  io.Writer
-	done context.CancelFunc // stops the runner once the last node succeeded
+	s   *workflow.Store
+	mu  sync.Mutex // guards out
+	out io.Writer
 }
 
-func (o owner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
+func key(order, node string) workflow.ActivationKey {
+	return workflow.ActivationKey{RunID: order, NodeID: node, ActivationID: "1"}
+}
+
+func (o *owner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
 	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: a.Input}, nil
 }
 
-func (o owner) Dispatch(_ context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
-	fmt.Fprintf(o.out, "dispatched %s, attempt %d\n", p.Activation.Key.NodeID, p.Attempt)
-	return json.RawMessage(`{"queued":true}`), nil // the receipt
+func (o *owner) Dispatch(ctx context.Context, p workflow.PreparedDispatch) (json.RawMessage, error) {
+	if k := p.Activation.Key; k.RunID == "order-2" && strings.HasPrefix(k.NodeID, "ship::") {
+		_, err := o.s.RequestCancellation(ctx, "order-2", nil, time.Now()) // the customer cancels
+		return json.RawMessage(`{}`), err
+	}
+	return json.RawMessage(`{}`), nil // the receipt: the work is durably queued under p.Identity
 }
 
-func (o owner) Observe(_ context.Context, a workflow.Attempt) (workflow.Observation, error) {
+func (o *owner) Observe(_ context.Context, a workflow.Attempt) (workflow.Observation, error) {
+	k, done := a.Key, workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{}`)}
 	switch {
-	case a.Key.NodeID == "fetch" && a.Key.Attempt == 1:
-		return workflow.Observation{Kind: workflow.ObservedRetryableFailure}, nil
-	case a.Key.NodeID == "fetch": // succeeded: add the next node atomically
-		return workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{"rows":3}`),
-			Successors: []workflow.NewActivation{node(a.Key.RunID, "store")}}, nil
-	default:
-		defer o.done()
-		return workflow.Observation{Kind: workflow.ObservedSucceeded, Output: json.RawMessage(`{"stored":3}`)}, nil
+	case k.NodeID == "reserve": // add the shipments and the invoice waiting for them, atomically
+		ship, retry := key(k.RunID, "ship"), &workflow.RetryPolicy{Version: 1, MaxAttempts: 2, BackoffMultiplier: 1,
+			InitialBackoff: 10 * time.Millisecond, MaximumBackoff: 10 * time.Millisecond,
+			EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable}}
+		done.Successors = []workflow.NewActivation{{Key: ship, Input: []byte(`{}`)},
+			{Key: key(k.RunID, "invoice"), Input: []byte(`{}`), WaitFor: []workflow.NodeRef{{NodeID: "ship", ActivationID: "1"}}}}
+		done.FanOuts = []workflow.NewFanOut{{Controller: ship, MaxConcurrency: 5, FanIn: true, RetryPolicy: retry,
+			Reconciliation: workflow.IdempotentReplay, // a shipment may be retried
+			Members:        []json.RawMessage{[]byte(`"A"`), []byte(`"B"`), []byte(`"C"`), []byte(`"D"`), []byte(`"E"`)}}}
+	case k.RunID == "order-1" && string(a.Intent) == `"C"` && k.Attempt == 1:
+		return workflow.Observation{Kind: workflow.ObservedRetryableFailure}, nil // the carrier was busy
 	}
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fmt.Fprintf(o.out, "%s: %s %s\n", k.RunID, strings.SplitN(k.NodeID, "::", 2)[0], a.Intent)
+	return done, nil
 }
 
-// node is a read-only activation that may be retried once after a
-// retryable failure, 10ms later.
-func node(runID, nodeID string) workflow.NewActivation {
-	return workflow.NewActivation{
-		Key:    workflow.ActivationKey{RunID: runID, NodeID: nodeID, ActivationID: nodeID},
-		Input:  json.RawMessage(`{}`),
-		Effect: workflow.ReadOnly, Reconciliation: workflow.IdempotentReplay,
-		RetryPolicy: &workflow.RetryPolicy{Version: 1, MaxAttempts: 2,
-			InitialBackoff: 10 * time.Millisecond, MaximumBackoff: 10 * time.Millisecond, BackoffMultiplier: 1,
-			EligibleFailures: []workflow.FailureKind{workflow.FailureOwnerReportedRetryable}},
-	}
-}
-
-// run creates the run and its first activation in a store at path, runs
-// the runner until the last node succeeded, and returns the run's status.
-func run(ctx context.Context, path string, out io.Writer) (workflow.RunStatus, error) {
+// run creates both orders in an SQLite store at path and runs the runner
+// until order-1 completed and order-2 was cancelled.
+func run(ctx context.Context, path string, out io.Writer) error {
 	b, err := sqlite.Open(ctx, path)
 	if err != nil {
-		return "", err
+		return err
 	}
 	defer b.Close()
 	s := workflow.New(b)
-	if _, err := s.CreateRun(ctx, workflow.NewRun{ID: "run-1"}, time.Now()); err != nil {
-		return "", err
-	}
-	if _, err := s.AddActivation(ctx, node("run-1", "fetch"), time.Now()); err != nil {
-		return "", err
+	for _, id := range []string{"order-1", "order-2"} {
+		if _, err := s.CreateRun(ctx, workflow.NewRun{ID: id}, time.Now()); err != nil {
+			return err
+		}
+		if _, err := s.AddActivation(ctx, workflow.NewActivation{Key: key(id, "reserve"), Input: []byte(`"order"`)}, time.Now()); err != nil {
+			return err
+		}
 	}
 	rctx, stop := context.WithCancel(ctx)
-	defer stop()
-	if _, err := runner.Run(rctx, s, owner{out: out, done: stop}); err != nil {
-		return "", err
-	}
-	r, err := s.GetRun(ctx, "run-1")
-	return r.Status, err
+	go func() { // stop the runner once order-1 is invoiced and order-2 cancelled
+		defer stop()
+		for !finished(ctx, s) {
+			time.Sleep(20 * time.Millisecond)
+		}
+	}()
+	_, err = runner.Run(rctx, s, &owner{s: s, out: out})
+	return err
+}
+
+func finished(ctx context.Context, s *workflow.Store) bool {
+	r1, err1 := s.GetRun(ctx, "order-1")
+	r2, err2 := s.GetRun(ctx, "order-2")
+	return err1 != nil || err2 != nil || (r1.Status == workflow.RunCompleted && r2.Status == workflow.RunCancelled)
 }
 
 func main() {
 	dir, err := os.MkdirTemp("", "wfstore-pipeline")
-	if err != nil {
-		panic(err)
+	if err == nil {
+		err = run(context.Background(), filepath.Join(dir, "store.db"), os.Stdout)
+		os.RemoveAll(dir)
 	}
-	defer os.RemoveAll(dir)
-	status, err := run(context.Background(), filepath.Join(dir, "store.db"), os.Stdout)
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		log.Fatal(err)
 	}
-	fmt.Println("run-1:", status)
 }
