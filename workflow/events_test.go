@@ -11,7 +11,7 @@ import (
 // payload struct encodes to the same canonical bytes after a round trip.
 func TestEventDecodeRoundTrip(t *testing.T) {
 	t.Parallel()
-	require.Len(t, eventDecoders, 44)
+	require.Len(t, eventDecoders, 46)
 	for typ, dec := range eventDecoders {
 		zero, err := dec([]byte(`{}`))
 		require.NoError(t, err, typ)
