@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"log/slog"
@@ -82,19 +83,9 @@ func (w *sweep) due(at int64) []string {
 			}
 			return 1
 		}
-		return compareStrings(a, b)
+		return cmp.Compare(a, b)
 	})
 	return ids
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // next returns the earliest known due time after at.

@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"cmp"
 	"context"
 	"slices"
 
@@ -48,20 +49,10 @@ func validateWaitFor(self backend.ActivationKey, in []NodeRef) ([]backend.NodeRe
 }
 
 func compareNodeRefs(a, b backend.NodeRef) int {
-	if c := compareStrings(a.NodeID, b.NodeID); c != 0 {
+	if c := cmp.Compare(a.NodeID, b.NodeID); c != 0 {
 		return c
 	}
-	return compareStrings(a.ActivationID, b.ActivationID)
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return cmp.Compare(a.ActivationID, b.ActivationID)
 }
 
 // waitForKeys returns the activation keys of a join's WaitFor.
