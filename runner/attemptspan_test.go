@@ -45,7 +45,7 @@ func attrOf(sp sdktrace.ReadOnlySpan, k attribute.Key) string {
 	if !ok {
 		return ""
 	}
-	return v.Emit()
+	return v.String()
 }
 
 // attemptTrace is what the recorder holds of one attempt: its span, its
