@@ -117,8 +117,7 @@ func (s *Engine) ActiveAttempts(ctx context.Context, runID string, limit int) ([
 func (s *Engine) MarkCancellationSignalled(ctx context.Context, identity string, now time.Time) error {
 	return s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
 		if att.Status == backend.AttemptSiblingCancelling {
-			w.emit(run, AttemptCancellationSignalledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
-			return nil
+			return recordSiblingSignal(w, run, att, at)
 		}
 		if run.CancelRequestedMS == 0 {
 			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
@@ -148,14 +147,9 @@ func (s *Engine) CancelNeverDispatched(ctx context.Context, identity string, aut
 		if run.CancelRequestedMS == 0 {
 			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
 		}
-		if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptCancelled); err != nil {
+		if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, AttemptCancelledPayload{Reason: "never_dispatched"}); err != nil {
 			return err
 		}
-		replace(w, *att)
-		if err := cancelActivation(w, &act, at); err != nil {
-			return err
-		}
-		w.emit(run, AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}
@@ -195,14 +189,9 @@ func (s *Engine) SettleOrphanedCancellation(ctx context.Context, identity string
 				return err
 			}
 		} else {
-			if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptCancelled); err != nil {
+			if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, AttemptCancelledPayload{Reason: "cancellation_owner_unavailable"}); err != nil {
 				return err
 			}
-			replace(w, *att)
-			if err := cancelActivation(w, &act, at); err != nil {
-				return err
-			}
-			w.emit(run, AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: "cancellation_owner_unavailable"}, at)
 			if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
 				return err
 			}
@@ -429,14 +418,9 @@ func (s *Engine) SettleCancelledUnobserved(ctx context.Context, identity string,
 		if att.Receipt == nil {
 			return errNoop
 		}
-		if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptCancelled); err != nil {
+		if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, AttemptCancelledPayload{Reason: string(how)}); err != nil {
 			return err
 		}
-		replace(w, *att)
-		if err := cancelActivation(w, &act, at); err != nil {
-			return err
-		}
-		w.emit(run, AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: string(how)}, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}

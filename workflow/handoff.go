@@ -168,9 +168,7 @@ func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, in handoffI
 		}
 		return nil, stateErr(ErrIneligible, "mutating attempt %s has no handoff state; reconcile it", att.Identity)
 	}
-	att.Handoff, att.HandoffToken = backend.HandoffRecorded, token
-	replace(w, att)
-	w.emit(run, DispatchHandedOffPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+	recordHandoff(w, run, &att, token, at)
 	replace(w, *run)
 	return &known{run: *run, act: act, att: att}, nil
 }

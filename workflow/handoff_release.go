@@ -63,9 +63,7 @@ func (s *Store) releaseHandoffs(ctx context.Context, held []heldHandoff, now tim
 				att.Handoff != backend.HandoffRecorded || att.HandoffToken != h.token {
 				continue
 			}
-			att.Handoff, att.HandoffToken = backend.HandoffPending, ""
-			replace(w, att)
-			w.emit(&run, DispatchHandoffReleasedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+			releaseHandoff(w, &run, &att, at)
 			if !moved[run.ID] {
 				moved[run.ID] = true
 				changed = append(changed, run.ID)

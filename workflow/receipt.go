@@ -109,7 +109,7 @@ type receiptInput struct {
 // it), so a caller that must undo one decision alone keeps such attempts
 // out of a shared transaction.
 func decideReceipt(ctx context.Context, tx backend.Tx, w *batch, in receiptInput) error {
-	run, att, found, k, identity := in.run, in.att, in.found, in.key, in.identity
+	run, att, found, identity := in.run, in.att, in.found, in.identity
 	rc, check, at := in.receipt, in.check, in.at
 	if err := check.verify(*run); err != nil {
 		return err
@@ -150,10 +150,7 @@ func decideReceipt(ctx context.Context, tx backend.Tx, w *batch, in receiptInput
 	default:
 		return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 	}
-	att.Receipt = rc
-	att.AdmittedMS = at
-	replace(w, att)
-	w.emit(run, receiptPayload(typ, k, identity, rc, at), at)
+	recordReceipt(w, run, &att, typ, rc, at)
 	run.UpdatedMS = at
 	replace(w, *run)
 	return nil

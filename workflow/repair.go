@@ -89,7 +89,7 @@ func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) er
 		if err := settleActivation(w, &act, as, at); err != nil {
 			return err
 		}
-		w.emit(run, AttemptRepairedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Action: action}, at)
+		recordRepair(w, run, att, action, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}

@@ -221,3 +221,85 @@ func countAttempt(w *batch, run, root *backend.Run) bool {
 	replace(w, *root)
 	return true
 }
+
+// cancelAttempt settles an active attempt of act as cancelled, cancels act
+// and appends attempt_cancelled with p (its names and identity filled in
+// here). The caller has decided the attempt is cancelled: its owner never
+// received it, or cannot be asked, or reported on it after cancellation.
+// It writes att and act; the caller settles the fan-out member and the
+// run.
+func cancelAttempt(ctx context.Context, t txn, run *backend.Run, act *backend.Activation, att *backend.Attempt, p AttemptCancelledPayload) error {
+	if err := settleAttempt(ctx, t, run, *act, att, backend.AttemptCancelled); err != nil {
+		return err
+	}
+	replace(t.w, *att)
+	if err := cancelActivation(t.w, act, t.at); err != nil {
+		return err
+	}
+	p.AttemptNames, p.DispatchIdentity = namesOf(att.Key), att.Identity
+	t.w.emit(run, p, t.at)
+	return nil
+}
+
+// recordSiblingSignal records that the owner of a sibling_cancelling
+// attempt was told to stop (attempt_cancellation_signalled); the status
+// stays sibling_cancelling. Any other status is refused (ErrConflict).
+func recordSiblingSignal(w *batch, run *backend.Run, att *backend.Attempt, at int64) error {
+	if att.Status != backend.AttemptSiblingCancelling {
+		return stateErr(ErrConflict, "attempt %s is %s, not sibling_cancelling", att.Identity, att.Status)
+	}
+	w.emit(run, AttemptCancellationSignalledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+	return nil
+}
+
+// recordHandoff records that att is being handed to its owner under the
+// holder token (dispatch_handed_off): from here on it may have reached
+// its owner. The caller has checked the handoff is pending and the run
+// eligible; it writes run.
+func recordHandoff(w *batch, run *backend.Run, att *backend.Attempt, token string, at int64) {
+	att.Handoff, att.HandoffToken = backend.HandoffRecorded, token
+	replace(w, *att)
+	w.emit(run, DispatchHandedOffPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+}
+
+// releaseHandoff takes back a recorded handoff its owner provably never
+// received (dispatch_handoff_released): the attempt is never-dispatched
+// again. The caller has checked the attempt is prepared, receiptless and
+// held by its own token; it writes run.
+func releaseHandoff(w *batch, run *backend.Run, att *backend.Attempt, at int64) {
+	att.Handoff, att.HandoffToken = backend.HandoffPending, ""
+	replace(w, *att)
+	w.emit(run, DispatchHandoffReleasedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+}
+
+// recordReceipt stores the owner's receipt rc on att, admitted at at, and
+// appends typ (attempt_admitted, or
+// attempt_cancellation_receipt_recorded for an attempt being cancelled).
+// The caller has admitted the attempt where it was prepared; it writes
+// run.
+func recordReceipt(w *batch, run *backend.Run, att *backend.Attempt, typ EventType, rc []byte, at int64) {
+	att.Receipt = rc
+	att.AdmittedMS = at
+	replace(w, *att)
+	w.emit(run, receiptPayload(typ, att.Key, att.Identity, rc, at), at)
+}
+
+// recordTimeout appends attempt_timed_out for att, which the caller has
+// settled failed or is about to require repair of (ev.Status says which).
+func recordTimeout(w *batch, run *backend.Run, att *backend.Attempt, ev AttemptTimedOutPayload, at int64) {
+	ev.AttemptNames, ev.DispatchIdentity = namesOf(att.Key), att.Identity
+	w.emit(run, ev, at)
+}
+
+// recordLateObservation appends attempt_observed_after_timeout: an
+// observation of kind arrived for att after a timeout settled it.
+func recordLateObservation(w *batch, run *backend.Run, att *backend.Attempt, kind ObservationKind, at int64) {
+	w.emit(run, AttemptObservedAfterTimeoutPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Observed: kind, Was: AttemptStatus(att.Status)}, at)
+	run.UpdatedMS = at
+}
+
+// recordRepair appends attempt_repaired for att, which the operator's
+// repair just settled with action.
+func recordRepair(w *batch, run *backend.Run, att *backend.Attempt, action RepairAction, at int64) {
+	w.emit(run, AttemptRepairedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Action: action}, at)
+}

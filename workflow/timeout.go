@@ -157,8 +157,7 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 		att.Detail = detail
 		res.Timeout, res.Deadline = msToDuration(timeout), fromMS(deadline)
 		was := run.Status
-		ev := AttemptTimedOutPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, FailureKind: FailureTerminalTimeout,
-			TimeoutMS: Millis(timeout), DeadlineMS: UnixMS(deadline)}
+		ev := AttemptTimedOutPayload{FailureKind: FailureTerminalTimeout, TimeoutMS: Millis(timeout), DeadlineMS: UnixMS(deadline)}
 		if att.SideEffect == backend.ReadOnly {
 			if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptFailed); err != nil {
 				return err
@@ -168,7 +167,7 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 				return err
 			}
 			ev.Status = AttemptFailed
-			w.emit(run, ev, at)
+			recordTimeout(w, run, att, ev, at)
 			sched, refusal, err := scheduleForKind(ctx, txn{tx, w, at}, run, act, *att, FailureTerminalTimeout)
 			if err != nil {
 				return err
@@ -179,7 +178,7 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 			}
 		} else {
 			ev.Status = AttemptRepairRequired
-			w.emit(run, ev, at)
+			recordTimeout(w, run, att, ev, at)
 			if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: string(FailureTerminalTimeout)}, at); err != nil {
 				return err
 			}
@@ -337,8 +336,7 @@ const EventAttemptObservedAfterTimeout EventType = "attempt_observed_after_timeo
 // an observation that settles nothing. The caller writes run.
 func observedAfterTimeout(ctx context.Context, t txn, run *backend.Run, att *backend.Attempt, kind ObservationKind) (bool, error) {
 	tx, w, at := t.tx, t.w, t.at
-	w.emit(run, AttemptObservedAfterTimeoutPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Observed: kind, Was: AttemptStatus(att.Status)}, at)
-	run.UpdatedMS = at
+	recordLateObservation(w, run, att, kind, at)
 	if att.Status != backend.AttemptRepairRequired {
 		return false, nil
 	}
