@@ -39,7 +39,7 @@ func claimStoreCases() []testCase {
 func claimers(e *env) []backend.Claimer {
 	c, ok := e.B.(backend.Claimer)
 	if !ok {
-		e.T.Skipf("the adapter does not implement backend.Claimer (optional): workflow falls back to deciding at the prepare transaction alone")
+		e.T.Skipf("capability Claimer=false: %s does not implement backend.Claimer (optional); workflow falls back to deciding at the prepare transaction alone", e.H.Name)
 	}
 	out := []backend.Claimer{c}
 	if e.Caps.MultiInstance {
