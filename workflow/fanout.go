@@ -346,7 +346,7 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 			return stateErr(ErrIneligible, "fan-in group %v has settled its controller; its members are not requeued", g.Controller)
 		}
 	}
-	g.Settled--
+	reopenMember(&g)
 	if occupied(&g) > g.MaxConcurrency {
 		if err := returnMemberToWaiting(w, run, &g, act, at); err != nil {
 			return err
@@ -382,17 +382,13 @@ func activationFailed(ctx context.Context, t txn, run *backend.Run, act backend.
 	if !g.FailFast {
 		return settleMember(ctx, tx, w, run, &g, at)
 	}
-	g.Settled++
+	countMemberSettled(&g)
 	if err := cancelSiblings(ctx, txn{tx, w, at}, run, &g, act); err != nil {
 		return err
 	}
-	if g.RetiredMS == 0 {
-		g.RetiredMS = at
-	}
-	replace(w, g)
 	idx := act.Group.Index
-	w.emit(run, FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, MemberIndex: &idx, Policy: FailFast}, at)
-	failRun(run)
+	failFastGroup(w, run, &g, idx, at)
+	replace(w, g)
 	return decideFanIn(ctx, txn{tx, w, at}, run, &g, &idx)
 }
 
@@ -404,7 +400,7 @@ func activationFailed(ctx context.Context, t txn, run *backend.Run, act backend.
 // fan-in group's controller settles with it (see decideFanIn). It writes
 // g.
 func settleMember(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, g *backend.FanOutGroup, at int64) error {
-	g.Settled++
+	countMemberSettled(g)
 	if err := promoteMembers(ctx, tx, w, run, g, at); err != nil {
 		return err
 	}
@@ -474,11 +470,7 @@ func cancelSiblings(ctx context.Context, t txn, run *backend.Run, g *backend.Fan
 		}
 		switch m.Status {
 		case backend.ActivationWaiting, backend.ActivationPending:
-			if m.Status == backend.ActivationWaiting {
-				g.Promoted++
-			}
-			g.Settled++
-			if err := cancelMember(w, run, m, "fail_fast", at); err != nil {
+			if err := cancelMember(w, run, g, m, "fail_fast", at); err != nil {
 				return err
 			}
 		case backend.ActivationRunning:
@@ -504,13 +496,7 @@ func cancelSiblings(ctx context.Context, t txn, run *backend.Run, g *backend.Fan
 			continue // cancelling or repair_required: settled by their own paths
 		}
 		if att.Status == backend.AttemptPrepared && att.Receipt == nil && att.Handoff == backend.HandoffPending {
-			if err := settleAttempt(ctx, txn{tx, w, at}, run, m, &att, backend.AttemptCancelled); err != nil {
-				return err
-			}
-			replace(w, att)
-			w.emit(run, AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: "never_dispatched"}, at)
-			g.Settled++
-			if err := cancelMember(w, run, m, "fail_fast", at); err != nil {
+			if err := cancelUndispatchedSibling(ctx, txn{tx, w, at}, run, g, m, &att); err != nil {
 				return err
 			}
 			continue
@@ -529,18 +515,6 @@ func memberIndex(members []backend.Activation, k backend.ActivationKey) int {
 		}
 	}
 	return -1
-}
-
-// cancelMember writes member m cancelled with an event saying why.
-func cancelMember(w *batch, run *backend.Run, m backend.Activation, reason string, at int64) error {
-	if err := cancelActivation(w, &m, at); err != nil {
-		return err
-	}
-	w.emit(run, FanOutMemberCancelledPayload{
-		RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID,
-		MemberIndex: m.Group.Index, Reason: reason,
-	}, at)
-	return nil
 }
 
 // RetireFanOut records a durable retirement intent on the group: until
@@ -581,12 +555,13 @@ func (s *Store) retire(ctx context.Context, controller backend.ActivationKey, no
 			if g.Retiring {
 				return errNoop
 			}
-			g.Retiring = true
+			if err := requestRetirement(w, &run, &g, at); err != nil {
+				return err
+			}
 			replace(w, g)
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
 			}
-			w.emit(&run, FanOutRetirementRequestedPayload{ControllerActivationID: controller.ActivationID}, at)
 			replace(w, run)
 			return nil
 		}
@@ -599,17 +574,15 @@ func (s *Store) retire(ctx context.Context, controller backend.ActivationKey, no
 				return err
 			}
 			if act.Status == backend.ActivationWaiting || act.Status == backend.ActivationPending {
-				if err := cancelActivation(w, &act, at); err != nil {
+				if err := retireMember(w, &g, act, at); err != nil {
 					return err
 				}
-				g.Settled++
 			}
 		}
-		g.Retiring = false
-		g.Promoted = g.Size
-		g.RetiredMS = at
+		if err := settleRetirement(w, &run, &g, at); err != nil {
+			return err
+		}
 		replace(w, g)
-		w.emit(&run, FanOutRetiredPayload{ControllerActivationID: controller.ActivationID}, at)
 		if err := decideFanIn(ctx, txn{tx, w, at}, &run, &g, nil); err != nil {
 			return err
 		}

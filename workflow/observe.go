@@ -312,14 +312,9 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 		case ObservedDeferred:
 			return errNoop
 		case ObservedSucceeded:
-			if err := settleAttempt(ctx, txn{tx, w, at}, &run, act, &att, backend.AttemptSucceeded); err != nil {
+			if err := succeedAttempt(ctx, txn{tx, w, at}, &run, &act, &att, output); err != nil {
 				return err
 			}
-			replace(w, att)
-			if err := completeActivation(w, &act, output, at); err != nil {
-				return err
-			}
-			w.emit(&run, AttemptSucceededPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Output: json.RawMessage(output)}, at)
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
 				return err
 			}
@@ -340,14 +335,9 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 				}
 			}
 		case ObservedFailed, ObservedRetryableFailure:
-			if err := settleAttempt(ctx, txn{tx, w, at}, &run, act, &att, backend.AttemptFailed); err != nil {
+			if err := failAttempt(ctx, txn{tx, w, at}, &run, &act, &att, kind == ObservedRetryableFailure); err != nil {
 				return err
 			}
-			replace(w, att)
-			if err := failActivation(w, &act, at); err != nil {
-				return err
-			}
-			w.emit(&run, AttemptFailedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Retryable: kind == ObservedRetryableFailure}, at)
 			if kind == ObservedRetryableFailure {
 				sched, refusal, err := scheduleFromPolicy(ctx, txn{tx, w, at}, &run, act, att)
 				if err != nil {
@@ -363,32 +353,20 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 				return err
 			}
 		case ObservedPaused:
-			if err := settleAttempt(ctx, txn{tx, w, at}, &run, act, &att, backend.AttemptPaused); err != nil {
+			if err := pauseAttempt(ctx, txn{tx, w, at}, &run, &act, &att, obs.PauseReason); err != nil {
 				return err
 			}
-			if err := requeueActivation(&act, at); err != nil {
-				return err
-			}
-			replace(w, att)
-			replace(w, act)
-			w.emit(&run, AttemptPausedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Reason: obs.PauseReason}, at)
-			pauseRunWithAttempt(&run, at)
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
 			}
 		case ObservedCancelled:
-			if err := settleAttempt(ctx, txn{tx, w, at}, &run, act, &att, backend.AttemptCancelled); err != nil {
-				return err
-			}
-			replace(w, att)
-			if err := cancelActivation(w, &act, at); err != nil {
-				return err
-			}
-			p := AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Observed: observed}
+			p := AttemptCancelledPayload{Observed: observed}
 			if observed == ObservedSucceeded {
 				p.Output = json.RawMessage(output)
 			}
-			w.emit(&run, p, at)
+			if err := cancelAttempt(ctx, txn{tx, w, at}, &run, &act, &att, p); err != nil {
+				return err
+			}
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
 				return err
 			}

@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"encoding/json"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -302,4 +303,50 @@ func recordLateObservation(w *batch, run *backend.Run, att *backend.Attempt, kin
 // repair just settled with action.
 func recordRepair(w *batch, run *backend.Run, att *backend.Attempt, action RepairAction, at int64) {
 	w.emit(run, AttemptRepairedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Action: action}, at)
+}
+
+// succeedAttempt settles an active attempt of act as succeeded, completes
+// act with output and appends attempt_succeeded. It writes att and act.
+func succeedAttempt(ctx context.Context, t txn, run *backend.Run, act *backend.Activation, att *backend.Attempt, output []byte) error {
+	if err := settleAttempt(ctx, t, run, *act, att, backend.AttemptSucceeded); err != nil {
+		return err
+	}
+	replace(t.w, *att)
+	if err := completeActivation(t.w, act, output, t.at); err != nil {
+		return err
+	}
+	t.w.emit(run, AttemptSucceededPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Output: json.RawMessage(output)}, t.at)
+	return nil
+}
+
+// failAttempt settles an active attempt of act as failed (retryable: the
+// owner reported the failure retryable), fails act and appends
+// attempt_failed. It writes att and act; the caller decides the retry.
+func failAttempt(ctx context.Context, t txn, run *backend.Run, act *backend.Activation, att *backend.Attempt, retryable bool) error {
+	if err := settleAttempt(ctx, t, run, *act, att, backend.AttemptFailed); err != nil {
+		return err
+	}
+	replace(t.w, *att)
+	if err := failActivation(t.w, act, t.at); err != nil {
+		return err
+	}
+	t.w.emit(run, AttemptFailedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Retryable: retryable}, t.at)
+	return nil
+}
+
+// pauseAttempt settles an active attempt of act as paused for reason,
+// returns act to pending, appends attempt_paused and pauses the run. It
+// writes att and act; the caller reindexes and writes run.
+func pauseAttempt(ctx context.Context, t txn, run *backend.Run, act *backend.Activation, att *backend.Attempt, reason string) error {
+	if err := settleAttempt(ctx, t, run, *act, att, backend.AttemptPaused); err != nil {
+		return err
+	}
+	if err := requeueActivation(act, t.at); err != nil {
+		return err
+	}
+	replace(t.w, *att)
+	replace(t.w, *act)
+	t.w.emit(run, AttemptPausedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: reason}, t.at)
+	pauseRunWithAttempt(run, t.at)
+	return nil
 }

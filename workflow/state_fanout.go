@@ -1,6 +1,7 @@
 package workflow
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/wfstore/wfstore/backend"
@@ -129,4 +130,96 @@ func failWaitAll(w *batch, run *backend.Run, g *backend.FanOutGroup, failed []in
 	}
 	failRun(run)
 	return true
+}
+
+// countMemberSettled counts one more settled member of g. The caller
+// writes g.
+func countMemberSettled(g *backend.FanOutGroup) { g.Settled++ }
+
+// reopenMember counts a settled member of g open again: its retry
+// requeued it. The caller writes g.
+func reopenMember(g *backend.FanOutGroup) { g.Settled-- }
+
+// cancelMember cancels member m of g, which has not settled (waiting,
+// pending, or running with its never-dispatched attempt just settled),
+// counts it settled (and promoted, when it was waiting: it can never be
+// promoted again) and appends fan_out_member_cancelled with reason. It
+// writes m; the caller writes g.
+func cancelMember(w *batch, run *backend.Run, g *backend.FanOutGroup, m backend.Activation, reason string, at int64) error {
+	waiting := m.Status == backend.ActivationWaiting
+	if err := cancelActivation(w, &m, at); err != nil {
+		return err
+	}
+	if waiting {
+		g.Promoted++
+	}
+	g.Settled++
+	w.emit(run, FanOutMemberCancelledPayload{
+		RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID,
+		MemberIndex: m.Group.Index, Reason: reason,
+	}, at)
+	return nil
+}
+
+// cancelUndispatchedSibling cancels member m of fail-fast group g and its
+// prepared attempt att, which provably never reached its owner (handoff
+// pending, no receipt): attempt_cancelled (never_dispatched), then the
+// member's cancellation. It writes att and m; the caller writes g.
+func cancelUndispatchedSibling(ctx context.Context, t txn, run *backend.Run, g *backend.FanOutGroup, m backend.Activation, att *backend.Attempt) error {
+	if err := settleAttempt(ctx, t, run, m, att, backend.AttemptCancelled); err != nil {
+		return err
+	}
+	replace(t.w, *att)
+	t.w.emit(run, AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: "never_dispatched"}, t.at)
+	return cancelMember(t.w, run, g, m, "fail_fast", t.at)
+}
+
+// failFastGroup records the terminal failure of member idx of fail-fast
+// group g, whose siblings the caller stopped: the group is retired (if it
+// was not already), fan_out_failed is appended and the run fails. The
+// caller writes g and run.
+func failFastGroup(w *batch, run *backend.Run, g *backend.FanOutGroup, idx int64, at int64) {
+	if g.RetiredMS == 0 {
+		g.RetiredMS = at
+	}
+	w.emit(run, FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, MemberIndex: &idx, Policy: FailFast}, at)
+	failRun(run)
+}
+
+// requestRetirement records g's retirement intent
+// (fan_out_retirement_requested): its members get no new attempt until it
+// settles. A group already retiring is refused (ErrConflict). The caller
+// writes g and run.
+func requestRetirement(w *batch, run *backend.Run, g *backend.FanOutGroup, at int64) error {
+	if g.Retiring {
+		return stateErr(ErrConflict, "fan-out group %v is already retiring", g.Controller)
+	}
+	g.Retiring = true
+	w.emit(run, FanOutRetirementRequestedPayload{ControllerActivationID: g.Controller.ActivationID}, at)
+	return nil
+}
+
+// retireMember cancels member act of retiring group g, which never started
+// (waiting or pending), and counts it settled. It writes act; the caller
+// writes g.
+func retireMember(w *batch, g *backend.FanOutGroup, act backend.Activation, at int64) error {
+	if err := cancelActivation(w, &act, at); err != nil {
+		return err
+	}
+	g.Settled++
+	return nil
+}
+
+// settleRetirement ends g's retirement once its unstarted members are
+// cancelled (fan_out_retired): no member is promoted any more. A group not
+// retiring is refused (ErrIneligible). The caller writes g and run.
+func settleRetirement(w *batch, run *backend.Run, g *backend.FanOutGroup, at int64) error {
+	if !g.Retiring {
+		return stateErr(ErrIneligible, "fan-out group %v has no retirement pending", g.Controller)
+	}
+	g.Retiring = false
+	g.Promoted = g.Size
+	g.RetiredMS = at
+	w.emit(run, FanOutRetiredPayload{ControllerActivationID: g.Controller.ActivationID}, at)
+	return nil
 }

@@ -679,10 +679,10 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/fanout.go",
-				Find: `	g.Settled--
+				Find: `	reopenMember(&g)
 `,
 				Replace: `	return nil
-	g.Settled--
+	reopenMember(&g)
 `,
 			},
 		},
@@ -1145,8 +1145,8 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "workflow/observe.go",
-				Find:    `p := AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity, Observed: observed}`,
-				Replace: `p := AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: identity}`,
+				Find:    `p := AttemptCancelledPayload{Observed: observed}`,
+				Replace: `p := AttemptCancelledPayload{}`,
 			},
 		},
 	},
@@ -1680,12 +1680,12 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/fanout.go",
-				Find: `		w.emit(&run, FanOutRetiredPayload{ControllerActivationID: controller.ActivationID}, at)
+				Find: `		replace(w, g)
 		if err := decideFanIn(ctx, txn{tx, w, at}, &run, &g, nil); err != nil {
 			return err
 		}
 `,
-				Replace: `		w.emit(&run, FanOutRetiredPayload{ControllerActivationID: controller.ActivationID}, at)
+				Replace: `		replace(w, g)
 `,
 			},
 		},
