@@ -222,11 +222,8 @@ func (s *Store) AddActivation(ctx context.Context, na NewActivation, now time.Ti
 // AddActivation and by Succeeded observations carrying successors). The
 // caller replaces run afterwards.
 func addActivation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, rec backend.Activation, at int64) (bool, error) {
-	keys := []backend.ActivationKey{rec.Key}
-	for _, p := range rec.Predecessors {
-		keys = append(keys, backend.ActivationKey{RunID: rec.Key.RunID, NodeID: p.NodeID, ActivationID: p.ActivationID})
-	}
-	waits := waitForKeys(rec)
+	keys := append([]backend.ActivationKey{rec.Key}, refKeys(rec.Key.RunID, rec.Predecessors)...)
+	waits := refKeys(rec.Key.RunID, rec.WaitFor)
 	lookup := slices.Clone(keys)
 	for _, k := range waits {
 		if !slices.Contains(lookup, k) {

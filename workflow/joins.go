@@ -55,11 +55,11 @@ func compareNodeRefs(a, b backend.NodeRef) int {
 	return cmp.Compare(a.ActivationID, b.ActivationID)
 }
 
-// waitForKeys returns the activation keys of a join's WaitFor.
-func waitForKeys(rec backend.Activation) []backend.ActivationKey {
-	keys := make([]backend.ActivationKey, len(rec.WaitFor))
-	for i, p := range rec.WaitFor {
-		keys[i] = backend.ActivationKey{RunID: rec.Key.RunID, NodeID: p.NodeID, ActivationID: p.ActivationID}
+// refKeys returns the activation keys that refs name in run runID.
+func refKeys(runID string, refs []backend.NodeRef) []backend.ActivationKey {
+	keys := make([]backend.ActivationKey, len(refs))
+	for i, r := range refs {
+		keys[i] = backend.ActivationKey{RunID: runID, NodeID: r.NodeID, ActivationID: r.ActivationID}
 	}
 	return keys
 }
@@ -111,10 +111,7 @@ func settleJoins(ctx context.Context, tx backend.Tx, w *batch) error {
 			}
 			joins = pred.Joins
 		}
-		keys := make([]backend.ActivationKey, len(joins))
-		for j, r := range joins {
-			keys[j] = backend.ActivationKey{RunID: ws.pred.RunID, NodeID: r.NodeID, ActivationID: r.ActivationID}
-		}
+		keys := refKeys(ws.pred.RunID, joins)
 		jf, err := tx.Load(ctx, backend.Lookup{Activations: keys})
 		if err != nil {
 			return err
