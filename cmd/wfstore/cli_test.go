@@ -120,6 +120,7 @@ func TestCLI(t *testing.T) {
 		require.Regexp(t, `(?m)^sqlite\s+modernc\.org/sqlite v\d+\.\d+\.\d+ \(SQLite 3\.\d+\.\d+, store schema \d+\)$`, r.stdout)
 		require.Regexp(t, `(?m)^postgres\s+github\.com/jackc/pgx/v5 v\d+\.\d+\.\d+ \(store schema \d+\)$`, r.stdout)
 		require.Regexp(t, `(?m)^bolt\s+go\.etcd\.io/bbolt v\d+\.\d+\.\d+$`, r.stdout)
+		require.Regexp(t, `(?m)^etcd\s+go\.etcd\.io/etcd/client/v3 v\d+\.\d+\.\d+ \(store schema \d+\)$`, r.stdout)
 	})
 
 	t.Run("usage", func(t *testing.T) {

@@ -10,6 +10,7 @@ import (
 	"runtime/debug"
 	"strings"
 
+	"github.com/wfstore/wfstore/etcd"
 	"github.com/wfstore/wfstore/postgres"
 	"github.com/wfstore/wfstore/sqlite"
 )
@@ -19,6 +20,7 @@ var driverModules = []struct{ adapter, module, note string }{
 	{"sqlite", "modernc.org/sqlite", fmt.Sprintf("store schema %d", sqlite.SchemaVersion)},
 	{"postgres", "github.com/jackc/pgx/v5", fmt.Sprintf("store schema %d", postgres.SchemaVersion)},
 	{"bolt", "go.etcd.io/bbolt", ""},
+	{"etcd", "go.etcd.io/etcd/client/v3", fmt.Sprintf("store schema %d", etcd.SchemaVersion)},
 }
 
 // version prints the wfstore module's version (and VCS revision when the
