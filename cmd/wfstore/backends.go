@@ -64,9 +64,8 @@ type backendSpec struct {
 	importInto func(ctx context.Context, f *storeFlags, st *checkedStream) error
 
 	// harness, when set, is the conformance harness "wfstore conform"
-	// certifies the backend with (dsn and prefix: postgres's database
-	// and scratch schema name prefix).
-	harness func(dsn, prefix string, relaxed bool) (conformance.Harness, error)
+	// certifies the backend with, making its stores where tg says.
+	harness func(tg conformTarget) (conformance.Harness, error)
 
 	// benchTarget is the backend's "wfstore bench" target, or why it is
 	// skipped.
@@ -163,6 +162,7 @@ func backendTable() []backendSpec {
 			backup:        backupEtcd,
 			importInto:    importEtcd,
 			maxWrites:     etcdRecordsPerTxn,
+			harness:       etcdHarness,
 			benchTarget:   benchEtcd,
 		},
 	}

@@ -13,21 +13,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/wfstore/wfstore/etcd"
 	"github.com/wfstore/wfstore/internal/redact"
 )
 
 // conformConfig is what `wfstore conform` was asked to do.
 type conformConfig struct {
-	backend  string
-	dsn      string
-	dir      string
-	run      string
-	json     bool
-	relaxed  bool
-	parallel int
-	timeout  time.Duration
+	backend   string
+	dsn       string
+	endpoints string
+	maxTxnOps int
+	dir       string
+	run       string
+	json      bool
+	relaxed   bool
+	parallel  int
+	timeout   time.Duration
 	// scratch: where this run makes its scratch stores: the prefix of its
-	// Postgres schemas' names, or the folder of its files.
+	// Postgres schemas' names or of its etcd keys, or the folder of its
+	// files.
 	scratch string
 }
 
@@ -35,11 +39,21 @@ type conformConfig struct {
 // The names must not start with WFSTORE_CONFORMANCE_: the suite strips
 // those from the environment of its own child processes.
 const (
-	envConformBackend = "WFSTORE_CLI_CONFORM_BACKEND"
-	envConformDSN     = "WFSTORE_CLI_CONFORM_DSN"
-	envConformRelaxed = "WFSTORE_CLI_CONFORM_RELAXED"
-	envConformScratch = "WFSTORE_CLI_CONFORM_SCRATCH" // postgres: the schema name prefix
+	envConformBackend   = "WFSTORE_CLI_CONFORM_BACKEND"
+	envConformDSN       = "WFSTORE_CLI_CONFORM_DSN"
+	envConformRelaxed   = "WFSTORE_CLI_CONFORM_RELAXED"
+	envConformScratch   = "WFSTORE_CLI_CONFORM_SCRATCH" // postgres: the schema name prefix; etcd: the key prefix
+	envConformMaxTxnOps = "WFSTORE_CLI_CONFORM_MAX_TXN_OPS"
 )
+
+// target is where the run's cases make their stores.
+func (c *conformConfig) target() conformTarget {
+	server := c.dsn
+	if c.endpoints != "" {
+		server = c.endpoints
+	}
+	return conformTarget{server: server, scratch: c.scratch, relaxed: c.relaxed, maxTxnOps: c.maxTxnOps}
+}
 
 func conform(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var c conformConfig
@@ -47,6 +61,8 @@ func conform(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.SetOutput(stderr)
 	fs.StringVar(&c.backend, "backend", "sqlite", "adapter to certify: "+backendNames(conformable))
 	fs.StringVar(&c.dsn, "dsn", "", "postgres: connection string of the database to work in (each case gets a scratch schema, dropped afterwards)")
+	fs.StringVar(&c.endpoints, "endpoints", "", "etcd: the cluster's client URLs, comma-separated (each case works under a fresh key prefix, deleted afterwards)")
+	fs.IntVar(&c.maxTxnOps, "max-txn-ops", etcd.DefaultMaxTxnOps, "etcd: the cluster's --max-txn-ops")
 	fs.StringVar(&c.dir, "dir", "", "sqlite, bolt: directory for the scratch store files (default: the system temp dir; removed afterwards)")
 	fs.StringVar(&c.run, "run", "", "only cases whose name matches this pattern (e.g. 'contract/' or 'store/admission'); '/' separates tier and case")
 	fs.BoolVar(&c.json, "json", false, "print the report as JSON instead of markdown")
@@ -56,8 +72,8 @@ func conform(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	fs.Usage = func() {
 		fmt.Fprint(stderr, `wfstore conform: run the conformance suite against a live store and print a report.
 
-Every case works on its own scratch store (a temp file, or a fresh Postgres
-schema) that is removed when the case ends. One run's scratch schemas are
+Every case works on its own scratch store (a temp file, a fresh Postgres
+schema or a fresh etcd key prefix) that is removed when the case ends. One run's scratch schemas are
 named wfstore_conform_<8 hex digits>_<16 hex digits>, and its files are in
 one folder; both are printed on standard error when the run starts. Stopped
 by SIGINT or SIGTERM, conform ends the suite, drops what its cases left
@@ -72,6 +88,11 @@ capabilities and settings. The exit status is 1 when a case failed.
   wfstore conform --backend sqlite
   wfstore conform --backend postgres --dsn 'postgres://postgres@127.0.0.1:5432/test?sslmode=disable'
   wfstore conform --backend bolt --run store/ --json
+  wfstore conform --backend etcd --endpoints http://127.0.0.1:2379
+
+On etcd a run works under wfstore-conform/<8 hex digits>/ and records its
+process under wfstore-conform-runs/; a later run deletes the keys of runs
+whose process is gone, as for Postgres schemas.
 
 Flags:
 `)
@@ -84,17 +105,29 @@ Flags:
 	if !ok || !conformable(spec) {
 		return errUnknownBackend(c.backend, conformable)
 	}
+	if c.dsn != "" && spec.loc != byDSN {
+		return usageErrorf("--dsn is for --backend %s, not %s", namesWith(byDSN), c.backend)
+	}
+	if c.endpoints != "" && spec.loc != byEtcd {
+		return usageErrorf("--endpoints is for --backend %s, not %s", namesWith(byEtcd), c.backend)
+	}
+	if c.dir != "" && spec.loc != byFile {
+		return usageErrorf("--dir is for the file backends (%s)", namesWith(byFile))
+	}
 	switch spec.loc {
-	case byFile:
-		if c.dsn != "" {
-			return usageErrorf("--dsn is for --backend %s, not %s", namesWith(byDSN), c.backend)
-		}
 	case byDSN:
 		if c.dsn == "" {
 			return usageErrorf("--backend %s needs --dsn", c.backend)
 		}
-		if c.dir != "" {
-			return usageErrorf("--dir is for the file backends (%s)", namesWith(byFile))
+	case byEtcd:
+		if c.endpoints == "" {
+			return usageErrorf("--backend %s needs --endpoints URL[,URL...]", c.backend)
+		}
+		if c.relaxed {
+			return usageErrorf("--relaxed is for --backend %s: etcd's durability is the cluster's own", backendNames(func(s *backendSpec) bool { return s.loc != byEtcd && conformable(s) }))
+		}
+		if c.maxTxnOps < 1 {
+			return usageErrorf("--max-txn-ops must be at least 1")
 		}
 	}
 	if c.parallel < 1 {
@@ -107,7 +140,7 @@ Flags:
 	}
 
 	started := time.Now()
-	cleanup, err := c.makeScratch(stderr)
+	cleanup, err := c.makeScratch(ctx, stderr)
 	if err != nil {
 		return err
 	}
@@ -188,13 +221,16 @@ func runConformChild(ctx context.Context, c conformConfig, stderr io.Writer, p *
 	cmd := exec.CommandContext(ctx, exe,
 		"-test.v=test2json", "-test.run="+pattern, "-test.count=1",
 		"-test.parallel="+strconv.Itoa(c.parallel), "-test.timeout="+c.timeout.String())
-	cmd.Env = append(os.Environ(), envConformBackend+"="+c.backend, envConformDSN+"="+c.dsn)
+	cmd.Env = append(os.Environ(), envConformBackend+"="+c.backend, envConformDSN+"="+c.target().server)
 	if c.relaxed {
 		cmd.Env = append(cmd.Env, envConformRelaxed+"=1")
 	}
-	if spec, _ := lookupBackend(c.backend); spec.loc == byDSN {
+	switch spec, _ := lookupBackend(c.backend); spec.loc {
+	case byDSN:
 		cmd.Env = append(cmd.Env, envConformScratch+"="+c.scratch)
-	} else {
+	case byEtcd:
+		cmd.Env = append(cmd.Env, envConformScratch+"="+c.scratch, envConformMaxTxnOps+"="+strconv.Itoa(c.maxTxnOps))
+	default:
 		cmd.Env = append(cmd.Env, "TMPDIR="+c.scratch)
 	}
 	// The suite and its own child processes form one process group, which
@@ -249,8 +285,24 @@ func isConformChild() bool { return os.Getenv(envConformBackend) != "" }
 // says so on stderr, and returns the function that removes whatever is
 // left there once the suite has ended, which returns one sentence saying
 // what it did or what is left.
-func (c *conformConfig) makeScratch(stderr io.Writer) (cleanup func() string, err error) {
-	if spec, _ := lookupBackend(c.backend); spec.loc == byDSN {
+func (c *conformConfig) makeScratch(ctx context.Context, stderr io.Writer) (cleanup func() string, err error) {
+	spec, _ := lookupBackend(c.backend)
+	if spec.loc == byEtcd {
+		eps := (&storeFlags{endpoints: c.endpoints}).endpointList()
+		if c.scratch, err = newEtcdScratch(ctx, eps); err != nil {
+			return nil, err
+		}
+		fmt.Fprintf(stderr, "wfstore conform: scratch keys under %s on etcd %s\n", c.scratch, strings.Join(eps, ","))
+		return func() string {
+			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+			defer cancel()
+			if err := dropEtcdScratch(ctx, eps, c.scratch); err != nil {
+				return fmt.Sprintf("scratch keys may be left under %s (%v); delete them with: etcdctl del --prefix %s", c.scratch, err, c.scratch)
+			}
+			return "no scratch key is left (deleted the keys under " + c.scratch + ")"
+		}, nil
+	}
+	if spec.loc == byDSN {
 		if c.scratch, err = newScratchPrefix(); err != nil {
 			return nil, err
 		}

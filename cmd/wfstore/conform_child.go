@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,7 +21,7 @@ import (
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/bolt"
 	"github.com/wfstore/wfstore/conformance"
-	"github.com/wfstore/wfstore/internal/testkit/pgscratch"
+	"github.com/wfstore/wfstore/internal/pgscratch"
 	"github.com/wfstore/wfstore/postgres"
 	"github.com/wfstore/wfstore/sqlite"
 )
@@ -30,7 +31,11 @@ import (
 // verbose output. The suite's own multi-process cases re-execute this
 // binary again; they inherit the environment and land here too.
 func conformChild() {
-	h, err := conformHarness(os.Getenv(envConformBackend), os.Getenv(envConformDSN), os.Getenv(envConformScratch), os.Getenv(envConformRelaxed) != "")
+	ops, _ := strconv.Atoi(os.Getenv(envConformMaxTxnOps))
+	h, err := conformHarness(os.Getenv(envConformBackend), conformTarget{
+		server: os.Getenv(envConformDSN), scratch: os.Getenv(envConformScratch),
+		relaxed: os.Getenv(envConformRelaxed) != "", maxTxnOps: ops,
+	})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "wfstore conform:", err)
 		os.Exit(2)
@@ -41,23 +46,35 @@ func conformChild() {
 	}}, nil, nil)
 }
 
+// conformTarget is where a conform run's cases make their stores.
+type conformTarget struct {
+	// server: postgres's DSN, or etcd's endpoints (comma-separated).
+	server string
+	// scratch: postgres's scratch schema name prefix, or etcd's scratch
+	// key prefix; each case's store is named by it and random hex digits.
+	scratch string
+	// relaxed: open in the adapter's relaxed durability mode.
+	relaxed bool
+	// maxTxnOps: etcd's --max-txn-ops.
+	maxTxnOps int
+}
+
 // conformHarness is the suite's harness for one of our adapters, opened in
-// its default (durable) mode unless relaxed. Postgres scratch schemas are
-// named prefix followed by random hex digits.
-func conformHarness(name, dsn, prefix string, relaxed bool) (conformance.Harness, error) {
+// its default (durable) mode unless relaxed.
+func conformHarness(name string, tg conformTarget) (conformance.Harness, error) {
 	spec, ok := lookupBackend(name)
 	if !ok || spec.harness == nil {
 		return conformance.Harness{}, fmt.Errorf("unknown backend %q", name)
 	}
-	return spec.harness(dsn, prefix, relaxed)
+	return spec.harness(tg)
 }
 
 // scratchFile is a conformance case's store file.
 func scratchFile(t testing.TB) string { return filepath.Join(t.TempDir(), "store.db") }
 
-func sqliteHarness(_, _ string, relaxed bool) (conformance.Harness, error) {
+func sqliteHarness(tg conformTarget) (conformance.Harness, error) {
 	var opts []sqlite.Option
-	if relaxed {
+	if tg.relaxed {
 		opts = append(opts, sqlite.WithRelaxedDurability())
 	}
 	return conformance.Harness{Name: "sqlite", New: scratchFile,
@@ -65,9 +82,9 @@ func sqliteHarness(_, _ string, relaxed bool) (conformance.Harness, error) {
 	}, nil
 }
 
-func boltHarness(_, _ string, relaxed bool) (conformance.Harness, error) {
+func boltHarness(tg conformTarget) (conformance.Harness, error) {
 	var opts []bolt.Option
-	if relaxed {
+	if tg.relaxed {
 		opts = append(opts, bolt.WithRelaxedDurability())
 	}
 	return conformance.Harness{Name: "bolt", New: scratchFile,
@@ -82,12 +99,13 @@ func boltHarness(_, _ string, relaxed bool) (conformance.Harness, error) {
 	}, nil
 }
 
-func postgresHarness(dsn, prefix string, relaxed bool) (conformance.Harness, error) {
+func postgresHarness(tg conformTarget) (conformance.Harness, error) {
+	dsn, prefix := tg.server, tg.scratch
 	if dsn == "" {
 		return conformance.Harness{}, fmt.Errorf("postgres needs a DSN")
 	}
 	var opts []postgres.Option
-	if relaxed {
+	if tg.relaxed {
 		opts = append(opts, postgres.WithRelaxedDurability())
 	}
 	return conformance.Harness{Name: "postgres",
@@ -183,7 +201,7 @@ func withPoolSize(dsn string, n int) string {
 // probeAdapter opens one scratch store of the chosen backend to read the
 // adapter's description and capabilities for the report, and removes it.
 func probeAdapter(ctx context.Context, c conformConfig) (backend.Info, backend.Capabilities, error) {
-	h, err := conformHarness(c.backend, c.dsn, c.scratch, c.relaxed)
+	h, err := conformHarness(c.backend, c.target())
 	if err != nil {
 		return backend.Info{}, backend.Capabilities{}, err
 	}
@@ -196,6 +214,8 @@ func probeAdapter(ctx context.Context, c conformConfig) (backend.Info, backend.C
 			return backend.Info{}, backend.Capabilities{}, err
 		}
 		loc, cleanup = schema, func() { _ = dropScratchSchema(context.Background(), c.dsn, schema) }
+	case byEtcd:
+		loc, cleanup = c.scratch+"probe/", func() {}
 	default:
 		dir, err := os.MkdirTemp(c.scratch, "probe-")
 		if err != nil {

@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/internal/testkit/pgscratch"
+	"github.com/wfstore/wfstore/internal/pgscratch"
 	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 )
 
@@ -220,7 +220,10 @@ func TestConformRejectsBadArguments(t *testing.T) {
 		want string
 		code int
 	}{
-		{[]string{"conform", "--backend", "oracle"}, `unknown --backend "oracle" (valid values: sqlite, postgres or bolt)`, 2},
+		{[]string{"conform", "--backend", "oracle"}, `unknown --backend "oracle" (valid values: sqlite, postgres, bolt or etcd)`, 2},
+		{[]string{"conform", "--backend", "etcd"}, "--backend etcd needs --endpoints", 2},
+		{[]string{"conform", "--backend", "etcd", "--endpoints", "http://127.0.0.1:1", "--relaxed"}, "--relaxed is for --backend sqlite, postgres or bolt", 2},
+		{[]string{"conform", "--backend", "sqlite", "--endpoints", "x"}, "--endpoints is for --backend etcd", 2},
 		{[]string{"conform", "--backend", "postgres"}, "needs --dsn", 2},
 		{[]string{"conform", "--backend", "sqlite", "--dsn", "x"}, "--dsn is for --backend postgres", 2},
 		{[]string{"conform", "extra"}, `unexpected arguments ["extra"]`, 2},

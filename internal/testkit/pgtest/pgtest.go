@@ -49,7 +49,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/term"
 
-	"github.com/wfstore/wfstore/internal/testkit/pgscratch"
+	"github.com/wfstore/wfstore/internal/pgscratch"
 )
 
 // Environment variables.
@@ -268,7 +268,7 @@ func ServerCluster(t testing.TB) *Cluster {
 // Schema creates a fresh, empty schema with a random name on the server and
 // returns the server's DSN and the schema's name. The schema (and whatever
 // was created in it) is dropped when t ends. Its comment names this
-// process (internal/testkit/pgscratch), so that when the binary dies
+// process (internal/pgscratch), so that when the binary dies
 // before t ends (killed, or a test timeout, which skips every cleanup)
 // the first Schema of a later binary on this host drops it. Schema drops
 // nothing else: never a schema of a live process, nor one without that

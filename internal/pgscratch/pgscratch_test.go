@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/wfstore/wfstore/internal/testkit/pgscratch"
+	"github.com/wfstore/wfstore/internal/pgscratch"
 	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 )
 
