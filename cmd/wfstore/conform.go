@@ -127,7 +127,7 @@ Flags:
 			return usageErrorf("--relaxed is for --backend %s: etcd's durability is the cluster's own", backendNames(func(s *backendSpec) bool { return s.loc != byEtcd && conformable(s) }))
 		}
 		if c.maxTxnOps < 1 {
-			return usageErrorf("--max-txn-ops must be at least 1")
+			return usageErrorf("--max-txn-ops must be at least 1, not %d", c.maxTxnOps)
 		}
 	}
 	if c.parallel < 1 {

@@ -22,7 +22,7 @@ func TestUsageErrorsExit2AndListTheValidValues(t *testing.T) {
 		{[]string{"migrate", "up", "--backend", "sqlit", "--db", db}, `unknown --backend "sqlit" (valid values: sqlite, postgres, bolt or etcd)`},
 		{[]string{"backup", "--backend", "sqlit", "--db", db, "--to", db + ".bak"}, `unknown --backend "sqlit" (valid values: sqlite, postgres, bolt or etcd)`},
 		{[]string{"prune", "--backend", "sqlit", "--db", db, "--run", "r"}, `unknown --backend "sqlit" (valid values: sqlite, postgres, bolt or etcd)`},
-		{[]string{"conform", "--backend", "sqlit"}, `unknown --backend "sqlit" (valid values: sqlite, postgres or bolt)`},
+		{[]string{"conform", "--backend", "sqlit"}, `unknown --backend "sqlit" (valid values: sqlite, postgres, bolt or etcd)`},
 		{[]string{"verify", "--backend", "postgres"}, "--backend postgres needs --dsn"},
 		{[]string{"export", "--backend", "etcd"}, "--backend etcd needs --endpoints URL[,URL...]"},
 		{[]string{"import", "--backend", "etcd", "--endpoints", "http://127.0.0.1:1", "--db", db}, "--db is for sqlite or bolt, not etcd"},
