@@ -3,10 +3,13 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -121,13 +124,14 @@ func TestRefusesNewerVersionWithoutWriting(t *testing.T) {
 	t.Parallel()
 	b, dsn, schema := openFresh(t)
 	require.NoError(t, b.Close())
-	exec1(t, "UPDATE "+pgx.Identifier{schema, "wfstore_meta"}.Sanitize()+" SET version = 7")
+	newer := postgres.SchemaVersion + 1
+	exec1(t, fmt.Sprintf("UPDATE %s SET version = %d", pgx.Identifier{schema, "wfstore_meta"}.Sanitize(), newer))
 	before, meta := catalog(t, schema), metaRow(t, schema)
 	_, err := postgres.Open(ctxT(t), withMaxConns(dsn, 2), postgres.WithSchema(schema))
 	require.ErrorIs(t, err, backend.ErrSchemaVersion)
 	var sv *backend.SchemaVersionError
 	require.ErrorAs(t, err, &sv)
-	require.Equal(t, backend.SchemaVersionError{Found: 7, Supported: postgres.SchemaVersion}, *sv)
+	require.Equal(t, backend.SchemaVersionError{Found: int64(newer), Supported: postgres.SchemaVersion}, *sv)
 	require.Equal(t, before, catalog(t, schema))
 	require.Equal(t, meta, metaRow(t, schema))
 }
@@ -283,9 +287,8 @@ func makeVersion(t *testing.T, schema string, v int) {
 	t.Helper()
 	s := pgx.Identifier{schema}.Sanitize()
 	undo := map[int][]string{
-		// The claims table's migration is the last one (renumbered when
-		// another lands before it).
-		postgres.SchemaVersion: {"DROP TABLE " + s + ".claims"},
+		7: {"ALTER TABLE " + s + ".attempts RESET (fillfactor)", "ALTER TABLE " + s + ".activations RESET (fillfactor)"},
+		6: {"DROP TABLE " + s + ".claims"},
 		5: {"ALTER TABLE " + s + ".activations DROP COLUMN wait_for_node_ids, DROP COLUMN wait_for_activation_ids, " +
 			"DROP COLUMN open_waits, DROP COLUMN join_node_ids, DROP COLUMN join_activation_ids",
 			"ALTER TABLE " + s + ".fan_out_groups DROP COLUMN fan_in"},
@@ -397,7 +400,7 @@ func TestSchemaBeforeClaimsMigratesToTheClaimsTable(t *testing.T) {
 	b, dsn, schema := openFresh(t)
 	apply(t, b, insertRuns("a"))
 	require.NoError(t, b.Close())
-	makeVersion(t, schema, postgres.SchemaVersion-1)
+	makeVersion(t, schema, 5)
 	require.NotContains(t, tablesOf(t, schema), "claims")
 
 	b2 := openOn(t, dsn, schema)
@@ -411,4 +414,97 @@ func TestSchemaBeforeClaimsMigratesToTheClaimsTable(t *testing.T) {
 	got, err := b2.Claim(ctxT(t), "h", []string{"k"}, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, got)
+}
+
+// relSizes returns the size in bytes of schema's table and of each of its
+// indexes, by name.
+func relSizes(t *testing.T, schema, table string) map[string]int64 {
+	t.Helper()
+	rows, err := pgtest.Admin(t).Query(ctxT(t), `SELECT c.relname::text, pg_relation_size(c.oid) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND (c.relname = $2 OR c.oid IN (SELECT indexrelid FROM pg_index i
+			JOIN pg_class r ON r.oid = i.indrelid WHERE r.relname = $2 AND r.relnamespace = n.oid))`, schema, table)
+	require.NoError(t, err)
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var size int64
+		require.NoError(t, rows.Scan(&name, &size))
+		out[name] = size
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// blocks returns the heap block of each of the table's rows, by the text of
+// its key columns.
+func blocks(t *testing.T, schema, table, key string) map[string]string {
+	t.Helper()
+	rows, err := pgtest.Admin(t).Query(ctxT(t), fmt.Sprintf("SELECT (%s)::text, split_part(ctid::text, ',', 1) FROM %s",
+		key, pgx.Identifier{schema, table}.Sanitize()))
+	require.NoError(t, err)
+	out := map[string]string{}
+	for rows.Next() {
+		var k, b string
+		require.NoError(t, rows.Scan(&k, &b))
+		out[k] = b
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// A version 6 schema (tables filled to the brim) migrates on Open to
+// tables that leave room in each page: a full page of attempts written
+// after the migration takes an update of every row's handoff on the same
+// page, without one new entry in any index of attempts (heap-only
+// updates), and a page of activations an update of every row's status and
+// admissible flag on the same page. Rows written before keep their
+// values.
+func TestVersionSixSchemaMigratesToFillFactors(t *testing.T) {
+	t.Parallel()
+	b, dsn, schema := openFresh(t)
+	apply(t, b, insertRuns("old"))
+	require.NoError(t, b.Close())
+	makeVersion(t, schema, 6)
+
+	b2 := openOn(t, dsn, schema)
+	require.Contains(t, metaRow(t, schema), fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))
+	var opts []string
+	require.NoError(t, pgtest.Admin(t).QueryRow(ctxT(t), `SELECT array_agg(c.relname || ':' || array_to_string(c.reloptions, ',') ORDER BY c.relname)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.reloptions IS NOT NULL AND c.relkind = 'r'`, schema).Scan(&opts))
+	require.Equal(t, []string{"activations:fillfactor=50", "attempts:fillfactor=40"}, opts)
+	require.Contains(t, load(t, b2, backend.Lookup{Runs: []string{"old"}}).Runs, "old")
+
+	const n = 120 // more than a page of either table
+	acts := make([]backend.Activation, n)
+	atts := make([]backend.Attempt, n)
+	for i := range n {
+		k := backend.ActivationKey{RunID: "run", NodeID: "node", ActivationID: fmt.Sprintf("act-%03d", i)}
+		acts[i] = backend.Activation{Key: k, Status: backend.ActivationPending, Admissible: true,
+			Input: []byte(`{"input":"` + strings.Repeat("x", 100) + `"}`), Effect: backend.Mutating}
+		atts[i] = backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1},
+			Identity: fmt.Sprintf("%064d", i), Status: backend.AttemptPrepared, SideEffect: backend.Mutating,
+			Intent: []byte(`{"intent":"` + strings.Repeat("y", 100) + `"}`), IntentChecksum: strings.Repeat("c", 64),
+			Handoff: backend.HandoffPending, PreparedMS: int64(i + 1)}
+	}
+	apply(t, b2, backend.Changes{Insert: backend.Inserts{Runs: runs("run"), Activations: acts, Attempts: atts}})
+	attBlocks := blocks(t, schema, "attempts", "activation_id")
+	actBlocks := blocks(t, schema, "activations", "activation_id")
+	require.Greater(t, len(slices.Compact(slices.Sorted(maps.Values(attBlocks)))), 1, "attempts fill more than a page")
+	before := relSizes(t, schema, "attempts")
+
+	next, nextActs := slices.Clone(atts), slices.Clone(acts)
+	for i := range next {
+		next[i].Handoff, next[i].HandoffToken = backend.HandoffRecorded, fmt.Sprintf("%032d", i)
+		nextActs[i].Status, nextActs[i].Admissible = backend.ActivationRunning, false
+	}
+	apply(t, b2, backend.Changes{Expect: backend.Expected{Attempts: atts},
+		Replace: backend.Replaces{Activations: nextActs, Attempts: next}})
+	require.Equal(t, attBlocks, blocks(t, schema, "attempts", "activation_id"), "every attempt stays on its page")
+	require.Equal(t, actBlocks, blocks(t, schema, "activations", "activation_id"), "every activation stays on its page")
+	require.Equal(t, before, relSizes(t, schema, "attempts"), "no index of attempts grows: the updates are heap-only")
+	f := load(t, b2, backend.Lookup{Attempts: []backend.AttemptKey{next[0].Key, next[n-1].Key}})
+	require.Equal(t, next[0], f.Attempts[next[0].Key])
+	require.Equal(t, next[n-1], f.Attempts[next[n-1].Key])
 }
