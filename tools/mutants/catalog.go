@@ -1756,4 +1756,17 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "postgres-attempts-filled",
+		Bug:   "the PostgreSQL schema fills attempt pages to the brim, so an attempt's handoff moves its row to another page and writes an entry in every index",
+		Suite: "./postgres/",
+		Tests: "TestVersionSixSchemaMigratesToFillFactors",
+		Edits: []Edit{
+			{
+				File:    "postgres/migrations.go",
+				Find:    "ALTER TABLE {{s}}.attempts SET (fillfactor = 40);",
+				Replace: "ALTER TABLE {{s}}.attempts SET (fillfactor = 100);",
+			},
+		},
+	},
 }
