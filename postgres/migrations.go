@@ -229,20 +229,28 @@ CREATE UNLOGGED TABLE {{s}}.claims (
 );
 `
 
-// fillMigration (6 -> 7) leaves free space in every page of the two tables
-// an admission updates in place, so that an update finds room for the new
-// row version on the old one's page. There an update that changes no
-// indexed column is HOT (heap-only: no index entry written; an attempt's
-// handoff, which sets only handoff and handoff_token), and one that does
-// (an attempt's status, an activation's admissible flag) still writes its
-// new version beside the old, without first logging a lock of the old row
-// and logging the full new row, as an update moving to another page must.
-// An attempt takes two updates in its first second (handoff, receipt), an
-// activation one at its admission; pages written before this version keep
-// the fill they had.
+// fillMigration (6 -> 7) makes an admission write less.
+//
+// It leaves free space in every page of the two tables an admission
+// updates in place, so that an update finds room for the new row version
+// on the old one's page. There an update that changes no indexed column is
+// HOT (heap-only: no index entry written; an attempt's handoff, which sets
+// only handoff and handoff_token), and one that does (an attempt's status,
+// an activation's admissible flag) still writes its new version beside the
+// old, without first logging a lock of the old row and logging the full
+// new row, as an update moving to another page must. An attempt takes two
+// updates in its first second (handoff, receipt), an activation one at its
+// admission; pages written before this version keep the fill they had.
+//
+// It drops the two attempt indexes ordered by time alone (attempts_order,
+// attempts_run_order), which every attempt insert and status change wrote
+// an entry in: an unfiltered attempt scan merges the status indexes' walks
+// of every status instead (attemptScan).
 const fillMigration = `
 ALTER TABLE {{s}}.attempts SET (fillfactor = 40);
 ALTER TABLE {{s}}.activations SET (fillfactor = 50);
+DROP INDEX {{s}}.attempts_order;
+DROP INDEX {{s}}.attempts_run_order;
 `
 
 // ourTables lists every table of the current schema, for tests and checks.

@@ -20,6 +20,7 @@ import (
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 	"github.com/wfstore/wfstore/postgres"
+	"github.com/wfstore/wfstore/wftype"
 )
 
 // catalog lists a schema's objects with their row versions, so a test can
@@ -287,7 +288,9 @@ func makeVersion(t *testing.T, schema string, v int) {
 	t.Helper()
 	s := pgx.Identifier{schema}.Sanitize()
 	undo := map[int][]string{
-		7: {"ALTER TABLE " + s + ".attempts RESET (fillfactor)", "ALTER TABLE " + s + ".activations RESET (fillfactor)"},
+		7: {"ALTER TABLE " + s + ".attempts RESET (fillfactor)", "ALTER TABLE " + s + ".activations RESET (fillfactor)",
+			"CREATE INDEX attempts_order ON " + s + ".attempts (prepared_ms, identity)",
+			"CREATE INDEX attempts_run_order ON " + s + ".attempts (run_id, prepared_ms, identity)"},
 		6: {"DROP TABLE " + s + ".claims"},
 		5: {"ALTER TABLE " + s + ".activations DROP COLUMN wait_for_node_ids, DROP COLUMN wait_for_activation_ids, " +
 			"DROP COLUMN open_waits, DROP COLUMN join_node_ids, DROP COLUMN join_activation_ids",
@@ -507,4 +510,120 @@ func TestVersionSixSchemaMigratesToFillFactors(t *testing.T) {
 	f := load(t, b2, backend.Lookup{Attempts: []backend.AttemptKey{next[0].Key, next[n-1].Key}})
 	require.Equal(t, next[0], f.Attempts[next[0].Key])
 	require.Equal(t, next[n-1], f.Attempts[next[n-1].Key])
+}
+
+// indexesOf lists the indexes of schema's table, by name.
+func indexesOf(t *testing.T, schema, table string) []string {
+	t.Helper()
+	rows, err := pgtest.Admin(t).Query(ctxT(t), "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = $2 ORDER BY 1", schema, table)
+	require.NoError(t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return names
+}
+
+// A version 6 schema migrates on Open to attempts without the indexes in
+// time order alone, its attempts readable by every scan: the unfiltered
+// scans merge the status indexes' walks (TestUnfilteredAttemptScans).
+func TestVersionSixSchemaMigratesToStatusMergedAttemptScans(t *testing.T) {
+	t.Parallel()
+	b, dsn, schema := openFresh(t)
+	require.NoError(t, b.Close())
+	makeVersion(t, schema, 6)
+	require.Equal(t, []string{"attempts_identity", "attempts_order", "attempts_pkey", "attempts_run_order",
+		"attempts_run_status_order", "attempts_status_order"}, indexesOf(t, schema, "attempts"))
+
+	b2 := openOn(t, dsn, schema)
+	require.Equal(t, []string{"attempts_identity", "attempts_pkey", "attempts_run_status_order", "attempts_status_order"},
+		indexesOf(t, schema, "attempts"))
+	atts := attemptsInEveryStatus()
+	apply(t, b2, backend.Changes{Insert: backend.Inserts{Runs: runs("r1", "r2"), Attempts: atts}})
+	got := scanAll(t, b2, backend.AttemptQuery{Limit: 4})
+	require.Len(t, got, len(atts), "every status is walked")
+}
+
+// attemptsInEveryStatus returns two runs' attempts, two in each status
+// and two in each of statuses the workflow never writes (before, between
+// and after its own), with interleaved (and some equal) prepared times.
+func attemptsInEveryStatus() []backend.Attempt {
+	statuses := []backend.AttemptStatus{backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning,
+		backend.AttemptCancelling, backend.AttemptSiblingCancelling, backend.AttemptSucceeded, backend.AttemptFailed,
+		backend.AttemptPaused, backend.AttemptCancelled, backend.AttemptRepairRequired, backend.AttemptAbandoned,
+		"", "Zed", "aa", "abandoned2", "pending", "prepared ", "zzz", "sibling_cancelling_x"}
+	var atts []backend.Attempt
+	for i := range 2 * len(statuses) {
+		run := []string{"r1", "r2"}[i%2]
+		k := backend.ActivationKey{RunID: run, NodeID: "node", ActivationID: fmt.Sprintf("act-%02d", i)}
+		atts = append(atts, backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1},
+			Identity: fmt.Sprintf("id-%02d", (i*7)%(2*len(statuses))), Status: statuses[i%len(statuses)],
+			SideEffect: backend.Mutating, IntentChecksum: "x", Handoff: backend.HandoffRecorded, PreparedMS: int64(100 + i/3)})
+	}
+	return atts
+}
+
+// scanAll pages through q (its Limit per page) from the start.
+func scanAll(t *testing.T, b backend.Backend, q backend.AttemptQuery) []backend.Attempt {
+	t.Helper()
+	var out []backend.Attempt
+	for {
+		var page []backend.Attempt
+		err := b.View(ctxT(t), func(r backend.ReadTx) error {
+			var err error
+			page, err = r.Attempts(ctxT(t), q)
+			return err
+		})
+		require.NoError(t, err)
+		out = append(out, page...)
+		if len(page) < q.Limit {
+			return out
+		}
+		last := page[len(page)-1]
+		q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+	}
+}
+
+// Every attempt scan, paged in either direction, globally or per run,
+// with or without a status, returns exactly the attempts it matches in
+// (prepared_ms, identity) order: the unfiltered ones merge one walk per
+// status.
+func TestUnfilteredAttemptScans(t *testing.T) {
+	t.Parallel()
+	b, _, _ := openFresh(t)
+	atts := attemptsInEveryStatus()
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: runs("r1", "r2"), Attempts: atts}})
+	for _, run := range []string{"", "r1", "r2"} {
+		for _, st := range []backend.AttemptStatus{"", backend.AttemptPrepared, backend.AttemptAbandoned} {
+			for _, desc := range []bool{false, true} {
+				var want []backend.Attempt
+				for _, a := range atts {
+					if (run == "" || a.Key.RunID == run) && (st == "" || a.Status == st) {
+						want = append(want, a)
+					}
+				}
+				sort.Slice(want, func(i, j int) bool {
+					x, y := want[i], want[j]
+					less := x.PreparedMS < y.PreparedMS || x.PreparedMS == y.PreparedMS && x.Identity < y.Identity
+					return less != desc
+				})
+				for _, limit := range []int{1, 3, 100} {
+					got := scanAll(t, b, backend.AttemptQuery{RunID: run, Status: st, Descending: desc, Limit: limit})
+					require.Equal(t, want, got, "run %q status %q desc %v limit %d", run, st, desc, limit)
+				}
+			}
+		}
+	}
+}
+
+// The statuses an unfiltered attempt scan walks in order are every status
+// the workflow writes, in bytewise order (the order of the gaps between
+// them, which the scan also reads).
+func TestAttemptStatusesAreTheWorkflowsInOrder(t *testing.T) {
+	want := []string{}
+	for _, s := range []wftype.AttemptStatus{wftype.AttemptPrepared, wftype.AttemptAdmitted, wftype.AttemptRunning,
+		wftype.AttemptCancelling, wftype.AttemptSiblingCancelling, wftype.AttemptSucceeded, wftype.AttemptFailed,
+		wftype.AttemptPaused, wftype.AttemptCancelled, wftype.AttemptRepairRequired, wftype.AttemptAbandoned} {
+		want = append(want, string(s))
+	}
+	slices.Sort(want)
+	require.Equal(t, want, postgres.AttemptStatuses)
 }
