@@ -1769,4 +1769,17 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "postgres-status-gaps-skipped",
+		Bug:   "an unfiltered PostgreSQL attempt scan walks only the statuses the workflow writes, losing attempts another caller stored with any other status",
+		Suite: "./postgres/",
+		Tests: "TestUnfilteredAttemptScans",
+		Edits: []Edit{
+			{
+				File:    "postgres/queries.go",
+				Find:    `branches = append(branches, "("+branch(gap, false)+")", "("+branch("status = "+lit(st), true)+")")`,
+				Replace: `branches = append(branches, "("+branch("status = "+lit(st), true)+")"); _ = gap`,
+			},
+		},
+	},
 }
