@@ -216,7 +216,7 @@ ALTER TABLE {{s}}.activations
 ALTER TABLE {{s}}.fan_out_groups ADD COLUMN fan_in boolean NOT NULL DEFAULT false;
 `,
 	claimsMigration,
-	fillMigration,
+	lighterAdmissionsMigration,
 }
 
 // claimsMigration adds the advisory claims table (claims.go). It is
@@ -229,7 +229,7 @@ CREATE UNLOGGED TABLE {{s}}.claims (
 );
 `
 
-// fillMigration (6 -> 7) makes an admission write less.
+// lighterAdmissionsMigration (6 -> 7) makes an admission write less.
 //
 // It leaves free space in every page of the two tables an admission
 // updates in place, so that an update finds room for the new row version
@@ -246,7 +246,7 @@ CREATE UNLOGGED TABLE {{s}}.claims (
 // attempts_run_order), which every attempt insert and status change wrote
 // an entry in: an unfiltered attempt scan merges the status indexes' walks
 // of every status instead (attemptScan).
-const fillMigration = `
+const lighterAdmissionsMigration = `
 ALTER TABLE {{s}}.attempts SET (fillfactor = 40);
 ALTER TABLE {{s}}.activations SET (fillfactor = 50);
 DROP INDEX {{s}}.attempts_order;

@@ -100,10 +100,10 @@ func buildQueries(quotedSchema string, manyRowsFrom int) *queries {
 
 	// Attempts: a status-filtered shape walks attempts_status_order or
 	// attempts_run_status_order; an unfiltered one merges the same index's
-	// walk of every status (attemptStatuses), each branch stopping at
-	// LIMIT, so that it reads at most one page per status and no index
-	// orders attempts by time alone. A descending scan walks the same
-	// index backwards.
+	// walks of every status (attemptScan), each branch stopping at LIMIT,
+	// so that it reads about one page and one index descent per branch and
+	// no index orders attempts by time alone. A descending scan walks the
+	// same index backwards.
 	for run := 0; run < 2; run++ {
 		for status := 0; status < 2; status++ {
 			for after := 0; after < 2; after++ {
