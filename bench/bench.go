@@ -36,7 +36,8 @@ type Config struct {
 	BatchN int
 	// River: after the postgres target, Run drains a BatchN backlog with
 	// River on the same database (RunRiver, compiled into the binary), or
-	// reports why it could not.
+	// reports why it could not; then admits one with the hand-written
+	// probe of wfstore's own writes (RunProbe).
 	River bool
 	// Workloads restricts the run to these names (default all).
 	Workloads []string
@@ -175,7 +176,8 @@ type Report struct {
 	Config   ConfigSummary   `json:"config"`
 	Backends []BackendReport `json:"backends"`
 	Results  []Result        `json:"results"`
-	// Peers are the peer comparisons run next to the backends (River).
+	// Peers are the peer comparisons run next to the backends (River, and
+	// the hand-written probe).
 	Peers []Peer `json:"peers,omitempty"`
 	// Partial, when set, says why the run stopped before measuring
 	// everything (an interruption); the rows present are complete.
@@ -226,6 +228,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		if t.dsn != "" && cfg.River {
 			// Right after wfstore's own postgres rows, on the same database.
 			rep.Peers = append(rep.Peers, RunRiver(ctx, t.dsn, cfg.BatchN, cfg.Progress))
+			// Then the hand-written probe of wfstore's own writes, the
+			// ceiling those writes allow on this machine.
+			rep.Peers = append(rep.Peers, RunProbe(ctx, t.dsn, cfg.BatchN, cfg.Progress))
 			if err := context.Cause(ctx); err != nil {
 				rep.Seconds = time.Since(rep.Started).Seconds()
 				return rep, err

@@ -31,8 +31,9 @@
 // noise; Derive computes the ratios and Report.Checks evaluates the targets
 // on them. With Config.River set, Run also drains a BatchN backlog with
 // River, compiled into the binary, in a schema of its own on the postgres
-// target's database, right after its workloads (RunRiver); a drain that
-// cannot run is reported with the exact reason. Besides latency,
+// target's database, right after its workloads (RunRiver), then admits
+// one with a hand-written probe of wfstore's own writes (RunProbe); a
+// peer that cannot run is reported with the exact reason. Besides latency,
 // allocations and the process's CPU time, every workload records the whole
 // machine's busy CPU time while it ran (Linux, /proc/stat): with a local
 // PostgreSQL server it counts the server too, and its share of all CPUs

@@ -526,6 +526,10 @@ func (r *Report) WritePeers(w io.Writer) {
 			fmt.Fprintf(w, "\n%s (peer): not measured: %s\n", p.Name, p.Skipped)
 			continue
 		}
+		if p.Name == "probe" {
+			r.writeProbe(w, p)
+			continue
+		}
 		fmt.Fprintf(w, "\n%s %s (peer, same PostgreSQL, same run): drained %d jobs at **%.0f jobs/s**, machine CPU %.0f µs/job (%.0f%% busy; MaxWorkers %d; backlog inserted in %.1f s, not counted)%s.",
 			p.Name, p.Version, p.Jobs, p.JobsPerSec, p.MachineCPUPerJobUS, p.MachineBusyPct, p.MaxWorkers, p.InsertSeconds,
 			writesPer(p.RowsPerJob, p.WALBytesPerJob, "job"))
@@ -535,4 +539,21 @@ func (r *Report) WritePeers(w io.Writer) {
 		}
 		fmt.Fprintf(w, "\nNot the same work: %s\n", PeerSemantics)
 	}
+}
+
+// writeProbe writes the hand-written probe's admissions next to River's
+// drain and wfstore's batch, and what the probe leaves out.
+func (r *Report) writeProbe(w io.Writer, p Peer) {
+	fmt.Fprintf(w, "\n%s (%s, same PostgreSQL, same run): admitted %d at **%.0f admissions/s**, machine CPU %.0f µs per admission (%.0f%% busy)%s.",
+		p.Name, p.Version, p.Jobs, p.JobsPerSec, p.MachineCPUPerJobUS, p.MachineBusyPct,
+		writesPer(p.RowsPerJob, p.WALBytesPerJob, "admission"))
+	for _, o := range r.Peers {
+		if o.Name == "river" && o.Skipped == "" && o.JobsPerSec > 0 {
+			fmt.Fprintf(w, " Probe %.2f× %s.", p.JobsPerSec/o.JobsPerSec, o.Name)
+		}
+	}
+	if b := r.find("postgres", WBatch); b != nil && p.JobsPerSec > 0 {
+		fmt.Fprintf(w, " wfstore postgres batch: %.2f× the probe.", b.OpsPerSec/p.JobsPerSec)
+	}
+	fmt.Fprintf(w, "\n%s\n", ProbeSemantics)
 }

@@ -206,3 +206,23 @@ func TestNotesShowReruns(t *testing.T) {
 	x.Reruns = &backend.Reruns{}
 	assert.NotContains(t, r.notes(x), "re-runs")
 }
+
+// The summary puts the hand-written probe beside River and wfstore's
+// batch: its rate, its writes, both ratios and what it leaves out.
+func TestSummaryShowsProbe(t *testing.T) {
+	rs := oneRun("postgres")
+	r := &Report{Results: rs, Peers: []Peer{
+		{Name: "river", Version: "v0.51.2", Jobs: 10000, Seconds: 1, JobsPerSec: 10000, MaxWorkers: 1000},
+		{Name: "probe", Version: "hand-written SQL", Jobs: 10000, Seconds: 1, JobsPerSec: 12500, MachineCPUPerJobUS: 150,
+			MachineBusyPct: 95, RowsPerJob: ptr(7.03), WALBytesPerJob: ptr(4400.0)},
+	}}
+	Derive(r.Results)
+	var b bytes.Buffer
+	r.WriteSummary(&b)
+	s := b.String()
+	assert.Contains(t, s, "probe (hand-written SQL, same PostgreSQL, same run): admitted 10000 at **12500 admissions/s**, "+
+		"machine CPU 150 µs per admission (95% busy), 7.03 rows written and 4400 WAL bytes per admission. "+
+		"Probe 1.25× river. wfstore postgres batch: 0.60× the probe.")
+	assert.Contains(t, s, ProbeSemantics)
+	assert.Equal(t, 1, strings.Count(s, "at-least-once"), "River's semantics once, for River only")
+}

@@ -43,6 +43,21 @@ func TestExplainUsesIndexes(t *testing.T) {
 		if st.index != "" && phase != phaseEmpty {
 			require.Contains(t, plan, st.index, "%s, %s\n%s", phase, st.name, plan)
 		}
+		if st.merged {
+			// An unfiltered attempt scan merges the status index's walks,
+			// each stopping at LIMIT: it never sorts the attempts of the
+			// statuses it walks in order (only a gap between them, which
+			// holds none the workflow wrote, is sorted).
+			lines := strings.Split(plan, "\n")
+			require.True(t, strings.HasPrefix(lines[0], "Limit") && strings.Contains(lines[1], "->  Merge Append"),
+				"%s, %s\n%s", phase, st.name, plan)
+			require.NotContains(t, plan, "attempts_pkey", "%s, %s\n%s", phase, st.name, plan)
+			for i, l := range lines {
+				if strings.Contains(l, "Index Cond") && strings.Contains(l, "status = '") {
+					require.NotContains(t, strings.Join(lines[max(0, i-3):i], "\n"), "Sort", "%s, %s\n%s", phase, st.name, plan)
+				}
+			}
+		}
 	}
 	for _, st := range stmts {
 		check(phaseEmpty, st, explainGeneric(t, ctx, conn.Conn(), b.Settings(), st.sql, st.args))
@@ -105,13 +120,14 @@ type explainedStmt struct {
 	name, sql string
 	args      []any
 	index     string
+	merged    bool // an unfiltered attempt scan (see check)
 }
 
 // explained lists the statements TestExplainUsesIndexes plans.
 func explained(b *postgres.Backend) []explainedStmt {
 	var stmts []explainedStmt
 	add := func(name string, sql string, args []any, index string, _ bool) {
-		stmts = append(stmts, explainedStmt{name, sql, args, index})
+		stmts = append(stmts, explainedStmt{name: name, sql: sql, args: args, index: index})
 	}
 	for name, q := range map[string]backend.AdmissibleQuery{
 		"admissible-start":        {Limit: 100},
@@ -129,8 +145,17 @@ func explained(b *postgres.Backend) []explainedStmt {
 	for _, run := range []string{"", "run-5"} {
 		for _, st := range []backend.AttemptStatus{"", backend.AttemptPrepared} {
 			for _, after := range []backend.AttemptCursor{{}, {PreparedMS: 5030, Identity: "id-5-30"}} {
-				sql, args := b.AttemptsSQL(backend.AttemptQuery{RunID: run, Status: st, After: after, Limit: 50})
-				add(fmt.Sprintf("attempts-run%q-status%q-after%v", run, st, after != backend.AttemptCursor{}), sql, args, "attempts_", run == "")
+				for _, desc := range []bool{false, true} {
+					sql, args := b.AttemptsSQL(backend.AttemptQuery{RunID: run, Status: st, After: after, Descending: desc, Limit: 50})
+					// Every shape walks the status index of its scope:
+					// there is no other attempt index in time order.
+					index := "attempts_status_order"
+					if run != "" {
+						index = "attempts_run_status_order"
+					}
+					stmts = append(stmts, explainedStmt{name: fmt.Sprintf("attempts-run%q-status%q-after%v-desc%v", run, st, after != backend.AttemptCursor{}, desc),
+						sql: sql, args: args, index: index, merged: st == ""})
+				}
 			}
 		}
 	}

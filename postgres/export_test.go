@@ -151,3 +151,6 @@ var Tables = ourTables
 
 // MigrationRaces returns how many migrations lost a race and looked again.
 func MigrationRaces() int64 { return migrationRaces.Load() }
+
+// AttemptStatuses is the statuses an unfiltered attempt scan walks in order.
+var AttemptStatuses = attemptStatuses

@@ -1,5 +1,7 @@
 package postgres
 
+import "strings"
+
 // queries holds every statement the adapter sends, built once per Backend
 // with the quoted schema name. Each scan has one fixed string per shape
 // (start / resume, filtered / not) whose WHERE and ORDER BY match one index
@@ -96,42 +98,17 @@ func buildQueries(quotedSchema string, manyRowsFrom int) *queries {
 	q.activationsStart = acts + actOrder + " LIMIT $2"
 	q.activationsAfter = acts + " AND (node_id, activation_id) > ($2, $3)" + actOrder + " LIMIT $4"
 
-	// Attempts: each shape matches one of the four attempt order indexes.
-	// A descending scan walks the same index backwards.
+	// Attempts: a status-filtered shape walks attempts_status_order or
+	// attempts_run_status_order; an unfiltered one merges the same index's
+	// walks of every status (attemptScan), each branch stopping at LIMIT,
+	// so that it reads about one page and one index descent per branch and
+	// no index orders attempts by time alone. A descending scan walks the
+	// same index backwards.
 	for run := 0; run < 2; run++ {
 		for status := 0; status < 2; status++ {
 			for after := 0; after < 2; after++ {
 				for desc := 0; desc < 2; desc++ {
-					s := sel(tAttempts)
-					var conds []string
-					n := 0
-					next := func() string { n++; return "$" + itoa(n) }
-					dir, cmp := "", ">"
-					if desc == 1 {
-						dir, cmp = " DESC", "<"
-					}
-					order := " ORDER BY "
-					if run == 1 {
-						conds = append(conds, "run_id = "+next())
-						order += "run_id" + dir + ", "
-					}
-					if status == 1 {
-						conds = append(conds, "status = "+next())
-						order += "status" + dir + ", "
-					}
-					if after == 1 {
-						a, b := next(), next()
-						conds = append(conds, "(prepared_ms, identity) "+cmp+" ("+a+", "+b+")")
-					}
-					order += "prepared_ms" + dir + ", identity" + dir
-					for i, c := range conds {
-						if i == 0 {
-							s += " WHERE " + c
-						} else {
-							s += " AND " + c
-						}
-					}
-					q.attempts[run][status][after][desc] = s + order + " LIMIT " + next()
+					q.attempts[run][status][after][desc] = attemptScan(sel(tAttempts), run == 1, status == 1, after == 1, desc == 1)
 				}
 			}
 		}
@@ -180,4 +157,74 @@ func itoa(n int) string {
 		return string(rune('0' + n))
 	}
 	return itoa(n/10) + string(rune('0'+n%10))
+}
+
+// attemptStatuses is every status the workflow stores an attempt with, in
+// bytewise order: an unfiltered attempt scan walks each one's stretch of
+// its status index in (prepared_ms, identity) order.
+var attemptStatuses = []string{
+	"abandoned", "admitted", "cancelled", "cancelling", "failed", "paused",
+	"prepared", "repair_required", "running", "sibling_cancelling", "succeeded",
+}
+
+// attemptScan builds one shape of the attempt scan from sel (the SELECT of
+// every column from attempts); parameters: [run_id], [status], [after
+// prepared_ms, identity], limit.
+//
+// Without a status it is a merge of one branch per known status (an index
+// walk in order that stops at LIMIT) and one per gap between them (any
+// other status the backend contract lets a caller store: the index range
+// of the gap, sorted, also limited), so it returns exactly the attempts the
+// scan matches, reading about one page plus one index descent per branch;
+// a gap holds no attempt the workflow wrote.
+func attemptScan(sel string, run, status, after, desc bool) string {
+	n := 0
+	next := func() string { n++; return "$" + itoa(n) }
+	dir, cmp := "", ">"
+	if desc {
+		dir, cmp = " DESC", "<"
+	}
+	var runP, statusP, afterA, afterB string
+	if run {
+		runP = next()
+	}
+	if status {
+		statusP = next()
+	}
+	if after {
+		afterA, afterB = next(), next()
+	}
+	limit := next()
+	branch := func(statusCond string, inOrder bool) string {
+		var conds []string
+		order := " ORDER BY "
+		if run {
+			conds = append(conds, "run_id = "+runP)
+			order += "run_id" + dir + ", "
+		}
+		conds = append(conds, statusCond)
+		if inOrder {
+			order += "status" + dir + ", "
+		}
+		if after {
+			conds = append(conds, "(prepared_ms, identity) "+cmp+" ("+afterA+", "+afterB+")")
+		}
+		order += "prepared_ms" + dir + ", identity" + dir
+		return sel + " WHERE " + strings.Join(conds, " AND ") + order + " LIMIT " + limit
+	}
+	if status {
+		return branch("status = "+statusP, true)
+	}
+	lit := func(st string) string { return "'" + st + "'" }
+	var branches []string
+	for i, st := range attemptStatuses {
+		gap := "status < " + lit(st)
+		if i > 0 {
+			gap = "status > " + lit(attemptStatuses[i-1]) + " AND " + gap
+		}
+		branches = append(branches, "("+branch(gap, false)+")", "("+branch("status = "+lit(st), true)+")")
+	}
+	branches = append(branches, "("+branch("status > "+lit(attemptStatuses[len(attemptStatuses)-1]), false)+")")
+	return "SELECT * FROM (" + strings.Join(branches, " UNION ALL ") + ") s ORDER BY prepared_ms" + dir +
+		", identity" + dir + " LIMIT " + limit
 }

@@ -3,10 +3,13 @@ package postgres_test
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,6 +20,7 @@ import (
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 	"github.com/wfstore/wfstore/postgres"
+	"github.com/wfstore/wfstore/wftype"
 )
 
 // catalog lists a schema's objects with their row versions, so a test can
@@ -121,13 +125,14 @@ func TestRefusesNewerVersionWithoutWriting(t *testing.T) {
 	t.Parallel()
 	b, dsn, schema := openFresh(t)
 	require.NoError(t, b.Close())
-	exec1(t, "UPDATE "+pgx.Identifier{schema, "wfstore_meta"}.Sanitize()+" SET version = 7")
+	newer := postgres.SchemaVersion + 1
+	exec1(t, fmt.Sprintf("UPDATE %s SET version = %d", pgx.Identifier{schema, "wfstore_meta"}.Sanitize(), newer))
 	before, meta := catalog(t, schema), metaRow(t, schema)
 	_, err := postgres.Open(ctxT(t), withMaxConns(dsn, 2), postgres.WithSchema(schema))
 	require.ErrorIs(t, err, backend.ErrSchemaVersion)
 	var sv *backend.SchemaVersionError
 	require.ErrorAs(t, err, &sv)
-	require.Equal(t, backend.SchemaVersionError{Found: 7, Supported: postgres.SchemaVersion}, *sv)
+	require.Equal(t, backend.SchemaVersionError{Found: int64(newer), Supported: postgres.SchemaVersion}, *sv)
 	require.Equal(t, before, catalog(t, schema))
 	require.Equal(t, meta, metaRow(t, schema))
 }
@@ -283,9 +288,10 @@ func makeVersion(t *testing.T, schema string, v int) {
 	t.Helper()
 	s := pgx.Identifier{schema}.Sanitize()
 	undo := map[int][]string{
-		// The claims table's migration is the last one (renumbered when
-		// another lands before it).
-		postgres.SchemaVersion: {"DROP TABLE " + s + ".claims"},
+		7: {"ALTER TABLE " + s + ".attempts RESET (fillfactor)", "ALTER TABLE " + s + ".activations RESET (fillfactor)",
+			"CREATE INDEX attempts_order ON " + s + ".attempts (prepared_ms, identity)",
+			"CREATE INDEX attempts_run_order ON " + s + ".attempts (run_id, prepared_ms, identity)"},
+		6: {"DROP TABLE " + s + ".claims"},
 		5: {"ALTER TABLE " + s + ".activations DROP COLUMN wait_for_node_ids, DROP COLUMN wait_for_activation_ids, " +
 			"DROP COLUMN open_waits, DROP COLUMN join_node_ids, DROP COLUMN join_activation_ids",
 			"ALTER TABLE " + s + ".fan_out_groups DROP COLUMN fan_in"},
@@ -397,7 +403,7 @@ func TestSchemaBeforeClaimsMigratesToTheClaimsTable(t *testing.T) {
 	b, dsn, schema := openFresh(t)
 	apply(t, b, insertRuns("a"))
 	require.NoError(t, b.Close())
-	makeVersion(t, schema, postgres.SchemaVersion-1)
+	makeVersion(t, schema, 5)
 	require.NotContains(t, tablesOf(t, schema), "claims")
 
 	b2 := openOn(t, dsn, schema)
@@ -411,4 +417,213 @@ func TestSchemaBeforeClaimsMigratesToTheClaimsTable(t *testing.T) {
 	got, err := b2.Claim(ctxT(t), "h", []string{"k"}, time.Minute)
 	require.NoError(t, err)
 	require.Equal(t, []bool{true}, got)
+}
+
+// relSizes returns the size in bytes of schema's table and of each of its
+// indexes, by name.
+func relSizes(t *testing.T, schema, table string) map[string]int64 {
+	t.Helper()
+	rows, err := pgtest.Admin(t).Query(ctxT(t), `SELECT c.relname::text, pg_relation_size(c.oid) FROM pg_class c
+		JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND (c.relname = $2 OR c.oid IN (SELECT indexrelid FROM pg_index i
+			JOIN pg_class r ON r.oid = i.indrelid WHERE r.relname = $2 AND r.relnamespace = n.oid))`, schema, table)
+	require.NoError(t, err)
+	out := map[string]int64{}
+	for rows.Next() {
+		var name string
+		var size int64
+		require.NoError(t, rows.Scan(&name, &size))
+		out[name] = size
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// blocks returns the heap block of each of the table's rows, by the text of
+// its key columns.
+func blocks(t *testing.T, schema, table, key string) map[string]string {
+	t.Helper()
+	rows, err := pgtest.Admin(t).Query(ctxT(t), fmt.Sprintf("SELECT (%s)::text, split_part(ctid::text, ',', 1) FROM %s",
+		key, pgx.Identifier{schema, table}.Sanitize()))
+	require.NoError(t, err)
+	out := map[string]string{}
+	for rows.Next() {
+		var k, b string
+		require.NoError(t, rows.Scan(&k, &b))
+		out[k] = b
+	}
+	require.NoError(t, rows.Err())
+	return out
+}
+
+// A version 6 schema (tables filled to the brim) migrates on Open to
+// tables that leave room in each page: a full page of attempts written
+// after the migration takes an update of every row's handoff on the same
+// page, without one new entry in any index of attempts (heap-only
+// updates), and a page of activations an update of every row's status and
+// admissible flag on the same page. Rows written before keep their
+// values.
+func TestVersionSixSchemaMigratesToFillFactors(t *testing.T) {
+	t.Parallel()
+	b, dsn, schema := openFresh(t)
+	apply(t, b, insertRuns("old"))
+	require.NoError(t, b.Close())
+	makeVersion(t, schema, 6)
+
+	b2 := openOn(t, dsn, schema)
+	require.Contains(t, metaRow(t, schema), fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))
+	var opts []string
+	require.NoError(t, pgtest.Admin(t).QueryRow(ctxT(t), `SELECT array_agg(c.relname || ':' || array_to_string(c.reloptions, ',') ORDER BY c.relname)
+		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+		WHERE n.nspname = $1 AND c.reloptions IS NOT NULL AND c.relkind = 'r'`, schema).Scan(&opts))
+	require.Equal(t, []string{"activations:fillfactor=50", "attempts:fillfactor=40"}, opts)
+	require.Contains(t, load(t, b2, backend.Lookup{Runs: []string{"old"}}).Runs, "old")
+
+	const n = 120 // more than a page of either table
+	acts := make([]backend.Activation, n)
+	atts := make([]backend.Attempt, n)
+	for i := range n {
+		k := backend.ActivationKey{RunID: "run", NodeID: "node", ActivationID: fmt.Sprintf("act-%03d", i)}
+		acts[i] = backend.Activation{Key: k, Status: backend.ActivationPending, Admissible: true,
+			Input: []byte(`{"input":"` + strings.Repeat("x", 100) + `"}`), Effect: backend.Mutating}
+		atts[i] = backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1},
+			Identity: fmt.Sprintf("%064d", i), Status: backend.AttemptPrepared, SideEffect: backend.Mutating,
+			Intent: []byte(`{"intent":"` + strings.Repeat("y", 100) + `"}`), IntentChecksum: strings.Repeat("c", 64),
+			Handoff: backend.HandoffPending, PreparedMS: int64(i + 1)}
+	}
+	apply(t, b2, backend.Changes{Insert: backend.Inserts{Runs: runs("run"), Activations: acts, Attempts: atts}})
+	attBlocks := blocks(t, schema, "attempts", "activation_id")
+	actBlocks := blocks(t, schema, "activations", "activation_id")
+	require.Greater(t, len(slices.Compact(slices.Sorted(maps.Values(attBlocks)))), 1, "attempts fill more than a page")
+	before := relSizes(t, schema, "attempts")
+
+	next, nextActs := slices.Clone(atts), slices.Clone(acts)
+	for i := range next {
+		next[i].Handoff, next[i].HandoffToken = backend.HandoffRecorded, fmt.Sprintf("%032d", i)
+		nextActs[i].Status, nextActs[i].Admissible = backend.ActivationRunning, false
+	}
+	apply(t, b2, backend.Changes{Expect: backend.Expected{Attempts: atts},
+		Replace: backend.Replaces{Activations: nextActs, Attempts: next}})
+	require.Equal(t, attBlocks, blocks(t, schema, "attempts", "activation_id"), "every attempt stays on its page")
+	require.Equal(t, actBlocks, blocks(t, schema, "activations", "activation_id"), "every activation stays on its page")
+	require.Equal(t, before, relSizes(t, schema, "attempts"), "no index of attempts grows: the updates are heap-only")
+	f := load(t, b2, backend.Lookup{Attempts: []backend.AttemptKey{next[0].Key, next[n-1].Key}})
+	require.Equal(t, next[0], f.Attempts[next[0].Key])
+	require.Equal(t, next[n-1], f.Attempts[next[n-1].Key])
+}
+
+// indexesOf lists the indexes of schema's table, by name.
+func indexesOf(t *testing.T, schema, table string) []string {
+	t.Helper()
+	rows, err := pgtest.Admin(t).Query(ctxT(t), "SELECT indexname::text FROM pg_indexes WHERE schemaname = $1 AND tablename = $2 ORDER BY 1", schema, table)
+	require.NoError(t, err)
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	require.NoError(t, err)
+	return names
+}
+
+// A version 6 schema migrates on Open to attempts without the indexes in
+// time order alone, its attempts readable by every scan: the unfiltered
+// scans merge the status indexes' walks (TestUnfilteredAttemptScans).
+func TestVersionSixSchemaMigratesToStatusMergedAttemptScans(t *testing.T) {
+	t.Parallel()
+	b, dsn, schema := openFresh(t)
+	require.NoError(t, b.Close())
+	makeVersion(t, schema, 6)
+	require.Equal(t, []string{"attempts_identity", "attempts_order", "attempts_pkey", "attempts_run_order",
+		"attempts_run_status_order", "attempts_status_order"}, indexesOf(t, schema, "attempts"))
+
+	b2 := openOn(t, dsn, schema)
+	require.Equal(t, []string{"attempts_identity", "attempts_pkey", "attempts_run_status_order", "attempts_status_order"},
+		indexesOf(t, schema, "attempts"))
+	atts := attemptsInEveryStatus()
+	apply(t, b2, backend.Changes{Insert: backend.Inserts{Runs: runs("r1", "r2"), Attempts: atts}})
+	got := scanAll(t, b2, backend.AttemptQuery{Limit: 4})
+	require.Len(t, got, len(atts), "every status is walked")
+}
+
+// attemptsInEveryStatus returns two runs' attempts, two in each status
+// and two in each of statuses the workflow never writes (before, between
+// and after its own), with interleaved (and some equal) prepared times.
+func attemptsInEveryStatus() []backend.Attempt {
+	statuses := []backend.AttemptStatus{backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning,
+		backend.AttemptCancelling, backend.AttemptSiblingCancelling, backend.AttemptSucceeded, backend.AttemptFailed,
+		backend.AttemptPaused, backend.AttemptCancelled, backend.AttemptRepairRequired, backend.AttemptAbandoned,
+		"", "Zed", "aa", "abandoned2", "pending", "prepared ", "zzz", "sibling_cancelling_x"}
+	var atts []backend.Attempt
+	for i := range 2 * len(statuses) {
+		run := []string{"r1", "r2"}[i%2]
+		k := backend.ActivationKey{RunID: run, NodeID: "node", ActivationID: fmt.Sprintf("act-%02d", i)}
+		atts = append(atts, backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1},
+			Identity: fmt.Sprintf("id-%02d", (i*7)%(2*len(statuses))), Status: statuses[i%len(statuses)],
+			SideEffect: backend.Mutating, IntentChecksum: "x", Handoff: backend.HandoffRecorded, PreparedMS: int64(100 + i/3)})
+	}
+	return atts
+}
+
+// scanAll pages through q (its Limit per page) from the start.
+func scanAll(t *testing.T, b backend.Backend, q backend.AttemptQuery) []backend.Attempt {
+	t.Helper()
+	var out []backend.Attempt
+	for {
+		var page []backend.Attempt
+		err := b.View(ctxT(t), func(r backend.ReadTx) error {
+			var err error
+			page, err = r.Attempts(ctxT(t), q)
+			return err
+		})
+		require.NoError(t, err)
+		out = append(out, page...)
+		if len(page) < q.Limit {
+			return out
+		}
+		last := page[len(page)-1]
+		q.After = backend.AttemptCursor{PreparedMS: last.PreparedMS, Identity: last.Identity}
+	}
+}
+
+// Every attempt scan, paged in either direction, globally or per run,
+// with or without a status, returns exactly the attempts it matches in
+// (prepared_ms, identity) order: the unfiltered ones merge one walk per
+// status.
+func TestUnfilteredAttemptScans(t *testing.T) {
+	t.Parallel()
+	b, _, _ := openFresh(t)
+	atts := attemptsInEveryStatus()
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: runs("r1", "r2"), Attempts: atts}})
+	for _, run := range []string{"", "r1", "r2"} {
+		for _, st := range []backend.AttemptStatus{"", backend.AttemptPrepared, backend.AttemptAbandoned} {
+			for _, desc := range []bool{false, true} {
+				var want []backend.Attempt
+				for _, a := range atts {
+					if (run == "" || a.Key.RunID == run) && (st == "" || a.Status == st) {
+						want = append(want, a)
+					}
+				}
+				sort.Slice(want, func(i, j int) bool {
+					x, y := want[i], want[j]
+					less := x.PreparedMS < y.PreparedMS || x.PreparedMS == y.PreparedMS && x.Identity < y.Identity
+					return less != desc
+				})
+				for _, limit := range []int{1, 3, 100} {
+					got := scanAll(t, b, backend.AttemptQuery{RunID: run, Status: st, Descending: desc, Limit: limit})
+					require.Equal(t, want, got, "run %q status %q desc %v limit %d", run, st, desc, limit)
+				}
+			}
+		}
+	}
+}
+
+// The statuses an unfiltered attempt scan walks in order are every status
+// the workflow writes, in bytewise order (the order of the gaps between
+// them, which the scan also reads).
+func TestAttemptStatusesAreTheWorkflowsInOrder(t *testing.T) {
+	want := []string{}
+	for _, s := range []wftype.AttemptStatus{wftype.AttemptPrepared, wftype.AttemptAdmitted, wftype.AttemptRunning,
+		wftype.AttemptCancelling, wftype.AttemptSiblingCancelling, wftype.AttemptSucceeded, wftype.AttemptFailed,
+		wftype.AttemptPaused, wftype.AttemptCancelled, wftype.AttemptRepairRequired, wftype.AttemptAbandoned} {
+		want = append(want, string(s))
+	}
+	slices.Sort(want)
+	require.Equal(t, want, postgres.AttemptStatuses)
 }

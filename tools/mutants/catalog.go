@@ -1756,4 +1756,30 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "postgres-attempts-filled",
+		Bug:   "the PostgreSQL schema fills attempt pages to the brim, so an attempt's handoff moves its row to another page and writes an entry in every index",
+		Suite: "./postgres/",
+		Tests: "TestVersionSixSchemaMigratesToFillFactors",
+		Edits: []Edit{
+			{
+				File:    "postgres/migrations.go",
+				Find:    "ALTER TABLE {{s}}.attempts SET (fillfactor = 40);",
+				Replace: "ALTER TABLE {{s}}.attempts SET (fillfactor = 100);",
+			},
+		},
+	},
+	{
+		Name:  "postgres-status-gaps-skipped",
+		Bug:   "an unfiltered PostgreSQL attempt scan walks only the statuses the workflow writes, losing attempts another caller stored with any other status",
+		Suite: "./postgres/",
+		Tests: "TestUnfilteredAttemptScans",
+		Edits: []Edit{
+			{
+				File:    "postgres/queries.go",
+				Find:    `branches = append(branches, "("+branch(gap, false)+")", "("+branch("status = "+lit(st), true)+")")`,
+				Replace: `branches = append(branches, "("+branch("status = "+lit(st), true)+")"); _ = gap`,
+			},
+		},
+	},
 }
