@@ -29,7 +29,9 @@ import (
 // transactions of multi-row statements on the store's writer connection:
 // 100 attempts, 100 activations, 300 events, 200 attempt updates and 3 run
 // updates), and the Store's own batch Dispatch over the same seeded file.
-// It only measures (set WFSTORE_PROBE=N admissions per round to run it):
+// WFSTORE_PROBE_SQL (statements separated by ";") runs on each fresh store
+// before seeding, for trying a schema variant on both. It only measures
+// (set WFSTORE_PROBE=N admissions per round to run it):
 //
 //	WFSTORE_PROBE=10000 go test -count=1 -run TestBatchProbe -v ./sqlite/
 func TestBatchProbe(t *testing.T) {
@@ -146,6 +148,13 @@ func probeRound(t *testing.T, ctx context.Context, dir string, n int, store bool
 		t.Fatal(err)
 	}
 	defer b.Close()
+	for _, q := range strings.Split(os.Getenv("WFSTORE_PROBE_SQL"), ";") {
+		if strings.TrimSpace(q) != "" {
+			if _, err := b.w.conn.ExecContext(ctx, q); err != nil {
+				t.Fatal(q, err)
+			}
+		}
+	}
 	s := workflow.New(b)
 	now := time.Now()
 	keys, err := benchdata.SeedRuns(ctx, s, b, "probe", n, benchdata.PerRun, nil, now)
