@@ -36,12 +36,18 @@ type image interface {
 	carried() image
 }
 
-// rowImage is the image of a row of kind kd.
+// rowImage is the image of a row of kind kd. args, when not nil, are
+// kd.args(&rec): the column values the write of rec bound, kept so that
+// the next Replace of the row compares with them without building them
+// again.
 type rowImage[R any, K comparable] struct {
-	rec R
-	kd  *kind[R, K]
+	rec  R
+	kd   *kind[R, K]
+	args []any
 }
 
+// carried leaves args behind: they may share memory with the record the
+// copy is made not to share.
 func (im *rowImage[R, K]) carried() image {
 	return &rowImage[R, K]{rec: im.kd.clone(im.rec), kd: im.kd}
 }
@@ -74,6 +80,12 @@ func sameArg(a, b any) bool {
 // remember records the stored value r of the row key of kind kd in a
 // read-write transaction. Kinds that cannot be replaced keep no images.
 func remember[R any, K comparable](t *readTx, kd *kind[R, K], key K, r R) {
+	rememberArgs(t, kd, key, r, nil)
+}
+
+// rememberArgs is remember for a record r whose column values args
+// (kd.args(&r), or nil) are at hand.
+func rememberArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K, r R, args []any) {
 	if !t.writable || kd.clone == nil {
 		return
 	}
@@ -81,8 +93,14 @@ func remember[R any, K comparable](t *readTx, kd *kind[R, K], key K, r R) {
 		t.img = make(map[rowKey]image, 8)
 	}
 	k := rowKey{kd.rep, key}
-	t.img[k] = &rowImage[R, K]{rec: r, kd: kd}
+	t.img[k] = &rowImage[R, K]{rec: r, kd: kd, args: args}
 	t.touched = append(t.touched, k)
+}
+
+// touch records that the transaction itself read the row key, whose image
+// it already has (an Expect compared with it).
+func touch[R any, K comparable](t *readTx, kd *kind[R, K], key K) {
+	t.touched = append(t.touched, rowKey{kd.rep, key})
 }
 
 // forget drops a row's image (after a Delete).
@@ -111,11 +129,14 @@ func changedColumns[R any, K comparable](t *readTx, kd *kind[R, K], key K, args 
 	if len(tb.cols)-tb.nkey > 64 {
 		return 0, false
 	}
-	old, ok := imageOf(t, kd, key)
+	im, ok := t.img[rowKey{kd.rep, key}].(*rowImage[R, K])
 	if !ok {
 		return 0, false
 	}
-	prev := kd.args(&old)
+	if im.args == nil {
+		im.args = kd.args(&im.rec)
+	}
+	prev := im.args
 	if len(prev) != len(args) {
 		return 0, false
 	}

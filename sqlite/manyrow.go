@@ -186,12 +186,15 @@ func insertMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, re
 			}
 		}
 		var err error
+		each := make([][]any, n) // each record's column values, kept in its image
 		if n == 1 {
-			err = a.t.exec(a.ctx, ms, kd.args(&recs[i]), backend.ErrConflict)
+			each[0] = kd.args(&recs[i])
+			err = a.t.exec(a.ctx, ms, each[0], backend.ErrConflict)
 		} else {
 			args := make([]any, 0, n*ncol)
-			for j := i; j < i+n; j++ {
-				args = append(args, kd.args(&recs[j])...)
+			for j := range each {
+				each[j] = kd.args(&recs[i+j])
+				args = append(args, each[j]...)
 			}
 			err = a.t.execMany(a.ctx, ms, args, n, backend.ErrConflict)
 		}
@@ -199,8 +202,8 @@ func insertMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, re
 			a.failedRange("Insert", kd.field, i, n, err)
 			return
 		}
-		for j := i; j < i+n; j++ {
-			remember(&a.t.readTx, kd, kd.key(&recs[j]), recs[j])
+		for j := range each {
+			rememberArgs(&a.t.readTx, kd, kd.key(&recs[i+j]), recs[i+j], each[j])
 		}
 		i += n
 	}
@@ -237,7 +240,7 @@ func replaceMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, r
 		case !ok || mask&kd.uniqueMask != 0:
 			solo = append(solo, i)
 		case mask == 0:
-			remember(&a.t.readTx, kd, kd.key(&recs[i]), recs[i])
+			rememberArgs(&a.t.readTx, kd, kd.key(&recs[i]), recs[i], args)
 		default:
 			if _, ok := groups[mask]; !ok {
 				masks = append(masks, mask)
@@ -279,7 +282,7 @@ func replaceMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, r
 				return true
 			}
 			for _, r := range g[at : at+n] {
-				remember(&a.t.readTx, kd, kd.key(&recs[r.i]), recs[r.i])
+				rememberArgs(&a.t.readTx, kd, kd.key(&recs[r.i]), recs[r.i], r.args)
 			}
 			at += n
 		}

@@ -151,3 +151,39 @@ func TestManyRowUpdatesSearchThePrimaryKey(t *testing.T) {
 		require.NotContains(t, joined, "SCAN "+tb.name, "%s:\n%s", tb.name, joined)
 	}
 }
+
+// A Load of many keys on the writer reads them with many-row SELECTs
+// (chunks of 64, 32, 4 and the last ones by one) and finds exactly what
+// one SELECT per key finds (a View): every stored row once, missing keys
+// absent, a key asked twice found once.
+func TestManyRowLoadFindsEveryKey(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newStore(t)
+	atts := manyAttempts(101)
+	update(t, b, insertAttempts(atts...))
+	var keys []backend.AttemptKey
+	want := map[backend.AttemptKey]backend.Attempt{}
+	for i, a := range atts {
+		keys = append(keys, a.Key)
+		if i%10 == 0 {
+			keys = append(keys, a.Key, backend.AttemptKey{ActivationKey: akey("r", "n", fmt.Sprint("missing", i)), Attempt: 1})
+		}
+		want[a.Key] = a
+	}
+	var fromView backend.Found
+	view(t, b, func(r backend.ReadTx) {
+		var err error
+		fromView, err = r.Load(ctx, backend.Lookup{Attempts: keys})
+		require.NoError(t, err)
+	})
+	require.Equal(t, want, fromView.Attempts)
+	require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
+		f, err := tx.Load(ctx, backend.Lookup{Attempts: keys})
+		require.NoError(t, err)
+		require.Equal(t, want, f.Attempts)
+		return nil
+	}))
+	_, ok := b.w.many[manyKey{sAttGet, 0, 64}]
+	require.True(t, ok, "the writer's Load prepared a 64-key SELECT")
+}

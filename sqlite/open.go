@@ -273,17 +273,20 @@ func (b *Backend) setup(ctx context.Context, owned bool) error {
 		return err
 	}
 	if !owned {
-		var busy int64
-		var syn int64
+		var busy, syn, temp int64
 		if err := conn.QueryRowContext(ctx, "PRAGMA busy_timeout").Scan(&busy); err != nil {
 			return fmt.Errorf("sqlite: read busy_timeout: %w", err)
 		}
 		if err := conn.QueryRowContext(ctx, "PRAGMA synchronous").Scan(&syn); err != nil {
 			return fmt.Errorf("sqlite: read synchronous: %w", err)
 		}
+		if err := conn.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp); err != nil {
+			return fmt.Errorf("sqlite: read temp_store: %w", err)
+		}
 		b.restore = []string{
 			"PRAGMA busy_timeout = " + strconv.FormatInt(busy, 10),
 			"PRAGMA synchronous = " + strconv.FormatInt(syn, 10),
+			"PRAGMA temp_store = " + strconv.FormatInt(temp, 10),
 		}
 	}
 	if err := b.configureWriter(ctx, conn); err != nil {
@@ -362,13 +365,21 @@ func (b *Backend) retrySetup(ctx context.Context, what string, f func() error) e
 	return err
 }
 
-// configureWriter sets the writer's busy_timeout and synchronous. Setting
-// synchronous reads the schema, so it retries while another connection
-// holds the file locked.
+// configureWriter sets the writer's busy_timeout, synchronous and
+// temp_store. Setting synchronous reads the schema, so it retries while
+// another connection holds the file locked.
+//
+// temp_store=MEMORY keeps the statement journal in memory: a many-row
+// statement inside a transaction (manyrow.go) journals every page it
+// changes so that it can be undone alone, and past 64 KiB SQLite spills
+// that journal to a temporary file, one write system call per page. The
+// statement journal never serves crash recovery (the WAL does), so
+// durability is unchanged.
 func (b *Backend) configureWriter(ctx context.Context, conn *sql.Conn) error {
 	for _, p := range []string{
 		"PRAGMA busy_timeout = " + strconv.Itoa(writerBusyTimeoutMS),
 		"PRAGMA synchronous = " + b.cfg.synchronous(),
+		"PRAGMA temp_store = MEMORY",
 	} {
 		if err := b.retrySetup(ctx, p, func() error {
 			_, err := conn.ExecContext(ctx, p)

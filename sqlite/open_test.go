@@ -392,3 +392,27 @@ func TestVersionFourStoreMigratesToJoinsAndFanIn(t *testing.T) {
 	require.Equal(t, full, gotAct)
 	require.Equal(t, fullGroup, gotGroup)
 }
+
+// The writer keeps its statement journal in memory (temp_store=MEMORY, see
+// configureWriter), and a caller's connection gets its own setting back at
+// Close.
+func TestWriterKeepsStatementJournalInMemory(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := openAt(t, newPath(t))
+	var temp int
+	require.NoError(t, b.w.conn.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp))
+	require.Equal(t, 2, temp, "temp_store on the writer of Open")
+
+	db := rawDB(t, newPath(t))
+	db.SetMaxOpenConns(1)
+	require.NoError(t, db.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp))
+	require.Equal(t, 0, temp)
+	ob, err := OpenDB(ctx, db)
+	require.NoError(t, err)
+	require.NoError(t, ob.w.conn.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp))
+	require.Equal(t, 2, temp, "temp_store on the writer of OpenDB")
+	require.NoError(t, ob.Close())
+	require.NoError(t, db.QueryRowContext(ctx, "PRAGMA temp_store").Scan(&temp))
+	require.Equal(t, 0, temp, "Close restores the caller's temp_store")
+}

@@ -71,3 +71,23 @@ func queryPlan(t *testing.T, ctx context.Context, conn *sql.Conn, q string, n in
 	require.NoError(t, rows.Err())
 	return plan
 }
+
+// TestManyRowStatementsSearchThePrimaryKey checks the plans of the
+// many-row SELECTs and UPDATEs (manyread.go, manyrow.go): the VALUES list
+// is the outer loop and each of its rows finds its table row through the
+// primary key, so a statement reads only the rows of its keys, however
+// large the table.
+func TestManyRowStatementsSearchThePrimaryKey(t *testing.T) {
+	t.Parallel()
+	ctx, conn := explainConn(t)
+	var qs []string
+	for _, tb := range []*table{&runsT, &activationsT, &attemptsT} {
+		qs = append(qs, tb.selectMany(8), tb.updateMany(1|1<<3, 8))
+	}
+	for _, q := range qs {
+		plan := queryPlan(t, ctx, conn, q, strings.Count(q, "?"))
+		require.Len(t, plan, 2, q)
+		require.Contains(t, plan[0], "VALUES", q)
+		require.True(t, strings.HasPrefix(plan[1], "SEARCH") && strings.Contains(plan[1], "sqlite_autoindex_"), "%s: %s", q, plan[1])
+	}
+}

@@ -15,6 +15,11 @@ func get[T any](ctx context.Context, t *readTx, id stmtID, what string, scan fun
 	if err != nil {
 		return v, false, err
 	}
+	return get1(ctx, t, s, what, scan, args)
+}
+
+// get1 is get through the statement s.
+func get1[T any](ctx context.Context, t *readTx, s *sql.Stmt, what string, scan func(scanner) (T, error), args []any) (v T, ok bool, err error) {
 	v, err = scan(s.QueryRowContext(ctx, args...))
 	if errors.Is(err, sql.ErrNoRows) {
 		return v, false, nil
@@ -70,15 +75,11 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 	}
 	if len(l.Runs) > 0 {
 		f.Runs = make(map[string]backend.Run, len(l.Runs))
-		for _, id := range l.Runs {
-			v, ok, err := get(ctx, t, sRunGet, "run", scanRun, id)
-			if err != nil {
-				return backend.Found{}, err
-			}
-			if ok {
-				f.Runs[id] = v
-				remember(t, runK, id, v)
-			}
+		if err := loadKeys(ctx, t, runK, sRunGet, "run", scanRun, l.Runs, func(id string, v backend.Run) {
+			f.Runs[id] = v
+			remember(t, runK, id, v)
+		}); err != nil {
+			return backend.Found{}, err
 		}
 	}
 	if len(l.Links) > 0 {
@@ -95,15 +96,11 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 	}
 	if len(l.Activations) > 0 {
 		f.Activations = make(map[backend.ActivationKey]backend.Activation, len(l.Activations))
-		for _, k := range l.Activations {
-			v, ok, err := get(ctx, t, sActGet, "activation", scanActivation, k.RunID, k.NodeID, k.ActivationID)
-			if err != nil {
-				return backend.Found{}, err
-			}
-			if ok {
-				f.Activations[k] = v
-				remember(t, activationK, k, v)
-			}
+		if err := loadKeys(ctx, t, activationK, sActGet, "activation", scanActivation, l.Activations, func(k backend.ActivationKey, v backend.Activation) {
+			f.Activations[k] = v
+			remember(t, activationK, k, v)
+		}); err != nil {
+			return backend.Found{}, err
 		}
 	}
 	if len(l.Groups) > 0 {
@@ -121,15 +118,11 @@ func (t *readTx) Load(ctx context.Context, l backend.Lookup) (backend.Found, err
 	}
 	if len(l.Attempts) > 0 {
 		f.Attempts = make(map[backend.AttemptKey]backend.Attempt, len(l.Attempts))
-		for _, k := range l.Attempts {
-			v, ok, err := get(ctx, t, sAttGet, "attempt", scanAttempt, k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt))
-			if err != nil {
-				return backend.Found{}, err
-			}
-			if ok {
-				f.Attempts[k] = v
-				remember(t, attemptK, k, v)
-			}
+		if err := loadKeys(ctx, t, attemptK, sAttGet, "attempt", scanAttempt, l.Attempts, func(k backend.AttemptKey, v backend.Attempt) {
+			f.Attempts[k] = v
+			remember(t, attemptK, k, v)
+		}); err != nil {
+			return backend.Found{}, err
 		}
 	}
 	if len(l.Identities) > 0 {

@@ -229,7 +229,7 @@ func expectOne[R backend.Expectable, K comparable](ctx context.Context, t *write
 		if err := backend.CompareExpected(stored, want); err != nil {
 			return err
 		}
-		remember(&t.readTx, kd, key, stored) // a passed Expect reads the row, as one without an image does
+		touch(&t.readTx, kd, key) // a passed Expect reads the row, as one without an image does
 		return nil
 	}
 	return backend.CheckExpected(ctx, t, want)
@@ -266,11 +266,12 @@ func insertAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 	}
 	for i := range recs {
 		r := &recs[i]
-		if err := a.t.exec(a.ctx, s, kd.args(r), backend.ErrConflict); err != nil {
+		args := kd.args(r)
+		if err := a.t.exec(a.ctx, s, args, backend.ErrConflict); err != nil {
 			a.failed("Insert", kd.field, i, err)
 			return
 		}
-		remember(&a.t.readTx, kd, kd.key(r), *r)
+		rememberArgs(&a.t.readTx, kd, kd.key(r), *r, args)
 	}
 }
 
@@ -298,9 +299,10 @@ func replaceAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 // column differs (the image proves that the row exists).
 func replaceOne[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[R, K], s *sql.Stmt, r *R) error {
 	key, args := kd.key(r), kd.args(r)
+	full := args
 	if mask, ok := changedColumns(&t.readTx, kd, key, args); ok {
 		if mask == 0 {
-			remember(&t.readTx, kd, key, *r)
+			rememberArgs(&t.readTx, kd, key, *r, full)
 			return nil
 		}
 		ps, err := t.w.partialStmt(ctx, kd.rep, kd.tb, mask)
@@ -314,7 +316,7 @@ func replaceOne[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[R
 	if err := t.exec(ctx, s, args, backend.ErrNotFound); err != nil {
 		return err
 	}
-	remember(&t.readTx, kd, key, *r)
+	rememberArgs(&t.readTx, kd, key, *r, full)
 	return nil
 }
 

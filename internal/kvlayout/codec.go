@@ -40,6 +40,17 @@ const (
 //	Key(nil).Str(run).Str(node).Str(act).U32(attempt)
 type Key []byte
 
+// newKey returns an empty Key with room for the string parts strs (each
+// with its terminator, escapes aside) and fixed more bytes, so that
+// building a key appends without growing it.
+func newKey(fixed int, strs ...string) Key {
+	n := fixed
+	for _, s := range strs {
+		n += len(s) + 2
+	}
+	return make(Key, 0, n)
+}
+
 // Str appends a string part.
 func (k Key) Str(s string) Key {
 	for {

@@ -112,7 +112,8 @@ func (l *Layout) newIndexes() {
 			PK:     []int{1, 2, 3, 4}, Unique: 1,
 		}),
 		entry: func(a backend.Attempt) (Key, bool) {
-			return Key(nil).Str(a.Identity).Str(a.Key.RunID).Str(a.Key.NodeID).Str(a.Key.ActivationID).U32(a.Key.Attempt), true
+			return newKey(4, a.Identity, a.Key.RunID, a.Key.NodeID, a.Key.ActivationID).
+				Str(a.Identity).Str(a.Key.RunID).Str(a.Key.NodeID).Str(a.Key.ActivationID).U32(a.Key.Attempt), true
 		},
 	}
 
@@ -124,7 +125,8 @@ func (l *Layout) newIndexes() {
 			PK:     []int{3, 4, 5, 6},
 		}),
 		entry: func(a backend.Attempt) (Key, bool) {
-			return Key(nil).Str(string(a.Status)).I64(a.PreparedMS).Str(a.Identity).
+			return newKey(12, string(a.Status), a.Identity, a.Key.RunID, a.Key.NodeID, a.Key.ActivationID).
+				Str(string(a.Status)).I64(a.PreparedMS).Str(a.Identity).
 				Str(a.Key.RunID).Str(a.Key.NodeID).Str(a.Key.ActivationID).U32(a.Key.Attempt), true
 		},
 	}
@@ -137,7 +139,8 @@ func (l *Layout) newIndexes() {
 			PK:     []int{0, 4, 5, 6},
 		}),
 		entry: func(a backend.Attempt) (Key, bool) {
-			return Key(nil).Str(a.Key.RunID).Str(string(a.Status)).I64(a.PreparedMS).Str(a.Identity).
+			return newKey(12, a.Key.RunID, string(a.Status), a.Identity, a.Key.NodeID, a.Key.ActivationID).
+				Str(a.Key.RunID).Str(string(a.Status)).I64(a.PreparedMS).Str(a.Identity).
 				Str(a.Key.NodeID).Str(a.Key.ActivationID).U32(a.Key.Attempt), true
 		},
 	}
@@ -150,7 +153,8 @@ func (l *Layout) newIndexes() {
 			PK:     []int{0, 3, 4, 5},
 		}),
 		entry: func(a backend.Attempt) (Key, bool) {
-			return Key(nil).Str(a.Key.RunID).I64(a.PreparedMS).Str(a.Identity).
+			return newKey(12, a.Key.RunID, a.Identity, a.Key.NodeID, a.Key.ActivationID).
+				Str(a.Key.RunID).I64(a.PreparedMS).Str(a.Identity).
 				Str(a.Key.NodeID).Str(a.Key.ActivationID).U32(a.Key.Attempt), true
 		},
 	}
@@ -164,7 +168,8 @@ func (l *Layout) newIndexes() {
 			PK:     []int{2, 3, 4, 5},
 		}),
 		entry: func(a backend.Attempt) (Key, bool) {
-			return Key(nil).I64(a.PreparedMS).Str(a.Identity).
+			return newKey(12, a.Identity, a.Key.RunID, a.Key.NodeID, a.Key.ActivationID).
+				I64(a.PreparedMS).Str(a.Identity).
 				Str(a.Key.RunID).Str(a.Key.NodeID).Str(a.Key.ActivationID).U32(a.Key.Attempt), true
 		},
 	}

@@ -25,7 +25,8 @@ func runKey(id string) Key     { return Key(nil).Str(id) }
 func linkKey(child string) Key { return Key(nil).Str(child) }
 
 func activationKey(k backend.ActivationKey) Key {
-	return Key(nil).Str(k.RunID).Str(k.NodeID).Str(k.ActivationID)
+	// room for an attempt number too (attemptKey)
+	return newKey(4, k.RunID, k.NodeID, k.ActivationID).Str(k.RunID).Str(k.NodeID).Str(k.ActivationID)
 }
 
 func attemptKey(k backend.AttemptKey) Key { return activationKey(k.ActivationKey).U32(k.Attempt) }
@@ -34,7 +35,7 @@ func leaseKey(k backend.LeaseKey) Key {
 	return attemptKey(k.AttemptKey).Str(k.Resource).Str(string(k.Mode))
 }
 
-func eventKey(k backend.EventKey) Key { return Key(nil).Str(k.RunID).I64(k.Seq) }
+func eventKey(k backend.EventKey) Key { return newKey(8, k.RunID).Str(k.RunID).I64(k.Seq) }
 
 // Shared pieces.
 
