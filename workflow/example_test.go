@@ -67,7 +67,8 @@ func ExampleEvent_Decode() {
 	}, now)
 	s.Dispatch(ctx, echoOwner{}, workflow.DispatchOptions{Limit: 10}, now)
 
-	evs, _ := s.Events(ctx, "run-1", 0, 0)
+	evsPage, _ := s.Events(ctx, workflow.EventQuery{RunID: "run-1", Limit: 0})
+	evs := evsPage.Items
 	for _, e := range evs {
 		p, err := e.Decode()
 		if err != nil {

@@ -36,7 +36,8 @@ func ExampleStore_Prune() {
 	fmt.Printf("%s would lose %d attempt(s)\n", dry.Runs[0].Status, dry.Runs[0].Deleted.Attempts)
 	rep, err := s.Prune(ctx, workflow.PruneOptions{Runs: []string{"run-1"}}, now)
 	fmt.Println(rep.Runs[0].Deleted == dry.Runs[0].Deleted, err)
-	evs, _ := s.Events(ctx, "run-1", 0, 10)
+	evsPage, _ := s.Events(ctx, workflow.EventQuery{RunID: "run-1", Limit: 10})
+	evs := evsPage.Items
 	run, _ := s.GetRun(ctx, "run-1")
 	fmt.Println(len(evs), evs[0].Type, run.Status)
 

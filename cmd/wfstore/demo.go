@@ -217,18 +217,18 @@ func observe(ctx context.Context, s *workflow.Store, id string, kind workflow.Ob
 
 // runAttempts pages through every attempt of the run.
 func runAttempts(ctx context.Context, s *workflow.Store, runID string) ([]workflow.Attempt, error) {
-	p := workflow.AttemptPage{RunID: runID, Limit: workflow.MaxPageLimit}
+	p := workflow.AttemptQuery{RunID: runID, Limit: workflow.MaxPageLimit}
 	var out []workflow.Attempt
 	for {
 		page, err := s.Attempts(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page...)
-		if len(page) < p.Limit {
+		out = append(out, page.Items...)
+		if page.Next == "" {
 			return out, nil
 		}
-		p.After = &page[len(page)-1]
+		p.After = page.Next
 	}
 }
 
@@ -446,10 +446,11 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 	if err != nil {
 		return err
 	}
-	active, err := s.Engine().ActiveAttempts(ctx, runID, 0)
+	activePage, err := s.Engine().ActiveAttempts(ctx, workflow.ActiveAttemptQuery{RunID: runID, Limit: 0})
 	if err != nil {
 		return err
 	}
+	active := activePage.Items
 	sum, err := s.RunSummary(ctx, runID)
 	if err != nil {
 		return err
@@ -509,10 +510,11 @@ func demoSummaries(ctx context.Context, s *workflow.Store, c demoConfig, runs []
 	}
 	if c.events > 0 {
 		for _, id := range runs {
-			evs, err := s.Events(ctx, id, 0, workflow.MaxPageLimit)
+			evsPage, err := s.Events(ctx, workflow.EventQuery{RunID: id, Limit: workflow.MaxPageLimit})
 			if err != nil {
 				return err
 			}
+			evs := evsPage.Items
 			evs = evs[max(len(evs)-c.events, 0):]
 			fmt.Fprintf(st.w, "\nlast %d events of %s:\n", len(evs), id)
 			for _, ev := range evs {

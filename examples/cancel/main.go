@@ -93,10 +93,11 @@ func main() {
 	}
 	stop()
 	<-done
-	evs, err := s.Events(context.Background(), "order-1", 0, workflow.MaxPageLimit)
+	evsPage, err := s.Events(context.Background(), workflow.EventQuery{RunID: "order-1", Limit: workflow.MaxPageLimit})
 	if err != nil {
 		panic(err)
 	}
+	evs := evsPage.Items
 	counts := map[workflow.EventType]int{}
 	for _, ev := range evs {
 		counts[ev.Type]++
