@@ -7,7 +7,7 @@ import (
 )
 
 // cancelScanStatuses are the run statuses a run whose cancellation is
-// requested can still hold work in, in the order a CancellationScan reads
+// requested can still hold work in, in the order Cancellations reads
 // them (a failed run of a cancelled tree included: its active attempts may
 // still run).
 var cancelScanStatuses = []backend.RunStatus{backend.RunRunning, backend.RunPaused, backend.RunRepairRequired, backend.RunFailed}

@@ -8,7 +8,7 @@ import (
 )
 
 // retryScanStatuses are the run statuses whose retry schedules can be
-// consumed, in the order a RetryScan reads them: a failed run (its failure
+// consumed, in the order Retries reads them: a failed run (its failure
 // scheduled the retry) and a running one (a sibling's retry requeued it
 // first).
 var retryScanStatuses = []backend.RunStatus{backend.RunFailed, backend.RunRunning}

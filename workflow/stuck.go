@@ -11,7 +11,7 @@ import (
 // age is measured from.
 type StuckStage string
 
-// Stuck stages, in the order a StuckScan reads them.
+// Stuck stages, in the order StuckAttempts reads them.
 const (
 	// StuckPrepared: a prepared attempt without a receipt (its intent
 	// committed, its owner call, if any, not answered in the store); aged
@@ -28,7 +28,7 @@ const (
 	StuckCancelling StuckStage = "cancelling"
 )
 
-// stuckStage is one part of a StuckScan: the attempts of one status, and
+// stuckStage is one part of a StuckAttempts scan: the attempts of one status, and
 // the time each is aged from.
 type stuckStage struct {
 	stage  StuckStage
@@ -71,7 +71,7 @@ type StuckQuery struct {
 	Limit int
 }
 
-// StuckAttempt is one attempt a StuckScan found.
+// StuckAttempt is one attempt StuckAttempts found.
 type StuckAttempt struct {
 	Attempt Attempt
 	Stage   StuckStage

@@ -225,7 +225,7 @@ type TimedOutAttempt struct {
 	Deadline time.Time
 }
 
-// timeoutStatuses are the statuses a TimeoutScan reads, in order.
+// timeoutStatuses are the statuses TimedOutAttempts reads, in order.
 var timeoutStatuses = []backend.AttemptStatus{backend.AttemptAdmitted, backend.AttemptRunning}
 
 // TimedOutAttempts returns, from one snapshot, a page of admitted and

@@ -446,7 +446,7 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 	if err != nil {
 		return err
 	}
-	activePage, err := s.Engine().ActiveAttempts(ctx, workflow.ActiveAttemptQuery{RunID: runID, Limit: 0})
+	activePage, err := s.Engine().ActiveAttempts(ctx, workflow.ActiveAttemptQuery{RunID: runID})
 	if err != nil {
 		return err
 	}
@@ -510,11 +510,10 @@ func demoSummaries(ctx context.Context, s *workflow.Store, c demoConfig, runs []
 	}
 	if c.events > 0 {
 		for _, id := range runs {
-			evsPage, err := s.Events(ctx, workflow.EventQuery{RunID: id, Limit: workflow.MaxPageLimit})
+			evs, err := runEvents(ctx, s, id)
 			if err != nil {
 				return err
 			}
-			evs := evsPage.Items
 			evs = evs[max(len(evs)-c.events, 0):]
 			fmt.Fprintf(st.w, "\nlast %d events of %s:\n", len(evs), id)
 			for _, ev := range evs {
