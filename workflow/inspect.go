@@ -73,28 +73,28 @@ type AttemptQuery struct {
 // Attempts returns a page of attempts ordered by (prepared time, identity),
 // ascending or descending: the attempt history, paged by a keyset cursor,
 // so a page costs its limit whatever the history's length.
-func (s *Store) Attempts(ctx context.Context, p AttemptQuery) (Page[Attempt], error) {
-	if p.RunID != "" {
-		if err := ValidateID("run id", p.RunID); err != nil {
+func (s *Store) Attempts(ctx context.Context, q AttemptQuery) (Page[Attempt], error) {
+	if q.RunID != "" {
+		if err := ValidateID("run id", q.RunID); err != nil {
 			return Page[Attempt]{}, err
 		}
 	}
-	limit, err := pageLimit("history limit", p.Limit)
+	limit, err := pageLimit("history limit", q.Limit)
 	if err != nil {
 		return Page[Attempt]{}, err
 	}
 	var pos attemptPos
-	if ok, err := decodeCursor(attemptsCursor, p.After, &pos); err != nil {
+	if ok, err := decodeCursor(attemptsCursor, q.After, &pos); err != nil {
 		return Page[Attempt]{}, err
 	} else if ok && pos.Identity == "" {
 		return Page[Attempt]{}, invalid(attemptsCursor+" cursor", "must name an attempt")
 	}
-	q := backend.AttemptQuery{RunID: p.RunID, Status: backend.AttemptStatus(p.Status), Descending: p.Descending,
+	bq := backend.AttemptQuery{RunID: q.RunID, Status: backend.AttemptStatus(q.Status), Descending: q.Descending,
 		After: backend.AttemptCursor{PreparedMS: pos.PreparedMS, Identity: pos.Identity}, Limit: limit + 1}
 	var out []backend.Attempt
 	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
-		out, err = r.Attempts(ctx, q)
+		out, err = r.Attempts(ctx, bq)
 		return err
 	})
 	if err != nil {
