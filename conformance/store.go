@@ -47,6 +47,7 @@ func storeTier(batch bool) []testCase {
 		joinCases(),
 		pipelineCases(),
 		claimStoreCases(),
+		pagingCases(),
 	} {
 		out = append(out, group...)
 	}

@@ -352,18 +352,19 @@ func caseEventsOrder(e *env) {
 	_, err := s.Engine().PreparePending(e.Ctx, k, workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, ms(10))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, []string{"run_created", "activation_created", "attempt_prepared"}, eventTypes(e, s, "r"))
-	evs, err := s.Events(e.Ctx, "r", 0, 10)
+	evsPage, err := s.Events(e.Ctx, workflow.EventQuery{RunID: "r", Limit: 10})
 	require.NoError(e.T, err)
+	evs := evsPage.Items
 	for i := 1; i < len(evs); i++ {
 		assert.Greater(e.T, evs[i].Seq, evs[i-1].Seq)
 	}
-	page, err := s.Events(e.Ctx, "r", evs[0].Seq, 1)
+	page, err := s.Events(e.Ctx, workflow.EventQuery{RunID: "r", After: workflow.EventCursor(evs[0].Seq), Limit: 1})
 	require.NoError(e.T, err)
-	require.Len(e.T, page, 1)
-	assert.Equal(e.T, workflow.EventActivationCreated, page[0].Type)
-	_, err = s.Events(e.Ctx, "r", 0, 1001)
+	require.Len(e.T, page.Items, 1)
+	assert.Equal(e.T, workflow.EventActivationCreated, page.Items[0].Type)
+	_, err = s.Events(e.Ctx, workflow.EventQuery{RunID: "r", Limit: 1001})
 	requireIs(e.T, err, workflow.ErrInvalidInput, "limit 1001")
-	_, err = s.Events(e.Ctx, "r", 0, -1)
+	_, err = s.Events(e.Ctx, workflow.EventQuery{RunID: "r", Limit: -1})
 	requireIs(e.T, err, workflow.ErrInvalidInput, "limit -1")
 }
 

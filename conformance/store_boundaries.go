@@ -345,9 +345,15 @@ func caseBoundaryNilArguments(e *env) {
 		{"GetRetrySchedule zero key", func() error { _, err := s.GetRetrySchedule(e.Ctx, workflow.ActivationKey{}); return err }},
 		{"Authority empty run id", func() error { _, err := s.Authority(e.Ctx, ""); return err }},
 		{"AllowanceObservation empty run id", func() error { _, err := s.Engine().AllowanceObservation(e.Ctx, ""); return err }},
-		{"Events empty run id", func() error { _, err := s.Events(e.Ctx, "", 0, 10); return err }},
-		{"ActiveAttempts empty run id", func() error { _, err := s.Engine().ActiveAttempts(e.Ctx, "", 10); return err }},
-		{"ActiveLeases empty run id", func() error { _, err := s.Engine().ActiveLeases(e.Ctx, "", 10); return err }},
+		{"Events empty run id", func() error { _, err := s.Events(e.Ctx, workflow.EventQuery{RunID: "", Limit: 10}); return err }},
+		{"ActiveAttempts empty run id", func() error {
+			_, err := s.Engine().ActiveAttempts(e.Ctx, workflow.ActiveAttemptQuery{RunID: "", Limit: 10})
+			return err
+		}},
+		{"ActiveLeases empty run id", func() error {
+			_, err := s.Engine().ActiveLeases(e.Ctx, workflow.LeaseQuery{RunID: "", Limit: 10})
+			return err
+		}},
 	}
 	before := digest(e, "r")
 	for _, row := range rows {
@@ -398,13 +404,13 @@ func caseBoundaryPageLimits(e *env) {
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ReconcilePrepared limit %d", bad)
 		_, err = s.Engine().Redispatch(e.Ctx, o, workflow.ReconcileOptions{RunID: "rc", Limit: bad}, ms(10))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Redispatch limit %d", bad)
-		_, err = s.Events(e.Ctx, "dp", 0, bad)
+		_, err = s.Events(e.Ctx, workflow.EventQuery{RunID: "dp", Limit: bad})
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Events limit %d", bad)
-		_, err = s.Attempts(e.Ctx, workflow.AttemptPage{RunID: "rc", Limit: bad})
+		_, err = s.Attempts(e.Ctx, workflow.AttemptQuery{RunID: "rc", Limit: bad})
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Attempts limit %d", bad)
-		_, err = s.Engine().ActiveAttempts(e.Ctx, "rc", bad)
+		_, err = s.Engine().ActiveAttempts(e.Ctx, workflow.ActiveAttemptQuery{RunID: "rc", Limit: bad})
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ActiveAttempts limit %d", bad)
-		_, err = s.Engine().ActiveLeases(e.Ctx, "dp", bad)
+		_, err = s.Engine().ActiveLeases(e.Ctx, workflow.LeaseQuery{RunID: "dp", Limit: bad})
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ActiveLeases limit %d", bad)
 		unchanged(e, before, fmt.Sprintf("limit %d", bad), "dp", "rc")
 	}
@@ -412,17 +418,20 @@ func caseBoundaryPageLimits(e *env) {
 
 	// Events: n+1 (run_created and one activation_created each).
 	for _, c := range []struct{ limit, want int }{{1, 1}, {0, workflow.DefaultPageLimit}, {workflow.MaxPageLimit, n + 1}} {
-		evs, err := s.Events(e.Ctx, "dp", 0, c.limit)
+		evsPage, err := s.Events(e.Ctx, workflow.EventQuery{RunID: "dp", Limit: c.limit})
 		require.NoError(e.T, err, "Events limit %d", c.limit)
+		evs := evsPage.Items
 		assert.Len(e.T, evs, c.want, "Events limit %d", c.limit)
 	}
 	// Read-only scans over rc's n prepared attempts.
 	for _, c := range []struct{ limit, want int }{{1, 1}, {0, workflow.DefaultPageLimit}, {workflow.MaxPageLimit, n}} {
-		atts, err := s.Attempts(e.Ctx, workflow.AttemptPage{RunID: "rc", Limit: c.limit})
+		attsPage, err := s.Attempts(e.Ctx, workflow.AttemptQuery{RunID: "rc", Limit: c.limit})
 		require.NoError(e.T, err, "Attempts limit %d", c.limit)
+		atts := attsPage.Items
 		assert.Len(e.T, atts, c.want, "Attempts limit %d", c.limit)
-		act, err := s.Engine().ActiveAttempts(e.Ctx, "rc", c.limit)
+		actPage, err := s.Engine().ActiveAttempts(e.Ctx, workflow.ActiveAttemptQuery{RunID: "rc", Limit: c.limit})
 		require.NoError(e.T, err, "ActiveAttempts limit %d", c.limit)
+		act := actPage.Items
 		assert.Len(e.T, act, c.want, "ActiveAttempts limit %d", c.limit)
 		sum, err := s.Engine().ReconcilePrepared(e.Ctx, workflow.ReconcileOptions{RunID: "rc", Limit: c.limit}, ms(10))
 		require.NoError(e.T, err, "ReconcilePrepared limit %d", c.limit)
@@ -441,8 +450,9 @@ func caseBoundaryPageLimits(e *env) {
 	}
 	assert.Equal(e.T, 2*n, o.totalCalls(), "every activation dispatched once")
 	for _, c := range []struct{ limit, want int }{{1, 1}, {0, workflow.DefaultPageLimit}, {workflow.MaxPageLimit, n}} {
-		ls, err := s.Engine().ActiveLeases(e.Ctx, "dp", c.limit)
+		lsPage, err := s.Engine().ActiveLeases(e.Ctx, workflow.LeaseQuery{RunID: "dp", Limit: c.limit})
 		require.NoError(e.T, err, "ActiveLeases limit %d", c.limit)
+		ls := lsPage.Items
 		assert.Len(e.T, ls, c.want, "ActiveLeases limit %d", c.limit)
 	}
 }

@@ -99,8 +99,9 @@ func caseCancelPreparedHolds(e *env) {
 	st, err := s.RequestCancellation(e.Ctx, "r", nil, ms(20))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, workflow.RunRunning, st, "a prepared attempt blocks finalisation")
-	active, err := s.Engine().ActiveAttempts(e.Ctx, "r", 10)
+	activePage, err := s.Engine().ActiveAttempts(e.Ctx, workflow.ActiveAttemptQuery{RunID: "r", Limit: 10})
 	require.NoError(e.T, err)
+	active := activePage.Items
 	require.Len(e.T, active, 1)
 	assert.Equal(e.T, p.Identity, active[0].Identity)
 	before := digest(e, "r")
@@ -312,8 +313,9 @@ func caseCancelSignalled(e *env) {
 
 	_, err := s.RequestCancellation(e.Ctx, "r", nil, ms(20))
 	require.NoError(e.T, err)
-	active, err := s.Engine().ActiveAttempts(e.Ctx, "r", 10)
+	activePage, err := s.Engine().ActiveAttempts(e.Ctx, workflow.ActiveAttemptQuery{RunID: "r", Limit: 10})
 	require.NoError(e.T, err)
+	active := activePage.Items
 	assert.Len(e.T, active, 2, "both attempts are work to signal")
 	for _, id := range []string{identity(a, 1), pb.Identity} {
 		require.NoError(e.T, s.Engine().MarkCancellationSignalled(e.Ctx, id, ms(21)), "signal %s", id)

@@ -157,22 +157,22 @@ func caseCancelScan(e *env) {
 
 	got := map[string][]string{}
 	var order []string
-	q := workflow.CancellationScan{Limit: 1}
+	q := workflow.CancellationQuery{Limit: 1}
 	for pages := 0; ; pages++ {
 		require.Less(e.T, pages, 10, "the scan ends")
-		page, err := s.Engine().ScanCancellations(e.Ctx, q)
+		page, err := s.Engine().Cancellations(e.Ctx, q)
 		require.NoError(e.T, err)
-		assert.LessOrEqual(e.T, len(page.Runs), 1, "a page reads at most Limit runs")
-		for _, rc := range page.Runs {
+		assert.LessOrEqual(e.T, len(page.Items), 1, "a page reads at most Limit runs")
+		for _, rc := range page.Items {
 			order = append(order, rc.RunID)
 			for _, at := range rc.Attempts {
 				got[rc.RunID] = append(got[rc.RunID], at.Identity+" "+string(at.Status))
 			}
 		}
-		if page.Done {
+		if page.Next == "" {
 			break
 		}
-		q.Cursor = page.Next
+		q.After = page.Next
 	}
 	assert.Equal(e.T, []string{"ra", "rc", "re"}, order, "running runs, then paused ones; only those with cancellation requested and not cancelled")
 	assert.Equal(e.T, map[string][]string{
@@ -180,17 +180,17 @@ func caseCancelScan(e *env) {
 		"rc": {pc.Identity + " prepared"},
 		"re": {p[0] + " admitted"},
 	}, got)
-	page, err := s.Engine().ScanCancellations(e.Ctx, workflow.CancellationScan{RunID: "rc"})
+	page, err := s.Engine().Cancellations(e.Ctx, workflow.CancellationQuery{RunID: "rc"})
 	require.NoError(e.T, err)
-	assert.True(e.T, page.Done)
-	require.Len(e.T, page.Runs, 1)
-	assert.Equal(e.T, pc.Identity, page.Runs[0].Attempts[0].Identity)
-	assert.Equal(e.T, workflow.HandoffPending, page.Runs[0].Attempts[0].Handoff)
-	page, err = s.Engine().ScanCancellations(e.Ctx, workflow.CancellationScan{RunID: "rb"})
+	assert.Empty(e.T, page.Next, "a one-run listing is one page")
+	require.Len(e.T, page.Items, 1)
+	assert.Equal(e.T, pc.Identity, page.Items[0].Attempts[0].Identity)
+	assert.Equal(e.T, workflow.HandoffPending, page.Items[0].Attempts[0].Handoff)
+	page, err = s.Engine().Cancellations(e.Ctx, workflow.CancellationQuery{RunID: "rb"})
 	require.NoError(e.T, err)
-	assert.Empty(e.T, page.Runs, "a run without cancellation requested is not listed")
-	_, err = s.Engine().ScanCancellations(e.Ctx, workflow.CancellationScan{RunID: "nope"})
+	assert.Empty(e.T, page.Items, "a run without cancellation requested is not listed")
+	_, err = s.Engine().Cancellations(e.Ctx, workflow.CancellationQuery{RunID: "nope"})
 	requireIs(e.T, err, workflow.ErrNotFound)
-	_, err = s.Engine().ScanCancellations(e.Ctx, workflow.CancellationScan{Limit: -1})
+	_, err = s.Engine().Cancellations(e.Ctx, workflow.CancellationQuery{Limit: -1})
 	requireIs(e.T, err, workflow.ErrInvalidInput)
 }

@@ -58,8 +58,9 @@ func fanInRun(e *env, s *workflow.Store, run string, n int, max int64, pol workf
 // eventsOf returns the run's events.
 func eventsOf(e *env, s *workflow.Store, run string) []workflow.Event {
 	e.T.Helper()
-	evs, err := s.Events(e.Ctx, run, 0, workflow.MaxPageLimit)
+	evsPage, err := s.Events(e.Ctx, workflow.EventQuery{RunID: run, Limit: workflow.MaxPageLimit})
 	require.NoError(e.T, err)
+	evs := evsPage.Items
 	return evs
 }
 
@@ -335,17 +336,20 @@ func caseFanInMemberPages(e *env) {
 		observe(e, s, identity(k, 1), o, ms(40))
 	}
 	var got []workflow.MemberOutcome
-	from := int64(0)
-	for pages := 0; ; pages++ {
+	var after workflow.Cursor
+	pages := 0
+	for ; ; pages++ {
 		require.Less(e.T, pages, 5)
-		page, err := s.FanOutMembers(e.Ctx, workflow.FanOutMemberPage{Controller: c, From: from, Limit: 2})
+		page, err := s.FanOutMembers(e.Ctx, workflow.MemberQuery{Controller: c, After: after, Limit: 2})
 		require.NoError(e.T, err)
-		got = append(got, page...)
-		if len(page) < 2 {
+		got = append(got, page.Items...)
+		if page.Next == "" {
 			break
 		}
-		from = page[len(page)-1].Index + 1
+		require.Len(e.T, page.Items, 2, "a page with a next one is full")
+		after = page.Next
 	}
+	assert.Equal(e.T, 2, pages, "5 members in pages of 2: the third page is the last, no empty round trip")
 	require.Len(e.T, got, 5)
 	for i, o := range got {
 		assert.Equal(e.T, int64(i), o.Index)
@@ -358,14 +362,19 @@ func caseFanInMemberPages(e *env) {
 			assert.Nil(e.T, o.Output, "an unsettled member has no output")
 		}
 	}
-	page, err := s.FanOutMembers(e.Ctx, workflow.FanOutMemberPage{Controller: c, From: 5})
+	page, err := s.FanOutMembers(e.Ctx, workflow.MemberQuery{Controller: c, After: workflow.MemberCursor(4)})
 	require.NoError(e.T, err)
-	assert.Empty(e.T, page)
-	_, err = s.FanOutMembers(e.Ctx, workflow.FanOutMemberPage{Controller: key("r", "ship", "none")})
+	assert.Empty(e.T, page.Items)
+	assert.Empty(e.T, page.Next)
+	page, err = s.FanOutMembers(e.Ctx, workflow.MemberQuery{Controller: c, After: workflow.MemberCursor(2)})
+	require.NoError(e.T, err)
+	require.Len(e.T, page.Items, 2, "a member cursor resumes after that index")
+	assert.Equal(e.T, int64(3), page.Items[0].Index)
+	_, err = s.FanOutMembers(e.Ctx, workflow.MemberQuery{Controller: key("r", "ship", "none")})
 	requireIs(e.T, err, workflow.ErrNotFound, "unknown group")
-	_, err = s.FanOutMembers(e.Ctx, workflow.FanOutMemberPage{Controller: c, From: -1})
+	_, err = s.FanOutMembers(e.Ctx, workflow.MemberQuery{Controller: c, After: workflow.MemberCursor(-1)})
 	requireIs(e.T, err, workflow.ErrInvalidInput, "negative index")
-	_, err = s.FanOutMembers(e.Ctx, workflow.FanOutMemberPage{Controller: c, Limit: workflow.MaxPageLimit + 1})
+	_, err = s.FanOutMembers(e.Ctx, workflow.MemberQuery{Controller: c, Limit: workflow.MaxPageLimit + 1})
 	requireIs(e.T, err, workflow.ErrInvalidInput, "limit too large")
 }
 

@@ -295,10 +295,11 @@ func errClass(err error) model.Err {
 // derive that identity, so an event about an attempt reads on its own.
 func (sq *sequence) eventsNameTheirAttempts(rt *rapid.T) {
 	for _, run := range sq.runs {
-		evs, err := sq.s.Events(sq.ctx, run, 0, workflow.MaxPageLimit)
+		evsPage, err := sq.s.Events(sq.ctx, workflow.EventQuery{RunID: run, Limit: workflow.MaxPageLimit})
 		if err != nil {
 			rt.Fatalf("events of %s: %v", run, err)
 		}
+		evs := evsPage.Items
 		for _, ev := range evs {
 			var p struct {
 				RunID         string  `json:"run_id"`

@@ -515,7 +515,7 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 			return "skip"
 		}
 		desc := o.B%2 == 1
-		p := workflow.AttemptPage{RunID: runID, Descending: desc, Limit: 1 + o.C%3}
+		p := workflow.AttemptQuery{RunID: runID, Descending: desc, Limit: 1 + o.C%3}
 		var got []string
 		var werr error
 		for range 1000 {
@@ -524,13 +524,13 @@ func (sq *sequence) execOps(rt *rapid.T, o op) string {
 				werr = err
 				break
 			}
-			for _, a := range page {
+			for _, a := range page.Items {
 				got = append(got, a.Identity)
 			}
-			if len(page) < p.Limit {
+			if page.Next == "" {
 				break
 			}
-			p.After = &page[len(page)-1]
+			p.After = page.Next
 		}
 		want := sq.m.History(runID, desc)
 		sq.agree(rt, "attempt_history", fmt.Sprint(got), werr, fmt.Sprint(want), model.OK)

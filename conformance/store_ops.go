@@ -288,8 +288,9 @@ func caseIncreaseReadmits(e *env) {
 	sum = dispatch(e, s, o, workflow.DispatchOptions{}, ms(11))
 	assert.Empty(e.T, sum.Exhausted, "an exhausted run's activations are not discovered")
 	require.NoError(e.T, s.IncreaseAllowance(e.Ctx, workflow.AllowanceIncrease{RunID: "r", ExpectedCap: 1, TargetCap: 2}, ms(12)))
-	evs, err := s.Events(e.Ctx, "r", 0, workflow.MaxPageLimit)
+	evsPage, err := s.Events(e.Ctx, workflow.EventQuery{RunID: "r", Limit: workflow.MaxPageLimit})
 	require.NoError(e.T, err)
+	evs := evsPage.Items
 	last := evs[len(evs)-1]
 	assert.Equal(e.T, workflow.EventExecutionAllowanceIncreased, last.Type)
 	assert.JSONEq(e.T, `{"previous_cap":1,"target_cap":2}`, string(last.Payload))
@@ -440,20 +441,22 @@ func caseInspectHistory(e *env) {
 		want []string
 	}{{false, asc}, {true, desc}} {
 		var got []string
-		p := workflow.AttemptPage{RunID: "r", Descending: order.desc, Limit: 2}
-		for range 10 {
+		p := workflow.AttemptQuery{RunID: "r", Descending: order.desc, Limit: 2}
+		pages := 0
+		for ; pages < 10; pages++ {
 			page, err := s.Attempts(e.Ctx, p)
 			require.NoError(e.T, err)
-			if len(page) == 0 {
+			got = append(got, identitiesOf(page.Items)...)
+			if page.Next == "" {
 				break
 			}
-			got = append(got, identitiesOf(page)...)
-			p.After = &page[len(page)-1]
+			p.After = page.Next
 		}
 		assert.Equal(e.T, order.want, got, "descending=%v", order.desc)
+		assert.Equal(e.T, 2, pages, "5 attempts in pages of 2: the third is the last, descending=%v", order.desc)
 	}
 	for _, limit := range []int{-1, workflow.MaxPageLimit + 1} {
-		_, err := s.Attempts(e.Ctx, workflow.AttemptPage{RunID: "r", Descending: true, Limit: limit})
+		_, err := s.Attempts(e.Ctx, workflow.AttemptQuery{RunID: "r", Descending: true, Limit: limit})
 		requireIs(e.T, err, workflow.ErrInvalidInput)
 	}
 }

@@ -51,8 +51,9 @@ func sha256Hex(b []byte) string {
 // repairEvents decodes the attempt_repair_required events of run.
 func repairEvents(e *env, s *workflow.Store, run string) []workflow.AttemptRepairRequiredPayload {
 	e.T.Helper()
-	evs, err := s.Events(e.Ctx, run, 0, workflow.MaxPageLimit)
+	evsPage, err := s.Events(e.Ctx, workflow.EventQuery{RunID: run, Limit: workflow.MaxPageLimit})
 	require.NoError(e.T, err)
+	evs := evsPage.Items
 	var out []workflow.AttemptRepairRequiredPayload
 	for _, ev := range evs {
 		if ev.Type != workflow.EventAttemptRepairRequired {

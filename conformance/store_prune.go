@@ -228,8 +228,9 @@ func casePruneDeletes(e *env) {
 		assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, id), "the run_pruned event is the only one left")
 		assert.Empty(e.T, attemptsOf(e, s, id))
 		assert.Empty(e.T, activeLeases(e, s, id))
-		evs, err := s.Events(e.Ctx, id, 0, 10)
+		evsPage, err := s.Events(e.Ctx, workflow.EventQuery{RunID: id, Limit: 10})
 		require.NoError(e.T, err)
+		evs := evsPage.Items
 		require.Len(e.T, evs, 1)
 		assert.Equal(e.T, rawRun(e, id).LastEventSeq, evs[0].Seq, "the run's event sequence ends at the marker")
 	}

@@ -44,32 +44,33 @@ func getSchedule(e *env, s *workflow.Store, k workflow.ActivationKey) *workflow.
 
 func activeLeases(e *env, s *workflow.Store, runID string) []workflow.Lease {
 	e.T.Helper()
-	ls, err := s.Engine().ActiveLeases(e.Ctx, runID, workflow.MaxPageLimit)
+	page, err := s.Engine().ActiveLeases(e.Ctx, workflow.LeaseQuery{RunID: runID, Limit: workflow.MaxPageLimit})
 	require.NoError(e.T, err)
-	return ls
+	return page.Items
 }
 
 // attemptsOf returns every attempt of a run (any status).
 func attemptsOf(e *env, s *workflow.Store, runID string) []workflow.Attempt {
 	e.T.Helper()
 	var out []workflow.Attempt
-	p := workflow.AttemptPage{RunID: runID, Limit: workflow.MaxPageLimit}
+	p := workflow.AttemptQuery{RunID: runID, Limit: workflow.MaxPageLimit}
 	for {
 		page, err := s.Attempts(e.Ctx, p)
 		require.NoError(e.T, err)
-		out = append(out, page...)
-		if len(page) < p.Limit {
+		out = append(out, page.Items...)
+		if page.Next == "" {
 			return out
 		}
-		p.After = &page[len(page)-1]
+		p.After = page.Next
 	}
 }
 
 // eventTypes returns the run's event types in order.
 func eventTypes(e *env, s *workflow.Store, runID string) []string {
 	e.T.Helper()
-	evs, err := s.Events(e.Ctx, runID, 0, workflow.MaxPageLimit)
+	evsPage, err := s.Events(e.Ctx, workflow.EventQuery{RunID: runID, Limit: workflow.MaxPageLimit})
 	require.NoError(e.T, err)
+	evs := evsPage.Items
 	out := make([]string, len(evs))
 	for i, ev := range evs {
 		out[i] = string(ev.Type)
@@ -90,8 +91,9 @@ func lastTypes(e *env, s *workflow.Store, runID string, n int) []string {
 // payloadsOf returns the payloads of the run's events of type typ.
 func payloadsOf(e *env, s *workflow.Store, runID, typ string) []string {
 	e.T.Helper()
-	evs, err := s.Events(e.Ctx, runID, 0, workflow.MaxPageLimit)
+	evsPage, err := s.Events(e.Ctx, workflow.EventQuery{RunID: runID, Limit: workflow.MaxPageLimit})
 	require.NoError(e.T, err)
+	evs := evsPage.Items
 	var out []string
 	for _, ev := range evs {
 		if string(ev.Type) == typ {

@@ -7,7 +7,7 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-// caseRetryScan pages ScanRetries one run at a time: failed runs in id
+// caseRetryScan pages Retries one run at a time: failed runs in id
 // order, then running ones, each read once with its earliest schedule;
 // paused runs are passed over; a one-run scan reads that run whatever its
 // status; bad limits and ids are refused; nothing is written.
@@ -21,19 +21,20 @@ func caseRetryScan(e *env) {
 	before := digest(e, "a", "b", "c", "d")
 
 	var got []workflow.RunRetry
-	var cur workflow.RetryScanCursor
-	for pages := 0; ; pages++ {
+	var cur workflow.Cursor
+	pages := 0
+	for ; ; pages++ {
 		require.Less(e.T, pages, 10, "the scan must end")
-		page, err := s.ScanRetries(e.Ctx, workflow.RetryScan{Cursor: cur, Limit: 1})
+		page, err := s.Retries(e.Ctx, workflow.RetryQuery{After: cur, Limit: 1})
 		require.NoError(e.T, err)
-		assert.LessOrEqual(e.T, len(page.Runs), 1, "a page reads at most Limit runs")
-		got = append(got, page.Runs...)
-		if page.Done {
-			assert.Equal(e.T, workflow.RetryScanCursor{}, page.Next, "a finished scan has no cursor")
+		assert.LessOrEqual(e.T, len(page.Items), 1, "a page reads at most Limit runs")
+		got = append(got, page.Items...)
+		if page.Next == "" {
 			break
 		}
 		cur = page.Next
 	}
+	assert.Equal(e.T, 2, pages, "three runs in pages of one: the third page is the last, no empty round trip")
 	ids := make([]string, len(got))
 	for i, rr := range got {
 		ids[i] = rr.RunID
@@ -47,18 +48,18 @@ func caseRetryScan(e *env) {
 	assert.Equal(e.T, ms(320), got[1].Earliest.Due)
 	assert.Nil(e.T, got[2].Earliest, "run c holds no schedule")
 
-	whole, err := s.ScanRetries(e.Ctx, workflow.RetryScan{})
+	whole, err := s.Retries(e.Ctx, workflow.RetryQuery{})
 	require.NoError(e.T, err)
-	assert.True(e.T, whole.Done, "the default limit covers four runs")
-	assert.Equal(e.T, got, whole.Runs, "one page reads what the small pages read")
+	assert.Empty(e.T, whole.Next, "the default limit covers four runs")
+	assert.Equal(e.T, got, whole.Items, "one page reads what the small pages read")
 
-	one, err := s.ScanRetries(e.Ctx, workflow.RetryScan{RunID: "d", Cursor: cur})
+	one, err := s.Retries(e.Ctx, workflow.RetryQuery{RunID: "d", After: cur})
 	require.NoError(e.T, err)
-	assert.Equal(e.T, []workflow.RunRetry{{RunID: "d"}}, one.Runs, "a one-run scan reads that run, paused or not")
-	assert.True(e.T, one.Done)
+	assert.Equal(e.T, []workflow.RunRetry{{RunID: "d"}}, one.Items, "a one-run scan reads that run, paused or not")
+	assert.Empty(e.T, one.Next)
 
-	for _, q := range []workflow.RetryScan{{Limit: -1}, {Limit: workflow.MaxPageLimit + 1}, {RunID: "x\x00"}} {
-		_, err := s.ScanRetries(e.Ctx, q)
+	for _, q := range []workflow.RetryQuery{{Limit: -1}, {Limit: workflow.MaxPageLimit + 1}, {RunID: "x\x00"}, {After: "garbage"}} {
+		_, err := s.Retries(e.Ctx, q)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "scan %+v", q)
 	}
 	unchanged(e, before, "retry scans", "a", "b", "c", "d")

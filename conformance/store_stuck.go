@@ -73,18 +73,17 @@ func caseStuckAttempts(e *env) {
 		Stage workflow.StuckStage
 		Age   time.Duration
 	}
-	flat := func(page workflow.StuckPage) []seen {
+	flat := func(page workflow.Page[workflow.StuckAttempt]) []seen {
 		out := []seen{}
-		for _, sa := range page.Attempts {
+		for _, sa := range page.Items {
 			assert.Equal(e.T, now.Add(-sa.Age), sa.Since, "%s: Age is now minus Since", sa.Attempt.Identity)
 			out = append(out, seen{sa.Attempt.Identity, sa.Stage, sa.Age})
 		}
 		return out
 	}
-	whole, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: 100 * time.Millisecond}, now)
+	whole, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckQuery{OlderThan: 100 * time.Millisecond}, now)
 	require.NoError(e.T, err)
-	assert.True(e.T, whole.Done, "the default limit covers the store")
-	assert.Equal(e.T, workflow.StuckCursor{}, whole.Next, "a finished scan has no cursor")
+	assert.Empty(e.T, whole.Next, "the default limit covers the store: a finished scan has no cursor")
 	want := []seen{
 		{a, workflow.StuckPrepared, 220 * time.Millisecond},
 		{b, workflow.StuckAdmitted, 230 * time.Millisecond},
@@ -94,42 +93,43 @@ func caseStuckAttempts(e *env) {
 	require.Equal(e.T, want, flat(whole), "prepared, then admitted, then running, then cancelling; d was admitted 50ms ago")
 
 	var paged []seen
-	var cur workflow.StuckCursor
+	var cur workflow.Cursor
 	ctr := newCounting(e.B)
 	cs := e.newStore(ctr)
 	for pages := 0; ; pages++ {
 		require.Less(e.T, pages, 20, "the scan must end")
 		ctr.reset()
-		page, err := cs.Engine().StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: 100 * time.Millisecond, Cursor: cur, Limit: 1}, now)
+		page, err := cs.Engine().StuckAttempts(e.Ctx, workflow.StuckQuery{OlderThan: 100 * time.Millisecond, After: cur, Limit: 1}, now)
 		require.NoError(e.T, err)
-		assert.LessOrEqual(e.T, len(page.Attempts), 1, "a page returns at most Limit attempts")
+		assert.LessOrEqual(e.T, len(page.Items), 1, "a page returns at most Limit attempts")
 		assert.LessOrEqual(e.T, ctr.rows.Load(), int64(2), "a page reads at most Limit attempts (and, for cancelling ones, their runs)")
 		paged = append(paged, flat(page)...)
-		if page.Done {
+		if page.Next == "" {
 			break
 		}
 		cur = page.Next
 	}
 	assert.Equal(e.T, want, paged, "pages of one return what one page returns")
 
-	young, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: time.Millisecond}, now)
+	young, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckQuery{OlderThan: time.Millisecond}, now)
 	require.NoError(e.T, err)
 	ids := []string{}
-	for _, sa := range young.Attempts {
+	for _, sa := range young.Items {
 		ids = append(ids, sa.Attempt.Identity)
 	}
 	assert.Equal(e.T, []string{a, b, d, c, p}, ids, "with a 1ms age every unmoved attempt is stuck (admitted ones before running ones), the settled one never")
 
-	one, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckScan{RunID: "x", OlderThan: 100 * time.Millisecond}, now)
+	one, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckQuery{RunID: "x", OlderThan: 100 * time.Millisecond}, now)
 	require.NoError(e.T, err)
 	assert.Equal(e.T, want[3:], flat(one), "a one-run scan reads that run")
-	none, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckScan{OlderThan: time.Second}, now)
+	none, err := s.Engine().StuckAttempts(e.Ctx, workflow.StuckQuery{OlderThan: time.Second}, now)
 	require.NoError(e.T, err)
-	assert.Empty(e.T, none.Attempts, "nothing is a second old")
-	assert.True(e.T, none.Done)
+	assert.Empty(e.T, none.Items, "nothing is a second old")
+	assert.Empty(e.T, none.Next)
 
-	for _, q := range []workflow.StuckScan{{}, {OlderThan: time.Microsecond}, {OlderThan: time.Second, Limit: -1},
-		{OlderThan: time.Second, Limit: workflow.MaxPageLimit + 1}, {OlderThan: time.Second, RunID: "x\x00"}} {
+	for _, q := range []workflow.StuckQuery{{}, {OlderThan: time.Microsecond}, {OlderThan: time.Second, Limit: -1},
+		{OlderThan: time.Second, Limit: workflow.MaxPageLimit + 1}, {OlderThan: time.Second, RunID: "x\x00"},
+		{OlderThan: time.Second, After: "garbage"}, {OlderThan: time.Second, After: workflow.EventCursor(1)}} {
 		_, err := s.Engine().StuckAttempts(e.Ctx, q, now)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "scan %+v", q)
 	}
@@ -158,17 +158,17 @@ func timeoutFixture(e *env, s *workflow.Store, run string, eff workflow.Effect) 
 func timedOutIDs(e *env, s *workflow.Store, def time.Duration, now time.Time) []string {
 	e.T.Helper()
 	ids := []string{}
-	var cur workflow.TimeoutCursor
+	var cur workflow.Cursor
 	for pages := 0; ; pages++ {
 		require.Less(e.T, pages, 20, "the scan must end")
-		page, err := s.Engine().TimedOutAttempts(e.Ctx, workflow.TimeoutScan{Default: def, Cursor: cur, Limit: 1}, now)
+		page, err := s.Engine().TimedOutAttempts(e.Ctx, workflow.TimeoutQuery{Default: def, After: cur, Limit: 1}, now)
 		require.NoError(e.T, err)
-		require.LessOrEqual(e.T, len(page.Attempts), 1)
-		for _, t := range page.Attempts {
+		require.LessOrEqual(e.T, len(page.Items), 1)
+		for _, t := range page.Items {
 			ids = append(ids, t.Attempt.Identity)
 			assert.Equal(e.T, t.Attempt.AdmittedAt.Add(t.Timeout), t.Deadline)
 		}
-		if page.Done {
+		if page.Next == "" {
 			return ids
 		}
 		cur = page.Next
@@ -198,7 +198,7 @@ func caseTimeoutReadOnly(e *env) {
 	for _, bad := range []time.Duration{-time.Millisecond, time.Microsecond, 1500 * time.Microsecond, workflow.MaxAttemptTimeout + time.Millisecond} {
 		_, err = s.Engine().SettleTimedOut(e.Ctx, id, workflow.TimeoutOptions{Default: bad}, ms(10_000))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "default %v", bad)
-		_, err = s.Engine().TimedOutAttempts(e.Ctx, workflow.TimeoutScan{Default: bad}, ms(10_000))
+		_, err = s.Engine().TimedOutAttempts(e.Ctx, workflow.TimeoutQuery{Default: bad}, ms(10_000))
 		requireIs(e.T, err, workflow.ErrInvalidInput, "scan default %v", bad)
 	}
 	unchanged(e, before, "refused timeouts", "r")

@@ -166,18 +166,18 @@ func TestFrozenMemberCostsSeconds(t *testing.T) {
 	}
 	stored := 0
 	for d := range frozenDispatchers {
-		var atts []workflow.Attempt
+		var atts workflow.Page[workflow.Attempt]
 		// The thawed member may still be catching up: a read that times
 		// out is asked again.
 		for try := 0; ; try++ {
-			atts, err = s.Attempts(ctx, workflow.AttemptPage{RunID: fmt.Sprintf("f%d", d), Limit: workflow.MaxPageLimit})
+			atts, err = s.Attempts(ctx, workflow.AttemptQuery{RunID: fmt.Sprintf("f%d", d), Limit: workflow.MaxPageLimit})
 			if err == nil || try == 10 {
 				break
 			}
 			time.Sleep(200 * time.Millisecond)
 		}
 		require.NoError(t, err)
-		for _, a := range atts {
+		for _, a := range atts.Items {
 			if a.Status == workflow.AttemptAdmitted {
 				stored++
 				assert.True(t, seen[a.Identity], "admitted attempt %s was reported", a.Identity)

@@ -267,8 +267,9 @@ func TestLeaderKillDuringDispatchLosesNothing(t *testing.T) {
 
 	// Kill the leader once admission is under way, restart it a second later.
 	admittedSoFar := func() int {
-		atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: lkRun, Limit: 1000})
+		attsPage, err := s.Attempts(ctx, workflow.AttemptQuery{RunID: lkRun, Limit: 1000})
 		require.NoError(t, err)
+		atts := attsPage.Items
 		return len(atts)
 	}
 	deadline := time.Now().Add(time.Minute)
@@ -323,8 +324,9 @@ func TestLeaderKillDuringDispatchLosesNothing(t *testing.T) {
 		assert.Equal(t, 1, n, "admitted once: %s", id)
 	}
 	// Every acknowledged admission is in the store, after the restart.
-	atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: lkRun, Limit: 1000})
+	attsPage, err := s.Attempts(ctx, workflow.AttemptQuery{RunID: lkRun, Limit: 1000})
 	require.NoError(t, err)
+	atts := attsPage.Items
 	stored := map[string]bool{}
 	for _, a := range atts {
 		assert.Equal(t, workflow.AttemptAdmitted, a.Status, "attempt %s", a.Identity)

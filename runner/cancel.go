@@ -57,7 +57,7 @@ type cancelBackoff struct {
 // identity whose Cancel failed. It is used by the Run goroutine only.
 type cancels struct {
 	canceller workflow.Canceller // nil when the owner has none
-	cursor    workflow.CancellationScanCursor
+	cursor    workflow.Cursor
 	backoff   map[string]cancelBackoff
 	counter   metric.Int64Counter
 	last      time.Time // when the last page was read
@@ -66,7 +66,7 @@ type cancels struct {
 	// resumes; siblingSignalled holds the identities signalled by this
 	// process, siblingSeen those the current cycle of that scan read
 	// (sibling.go).
-	siblingAfter     *workflow.Attempt
+	siblingAfter     workflow.Cursor
 	siblingSignalled map[string]bool
 	siblingSeen      map[string]bool
 }
@@ -120,13 +120,13 @@ func (r *Runner) cancellations(ctx context.Context, busy bool) (int, error) {
 		return 0, nil
 	}
 	c.last, c.again = now, false
-	page, err := r.store.Engine().ScanCancellations(ctx, workflow.CancellationScan{RunID: r.cfg.runID, Cursor: c.cursor, Limit: r.cfg.runsPerPass})
+	page, err := r.store.Engine().Cancellations(ctx, workflow.CancellationQuery{RunID: r.cfg.runID, After: c.cursor, Limit: r.cfg.runsPerPass})
 	if err != nil {
 		return 0, fmt.Errorf("cancellation scan: %w", err)
 	}
 	c.cursor = page.Next
 	moved := 0
-	for _, rc := range page.Runs {
+	for _, rc := range page.Items {
 		for _, a := range rc.Attempts {
 			if r.stopping.Load() {
 				return moved, nil

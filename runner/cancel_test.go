@@ -120,8 +120,9 @@ func admitThenCancel(t *testing.T, s *workflow.Store, o *testOwner, clock *fakeC
 // attemptCancelledPayloads returns the run's attempt_cancelled payloads.
 func attemptCancelledPayloads(t *testing.T, s *workflow.Store, runID string) []string {
 	t.Helper()
-	evs, err := s.Events(context.Background(), runID, 0, workflow.MaxPageLimit)
+	evsPage, err := s.Events(context.Background(), workflow.EventQuery{RunID: runID, Limit: workflow.MaxPageLimit})
 	require.NoError(t, err)
+	evs := evsPage.Items
 	var out []string
 	for _, ev := range evs {
 		if ev.Type == workflow.EventAttemptCancelled {

@@ -91,7 +91,7 @@ func WithOwnerConcurrency(n int) Option { return func(c *config) { c.ownerConcur
 func WithRetriesPerPass(n int) Option { return func(c *config) { c.retriesPerPass = n } }
 
 // WithRunsPerPass bounds the runs one pass reads while it looks for due
-// retries (workflow.Store.ScanRetries; 1 to workflow.MaxPageLimit, default
+// retries (workflow.Store.Retries; 1 to workflow.MaxPageLimit, default
 // DefaultRunsPerPass); a larger store is covered over several passes.
 func WithRunsPerPass(n int) Option { return func(c *config) { c.runsPerPass = n } }
 

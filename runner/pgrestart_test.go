@@ -107,8 +107,9 @@ func TestPostgresServerRestartsHealWithoutARunnerRestart(t *testing.T) {
 	msgs := logs.messages(t)
 	t.Logf("%d server restarts; summary: admitted %d, unresolved %d; passes failed %d", rounds, sum.Admitted, len(sum.Unresolved),
 		count(msgs, "pass failed; backing off"))
-	atts, err := s.Attempts(ctx, workflow.AttemptPage{Status: workflow.AttemptRepairRequired, Limit: workflow.MaxPageLimit})
+	attsPage, err := s.Attempts(ctx, workflow.AttemptQuery{Status: workflow.AttemptRepairRequired, Limit: workflow.MaxPageLimit})
 	require.NoError(t, err)
+	atts := attsPage.Items
 	assert.Empty(t, atts, "no attempt needs repair")
 	o.mu.Lock()
 	defer o.mu.Unlock()

@@ -64,8 +64,9 @@ func TestAfterAnOwnerErrorTheNextPassProbesWithOneAttempt(t *testing.T) {
 	st := start(t, newRunner(t, s, o, clock, WithBatchSize(3)))
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: "r1", Limit: 20})
+		attsPage, err := s.Attempts(ctx, workflow.AttemptQuery{RunID: "r1", Limit: 20})
 		require.NoError(t, err)
+		atts := attsPage.Items
 		admitted := 0
 		for _, a := range atts {
 			if a.Status == workflow.AttemptAdmitted {

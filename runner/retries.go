@@ -26,7 +26,7 @@ type dueEntry struct {
 // time has come and the runner sleeps until the earliest one left.
 type sweep struct {
 	runID  string // a runner restricted to one run reads only it
-	cursor workflow.RetryScanCursor
+	cursor workflow.Cursor
 	known  map[string]dueEntry
 	seen   map[string]bool // runs read in the current cycle
 }
@@ -48,15 +48,15 @@ func (w *sweep) note(rr workflow.RunRetry) {
 // visit stopped; at the end of the runs it starts a new cycle and forgets
 // runs the cycle did not read.
 func (w *sweep) visit(ctx context.Context, s *workflow.Store, n int) error {
-	page, err := s.ScanRetries(ctx, workflow.RetryScan{RunID: w.runID, Cursor: w.cursor, Limit: n})
+	page, err := s.Retries(ctx, workflow.RetryQuery{RunID: w.runID, After: w.cursor, Limit: n})
 	if err != nil {
 		return err
 	}
-	for _, rr := range page.Runs {
+	for _, rr := range page.Items {
 		w.note(rr)
 	}
 	w.cursor = page.Next
-	if page.Done && w.runID == "" {
+	if page.Next == "" && w.runID == "" {
 		for id := range w.known {
 			if !w.seen[id] {
 				delete(w.known, id)
@@ -138,12 +138,12 @@ func (r *Runner) consumeDue(ctx context.Context, now time.Time) (int, bool, erro
 				slog.String("node", rq.Key.NodeID), slog.String("activation", rq.Key.ActivationID),
 				slog.Uint64("previous_attempt", uint64(rq.PreviousAttempt)), slog.Uint64("next_attempt", uint64(rq.NextAttempt)))
 		}
-		page, err := r.store.ScanRetries(ctx, workflow.RetryScan{RunID: runID})
+		page, err := r.store.Retries(ctx, workflow.RetryQuery{RunID: runID})
 		if err != nil {
 			return consumed, false, err
 		}
-		r.sweep.note(page.Runs[0])
-		if e := page.Runs[0].Earliest; e != nil && stuck && e.Due.UnixMilli() <= at {
+		r.sweep.note(page.Items[0])
+		if e := page.Items[0].Earliest; e != nil && stuck && e.Due.UnixMilli() <= at {
 			r.sweep.known[runID] = dueEntry{dueMS: e.Due.UnixMilli(), stuck: true}
 		}
 	}

@@ -363,13 +363,13 @@ func (r *Runner) lateReceipts(ctx context.Context) error {
 	if r.lookup == nil {
 		return nil
 	}
-	page := workflow.AttemptPage{RunID: r.cfg.runID, Status: workflow.AttemptRepairRequired, Limit: workflow.MaxPageLimit}
+	q := workflow.AttemptQuery{RunID: r.cfg.runID, Status: workflow.AttemptRepairRequired, Limit: workflow.MaxPageLimit}
 	for range DefaultReconcileRounds {
-		atts, err := r.store.Attempts(ctx, page)
+		page, err := r.store.Attempts(ctx, q)
 		if err != nil {
 			return fmt.Errorf("late receipts: %w", err)
 		}
-		for _, a := range atts {
+		for _, a := range page.Items {
 			// An attempt with a receipt was admitted before it became
 			// repair_required (a timeout settled it): no receipt is late.
 			if a.Handoff != workflow.HandoffRecorded || len(a.Receipt) > 0 || r.stopping.Load() {
@@ -404,10 +404,10 @@ func (r *Runner) lateReceipts(ctx context.Context) error {
 			r.total.Reconciled.Recovered = append(r.total.Reconciled.Recovered, ref)
 			r.log.LogAttrs(ctx, slog.LevelInfo, "late receipt persisted", slog.String("identity", a.Identity))
 		}
-		if len(atts) < page.Limit {
+		if page.Next == "" {
 			return nil
 		}
-		page.After = &atts[len(atts)-1]
+		q.After = page.Next
 	}
 	return nil
 }
@@ -521,11 +521,11 @@ func (r *Runner) redispatchRejected(ctx context.Context) (int, error) {
 		if err != nil {
 			return admitted, err
 		}
-		page, err := r.store.Attempts(ctx, workflow.AttemptPage{RunID: id, Status: workflow.AttemptPrepared, Limit: workflow.MaxPageLimit})
+		page, err := r.store.Attempts(ctx, workflow.AttemptQuery{RunID: id, Status: workflow.AttemptPrepared, Limit: workflow.MaxPageLimit})
 		if err != nil {
 			return admitted, err
 		}
-		if !slices.ContainsFunc(page, func(a workflow.Attempt) bool { return a.Handoff == workflow.HandoffPending }) {
+		if !slices.ContainsFunc(page.Items, func(a workflow.Attempt) bool { return a.Handoff == workflow.HandoffPending }) {
 			delete(r.rejected, id)
 		}
 	}

@@ -672,8 +672,9 @@ func TestAttemptsABatchNeverOfferedAreRedispatchedOnTheNextPass(t *testing.T) {
 	st := start(t, newRunner(t, s, o, clock, WithBatchSize(3)))
 	clock.fire(clock.nextTimer(t)) // the first pass failed on the owner and backed off
 	clock.nextTimer(t)
-	atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: "r1", Limit: 10})
+	attsPage, err := s.Attempts(ctx, workflow.AttemptQuery{RunID: "r1", Limit: 10})
 	require.NoError(t, err)
+	atts := attsPage.Items
 	require.Len(t, atts, 3)
 	for _, a := range atts {
 		assert.Equal(t, workflow.AttemptAdmitted, a.Status, "%v admitted with its first identity", a.Key)

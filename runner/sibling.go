@@ -19,7 +19,7 @@ func (r *Runner) siblings(ctx context.Context, c *cancels) (int, error) {
 		return 0, nil
 	}
 	limit := r.cfg.runsPerPass
-	page, err := r.store.Attempts(ctx, workflow.AttemptPage{RunID: r.cfg.runID, Status: workflow.AttemptSiblingCancelling,
+	page, err := r.store.Attempts(ctx, workflow.AttemptQuery{RunID: r.cfg.runID, Status: workflow.AttemptSiblingCancelling,
 		After: c.siblingAfter, Limit: limit})
 	if err != nil {
 		return 0, fmt.Errorf("sibling_cancelling attempts: %w", err)
@@ -28,7 +28,7 @@ func (r *Runner) siblings(ctx context.Context, c *cancels) (int, error) {
 		c.siblingSeen = map[string]bool{}
 	}
 	moved := 0
-	for _, a := range page {
+	for _, a := range page.Items {
 		c.siblingSeen[a.Identity] = true
 		if c.siblingSignalled[a.Identity] || r.stopping.Load() {
 			continue
@@ -42,11 +42,11 @@ func (r *Runner) siblings(ctx context.Context, c *cancels) (int, error) {
 		}
 		moved += n
 	}
-	if len(page) < limit {
+	if page.Next == "" {
 		// A full cycle: forget the identities that settled since.
-		c.siblingAfter, c.siblingSignalled, c.siblingSeen = nil, keep(c.siblingSignalled, c.siblingSeen), nil
+		c.siblingAfter, c.siblingSignalled, c.siblingSeen = "", keep(c.siblingSignalled, c.siblingSeen), nil
 	} else {
-		c.siblingAfter = &page[len(page)-1]
+		c.siblingAfter = page.Next
 	}
 	return moved, nil
 }

@@ -103,8 +103,9 @@ func TestFailFastSiblingsAreCancelledThroughTheCanceller(t *testing.T) {
 		assert.Equal(t, workflow.AttemptSiblingCancelling, st, "Cancel reaches the stopped sibling before it settles")
 	}
 	o.mu.Unlock()
-	evs, err := s.Events(ctx, "r", 0, workflow.MaxPageLimit)
+	evsPage, err := s.Events(ctx, workflow.EventQuery{RunID: "r", Limit: workflow.MaxPageLimit})
 	require.NoError(t, err)
+	evs := evsPage.Items
 	signalled, cancelled := 0, 0
 	for _, ev := range evs {
 		switch ev.Type {

@@ -35,7 +35,7 @@ const MetricStuckAttempts = "wfstore.runner.stuck_attempts" // {stage}
 // found and which attempts it has logged.
 type stuckWatch struct {
 	age, every time.Duration
-	cursor     workflow.StuckCursor
+	cursor     workflow.Cursor
 	scanning   bool
 	nextAt     time.Time
 	cycle      map[string]workflow.StuckAttempt // found by the scan in progress
@@ -96,13 +96,13 @@ func (r *Runner) checkStuck(ctx context.Context) error {
 		if now.Before(w.nextAt) {
 			return nil
 		}
-		w.scanning, w.cursor = true, workflow.StuckCursor{}
+		w.scanning, w.cursor = true, ""
 	}
-	page, err := r.store.Engine().StuckAttempts(ctx, workflow.StuckScan{RunID: r.cfg.runID, OlderThan: w.age, Cursor: w.cursor, Limit: workflow.MaxPageLimit}, now)
+	page, err := r.store.Engine().StuckAttempts(ctx, workflow.StuckQuery{RunID: r.cfg.runID, OlderThan: w.age, After: w.cursor, Limit: workflow.MaxPageLimit}, now)
 	if err != nil {
 		return fmt.Errorf("stuck attempts: %w", err)
 	}
-	for _, sa := range page.Attempts {
+	for _, sa := range page.Items {
 		id := sa.Attempt.Identity
 		w.cycle[id] = sa
 		if w.logged[id] {
@@ -115,7 +115,7 @@ func (r *Runner) checkStuck(ctx context.Context) error {
 			slog.String("stage", string(sa.Stage)), slog.String("status", string(sa.Attempt.Status)),
 			slog.Duration("age", sa.Age), slog.Time("since", sa.Since))
 	}
-	if !page.Done {
+	if page.Next != "" {
 		w.cursor = page.Next
 		return nil
 	}

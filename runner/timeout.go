@@ -41,7 +41,7 @@ type canceller interface {
 type timeoutWatch struct {
 	def, every, cancelBound time.Duration
 	cancel                  canceller
-	cursor                  workflow.TimeoutCursor
+	cursor                  workflow.Cursor
 	scanning                bool
 	nextAt                  time.Time
 	// cancelled holds the identities whose Cancel was called and whose
@@ -72,23 +72,23 @@ func (r *Runner) settleTimeouts(ctx context.Context) (int, error) {
 		if now.Before(w.nextAt) {
 			return 0, nil
 		}
-		w.scanning, w.cursor = true, workflow.TimeoutCursor{}
+		w.scanning, w.cursor = true, ""
 		var err error
 		if late, err = r.observeTimedOut(ctx); err != nil {
 			return 0, err
 		}
 	}
-	page, err := r.store.Engine().TimedOutAttempts(ctx, workflow.TimeoutScan{RunID: r.cfg.runID, Default: w.def, Cursor: w.cursor, Limit: workflow.MaxPageLimit}, now)
+	page, err := r.store.Engine().TimedOutAttempts(ctx, workflow.TimeoutQuery{RunID: r.cfg.runID, Default: w.def, After: w.cursor, Limit: workflow.MaxPageLimit}, now)
 	if err != nil {
 		return 0, fmt.Errorf("timed-out attempts: %w", err)
 	}
-	if page.Done {
+	if page.Next == "" {
 		w.scanning, w.nextAt = false, now.Add(w.every)
 	} else {
 		w.cursor = page.Next
 	}
 	settled := late
-	for _, t := range page.Attempts {
+	for _, t := range page.Items {
 		if r.stopping.Load() {
 			break
 		}
@@ -156,12 +156,12 @@ func (r *Runner) observeTimedOut(ctx context.Context) (int, error) {
 	if r.observer == nil {
 		return 0, nil
 	}
-	atts, err := r.store.Attempts(ctx, workflow.AttemptPage{RunID: r.cfg.runID, Status: workflow.AttemptRepairRequired, Limit: workflow.MaxPageLimit})
+	page, err := r.store.Attempts(ctx, workflow.AttemptQuery{RunID: r.cfg.runID, Status: workflow.AttemptRepairRequired, Limit: workflow.MaxPageLimit})
 	if err != nil {
 		return 0, fmt.Errorf("timed-out attempts: %w", err)
 	}
 	settled := 0
-	for _, a := range atts {
+	for _, a := range page.Items {
 		if !a.TimedOut() || r.stopping.Load() {
 			continue
 		}

@@ -62,14 +62,14 @@ func countIndependently(t *testing.T, s *workflow.Store, runs []string, acts []w
 		}
 	}
 	for _, st := range []workflow.AttemptStatus{workflow.AttemptAdmitted, workflow.AttemptRunning} {
-		page, err := s.Attempts(ctx, workflow.AttemptPage{Status: st, Limit: workflow.MaxPageLimit})
+		page, err := s.Attempts(ctx, workflow.AttemptQuery{Status: st, Limit: workflow.MaxPageLimit})
 		require.NoError(t, err)
-		c.admitted += int64(len(page))
+		c.admitted += int64(len(page.Items))
 	}
-	scan, err := s.ScanRetries(ctx, workflow.RetryScan{Limit: workflow.MaxPageLimit})
+	scan, err := s.Retries(ctx, workflow.RetryQuery{Limit: workflow.MaxPageLimit})
 	require.NoError(t, err)
-	require.True(t, scan.Done)
-	for _, rr := range scan.Runs {
+	require.Empty(t, scan.Next)
+	for _, rr := range scan.Items {
 		if rr.Earliest != nil && !rr.Earliest.Due.After(now) {
 			c.retriesDue++
 		}

@@ -74,35 +74,68 @@ func cancelUnstarted(ctx context.Context, tx backend.Tx, w *batch, runID string,
 	return cancelActivations(ctx, tx, w, runID, at, backend.ActivationPending, backend.ActivationWaiting)
 }
 
-// ActiveAttempts returns up to limit prepared, admitted and running
-// attempts of the run: the work a cancelling engine must signal to its
-// owners (attempts already cancelling are not listed, and neither are the
+// ActiveAttemptQuery selects a page of one run's active attempts.
+type ActiveAttemptQuery struct {
+	// RunID is the run whose attempts are listed.
+	RunID string
+	// After resumes after a previous page (its Next); empty starts at the
+	// beginning.
+	After Cursor
+	// Limit is 1 to MaxPageLimit; 0 means DefaultPageLimit.
+	Limit int
+}
+
+// activeStatuses are the statuses ActiveAttempts lists, in its order.
+var activeStatuses = []backend.AttemptStatus{backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning}
+
+// ActiveAttempts returns a page of the run's prepared, admitted and running
+// attempts (in that order, each by prepared time and identity), read in one
+// snapshot: the work a cancelling engine must signal to its owners
+// (attempts already cancelling are not listed, and neither are the
 // sibling_cancelling ones a fail-fast fan-out stopped: page those with
-// Attempts and Status AttemptSiblingCancelling). limit is
-// 1 to MaxPageLimit; 0 means DefaultPageLimit.
-func (s *Engine) ActiveAttempts(ctx context.Context, runID string, limit int) ([]Attempt, error) {
-	if err := ValidateID("run id", runID); err != nil {
-		return nil, err
+// Attempts and Status AttemptSiblingCancelling).
+func (s *Engine) ActiveAttempts(ctx context.Context, q ActiveAttemptQuery) (Page[Attempt], error) {
+	if err := ValidateID("run id", q.RunID); err != nil {
+		return Page[Attempt]{}, err
 	}
-	limit, err := pageLimit("attempt limit", limit)
+	limit, err := pageLimit("attempt limit", q.Limit)
 	if err != nil {
-		return nil, err
+		return Page[Attempt]{}, err
 	}
-	var out []backend.Attempt
+	start, err := decodeStage(activeCursor, q.After, len(activeStatuses))
+	if err != nil {
+		return Page[Attempt]{}, err
+	}
+	var page Page[Attempt]
 	err = s.view(ctx, func(r backend.ReadTx) error {
-		for _, st := range []backend.AttemptStatus{backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning} {
-			page, err := r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Status: st, Limit: limit - len(out)})
+		var out []backend.Attempt
+		page = Page[Attempt]{}
+		cur := start
+		for cur.Stage < len(activeStatuses) && len(out) < limit {
+			asked := limit - len(out)
+			rows, err := r.Attempts(ctx, backend.AttemptQuery{RunID: q.RunID, Status: activeStatuses[cur.Stage], After: cur.after(), Limit: asked})
 			if err != nil {
 				return err
 			}
-			out = append(out, page...)
-			if len(out) >= limit {
-				break
+			out = append(out, rows...)
+			if len(rows) < asked {
+				cur = stagePos{Stage: cur.Stage + 1}
+			} else {
+				last := rows[len(rows)-1]
+				cur.Prepared, cur.Identity = last.PreparedMS, last.Identity
 			}
 		}
-		return nil
+		page.Items = toAttempts(out)
+		more, err := moreAttempts(ctx, r, q.RunID, activeStatuses, cur, nil)
+		if more {
+			page.Next = encodeCursor(activeCursor, cur)
+		}
+		return err
 	})
-	return toAttempts(out), err
+	if err != nil {
+		return Page[Attempt]{}, err
+	}
+	return page, nil
 }
 
 // MarkCancellationSignalled records that cancellation was signalled to the

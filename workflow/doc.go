@@ -40,8 +40,9 @@
 // errors.Is (ErrInvalidInput, ErrNotFound, ErrConflict, ErrIneligible,
 // ErrStaleAuthority, ErrNodeAllowanceExhausted, ...) and leaves durable
 // state unchanged; storage errors are returned as the backend produced
-// them. Page limits take 0 as DefaultPageLimit and at most MaxPageLimit.
-// The repository's docs/errors.md has the full table.
+// them. Every listing takes a query with an After Cursor and a Limit (0 is
+// DefaultPageLimit, at most MaxPageLimit) and returns a Page whose Next is
+// empty at the end. The repository's docs/errors.md has the full table.
 //
 // # Caveats
 //

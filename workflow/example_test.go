@@ -67,8 +67,8 @@ func ExampleEvent_Decode() {
 	}, now)
 	s.Dispatch(ctx, echoOwner{}, workflow.DispatchOptions{Limit: 10}, now)
 
-	evs, _ := s.Events(ctx, "run-1", 0, 0)
-	for _, e := range evs {
+	page, _ := s.Events(ctx, workflow.EventQuery{RunID: "run-1"})
+	for _, e := range page.Items {
 		p, err := e.Decode()
 		if err != nil {
 			panic(err)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"math"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -12,14 +13,13 @@ import (
 // by the store, in the transaction that settles the deciding member, and
 // its members' outcomes read page by page with FanOutMembers.
 
-// FanOutMemberPage selects a page of a fan-out group's members in index
-// order.
-type FanOutMemberPage struct {
+// MemberQuery selects a page of a fan-out group's members in index order.
+type MemberQuery struct {
 	// Controller is the group's controller activation.
 	Controller ActivationKey
-	// From is the first member index of the page: 0 for the first page,
-	// the previous page's last Index+1 for the next.
-	From int64
+	// After resumes after a previous page (its Next) or after a member
+	// (MemberCursor); empty starts at index 0.
+	After Cursor
 	// Limit is 1 to MaxPageLimit; 0 means DefaultPageLimit.
 	Limit int
 }
@@ -33,28 +33,36 @@ type MemberOutcome struct {
 	Output json.RawMessage
 }
 
-// FanOutMembers returns the members of the group controlled by
-// p.Controller from index p.From on, at most p.Limit of them in index
-// order, read in one snapshot: a page shorter than its limit is the last.
-// It reads the group record and the page's members only, whatever the
-// group's size, and writes nothing. An unknown group is ErrNotFound; a
-// negative From is ErrInvalidInput, one at or past the group's size an
-// empty page.
-func (s *Store) FanOutMembers(ctx context.Context, p FanOutMemberPage) ([]MemberOutcome, error) {
-	ctl := p.Controller
+// FanOutMembers returns a page of the members of the group controlled by
+// q.Controller in index order, read in one snapshot. It reads the group
+// record and the page's members only, whatever the group's size, and
+// writes nothing. An unknown group is ErrNotFound; a cursor past the
+// group's last member gives an empty last page.
+func (s *Store) FanOutMembers(ctx context.Context, q MemberQuery) (Page[MemberOutcome], error) {
+	ctl := q.Controller
 	if err := validateActivationKey(ctl); err != nil {
-		return nil, err
+		return Page[MemberOutcome]{}, err
 	}
-	if p.From < 0 {
-		return nil, invalid("fan-out member index", "must not be negative")
-	}
-	limit, err := pageLimit("fan-out member limit", p.Limit)
+	limit, err := pageLimit("fan-out member limit", q.Limit)
 	if err != nil {
-		return nil, err
+		return Page[MemberOutcome]{}, err
 	}
-	var out []MemberOutcome
+	from := int64(0)
+	var pos memberPos
+	if ok, err := decodeCursor(membersCursor, q.After, &pos); err != nil {
+		return Page[MemberOutcome]{}, err
+	} else if ok {
+		if pos.Index < 0 {
+			return Page[MemberOutcome]{}, invalid("fan-out member index", "must not be negative")
+		}
+		from = pos.Index + 1
+		if pos.Index == math.MaxInt64 { // past every group
+			from = pos.Index
+		}
+	}
+	var page Page[MemberOutcome]
 	err = s.view(ctx, func(r backend.ReadTx) error {
-		out = nil
+		page = Page[MemberOutcome]{}
 		f, err := r.Load(ctx, backend.Lookup{Groups: []backend.ActivationKey{ctl}})
 		if err != nil {
 			return err
@@ -64,11 +72,14 @@ func (s *Store) FanOutMembers(ctx context.Context, p FanOutMemberPage) ([]Member
 			return stateErr(ErrNotFound, "fan-out group %v", ctl)
 		}
 		var keys []backend.ActivationKey
-		for i := p.From; i < g.Size && len(keys) < limit; i++ {
+		for i := from; i < g.Size && len(keys) < limit; i++ {
 			keys = append(keys, memberKey(ctl, i))
 		}
 		if len(keys) == 0 {
 			return nil
+		}
+		if last := from + int64(len(keys)) - 1; last+1 < g.Size {
+			page.Next = MemberCursor(last)
 		}
 		m, err := r.Load(ctx, backend.Lookup{Activations: keys})
 		if err != nil {
@@ -77,17 +88,20 @@ func (s *Store) FanOutMembers(ctx context.Context, p FanOutMemberPage) ([]Member
 		for i, k := range keys {
 			act, ok := m.Activations[k]
 			if !ok {
-				return fmt.Errorf("workflow: fan-out group %v lacks member %d", ctl, p.From+int64(i))
+				return fmt.Errorf("workflow: fan-out group %v lacks member %d", ctl, from+int64(i))
 			}
-			o := MemberOutcome{Index: p.From + int64(i), Key: k, Status: ActivationStatus(act.Status)}
+			o := MemberOutcome{Index: from + int64(i), Key: k, Status: ActivationStatus(act.Status)}
 			if act.Status == backend.ActivationCompleted {
 				o.Output = rawOut(act.Output)
 			}
-			out = append(out, o)
+			page.Items = append(page.Items, o)
 		}
 		return nil
 	})
-	return out, err
+	if err != nil {
+		return Page[MemberOutcome]{}, err
+	}
+	return page, nil
 }
 
 // decideFanIn settles the waiting controller of fan-in group g once its

@@ -9,75 +9,105 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-// Events returns up to limit of the run's events after afterSeq, in commit
-// order. limit is 1 to MaxPageLimit; 0 means DefaultPageLimit.
-func (s *Store) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]Event, error) {
-	if err := ValidateID("run id", runID); err != nil {
-		return nil, err
+// EventQuery selects a page of one run's events.
+type EventQuery struct {
+	// RunID is the run whose events are listed.
+	RunID string
+	// After resumes after a previous page (its Next) or after an event
+	// (EventCursor); empty starts at the run's first event.
+	After Cursor
+	// Limit is 1 to MaxPageLimit; 0 means DefaultPageLimit.
+	Limit int
+}
+
+// Events returns a page of the run's events in commit (Seq) order, read in
+// one snapshot.
+func (s *Store) Events(ctx context.Context, q EventQuery) (Page[Event], error) {
+	if err := ValidateID("run id", q.RunID); err != nil {
+		return Page[Event]{}, err
 	}
-	limit, err := pageLimit("history limit", limit)
+	limit, err := pageLimit("history limit", q.Limit)
 	if err != nil {
-		return nil, err
+		return Page[Event]{}, err
 	}
-	if afterSeq < 0 {
-		return nil, invalid("event sequence", "must not be negative")
+	var pos eventPos
+	if ok, err := decodeCursor(eventsCursor, q.After, &pos); err != nil {
+		return Page[Event]{}, err
+	} else if ok && pos.Seq < 1 {
+		return Page[Event]{}, invalid(eventsCursor+" cursor", "must follow an event (sequence 1 or more), got %d", pos.Seq)
 	}
 	var out []backend.Event
 	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
-		out, err = r.Events(ctx, backend.EventQuery{RunID: runID, After: afterSeq, Limit: limit})
+		out, err = r.Events(ctx, backend.EventQuery{RunID: q.RunID, After: pos.Seq, Limit: limit + 1})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return Page[Event]{}, err
 	}
-	return toEvents(out), nil
+	var page Page[Event]
+	if len(out) > limit {
+		out = out[:limit]
+		page.Next = EventCursor(out[limit-1].Seq)
+	}
+	page.Items = toEvents(out)
+	return page, nil
 }
 
-// AttemptPage selects a page of attempts.
-type AttemptPage struct {
+// AttemptQuery selects a page of attempts.
+type AttemptQuery struct {
 	// RunID restricts to one run when set.
 	RunID string
 	// Status restricts to one status when set.
 	Status AttemptStatus
-	// After resumes after this attempt (from the previous page's last).
-	After *Attempt
-	// Descending returns the page in descending (prepared time, identity)
-	// order; After then resumes strictly before the given attempt.
+	// Descending lists in descending (prepared time, identity) order; After
+	// then resumes strictly before its position.
 	Descending bool
+	// After resumes after a previous page (its Next) or after an attempt
+	// (AttemptCursor); empty starts at the beginning of the order.
+	After Cursor
 	// Limit is 1 to MaxPageLimit; 0 means DefaultPageLimit.
 	Limit int
 }
 
 // Attempts returns a page of attempts ordered by (prepared time, identity),
-// ascending or descending: the attempt history, paged by a keyset cursor
-// (the previous page's last attempt), so a page costs its limit whatever
-// the history's length.
-func (s *Store) Attempts(ctx context.Context, p AttemptPage) ([]Attempt, error) {
-	if p.RunID != "" {
-		if err := ValidateID("run id", p.RunID); err != nil {
-			return nil, err
+// ascending or descending: the attempt history, paged by a keyset cursor,
+// so a page costs its limit whatever the history's length.
+func (s *Store) Attempts(ctx context.Context, q AttemptQuery) (Page[Attempt], error) {
+	if q.RunID != "" {
+		if err := ValidateID("run id", q.RunID); err != nil {
+			return Page[Attempt]{}, err
 		}
 	}
-	limit, err := pageLimit("history limit", p.Limit)
+	limit, err := pageLimit("history limit", q.Limit)
 	if err != nil {
-		return nil, err
+		return Page[Attempt]{}, err
 	}
-	p.Limit = limit
-	q := backend.AttemptQuery{RunID: p.RunID, Status: backend.AttemptStatus(p.Status), Descending: p.Descending, Limit: p.Limit}
-	if p.After != nil {
-		q.After = backend.AttemptCursor{PreparedMS: p.After.PreparedAt.UnixMilli(), Identity: p.After.Identity}
+	var pos attemptPos
+	if ok, err := decodeCursor(attemptsCursor, q.After, &pos); err != nil {
+		return Page[Attempt]{}, err
+	} else if ok && pos.Identity == "" {
+		return Page[Attempt]{}, invalid(attemptsCursor+" cursor", "must name an attempt")
 	}
+	bq := backend.AttemptQuery{RunID: q.RunID, Status: backend.AttemptStatus(q.Status), Descending: q.Descending,
+		After: backend.AttemptCursor{PreparedMS: pos.PreparedMS, Identity: pos.Identity}, Limit: limit + 1}
 	var out []backend.Attempt
 	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
-		out, err = r.Attempts(ctx, q)
+		out, err = r.Attempts(ctx, bq)
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return Page[Attempt]{}, err
 	}
-	return toAttempts(out), nil
+	var page Page[Attempt]
+	if len(out) > limit {
+		out = out[:limit]
+		last := out[limit-1]
+		page.Next = encodeCursor(attemptsCursor, attemptPos{last.PreparedMS, last.Identity})
+	}
+	page.Items = toAttempts(out)
+	return page, nil
 }
 
 // GetAttempt returns the attempt with this dispatch identity.

@@ -124,8 +124,9 @@ func TestAdmissionRereadsChangedRecords(t *testing.T) {
 	// prepare a1; PreparePending(a2): view + update; handoff a1: expect
 	// (changed) then read; receipt a1: expects the handoff's records.
 	require.Equal(t, []txCount{{loads: 1}, {loads: 1}, {expects: 3}, {loads: 1}, {expects: 2}}, got)
-	evs, err := s.Events(ctx, "run", 0, 100)
+	evsPage, err := s.Events(ctx, workflow.EventQuery{RunID: "run", Limit: 100})
 	require.NoError(t, err)
+	evs := evsPage.Items
 	for i, e := range evs {
 		require.Equal(t, int64(i+1), e.Seq, "events keep one sequence")
 	}

@@ -62,24 +62,62 @@ func releaseLeases(ctx context.Context, tx backend.ReadTx, w *batch, act backend
 	return nil
 }
 
-// ActiveLeases returns up to limit unreleased leases of a run. limit is
-// 1 to MaxPageLimit; 0 means DefaultPageLimit.
-func (s *Engine) ActiveLeases(ctx context.Context, runID string, limit int) ([]Lease, error) {
-	if err := ValidateID("run id", runID); err != nil {
-		return nil, err
+// LeaseQuery selects a page of one run's unreleased leases.
+type LeaseQuery struct {
+	// RunID is the run whose leases are listed.
+	RunID string
+	// After resumes after a previous page (its Next); empty starts at the
+	// beginning.
+	After Cursor
+	// Limit is 1 to MaxPageLimit; 0 means DefaultPageLimit.
+	Limit int
+}
+
+// leasePos is a position in ActiveLeases: after the lease with this key.
+type leasePos struct {
+	NodeID       string `json:"n"`
+	ActivationID string `json:"a"`
+	Attempt      uint32 `json:"t"`
+	Resource     string `json:"r"`
+	Mode         string `json:"m"`
+}
+
+// ActiveLeases returns a page of the run's unreleased leases in key order
+// (node, activation, attempt, resource, mode), read in one snapshot.
+func (s *Engine) ActiveLeases(ctx context.Context, q LeaseQuery) (Page[Lease], error) {
+	if err := ValidateID("run id", q.RunID); err != nil {
+		return Page[Lease]{}, err
 	}
-	limit, err := pageLimit("lease limit", limit)
+	limit, err := pageLimit("lease limit", q.Limit)
 	if err != nil {
-		return nil, err
+		return Page[Lease]{}, err
+	}
+	var pos leasePos
+	if ok, err := decodeCursor(leasesCursor, q.After, &pos); err != nil {
+		return Page[Lease]{}, err
+	} else if ok && pos.NodeID == "" {
+		return Page[Lease]{}, invalid(leasesCursor+" cursor", "must name a lease")
+	}
+	after := backend.LeaseKey{Resource: pos.Resource, Mode: backend.LeaseMode(pos.Mode)}
+	if pos.NodeID != "" {
+		after.AttemptKey = backend.AttemptKey{ActivationKey: backend.ActivationKey{RunID: q.RunID,
+			NodeID: pos.NodeID, ActivationID: pos.ActivationID}, Attempt: pos.Attempt}
 	}
 	var out []backend.Lease
 	err = s.view(ctx, func(r backend.ReadTx) error {
 		var err error
-		out, err = r.Leases(ctx, backend.LeaseQuery{RunID: runID, Limit: limit})
+		out, err = r.Leases(ctx, backend.LeaseQuery{RunID: q.RunID, After: after, Limit: limit + 1})
 		return err
 	})
 	if err != nil {
-		return nil, err
+		return Page[Lease]{}, err
 	}
-	return toLeases(out), nil
+	var page Page[Lease]
+	if len(out) > limit {
+		out = out[:limit]
+		k := out[limit-1].Key
+		page.Next = encodeCursor(leasesCursor, leasePos{k.NodeID, k.ActivationID, k.Attempt, k.Resource, string(k.Mode)})
+	}
+	page.Items = toLeases(out)
+	return page, nil
 }

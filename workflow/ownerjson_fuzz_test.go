@@ -170,10 +170,12 @@ func fuzzOwnerJSON(t *testing.T, s *workflow.Store, via uint8, doc []byte, n int
 	require.NoError(t, err)
 	ident := workflow.DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, 1)
 	history := func() string {
-		evs, err := s.Events(ctx, run, 0, workflow.MaxPageLimit)
+		evsPage, err := s.Events(ctx, workflow.EventQuery{RunID: run, Limit: workflow.MaxPageLimit})
 		require.NoError(t, err)
-		atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: run, Limit: workflow.MaxPageLimit})
+		evs := evsPage.Items
+		attsPage, err := s.Attempts(ctx, workflow.AttemptQuery{RunID: run, Limit: workflow.MaxPageLimit})
 		require.NoError(t, err)
+		atts := attsPage.Items
 		b, err := json.Marshal([]any{evs, atts})
 		require.NoError(t, err)
 		return string(b)
@@ -191,8 +193,9 @@ func fuzzOwnerJSON(t *testing.T, s *workflow.Store, via uint8, doc []byte, n int
 		a, err := s.GetAttempt(ctx, ident)
 		require.NoError(t, err)
 		require.Equal(t, workflow.AttemptRepairRequired, a.Status)
-		evs, err := s.Events(ctx, run, 0, workflow.MaxPageLimit)
+		evsPage, err := s.Events(ctx, workflow.EventQuery{RunID: run, Limit: workflow.MaxPageLimit})
 		require.NoError(t, err)
+		evs := evsPage.Items
 		count := 0
 		for _, ev := range evs {
 			if ev.Type == workflow.EventAttemptRepairRequired {

@@ -1,9 +1,10 @@
 package workflow
 
 // Every page or batch limit of the API (DispatchOptions.Limit,
-// ReconcileOptions.Limit for ReconcilePrepared and Redispatch, the limit of
-// Events, ActiveAttempts and ActiveLeases, AttemptPage.Limit) follows one
-// rule:
+// ReconcileOptions.Limit for ReconcilePrepared and Redispatch, the Limit of
+// every listing's query: EventQuery, AttemptQuery, MemberQuery, RetryQuery,
+// ActiveAttemptQuery, LeaseQuery, CancellationQuery, StuckQuery,
+// TimeoutQuery) follows one rule:
 //
 //   - 0 means DefaultPageLimit;
 //   - 1 to MaxPageLimit is taken as given;

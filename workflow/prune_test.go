@@ -36,9 +36,9 @@ func ExampleStore_Prune() {
 	fmt.Printf("%s would lose %d attempt(s)\n", dry.Runs[0].Status, dry.Runs[0].Deleted.Attempts)
 	rep, err := s.Prune(ctx, workflow.PruneOptions{Runs: []string{"run-1"}}, now)
 	fmt.Println(rep.Runs[0].Deleted == dry.Runs[0].Deleted, err)
-	evs, _ := s.Events(ctx, "run-1", 0, 10)
+	evs, _ := s.Events(ctx, workflow.EventQuery{RunID: "run-1", Limit: 10})
 	run, _ := s.GetRun(ctx, "run-1")
-	fmt.Println(len(evs), evs[0].Type, run.Status)
+	fmt.Println(len(evs.Items), evs.Items[0].Type, run.Status)
 
 	// A live run is refused and left as it was.
 	s.CreateRun(ctx, workflow.NewRun{ID: "run-2"}, now)

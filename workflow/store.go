@@ -17,7 +17,7 @@ import (
 // AddActivation, AddFanOut, CreateChildRun), admit it (Dispatch), report
 // what happened (ApplyObservation), cancel, pause and retry it, inspect it
 // (GetRun, GetActivation, GetAttempt, RunSummary, Events, Attempts,
-// ScanRetries, WorkCounts), and repair, prune and verify the store. The
+// FanOutMembers, Retries, WorkCounts), and repair, prune and verify the store. The
 // protocol's single steps and the passes an engine drives are on Engine.
 //
 // Return convention: a call that reads or makes one record returns it by

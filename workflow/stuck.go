@@ -11,7 +11,7 @@ import (
 // age is measured from.
 type StuckStage string
 
-// Stuck stages, in the order a StuckScan reads them.
+// Stuck stages, in the order StuckAttempts reads them.
 const (
 	// StuckPrepared: a prepared attempt without a receipt (its intent
 	// committed, its owner call, if any, not answered in the store); aged
@@ -28,7 +28,7 @@ const (
 	StuckCancelling StuckStage = "cancelling"
 )
 
-// stuckStage is one part of a StuckScan: the attempts of one status, and
+// stuckStage is one part of a StuckAttempts scan: the attempts of one status, and
 // the time each is aged from.
 type stuckStage struct {
 	stage  StuckStage
@@ -55,30 +55,23 @@ var stuckStages = []stuckStage{
 	}},
 }
 
-// StuckScan asks StuckAttempts for attempts that have not moved for
+// StuckQuery asks StuckAttempts for attempts that have not moved for
 // longer than OlderThan.
-type StuckScan struct {
-	// RunID restricts the scan to one run when set.
+type StuckQuery struct {
+	// RunID restricts the listing to one run when set.
 	RunID string
 	// OlderThan is the age from which an attempt counts as stuck: at least
 	// one millisecond (it is truncated to the millisecond).
 	OlderThan time.Duration
-	// Cursor resumes after the previous page; the zero value starts at the
-	// beginning. Take it from StuckPage.Next.
-	Cursor StuckCursor
+	// After resumes after a previous page (its Next); empty starts at the
+	// beginning.
+	After Cursor
 	// Limit bounds the attempts one call reads (and so returns), by the
 	// page-limit rule: 1 to MaxPageLimit, 0 means DefaultPageLimit.
 	Limit int
 }
 
-// StuckCursor is where a StuckScan resumes. It is opaque; its zero value
-// is the beginning.
-type StuckCursor struct {
-	stage int
-	after backend.AttemptCursor
-}
-
-// StuckAttempt is one attempt a StuckScan found.
+// StuckAttempt is one attempt StuckAttempts found.
 type StuckAttempt struct {
 	Attempt Attempt
 	Stage   StuckStage
@@ -89,35 +82,25 @@ type StuckAttempt struct {
 	Age time.Duration
 }
 
-// StuckPage is one page of a StuckScan.
-type StuckPage struct {
-	// Attempts are the stuck attempts the page found, by stage, then by
-	// (prepared time, identity). A page may hold fewer than Limit attempts,
-	// none included, and still not be Done: it read Limit attempts, some
-	// of them not stuck.
-	Attempts []StuckAttempt
-	// Next resumes the scan; it is the zero cursor when Done.
-	Next StuckCursor
-	// Done: the scan read every stage to its end.
-	Done bool
-}
-
 // StuckAttempts returns, from one snapshot, a page of attempts that have
 // not moved for at least q.OlderThan before now: prepared attempts
 // without a receipt (aged from their prepared time), admitted and running
 // ones (aged from their admitted time) and cancelling ones without a
 // receipt (aged from their run's cancellation request); each is aged from
-// the later of that time and its prepared time. It writes nothing.
+// the later of that time and its prepared time. Items are by stage, then
+// by (prepared time, identity). It writes nothing.
 //
-// Cost: one call reads at most q.Limit attempts. It pages the backend's
-// attempt index by status in (prepared time, identity) order and stops a
-// status at the first attempt prepared after now-OlderThan, which cannot
-// be stuck; so the attempts it reads and passes over are those prepared
-// long enough ago whose stage began recently (admitted, or their run's
-// cancellation requested, within OlderThan). A full scan pages until
-// Done.
-func (s *Engine) StuckAttempts(ctx context.Context, q StuckScan, now time.Time) (StuckPage, error) {
-	var page StuckPage
+// Cost: one call reads at most q.Limit attempts (and, for cancelling
+// ones, their runs). It pages the backend's attempt index by status in
+// (prepared time, identity) order and stops a status at the first attempt
+// prepared after now-OlderThan, which cannot be stuck; so the attempts it
+// reads and passes over are those prepared long enough ago whose stage
+// began recently (admitted, or their run's cancellation requested, within
+// OlderThan). It filters what it reads (see Page.Next): a page may hold
+// fewer than Limit items, none included, while Next is not empty. A full
+// scan pages until Next is empty.
+func (s *Engine) StuckAttempts(ctx context.Context, q StuckQuery, now time.Time) (Page[StuckAttempt], error) {
+	var page Page[StuckAttempt]
 	if q.RunID != "" {
 		if err := ValidateID("run id", q.RunID); err != nil {
 			return page, err
@@ -130,23 +113,23 @@ func (s *Engine) StuckAttempts(ctx context.Context, q StuckScan, now time.Time) 
 	if q.OlderThan < time.Millisecond {
 		return page, invalid("stuck age", "must be at least 1ms, got %v", q.OlderThan)
 	}
-	if q.Cursor.stage < 0 || q.Cursor.stage > len(stuckStages) {
-		return page, invalid("stuck cursor", "is not one StuckAttempts returned")
+	start, err := decodeStage(stuckCursor, q.After, len(stuckStages))
+	if err != nil {
+		return page, err
 	}
 	at, err := toMS("now", now)
 	if err != nil {
 		return page, err
 	}
 	cutoff := at - q.OlderThan.Milliseconds()
-	cur := q.Cursor
 	err = s.view(ctx, func(r backend.ReadTx) error {
-		page = StuckPage{}
-		cur = q.Cursor
+		page = Page[StuckAttempt]{}
+		cur := start
 		budget := limit
-		for cur.stage < len(stuckStages) && budget > 0 {
-			st := stuckStages[cur.stage]
+		for cur.Stage < len(stuckStages) && budget > 0 {
+			st := stuckStages[cur.Stage]
 			asked := budget
-			rows, err := r.Attempts(ctx, backend.AttemptQuery{RunID: q.RunID, Status: st.status, After: cur.after, Limit: asked})
+			rows, err := r.Attempts(ctx, backend.AttemptQuery{RunID: q.RunID, Status: st.status, After: cur.after(), Limit: asked})
 			if err != nil {
 				return err
 			}
@@ -169,7 +152,7 @@ func (s *Engine) StuckAttempts(ctx context.Context, q StuckScan, now time.Time) 
 					ended = true
 					break
 				}
-				cur.after = backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}
+				cur.Prepared, cur.Identity = a.PreparedMS, a.Identity
 				since := st.since(a, runs[a.Key.RunID])
 				if since == 0 {
 					continue
@@ -178,23 +161,46 @@ func (s *Engine) StuckAttempts(ctx context.Context, q StuckScan, now time.Time) 
 				if since > cutoff {
 					continue
 				}
-				page.Attempts = append(page.Attempts, StuckAttempt{
+				page.Items = append(page.Items, StuckAttempt{
 					Attempt: toAttempt(a), Stage: st.stage, Since: fromMS(since), Age: msToDuration(at - since),
 				})
 			}
 			if ended {
-				cur = StuckCursor{stage: cur.stage + 1}
+				cur = stagePos{Stage: cur.Stage + 1}
 			}
+		}
+		if cur.Stage < len(stuckStages) {
+			page.Next = encodeCursor(stuckCursor, cur)
 		}
 		return nil
 	})
 	if err != nil {
-		return StuckPage{}, err
-	}
-	if cur.stage >= len(stuckStages) {
-		page.Done = true
-	} else {
-		page.Next = cur
+		return Page[StuckAttempt]{}, err
 	}
 	return page, nil
+}
+
+// after is the attempt-index position p resumes after within its stage.
+func (p stagePos) after() backend.AttemptCursor {
+	return backend.AttemptCursor{PreparedMS: p.Prepared, Identity: p.Identity}
+}
+
+// moreAttempts reports whether an attempt is left to read from pos on, in
+// the attempt index of statuses[pos.Stage] after pos, then of each later
+// status from its beginning, reading at most one attempt per status. A
+// status whose next attempt ok refuses counts as ended (ok tells whether
+// any attempt from there on in (prepared time, identity) order can be
+// listed).
+func moreAttempts(ctx context.Context, r backend.ReadTx, runID string, statuses []backend.AttemptStatus, pos stagePos,
+	ok func(backend.Attempt) bool) (bool, error) {
+	for st := pos; st.Stage < len(statuses); st = (stagePos{Stage: st.Stage + 1}) {
+		rows, err := r.Attempts(ctx, backend.AttemptQuery{RunID: runID, Status: statuses[st.Stage], After: st.after(), Limit: 1})
+		if err != nil {
+			return false, err
+		}
+		if len(rows) > 0 && (ok == nil || ok(rows[0])) {
+			return true, nil
+		}
+	}
+	return false, nil
 }

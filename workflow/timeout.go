@@ -203,26 +203,19 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 	return res, nil
 }
 
-// TimeoutScan asks TimedOutAttempts for admitted attempts past their
+// TimeoutQuery asks TimedOutAttempts for admitted attempts past their
 // deadline.
-type TimeoutScan struct {
-	// RunID restricts the scan to one run when set.
+type TimeoutQuery struct {
+	// RunID restricts the listing to one run when set.
 	RunID string
 	// Default is the timeout of activations that declare none (see
 	// TimeoutOptions.Default).
 	Default time.Duration
-	// Cursor resumes after the previous page; the zero value starts at the
-	// beginning. Take it from TimeoutPage.Next.
-	Cursor TimeoutCursor
+	// After resumes after a previous page (its Next); empty starts at the
+	// beginning.
+	After Cursor
 	// Limit bounds the attempts one call reads, by the page-limit rule.
 	Limit int
-}
-
-// TimeoutCursor is where a TimeoutScan resumes. It is opaque; its zero
-// value is the beginning.
-type TimeoutCursor struct {
-	stage int
-	after backend.AttemptCursor
 }
 
 // TimedOutAttempt is an admitted attempt past its deadline.
@@ -232,27 +225,19 @@ type TimedOutAttempt struct {
 	Deadline time.Time
 }
 
-// TimeoutPage is one page of a TimeoutScan.
-type TimeoutPage struct {
-	// Attempts are the attempts past their deadline the page found: admitted
-	// ones, then running ones, each by (prepared time, identity).
-	Attempts []TimedOutAttempt
-	// Next resumes the scan; the zero cursor when Done.
-	Next TimeoutCursor
-	// Done: the scan read every admitted and running attempt.
-	Done bool
-}
-
-// timeoutStatuses are the statuses a TimeoutScan reads, in order.
+// timeoutStatuses are the statuses TimedOutAttempts reads, in order.
 var timeoutStatuses = []backend.AttemptStatus{backend.AttemptAdmitted, backend.AttemptRunning}
 
 // TimedOutAttempts returns, from one snapshot, a page of admitted and
 // running attempts whose deadline (see SettleTimedOut) is at or before
-// now. It writes nothing; SettleTimedOut decides again. One call reads at
-// most q.Limit attempts (and their activations), in the attempt index by
-// status and (prepared time, identity); a full scan pages until Done.
-func (s *Engine) TimedOutAttempts(ctx context.Context, q TimeoutScan, now time.Time) (TimeoutPage, error) {
-	var page TimeoutPage
+// now: admitted ones, then running ones, each by (prepared time,
+// identity). It writes nothing; SettleTimedOut decides again. One call
+// reads at most q.Limit attempts (and their activations). It filters what
+// it reads (see Page.Next): a page may hold fewer than Limit items, none
+// included, while Next is not empty. A full scan pages until Next is
+// empty.
+func (s *Engine) TimedOutAttempts(ctx context.Context, q TimeoutQuery, now time.Time) (Page[TimedOutAttempt], error) {
+	var page Page[TimedOutAttempt]
 	if q.RunID != "" {
 		if err := ValidateID("run id", q.RunID); err != nil {
 			return page, err
@@ -266,20 +251,21 @@ func (s *Engine) TimedOutAttempts(ctx context.Context, q TimeoutScan, now time.T
 	if err != nil {
 		return page, err
 	}
-	if q.Cursor.stage < 0 || q.Cursor.stage > len(timeoutStatuses) {
-		return page, invalid("timeout cursor", "is not one TimedOutAttempts returned")
+	start, err := decodeStage(timedOutCursor, q.After, len(timeoutStatuses))
+	if err != nil {
+		return page, err
 	}
 	at, err := toMS("now", now)
 	if err != nil {
 		return page, err
 	}
-	cur := q.Cursor
 	err = s.view(ctx, func(r backend.ReadTx) error {
-		page, cur = TimeoutPage{}, q.Cursor
+		page = Page[TimedOutAttempt]{}
+		cur := start
 		budget := limit
-		for cur.stage < len(timeoutStatuses) && budget > 0 {
+		for cur.Stage < len(timeoutStatuses) && budget > 0 {
 			asked := budget
-			rows, err := r.Attempts(ctx, backend.AttemptQuery{RunID: q.RunID, Status: timeoutStatuses[cur.stage], After: cur.after, Limit: asked})
+			rows, err := r.Attempts(ctx, backend.AttemptQuery{RunID: q.RunID, Status: timeoutStatuses[cur.Stage], After: cur.after(), Limit: asked})
 			if err != nil {
 				return err
 			}
@@ -293,28 +279,26 @@ func (s *Engine) TimedOutAttempts(ctx context.Context, q TimeoutScan, now time.T
 				return err
 			}
 			for _, a := range rows {
-				cur.after = backend.AttemptCursor{PreparedMS: a.PreparedMS, Identity: a.Identity}
+				cur.Prepared, cur.Identity = a.PreparedMS, a.Identity
 				timeout := timeoutOf(f.Activations[a.Key.ActivationKey], def)
 				if timeout <= 0 || a.Receipt == nil {
 					continue
 				}
 				if deadline := deadlineOf(a, timeout); deadline <= at {
-					page.Attempts = append(page.Attempts, TimedOutAttempt{Attempt: toAttempt(a), Timeout: msToDuration(timeout), Deadline: fromMS(deadline)})
+					page.Items = append(page.Items, TimedOutAttempt{Attempt: toAttempt(a), Timeout: msToDuration(timeout), Deadline: fromMS(deadline)})
 				}
 			}
 			if len(rows) < asked {
-				cur = TimeoutCursor{stage: cur.stage + 1}
+				cur = stagePos{Stage: cur.Stage + 1}
 			}
+		}
+		if cur.Stage < len(timeoutStatuses) {
+			page.Next = encodeCursor(timedOutCursor, cur)
 		}
 		return nil
 	})
 	if err != nil {
-		return TimeoutPage{}, err
-	}
-	if cur.stage >= len(timeoutStatuses) {
-		page.Done = true
-	} else {
-		page.Next = cur
+		return Page[TimedOutAttempt]{}, err
 	}
 	return page, nil
 }

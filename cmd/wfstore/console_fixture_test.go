@@ -72,8 +72,9 @@ func newConsoleStore(t testing.TB) consoleStore {
 		require.NoError(t, err)
 	}
 	identity := func(run, node string) string {
-		atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: run, Descending: true, Limit: 50})
+		attsPage, err := s.Attempts(ctx, workflow.AttemptQuery{RunID: run, Descending: true, Limit: 50})
 		require.NoError(t, err)
+		atts := attsPage.Items
 		for _, a := range atts {
 			if a.Key.NodeID == node {
 				return a.Identity

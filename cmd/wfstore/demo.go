@@ -217,18 +217,18 @@ func observe(ctx context.Context, s *workflow.Store, id string, kind workflow.Ob
 
 // runAttempts pages through every attempt of the run.
 func runAttempts(ctx context.Context, s *workflow.Store, runID string) ([]workflow.Attempt, error) {
-	p := workflow.AttemptPage{RunID: runID, Limit: workflow.MaxPageLimit}
+	p := workflow.AttemptQuery{RunID: runID, Limit: workflow.MaxPageLimit}
 	var out []workflow.Attempt
 	for {
 		page, err := s.Attempts(ctx, p)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page...)
-		if len(page) < p.Limit {
+		out = append(out, page.Items...)
+		if page.Next == "" {
 			return out, nil
 		}
-		p.After = &page[len(page)-1]
+		p.After = page.Next
 	}
 }
 
@@ -446,10 +446,11 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 	if err != nil {
 		return err
 	}
-	active, err := s.Engine().ActiveAttempts(ctx, runID, 0)
+	activePage, err := s.Engine().ActiveAttempts(ctx, workflow.ActiveAttemptQuery{RunID: runID})
 	if err != nil {
 		return err
 	}
+	active := activePage.Items
 	sum, err := s.RunSummary(ctx, runID)
 	if err != nil {
 		return err
@@ -509,7 +510,7 @@ func demoSummaries(ctx context.Context, s *workflow.Store, c demoConfig, runs []
 	}
 	if c.events > 0 {
 		for _, id := range runs {
-			evs, err := s.Events(ctx, id, 0, workflow.MaxPageLimit)
+			evs, err := runEvents(ctx, s, id)
 			if err != nil {
 				return err
 			}

@@ -202,17 +202,17 @@ func waitStatus(ctx context.Context, s *workflow.Store, runID string, want workf
 // runEvents pages through every event of the run.
 func runEvents(ctx context.Context, s *workflow.Store, runID string) ([]workflow.Event, error) {
 	var out []workflow.Event
-	after := int64(0)
+	q := workflow.EventQuery{RunID: runID, Limit: workflow.MaxPageLimit}
 	for {
-		page, err := s.Events(ctx, runID, after, workflow.MaxPageLimit)
+		page, err := s.Events(ctx, q)
 		if err != nil {
 			return nil, err
 		}
-		out = append(out, page...)
-		if len(page) < workflow.MaxPageLimit {
+		out = append(out, page.Items...)
+		if page.Next == "" {
 			return out, nil
 		}
-		after = page[len(page)-1].Seq
+		q.After = page.Next
 	}
 }
 

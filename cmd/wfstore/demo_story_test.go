@@ -71,8 +71,9 @@ func TestDemoTellsTheStory(t *testing.T) {
 	assert.Equal(t, workflow.RunCancelled, status(base+"-cancel"))
 
 	// The retried activation: attempt 1 failed, attempt 2 succeeded.
-	atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: base, Limit: workflow.MaxPageLimit})
+	attsPage, err := s.Attempts(ctx, workflow.AttemptQuery{RunID: base, Limit: workflow.MaxPageLimit})
 	require.NoError(t, err)
+	atts := attsPage.Items
 	per := map[workflow.ActivationKey][]workflow.AttemptStatus{}
 	for _, a := range atts {
 		per[a.Key.ActivationKey] = append(per[a.Key.ActivationKey], a.Status)
@@ -93,8 +94,9 @@ func TestDemoTellsTheStory(t *testing.T) {
 	ref, err := s.RunSummary(ctx, base+"-refusal")
 	require.NoError(t, err)
 	assert.Equal(t, map[workflow.AttemptStatus]int{workflow.AttemptFailed: 1}, ref.Attempts)
-	evs, err := s.Events(ctx, base+"-refusal", 0, workflow.MaxPageLimit)
+	evsPage, err := s.Events(ctx, workflow.EventQuery{RunID: base + "-refusal", Limit: workflow.MaxPageLimit})
 	require.NoError(t, err)
+	evs := evsPage.Items
 	var refusals []string
 	for _, ev := range evs {
 		if ev.Type == "automatic_retry_not_scheduled" {

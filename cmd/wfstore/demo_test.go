@@ -78,12 +78,12 @@ func TestDemoProcessesStartedTogether(t *testing.T) {
 	s := workflow.New(b)
 	for id := range runs {
 		live := map[workflow.ActivationKey]int{}
-		p := workflow.AttemptPage{RunID: id, Limit: workflow.MaxPageLimit}
+		p := workflow.AttemptQuery{RunID: id, Limit: workflow.MaxPageLimit}
 		total := 0
 		for {
 			page, err := s.Attempts(context.Background(), p)
 			require.NoError(t, err)
-			for _, a := range page {
+			for _, a := range page.Items {
 				total++
 				switch a.Status {
 				case workflow.AttemptPrepared, workflow.AttemptAdmitted, workflow.AttemptRunning,
@@ -91,10 +91,10 @@ func TestDemoProcessesStartedTogether(t *testing.T) {
 					live[a.Key.ActivationKey]++
 				}
 			}
-			if len(page) < p.Limit {
+			if page.Next == "" {
 				break
 			}
-			p.After = &page[len(page)-1]
+			p.After = page.Next
 		}
 		assert.NotZero(t, total, "run %s admitted work", id)
 		for k, n := range live {

@@ -107,8 +107,9 @@ func TestPruneKilledAtRandomPointsLeavesAVerifiedStoreAndARerunCountsEverything(
 		assert.Zero(t, attempts)
 		require.Equal(t, []string{string(workflow.EventRunPruned)}, events, "the rerun finished the prune: %s", stdout)
 		withStore(t, db, func(ctx context.Context, s *workflow.Store) {
-			evs, err := s.Events(ctx, runID, 0, 10)
+			evsPage, err := s.Events(ctx, workflow.EventQuery{RunID: runID, Limit: 10})
 			require.NoError(t, err)
+			evs := evsPage.Items
 			p, err := evs[0].Decode()
 			require.NoError(t, err)
 			assert.Equal(t, want, p.(workflow.RunPrunedPayload).Deleted, "run_pruned counts everything the run held")

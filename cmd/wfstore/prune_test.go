@@ -51,11 +51,13 @@ func withStore(t *testing.T, path string, fn func(ctx context.Context, s *workfl
 func runCounts(t *testing.T, path, runID string) (attempts int, events []string) {
 	t.Helper()
 	withStore(t, path, func(ctx context.Context, s *workflow.Store) {
-		atts, err := s.Attempts(ctx, workflow.AttemptPage{RunID: runID, Limit: workflow.MaxPageLimit})
+		attsPage, err := s.Attempts(ctx, workflow.AttemptQuery{RunID: runID, Limit: workflow.MaxPageLimit})
 		require.NoError(t, err)
+		atts := attsPage.Items
 		attempts = len(atts)
-		evs, err := s.Events(ctx, runID, 0, workflow.MaxPageLimit)
+		evsPage, err := s.Events(ctx, workflow.EventQuery{RunID: runID, Limit: workflow.MaxPageLimit})
 		require.NoError(t, err)
+		evs := evsPage.Items
 		for _, e := range evs {
 			events = append(events, string(e.Type))
 		}

@@ -93,12 +93,12 @@ func main() {
 	}
 	stop()
 	<-done
-	evs, err := s.Events(context.Background(), "order-1", 0, workflow.MaxPageLimit)
+	page, err := s.Events(context.Background(), workflow.EventQuery{RunID: "order-1", Limit: workflow.MaxPageLimit})
 	if err != nil {
 		panic(err)
 	}
 	counts := map[workflow.EventType]int{}
-	for _, ev := range evs {
+	for _, ev := range page.Items {
 		counts[ev.Type]++
 	}
 	o.mu.Lock()

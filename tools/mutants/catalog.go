@@ -1658,8 +1658,8 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "workflow/fanin.go",
-				Find:    `for i := p.From; i < g.Size && len(keys) < limit; i++ {`,
-				Replace: `for i := p.From + 1; i < g.Size && len(keys) < limit; i++ {`,
+				Find:    `for i := from; i < g.Size && len(keys) < limit; i++ {`,
+				Replace: `for i := from + 1; i < g.Size && len(keys) < limit; i++ {`,
 			},
 		},
 	},
@@ -1779,6 +1779,51 @@ var Catalog = []Mutant{
 				File:    "postgres/queries.go",
 				Find:    `branches = append(branches, "("+branch(gap, false)+")", "("+branch("status = "+lit(st), true)+")")`,
 				Replace: `branches = append(branches, "("+branch("status = "+lit(st), true)+")"); _ = gap`,
+			},
+		},
+	},
+	{
+		Name: "cursor-listing-unchecked",
+		Bug:  "a listing accepts a cursor another listing produced and resumes at a position it never handed out",
+		Edits: []Edit{
+			{
+				File:    "workflow/page.go",
+				Find:    `	if !ok || string(head) != kind {`,
+				Replace: `	if _ = head; !ok {`,
+			},
+		},
+	},
+	{
+		Name: "events-next-on-full-page",
+		Bug:  "a full page of events hands out a cursor although no event follows, so a caller pays an empty round trip",
+		Edits: []Edit{
+			{
+				File: "workflow/inspect.go",
+				Find: `	if len(out) > limit {
+		out = out[:limit]
+		page.Next = EventCursor(out[limit-1].Seq)
+	}`,
+				Replace: `	if len(out) > limit {
+		out = out[:limit]
+	}
+	if len(out) == limit {
+		page.Next = EventCursor(out[limit-1].Seq)
+	}`,
+			},
+		},
+	},
+	{
+		Name: "retries-next-without-peek",
+		Bug:  "a page of the retry listing that ends exactly at the last run still hands out a cursor",
+		Edits: []Edit{
+			{
+				File: "workflow/retryscan.go",
+				Find: `	if !peek {
+		return encodeCursor(kind, pos), nil
+	}`,
+				Replace: `	if !peek || true {
+		return encodeCursor(kind, pos), nil
+	}`,
 			},
 		},
 	},

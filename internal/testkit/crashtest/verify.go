@@ -10,17 +10,17 @@ import (
 // AllAttempts reads every attempt of s, page by page.
 func AllAttempts(ctx context.Context, s *workflow.Store) ([]workflow.Attempt, error) {
 	var atts []workflow.Attempt
-	p := workflow.AttemptPage{Limit: workflow.MaxPageLimit}
+	q := workflow.AttemptQuery{Limit: workflow.MaxPageLimit}
 	for {
-		page, err := s.Attempts(ctx, p)
+		page, err := s.Attempts(ctx, q)
 		if err != nil {
 			return nil, err
 		}
-		atts = append(atts, page...)
-		if len(page) < p.Limit {
+		atts = append(atts, page.Items...)
+		if page.Next == "" {
 			return atts, nil
 		}
-		p.After = &page[len(page)-1]
+		q.After = page.Next
 	}
 }
 
