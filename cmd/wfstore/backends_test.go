@@ -16,6 +16,7 @@ func TestBackendsTableIsComplete(t *testing.T) {
 		assert.NotNil(t, s.checkExisting, s.name)
 		assert.NotNil(t, s.importInto, s.name)
 		assert.NotNil(t, s.benchTarget, s.name)
+		assert.NotNil(t, s.harness, "%s: wfstore conform certifies every backend", s.name)
 		assert.True(t, (s.migrate == nil) != (s.noMigrate == ""), "%s: a migration or the reason there is none", s.name)
 		assert.True(t, (s.backup == nil) != (s.noBackup == ""), "%s: a backup or the reason there is none", s.name)
 		assert.Equal(t, s.loc == byFile, s.openCopy != nil, "%s: file backends open their backups read-only", s.name)
@@ -24,7 +25,7 @@ func TestBackendsTableIsComplete(t *testing.T) {
 		assert.Same(t, s, got)
 	}
 	assert.Equal(t, "sqlite, postgres, bolt or etcd", backendNames(nil))
-	assert.Equal(t, "sqlite, postgres or bolt", backendNames(conformable))
+	assert.Equal(t, "sqlite, postgres, bolt or etcd", backendNames(conformable))
 	assert.Equal(t, "sqlite or bolt", namesWith(byFile))
 	_, ok := lookupBackend("sqlit")
 	assert.False(t, ok)
