@@ -34,6 +34,8 @@ type Backend struct {
 	gate      *gate     // its Updates one at a time while they conflict (gate.go)
 	turnSeen  turnSeen  // the turn its Updates last found held (turn.go)
 
+	claimLease claimLease // for the claim keys it puts (claims.go)
+
 	mu       sync.Mutex
 	closed   atomic.Bool
 	inflight sync.WaitGroup
@@ -357,6 +359,7 @@ func (b *Backend) Close() error {
 	b.mu.Unlock()
 	b.inflight.Wait()
 	b.closeTurnLease()
+	b.closeClaimLease()
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
 	_, derr := b.kv.Delete(ctx, b.slots.prefix, clientv3.WithPrefix())
 	cancel()

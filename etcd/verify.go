@@ -107,7 +107,7 @@ func verify(store snapshot, order []string) []Discrepancy {
 		}
 		switch rest := sk[1:]; {
 		case sk[0] == tagMeta && (rest == "store" || rest == "version" || rest == "turn"):
-		case sk[0] == tagMarker:
+		case sk[0] == tagMarker, sk[0] == tagClaim:
 		default:
 			v.Add(kvlayout.Discrepancy{Space: "prefix", Key: []byte(sk), KeyText: fmt.Sprintf("%q", sk),
 				Problem: "key belongs to no record kind, index, meta key or commit marker"})

@@ -1756,4 +1756,17 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "etcd-claim-steals",
+		Bug:   "the etcd adapter's Claim takes a key another holder holds unexpired",
+		Suite: "./etcd/",
+		Tests: "TestConformance/contract/claims_",
+		Edits: []Edit{
+			{
+				File:    "etcd/claims.go",
+				Find:    `[]clientv3.Cmp{clientv3.Compare(clientv3.Value(ek), "<", nowS)},`,
+				Replace: `[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ek), ">", len(nowS)*0)},`,
+			},
+		},
+	},
 }
