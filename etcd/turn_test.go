@@ -12,8 +12,11 @@ import (
 	"github.com/wfstore/wfstore/etcd"
 )
 
-// turnKey is the turn key of the store under prefix p (a meta key).
-func turnKey(p string) string { return p + "mturn" }
+// turnQueue is the start of the turn queue's keys of the store under
+// prefix p (meta keys); turnKey(p) is a key in it, as another Update puts.
+func turnQueue(p string) string { return p + "mturn/" }
+
+func turnKey(p string) string { return turnQueue(p) + "another" }
 
 // insertRun is an Update that inserts run id.
 func insertRun(ctx context.Context, b *etcd.Backend, id string) error {
@@ -67,7 +70,7 @@ func TestTurnTakenAfterConflictsEndsWithTheCommit(t *testing.T) {
 	st := b.Stats()
 	require.Equal(t, int64(4), st.Conflicts)
 	require.Equal(t, int64(1), st.Turns, "the Update took the turn after 4 failed commits")
-	resp, err := newClient(t).Get(ctx, turnKey(p))
+	resp, err := newClient(t).Get(ctx, turnQueue(p), clientv3.WithPrefix())
 	require.NoError(t, err)
 	require.Empty(t, resp.Kvs, "the commit ended the turn")
 	// The next Update neither waits nor takes the turn.
@@ -89,7 +92,7 @@ func TestTurnEndsWhenTheHolderGivesUp(t *testing.T) {
 	err := insertRun(ctx, b, "r")
 	require.ErrorIs(t, err, backend.ErrBusy)
 	require.Equal(t, int64(1), b.Stats().Turns)
-	resp, err := newClient(t).Get(ctx, turnKey(p))
+	resp, err := newClient(t).Get(ctx, turnQueue(p), clientv3.WithPrefix())
 	require.NoError(t, err)
 	require.Empty(t, resp.Kvs, "the holder that gave up ended the turn")
 }
