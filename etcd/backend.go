@@ -251,8 +251,11 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			why.last = "another Update held the turn"
 			waited = true
 			if queued == nil && why.conflicts+why.waits < turnAfter {
+				// Until the turn passes, but no later than when this
+				// Update joins the queue anyway.
 				_, left := b.turnStale(t.turn.head)
-				b.awaitDelete(ctx, string(t.turn.head.Key), t.turn.rev, min(turnWait, left))
+				join := b.cfg.busyTimeout/4 - time.Since(start)
+				b.awaitDelete(ctx, string(t.turn.head.Key), t.turn.rev, max(min(turnWait, left, join), 0))
 			}
 		default:
 			out, err = b.commit(ctx, t, s)

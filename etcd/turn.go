@@ -311,9 +311,14 @@ func (b *Backend) waitInLine(ctx context.Context, p *place) (queueState, error) 
 			continue // cannot be: the head is ahead; read again
 		}
 		b.stats.turnWaits.Add(1)
-		b.awaitDelete(ctx, string(ahead[0].Key), resp.Header.Revision, min(turnWait, left))
+		gone := b.awaitDelete(ctx, string(ahead[0].Key), resp.Header.Revision, min(turnWait, left))
 		if cerr := ctx.Err(); cerr != nil {
 			return 0, cerr
+		}
+		if gone && string(ahead[0].Key) == string(heads[0].Key) {
+			// The key ahead held the turn and has gone: ours, unless one
+			// ahead left meanwhile too (fn's first read tells).
+			return atHead, nil
 		}
 	}
 }
@@ -321,8 +326,8 @@ func (b *Backend) waitInLine(ctx context.Context, p *place) (queueState, error) 
 // awaitDelete waits until key, a queue key that exists at revision rev,
 // is deleted, for at most d or until ctx ends, through the Backend's
 // watch on the queue (turnWatch).
-func (b *Backend) awaitDelete(ctx context.Context, key string, rev int64, d time.Duration) {
-	b.turnWatch.await(ctx, b, key, rev, d)
+func (b *Backend) awaitDelete(ctx context.Context, key string, rev int64, d time.Duration) bool {
+	return b.turnWatch.await(ctx, b, key, rev, d)
 }
 
 // turnWatch is a Backend's one watch on the turn queue's deletes, started
@@ -403,28 +408,33 @@ func (w *turnWatch) run(ch clientv3.WatchChan, cancel context.CancelFunc) {
 }
 
 // await waits until key, which exists at revision rev, is deleted, for at
-// most d or until ctx ends. It returns at once when the watch does not
-// cover every delete after rev (the caller then reads again).
-func (w *turnWatch) await(ctx context.Context, b *Backend, key string, rev int64, d time.Duration) {
+// most d or until ctx ends, and reports whether it saw the delete. It
+// returns at once when the watch does not cover every delete after rev
+// (the caller then reads again).
+func (w *turnWatch) await(ctx context.Context, b *Backend, key string, rev int64, d time.Duration) bool {
 	if !w.start(ctx, b) {
-		return
+		return false
 	}
 	timer := time.NewTimer(d)
 	defer timer.Stop()
 	for {
 		w.mu.Lock()
-		if w.from == 0 || w.from > rev || w.deleted[key] > rev {
+		if w.deleted[key] > rev {
 			w.mu.Unlock()
-			return
+			return true
+		}
+		if w.from == 0 || w.from > rev {
+			w.mu.Unlock()
+			return false
 		}
 		ch := w.changed
 		w.mu.Unlock()
 		select {
 		case <-ch:
 		case <-timer.C:
-			return
+			return false
 		case <-ctx.Done():
-			return
+			return false
 		}
 	}
 }

@@ -1751,7 +1751,7 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "etcd/backend.go",
-				Find:    `		case t.turn.held && !b.turnStale(t.turn.mod):`,
+				Find:    `		case t.turn.held && !b.turnHeldTooLong(t.turn.head):`,
 				Replace: `		case t.turn.held && false:`,
 			},
 		},
