@@ -187,8 +187,8 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 	var why retries // why fn ran again, for the error that ends the re-runs
 	token := nonce()
 	// The turn queue (turn.go): an Update joins it after turnAfter failed
-	// commits or waits for another's turn, or once a quarter of the busy
-	// timeout has passed; it leaves it with its commit or its return.
+	// commits, or once a quarter of the busy timeout has passed; it leaves
+	// it with its commit or its return.
 	var queued *place
 	defer func() {
 		if queued != nil {
@@ -202,7 +202,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		if run > 0 {
 			storeMax(&b.stats.maxReruns, int64(run))
 		}
-		if queued == nil && run > 0 && (why.conflicts+why.waits >= turnAfter || time.Since(start) >= b.cfg.busyTimeout/4) {
+		if queued == nil && run > 0 && (why.conflicts >= turnAfter || time.Since(start) >= b.cfg.busyTimeout/4) {
 			queued = b.joinTurn(ctx, token, b.cfg.busyTimeout)
 		}
 		if queued != nil {
@@ -243,14 +243,15 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			return nil
 		case t.turn.held && !b.turnHeldTooLong(t.turn.head):
 			// Another Update holds the turn: commit nothing. One in the
-			// queue waits in line; another waits for the turn to pass,
-			// and joins the queue once it has lost turnAfter times.
+			// queue waits in line; another waits for the turn to pass
+			// (waits do not make it join the queue: under load that
+			// would queue every Update and serialize disjoint ones too).
 			leaveGate()
 			b.stats.turnWaits.Add(1)
 			why.waits++
 			why.last = "another Update held the turn"
 			waited = true
-			if queued == nil && why.conflicts+why.waits < turnAfter {
+			if queued == nil {
 				// Until the turn passes, but no later than when this
 				// Update joins the queue anyway.
 				_, left := b.turnStale(t.turn.head)

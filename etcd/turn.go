@@ -30,8 +30,10 @@ import (
 //   - an Update that found the queue empty compares that it still is: one
 //     that commits after another joined fails, and runs again;
 //   - an Update that found another's key at the head sends no commit: it
-//     joins the queue at once (behind everyone already waiting) and runs
-//     fn again when its turn comes;
+//     waits for that key to go (through the Backend's watch) and runs
+//     again; it joins the queue only by the rules above (a quarter of its
+//     busy timeout at the latest), so that a turn does not pull every
+//     Update into the queue and serialize disjoint ones for good;
 //   - a queued Update waits, without running fn, for the key just ahead
 //     of it to go (a watch, bounded by turnWait), so each turn wakes one
 //     waiter; at the head, it runs fn, skipping its Backend's commit
