@@ -102,9 +102,10 @@ type Stats struct {
 	Reads, CommitRequests, FenceRequests int64
 	// MaxReruns is the most re-runs of fn one Update needed.
 	MaxReruns int64
-	// Turns counts turns taken by Updates whose commits kept failing;
-	// TurnWaits counts runs of fn that waited, without committing, for
-	// another Update's turn to end (turn.go).
+	// Turns counts places taken in the turn queue by Updates whose
+	// commits kept failing; TurnWaits counts waits, without committing,
+	// for another Update's turn to end, in the queue or out of it
+	// (turn.go).
 	Turns, TurnWaits int64
 }
 
