@@ -33,6 +33,9 @@ type Backend struct {
 	turnLease turnLease // for the turn keys of this Backend's Updates (turn.go)
 	gate      *gate     // its Updates one at a time while they conflict (gate.go)
 	turnSeen  turnSeen  // the turn its Updates last found held (turn.go)
+	turnWatch turnWatch // its watch on the turn queue (turn.go)
+
+	claimLease claimLease // for the claim keys it puts (claims.go)
 
 	mu       sync.Mutex
 	closed   atomic.Bool
@@ -99,9 +102,10 @@ type Stats struct {
 	Reads, CommitRequests, FenceRequests int64
 	// MaxReruns is the most re-runs of fn one Update needed.
 	MaxReruns int64
-	// Turns counts turns taken by Updates whose commits kept failing;
-	// TurnWaits counts runs of fn that waited, without committing, for
-	// another Update's turn to end (turn.go).
+	// Turns counts places taken in the turn queue by Updates whose
+	// commits kept failing; TurnWaits counts waits, without committing,
+	// for another Update's turn to end, in the queue or out of it
+	// (turn.go).
 	Turns, TurnWaits int64
 }
 
@@ -183,14 +187,13 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 	start := time.Now()
 	var why retries // why fn ran again, for the error that ends the re-runs
 	token := nonce()
-	// The turn (turn.go): taken after turnAfter failed commits or waits
-	// for another's turn, or once a quarter of the busy timeout has
-	// passed, when the last run found it free or a wait saw it end; held
-	// until a commit or the return.
-	holding, turnFree := false, true
+	// The turn queue (turn.go): an Update joins it after turnAfter failed
+	// commits, or once a quarter of the busy timeout has passed; it leaves
+	// it with its commit or its return.
+	var queued *place
 	defer func() {
-		if holding {
-			b.releaseTurn(token)
+		if queued != nil {
+			b.leaveTurn(queued)
 		}
 	}()
 	// The commit gate (gate.go), held for one run of fn and its commit.
@@ -200,10 +203,20 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		if run > 0 {
 			storeMax(&b.stats.maxReruns, int64(run))
 		}
-		if !holding && turnFree && run > 0 && (why.conflicts+why.waits >= turnAfter || time.Since(start) >= b.cfg.busyTimeout/4) {
-			holding = b.takeTurn(ctx, token)
+		if queued == nil && run > 0 && (why.conflicts >= turnAfter || time.Since(start) >= b.cfg.busyTimeout/4) {
+			queued = b.joinTurn(ctx, token, b.cfg.busyTimeout)
 		}
-		if !holding { // the holder of the turn never queues behind others
+		if queued != nil {
+			st, werr := b.waitInLine(ctx, queued)
+			if werr != nil {
+				b.stats.busy.Add(1)
+				return fmt.Errorf("etcd: update: waiting for the turn after %d runs (%s): %w: %w", run, why, backend.ErrBusy, werr)
+			}
+			if st == placeLost {
+				queued = nil // its lease expired: join again when needed
+			}
+		}
+		if queued == nil { // an Update in the queue never waits at the gate
 			leave, gerr := b.gate.enter(ctx)
 			if gerr != nil {
 				b.stats.busy.Add(1)
@@ -212,14 +225,8 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			leaveGate = func() { leave(); leaveGate = func() {} }
 		}
 		t := &tx{readTx: *newReadTx(b, true)}
-		t.token = token
+		t.token, t.place = token, queued
 		err := b.runFn(t, fn)
-		if t.turn.read {
-			turnFree = !t.turn.held
-			if holding && t.turn.value != token {
-				holding = false // the turn was lost (its lease expired)
-			}
-		}
 		var out outcome
 		waited := false
 		switch {
@@ -235,13 +242,23 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			return fmt.Errorf("etcd: update not committed because a write failed part-way: %w", t.w.broken)
 		case len(t.w.writes) == 0:
 			return nil
-		case t.turn.held && !b.turnStale(t.turn.mod):
-			// Another Update holds the turn: commit nothing until it ends.
+		case t.turn.held && !b.turnHeldTooLong(t.turn.head):
+			// Another Update holds the turn: commit nothing. One in the
+			// queue waits in line; another waits for the turn to pass
+			// (waits do not make it join the queue: under load that
+			// would queue every Update and serialize disjoint ones too).
 			leaveGate()
-			turnFree = b.waitTurn(ctx, t.turn.rev)
+			b.stats.turnWaits.Add(1)
 			why.waits++
 			why.last = "another Update held the turn"
 			waited = true
+			if queued == nil {
+				// Until the turn passes, but no later than when this
+				// Update joins the queue anyway.
+				_, left := b.turnStale(t.turn.head)
+				join := b.cfg.busyTimeout/4 - time.Since(start)
+				b.awaitDelete(ctx, string(t.turn.head.Key), t.turn.rev, max(min(turnWait, left, join), 0))
+			}
 		default:
 			out, err = b.commit(ctx, t, s)
 			switch {
@@ -252,7 +269,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 				return err
 			case out == committed:
 				b.stats.commits.Add(1)
-				holding = false // the commit deleted the turn key
+				queued = nil // the commit deleted its key in the queue
 				return nil
 			case out == conflicted:
 				b.gate.conflicted()
@@ -272,7 +289,10 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			b.stats.busy.Add(1)
 			return fmt.Errorf("etcd: update: re-runs stopped after %d runs (%s): %w: %w", run+1, why, backend.ErrBusy, cerr)
 		}
-		if lim := b.cfg.busyTimeout; lim > 0 && time.Since(start) >= lim {
+		// An Update in the turn queue that found the turn taken waits in
+		// line instead: the queue moves, and each turn ahead of it is
+		// bounded (turn.go).
+		if lim := b.cfg.busyTimeout; lim > 0 && (!waited || queued == nil) && time.Since(start) >= lim {
 			b.stats.busy.Add(1)
 			return fmt.Errorf("etcd: update: not committed after %d runs in the busy timeout %v (%s): %w", run+1, lim, why, backend.ErrBusy)
 		}
@@ -280,7 +300,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			return fmt.Errorf("etcd: update: %w", backend.ErrClosed)
 		}
 		if waited {
-			continue // the turn ended: run at once
+			continue // the turn passed, or wait in line: run at once
 		}
 		select {
 		case <-time.After(backoff(run)):
@@ -356,7 +376,9 @@ func (b *Backend) Close() error {
 	b.closed.Store(true)
 	b.mu.Unlock()
 	b.inflight.Wait()
+	b.turnWatch.stop()
 	b.closeTurnLease()
+	b.closeClaimLease()
 	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
 	_, derr := b.kv.Delete(ctx, b.slots.prefix, clientv3.WithPrefix())
 	cancel()

@@ -118,11 +118,15 @@ func nonce() string {
 func (b *Backend) commit(ctx context.Context, t *tx, s *slot) (outcome, error) {
 	w := t.w
 	cmps := append(w.cmps(t.rev), clientv3.Compare(clientv3.ModRevision(s.key), "=", s.rev))
+	if t.turn.read {
+		cmps = append(cmps, t.turn.cmp) // the turn queue as fn found it (turn.go)
+	}
 	n := nonce()
 	ops := append(w.ops(), clientv3.OpPut(s.key, "c:"+n))
-	if t.turn.read && t.turn.value == t.token {
-		// This Update holds the turn (turn.go): its commit ends it.
-		ops = append(ops, clientv3.OpDelete(b.turnKey()))
+	if t.place != nil {
+		// This Update is in the turn queue: its commit leaves it, ending
+		// its turn.
+		ops = append(ops, clientv3.OpDelete(t.place.key))
 	}
 	rctx, cancel := b.requestCtx(ctx)
 	resp, err := b.hooks.commit(rctx, b.kv, commitTxn{If: cmps, Then: ops, Else: []clientv3.Op{clientv3.OpGet(s.key)}})

@@ -50,6 +50,8 @@ type contentionResult struct {
 	elapsed                         time.Duration
 	conflicts                       int64
 	firstErr                        error
+	stats                           etcd.Stats // summed over the clients
+	passes                          int64      // Dispatch calls
 }
 
 func (r contentionResult) rate() float64 { return float64(r.admitted) / r.elapsed.Seconds() }
@@ -80,7 +82,7 @@ func runContention(t *testing.T, dispatchers, clients, n int, limit time.Duratio
 	owner := &identityOwner{calls: map[string]int{}}
 	var left atomic.Int64
 	left.Store(int64(len(keys)))
-	var busy, other atomic.Int64
+	var busy, other, passes atomic.Int64
 	var firstErr atomic.Value
 	deadline := time.Now().Add(limit)
 	start := time.Now()
@@ -89,6 +91,7 @@ func runContention(t *testing.T, dispatchers, clients, n int, limit time.Duratio
 		s := workflow.New(bes[d%clients]) // a Store each, as processes have
 		wg.Go(func() {
 			for left.Load() > 0 && time.Now().Before(deadline) {
+				passes.Add(1)
 				sum, err := s.Dispatch(ctx, owner, workflow.DispatchOptions{Limit: 10}, time.Now())
 				left.Add(-int64(len(sum.Admitted)))
 				switch {
@@ -114,9 +117,17 @@ func runContention(t *testing.T, dispatchers, clients, n int, limit time.Duratio
 		r.dups += c - 1
 	}
 	for _, b := range bes {
-		r.conflicts += b.Stats().Conflicts
+		st := b.Stats()
+		r.conflicts += st.Conflicts
+		r.stats.Updates += st.Updates
+		r.stats.Commits += st.Commits
+		r.stats.Reads += st.Reads
+		r.stats.CommitRequests += st.CommitRequests
+		r.stats.Turns += st.Turns
+		r.stats.TurnWaits += st.TurnWaits
 	}
 	r.conflicts -= before
+	r.passes = passes.Load()
 	return r
 }
 
@@ -155,6 +166,8 @@ func TestContention(t *testing.T) {
 			t.Logf("%d dispatchers over %d clients: %d of %d admitted in %v: %.1f/s%s; %d ErrBusy, %d other errors, %d duplicates, %d conflicts (%.1f per admission); first error: %v",
 				sc.dispatchers, sc.clients, r.admitted, n, r.elapsed.Round(time.Millisecond), r.rate(), ratio,
 				r.busy, r.otherErrs, r.dups, r.conflicts, float64(r.conflicts)/float64(max(r.admitted, 1)), r.firstErr)
+			t.Logf("%d Dispatch calls; Backend stats (seeding included): %d Updates, %d commits, %d read requests, %d commit requests, %d turns, %d waits for a turn",
+				r.passes, r.stats.Updates, r.stats.Commits, r.stats.Reads, r.stats.CommitRequests, r.stats.Turns, r.stats.TurnWaits)
 			require.Zero(t, r.dups, "duplicates")
 			require.Zero(t, r.busy, "Dispatch calls failed with ErrBusy")
 			require.Equal(t, n, r.admitted, "admitted")

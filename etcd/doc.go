@@ -17,9 +17,10 @@
 //     key range it read, so a concurrent write (a phantom insert into a
 //     scanned range included) fails the commit and fn runs again, with
 //     backoff, until the busy timeout or ctx ends it (backend.ErrBusy).
-//     An Update whose commit keeps failing takes the store's turn, during
-//     which no other Update commits, so a large transaction racing many
-//     small ones still commits.
+//     An Update whose commit keeps failing joins the store's turn queue
+//     and commits in its order, no other Update committing during its
+//     turn, so a large transaction racing many small ones still commits;
+//     waiting in the queue, it is not held to the busy timeout.
 //   - A commit whose answer is lost (timeout, leader change, lost
 //     connection) is resolved through a commit marker, never guessed:
 //     either the commit applied and Update returns nil, or a fence makes
@@ -39,10 +40,13 @@
 //   - Throughput is bounded by the cluster's commit latency and by
 //     conflicts between Updates touching the same keys. For 100 ms after
 //     one of its commits failed, a Backend runs its Updates one at a
-//     time, disjoint ones included; a process that dies holding the turn
+//     time, disjoint ones included; a process that dies in the turn queue
 //     holds other Updates back for up to 5 s.
 //   - A process that dies leaves a few commit-marker keys behind; they are
 //     harmless (Verify ignores them).
+//   - Backend implements backend.Claimer: a claim is a key under a lease,
+//     expiring by the wall clocks of the Backends' machines (keep them in
+//     sync; a skew only moves when a claim lapses).
 //
 // The key spaces, read revisions, phantom protection and commit markers
 // are described in full in the repository's docs/internals/etcd.md.

@@ -16,8 +16,9 @@ import "github.com/wfstore/wfstore/internal/kvlayout"
 
 // Space tags of the adapter's own keys.
 const (
-	tagMeta   byte = 'm' // meta keys: store marker, schema version
+	tagMeta   byte = 'm' // meta keys: store marker, schema version, the turn queue
 	tagMarker byte = 'x' // commit markers: instance | slot (tx.go)
+	tagClaim  byte = 'c' // advisory claims: claim key (claims.go)
 )
 
 // layout is the etcd store's: every kind and index the flat key range of

@@ -2,6 +2,9 @@ package etcd
 
 import (
 	"context"
+	"fmt"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -10,53 +13,63 @@ import (
 )
 
 // This file is the turn: how an Update that keeps losing its commit to
-// concurrent ones gets to commit.
+// concurrent ones gets to commit, in order.
 //
 // Optimistic re-runs favour small transactions: a large one (a tree
 // cancellation reading and writing a whole run) needs a quiet window as
 // long as its reads and its commit, and dispatchers committing every few
 // milliseconds on the same run never leave it one. So an Update whose
-// commit failed (or that waited for another's turn) turnAfter times takes
-// the store's turn: one meta key,
-// put only if absent, attached to a lease of turnTTL, holding the
-// Update's token. While the key holds another Update's token, no Update
-// commits: every Update reads the turn key with its first read (in the
-// same request, at the same revision) and keeps it in its read set like
-// any key it read, so
+// commit failed turnAfter times (or that has run for a quarter of its
+// busy timeout) joins the store's turn queue: it puts a meta key
+// "turn/<token>" of its own, attached to its Backend's lease. The keys'
+// CreateRevisions order the queue; the oldest key holds the turn. While
+// the queue holds a key, only the holder commits: every Update reads the
+// queue's oldest key with its first read (in the same request, at the
+// same revision) and its commit compares what it found, so
 //
-//   - an Update that read the key absent and commits after the turn was
-//     taken fails its compare on it, and runs again;
-//   - an Update that read the key holding another's token does not send
-//     its commit: it waits until the key is deleted (a watch, bounded by
-//     turnWait) and runs again;
-//   - the holder's commit deletes the key in the same Txn, so the turn
-//     ends exactly when its writes land; a holder that returns without
-//     committing (fn's error, ctx, the busy timeout) deletes it if it
-//     still holds its token.
+//   - an Update that found the queue empty compares that it still is: one
+//     that commits after another joined fails, and runs again;
+//   - an Update that found another's key at the head sends no commit: it
+//     waits for that key to go (through the Backend's watch) and runs
+//     again; it joins the queue only by the rules above (a quarter of its
+//     busy timeout at the latest), so that a turn does not pull every
+//     Update into the queue and serialize disjoint ones for good;
+//   - a queued Update waits, without running fn, for the key just ahead
+//     of it to go (a watch, bounded by turnWait), so each turn wakes one
+//     waiter; at the head, it runs fn, skipping its Backend's commit
+//     gate, and its commit compares that no key older than its own
+//     appeared, and deletes its key in the same Txn, so the turn passes
+//     exactly when its writes land;
+//   - a queued Update that returns without committing (fn's error, ctx,
+//     the busy timeout) deletes its key.
 //
-// The key's lease is the Backend's, renewed until Close: a process that
-// dies holding the turn holds the others back for turnTTL at most, then
-// the lease expires and deletes the key. A holder alive but stuck (its fn
-// waiting on another Update, against the contract) is ignored by each
-// Backend after turnMaxHold. An Update that finds it lost the
-// turn (its first read no longer sees its token) goes on as any other. The turn only decides who sends a commit; what commits is
-// still decided by the compares alone, so serializability never depends
-// on it. An Update whose fn writes nothing, or returns an error, is never
-// held back by the turn.
+// An Update in the queue is not held to its busy timeout while it waits
+// there: the queue moves, and each turn ahead of it is bounded. The keys'
+// lease is the Backend's, renewed until Close: a process that dies
+// holding keys holds the queue back for turnTTL at most, then the lease
+// expires and deletes them. A holder alive but stuck (its fn waiting on
+// another Update, against the contract) is ignored by each Backend once
+// it has held the turn for its own busy timeout, at most turnMaxHold:
+// Updates then commit as if it had not taken the turn, comparing that its
+// key did not change. An Update that finds its key gone (its lease
+// expired) goes on as any other. The turn only decides who sends a
+// commit; what commits is still decided by the compares alone, so
+// serializability never depends on it. An Update whose fn writes nothing,
+// or returns an error, is never held back by the turn.
 
 const (
-	// turnAfter is how many failed commits make an Update take the turn.
+	// turnAfter is how many failed commits make an Update join the queue.
 	turnAfter = 4
 	// turnTTL is the turn lease's, in seconds: how long a process that
-	// died holding the turn holds every other Update back at most.
+	// died in the queue holds every other Update back at most.
 	turnTTL = 5
-	// turnWait bounds one wait for the turn to end, after which the
-	// waiter reads again anyway.
+	// turnWait bounds one wait in the queue, after which the waiter
+	// reads the queue again anyway.
 	turnWait = time.Second
-	// turnMaxHold is how long a Backend lets one turn hold its Updates
+	// turnMaxHold is the longest a Backend lets one turn hold its Updates
 	// back: a holder still alive but stuck (its fn waiting on an Update
-	// that waits for the turn) is then ignored, and Updates commit as if
-	// the key were absent (their compare on it still holds).
+	// that waits for the turn) is then ignored. A holder whose busy
+	// timeout is shorter is ignored after that.
 	turnMaxHold = 5 * time.Second
 )
 
@@ -68,56 +81,89 @@ type turnSeen struct {
 	since time.Time
 }
 
-// turnStale reports whether the turn held at ModRevision mod has held this
-// Backend's Updates back for turnMaxHold already.
-func (b *Backend) turnStale(mod int64) bool {
+// turnStale reports whether the turn held by key kv (the queue's head)
+// has held this Backend's Updates back for as long as its holder may hold
+// it already, and otherwise how long it may still hold it.
+func (b *Backend) turnStale(kv *mvccpb.KeyValue) (bool, time.Duration) {
+	limit := turnMaxHold
+	if _, d, ok := strings.Cut(string(kv.Value), " "); ok {
+		if ms, err := strconv.ParseInt(d, 10, 64); err == nil && ms > 0 {
+			limit = min(limit, time.Duration(ms)*time.Millisecond)
+		}
+	}
 	s := &b.turnSeen
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.mod != mod {
-		s.mod, s.since = mod, time.Now()
-		return false
+	if s.mod != kv.ModRevision {
+		s.mod, s.since = kv.ModRevision, time.Now()
 	}
-	return time.Since(s.since) >= turnMaxHold
+	left := limit - time.Since(s.since)
+	return left <= 0, left
 }
 
-// turnKey is the store's turn key (a meta key).
-func (b *Backend) turnKey() string { return b.metaKey("turn") }
+// turnPrefix is the queue's key range's start (meta keys "turn/...").
+func (b *Backend) turnPrefix() string { return b.metaKey("turn/") }
 
-// turnRead is what an Update's first read learned of the turn key.
+// turnEntry is the queue key of the Update with token.
+func (b *Backend) turnEntry(token string) string { return b.turnPrefix() + token }
+
+// turnHead reads the queue's oldest key.
+func (b *Backend) turnHead() clientv3.Op {
+	p := b.turnPrefix()
+	return clientv3.OpGet(p, clientv3.WithRange(clientv3.GetPrefixRangeEnd(p)),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortAscend), clientv3.WithLimit(1))
+}
+
+// turnAhead reads the newest queue key created before revision rev.
+func (b *Backend) turnAhead(rev int64) clientv3.Op {
+	p := b.turnPrefix()
+	return clientv3.OpGet(p, clientv3.WithRange(clientv3.GetPrefixRangeEnd(p)), clientv3.WithMaxCreateRev(rev-1),
+		clientv3.WithSort(clientv3.SortByCreateRevision, clientv3.SortDescend), clientv3.WithLimit(1), clientv3.WithKeysOnly())
+}
+
+// turnRead is what an Update's first read learned of the turn queue.
 type turnRead struct {
-	read  bool   // the first read included the turn key
-	held  bool   // the key holds another Update's token
-	mod   int64  // the key's ModRevision (0: absent)
-	rev   int64  // the revision of that read
-	value string // the token held
+	read bool             // the first read included the queue's head
+	head *mvccpb.KeyValue // the queue's oldest key (nil: the queue was empty)
+	held bool             // head is another Update's
+	cmp  clientv3.Cmp     // what the commit compares of the queue
+	rev  int64            // the revision of that read
 }
 
-// noteTurn records the turn key as the first read returned it (kvs empty:
-// absent): in the read set, and whether another Update holds the turn.
+// noteTurn records the queue's head as the first read returned it (kvs
+// empty: the queue was empty), and the compare the commit makes of it.
 func (t *readTx) noteTurn(kvs []*mvccpb.KeyValue) {
 	if t.w == nil || t.turn.read {
 		return
 	}
 	t.turn.read = true
 	t.turn.rev = t.rev
-	var mod int64
-	if len(kvs) > 0 {
-		mod = kvs[0].ModRevision
-		t.turn.mod = mod
-		t.turn.value = string(kvs[0].Value)
-		t.turn.held = t.turn.value != t.token
+	p := t.b.turnPrefix()
+	end := clientv3.GetPrefixRangeEnd(p)
+	if len(kvs) == 0 {
+		// Still empty at the commit: nobody joined meanwhile.
+		t.turn.cmp = clientv3.Compare(clientv3.Version(p), "=", 0).WithRange(end)
+		return
 	}
-	t.noteRead(t.b.turnKey(), mod)
+	h := kvs[0]
+	t.turn.head = h
+	if string(h.Key) == t.b.turnEntry(t.token) {
+		// Ours: no older key appeared (none can: revisions only grow).
+		t.turn.cmp = clientv3.Compare(clientv3.CreateRevision(p), ">", h.CreateRevision-1).WithRange(end)
+		return
+	}
+	t.turn.held = true
+	// Another's, committed past only once stale: it must not have changed.
+	t.turn.cmp = clientv3.Compare(clientv3.ModRevision(string(h.Key)), "=", h.ModRevision)
 }
 
-// withTurn reports whether a read of t must also read the turn key: the
-// first read of an Update.
+// withTurn reports whether a read of t must also read the queue's head:
+// the first read of an Update.
 func (t *readTx) withTurn() bool { return t.w != nil && t.rev == 0 && !t.turn.read }
 
-// turnLease is the Backend's lease for the turn keys its Updates put,
-// granted at the first turn and kept alive until Close: a turn outlives
-// its holder only when the whole process (or its link to the cluster)
+// turnLease is the Backend's lease for the queue keys its Updates put,
+// granted at the first turn and kept alive until Close: a key outlives
+// its Update only when the whole process (or its link to the cluster)
 // dies, and then by turnTTL at most.
 type turnLease struct {
 	mu     sync.Mutex
@@ -176,52 +222,238 @@ func (b *Backend) closeTurnLease() {
 	_, _ = b.cli.Revoke(ctx, id)
 }
 
-// takeTurn tries to take the turn for token, reporting whether it did:
-// false when another Update holds it, or when a request failed (the Update
-// then runs again without it).
-func (b *Backend) takeTurn(ctx context.Context, token string) bool {
+// place is an Update's key in the turn queue.
+type place struct {
+	key string
+	rev int64 // its CreateRevision
+	// head: the join found the key at the head (the queue was empty);
+	// the first wait in line returns at once.
+	head bool
+}
+
+// joinTurn puts the Update's key at the end of the turn queue, reading
+// the queue's head and the key ahead in the same Txn; nil when a request
+// failed (the Update then runs again without a place).
+func (b *Backend) joinTurn(ctx context.Context, token string, busy time.Duration) *place {
 	id, err := b.turnLeaseID(ctx)
 	if err != nil {
-		return false
+		return nil
 	}
-	k := b.turnKey()
+	k := b.turnEntry(token)
 	rctx, cancel := b.requestCtx(ctx)
 	defer cancel()
-	resp, err := b.kv.Txn(rctx).If(clientv3.Compare(clientv3.CreateRevision(k), "=", 0)).
-		Then(clientv3.OpPut(k, token, clientv3.WithLease(id))).Commit()
-	if err != nil || !resp.Succeeded {
-		return false
+	// The value names how long its holder may hold the turn: its busy
+	// timeout (turnStale).
+	v := fmt.Sprintf("%s %d", token, max(busy.Milliseconds(), 1))
+	resp, err := b.kv.Txn(rctx).Then(clientv3.OpPut(k, v, clientv3.WithLease(id)), b.turnHead()).Commit()
+	if err != nil {
+		return nil
 	}
 	b.stats.turns.Add(1)
+	p := &place{key: k, rev: resp.Header.Revision}
+	if h := resp.Responses[1].GetResponseRange().GetKvs(); len(h) > 0 && string(h[0].Key) == k {
+		p.head = true
+	}
+	return p
+}
+
+// leaveTurn deletes the queue key of an Update that returns without
+// committing. Best effort: a key left behind holds others back until its
+// holder is found stale or its lease expires.
+func (b *Backend) leaveTurn(p *place) {
+	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
+	defer cancel()
+	_, _ = b.kv.Delete(ctx, p.key)
+}
+
+// queueState is where a queued Update stands after waiting in line.
+type queueState int
+
+const (
+	atHead    queueState = iota + 1 // its key is the oldest: its turn
+	headGone                        // the head is stale: run as if the turn were free
+	placeLost                       // its key is gone (its lease expired)
+)
+
+// waitInLine waits, without running fn, until p's key is the queue's
+// oldest, the head has held the turn too long (turnStale), or p's key is
+// gone; between reads it waits for the key just ahead of p's to be
+// deleted (at most turnWait, or until the head turns stale). It returns
+// ctx's error when ctx ends first.
+func (b *Backend) waitInLine(ctx context.Context, p *place) (queueState, error) {
+	if p.head {
+		p.head = false
+		return atHead, nil
+	}
+	for {
+		b.turnWatch.start(ctx, b) // before the read, so that it covers its revision
+		rctx, cancel := b.requestCtx(ctx)
+		resp, err := b.kv.Txn(rctx).Then(clientv3.OpGet(p.key, clientv3.WithKeysOnly()), b.turnHead(), b.turnAhead(p.rev)).Commit()
+		cancel()
+		b.stats.reads.Add(1)
+		if err != nil {
+			if cerr := ctx.Err(); cerr != nil {
+				return 0, cerr
+			}
+			return headGone, nil // let fn's reads retry the cluster
+		}
+		if len(resp.Responses[0].GetResponseRange().GetKvs()) == 0 {
+			return placeLost, nil
+		}
+		heads := resp.Responses[1].GetResponseRange().GetKvs()
+		if len(heads) == 0 || string(heads[0].Key) == p.key {
+			return atHead, nil
+		}
+		stale, left := b.turnStale(heads[0])
+		if stale {
+			return headGone, nil
+		}
+		ahead := resp.Responses[2].GetResponseRange().GetKvs()
+		if len(ahead) == 0 {
+			continue // cannot be: the head is ahead; read again
+		}
+		b.stats.turnWaits.Add(1)
+		gone := b.awaitDelete(ctx, string(ahead[0].Key), resp.Header.Revision, min(turnWait, left))
+		if cerr := ctx.Err(); cerr != nil {
+			return 0, cerr
+		}
+		if gone && string(ahead[0].Key) == string(heads[0].Key) {
+			// The key ahead held the turn and has gone: ours, unless one
+			// ahead left meanwhile too (fn's first read tells).
+			return atHead, nil
+		}
+	}
+}
+
+// awaitDelete waits until key, a queue key that exists at revision rev,
+// is deleted, for at most d or until ctx ends, through the Backend's
+// watch on the queue (turnWatch).
+func (b *Backend) awaitDelete(ctx context.Context, key string, rev int64, d time.Duration) bool {
+	return b.turnWatch.await(ctx, b, key, rev, d)
+}
+
+// turnWatch is a Backend's one watch on the turn queue's deletes, started
+// at its first wait and kept until Close (or until etcd ends it: the next
+// wait starts it again). Waiting through one watch that is in sync, rather
+// than a watch per wait from the revision the waiter read, matters: etcd
+// delivers the events of a watch that starts in the past only on its
+// periodic resync, every 100 ms, which would hold every turn back that
+// long.
+type turnWatch struct {
+	mu      sync.Mutex
+	from    int64            // it sees every delete after this revision (0: not running)
+	deleted map[string]int64 // queue keys deleted since from: the delete's revision
+	changed chan struct{}    // closed at each batch of deletes and when the watch ends
+	cancel  context.CancelFunc
+	closed  bool
+}
+
+// maxDeletesKept bounds turnWatch.deleted; past it the map starts afresh
+// (and waiters that read before read again).
+const maxDeletesKept = 4096
+
+// start starts the watch unless it runs, waiting for etcd to create it;
+// it reports whether it runs.
+func (w *turnWatch) start(ctx context.Context, b *Backend) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.from != 0 {
+		return true
+	}
+	if w.closed {
+		return false
+	}
+	wctx, cancel := context.WithCancel(clientv3.WithRequireLeader(context.Background()))
+	ch := b.cli.Watch(wctx, b.turnPrefix(), clientv3.WithPrefix(), clientv3.WithFilterPut(), clientv3.WithCreatedNotify())
+	var first clientv3.WatchResponse
+	var ok bool
+	select {
+	case first, ok = <-ch:
+	case <-ctx.Done():
+	case <-time.After(b.cfg.requestTimeout):
+	}
+	if !ok || first.Err() != nil || !first.Created {
+		cancel()
+		return false
+	}
+	w.from, w.cancel = first.Header.Revision, cancel
+	w.deleted, w.changed = map[string]int64{}, make(chan struct{})
+	go w.run(ch, cancel)
 	return true
 }
 
-// releaseTurn ends the turn of a holder that returns without committing:
-// it deletes the turn key if it still holds token. Best effort: a key left
-// behind holds others back until the lease expires.
-func (b *Backend) releaseTurn(token string) {
-	k := b.turnKey()
-	ctx, cancel := context.WithTimeout(context.Background(), b.cfg.requestTimeout)
+// run records the deletes the watch reports until it ends.
+func (w *turnWatch) run(ch clientv3.WatchChan, cancel context.CancelFunc) {
 	defer cancel()
-	_, _ = b.kv.Txn(ctx).If(clientv3.Compare(clientv3.Value(k), "=", token)).Then(clientv3.OpDelete(k)).Commit()
-}
-
-// waitTurn waits until the turn key, held at revision rev, is deleted (its
-// holder committed or released it, or its lease expired), for at most
-// turnWait or until ctx ends. It reports whether it saw the delete.
-func (b *Backend) waitTurn(ctx context.Context, rev int64) bool {
-	b.stats.turnWaits.Add(1)
-	wctx, cancel := context.WithTimeout(clientv3.WithRequireLeader(ctx), turnWait)
-	defer cancel()
-	for resp := range b.cli.Watch(wctx, b.turnKey(), clientv3.WithRev(rev+1)) {
+	for resp := range ch {
 		if resp.Err() != nil || resp.Canceled {
-			return false
+			break
 		}
+		w.mu.Lock()
 		for _, ev := range resp.Events {
 			if ev.Type == clientv3.EventTypeDelete {
-				return true
+				if len(w.deleted) >= maxDeletesKept {
+					w.deleted, w.from = map[string]int64{}, ev.Kv.ModRevision-1
+				}
+				w.deleted[string(ev.Kv.Key)] = ev.Kv.ModRevision
 			}
 		}
+		close(w.changed)
+		w.changed = make(chan struct{})
+		w.mu.Unlock()
 	}
-	return false
+	w.mu.Lock()
+	w.from = 0
+	close(w.changed)
+	w.changed = make(chan struct{})
+	w.mu.Unlock()
+}
+
+// await waits until key, which exists at revision rev, is deleted, for at
+// most d or until ctx ends, and reports whether it saw the delete. It
+// returns at once when the watch does not cover every delete after rev
+// (the caller then reads again).
+func (w *turnWatch) await(ctx context.Context, b *Backend, key string, rev int64, d time.Duration) bool {
+	if !w.start(ctx, b) {
+		return false
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	for {
+		w.mu.Lock()
+		if w.deleted[key] > rev {
+			w.mu.Unlock()
+			return true
+		}
+		if w.from == 0 || w.from > rev {
+			w.mu.Unlock()
+			return false
+		}
+		ch := w.changed
+		w.mu.Unlock()
+		select {
+		case <-ch:
+		case <-timer.C:
+			return false
+		case <-ctx.Done():
+			return false
+		}
+	}
+}
+
+// stop ends the watch for good (Close).
+func (w *turnWatch) stop() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.closed = true
+	if w.cancel != nil {
+		w.cancel()
+	}
+}
+
+// turnHeldTooLong reports whether the turn held by head has held this
+// Backend's Updates back as long as its holder may hold it.
+func (b *Backend) turnHeldTooLong(head *mvccpb.KeyValue) bool {
+	stale, _ := b.turnStale(head)
+	return stale
 }

@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
@@ -12,8 +13,11 @@ import (
 	"github.com/wfstore/wfstore/etcd"
 )
 
-// turnKey is the turn key of the store under prefix p (a meta key).
-func turnKey(p string) string { return p + "mturn" }
+// turnQueue is the start of the turn queue's keys of the store under
+// prefix p (meta keys); turnKey(p) is a key in it, as another Update puts.
+func turnQueue(p string) string { return p + "mturn/" }
+
+func turnKey(p string) string { return turnQueue(p) + "another" }
 
 // insertRun is an Update that inserts run id.
 func insertRun(ctx context.Context, b *etcd.Backend, id string) error {
@@ -67,7 +71,7 @@ func TestTurnTakenAfterConflictsEndsWithTheCommit(t *testing.T) {
 	st := b.Stats()
 	require.Equal(t, int64(4), st.Conflicts)
 	require.Equal(t, int64(1), st.Turns, "the Update took the turn after 4 failed commits")
-	resp, err := newClient(t).Get(ctx, turnKey(p))
+	resp, err := newClient(t).Get(ctx, turnQueue(p), clientv3.WithPrefix())
 	require.NoError(t, err)
 	require.Empty(t, resp.Kvs, "the commit ended the turn")
 	// The next Update neither waits nor takes the turn.
@@ -89,7 +93,56 @@ func TestTurnEndsWhenTheHolderGivesUp(t *testing.T) {
 	err := insertRun(ctx, b, "r")
 	require.ErrorIs(t, err, backend.ErrBusy)
 	require.Equal(t, int64(1), b.Stats().Turns)
-	resp, err := newClient(t).Get(ctx, turnKey(p))
+	resp, err := newClient(t).Get(ctx, turnQueue(p), clientv3.WithPrefix())
 	require.NoError(t, err)
 	require.Empty(t, resp.Kvs, "the holder that gave up ended the turn")
+}
+
+// updateName names an Update's commits for the commit hook.
+type updateName struct{}
+
+// Updates that wait for the turn queue up in order: each joins the queue
+// behind the ones before it, waits there past its busy timeout while
+// another Update holds the turn, and commits in its place once the turn
+// passes. None fails with ErrBusy.
+func TestTurnQueueServesWaitersInOrderPastTheirBusyTimeout(t *testing.T) {
+	var mu sync.Mutex
+	var order []string
+	record := func(ctx context.Context, kv clientv3.KV, c etcd.CommitTxn) (*clientv3.TxnResponse, error) {
+		if name, ok := ctx.Value(updateName{}).(string); ok {
+			mu.Lock()
+			order = append(order, name)
+			mu.Unlock()
+		}
+		return c.Send(ctx, kv)
+	}
+	const busy = 400 * time.Millisecond
+	b, p := openFresh(t, etcd.WithCommitHook(record), etcd.WithBusyTimeout(busy))
+	ctx := ctxT(t)
+	put(t, turnKey(p), "another update's token")
+	names := []string{"u1", "u2", "u3"}
+	done := make(chan error, len(names))
+	for i, name := range names {
+		go func() { done <- insertRun(context.WithValue(ctx, updateName{}, name), b, name) }()
+		// Each joins the queue (a quarter of its busy timeout after it
+		// found the turn held) before the next starts.
+		require.Eventually(t, func() bool { return b.Stats().Turns == int64(i+1) }, 5*time.Second, 5*time.Millisecond, "%s joined the queue", name)
+	}
+	time.Sleep(2 * busy)
+	select {
+	case err := <-done:
+		t.Fatalf("an Update returned (%v) while another Update held the turn", err)
+	default:
+	}
+	require.Zero(t, b.Stats().CommitRequests, "no commit was sent while the turn was held")
+	del(t, turnKey(p))
+	for range names {
+		require.NoError(t, <-done, "an Update waiting in the queue is not held to its busy timeout")
+	}
+	mu.Lock()
+	require.Equal(t, names, order, "the queue served its Updates in the order they joined")
+	mu.Unlock()
+	resp, err := newClient(t).Get(ctx, turnQueue(p), clientv3.WithPrefix())
+	require.NoError(t, err)
+	require.Empty(t, resp.Kvs, "every commit left the queue")
 }

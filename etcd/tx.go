@@ -61,9 +61,11 @@ type readTx struct {
 	// leader change, a compacted revision): Update re-runs fn rather than
 	// return fn's error.
 	transient error
-	// token is the Update's own, the value of the turn key while it holds
-	// the turn; turn is what its first read found there (turn.go).
+	// token is the Update's own, naming its key in the turn queue; place
+	// is that key when the Update has one; turn is what its first read
+	// found at the queue's head (turn.go).
 	token string
+	place *place
 	turn  turnRead
 }
 
@@ -170,7 +172,7 @@ func (t *readTx) fetch(ctx context.Context, op string, keys []string) error {
 		need = append(need, k)
 	}
 	for len(need) > 0 {
-		turn := t.withTurn() // the first read of an Update reads the turn key too
+		turn := t.withTurn() // the first read of an Update reads the turn queue's head too
 		n := min(len(need), t.b.cfg.maxTxnOps)
 		if turn {
 			n = min(len(need), max(t.b.cfg.maxTxnOps-1, 1))
@@ -185,7 +187,7 @@ func (t *readTx) fetch(ctx context.Context, op string, keys []string) error {
 				ops[i] = clientv3.OpGet(k, t.withRev(serializable)...)
 			}
 			if turn {
-				ops = append(ops, clientv3.OpGet(t.b.turnKey()))
+				ops = append(ops, t.b.turnHead())
 			}
 			rctx, cancel := t.b.requestCtx(ctx)
 			resp, err = t.b.kv.Txn(rctx).Then(ops...).Commit()
@@ -351,12 +353,12 @@ func (t *readTx) scan(ctx context.Context, op, from, end string, limit int, o sc
 }
 
 // rangeGet reads the range from with opts at t's revision (the first read
-// of an Update reads the turn key with it, in one read-only Txn) and pins
+// of an Update reads the turn queue's head with it, in one read-only Txn) and pins
 // the revision.
 func (t *readTx) rangeGet(ctx context.Context, from string, opts []clientv3.OpOption) (*clientv3.GetResponse, error) {
 	if t.withTurn() {
 		rctx, cancel := t.b.requestCtx(ctx)
-		tr, err := t.b.kv.Txn(rctx).Then(clientv3.OpGet(from, opts...), clientv3.OpGet(t.b.turnKey())).Commit()
+		tr, err := t.b.kv.Txn(rctx).Then(clientv3.OpGet(from, opts...), t.b.turnHead()).Commit()
 		cancel()
 		t.b.stats.reads.Add(1)
 		if err != nil {

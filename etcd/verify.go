@@ -3,6 +3,7 @@ package etcd
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	clientv3 "go.etcd.io/etcd/client/v3"
 
@@ -106,8 +107,8 @@ func verify(store snapshot, order []string) []Discrepancy {
 			continue
 		}
 		switch rest := sk[1:]; {
-		case sk[0] == tagMeta && (rest == "store" || rest == "version" || rest == "turn"):
-		case sk[0] == tagMarker:
+		case sk[0] == tagMeta && (rest == "store" || rest == "version" || rest == "turn" || strings.HasPrefix(rest, "turn/")):
+		case sk[0] == tagMarker, sk[0] == tagClaim:
 		default:
 			v.Add(kvlayout.Discrepancy{Space: "prefix", Key: []byte(sk), KeyText: fmt.Sprintf("%q", sk),
 				Problem: "key belongs to no record kind, index, meta key or commit marker"})

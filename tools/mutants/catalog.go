@@ -1751,7 +1751,7 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "etcd/backend.go",
-				Find:    `		case t.turn.held && !b.turnStale(t.turn.mod):`,
+				Find:    `		case t.turn.held && !b.turnHeldTooLong(t.turn.head):`,
 				Replace: `		case t.turn.held && false:`,
 			},
 		},
@@ -1824,6 +1824,19 @@ var Catalog = []Mutant{
 				Replace: `	if !peek || true {
 		return encodeCursor(kind, pos), nil
 	}`,
+			},
+		},
+	},
+	{
+		Name:  "etcd-claim-steals",
+		Bug:   "the etcd adapter's Claim takes a key another holder holds unexpired",
+		Suite: "./etcd/",
+		Tests: "TestConformance/contract/claims_",
+		Edits: []Edit{
+			{
+				File:    "etcd/claims.go",
+				Find:    `[]clientv3.Cmp{clientv3.Compare(clientv3.Value(ek), "<", nowS)},`,
+				Replace: `[]clientv3.Cmp{clientv3.Compare(clientv3.CreateRevision(ek), ">", len(nowS)*0)},`,
 			},
 		},
 	},
