@@ -21,7 +21,7 @@ import (
 	"github.com/wfstore/wfstore/workflow"
 )
 
-// TestBatchProbe measures, in one process and interleaved rounds, what a
+// BenchmarkBatchProbe measures, in one process and interleaved rounds, what a
 // batch admission on this adapter costs against what the same rows cost
 // written by hand: the bare durable commit (BEGIN IMMEDIATE; INSERT;
 // COMMIT on a file of its own), a hand-written probe writing exactly the
@@ -31,14 +31,23 @@ import (
 // updates), and the Store's own batch Dispatch over the same seeded file.
 // WFSTORE_PROBE_SQL (statements separated by ";") runs on each fresh store
 // before seeding, for trying a schema variant on both. It only measures
-// (set WFSTORE_PROBE=N admissions per round to run it):
+// (WFSTORE_PROBE=N admissions per round, 2000 when unset):
 //
-//	WFSTORE_PROBE=10000 go test -count=1 -run TestBatchProbe -v ./sqlite/
-func TestBatchProbe(t *testing.T) {
+//	WFSTORE_PROBE=10000 go test -count=1 -run '^$' -bench BatchProbe -benchtime 1x ./sqlite/
+//
+// The ratios are reported as the benchmark's metrics; each of b.N
+// iterations runs the three rounds again.
+func BenchmarkBatchProbe(b *testing.B) {
 	n, _ := strconv.Atoi(os.Getenv("WFSTORE_PROBE"))
 	if n <= 0 {
-		t.Skip("a measurement: set WFSTORE_PROBE to the admissions per round")
+		n = 2000
 	}
+	for range b.N {
+		batchProbe(b, n)
+	}
+}
+
+func batchProbe(t *testing.B, n int) {
 	n = (n + benchdata.PerRun - 1) / benchdata.PerRun * benchdata.PerRun
 	ctx := context.Background()
 	rounds := 3
@@ -67,6 +76,11 @@ func TestBatchProbe(t *testing.T) {
 	t.Logf("hand-written probe admissions/s %.0f (%.2f× bare), process CPU %.0f µs/admission", rate(probe), rate(probe)/rate(bare), cpu(probe))
 	t.Logf("Store batch admissions/s %.0f (%.2f× bare, %.2f× probe), process CPU %.0f µs/admission",
 		rate(store), rate(store)/rate(bare), rate(store)/rate(probe), cpu(store))
+	if only == "" {
+		t.ReportMetric(rate(probe)/rate(bare), "probe×bare")
+		t.ReportMetric(rate(store)/rate(bare), "store×bare")
+		t.ReportMetric(rate(store)/rate(probe), "store×probe")
+	}
 }
 
 // processCPU is the user and system time this process has used.
@@ -80,7 +94,7 @@ func processCPU() time.Duration {
 
 // probeBare times n bare commits on a file of its own with the writer's
 // pragmas.
-func probeBare(t *testing.T, ctx context.Context, dir string, n int) [2]time.Duration {
+func probeBare(t testing.TB, ctx context.Context, dir string, n int) [2]time.Duration {
 	db, err := sql.Open("sqlite", fileURI(filepath.Join(dir, "bare.db"),
 		pragmas(url.Values{}, "busy_timeout(5)", "synchronous(FULL)", "journal_mode(WAL)")))
 	if err != nil {
@@ -112,7 +126,7 @@ func probeBare(t *testing.T, ctx context.Context, dir string, n int) [2]time.Dur
 	return [2]time.Duration{time.Since(start), processCPU() - cpu}
 }
 
-func mustExec(t *testing.T, ctx context.Context, conn *sql.Conn, q string, args ...any) sql.Result {
+func mustExec(t testing.TB, ctx context.Context, conn *sql.Conn, q string, args ...any) sql.Result {
 	t.Helper()
 	res, err := conn.ExecContext(ctx, q, args...)
 	if err != nil {
@@ -142,7 +156,7 @@ func (probeOwner) DispatchBatch(_ context.Context, ps []workflow.PreparedDispatc
 // probeRound seeds n pending activations into a fresh store and times
 // admitting all of them in batches of 100: by the Store (store) or by the
 // hand-written probe.
-func probeRound(t *testing.T, ctx context.Context, dir string, n int, store bool) [2]time.Duration {
+func probeRound(t testing.TB, ctx context.Context, dir string, n int, store bool) [2]time.Duration {
 	b, err := Open(ctx, filepath.Join(dir, "store.db"))
 	if err != nil {
 		t.Fatal(err)
@@ -193,7 +207,7 @@ func probeRound(t *testing.T, ctx context.Context, dir string, n int, store bool
 }
 
 type prober struct {
-	t     *testing.T
+	t     testing.TB
 	ctx   context.Context
 	conn  *sql.Conn
 	stmts map[string]*sql.Stmt
