@@ -144,7 +144,10 @@ func caseClaimExpiresMidPrepare(e *env) {
 	if e.Caps.MultiInstance {
 		other = e.Open()
 	}
-	const lease = 150 * time.Millisecond
+	// Long enough that A's claim outlives B's whole Dispatch on a loaded
+	// machine (a few round trips to a busy cluster), short enough to wait
+	// out.
+	const lease = 2 * time.Second
 	sa := workflow.New(e.B, workflow.WithBatchSize(e.batch), workflow.WithClaimLease(lease))
 	sb := workflow.New(other, workflow.WithBatchSize(e.batch))
 	// A Store that has not met A's claim yet (a Store remembers, for a
