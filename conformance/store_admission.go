@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -360,7 +361,7 @@ func caseEventsOrder(e *env) {
 	page, err := s.Events(e.Ctx, "r", evs[0].Seq, 1)
 	require.NoError(e.T, err)
 	require.Len(e.T, page, 1)
-	assert.Equal(e.T, workflow.EventActivationCreated, page[0].Type)
+	assert.Equal(e.T, event.ActivationCreated, page[0].Type)
 	_, err = s.Events(e.Ctx, "r", 0, 1001)
 	requireIs(e.T, err, workflow.ErrInvalidInput, "limit 1001")
 	_, err = s.Events(e.Ctx, "r", 0, -1)

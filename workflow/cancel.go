@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // RequestCancellation durably records the run's cancellation intent (once;
@@ -147,7 +148,7 @@ func (s *Engine) CancelNeverDispatched(ctx context.Context, identity string, aut
 		if run.CancelRequestedMS == 0 {
 			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
 		}
-		if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, AttemptCancelledPayload{Reason: "never_dispatched"}); err != nil {
+		if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, event.AttemptCancelledPayload{Reason: "never_dispatched"}); err != nil {
 			return err
 		}
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
@@ -182,14 +183,14 @@ func (s *Engine) SettleOrphanedCancellation(ctx context.Context, identity string
 			return errNoop
 		}
 		if att.SideEffect == backend.Mutating {
-			if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: "cancellation_owner_unavailable"}, at); err != nil {
+			if err := requireAttemptRepair(w, run, att, event.AttemptRepairRequiredPayload{Reason: "cancellation_owner_unavailable"}, at); err != nil {
 				return err
 			}
 			if err := holdRunForRepair(run); err != nil {
 				return err
 			}
 		} else {
-			if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, AttemptCancelledPayload{Reason: "cancellation_owner_unavailable"}); err != nil {
+			if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, event.AttemptCancelledPayload{Reason: "cancellation_owner_unavailable"}); err != nil {
 				return err
 			}
 			if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
@@ -418,7 +419,7 @@ func (s *Engine) SettleCancelledUnobserved(ctx context.Context, identity string,
 		if att.Receipt == nil {
 			return errNoop
 		}
-		if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, AttemptCancelledPayload{Reason: string(how)}); err != nil {
+		if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, event.AttemptCancelledPayload{Reason: string(how)}); err != nil {
 			return err
 		}
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {

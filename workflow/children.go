@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // NewChildRun describes a child run started by a prepared parent attempt.
@@ -120,7 +121,7 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 			Status: backend.RunRunning, Limits: limits, DeadlineMS: deadline, Authority: auth,
 			CreatedMS: at, UpdatedMS: at,
 		}
-		createRun(w, child, RunCreatedPayload{RunID: childID, RootRunID: root.ID, Limits: limitsPayload(limits)}, at)
+		createRun(w, child, event.RunCreatedPayload{RunID: childID, RootRunID: root.ID, Limits: limitsPayload(limits)}, at)
 		insert(w, backend.RunLink{ChildRunID: childID, RootRunID: root.ID, Parent: pk, Target: target, Depth: child.Depth, CreatedMS: at})
 		receipt, err := encodeJSON("child run receipt", map[string]any{
 			"owner": childReceiptOwner, "child_run_id": childID, "root_run_id": root.ID,

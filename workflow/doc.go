@@ -28,7 +28,7 @@
 //     which failures may be retried; a schedule is durable and consumed
 //     once (Engine.ConsumeNextDueRetry).
 //   - Every change appends its event in the same transaction (Events,
-//     Event.Decode), and a run completes in the transaction that settles
+//     event.Event.Decode), and a run completes in the transaction that settles
 //     its last open work.
 //
 // # Conventions

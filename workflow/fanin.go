@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // Fan-in: a group created with NewFanOut.FanIn has its controller settled
@@ -118,7 +119,7 @@ func decideFanIn(ctx context.Context, t txn, run *backend.Run, g *backend.FanOut
 	if ctl.Status != backend.ActivationWaiting {
 		return nil
 	}
-	p := FanInSettledPayload{
+	p := event.FanInSettledPayload{
 		RunID: ctl.Key.RunID, NodeID: ctl.Key.NodeID, ActivationID: ctl.Key.ActivationID,
 		Policy: WaitAll, Members: g.Size, MemberIndex: failing,
 	}

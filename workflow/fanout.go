@@ -6,34 +6,20 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wfstore/wfstore/wftype"
 	"slices"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
 )
 
-// FanOutFailure is a fan-out group's settlement policy: what a member's
-// terminal failure (a failed observation with no automatic retry
-// scheduled) does to the rest of the group.
-type FanOutFailure string
+// FanOutFailure is package wftype's FanOutFailure.
+type FanOutFailure = wftype.FanOutFailure
 
-// Settlement policies.
+// The FanOutFailure values, as package wftype defines them.
 const (
-	// WaitAll, the default: the failure is recorded on the member, the
-	// other members go on (waiting ones are still promoted and admitted),
-	// and the run fails only once every member has settled with at least
-	// one of them failed. It never interrupts work an owner already holds,
-	// which is why it is the default: cancelling a sibling that may be
-	// mutating the world is a choice the caller must make explicitly.
-	WaitAll FanOutFailure = "wait_all"
-	// FailFast: in the failing member's own transaction every sibling's
-	// active attempt moves to sibling_cancelling (a prepared attempt that
-	// provably never reached its owner is cancelled outright), every
-	// waiting or pending sibling is cancelled, the group is marked retired
-	// and the run fails. The sibling attempts then settle as cancelled
-	// through their observations. A failed member of such a group is
-	// never requeued.
-	FailFast FanOutFailure = "fail_fast"
+	WaitAll  FanOutFailure = wftype.WaitAll
+	FailFast FanOutFailure = wftype.FailFast
 )
 
 // NewFanOut describes a fan-out group: members of one controller

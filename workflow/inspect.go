@@ -7,11 +7,12 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // Events returns up to limit of the run's events after afterSeq, in commit
 // order. limit is 1 to MaxPageLimit; 0 means DefaultPageLimit.
-func (s *Store) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]Event, error) {
+func (s *Store) Events(ctx context.Context, runID string, afterSeq int64, limit int) ([]event.Event, error) {
 	if err := ValidateID("run id", runID); err != nil {
 		return nil, err
 	}

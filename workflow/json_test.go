@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // TestEveryEnvelopeFitsTheOwnerLimits builds every event that carries an
@@ -35,8 +36,8 @@ func TestEveryEnvelopeFitsTheOwnerLimits(t *testing.T) {
 		return map[string]any{
 			"attempt_prepared":                      preparedPayload(k, backend.Mutating, doc, at),
 			"attempt_admitted":                      admittedPayload(k, ident, doc, at),
-			"attempt_cancellation_receipt_recorded": receiptPayload(EventAttemptCancellationReceiptRecorded, k, ident, doc, at),
-			"attempt_succeeded":                     AttemptSucceededPayload{DispatchIdentity: ident, Output: doc},
+			"attempt_cancellation_receipt_recorded": receiptPayload(event.AttemptCancellationReceiptRecorded, k, ident, doc, at),
+			"attempt_succeeded":                     event.AttemptSucceededPayload{DispatchIdentity: ident, Output: doc},
 			"attempt_admitted (child run receipt)":  admittedPayload(k, ident, receipt, at),
 		}
 	}

@@ -4,25 +4,27 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/wftype"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
 )
 
-// ObservationKind is what the owner reports about an admitted attempt.
-type ObservationKind string
+// ObservationKind is package wftype's ObservationKind.
+type ObservationKind = wftype.ObservationKind
 
-// Observation kinds.
+// The ObservationKind values, as package wftype defines them.
 const (
-	ObservedAdmitted         ObservationKind = "admitted"
-	ObservedRunning          ObservationKind = "running"
-	ObservedDeferred         ObservationKind = "deferred"
-	ObservedSucceeded        ObservationKind = "succeeded"
-	ObservedFailed           ObservationKind = "failed"
-	ObservedRetryableFailure ObservationKind = "retryable_failure"
-	ObservedPaused           ObservationKind = "paused"
-	ObservedCancelled        ObservationKind = "cancelled"
-	ObservedUnknown          ObservationKind = "unknown"
+	ObservedAdmitted         ObservationKind = wftype.ObservedAdmitted
+	ObservedRunning          ObservationKind = wftype.ObservedRunning
+	ObservedDeferred         ObservationKind = wftype.ObservedDeferred
+	ObservedSucceeded        ObservationKind = wftype.ObservedSucceeded
+	ObservedFailed           ObservationKind = wftype.ObservedFailed
+	ObservedRetryableFailure ObservationKind = wftype.ObservedRetryableFailure
+	ObservedPaused           ObservationKind = wftype.ObservedPaused
+	ObservedCancelled        ObservationKind = wftype.ObservedCancelled
+	ObservedUnknown          ObservationKind = wftype.ObservedUnknown
 )
 
 // PauseIdleTimeout is the pause reason that counts as a terminal timeout
@@ -208,8 +210,8 @@ type validObservation struct {
 	fanOuts        []validFanOut
 	// unstorable, when set, describes an owner's output or detail that
 	// cannot be stored: applying the observation settles the attempt as
-	// repair_required instead (RepairObservationNotStorable).
-	unstorable *Unstorable
+	// repair_required instead (event.RepairObservationNotStorable).
+	unstorable *event.Unstorable
 }
 
 // applyObservation applies one validated observation inside tx, after
@@ -287,7 +289,7 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 		if v.unstorable != nil && kind != ObservedCancelled {
 			// The owner reported something the store cannot keep: its
 			// outcome is for an operator, and never asked again.
-			if err := settleUnstorable(ctx, txn{tx, w, at}, &run, &att, RepairObservationNotStorable, v.unstorable); err != nil {
+			if err := settleUnstorable(ctx, txn{tx, w, at}, &run, &att, event.RepairObservationNotStorable, v.unstorable); err != nil {
 				return err
 			}
 			res.Status = AttemptStatus(att.Status)
@@ -360,7 +362,7 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 				return err
 			}
 		case ObservedCancelled:
-			p := AttemptCancelledPayload{Observed: observed}
+			p := event.AttemptCancelledPayload{Observed: observed}
 			if observed == ObservedSucceeded {
 				p.Output = json.RawMessage(output)
 			}
@@ -378,7 +380,7 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 				res.Unresolved = true
 				return errNoop
 			}
-			if err := requireAttemptRepair(w, &run, &att, AttemptRepairRequiredPayload{Reason: "unknown_outcome"}, at); err != nil {
+			if err := requireAttemptRepair(w, &run, &att, event.AttemptRepairRequiredPayload{Reason: "unknown_outcome"}, at); err != nil {
 				return err
 			}
 			if err := holdRunForRepair(&run); err != nil {

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/wftype"
 	"math"
 	"time"
 
@@ -66,19 +68,11 @@ type PruneOptions struct {
 	Limit       int
 }
 
-// PruneCounts counts the records of one run a prune deleted (or, in a dry
-// run, would delete).
-type PruneCounts struct {
-	Events    int `json:"events"`
-	Attempts  int `json:"attempts"`
-	Leases    int `json:"leases"`
-	Schedules int `json:"schedules"`
-}
+// PruneCounts is package wftype's PruneCounts.
+type PruneCounts = wftype.PruneCounts
 
-// Total is the number of records counted.
-func (c PruneCounts) Total() int { return c.Events + c.Attempts + c.Leases + c.Schedules }
-
-func (c *PruneCounts) add(d PruneCounts) {
+// addCounts adds d to c.
+func addCounts(c *PruneCounts, d PruneCounts) {
 	c.Events += d.Events
 	c.Attempts += d.Attempts
 	c.Leases += d.Leases
@@ -496,11 +490,11 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				}
 				evDone = len(evs) <= budget
 				for _, ev := range evs {
-					if ev.Type == string(EventRunPruned) {
+					if ev.Type == string(event.RunPruned) {
 						marked = true
 						continue
 					}
-					if ev.Type == string(EventRunPruneStarted) {
+					if ev.Type == string(event.RunPruneStarted) {
 						continue
 					}
 					if budget == 0 {
@@ -527,7 +521,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				replace(w, run)
 			case done && !marked:
 				total := pr.Deleted
-				total.add(c)
+				addCounts(&total, c)
 				markPruned(w, &run, total, at)
 				replace(w, run)
 			}
@@ -546,7 +540,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 		if wrote {
 			pr.Transactions++
 		}
-		pr.Deleted.add(c)
+		addCounts(&pr.Deleted, c)
 		if done {
 			pr.AlreadyPruned = pr.Transactions == 0
 			return nil
@@ -575,12 +569,12 @@ func pruneStartedMarker(ctx context.Context, r backend.ReadTx, run backend.Run) 
 	if err != nil {
 		return nil, PruneCounts{}, err
 	}
-	if len(last) != 1 || last[0].Seq != run.LastEventSeq || last[0].Type != string(EventRunPruneStarted) {
+	if len(last) != 1 || last[0].Seq != run.LastEventSeq || last[0].Type != string(event.RunPruneStarted) {
 		return nil, PruneCounts{}, nil
 	}
-	var p RunPruneStartedPayload
+	var p event.RunPruneStartedPayload
 	if err := json.Unmarshal(last[0].Payload, &p); err != nil {
-		return nil, PruneCounts{}, fmt.Errorf("run %q: its %s event: %w", run.ID, EventRunPruneStarted, err)
+		return nil, PruneCounts{}, fmt.Errorf("run %q: its %s event: %w", run.ID, event.RunPruneStarted, err)
 	}
 	return &last[0], p.Deleting, nil
 }
@@ -656,9 +650,9 @@ func countPrune(ctx context.Context, r backend.ReadTx, runID string) (c PruneCou
 		}
 		for _, ev := range evs {
 			switch ev.Type {
-			case string(EventRunPruned):
+			case string(event.RunPruned):
 				alreadyPruned = true
-			case string(EventRunPruneStarted):
+			case string(event.RunPruneStarted):
 			default:
 				c.Events++
 			}

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // PersistReceipt commits the owner's receipt for an attempt. A prepared
@@ -126,14 +127,14 @@ func decideReceipt(ctx context.Context, tx backend.Tx, w *batch, in receiptInput
 		}
 		return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 	}
-	typ := EventAttemptAdmitted
+	typ := event.AttemptAdmitted
 	switch att.Status {
 	case backend.AttemptPrepared:
 		if err := admitAttempt(run, &att, at); err != nil {
 			return err
 		}
 	case backend.AttemptCancelling, backend.AttemptSiblingCancelling:
-		typ = EventAttemptCancellationReceiptRecorded
+		typ = event.AttemptCancellationReceiptRecorded
 	case backend.AttemptRepairRequired:
 		if att.Handoff != backend.HandoffRecorded {
 			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)

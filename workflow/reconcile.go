@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // ReconcileOptions selects the prepared attempts one reconciliation pass
@@ -194,7 +195,7 @@ func (s *Store) markRepairRequired(ctx context.Context, identity string, check a
 		if att.Status != backend.AttemptPrepared || att.Receipt != nil || att.Handoff == backend.HandoffPending {
 			return errNoop
 		}
-		if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: "ambiguous_handoff"}, at); err != nil {
+		if err := requireAttemptRepair(w, run, att, event.AttemptRepairRequiredPayload{Reason: "ambiguous_handoff"}, at); err != nil {
 			return err
 		}
 		if run.Status == backend.RunRunning || run.Status == backend.RunPaused {

@@ -3,25 +3,21 @@ package workflow
 import (
 	"context"
 	"encoding/json"
+	"github.com/wfstore/wfstore/wftype"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
 )
 
-// RepairAction is an operator's resolution of a repair_required attempt.
-type RepairAction string
+// RepairAction is package wftype's RepairAction.
+type RepairAction = wftype.RepairAction
 
-// Repair actions.
+// The RepairAction values, as package wftype defines them.
 const (
-	// RepairConfirmSucceeded: the work happened; Output completes the activation.
-	RepairConfirmSucceeded RepairAction = "confirm_succeeded"
-	// RepairConfirmFailed: the work failed; the activation fails.
-	RepairConfirmFailed RepairAction = "confirm_failed"
-	// RepairConfirmCancelled: the work was cancelled.
-	RepairConfirmCancelled RepairAction = "confirm_cancelled"
-	// RepairAbandon: give the attempt up so the node may be retried
-	// explicitly (RetryFailedNode) with a higher attempt number.
-	RepairAbandon RepairAction = "abandon_for_explicit_retry"
+	RepairConfirmSucceeded RepairAction = wftype.RepairConfirmSucceeded
+	RepairConfirmFailed    RepairAction = wftype.RepairConfirmFailed
+	RepairConfirmCancelled RepairAction = wftype.RepairConfirmCancelled
+	RepairAbandon          RepairAction = wftype.RepairAbandon
 )
 
 // RepairRequest names a repair_required attempt by its dispatch identity

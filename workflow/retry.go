@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/wfstore/wfstore/wftype"
 	"math"
 	"time"
 
@@ -60,29 +61,16 @@ func putSchedule(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.
 	return sched, true, nil
 }
 
-// RefusalReason says why a RetryableFailure observation scheduled no
-// automatic retry.
-type RefusalReason string
+// RefusalReason is package wftype's RefusalReason.
+type RefusalReason = wftype.RefusalReason
 
-// Refusal reasons, in the order they are checked.
+// The RefusalReason values, as package wftype defines them.
 const (
-	// RefusedNoPolicy: the activation has no retry policy.
-	RefusedNoPolicy RefusalReason = "no_policy"
-	// RefusedKindNotAdmitted: the policy's eligible failures do not list
-	// owner_reported_retryable.
-	RefusedKindNotAdmitted RefusalReason = "failure_kind_not_admitted"
-	// RefusedIneligible: DecideRetry refused; RetryRefusal.Ineligible holds
-	// the decision table's reason (for example
-	// unsafe_effect_or_reconciliation under the default RepairRequired
-	// reconciliation, or invalid_limit under a retry cap of 0).
-	RefusedIneligible RefusalReason = "ineligible"
-	// RefusedBackoffOverflow: the policy's backoff for the next attempt, or
-	// its due time, does not fit.
-	RefusedBackoffOverflow RefusalReason = "backoff_overflow"
-	// RefusedScheduleExists: the activation already has a different
-	// schedule for this or a later attempt; it is kept unchanged
-	// (RetryRefusal.Existing) and no second one is made.
-	RefusedScheduleExists RefusalReason = "schedule_exists"
+	RefusedNoPolicy        RefusalReason = wftype.RefusedNoPolicy
+	RefusedKindNotAdmitted RefusalReason = wftype.RefusedKindNotAdmitted
+	RefusedIneligible      RefusalReason = wftype.RefusedIneligible
+	RefusedBackoffOverflow RefusalReason = wftype.RefusedBackoffOverflow
+	RefusedScheduleExists  RefusalReason = wftype.RefusedScheduleExists
 )
 
 // RetryRefusal is why a RetryableFailure observation settled its attempt

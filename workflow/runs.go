@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // NewRun describes a run to create.
@@ -106,7 +107,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 			return stateErr(ErrConflict, "run %q exists with different fields", nr.ID)
 		}
 		created = true
-		createRun(w, run, RunCreatedPayload{RunID: run.ID, Limits: limitsPayload(limits)}, at)
+		createRun(w, run, event.RunCreatedPayload{RunID: run.ID, Limits: limitsPayload(limits)}, at)
 		return nil
 	})
 	if errors.Is(err, errNoop) {

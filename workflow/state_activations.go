@@ -1,6 +1,9 @@
 package workflow
 
-import "github.com/wfstore/wfstore/backend"
+import (
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+)
 
 // Activation transitions of the state core (see state_attempts.go). A
 // settled activation (completed, failed, cancelled) leaves the admissible
@@ -82,7 +85,7 @@ func createActivation(w *batch, run *backend.Run, rec backend.Activation, open i
 	rec.Admissible = arrives(*run, rec, nil)
 	insert(w, rec)
 	gen := rec.Generation
-	w.emit(run, ActivationCreatedPayload{
+	w.emit(run, event.ActivationCreatedPayload{
 		RunID: rec.Key.RunID, NodeID: rec.Key.NodeID, ActivationID: rec.Key.ActivationID, Generation: &gen,
 	}, at)
 	return nil
@@ -127,7 +130,7 @@ func releaseJoin(w *batch, run *backend.Run, join *backend.Activation, pred back
 	if join.OpenWaits == 0 {
 		join.Status = backend.ActivationPending
 		join.Admissible = arrives(*run, *join, nil)
-		w.emit(run, JoinReleasedPayload{
+		w.emit(run, event.JoinReleasedPayload{
 			RunID: join.Key.RunID, NodeID: join.Key.NodeID, ActivationID: join.Key.ActivationID,
 			PredecessorNodeID: pred.NodeID, PredecessorActivationID: pred.ActivationID,
 		}, at)
@@ -147,7 +150,7 @@ func cancelJoin(w *batch, run *backend.Run, join *backend.Activation, pred backe
 	if err := cancelActivation(w, join, at); err != nil {
 		return err
 	}
-	w.emit(run, JoinCancelledPayload{
+	w.emit(run, event.JoinCancelledPayload{
 		RunID: join.Key.RunID, NodeID: join.Key.NodeID, ActivationID: join.Key.ActivationID,
 		PredecessorNodeID: pred.Key.NodeID, PredecessorActivationID: pred.Key.ActivationID,
 		PredecessorStatus: ActivationStatus(pred.Status),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // The state core. The files named state_*.go are the only code in this
@@ -84,7 +85,7 @@ func signalAttemptCancellation(w *batch, run *backend.Run, att *backend.Attempt,
 	}
 	setAttemptStatus(run, att, backend.AttemptCancelling, at)
 	replace(w, *att)
-	w.emit(run, AttemptCancellationSignalledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+	w.emit(run, event.AttemptCancellationSignalledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 	return nil
 }
 
@@ -114,7 +115,7 @@ func stopSiblingAttempt(w *batch, run *backend.Run, att *backend.Attempt, at int
 	}
 	setAttemptStatus(run, att, backend.AttemptSiblingCancelling, at)
 	replace(w, *att)
-	w.emit(run, AttemptSiblingCancellingPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+	w.emit(run, event.AttemptSiblingCancellingPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 	return nil
 }
 
@@ -122,7 +123,7 @@ func stopSiblingAttempt(w *batch, run *backend.Run, att *backend.Attempt, at int
 // appends p (attempt_repair_required, its identity set here); an attempt
 // not active is refused (ErrIneligible). It writes att; the run's own
 // status is the caller's transition (holdRunForRepair).
-func requireAttemptRepair(w *batch, run *backend.Run, att *backend.Attempt, p AttemptRepairRequiredPayload, at int64) error {
+func requireAttemptRepair(w *batch, run *backend.Run, att *backend.Attempt, p event.AttemptRepairRequiredPayload, at int64) error {
 	if !isActive(att.Status) {
 		return stateErr(ErrIneligible, "attempt %s is %s: only an active attempt becomes repair_required", att.Identity, att.Status)
 	}
@@ -229,7 +230,7 @@ func countAttempt(w *batch, run, root *backend.Run) bool {
 // received it, or cannot be asked, or reported on it after cancellation.
 // It writes att and act; the caller settles the fan-out member and the
 // run.
-func cancelAttempt(ctx context.Context, t txn, run *backend.Run, act *backend.Activation, att *backend.Attempt, p AttemptCancelledPayload) error {
+func cancelAttempt(ctx context.Context, t txn, run *backend.Run, act *backend.Activation, att *backend.Attempt, p event.AttemptCancelledPayload) error {
 	if err := settleAttempt(ctx, t, run, *act, att, backend.AttemptCancelled); err != nil {
 		return err
 	}
@@ -249,7 +250,7 @@ func recordSiblingSignal(w *batch, run *backend.Run, att *backend.Attempt, at in
 	if att.Status != backend.AttemptSiblingCancelling {
 		return stateErr(ErrConflict, "attempt %s is %s, not sibling_cancelling", att.Identity, att.Status)
 	}
-	w.emit(run, AttemptCancellationSignalledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+	w.emit(run, event.AttemptCancellationSignalledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 	return nil
 }
 
@@ -260,7 +261,7 @@ func recordSiblingSignal(w *batch, run *backend.Run, att *backend.Attempt, at in
 func recordHandoff(w *batch, run *backend.Run, att *backend.Attempt, token string, at int64) {
 	att.Handoff, att.HandoffToken = backend.HandoffRecorded, token
 	replace(w, *att)
-	w.emit(run, DispatchHandedOffPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+	w.emit(run, event.DispatchHandedOffPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 }
 
 // releaseHandoff takes back a recorded handoff its owner provably never
@@ -270,7 +271,7 @@ func recordHandoff(w *batch, run *backend.Run, att *backend.Attempt, token strin
 func releaseHandoff(w *batch, run *backend.Run, att *backend.Attempt, at int64) {
 	att.Handoff, att.HandoffToken = backend.HandoffPending, ""
 	replace(w, *att)
-	w.emit(run, DispatchHandoffReleasedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+	w.emit(run, event.DispatchHandoffReleasedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 }
 
 // recordReceipt stores the owner's receipt rc on att, admitted at at, and
@@ -278,7 +279,7 @@ func releaseHandoff(w *batch, run *backend.Run, att *backend.Attempt, at int64) 
 // attempt_cancellation_receipt_recorded for an attempt being cancelled).
 // The caller has admitted the attempt where it was prepared; it writes
 // run.
-func recordReceipt(w *batch, run *backend.Run, att *backend.Attempt, typ EventType, rc []byte, at int64) {
+func recordReceipt(w *batch, run *backend.Run, att *backend.Attempt, typ event.Type, rc []byte, at int64) {
 	att.Receipt = rc
 	att.AdmittedMS = at
 	replace(w, *att)
@@ -287,7 +288,7 @@ func recordReceipt(w *batch, run *backend.Run, att *backend.Attempt, typ EventTy
 
 // recordTimeout appends attempt_timed_out for att, which the caller has
 // settled failed or is about to require repair of (ev.Status says which).
-func recordTimeout(w *batch, run *backend.Run, att *backend.Attempt, ev AttemptTimedOutPayload, at int64) {
+func recordTimeout(w *batch, run *backend.Run, att *backend.Attempt, ev event.AttemptTimedOutPayload, at int64) {
 	ev.AttemptNames, ev.DispatchIdentity = namesOf(att.Key), att.Identity
 	w.emit(run, ev, at)
 }
@@ -295,14 +296,14 @@ func recordTimeout(w *batch, run *backend.Run, att *backend.Attempt, ev AttemptT
 // recordLateObservation appends attempt_observed_after_timeout: an
 // observation of kind arrived for att after a timeout settled it.
 func recordLateObservation(w *batch, run *backend.Run, att *backend.Attempt, kind ObservationKind, at int64) {
-	w.emit(run, AttemptObservedAfterTimeoutPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Observed: kind, Was: AttemptStatus(att.Status)}, at)
+	w.emit(run, event.AttemptObservedAfterTimeoutPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Observed: kind, Was: AttemptStatus(att.Status)}, at)
 	run.UpdatedMS = at
 }
 
 // recordRepair appends attempt_repaired for att, which the operator's
 // repair just settled with action.
 func recordRepair(w *batch, run *backend.Run, att *backend.Attempt, action RepairAction, at int64) {
-	w.emit(run, AttemptRepairedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Action: action}, at)
+	w.emit(run, event.AttemptRepairedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Action: action}, at)
 }
 
 // succeedAttempt settles an active attempt of act as succeeded, completes
@@ -315,7 +316,7 @@ func succeedAttempt(ctx context.Context, t txn, run *backend.Run, act *backend.A
 	if err := completeActivation(t.w, act, output, t.at); err != nil {
 		return err
 	}
-	t.w.emit(run, AttemptSucceededPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Output: json.RawMessage(output)}, t.at)
+	t.w.emit(run, event.AttemptSucceededPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Output: json.RawMessage(output)}, t.at)
 	return nil
 }
 
@@ -330,7 +331,7 @@ func failAttempt(ctx context.Context, t txn, run *backend.Run, act *backend.Acti
 	if err := failActivation(t.w, act, t.at); err != nil {
 		return err
 	}
-	t.w.emit(run, AttemptFailedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Retryable: retryable}, t.at)
+	t.w.emit(run, event.AttemptFailedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Retryable: retryable}, t.at)
 	return nil
 }
 
@@ -346,7 +347,7 @@ func pauseAttempt(ctx context.Context, t txn, run *backend.Run, act *backend.Act
 	}
 	replace(t.w, *att)
 	replace(t.w, *act)
-	t.w.emit(run, AttemptPausedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: reason}, t.at)
+	t.w.emit(run, event.AttemptPausedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: reason}, t.at)
 	pauseRunWithAttempt(run, t.at)
 	return nil
 }

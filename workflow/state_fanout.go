@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // Fan-out member transitions of the state core (see state_attempts.go).
@@ -21,12 +22,12 @@ func createMember(w *batch, run *backend.Run, g *backend.FanOutGroup, m backend.
 		return stateErr(ErrConflict, "activation %v is not a new fan-out member", m.Key)
 	}
 	idx := m.Group.Index
-	var p EventPayload = ActivationCreatedPayload{
+	var p event.Payload = event.ActivationCreatedPayload{
 		RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID, MemberIndex: &idx,
 	}
 	if waiting {
 		m.Status = backend.ActivationWaiting
-		p = ActivationWaitingPayload{
+		p = event.ActivationWaitingPayload{
 			RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID, MemberIndex: idx,
 		}
 	}
@@ -49,7 +50,7 @@ func promoteMember(w *batch, run *backend.Run, g *backend.FanOutGroup, act backe
 	act.Admissible = arrives(*run, act, g)
 	act.UpdatedMS = at
 	replace(w, act)
-	w.emit(run, FanOutMemberPromotedPayload{
+	w.emit(run, event.FanOutMemberPromotedPayload{
 		RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID, MemberIndex: i,
 	}, at)
 	return nil
@@ -65,7 +66,7 @@ func returnMemberToWaiting(w *batch, run *backend.Run, g *backend.FanOutGroup, a
 	}
 	g.Promoted--
 	act.Status = backend.ActivationWaiting
-	w.emit(run, FanOutMemberWaitingPayload{
+	w.emit(run, event.FanOutMemberWaitingPayload{
 		RunID: act.Key.RunID, NodeID: act.Key.NodeID, ActivationID: act.Key.ActivationID, MemberIndex: act.Group.Index,
 	}, at)
 	return nil
@@ -89,7 +90,7 @@ func awaitMembers(w *batch, run *backend.Run, ctl *backend.Activation, g *backen
 	if g.FailFast {
 		policy = FailFast
 	}
-	w.emit(run, FanInWaitingPayload{
+	w.emit(run, event.FanInWaitingPayload{
 		RunID: ctl.Key.RunID, NodeID: ctl.Key.NodeID, ActivationID: ctl.Key.ActivationID, Members: g.Size, Policy: policy,
 	}, at)
 	return nil
@@ -100,7 +101,7 @@ func awaitMembers(w *batch, run *backend.Run, ctl *backend.Activation, g *backen
 // (fan_in_settled); a completed controller's output is {"members":N}. A
 // controller not waiting, or a group without fan-in, is refused
 // (ErrConflict): the store settles a controller once. It writes ctl.
-func settleFanIn(w *batch, run *backend.Run, ctl *backend.Activation, g *backend.FanOutGroup, p FanInSettledPayload, at int64) error {
+func settleFanIn(w *batch, run *backend.Run, ctl *backend.Activation, g *backend.FanOutGroup, p event.FanInSettledPayload, at int64) error {
 	as := backend.ActivationStatus(p.Status)
 	if !g.FanIn || ctl.Status != backend.ActivationWaiting || ctl.Group != nil || !activationSettled(as) {
 		return stateErr(ErrConflict, "fan-in controller %v is %s: it cannot become %s", ctl.Key, ctl.Status, as)
@@ -124,7 +125,7 @@ func settleFanIn(w *batch, run *backend.Run, ctl *backend.Activation, g *backend
 // fails a running or paused run; it reports whether the run failed, for
 // the caller to reindex it. The caller writes run.
 func failWaitAll(w *batch, run *backend.Run, g *backend.FanOutGroup, failed []int64, at int64) bool {
-	w.emit(run, FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, FailedMembers: failed, Policy: WaitAll}, at)
+	w.emit(run, event.FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, FailedMembers: failed, Policy: WaitAll}, at)
 	if run.Status != backend.RunRunning && run.Status != backend.RunPaused {
 		return false
 	}
@@ -154,7 +155,7 @@ func cancelMember(w *batch, run *backend.Run, g *backend.FanOutGroup, m backend.
 		g.Promoted++
 	}
 	g.Settled++
-	w.emit(run, FanOutMemberCancelledPayload{
+	w.emit(run, event.FanOutMemberCancelledPayload{
 		RunID: m.Key.RunID, NodeID: m.Key.NodeID, ActivationID: m.Key.ActivationID,
 		MemberIndex: m.Group.Index, Reason: reason,
 	}, at)
@@ -170,7 +171,7 @@ func cancelUndispatchedSibling(ctx context.Context, t txn, run *backend.Run, g *
 		return err
 	}
 	replace(t.w, *att)
-	t.w.emit(run, AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: "never_dispatched"}, t.at)
+	t.w.emit(run, event.AttemptCancelledPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity, Reason: "never_dispatched"}, t.at)
 	return cancelMember(t.w, run, g, m, "fail_fast", t.at)
 }
 
@@ -182,7 +183,7 @@ func failFastGroup(w *batch, run *backend.Run, g *backend.FanOutGroup, idx int64
 	if g.RetiredMS == 0 {
 		g.RetiredMS = at
 	}
-	w.emit(run, FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, MemberIndex: &idx, Policy: FailFast}, at)
+	w.emit(run, event.FanOutFailedPayload{ControllerActivationID: g.Controller.ActivationID, MemberIndex: &idx, Policy: FailFast}, at)
 	failRun(run)
 }
 
@@ -195,7 +196,7 @@ func requestRetirement(w *batch, run *backend.Run, g *backend.FanOutGroup, at in
 		return stateErr(ErrConflict, "fan-out group %v is already retiring", g.Controller)
 	}
 	g.Retiring = true
-	w.emit(run, FanOutRetirementRequestedPayload{ControllerActivationID: g.Controller.ActivationID}, at)
+	w.emit(run, event.FanOutRetirementRequestedPayload{ControllerActivationID: g.Controller.ActivationID}, at)
 	return nil
 }
 
@@ -220,6 +221,6 @@ func settleRetirement(w *batch, run *backend.Run, g *backend.FanOutGroup, at int
 	g.Retiring = false
 	g.Promoted = g.Size
 	g.RetiredMS = at
-	w.emit(run, FanOutRetiredPayload{ControllerActivationID: g.Controller.ActivationID}, at)
+	w.emit(run, event.FanOutRetiredPayload{ControllerActivationID: g.Controller.ActivationID}, at)
 	return nil
 }

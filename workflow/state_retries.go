@@ -1,6 +1,9 @@
 package workflow
 
-import "github.com/wfstore/wfstore/backend"
+import (
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+)
 
 // Retry transitions of the state core (see state_attempts.go): a retry
 // requested by a caller, and the automatic-retry schedules. A
@@ -18,7 +21,7 @@ func makeSchedule(w *batch, run *backend.Run, sched backend.RetrySchedule, at in
 // refuseSchedule records why the failed attempt of act scheduled no
 // automatic retry: automatic_retry_not_scheduled, nothing else.
 func refuseSchedule(w *batch, run *backend.Run, failed backend.AttemptKey, identity string, r RetryRefusal, at int64) {
-	w.emit(run, AutomaticRetryNotScheduledPayload{
+	w.emit(run, event.AutomaticRetryNotScheduledPayload{
 		RunID: failed.RunID, NodeID: failed.NodeID, ActivationID: failed.ActivationID,
 		DispatchIdentity: identity, FailedAttempt: failed.Attempt, Reason: r.Reason, IneligibleReason: r.Ineligible,
 	}, at)
@@ -28,14 +31,14 @@ func refuseSchedule(w *batch, run *backend.Run, failed backend.AttemptKey, ident
 // transaction, and appends automatic_retry_consumed.
 func consumeSchedule(w *batch, run *backend.Run, sched backend.RetrySchedule, at int64) {
 	remove(w, sched)
-	w.emit(run, AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
+	w.emit(run, event.AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
 }
 
 // supersedeStoredSchedule deletes sched, which an explicit retry made moot,
 // and appends automatic_retry_superseded.
 func supersedeStoredSchedule(w *batch, run *backend.Run, sched backend.RetrySchedule, at int64) {
 	remove(w, sched)
-	w.emit(run, AutomaticRetrySupersededPayload(schedulePayload(sched)), at)
+	w.emit(run, event.AutomaticRetrySupersededPayload(schedulePayload(sched)), at)
 }
 
 // discardSchedule deletes sched, which can never be consumed any more,
@@ -49,7 +52,7 @@ func discardSchedule(w *batch, run *backend.Run, sched backend.RetrySchedule, re
 // k's failed attempt, which requeues the activation for attempt failed+1
 // in the same transaction.
 func recordNodeRetry(w *batch, run *backend.Run, k backend.ActivationKey, failed uint32, at int64) {
-	w.emit(run, NodeRetryRequestedPayload{
+	w.emit(run, event.NodeRetryRequestedPayload{
 		RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID, PreviousAttempt: failed, NextAttempt: failed + 1,
 	}, at)
 }

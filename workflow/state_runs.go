@@ -1,6 +1,9 @@
 package workflow
 
-import "github.com/wfstore/wfstore/backend"
+import (
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+)
 
 // Run transitions of the state core (see state_attempts.go).
 
@@ -21,7 +24,7 @@ func completeRun(w *batch, run *backend.Run, at int64) error {
 	}
 	run.Status = backend.RunCompleted
 	run.UpdatedMS = at
-	w.emit(run, RunCompletedPayload{RunID: run.ID}, at)
+	w.emit(run, event.RunCompletedPayload{RunID: run.ID}, at)
 	return nil
 }
 
@@ -55,7 +58,7 @@ func cancelRun(w *batch, run *backend.Run, at int64) error {
 	}
 	run.Status = backend.RunCancelled
 	run.UpdatedMS = at
-	w.emit(run, RunCancelledPayload{RunID: run.ID}, at)
+	w.emit(run, event.RunCancelledPayload{RunID: run.ID}, at)
 	return nil
 }
 
@@ -88,9 +91,9 @@ func releaseRunFromRepair(run *backend.Run, to backend.RunStatus, at int64) erro
 // cancellation requested does not resume, and a run in any other status is
 // refused (ErrIneligible). The caller writes run.
 func gateRun(w *batch, run *backend.Run, pause bool, at int64) error {
-	from, to, ev := backend.RunRunning, backend.RunPaused, EventPayload(RunPausedPayload{RunID: run.ID})
+	from, to, ev := backend.RunRunning, backend.RunPaused, event.Payload(event.RunPausedPayload{RunID: run.ID})
 	if !pause {
-		from, to, ev = backend.RunPaused, backend.RunRunning, RunResumedPayload{RunID: run.ID}
+		from, to, ev = backend.RunPaused, backend.RunRunning, event.RunResumedPayload{RunID: run.ID}
 		if run.CancelRequestedMS != 0 {
 			return stateErr(ErrIneligible, "run %q has cancellation requested and cannot resume", run.ID)
 		}
@@ -142,7 +145,7 @@ func reopenRun(run *backend.Run, at int64) error {
 
 // createRun inserts the new run (a root, or a child whose link the caller
 // inserts) and appends run_created with p.
-func createRun(w *batch, run backend.Run, p RunCreatedPayload, at int64) {
+func createRun(w *batch, run backend.Run, p event.RunCreatedPayload, at int64) {
 	w.emit(&run, p, at)
 	insert(w, run)
 	w.workArrives()
@@ -159,7 +162,7 @@ func requestCancellation(w *batch, run *backend.Run, rootID string, at int64) er
 	}
 	run.CancelRequestedMS = at
 	run.UpdatedMS = at
-	p := CancellationRequestedPayload{RunID: run.ID}
+	p := event.CancellationRequestedPayload{RunID: run.ID}
 	if rootID != "" {
 		p.RootRunID, p.Tree = rootID, true
 	}
@@ -180,7 +183,7 @@ func transferAuthority(w *batch, run *backend.Run, prev int64, next backend.Auth
 	}
 	run.Authority = &next
 	run.UpdatedMS = at
-	w.emit(run, AuthorityTransferredPayload{
+	w.emit(run, event.AuthorityTransferredPayload{
 		PreviousGeneration: prev, Generation: next.Generation, DaemonInstanceID: next.DaemonInstanceID,
 	}, at)
 	return nil
@@ -194,7 +197,7 @@ func increaseAllowance(w *batch, run *backend.Run, target int64, at int64) {
 	prev := run.Limits.NodeExecutionCap
 	run.Limits.NodeExecutionCap = target
 	run.UpdatedMS = at
-	w.emit(run, ExecutionAllowanceIncreasedPayload{PreviousCap: prev, TargetCap: target}, at)
+	w.emit(run, event.ExecutionAllowanceIncreasedPayload{PreviousCap: prev, TargetCap: target}, at)
 }
 
 // recordAllowanceExhausted marks run's execution allowance as spent once,
@@ -205,7 +208,7 @@ func recordAllowanceExhausted(w *batch, run *backend.Run, at int64) bool {
 		return false
 	}
 	run.ExhaustionRecorded = true
-	w.emit(run, ExecutionAllowanceExhaustedPayload{Version: 1, AdditionalWorkAdmitted: false}, at)
+	w.emit(run, event.ExecutionAllowanceExhaustedPayload{Version: 1, AdditionalWorkAdmitted: false}, at)
 	return true
 }
 
@@ -221,7 +224,7 @@ func linkChildRun(w *batch, parent, root *backend.Run, att *backend.Attempt, chi
 	att.AdmittedMS = at
 	replace(w, *att)
 	w.emit(parent, admittedPayload(att.Key, att.Identity, att.Receipt, at), at)
-	w.emit(parent, ChildRunLinkedPayload{ChildRunID: child.ID, RootRunID: child.RootID, Depth: child.Depth}, at)
+	w.emit(parent, event.ChildRunLinkedPayload{ChildRunID: child.ID, RootRunID: child.RootID, Depth: child.Depth}, at)
 	if root.ID == parent.ID {
 		parent.DescendantCount++
 	} else {
@@ -234,11 +237,11 @@ func linkChildRun(w *batch, parent, root *backend.Run, att *backend.Attempt, chi
 // what it holds (run_prune_started): Verify reads the marker to understand
 // a partial prune. The caller writes run.
 func markPruneStarted(w *batch, run *backend.Run, holding PruneCounts, at int64) {
-	w.emit(run, RunPruneStartedPayload{RunID: run.ID, Deleting: holding}, at)
+	w.emit(run, event.RunPruneStartedPayload{RunID: run.ID, Deleting: holding}, at)
 }
 
 // markPruned records that run's history was pruned, deleted counting what
 // went (run_pruned). The caller writes run.
 func markPruned(w *batch, run *backend.Run, deleted PruneCounts, at int64) {
-	w.emit(run, RunPrunedPayload{RunID: run.ID, Deleted: deleted}, at)
+	w.emit(run, event.RunPrunedPayload{RunID: run.ID, Deleted: deleted}, at)
 }

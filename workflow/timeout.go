@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // Attempt timeout bounds. An attempt timeout is 0 (none) or a whole number
@@ -157,7 +158,7 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 		att.Detail = detail
 		res.Timeout, res.Deadline = msToDuration(timeout), fromMS(deadline)
 		was := run.Status
-		ev := AttemptTimedOutPayload{FailureKind: FailureTerminalTimeout, TimeoutMS: Millis(timeout), DeadlineMS: UnixMS(deadline)}
+		ev := event.AttemptTimedOutPayload{FailureKind: FailureTerminalTimeout, TimeoutMS: event.Millis(timeout), DeadlineMS: event.UnixMS(deadline)}
 		if att.SideEffect == backend.ReadOnly {
 			if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptFailed); err != nil {
 				return err
@@ -179,7 +180,7 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 		} else {
 			ev.Status = AttemptRepairRequired
 			recordTimeout(w, run, att, ev, at)
-			if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: string(FailureTerminalTimeout)}, at); err != nil {
+			if err := requireAttemptRepair(w, run, att, event.AttemptRepairRequiredPayload{Reason: string(FailureTerminalTimeout)}, at); err != nil {
 				return err
 			}
 			if err := holdRunForRepair(run); err != nil {
@@ -318,14 +319,6 @@ func (s *Engine) TimedOutAttempts(ctx context.Context, q TimeoutScan, now time.T
 	}
 	return page, nil
 }
-
-// EventAttemptTimedOut: SettleTimedOut settled an admitted attempt past
-// its deadline (failed when read-only, repair_required when mutating).
-const EventAttemptTimedOut EventType = "attempt_timed_out"
-
-// EventAttemptObservedAfterTimeout: an observation arrived for an attempt
-// a timeout had settled.
-const EventAttemptObservedAfterTimeout EventType = "attempt_observed_after_timeout"
 
 // observedAfterTimeout records an observation of an attempt a timeout
 // settled. It reports whether the attempt was admitted again so that the

@@ -7,6 +7,7 @@ import (
 	"math"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // VerifyCheck names one durable invariant Verify checks.
@@ -465,5 +466,5 @@ func prunedRun(ctx context.Context, r backend.ReadTx, run backend.Run) (bool, er
 	if err != nil {
 		return false, err
 	}
-	return len(last) == 1 && last[0].Seq == run.LastEventSeq && (last[0].Type == string(EventRunPruned) || last[0].Type == string(EventRunPruneStarted)), nil
+	return len(last) == 1 && last[0].Seq == run.LastEventSeq && (last[0].Type == string(event.RunPruned) || last[0].Type == string(event.RunPruneStarted)), nil
 }

@@ -156,9 +156,9 @@ var Catalog = []Mutant{
 			{
 				File: "workflow/state_retries.go",
 				Find: `	remove(w, sched)
-	w.emit(run, AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
+	w.emit(run, event.AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
 `,
-				Replace: `	w.emit(run, AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
+				Replace: `	w.emit(run, event.AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
 `,
 			},
 		},
@@ -850,8 +850,8 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "workflow/verify.go",
-				Find:    `(last[0].Type == string(EventRunPruned) || last[0].Type == string(EventRunPruneStarted))`,
-				Replace: `last[0].Type == string(EventRunPruned)`,
+				Find:    `(last[0].Type == string(event.RunPruned) || last[0].Type == string(event.RunPruneStarted))`,
+				Replace: `last[0].Type == string(event.RunPruned)`,
 			},
 		},
 	},
@@ -1145,8 +1145,8 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "workflow/observe.go",
-				Find:    `p := AttemptCancelledPayload{Observed: observed}`,
-				Replace: `p := AttemptCancelledPayload{}`,
+				Find:    `p := event.AttemptCancelledPayload{Observed: observed}`,
+				Replace: `p := event.AttemptCancelledPayload{}`,
 			},
 		},
 	},
