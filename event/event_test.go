@@ -1,8 +1,6 @@
 package event
 
 import (
-	"github.com/wfstore/wfstore/internal/canonical"
-	"github.com/wfstore/wfstore/wftype"
 	"go/parser"
 	"go/token"
 	"os"
@@ -12,6 +10,9 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/internal/canonical"
+	"github.com/wfstore/wfstore/wftype"
 )
 
 // Every event type decodes into the payload struct that names it, and the

@@ -8,7 +8,8 @@
 // receipt, each step in its own transaction; ApplyObservation later records
 // what the owner observed (succeeded, failed, paused, cancelled, unknown).
 // The runner package drives this loop. In the repository, docs/concepts.md
-// introduces the terms and docs/state-machine.md lists every transition.
+// introduces the terms, docs/state-machine.md lists every transition, and
+// each transition is one function of workflow/internal/state.
 //
 // # Guarantees
 //

@@ -5,12 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/wfstore/wfstore/event"
-	"github.com/wfstore/wfstore/wftype"
 	"math"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/wftype"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // Pruning (retention) deletes the bulky history of finished runs: their
@@ -436,7 +437,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 			}
 			schedDone := len(scheds) < budget
 			for _, sc := range scheds {
-				remove(w, backend.RetrySchedule{Key: sc.Key})
+				state.Remove(w, backend.RetrySchedule{Key: sc.Key})
 				c.Schedules++
 			}
 			budget -= len(scheds)
@@ -459,17 +460,17 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 						break
 					}
 					for _, l := range ls {
-						remove(w, backend.Lease{Key: l.Key})
+						state.Remove(w, backend.Lease{Key: l.Key})
 						c.Leases++
 					}
-					remove(w, backend.Attempt{Key: a.Key})
+					state.Remove(w, backend.Attempt{Key: a.Key})
 					c.Attempts++
 					budget -= 1 + len(ls)
 				}
 			}
 			if attDone && budget > 0 {
 				// Unreleased leases not named by their activation's claims.
-				if err := w.apply(ctx, tx); err != nil {
+				if err := w.Apply(ctx, tx); err != nil {
 					return err
 				}
 				ls, err := tx.Leases(ctx, backend.LeaseQuery{RunID: runID, Limit: budget})
@@ -478,7 +479,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				}
 				leaseDone = len(ls) < budget
 				for _, l := range ls {
-					remove(w, backend.Lease{Key: l.Key})
+					state.Remove(w, backend.Lease{Key: l.Key})
 					c.Leases++
 				}
 				budget -= len(ls)
@@ -501,7 +502,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 						evDone = false
 						break
 					}
-					remove(w, backend.Event{RunID: ev.RunID, Seq: ev.Seq})
+					state.Remove(w, backend.Event{RunID: ev.RunID, Seq: ev.Seq})
 					c.Events++
 					budget--
 				}
@@ -513,19 +514,19 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				// marks the run with what it holds: Verify reads the
 				// marker to understand the partial prune, and the
 				// transaction that finishes reports these counts.
-				markPruneStarted(w, &run, full, at)
-				replace(w, run)
+				state.MarkPruneStarted(w, &run, full, at)
+				state.Replace(w, run)
 			case done && started != nil:
-				remove(w, backend.Event{RunID: runID, Seq: started.Seq})
-				markPruned(w, &run, plan, at)
-				replace(w, run)
+				state.Remove(w, backend.Event{RunID: runID, Seq: started.Seq})
+				state.MarkPruned(w, &run, plan, at)
+				state.Replace(w, run)
 			case done && !marked:
 				total := pr.Deleted
 				addCounts(&total, c)
-				markPruned(w, &run, total, at)
-				replace(w, run)
+				state.MarkPruned(w, &run, total, at)
+				state.Replace(w, run)
 			}
-			if w.empty() && c.Total() == 0 {
+			if w.Empty() && c.Total() == 0 {
 				return errNoop
 			}
 			wrote = true

@@ -3,10 +3,11 @@ package workflow
 import (
 	"context"
 	"encoding/json"
-	"github.com/wfstore/wfstore/wftype"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/wftype"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // RepairAction is package wftype's RepairAction.
@@ -77,15 +78,15 @@ func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) er
 		case RepairAbandon:
 			st, as, to = backend.AttemptAbandoned, backend.ActivationFailed, backend.RunFailed
 		}
-		if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, st); err != nil {
+		if err := state.SettleAttempt(ctx, txn{Tx: tx, W: w, At: at}, run, act, att, st); err != nil {
 			return err
 		}
 		act.Output = out
-		replace(w, *att)
-		if err := settleActivation(w, &act, as, at); err != nil {
+		state.Replace(w, *att)
+		if err := state.SettleActivation(w, &act, as, at); err != nil {
 			return err
 		}
-		recordRepair(w, run, att, action, at)
+		state.RecordRepair(w, run, att, action, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}

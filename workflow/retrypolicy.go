@@ -3,13 +3,13 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
-	"github.com/wfstore/wfstore/wftype"
+	"fmt"
 	"math"
 	"math/bits"
 	"slices"
-
-	"fmt"
 	"time"
+
+	"github.com/wfstore/wfstore/wftype"
 )
 
 // FailureKind is package wftype's FailureKind.

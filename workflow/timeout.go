@@ -8,6 +8,7 @@ import (
 
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // Attempt timeout bounds. An attempt timeout is 0 (none) or a whole number
@@ -160,30 +161,30 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 		was := run.Status
 		ev := event.AttemptTimedOutPayload{FailureKind: FailureTerminalTimeout, TimeoutMS: event.Millis(timeout), DeadlineMS: event.UnixMS(deadline)}
 		if att.SideEffect == backend.ReadOnly {
-			if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptFailed); err != nil {
+			if err := state.SettleAttempt(ctx, txn{Tx: tx, W: w, At: at}, run, act, att, backend.AttemptFailed); err != nil {
 				return err
 			}
-			replace(w, *att)
-			if err := failActivation(w, &act, at); err != nil {
+			state.Replace(w, *att)
+			if err := state.FailActivation(w, &act, at); err != nil {
 				return err
 			}
 			ev.Status = AttemptFailed
-			recordTimeout(w, run, att, ev, at)
-			sched, refusal, err := scheduleForKind(ctx, txn{tx, w, at}, run, act, *att, FailureTerminalTimeout)
+			state.RecordTimeout(w, run, att, ev, at)
+			sched, refusal, err := scheduleForKind(ctx, txn{Tx: tx, W: w, At: at}, run, act, *att, FailureTerminalTimeout)
 			if err != nil {
 				return err
 			}
 			res.NotScheduled = refusal
-			if err := activationFailed(ctx, txn{tx, w, at}, run, act, sched != nil); err != nil {
+			if err := activationFailed(ctx, txn{Tx: tx, W: w, At: at}, run, act, sched != nil); err != nil {
 				return err
 			}
 		} else {
 			ev.Status = AttemptRepairRequired
-			recordTimeout(w, run, att, ev, at)
-			if err := requireAttemptRepair(w, run, att, event.AttemptRepairRequiredPayload{Reason: string(FailureTerminalTimeout)}, at); err != nil {
+			state.RecordTimeout(w, run, att, ev, at)
+			if err := state.RequireAttemptRepair(w, run, att, event.AttemptRepairRequiredPayload{Reason: string(FailureTerminalTimeout)}, at); err != nil {
 				return err
 			}
-			if err := holdRunForRepair(run); err != nil {
+			if err := state.HoldRunForRepair(run); err != nil {
 				return err
 			}
 		}
@@ -195,7 +196,7 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 			return err
 		}
 		res.Status = AttemptStatus(att.Status)
-		w.workArrives() // a failed attempt frees capacity and leases
+		w.WorkArrives() // a failed attempt frees capacity and leases
 		return nil
 	})
 	if err != nil {
@@ -328,8 +329,8 @@ func (s *Engine) TimedOutAttempts(ctx context.Context, q TimeoutScan, now time.T
 // (read-only) one keeps its status, and so does a repair_required one on
 // an observation that settles nothing. The caller writes run.
 func observedAfterTimeout(ctx context.Context, t txn, run *backend.Run, att *backend.Attempt, kind ObservationKind) (bool, error) {
-	tx, w, at := t.tx, t.w, t.at
-	recordLateObservation(w, run, att, kind, at)
+	tx, w, at := t.Tx, t.W, t.At
+	state.RecordLateObservation(w, run, att, kind, at)
 	if att.Status != backend.AttemptRepairRequired {
 		return false, nil
 	}
@@ -338,7 +339,7 @@ func observedAfterTimeout(ctx context.Context, t txn, run *backend.Run, att *bac
 	default:
 		return false, nil
 	}
-	if err := admitAttempt(run, att, at); err != nil {
+	if err := state.AdmitAttempt(run, att, at); err != nil {
 		return false, err
 	}
 	att.TerminalMS = 0

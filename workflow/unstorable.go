@@ -9,6 +9,7 @@ import (
 
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // An owner's value the store cannot keep (a receipt or an observation
@@ -119,10 +120,10 @@ func (s *Store) settleUnstorableReceipt(ctx context.Context, ref AttemptRef, raw
 			att.Status != backend.AttemptSiblingCancelling:
 			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 		}
-		if err := settleUnstorable(ctx, txn{tx, w, at}, &run, &att, event.RepairReceiptNotStorable, u); err != nil {
+		if err := settleUnstorable(ctx, txn{Tx: tx, W: w, At: at}, &run, &att, event.RepairReceiptNotStorable, u); err != nil {
 			return err
 		}
-		replace(w, run)
+		state.Replace(w, run)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errNoop) {
@@ -135,13 +136,13 @@ func (s *Store) settleUnstorableReceipt(ctx context.Context, ref AttemptRef, raw
 // u, and a running or paused run to repair_required; the caller replaces
 // the run.
 func settleUnstorable(ctx context.Context, t txn, run *backend.Run, att *backend.Attempt, reason string, u *event.Unstorable) error {
-	tx, w, at := t.tx, t.w, t.at
-	if err := requireAttemptRepair(w, run, att, event.AttemptRepairRequiredPayload{Reason: reason, Unstorable: u}, at); err != nil {
+	tx, w, at := t.Tx, t.W, t.At
+	if err := state.RequireAttemptRepair(w, run, att, event.AttemptRepairRequiredPayload{Reason: reason, Unstorable: u}, at); err != nil {
 		return err
 	}
 	run.UpdatedMS = at
 	if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
-		if err := holdRunForRepair(run); err != nil {
+		if err := state.HoldRunForRepair(run); err != nil {
 			return err
 		}
 		return reindexRun(ctx, tx, w, *run)

@@ -8,6 +8,7 @@ import (
 
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // VerifyCheck names one durable invariant Verify checks.
@@ -311,7 +312,7 @@ func (v *verifier) run(ctx context.Context, r backend.ReadTx, run backend.Run) e
 				}
 				g = cached
 			}
-			if !arrives(run, act, g) {
+			if !state.Arrives(run, act, g) {
 				v.add(CheckAdmissible, id, actSubject(k), "flagged admissible, but it is %s in a %s run (cancel requested %t, group retiring %t)",
 					act.Status, run.Status, run.CancelRequestedMS != 0, g != nil && g.Retiring)
 			}

@@ -1,10 +1,11 @@
-package workflow
+package state
 
 import (
 	"encoding/json"
 
 	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/wftype"
 )
 
 // The payloads of the events the Store appends, built from the records
@@ -16,14 +17,14 @@ func namesOf(k backend.AttemptKey) event.AttemptNames {
 }
 
 // emit appends an event of p's type with p as its payload.
-func (b *batch) emit(run *backend.Run, p event.Payload, atMS int64) {
+func (b *Batch) emit(run *backend.Run, p event.Payload, atMS int64) {
 	b.event(run, string(p.Type()), p, atMS)
 }
 
 func schedulePayload(s backend.RetrySchedule) event.AutomaticRetryScheduledPayload {
 	return event.AutomaticRetryScheduledPayload{
 		RunID: s.Key.RunID, NodeID: s.Key.NodeID, ActivationID: s.Key.ActivationID,
-		FailedAttempt: s.FailedAttempt, NextAttempt: s.NextAttempt, FailureKind: FailureKind(s.FailureKind),
+		FailedAttempt: s.FailedAttempt, NextAttempt: s.NextAttempt, FailureKind: wftype.FailureKind(s.FailureKind),
 		Backoff: event.Millis(s.BackoffMS), NextAttemptAt: event.UnixMS(s.DueMS), ScheduledAt: event.UnixMS(s.ScheduledMS),
 	}
 }
@@ -37,33 +38,33 @@ func discardPayload(s backend.RetrySchedule, reason string) event.AutomaticRetry
 	}
 }
 
-func preparedPayload(k backend.AttemptKey, effect backend.Effect, intent []byte, at int64) event.AttemptPreparedPayload {
+func PreparedPayload(k backend.AttemptKey, effect backend.Effect, intent []byte, at int64) event.AttemptPreparedPayload {
 	return event.AttemptPreparedPayload{
 		RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID, Attempt: k.Attempt,
-		SideEffect: Effect(effect), Intent: json.RawMessage(intent), PreparedAt: event.UnixMS(at),
+		SideEffect: wftype.Effect(effect), Intent: json.RawMessage(intent), PreparedAt: event.UnixMS(at),
 	}
 }
 
 func leasePayload(l backend.Lease) event.ResourceLeaseAcquiredPayload {
 	return event.ResourceLeaseAcquiredPayload{
 		RunID: l.Key.RunID, NodeID: l.Key.NodeID, ActivationID: l.Key.ActivationID, Attempt: l.Key.Attempt,
-		ResourceKey: l.Key.Resource, Mode: LeaseMode(l.Key.Mode), AcquiredAt: event.UnixMS(l.AcquiredMS),
+		ResourceKey: l.Key.Resource, Mode: wftype.LeaseMode(l.Key.Mode), AcquiredAt: event.UnixMS(l.AcquiredMS),
 	}
 }
 
-func limitsPayload(l backend.Limits) event.Limits { return event.Limits(l) }
+func LimitsPayload(l backend.Limits) event.Limits { return event.Limits(l) }
 
-func admittedPayload(k backend.AttemptKey, identity string, receipt []byte, at int64) event.AttemptAdmittedPayload {
+func AdmittedPayload(k backend.AttemptKey, identity string, receipt []byte, at int64) event.AttemptAdmittedPayload {
 	return event.AttemptAdmittedPayload{
 		RunID: k.RunID, NodeID: k.NodeID, ActivationID: k.ActivationID, Attempt: k.Attempt,
 		DispatchIdentity: identity, Receipt: json.RawMessage(receipt), AdmittedAt: event.UnixMS(at),
 	}
 }
 
-// receiptPayload is the payload of a persisted receipt: typ is
+// ReceiptPayload is the payload of a persisted receipt: typ is
 // event.AttemptAdmitted or event.AttemptCancellationReceiptRecorded.
-func receiptPayload(typ event.Type, k backend.AttemptKey, identity string, receipt []byte, at int64) event.Payload {
-	p := admittedPayload(k, identity, receipt, at)
+func ReceiptPayload(typ event.Type, k backend.AttemptKey, identity string, receipt []byte, at int64) event.Payload {
+	p := AdmittedPayload(k, identity, receipt, at)
 	if typ == event.AttemptCancellationReceiptRecorded {
 		return event.AttemptCancellationReceiptRecordedPayload(p)
 	}
