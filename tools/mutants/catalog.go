@@ -302,7 +302,7 @@ var Catalog = []Mutant{
 `,
 				Replace: `		}
 		att.Receipt = rc
-		replace(w, att)
+		state.Replace(w, att)
 		return nil
 `,
 			},
