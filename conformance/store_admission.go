@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -361,7 +362,7 @@ func caseEventsOrder(e *env) {
 	page, err := s.Events(e.Ctx, workflow.EventQuery{RunID: "r", After: workflow.EventCursor(evs[0].Seq), Limit: 1})
 	require.NoError(e.T, err)
 	require.Len(e.T, page.Items, 1)
-	assert.Equal(e.T, workflow.EventActivationCreated, page.Items[0].Type)
+	assert.Equal(e.T, event.ActivationCreated, page.Items[0].Type)
 	_, err = s.Events(e.Ctx, workflow.EventQuery{RunID: "r", Limit: 1001})
 	requireIs(e.T, err, workflow.ErrInvalidInput, "limit 1001")
 	_, err = s.Events(e.Ctx, workflow.EventQuery{RunID: "r", Limit: -1})

@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -58,7 +59,7 @@ func caseFailedRunPrunable(e *env) {
 	require.Len(e.T, rep.Runs, 1)
 	assert.Equal(e.T, workflow.RunFailed, rep.Runs[0].Status)
 	assert.Equal(e.T, workflow.RunFailed, getRun(e, s, "f").Status, "it stays failed")
-	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, "f"))
+	assert.Equal(e.T, []string{string(event.RunPruned)}, eventTypes(e, s, "f"))
 	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, fk).Status)
 	_, err = s.RetryFailedNode(e.Ctx, fk, 1, ms(102))
 	require.Error(e.T, err, "a pruned failed run cannot be retried")
@@ -89,7 +90,7 @@ func caseFailedRunPrunable(e *env) {
 	}
 	assert.Equal(e.T, []string{"t"}, got, "the completed root of a finished tree with a failed child")
 	assert.Equal(e.T, workflow.RunFailed, getRun(e, s, child).Status)
-	assert.NotEqual(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, child), "the failed child is not chosen")
+	assert.NotEqual(e.T, []string{string(event.RunPruned)}, eventTypes(e, s, child), "the failed child is not chosen")
 	_, err = s.Prune(e.Ctx, workflow.PruneOptions{Runs: []string{child}}, ms(301))
 	require.NoError(e.T, err, "named, it is pruned")
 	requireVerified(e, s, "after pruning failed runs")

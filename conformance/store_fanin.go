@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -56,7 +57,7 @@ func fanInRun(e *env, s *workflow.Store, run string, n int, max int64, pol workf
 }
 
 // eventsOf returns the run's events.
-func eventsOf(e *env, s *workflow.Store, run string) []workflow.Event {
+func eventsOf(e *env, s *workflow.Store, run string) []event.Event {
 	e.T.Helper()
 	evsPage, err := s.Events(e.Ctx, workflow.EventQuery{RunID: run, Limit: workflow.MaxPageLimit})
 	require.NoError(e.T, err)
@@ -64,11 +65,11 @@ func eventsOf(e *env, s *workflow.Store, run string) []workflow.Event {
 	return evs
 }
 
-func fanInSettled(e *env, s *workflow.Store, run string) []workflow.FanInSettledPayload {
+func fanInSettled(e *env, s *workflow.Store, run string) []event.FanInSettledPayload {
 	e.T.Helper()
-	var out []workflow.FanInSettledPayload
+	var out []event.FanInSettledPayload
 	for _, p := range payloadsOf(e, s, run, "fan_in_settled") {
-		var v workflow.FanInSettledPayload
+		var v event.FanInSettledPayload
 		require.NoError(e.T, json.Unmarshal([]byte(p), &v))
 		out = append(out, v)
 	}
@@ -183,10 +184,10 @@ func raceObserve(e *env, s *workflow.Store, m []workflow.ActivationKey, base int
 // settledWith requires one fan_in_settled event in the run, appended by
 // the transaction that applied the observation of type typ appended last:
 // it follows that event and bears its time.
-func settledWith(e *env, s *workflow.Store, run, typ string) workflow.Event {
+func settledWith(e *env, s *workflow.Store, run, typ string) event.Event {
 	e.T.Helper()
 	evs := eventsOf(e, s, run)
-	var last, settled *workflow.Event
+	var last, settled *event.Event
 	n := 0
 	for i := range evs {
 		switch string(evs[i].Type) {

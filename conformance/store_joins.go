@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -78,14 +79,14 @@ func caseJoinReleasedByLast(e *env) {
 	got = getAct(e, s, j)
 	assert.Equal(e.T, workflow.ActivationWaiting, got.Status, "one predecessor is still open")
 	assert.Equal(e.T, int64(1), got.OpenWaits)
-	assert.Empty(e.T, payloadsOf(e, s, "r", string(workflow.EventJoinReleased)))
+	assert.Empty(e.T, payloadsOf(e, s, "r", string(event.JoinReleased)))
 	admitOnly(e, s, o, ms(13))
 	observe(e, s, identity(c, 1), obs(workflow.ObservedSucceeded), ms(14))
 	got = getAct(e, s, j)
 	assert.Equal(e.T, workflow.ActivationPending, got.Status)
 	assert.True(e.T, got.Admissible)
 	assert.Zero(e.T, got.OpenWaits)
-	assert.Equal(e.T, []string{joinReleased(j, c)}, payloadsOf(e, s, "r", string(workflow.EventJoinReleased)))
+	assert.Equal(e.T, []string{joinReleased(j, c)}, payloadsOf(e, s, "r", string(event.JoinReleased)))
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "the released join keeps its run open")
 	admitOnly(e, s, o, ms(15), identity(j, 1))
 	observe(e, s, identity(j, 1), obs(workflow.ObservedSucceeded), ms(16))
@@ -127,7 +128,7 @@ func caseJoinRacingPredecessors(e *env) {
 	assert.Equal(e.T, workflow.ActivationPending, got.Status)
 	assert.True(e.T, got.Admissible)
 	assert.Zero(e.T, got.OpenWaits)
-	assert.Len(e.T, payloadsOf(e, s, "r", string(workflow.EventJoinReleased)), 1, "released exactly once")
+	assert.Len(e.T, payloadsOf(e, s, "r", string(event.JoinReleased)), 1, "released exactly once")
 	admitOnly(e, s, o, ms(30), identity(j, 1))
 }
 
@@ -147,14 +148,14 @@ func caseJoinFailedPredecessor(e *env) {
 	observe(e, s, identity(a, 1), obs(workflow.ObservedFailed), ms(11))
 	assert.Equal(e.T, workflow.ActivationCancelled, getAct(e, s, j).Status)
 	assert.False(e.T, getAct(e, s, j).Admissible)
-	assert.Equal(e.T, []string{joinCancelled(j, a, workflow.ActivationFailed)}, payloadsOf(e, s, "r", string(workflow.EventJoinCancelled)))
+	assert.Equal(e.T, []string{joinCancelled(j, a, workflow.ActivationFailed)}, payloadsOf(e, s, "r", string(event.JoinCancelled)))
 	before := digest(e, "r")
 	_, err := s.RetryFailedNode(e.Ctx, a, 1, ms(12))
 	requireIs(e.T, err, workflow.ErrIneligible, "retry of a predecessor a join waited for")
 	assert.Equal(e.T, before, digest(e, "r"), "the refusal changes nothing")
 	observe(e, s, identity(b, 1), obs(workflow.ObservedSucceeded), ms(13))
 	assert.Equal(e.T, workflow.ActivationCancelled, getAct(e, s, j).Status, "a settled join stays settled")
-	assert.Empty(e.T, payloadsOf(e, s, "r", string(workflow.EventJoinReleased)))
+	assert.Empty(e.T, payloadsOf(e, s, "r", string(event.JoinReleased)))
 }
 
 // A predecessor that fails with an automatic retry scheduled leaves the
@@ -170,13 +171,13 @@ func caseJoinRetriedPredecessor(e *env) {
 	res := observe(e, s, identity(a, 1), obs(workflow.ObservedRetryableFailure), ms(11))
 	require.NotNil(e.T, res.Schedule)
 	assert.Equal(e.T, workflow.ActivationWaiting, getAct(e, s, j).Status, "a retry is pending")
-	assert.Empty(e.T, payloadsOf(e, s, "r", string(workflow.EventJoinCancelled)))
+	assert.Empty(e.T, payloadsOf(e, s, "r", string(event.JoinCancelled)))
 	_, err := s.Engine().ConsumeNextDueRetry(e.Ctx, "r", ms(100))
 	require.NoError(e.T, err)
 	admitOnly(e, s, o, ms(101), identity(a, 2))
 	observe(e, s, identity(a, 2), obs(workflow.ObservedSucceeded), ms(102))
 	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, j).Status)
-	assert.Equal(e.T, []string{joinReleased(j, a)}, payloadsOf(e, s, "r", string(workflow.EventJoinReleased)))
+	assert.Equal(e.T, []string{joinReleased(j, a)}, payloadsOf(e, s, "r", string(event.JoinReleased)))
 }
 
 // A predecessor its owner reports cancelled cancels the waiting join
@@ -195,7 +196,7 @@ func caseJoinCancelledPredecessor(e *env) {
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status, "a waiting join keeps its run open")
 	observe(e, s, identity(a, 1), obs(workflow.ObservedCancelled), ms(12))
 	assert.Equal(e.T, workflow.ActivationCancelled, getAct(e, s, j).Status)
-	assert.Equal(e.T, []string{joinCancelled(j, a, workflow.ActivationCancelled)}, payloadsOf(e, s, "r", string(workflow.EventJoinCancelled)))
+	assert.Equal(e.T, []string{joinCancelled(j, a, workflow.ActivationCancelled)}, payloadsOf(e, s, "r", string(event.JoinCancelled)))
 	assert.Equal(e.T, workflow.RunCompleted, getRun(e, s, "r").Status)
 }
 
@@ -222,10 +223,10 @@ func caseJoinAddedLate(e *env) {
 	assert.Equal(e.T, workflow.ActivationPending, got.Status)
 	assert.True(e.T, got.Admissible)
 	assert.Zero(e.T, got.OpenWaits)
-	assert.Empty(e.T, payloadsOf(e, s, "r", string(workflow.EventJoinReleased)))
+	assert.Empty(e.T, payloadsOf(e, s, "r", string(event.JoinReleased)))
 	mkAct(e, s, j2, withWaitFor(a, c))
 	assert.Equal(e.T, workflow.ActivationCancelled, getAct(e, s, j2).Status)
-	assert.Equal(e.T, []string{joinCancelled(j2, c, workflow.ActivationCancelled)}, payloadsOf(e, s, "r", string(workflow.EventJoinCancelled)))
+	assert.Equal(e.T, []string{joinCancelled(j2, c, workflow.ActivationCancelled)}, payloadsOf(e, s, "r", string(event.JoinCancelled)))
 	admitOnly(e, s, o, ms(14), identity(j1, 1))
 }
 
@@ -252,7 +253,7 @@ func caseJoinAsSuccessor(e *env) {
 	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, k).Status, "all its predecessors are complete")
 	observe(e, s, identity(b, 1), obs(workflow.ObservedSucceeded), ms(12))
 	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, j).Status)
-	assert.Equal(e.T, []string{joinReleased(j, b)}, payloadsOf(e, s, "r", string(workflow.EventJoinReleased)))
+	assert.Equal(e.T, []string{joinReleased(j, b)}, payloadsOf(e, s, "r", string(event.JoinReleased)))
 	admitOnly(e, s, o, ms(13), identity(j, 1), identity(k, 1))
 }
 
@@ -317,8 +318,8 @@ func caseJoinRepairedPredecessor(e *env) {
 	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(a, 1), Action: workflow.RepairConfirmSucceeded,
 		Output: json.RawMessage(`{"ok":true}`)}, ms(13)))
 	assert.Equal(e.T, workflow.ActivationPending, getAct(e, s, ja).Status)
-	assert.Equal(e.T, []string{joinReleased(ja, a)}, payloadsOf(e, s, "r", string(workflow.EventJoinReleased)))
+	assert.Equal(e.T, []string{joinReleased(ja, a)}, payloadsOf(e, s, "r", string(event.JoinReleased)))
 	require.NoError(e.T, s.Repair(e.Ctx, workflow.RepairRequest{Identity: identity(b, 1), Action: workflow.RepairConfirmFailed}, ms(14)))
 	assert.Equal(e.T, workflow.ActivationCancelled, getAct(e, s, jb).Status)
-	assert.Equal(e.T, []string{joinCancelled(jb, b, workflow.ActivationFailed)}, payloadsOf(e, s, "r", string(workflow.EventJoinCancelled)))
+	assert.Equal(e.T, []string{joinCancelled(jb, b, workflow.ActivationFailed)}, payloadsOf(e, s, "r", string(event.JoinCancelled)))
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -292,7 +293,7 @@ func caseIncreaseReadmits(e *env) {
 	require.NoError(e.T, err)
 	evs := evsPage.Items
 	last := evs[len(evs)-1]
-	assert.Equal(e.T, workflow.EventExecutionAllowanceIncreased, last.Type)
+	assert.Equal(e.T, event.ExecutionAllowanceIncreased, last.Type)
 	assert.JSONEq(e.T, `{"previous_cap":1,"target_cap":2}`, string(last.Payload))
 	assert.Equal(e.T, int64(2), getRun(e, s, "r").Limits.NodeExecutionCap)
 	assert.True(e.T, rawAct(e, key("r", "n", "b")).Admissible, "discoverable again")

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -49,19 +50,19 @@ func sha256Hex(b []byte) string {
 }
 
 // repairEvents decodes the attempt_repair_required events of run.
-func repairEvents(e *env, s *workflow.Store, run string) []workflow.AttemptRepairRequiredPayload {
+func repairEvents(e *env, s *workflow.Store, run string) []event.AttemptRepairRequiredPayload {
 	e.T.Helper()
 	evsPage, err := s.Events(e.Ctx, workflow.EventQuery{RunID: run, Limit: workflow.MaxPageLimit})
 	require.NoError(e.T, err)
 	evs := evsPage.Items
-	var out []workflow.AttemptRepairRequiredPayload
+	var out []event.AttemptRepairRequiredPayload
 	for _, ev := range evs {
-		if ev.Type != workflow.EventAttemptRepairRequired {
+		if ev.Type != event.AttemptRepairRequired {
 			continue
 		}
 		p, err := ev.Decode()
 		require.NoError(e.T, err)
-		out = append(out, p.(workflow.AttemptRepairRequiredPayload))
+		out = append(out, p.(event.AttemptRepairRequiredPayload))
 	}
 	return out
 }
@@ -79,7 +80,7 @@ func requireUnstorable(e *env, s *workflow.Store, run, identity, reason, documen
 	u := *ev.Unstorable
 	assert.NotEmpty(e.T, u.Detail)
 	u.Detail = ""
-	assert.Equal(e.T, workflow.Unstorable{
+	assert.Equal(e.T, event.Unstorable{
 		Document: document, Problem: problem,
 		LimitBytes: workflow.MaxOwnerJSONBytes, LimitDepth: workflow.MaxOwnerJSONDepth,
 		SizeBytes: int64(len(doc)), SHA256: sha256Hex(doc),
@@ -114,7 +115,7 @@ func caseOversizedReceipt(e *env) {
 	assert.Equal(e.T, workflow.AttemptRepairRequired, a.Status)
 	assert.Nil(e.T, a.Receipt, "nothing of the receipt is stored")
 	assert.Equal(e.T, workflow.RunRepairRequired, getRun(e, s, rid).Status)
-	requireUnstorable(e, s, rid, id, workflow.RepairReceiptNotStorable, "dispatch receipt", "too_large", big)
+	requireUnstorable(e, s, rid, id, event.RepairReceiptNotStorable, "dispatch receipt", "too_large", big)
 
 	// Nothing asks the owner again or settles twice; other work goes on.
 	before := digest(e, rid)
@@ -200,14 +201,14 @@ func caseLookupUnstorable(e *env) {
 	assert.Empty(e.T, sum.SafeReadOnly, "never redispatched: the owner would return the same receipt")
 	evs := repairEvents(e, s, rid)
 	require.Len(e.T, evs, len(rows))
-	byID := map[string]workflow.AttemptRepairRequiredPayload{}
+	byID := map[string]event.AttemptRepairRequiredPayload{}
 	for _, ev := range evs {
 		byID[ev.DispatchIdentity] = ev
 	}
 	for i, r := range rows {
 		ev := byID[ids[i]]
 		require.NotNil(e.T, ev.Unstorable, r.act)
-		assert.Equal(e.T, workflow.RepairReceiptNotStorable, ev.Reason)
+		assert.Equal(e.T, event.RepairReceiptNotStorable, ev.Reason)
 		assert.Equal(e.T, r.problem, ev.Unstorable.Problem, r.act)
 		assert.Equal(e.T, int64(len(r.doc)), ev.Unstorable.SizeBytes, r.act)
 		assert.Equal(e.T, sha256Hex(r.doc), ev.Unstorable.SHA256, r.act)
@@ -275,7 +276,7 @@ func caseOutputAtLimit(e *env) {
 	out, ok := outcomeOf(sum, id("pass"))
 	require.True(e.T, ok)
 	assert.Equal(e.T, workflow.AttemptRepairRequired, out.Status)
-	requireUnstorable(e, s, rid, id("pass"), workflow.RepairObservationNotStorable, "observation output", "too_large", big)
+	requireUnstorable(e, s, rid, id("pass"), event.RepairObservationNotStorable, "observation output", "too_large", big)
 	before = digest(e, rid)
 	sum = receiptPass(e, s, ob, workflow.ReceiptPassOptions{RunID: rid}, 31)
 	_, ok = outcomeOf(sum, id("pass"))

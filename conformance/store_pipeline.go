@@ -6,6 +6,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -58,9 +59,9 @@ func casePipelineJoinReleasedByFanIn(e *env) {
 	got := getAct(e, s, inv)
 	assert.Equal(e.T, workflow.ActivationPending, got.Status, "the controller's completion releases the join")
 	assert.True(e.T, got.Admissible)
-	assert.Equal(e.T, []string{joinReleased(inv, c)}, payloadsOf(e, s, "r", string(workflow.EventJoinReleased)))
+	assert.Equal(e.T, []string{joinReleased(inv, c)}, payloadsOf(e, s, "r", string(event.JoinReleased)))
 	for _, ev := range eventsOf(e, s, "r") {
-		if ev.Type == workflow.EventJoinReleased || ev.Type == workflow.EventFanInSettled {
+		if ev.Type == event.JoinReleased || ev.Type == event.FanInSettled {
 			assert.True(e.T, ev.CreatedAt.Equal(ms(50)), "%s in the last member's transaction", ev.Type)
 		}
 	}
@@ -77,5 +78,5 @@ func casePipelineJoinCancelledByFanIn(e *env) {
 	observe(e, s, identity(m[1], 1), obs(workflow.ObservedFailed), ms(40))
 	assert.Equal(e.T, workflow.ActivationFailed, getAct(e, s, c).Status)
 	assert.Equal(e.T, workflow.ActivationCancelled, getAct(e, s, inv).Status, "no invoice for a failed shipment")
-	assert.Equal(e.T, []string{joinCancelled(inv, c, workflow.ActivationFailed)}, payloadsOf(e, s, "r", string(workflow.EventJoinCancelled)))
+	assert.Equal(e.T, []string{joinCancelled(inv, c, workflow.ActivationFailed)}, payloadsOf(e, s, "r", string(event.JoinCancelled)))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -125,7 +126,7 @@ func runRecords(e *env, runID string) workflow.PruneCounts {
 			return err
 		}
 		for _, ev := range evs {
-			if ev.Type != string(workflow.EventRunPruned) {
+			if ev.Type != string(event.RunPruned) {
 				c.Events++
 			}
 		}
@@ -225,7 +226,7 @@ func casePruneDeletes(e *env) {
 
 	for _, id := range []string{"done", gone} {
 		assert.Equal(e.T, workflow.PruneCounts{}, runRecords(e, id), "run %s holds no events, attempts, leases or schedules", id)
-		assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, id), "the run_pruned event is the only one left")
+		assert.Equal(e.T, []string{string(event.RunPruned)}, eventTypes(e, s, id), "the run_pruned event is the only one left")
 		assert.Empty(e.T, attemptsOf(e, s, id))
 		assert.Empty(e.T, activeLeases(e, s, id))
 		evsPage, err := s.Events(e.Ctx, workflow.EventQuery{RunID: id, Limit: 10})
@@ -235,7 +236,7 @@ func casePruneDeletes(e *env) {
 		assert.Equal(e.T, rawRun(e, id).LastEventSeq, evs[0].Seq, "the run's event sequence ends at the marker")
 	}
 	assert.JSONEq(e.T, fmt.Sprintf(`{"run_id":"done","deleted":{"events":%d,"attempts":%d,"leases":%d,"schedules":%d}}`,
-		want.Events, want.Attempts, want.Leases, want.Schedules), payloadsOf(e, s, "done", string(workflow.EventRunPruned))[0])
+		want.Events, want.Attempts, want.Leases, want.Schedules), payloadsOf(e, s, "done", string(event.RunPruned))[0])
 
 	// The run and its activations are kept; the run only gained the marker.
 	after := rawRun(e, "done")
@@ -271,7 +272,7 @@ func casePruneDeletes(e *env) {
 	unchanged(e, before, "a second prune", "done", gone, "other", "live")
 
 	s = e.newStore(e.Reopen())
-	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, "done"), "durably")
+	assert.Equal(e.T, []string{string(event.RunPruned)}, eventTypes(e, s, "done"), "durably")
 	requireVerified(e, s, "after pruning")
 }
 
@@ -383,7 +384,7 @@ func casePruneRefusesLive(e *env) {
 	require.Equal(e.T, workflow.RunCompleted, getRun(e, s, "root").Status)
 	_, err = s.Prune(e.Ctx, workflow.PruneOptions{Runs: []string{child}}, ms(41))
 	require.NoError(e.T, err)
-	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, child))
+	assert.Equal(e.T, []string{string(event.RunPruned)}, eventTypes(e, s, child))
 }
 
 func casePruneCutOff(e *env) {
@@ -399,13 +400,13 @@ func casePruneCutOff(e *env) {
 	assert.Empty(e.T, rep.Runs[0].Skipped)
 	assert.NotEmpty(e.T, rep.Runs[1].Skipped, "a run finished at the cut-off is kept")
 	assert.Equal(e.T, workflow.PruneCounts{}, rep.Runs[1].Deleted)
-	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, "early"))
+	assert.Equal(e.T, []string{string(event.RunPruned)}, eventTypes(e, s, "early"))
 	unchanged(e, before, "a run finished at the cut-off", "late")
 
 	rep, err = s.Prune(e.Ctx, workflow.PruneOptions{Runs: []string{"late"}, FinishedBefore: time.UnixMilli(msOf(late.UpdatedAt) + 1)}, ms(1001))
 	require.NoError(e.T, err)
 	assert.Empty(e.T, rep.Runs[0].Skipped, "one millisecond later it is pruned")
-	assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, "late"))
+	assert.Equal(e.T, []string{string(event.RunPruned)}, eventTypes(e, s, "late"))
 }
 
 func casePruneLiveRunsUnaffected(e *env) {
@@ -517,7 +518,7 @@ func casePruneAllFinished(e *env) {
 	assert.Equal(e.T, want, pruned, "every finished run before the cut-off, each once")
 	unchanged(e, before, "runs finished later or still running", keep...)
 	for _, id := range want {
-		assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, id), "%s pruned", id)
+		assert.Equal(e.T, []string{string(event.RunPruned)}, eventTypes(e, s, id), "%s pruned", id)
 	}
 	requireVerified(e, s, "after pruning every finished run")
 }

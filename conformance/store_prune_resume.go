@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -70,9 +71,9 @@ func casePruneInterrupted(e *env) {
 		require.Len(e.T, rep.Runs, 1)
 		assert.False(e.T, rep.Runs[0].AlreadyPruned)
 		assert.Equal(e.T, workflow.PruneCounts{}, runRecords(e, id), "the rerun finished the prune")
-		assert.Equal(e.T, []string{string(workflow.EventRunPruned)}, eventTypes(e, s, id), "the run_pruned event is the only one left")
+		assert.Equal(e.T, []string{string(event.RunPruned)}, eventTypes(e, s, id), "the run_pruned event is the only one left")
 		assert.JSONEq(e.T, fmt.Sprintf(`{"run_id":%q,"deleted":{"events":%d,"attempts":%d,"leases":%d,"schedules":%d}}`,
-			id, want.Events, want.Attempts, want.Leases, want.Schedules), payloadsOf(e, s, id, string(workflow.EventRunPruned))[0],
+			id, want.Events, want.Attempts, want.Leases, want.Schedules), payloadsOf(e, s, id, string(event.RunPruned))[0],
 			"the audit event counts everything the run held, across every invocation")
 		requireVerified(e, s, "the rerun")
 	}

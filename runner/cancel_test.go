@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -125,7 +126,7 @@ func attemptCancelledPayloads(t *testing.T, s *workflow.Store, runID string) []s
 	evs := evsPage.Items
 	var out []string
 	for _, ev := range evs {
-		if ev.Type == workflow.EventAttemptCancelled {
+		if ev.Type == event.AttemptCancelled {
 			out = append(out, string(ev.Payload))
 		}
 	}
@@ -139,7 +140,7 @@ func cancelledEvent(t *testing.T, s *workflow.Store, id, extra string) string {
 	t.Helper()
 	a, err := s.GetAttempt(context.Background(), id)
 	require.NoError(t, err)
-	p := workflow.AttemptCancelledPayload{AttemptNames: workflow.AttemptNames{RunID: a.Key.RunID,
+	p := event.AttemptCancelledPayload{AttemptNames: event.AttemptNames{RunID: a.Key.RunID,
 		NodeID: a.Key.NodeID, ActivationID: a.Key.ActivationID, Attempt: a.Key.Attempt}, DispatchIdentity: id}
 	require.NoError(t, json.Unmarshal([]byte(extra), &p))
 	raw, err := json.Marshal(p)

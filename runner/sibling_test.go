@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -109,10 +110,10 @@ func TestFailFastSiblingsAreCancelledThroughTheCanceller(t *testing.T) {
 	signalled, cancelled := 0, 0
 	for _, ev := range evs {
 		switch ev.Type {
-		case workflow.EventAttemptCancellationSignalled:
+		case event.AttemptCancellationSignalled:
 			signalled++
 			assert.Zero(t, cancelled, "signals are recorded before the siblings settle")
-		case workflow.EventAttemptCancelled:
+		case event.AttemptCancelled:
 			cancelled++
 		}
 	}

@@ -1,8 +1,9 @@
 // Package wftype is wfstore's shared vocabulary: the statuses, keys,
 // identities, authority and limits that both the storage contract (package
-// backend) and the Store (package workflow) speak. It imports nothing from
-// this module, so an adapter, an engine and a tool can all name the same
-// types.
+// backend) and the Store (package workflow) speak, and the classes events
+// record (failure, observation, refusal and repair kinds, fan-out policy,
+// prune counts). It imports nothing from this module, so an adapter, an
+// engine and a tool can all name the same types.
 //
 // Package backend and package workflow refer to every type here through a
 // type alias (backend.ActivationKey and workflow.ActivationKey are both
@@ -17,7 +18,8 @@
 // time.Duration and json.RawMessage, the form a user reads. The Store
 // converts between them in one place.
 //
-// The types carry no JSON tags: they are not a wire format. Statuses and
+// The types carry no JSON tags, except PruneCounts, which event payloads
+// embed as is: they are not a wire format. Statuses and
 // classes are strings whose values are stored as they are, so a constant's
 // value never changes.
 package wftype

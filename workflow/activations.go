@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // NewActivation describes an activation to add. It carries the per-node
@@ -208,8 +209,8 @@ func (s *Store) AddActivation(ctx context.Context, na NewActivation, now time.Ti
 			return errNoop
 		}
 		created = true
-		replace(w, run)
-		w.workArrives()
+		state.Replace(w, run)
+		w.WorkArrives()
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -277,24 +278,24 @@ func addActivation(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 	}
 	for _, k := range keys[1:] {
 		if pred, ok := changed[k]; ok {
-			replace(w, pred)
+			state.Replace(w, pred)
 			delete(changed, k)
 		}
 	}
 	open, settled := waitsOpen(preds)
 	for _, pred := range preds {
 		if _, ok := changed[pred.Key]; ok {
-			replace(w, pred)
+			state.Replace(w, pred)
 			delete(changed, pred.Key)
 		}
 	}
-	if err := createActivation(w, run, rec, open, at); err != nil {
+	if err := state.CreateActivation(w, run, rec, open, at); err != nil {
 		return false, err
 	}
 	for _, pred := range settled {
 		// Settled before the join existed: the transaction's end judges
 		// it as it would have judged its settlement.
-		w.waits = append(w.waits, waitSettled{pred: pred.Key, at: at})
+		w.Waits = append(w.Waits, waitSettled{Pred: pred.Key, At: at})
 	}
 	return true, nil
 }

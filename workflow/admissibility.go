@@ -4,52 +4,13 @@ import (
 	"context"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // Discovery scans only admissible activations (backend.Activation.Admissible),
 // so activations that cannot be admitted for a durable reason never hold the
 // first places of a scan. This file is the one place that
 // decides admissibility and keeps the flag true to it.
-
-// admissible reports whether discovery may return act.
-func admissible(run backend.Run, act backend.Activation, group *backend.FanOutGroup) bool {
-	if act.Status != backend.ActivationPending {
-		return false
-	}
-	if run.Status != backend.RunRunning || run.CancelRequestedMS != 0 || exhaustionHolds(run) {
-		return false
-	}
-	if group != nil && group.Retiring {
-		return false
-	}
-	return true
-}
-
-// arrives reports whether an activation that becomes pending now (added,
-// or a fan-out member created or promoted) enters the admissible index:
-// when admissible, and also when only its run's recorded exhaustion keeps
-// it out. The next pass that meets it then reports it Exhausted and parks
-// it, as it parked the run's other work when it met the exhaustion, so
-// that work added to an exhausted run is reported rather than in no list.
-func arrives(run backend.Run, act backend.Activation, group *backend.FanOutGroup) bool {
-	run.ExhaustionRecorded = false
-	return admissible(run, act, group)
-}
-
-// exhaustionHolds reports whether the run's recorded exhaustion still holds
-// as far as its own record tells: its attempts fill its node execution cap,
-// or (a root run) its tree's attempts fill it. An allowance increase lifts
-// it; ExhaustionRecorded itself stays set, since it stands for the one
-// execution_allowance_exhausted event. A child run whose root's tree-wide
-// cap is full is not told here (its record does not say so): the dispatch
-// that meets that exhaustion parks the child's activations (parkPending).
-func exhaustionHolds(run backend.Run) bool {
-	if !run.ExhaustionRecorded {
-		return false
-	}
-	return run.AttemptCount >= run.Limits.NodeExecutionCap ||
-		(run.RootID == run.ID && run.TreeAttemptCount >= run.Limits.NodeExecutionCap)
-}
 
 // parkPending clears the Admissible flag of every activation of the run
 // that has it, whatever admissible says: an exhaustion the dispatch just
@@ -58,13 +19,13 @@ func exhaustionHolds(run backend.Run) bool {
 func parkPending(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64) (bool, error) {
 	var parked []backend.Activation
 	err := eachActivation(ctx, tx, w, runID, func(act backend.Activation) error {
-		if parkActivation(&act, at) == nil {
+		if state.ParkActivation(&act, at) == nil {
 			parked = append(parked, act)
 		}
 		return nil
 	})
 	for _, act := range parked {
-		replace(w, act)
+		state.Replace(w, act)
 	}
 	return len(parked) > 0, err
 }
@@ -93,8 +54,8 @@ func reindexRun(ctx context.Context, tx backend.Tx, w *batch, run backend.Run) e
 			}
 			g = cached
 		}
-		if reindexActivation(&act, admissible(run, act, g)) {
-			replace(w, act)
+		if state.ReindexActivation(&act, state.Admissible(run, act, g)) {
+			state.Replace(w, act)
 		}
 		return nil
 	})

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // PreparePending is the single-winner gate: it commits one prepared attempt
@@ -165,7 +166,7 @@ func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.
 			return nil, nil, errNoop
 		}
 	}
-	if !startable(run, act) {
+	if !state.Startable(run, act) {
 		return nil, nil, errNoop
 	}
 	if act.LastAttempt == ^uint32(0) {
@@ -194,14 +195,14 @@ func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.
 		Key: akey, Identity: identity, Status: backend.AttemptPrepared, SideEffect: backend.Effect(it.effect),
 		Intent: it.intent, IntentChecksum: Checksum(it.intent), Handoff: backend.HandoffPending, PreparedMS: at,
 	}
-	wroteRoot, err := prepareAttempt(w, attemptStart{run: &run, root: &root, act: &act, att: att, leases: leases}, at)
+	wroteRoot, err := state.PrepareAttempt(w, state.AttemptStart{Run: &run, Root: &root, Act: &act, Att: att, Leases: leases}, at)
 	if err != nil {
 		return nil, nil, err
 	}
 	if wroteRoot {
 		g.Runs[root.ID] = root
 	}
-	replace(w, run)
+	state.Replace(w, run)
 	g.Runs[run.ID] = run
 	g.Activations[k] = act
 	for _, l := range leases {
@@ -303,10 +304,10 @@ func (s *Store) park(ctx context.Context, k backend.ActivationKey, now time.Time
 		if err != nil {
 			return notFoundFrom(err, "activation %v", k)
 		}
-		if err := parkActivation(&act, at); err != nil {
+		if err := state.ParkActivation(&act, at); err != nil {
 			return err
 		}
-		replace(w, act)
+		state.Replace(w, act)
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -344,7 +345,7 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 		if !local && !tree {
 			return errNoop
 		}
-		event := recordAllowanceExhausted(w, &run, at)
+		event := state.RecordAllowanceExhausted(w, &run, at)
 		parked, err := parkPending(ctx, tx, w, run.ID, at)
 		if err != nil {
 			return err
@@ -353,7 +354,7 @@ func (s *Store) recordExhaustion(ctx context.Context, runID string, check author
 			return errNoop
 		}
 		run.UpdatedMS = at
-		replace(w, run)
+		state.Replace(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // AllowanceIncrease asks IncreaseAllowance to raise RunID's node
@@ -73,12 +74,12 @@ func (s *Store) IncreaseAllowance(ctx context.Context, req AllowanceIncrease, no
 		if run.Limits.NodeExecutionCap != expectedCap {
 			return stateErr(ErrConflict, "run %q node execution cap is %d, not the expected %d", runID, run.Limits.NodeExecutionCap, expectedCap)
 		}
-		increaseAllowance(w, &run, targetCap, at)
+		state.IncreaseAllowance(w, &run, targetCap, at)
 		if err := reindexRun(ctx, tx, w, run); err != nil {
 			return err
 		}
-		replace(w, run)
-		w.workArrives() // activations parked by exhaustion are discoverable again
+		state.Replace(w, run)
+		w.WorkArrives() // activations parked by exhaustion are discoverable again
 		if run.RootID != run.ID {
 			return nil
 		}

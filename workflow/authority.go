@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // authorityCheck is what a transaction requires of a run's authority.
@@ -185,10 +186,10 @@ func (s *Store) TransferAuthority(ctx context.Context, t AuthorityTransfer, now 
 		if err := ownedBy(&expected, "transfer").verify(run); err != nil {
 			return stateErr(ErrStaleAuthority, "execution authority transfer lost its ownership race: %s", runID)
 		}
-		if err := transferAuthority(w, &run, expected.Generation, replacement, at); err != nil {
+		if err := state.TransferAuthority(w, &run, expected.Generation, replacement, at); err != nil {
 			return err
 		}
-		replace(w, run)
+		state.Replace(w, run)
 		return nil
 	})
 }

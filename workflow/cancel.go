@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // RequestCancellation durably records the run's cancellation intent (once;
@@ -50,7 +52,7 @@ func (s *Store) RequestCancellation(ctx context.Context, runID string, authority
 		default:
 			return stateErr(ErrIneligible, "run %q is %s and cannot be cancelled", runID, run.Status)
 		}
-		if err := requestCancellation(w, &run, "", at); err != nil {
+		if err := state.RequestCancellation(w, &run, "", at); err != nil {
 			return err
 		}
 		if err := cancelUnstarted(ctx, tx, w, runID, at); err != nil {
@@ -59,7 +61,7 @@ func (s *Store) RequestCancellation(ctx context.Context, runID string, authority
 		if err := finalizeCancellation(ctx, tx, w, &run, at); err != nil {
 			return err
 		}
-		replace(w, run)
+		state.Replace(w, run)
 		status = run.Status
 		return nil
 	})
@@ -150,12 +152,12 @@ func (s *Engine) ActiveAttempts(ctx context.Context, q ActiveAttemptQuery) (Page
 func (s *Engine) MarkCancellationSignalled(ctx context.Context, identity string, now time.Time) error {
 	return s.attemptTx(ctx, identity, now, func(tx backend.Tx, w *batch, run *backend.Run, act backend.Activation, att *backend.Attempt, at int64) error {
 		if att.Status == backend.AttemptSiblingCancelling {
-			return recordSiblingSignal(w, run, att, at)
+			return state.RecordSiblingSignal(w, run, att, at)
 		}
 		if run.CancelRequestedMS == 0 {
 			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
 		}
-		return signalAttemptCancellation(w, run, att, at)
+		return state.SignalAttemptCancellation(w, run, att, at)
 	})
 }
 
@@ -180,7 +182,7 @@ func (s *Engine) CancelNeverDispatched(ctx context.Context, identity string, aut
 		if run.CancelRequestedMS == 0 {
 			return stateErr(ErrIneligible, "run %q has no cancellation requested", run.ID)
 		}
-		if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, AttemptCancelledPayload{Reason: "never_dispatched"}); err != nil {
+		if err := state.CancelAttempt(ctx, txn{Tx: tx, W: w, At: at}, run, &act, att, event.AttemptCancelledPayload{Reason: "never_dispatched"}); err != nil {
 			return err
 		}
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
@@ -215,14 +217,14 @@ func (s *Engine) SettleOrphanedCancellation(ctx context.Context, identity string
 			return errNoop
 		}
 		if att.SideEffect == backend.Mutating {
-			if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: "cancellation_owner_unavailable"}, at); err != nil {
+			if err := state.RequireAttemptRepair(w, run, att, event.AttemptRepairRequiredPayload{Reason: "cancellation_owner_unavailable"}, at); err != nil {
 				return err
 			}
-			if err := holdRunForRepair(run); err != nil {
+			if err := state.HoldRunForRepair(run); err != nil {
 				return err
 			}
 		} else {
-			if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, AttemptCancelledPayload{Reason: "cancellation_owner_unavailable"}); err != nil {
+			if err := state.CancelAttempt(ctx, txn{Tx: tx, W: w, At: at}, run, &act, att, event.AttemptCancelledPayload{Reason: "cancellation_owner_unavailable"}); err != nil {
 				return err
 			}
 			if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {
@@ -260,7 +262,7 @@ func (s *Store) attemptTx(ctx context.Context, identity string, now time.Time,
 			return err
 		}
 		run.UpdatedMS = at
-		replace(w, run)
+		state.Replace(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -336,7 +338,7 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 			if r.CancelRequestedMS != 0 || r.Status == backend.RunCompleted || r.Status == backend.RunCancelled {
 				continue
 			}
-			if err := requestCancellation(w, r, rootID, at); err != nil {
+			if err := state.RequestCancellation(w, r, rootID, at); err != nil {
 				return err
 			}
 			if err := cancelUnstarted(ctx, tx, w, r.ID, at); err != nil {
@@ -359,7 +361,7 @@ func (s *Store) RequestTreeCancellation(ctx context.Context, rootID string, auth
 			}
 			if done || dirty[r.ID] {
 				dirty[r.ID] = true
-				replace(w, *r)
+				state.Replace(w, *r)
 			}
 		}
 		if len(dirty) == 0 {
@@ -451,7 +453,7 @@ func (s *Engine) SettleCancelledUnobserved(ctx context.Context, identity string,
 		if att.Receipt == nil {
 			return errNoop
 		}
-		if err := cancelAttempt(ctx, txn{tx, w, at}, run, &act, att, AttemptCancelledPayload{Reason: string(how)}); err != nil {
+		if err := state.CancelAttempt(ctx, txn{Tx: tx, W: w, At: at}, run, &act, att, event.AttemptCancelledPayload{Reason: string(how)}); err != nil {
 			return err
 		}
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
@@ -473,7 +475,7 @@ func discardSchedules(ctx context.Context, tx backend.Tx, w *batch, run *backend
 			return err
 		}
 		for _, sc := range due {
-			discardSchedule(w, run, sc, discardCancellationRequested, at)
+			state.DiscardSchedule(w, run, sc, discardCancellationRequested, at)
 		}
 		if len(due) < MaxPageLimit {
 			return nil

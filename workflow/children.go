@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // NewChildRun describes a child run started by a prepared parent attempt.
@@ -120,8 +122,8 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 			Status: backend.RunRunning, Limits: limits, DeadlineMS: deadline, Authority: auth,
 			CreatedMS: at, UpdatedMS: at,
 		}
-		createRun(w, child, RunCreatedPayload{RunID: childID, RootRunID: root.ID, Limits: limitsPayload(limits)}, at)
-		insert(w, backend.RunLink{ChildRunID: childID, RootRunID: root.ID, Parent: pk, Target: target, Depth: child.Depth, CreatedMS: at})
+		state.CreateRun(w, child, event.RunCreatedPayload{RunID: childID, RootRunID: root.ID, Limits: state.LimitsPayload(limits)}, at)
+		state.Insert(w, backend.RunLink{ChildRunID: childID, RootRunID: root.ID, Parent: pk, Target: target, Depth: child.Depth, CreatedMS: at})
 		receipt, err := encodeJSON("child run receipt", map[string]any{
 			"owner": childReceiptOwner, "child_run_id": childID, "root_run_id": root.ID,
 			"depth": child.Depth, "target": json.RawMessage(target),
@@ -130,14 +132,14 @@ func (s *Store) CreateChildRun(ctx context.Context, nc NewChildRun, now time.Tim
 			return err
 		}
 		att.Receipt = receipt
-		if err := linkChildRun(w, &parent, &root, &att, child, at); err != nil {
+		if err := state.LinkChildRun(w, &parent, &root, &att, child, at); err != nil {
 			return err
 		}
 		if root.ID != parent.ID {
-			replace(w, root)
+			state.Replace(w, root)
 		}
 		parent.UpdatedMS = at
-		replace(w, parent)
+		state.Replace(w, parent)
 		created = true
 		return nil
 	})
@@ -177,7 +179,7 @@ func startedChildRun(ctx context.Context, tx backend.ReadTx, att backend.Attempt
 // cancelled, so the parent waits for the owner to settle the child. It
 // reports false, changing nothing, for any other observation or attempt.
 func cancellingChildParent(ctx context.Context, t txn, run *backend.Run, att *backend.Attempt, kind ObservationKind, detail []byte) (bool, error) {
-	tx, w, at := t.tx, t.w, t.at
+	tx, w, at := t.Tx, t.W, t.At
 	if run.CancelRequestedMS == 0 || (kind != ObservedAdmitted && kind != ObservedRunning) {
 		return false, nil
 	}
@@ -190,7 +192,7 @@ func cancellingChildParent(ctx context.Context, t txn, run *backend.Run, att *ba
 	if detail != nil {
 		att.Detail = detail
 	}
-	return true, holdAttemptForChild(w, run, att, at)
+	return true, state.HoldAttemptForChild(w, run, att, at)
 }
 
 func narrowLimits(parent backend.Limits, child RunLimits) (backend.Limits, error) {

@@ -437,15 +437,15 @@ func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([
 				res[i].err = errNotReached
 				continue
 			}
-			m := w.mark()
+			m := w.Mark()
 			p, k, err := decidePrepare(ctx, tx, w, &g, it, at)
 			switch {
 			case errors.Is(err, errNoop):
-				w.truncate(m)
+				w.Truncate(m)
 			case err != nil && isStorage(err):
 				return err
 			case err != nil:
-				w.truncate(m)
+				w.Truncate(m)
 				res[i].err = err
 				stopped = stopsPass(err)
 			default:
@@ -459,7 +459,7 @@ func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([
 				kn.runs[r.p.Activation.Key.RunID] = g.Runs[r.p.Activation.Key.RunID]
 			}
 		}
-		if w.empty() {
+		if w.Empty() {
 			return errNoop
 		}
 		return nil
@@ -515,19 +515,19 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 				continue
 			}
 			att, found := atts[k]
-			m := w.mark()
+			m := w.Mark()
 			kn, err := decideHandoff(ctx, tx, w, handoffInput{
 				run: &run, act: acts[k.ActivationKey], att: att, found: found, key: k,
 				check: r.check.with("dispatch handoff"), token: r.token, at: at,
 			})
 			switch {
 			case errors.Is(err, errNoop):
-				w.truncate(m)
+				w.Truncate(m)
 				next.acts[k.ActivationKey], next.atts[k] = acts[k.ActivationKey], att
 			case err != nil && isStorage(err):
 				return err
 			case err != nil:
-				w.truncate(m)
+				w.Truncate(m)
 				errs[i] = err
 				stopped = !errors.Is(err, ErrIneligible) && !errors.Is(err, ErrConflict)
 			default:
@@ -620,18 +620,18 @@ func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []pre
 				errs[i] = errAlone
 				continue
 			}
-			m := w.mark()
+			m := w.Mark()
 			err := decideReceipt(ctx, tx, w, receiptInput{
 				run: &run, att: att, found: found, key: k, identity: r.p.Identity, receipt: rcs[i],
 				check: r.check.with("receipt"), at: at,
 			})
 			switch {
 			case errors.Is(err, errNoop):
-				w.truncate(m)
+				w.Truncate(m)
 			case err != nil && isStorage(err):
 				return err
 			case err != nil:
-				w.truncate(m)
+				w.Truncate(m)
 				errs[i] = err
 			default:
 				runs[k.RunID] = run
@@ -701,7 +701,7 @@ func (s *Store) decideBatch(ctx context.Context, kn *batchKnown, settled func() 
 			if err := onKnown(tx, w, k); err != nil {
 				return err
 			}
-			if !settled() || w.empty() {
+			if !settled() || w.Empty() {
 				return errReread
 			}
 			return nil
@@ -717,7 +717,7 @@ func (s *Store) decideBatch(ctx context.Context, kn *batchKnown, settled func() 
 		if err := onRead(tx, w); err != nil {
 			return err
 		}
-		if w.empty() {
+		if w.Empty() {
 			return errNoop
 		}
 		return nil

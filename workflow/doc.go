@@ -8,7 +8,8 @@
 // receipt, each step in its own transaction; ApplyObservation later records
 // what the owner observed (succeeded, failed, paused, cancelled, unknown).
 // The runner package drives this loop. In the repository, docs/concepts.md
-// introduces the terms and docs/state-machine.md lists every transition.
+// introduces the terms, docs/state-machine.md lists every transition, and
+// each transition is one function of workflow/internal/state.
 //
 // # Guarantees
 //
@@ -28,7 +29,7 @@
 //     which failures may be retried; a schedule is durable and consumed
 //     once (Engine.ConsumeNextDueRetry).
 //   - Every change appends its event in the same transaction (Events,
-//     Event.Decode), and a run completes in the transaction that settles
+//     event.Event.Decode), and a run completes in the transaction that settles
 //     its last open work.
 //
 // # Conventions

@@ -5,47 +5,50 @@ import (
 	"fmt"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/wftype"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // Sentinel errors. Every error a caller can cause wraps exactly one of these
 // (check with errors.Is) and leaves durable state unchanged. Storage errors
 // from the backend are wrapped as they are (backend.ErrClosed, ErrBusy, ...).
+// The values are package wftype's, which the state core returns too.
 var (
 	// ErrInvalidInput: an argument failed validation (id, time, JSON, limit,
 	// policy, a nil or typed-nil owner). Nothing was written.
-	ErrInvalidInput = errors.New("workflow: invalid input")
+	ErrInvalidInput = wftype.ErrInvalidInput
 	// ErrTooLarge: a JSON document's canonical form exceeds its limit
 	// (MaxJSONBytes, or MaxOwnerJSONBytes for owner JSON). As an argument
 	// it also matches ErrInvalidInput; as an owner's value the Store could
 	// not keep it is an *UnstorableError (see there).
-	ErrTooLarge = errors.New("workflow: json too large")
+	ErrTooLarge = wftype.ErrTooLarge
 	// ErrNotFound: a named run, activation, attempt or schedule does not exist.
-	ErrNotFound = errors.New("workflow: not found")
+	ErrNotFound = wftype.ErrNotFound
 	// ErrConflict: the request contradicts durable state for the same
 	// identity (different intent, receipt, schedule or fields).
-	ErrConflict = errors.New("workflow: conflicts with durable state")
+	ErrConflict = wftype.ErrConflict
 	// ErrIneligible: the operation is not allowed in the current durable
 	// state (status, cancellation, deadline, retry cap, cycle cap, retirement,
 	// downstream activation, policy decision).
-	ErrIneligible = errors.New("workflow: not eligible")
+	ErrIneligible = wftype.ErrIneligible
 	// ErrStaleAuthority: the run's execution authority is missing or differs
 	// from the caller's (or from the batch's snapshot).
-	ErrStaleAuthority = errors.New("workflow: execution authority is stale or foreign")
+	ErrStaleAuthority = wftype.ErrStaleAuthority
 	// ErrNodeAllowanceExhausted: the run's node_execution_cap is reached.
-	ErrNodeAllowanceExhausted = errors.New("workflow: node execution allowance exhausted")
+	ErrNodeAllowanceExhausted = wftype.ErrNodeAllowanceExhausted
 	// ErrRootAllowanceExhausted: the composition root's tree-wide cap is reached.
-	ErrRootAllowanceExhausted = errors.New("workflow: root execution allowance exhausted")
+	ErrRootAllowanceExhausted = wftype.ErrRootAllowanceExhausted
 	// ErrConcurrencyCapacity: the run has concurrency_cap active attempts.
-	ErrConcurrencyCapacity = errors.New("workflow: concurrency capacity reached")
+	ErrConcurrencyCapacity = wftype.ErrConcurrencyCapacity
 	// ErrResourceConflict: a declared resource claim is leased incompatibly.
-	ErrResourceConflict = errors.New("workflow: resource already leased incompatibly")
+	ErrResourceConflict = wftype.ErrResourceConflict
 	// ErrOwner: the owner's Plan or Dispatch (or a fault hook) failed; the
 	// original error is wrapped too.
-	ErrOwner = errors.New("workflow: owner call failed")
+	ErrOwner = wftype.ErrOwner
 	// ErrCorrupt: a stored record fails its own integrity check (a dispatch
 	// intent that no longer matches its checksum). Nothing is written; the
 	// record needs an operator.
-	ErrCorrupt = errors.New("workflow: stored record fails its integrity check")
+	ErrCorrupt = wftype.ErrCorrupt
 )
 
 // InputError describes one rejected argument. It matches ErrInvalidInput
@@ -70,19 +73,11 @@ func invalid(field, format string, args ...any) error {
 
 // StateError is an error caused by durable state: it wraps one sentinel
 // (ErrIneligible, ErrConflict, ErrStaleAuthority, ErrNotFound, the allowance
-// and capacity errors) and says what was found.
-type StateError struct {
-	Kind   error  // the sentinel
-	Detail string // human-readable cause, stable enough to log
-}
-
-func (e *StateError) Error() string { return e.Kind.Error() + ": " + e.Detail }
-
-// Unwrap returns the sentinel.
-func (e *StateError) Unwrap() error { return e.Kind }
+// and capacity errors) and says what was found. It is package wftype's.
+type StateError = wftype.StateError
 
 func stateErr(kind error, format string, args ...any) error {
-	return &StateError{Kind: kind, Detail: fmt.Sprintf(format, args...)}
+	return state.Errorf(kind, format, args...)
 }
 
 // notFoundFrom converts a backend.ErrNotFound into the workflow sentinel,

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -74,7 +75,7 @@ func ExampleEvent_Decode() {
 			panic(err)
 		}
 		switch p := p.(type) {
-		case workflow.AttemptAdmittedPayload:
+		case event.AttemptAdmittedPayload:
 			fmt.Println(e.Seq, e.Type, p.NodeID, p.Attempt, string(p.Receipt))
 		default:
 			fmt.Println(e.Seq, e.Type)

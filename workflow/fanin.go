@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // Fan-in: a group created with NewFanOut.FanIn has its controller settled
@@ -113,7 +115,7 @@ func (s *Store) FanOutMembers(ctx context.Context, q MemberQuery) (Page[MemberOu
 // without fan-in, or whose controller has already settled (a fail-fast
 // failure, the run's cancellation), is left alone.
 func decideFanIn(ctx context.Context, t txn, run *backend.Run, g *backend.FanOutGroup, failing *int64) error {
-	tx, w, at := t.tx, t.w, t.at
+	tx, w, at := t.Tx, t.W, t.At
 	if !g.FanIn || (failing == nil && g.Settled < g.Size) {
 		return nil
 	}
@@ -132,7 +134,7 @@ func decideFanIn(ctx context.Context, t txn, run *backend.Run, g *backend.FanOut
 	if ctl.Status != backend.ActivationWaiting {
 		return nil
 	}
-	p := FanInSettledPayload{
+	p := event.FanInSettledPayload{
 		RunID: ctl.Key.RunID, NodeID: ctl.Key.NodeID, ActivationID: ctl.Key.ActivationID,
 		Policy: WaitAll, Members: g.Size, MemberIndex: failing,
 	}
@@ -175,7 +177,7 @@ func decideFanIn(ctx context.Context, t txn, run *backend.Run, g *backend.FanOut
 			p.Status = ActivationCancelled
 		}
 	}
-	return settleFanIn(w, run, &ctl, g, p, at)
+	return state.SettleFanIn(w, run, &ctl, g, p, at)
 }
 
 // retryDiscarded re-decides the fan-in group of act once a retry schedule
@@ -186,5 +188,5 @@ func retryDiscarded(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 	if err != nil || !ok {
 		return err
 	}
-	return decideFanIn(ctx, txn{tx, w, at}, run, &g, nil)
+	return decideFanIn(ctx, txn{Tx: tx, W: w, At: at}, run, &g, nil)
 }

@@ -10,30 +10,17 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/wftype"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
-// FanOutFailure is a fan-out group's settlement policy: what a member's
-// terminal failure (a failed observation with no automatic retry
-// scheduled) does to the rest of the group.
-type FanOutFailure string
+// FanOutFailure is package wftype's FanOutFailure.
+type FanOutFailure = wftype.FanOutFailure
 
-// Settlement policies.
+// The FanOutFailure values, as package wftype defines them.
 const (
-	// WaitAll, the default: the failure is recorded on the member, the
-	// other members go on (waiting ones are still promoted and admitted),
-	// and the run fails only once every member has settled with at least
-	// one of them failed. It never interrupts work an owner already holds,
-	// which is why it is the default: cancelling a sibling that may be
-	// mutating the world is a choice the caller must make explicitly.
-	WaitAll FanOutFailure = "wait_all"
-	// FailFast: in the failing member's own transaction every sibling's
-	// active attempt moves to sibling_cancelling (a prepared attempt that
-	// provably never reached its owner is cancelled outright), every
-	// waiting or pending sibling is cancelled, the group is marked retired
-	// and the run fails. The sibling attempts then settle as cancelled
-	// through their observations. A failed member of such a group is
-	// never requeued.
-	FailFast FanOutFailure = "fail_fast"
+	WaitAll  FanOutFailure = wftype.WaitAll
+	FailFast FanOutFailure = wftype.FailFast
 )
 
 // NewFanOut describes a fan-out group: members of one controller
@@ -180,8 +167,8 @@ func (s *Store) AddFanOut(ctx context.Context, nf NewFanOut, now time.Time) (cre
 			return cmp.Or(err, errNoop)
 		}
 		run.UpdatedMS = at
-		replace(w, run)
-		w.workArrives()
+		state.Replace(w, run)
+		w.WorkArrives()
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -233,16 +220,16 @@ func addFanOut(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, f
 		return false, err
 	}
 	for i, m := range members {
-		if err := createMember(w, run, &group, m, int64(i) >= group.MaxConcurrency, at); err != nil {
+		if err := state.CreateMember(w, run, &group, m, int64(i) >= group.MaxConcurrency, at); err != nil {
 			return false, err
 		}
 	}
 	if group.FanIn {
-		if err := awaitMembers(w, run, &controller, &group, at); err != nil {
+		if err := state.AwaitMembers(w, run, &controller, &group, at); err != nil {
 			return false, err
 		}
 	}
-	insert(w, group)
+	state.Insert(w, group)
 	return true, nil
 }
 
@@ -315,7 +302,7 @@ func promoteMembers(ctx context.Context, tx backend.Tx, w *batch, run *backend.R
 		if act.Status != backend.ActivationWaiting {
 			continue
 		}
-		if err := promoteMember(w, run, g, act, int64(i), at); err != nil {
+		if err := state.PromoteMember(w, run, g, act, int64(i), at); err != nil {
 			return err
 		}
 	}
@@ -346,13 +333,13 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 			return stateErr(ErrIneligible, "fan-in group %v has settled its controller; its members are not requeued", g.Controller)
 		}
 	}
-	reopenMember(&g)
+	state.ReopenMember(&g)
 	if occupied(&g) > g.MaxConcurrency {
-		if err := returnMemberToWaiting(w, run, &g, act, at); err != nil {
+		if err := state.ReturnMemberToWaiting(w, run, &g, act, at); err != nil {
 			return err
 		}
 	}
-	replace(w, g)
+	state.Replace(w, g)
 	return nil
 }
 
@@ -365,7 +352,7 @@ func memberRequeued(ctx context.Context, tx backend.ReadTx, w *batch, run *backe
 // has settled. A fan-in group's controller settles with it (see
 // decideFanIn). A repair_required run stays so until its repair resolves.
 func activationFailed(ctx context.Context, t txn, run *backend.Run, act backend.Activation, scheduled bool) error {
-	tx, w, at := t.tx, t.w, t.at
+	tx, w, at := t.Tx, t.W, t.At
 	g, ok, err := loadGroup(ctx, tx, act)
 	if err != nil {
 		return err
@@ -376,20 +363,20 @@ func activationFailed(ctx context.Context, t txn, run *backend.Run, act backend.
 				return err
 			}
 		}
-		failRun(run)
+		state.FailRun(run)
 		return nil
 	}
 	if !g.FailFast {
 		return settleMember(ctx, tx, w, run, &g, at)
 	}
-	countMemberSettled(&g)
-	if err := cancelSiblings(ctx, txn{tx, w, at}, run, &g, act); err != nil {
+	state.CountMemberSettled(&g)
+	if err := cancelSiblings(ctx, txn{Tx: tx, W: w, At: at}, run, &g, act); err != nil {
 		return err
 	}
 	idx := act.Group.Index
-	failFastGroup(w, run, &g, idx, at)
-	replace(w, g)
-	return decideFanIn(ctx, txn{tx, w, at}, run, &g, &idx)
+	state.FailFastGroup(w, run, &g, idx, at)
+	state.Replace(w, g)
+	return decideFanIn(ctx, txn{Tx: tx, W: w, At: at}, run, &g, &idx)
 }
 
 // settleMember counts one more settled member of g, promotes waiting
@@ -400,15 +387,15 @@ func activationFailed(ctx context.Context, t txn, run *backend.Run, act backend.
 // fan-in group's controller settles with it (see decideFanIn). It writes
 // g.
 func settleMember(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, g *backend.FanOutGroup, at int64) error {
-	countMemberSettled(g)
+	state.CountMemberSettled(g)
 	if err := promoteMembers(ctx, tx, w, run, g, at); err != nil {
 		return err
 	}
-	replace(w, *g)
+	state.Replace(w, *g)
 	if err := waitAllFailed(ctx, tx, w, run, g, at); err != nil {
 		return err
 	}
-	return decideFanIn(ctx, txn{tx, w, at}, run, g, nil)
+	return decideFanIn(ctx, txn{Tx: tx, W: w, At: at}, run, g, nil)
 }
 
 // waitAllFailed fails the run of a wait-all group g whose members have all
@@ -445,7 +432,7 @@ func waitAllFailed(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 	if len(failed) == 0 {
 		return nil
 	}
-	if !failWaitAll(w, run, g, failed, at) {
+	if !state.FailWaitAll(w, run, g, failed, at) {
 		return nil
 	}
 	return reindexRun(ctx, tx, w, *run)
@@ -458,7 +445,7 @@ func waitAllFailed(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 // reached its owner (handoff pending, no receipt), which is cancelled with
 // its member at once. It updates g's counters; the caller writes g.
 func cancelSiblings(ctx context.Context, t txn, run *backend.Run, g *backend.FanOutGroup, failed backend.Activation) error {
-	tx, w, at := t.tx, t.w, t.at
+	tx, w, at := t.Tx, t.W, t.At
 	members, err := loadMembers(ctx, tx, w, g)
 	if err != nil {
 		return err
@@ -470,7 +457,7 @@ func cancelSiblings(ctx context.Context, t txn, run *backend.Run, g *backend.Fan
 		}
 		switch m.Status {
 		case backend.ActivationWaiting, backend.ActivationPending:
-			if err := cancelMember(w, run, g, m, "fail_fast", at); err != nil {
+			if err := state.CancelMember(w, run, g, m, "fail_fast", at); err != nil {
 				return err
 			}
 		case backend.ActivationRunning:
@@ -496,12 +483,12 @@ func cancelSiblings(ctx context.Context, t txn, run *backend.Run, g *backend.Fan
 			continue // cancelling or repair_required: settled by their own paths
 		}
 		if att.Status == backend.AttemptPrepared && att.Receipt == nil && att.Handoff == backend.HandoffPending {
-			if err := cancelUndispatchedSibling(ctx, txn{tx, w, at}, run, g, m, &att); err != nil {
+			if err := state.CancelUndispatchedSibling(ctx, txn{Tx: tx, W: w, At: at}, run, g, m, &att); err != nil {
 				return err
 			}
 			continue
 		}
-		if err := stopSiblingAttempt(w, run, &att, at); err != nil {
+		if err := state.StopSiblingAttempt(w, run, &att, at); err != nil {
 			return err
 		}
 	}
@@ -555,14 +542,14 @@ func (s *Store) retire(ctx context.Context, controller backend.ActivationKey, no
 			if g.Retiring {
 				return errNoop
 			}
-			if err := requestRetirement(w, &run, &g, at); err != nil {
+			if err := state.RequestRetirement(w, &run, &g, at); err != nil {
 				return err
 			}
-			replace(w, g)
+			state.Replace(w, g)
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
 			}
-			replace(w, run)
+			state.Replace(w, run)
 			return nil
 		}
 		if !g.Retiring {
@@ -574,20 +561,20 @@ func (s *Store) retire(ctx context.Context, controller backend.ActivationKey, no
 				return err
 			}
 			if act.Status == backend.ActivationWaiting || act.Status == backend.ActivationPending {
-				if err := retireMember(w, &g, act, at); err != nil {
+				if err := state.RetireMember(w, &g, act, at); err != nil {
 					return err
 				}
 			}
 		}
-		if err := settleRetirement(w, &run, &g, at); err != nil {
+		if err := state.SettleRetirement(w, &run, &g, at); err != nil {
 			return err
 		}
-		replace(w, g)
-		if err := decideFanIn(ctx, txn{tx, w, at}, &run, &g, nil); err != nil {
+		state.Replace(w, g)
+		if err := decideFanIn(ctx, txn{Tx: tx, W: w, At: at}, &run, &g, nil); err != nil {
 			return err
 		}
 		run.UpdatedMS = at
-		replace(w, run)
+		state.Replace(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {

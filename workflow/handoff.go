@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // Handoff records, as a 0→1 compare-and-set, that the owner is about to be
@@ -156,7 +157,7 @@ func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, in handoffI
 			// Re-verified for a redispatch: the handoff is this caller's
 			// now, and a late release by the one that recorded it fails.
 			att.HandoffToken = token
-			replace(w, att)
+			state.Replace(w, att)
 			return &known{run: *run, act: act, att: att}, nil
 		}
 		return nil, stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
@@ -168,8 +169,8 @@ func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, in handoffI
 		}
 		return nil, stateErr(ErrIneligible, "mutating attempt %s has no handoff state; reconcile it", att.Identity)
 	}
-	recordHandoff(w, run, &att, token, at)
-	replace(w, *run)
+	state.RecordHandoff(w, run, &att, token, at)
+	state.Replace(w, *run)
 	return &known{run: *run, act: act, att: att}, nil
 }
 

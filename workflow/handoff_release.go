@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // releaseTimeout bounds the release of a stopped batch's unoffered
@@ -63,7 +64,7 @@ func (s *Store) releaseHandoffs(ctx context.Context, held []heldHandoff, now tim
 				att.Handoff != backend.HandoffRecorded || att.HandoffToken != h.token {
 				continue
 			}
-			releaseHandoff(w, &run, &att, at)
+			state.ReleaseHandoff(w, &run, &att, at)
 			if !moved[run.ID] {
 				moved[run.ID] = true
 				changed = append(changed, run.ID)
@@ -72,9 +73,9 @@ func (s *Store) releaseHandoffs(ctx context.Context, held []heldHandoff, now tim
 			released[i] = true
 		}
 		for _, id := range changed {
-			replace(w, f.Runs[id])
+			state.Replace(w, f.Runs[id])
 		}
-		if w.empty() {
+		if w.Empty() {
 			return errNoop
 		}
 		return nil

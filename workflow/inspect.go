@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // EventQuery selects a page of one run's events.
@@ -22,19 +23,19 @@ type EventQuery struct {
 
 // Events returns a page of the run's events in commit (Seq) order, read in
 // one snapshot.
-func (s *Store) Events(ctx context.Context, q EventQuery) (Page[Event], error) {
+func (s *Store) Events(ctx context.Context, q EventQuery) (Page[event.Event], error) {
 	if err := ValidateID("run id", q.RunID); err != nil {
-		return Page[Event]{}, err
+		return Page[event.Event]{}, err
 	}
 	limit, err := pageLimit("history limit", q.Limit)
 	if err != nil {
-		return Page[Event]{}, err
+		return Page[event.Event]{}, err
 	}
 	var pos eventPos
 	if ok, err := decodeCursor(eventsCursor, q.After, &pos); err != nil {
-		return Page[Event]{}, err
+		return Page[event.Event]{}, err
 	} else if ok && pos.Seq < 1 {
-		return Page[Event]{}, invalid(eventsCursor+" cursor", "must follow an event (sequence 1 or more), got %d", pos.Seq)
+		return Page[event.Event]{}, invalid(eventsCursor+" cursor", "must follow an event (sequence 1 or more), got %d", pos.Seq)
 	}
 	var out []backend.Event
 	err = s.view(ctx, func(r backend.ReadTx) error {
@@ -43,9 +44,9 @@ func (s *Store) Events(ctx context.Context, q EventQuery) (Page[Event], error) {
 		return err
 	})
 	if err != nil {
-		return Page[Event]{}, err
+		return Page[event.Event]{}, err
 	}
-	var page Page[Event]
+	var page Page[event.Event]
 	if len(out) > limit {
 		out = out[:limit]
 		page.Next = EventCursor(out[limit-1].Seq)

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // Joins. An activation added with WaitFor waits (status waiting, out of
@@ -89,29 +90,29 @@ func waitsOpen(preds []backend.Activation) (open int64, settled []backend.Activa
 // joins wait for settles them in turn. Completion is evaluated afterwards
 // (completeSettledRuns), so a released join keeps its run open.
 func settleJoins(ctx context.Context, tx backend.Tx, w *batch) error {
-	for i := 0; i < len(w.waits); i++ { // cancelling a join may note more
-		ws := w.waits[i]
+	for i := 0; i < len(w.Waits); i++ { // cancelling a join may note more
+		ws := w.Waits[i]
 		if err := flush(ctx, tx, w); err != nil {
 			return err
 		}
-		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{ws.pred.RunID},
-			Activations: []backend.ActivationKey{ws.pred}, Schedules: []backend.ActivationKey{ws.pred}})
+		f, err := tx.Load(ctx, backend.Lookup{Runs: []string{ws.Pred.RunID},
+			Activations: []backend.ActivationKey{ws.Pred}, Schedules: []backend.ActivationKey{ws.Pred}})
 		if err != nil {
 			return err
 		}
-		run, ok := f.Runs[ws.pred.RunID]
+		run, ok := f.Runs[ws.Pred.RunID]
 		if !ok {
 			continue
 		}
-		pred, joins := f.Activations[ws.pred], ws.joins
-		if !ws.completed {
-			_, scheduled := f.Schedules[ws.pred]
+		pred, joins := f.Activations[ws.Pred], ws.Joins
+		if !ws.Completed {
+			_, scheduled := f.Schedules[ws.Pred]
 			if pred.Status != backend.ActivationCancelled && (pred.Status != backend.ActivationFailed || scheduled) {
 				continue // a retry is pending, or the activation moved on
 			}
 			joins = pred.Joins
 		}
-		keys := refKeys(ws.pred.RunID, joins)
+		keys := refKeys(ws.Pred.RunID, joins)
 		jf, err := tx.Load(ctx, backend.Lookup{Activations: keys})
 		if err != nil {
 			return err
@@ -122,10 +123,10 @@ func settleJoins(ctx context.Context, tx backend.Tx, w *batch) error {
 			if !ok {
 				continue
 			}
-			if ws.completed {
-				err = releaseJoin(w, &run, &join, ws.pred, ws.at)
+			if ws.Completed {
+				err = state.ReleaseJoin(w, &run, &join, ws.Pred, ws.At)
 			} else {
-				err = cancelJoin(w, &run, &join, pred, ws.at)
+				err = state.CancelJoin(w, &run, &join, pred, ws.At)
 			}
 			switch {
 			case err == nil:
@@ -135,13 +136,13 @@ func settleJoins(ctx context.Context, tx backend.Tx, w *batch) error {
 			}
 		}
 		if changed {
-			run.UpdatedMS = max(run.UpdatedMS, ws.at)
-			replace(w, run)
-			if ws.completed {
-				w.workArrives() // a released join may be admissible
+			run.UpdatedMS = max(run.UpdatedMS, ws.At)
+			state.Replace(w, run)
+			if ws.Completed {
+				w.WorkArrives() // a released join may be admissible
 			}
 		}
 	}
-	w.waits = w.waits[:0]
+	w.Waits = w.Waits[:0]
 	return nil
 }

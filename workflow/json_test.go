@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // TestEveryEnvelopeFitsTheOwnerLimits builds every event that carries an
@@ -33,11 +35,11 @@ func TestEveryEnvelopeFitsTheOwnerLimits(t *testing.T) {
 		})
 		require.NoError(t, err, "the child receipt itself is a document")
 		return map[string]any{
-			"attempt_prepared":                      preparedPayload(k, backend.Mutating, doc, at),
-			"attempt_admitted":                      admittedPayload(k, ident, doc, at),
-			"attempt_cancellation_receipt_recorded": receiptPayload(EventAttemptCancellationReceiptRecorded, k, ident, doc, at),
-			"attempt_succeeded":                     AttemptSucceededPayload{DispatchIdentity: ident, Output: doc},
-			"attempt_admitted (child run receipt)":  admittedPayload(k, ident, receipt, at),
+			"attempt_prepared":                      state.PreparedPayload(k, backend.Mutating, doc, at),
+			"attempt_admitted":                      state.AdmittedPayload(k, ident, doc, at),
+			"attempt_cancellation_receipt_recorded": state.ReceiptPayload(event.AttemptCancellationReceiptRecorded, k, ident, doc, at),
+			"attempt_succeeded":                     event.AttemptSucceededPayload{DispatchIdentity: ident, Output: doc},
+			"attempt_admitted (child run receipt)":  state.AdmittedPayload(k, ident, receipt, at),
 		}
 	}
 	largest := 0

@@ -45,7 +45,7 @@ func (s *Store) decideKnown(ctx context.Context, exp backend.Expected, decide fu
 		if err := tx.Apply(ctx, backend.Changes{Expect: exp}); err != nil {
 			return err
 		}
-		if err := decide(tx, w); err != nil || w.empty() {
+		if err := decide(tx, w); err != nil || w.Empty() {
 			return errReread
 		}
 		return nil

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/internal/faultseam"
 	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/workflow"
@@ -130,5 +131,5 @@ func TestAdmissionRereadsChangedRecords(t *testing.T) {
 	for i, e := range evs {
 		require.Equal(t, int64(i+1), e.Seq, "events keep one sequence")
 	}
-	require.Equal(t, workflow.EventAttemptAdmitted, evs[len(evs)-1].Type)
+	require.Equal(t, event.AttemptAdmitted, evs[len(evs)-1].Type)
 }

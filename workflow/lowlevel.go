@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // AttemptIntent is a low-level attempt to prepare directly.
@@ -74,10 +75,10 @@ func (s *Engine) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.
 			Key: k, Identity: identity, Status: backend.AttemptPrepared, SideEffect: effect,
 			Intent: intent, IntentChecksum: Checksum(intent), Handoff: backend.HandoffUnknown, PreparedMS: at,
 		}
-		if err := prepareLowLevelAttempt(w, attemptStart{run: &run, root: &root, act: &act, att: att}, at); err != nil {
+		if err := state.PrepareLowLevelAttempt(w, state.AttemptStart{Run: &run, Root: &root, Act: &act, Att: att}, at); err != nil {
 			return err
 		}
-		replace(w, run)
+		state.Replace(w, run)
 		return nil
 	})
 	if errors.Is(err, errNoop) {

@@ -7,22 +7,25 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/wftype"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
-// ObservationKind is what the owner reports about an admitted attempt.
-type ObservationKind string
+// ObservationKind is package wftype's ObservationKind.
+type ObservationKind = wftype.ObservationKind
 
-// Observation kinds.
+// The ObservationKind values, as package wftype defines them.
 const (
-	ObservedAdmitted         ObservationKind = "admitted"
-	ObservedRunning          ObservationKind = "running"
-	ObservedDeferred         ObservationKind = "deferred"
-	ObservedSucceeded        ObservationKind = "succeeded"
-	ObservedFailed           ObservationKind = "failed"
-	ObservedRetryableFailure ObservationKind = "retryable_failure"
-	ObservedPaused           ObservationKind = "paused"
-	ObservedCancelled        ObservationKind = "cancelled"
-	ObservedUnknown          ObservationKind = "unknown"
+	ObservedAdmitted         ObservationKind = wftype.ObservedAdmitted
+	ObservedRunning          ObservationKind = wftype.ObservedRunning
+	ObservedDeferred         ObservationKind = wftype.ObservedDeferred
+	ObservedSucceeded        ObservationKind = wftype.ObservedSucceeded
+	ObservedFailed           ObservationKind = wftype.ObservedFailed
+	ObservedRetryableFailure ObservationKind = wftype.ObservedRetryableFailure
+	ObservedPaused           ObservationKind = wftype.ObservedPaused
+	ObservedCancelled        ObservationKind = wftype.ObservedCancelled
+	ObservedUnknown          ObservationKind = wftype.ObservedUnknown
 )
 
 // PauseIdleTimeout is the pause reason that counts as a terminal timeout
@@ -191,8 +194,8 @@ func (s *Store) ApplyObservation(ctx context.Context, identity string, obs Obser
 	}
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
 		var err error
-		res, err = applyObservation(ctx, txn{tx, w, at}, identity, obs, v, authorityCheck{})
-		w.workArrives() // settling may add successors, schedule a retry, free capacity or leases
+		res, err = applyObservation(ctx, txn{Tx: tx, W: w, At: at}, identity, obs, v, authorityCheck{})
+		w.WorkArrives() // settling may add successors, schedule a retry, free capacity or leases
 		return err
 	})
 	if errors.Is(err, errNoop) {
@@ -208,15 +211,15 @@ type validObservation struct {
 	fanOuts        []validFanOut
 	// unstorable, when set, describes an owner's output or detail that
 	// cannot be stored: applying the observation settles the attempt as
-	// repair_required instead (RepairObservationNotStorable).
-	unstorable *Unstorable
+	// repair_required instead (event.RepairObservationNotStorable).
+	unstorable *event.Unstorable
 }
 
 // applyObservation applies one validated observation inside tx, after
 // check accepts the run's authority. It returns errNoop, having added
 // nothing to w, when the observation changes nothing.
 func applyObservation(ctx context.Context, t txn, identity string, obs Observation, v validObservation, check authorityCheck) (ObservationResult, error) {
-	tx, w, at := t.tx, t.w, t.at
+	tx, w, at := t.Tx, t.W, t.At
 	var res ObservationResult
 	output, detail, succ := v.output, v.detail, v.succ
 	err := func() error {
@@ -235,8 +238,8 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 		}
 		res.Status = AttemptStatus(att.Status)
 		if timedOut(att) {
-			if readmitted, err := observedAfterTimeout(ctx, txn{tx, w, at}, &run, &att, obs.Kind); err != nil || !readmitted {
-				replace(w, run)
+			if readmitted, err := observedAfterTimeout(ctx, txn{Tx: tx, W: w, At: at}, &run, &att, obs.Kind); err != nil || !readmitted {
+				state.Replace(w, run)
 				return err
 			}
 		}
@@ -250,9 +253,9 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 			return stateErr(ErrIneligible, "attempt %s has no receipt; observations apply to admitted attempts", identity)
 		}
 		kind := obs.Kind
-		if handled, err := cancellingChildParent(ctx, txn{tx, w, at}, &run, &att, kind, detail); handled || err != nil {
+		if handled, err := cancellingChildParent(ctx, txn{Tx: tx, W: w, At: at}, &run, &att, kind, detail); handled || err != nil {
 			res.Status = AttemptStatus(att.Status)
-			replace(w, run)
+			state.Replace(w, run)
 			return err
 		}
 		was := run.Status
@@ -287,11 +290,11 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 		if v.unstorable != nil && kind != ObservedCancelled {
 			// The owner reported something the store cannot keep: its
 			// outcome is for an operator, and never asked again.
-			if err := settleUnstorable(ctx, txn{tx, w, at}, &run, &att, RepairObservationNotStorable, v.unstorable); err != nil {
+			if err := settleUnstorable(ctx, txn{Tx: tx, W: w, At: at}, &run, &att, event.RepairObservationNotStorable, v.unstorable); err != nil {
 				return err
 			}
 			res.Status = AttemptStatus(att.Status)
-			replace(w, run)
+			state.Replace(w, run)
 			return nil
 		}
 		if detail != nil {
@@ -306,13 +309,13 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 			if att.Status == st && detail == nil {
 				return errNoop
 			}
-			if err := reportAttemptProgress(w, &run, &att, st, at); err != nil {
+			if err := state.ReportAttemptProgress(w, &run, &att, st, at); err != nil {
 				return err
 			}
 		case ObservedDeferred:
 			return errNoop
 		case ObservedSucceeded:
-			if err := succeedAttempt(ctx, txn{tx, w, at}, &run, &act, &att, output); err != nil {
+			if err := state.SucceedAttempt(ctx, txn{Tx: tx, W: w, At: at}, &run, &act, &att, output); err != nil {
 				return err
 			}
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
@@ -335,17 +338,17 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 				}
 			}
 		case ObservedFailed, ObservedRetryableFailure:
-			if err := failAttempt(ctx, txn{tx, w, at}, &run, &act, &att, kind == ObservedRetryableFailure); err != nil {
+			if err := state.FailAttempt(ctx, txn{Tx: tx, W: w, At: at}, &run, &act, &att, kind == ObservedRetryableFailure); err != nil {
 				return err
 			}
 			if kind == ObservedRetryableFailure {
-				sched, refusal, err := scheduleFromPolicy(ctx, txn{tx, w, at}, &run, act, att)
+				sched, refusal, err := scheduleFromPolicy(ctx, txn{Tx: tx, W: w, At: at}, &run, act, att)
 				if err != nil {
 					return err
 				}
 				res.Schedule, res.NotScheduled = toSchedulePtr(sched), refusal
 			}
-			if err := activationFailed(ctx, txn{tx, w, at}, &run, act, res.Schedule != nil); err != nil {
+			if err := activationFailed(ctx, txn{Tx: tx, W: w, At: at}, &run, act, res.Schedule != nil); err != nil {
 				return err
 			}
 			run.UpdatedMS = at
@@ -353,18 +356,18 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 				return err
 			}
 		case ObservedPaused:
-			if err := pauseAttempt(ctx, txn{tx, w, at}, &run, &act, &att, obs.PauseReason); err != nil {
+			if err := state.PauseAttempt(ctx, txn{Tx: tx, W: w, At: at}, &run, &act, &att, obs.PauseReason); err != nil {
 				return err
 			}
 			if err := reindexRun(ctx, tx, w, run); err != nil {
 				return err
 			}
 		case ObservedCancelled:
-			p := AttemptCancelledPayload{Observed: observed}
+			p := event.AttemptCancelledPayload{Observed: observed}
 			if observed == ObservedSucceeded {
 				p.Output = json.RawMessage(output)
 			}
-			if err := cancelAttempt(ctx, txn{tx, w, at}, &run, &act, &att, p); err != nil {
+			if err := state.CancelAttempt(ctx, txn{Tx: tx, W: w, At: at}, &run, &act, &att, p); err != nil {
 				return err
 			}
 			if err := memberSettled(ctx, tx, w, &run, act, at); err != nil {
@@ -378,10 +381,10 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 				res.Unresolved = true
 				return errNoop
 			}
-			if err := requireAttemptRepair(w, &run, &att, AttemptRepairRequiredPayload{Reason: "unknown_outcome"}, at); err != nil {
+			if err := state.RequireAttemptRepair(w, &run, &att, event.AttemptRepairRequiredPayload{Reason: "unknown_outcome"}, at); err != nil {
 				return err
 			}
-			if err := holdRunForRepair(&run); err != nil {
+			if err := state.HoldRunForRepair(&run); err != nil {
 				return err
 			}
 			run.UpdatedMS = at
@@ -393,7 +396,7 @@ func applyObservation(ctx context.Context, t txn, identity string, obs Observati
 			return err
 		}
 		res.Status = AttemptStatus(att.Status)
-		replace(w, run)
+		state.Replace(w, run)
 		return nil
 	}()
 	return res, err

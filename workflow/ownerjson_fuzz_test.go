@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/internal/canonical"
 	"github.com/wfstore/wfstore/internal/testkit/pgtest"
 	"github.com/wfstore/wfstore/postgres"
@@ -198,11 +199,11 @@ func fuzzOwnerJSON(t *testing.T, s *workflow.Store, via uint8, doc []byte, n int
 		evs := evsPage.Items
 		count := 0
 		for _, ev := range evs {
-			if ev.Type == workflow.EventAttemptRepairRequired {
+			if ev.Type == event.AttemptRepairRequired {
 				p, err := ev.Decode()
 				require.NoError(t, err)
-				require.NotNil(t, p.(workflow.AttemptRepairRequiredPayload).Unstorable)
-				require.Equal(t, workflow.Checksum(doc), p.(workflow.AttemptRepairRequiredPayload).Unstorable.SHA256)
+				require.NotNil(t, p.(event.AttemptRepairRequiredPayload).Unstorable)
+				require.Equal(t, workflow.Checksum(doc), p.(event.AttemptRepairRequiredPayload).Unstorable.SHA256)
 				count++
 			}
 		}

@@ -9,6 +9,9 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/wftype"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // Pruning (retention) deletes the bulky history of finished runs: their
@@ -66,19 +69,11 @@ type PruneOptions struct {
 	Limit       int
 }
 
-// PruneCounts counts the records of one run a prune deleted (or, in a dry
-// run, would delete).
-type PruneCounts struct {
-	Events    int `json:"events"`
-	Attempts  int `json:"attempts"`
-	Leases    int `json:"leases"`
-	Schedules int `json:"schedules"`
-}
+// PruneCounts is package wftype's PruneCounts.
+type PruneCounts = wftype.PruneCounts
 
-// Total is the number of records counted.
-func (c PruneCounts) Total() int { return c.Events + c.Attempts + c.Leases + c.Schedules }
-
-func (c *PruneCounts) add(d PruneCounts) {
+// addCounts adds d to c.
+func addCounts(c *PruneCounts, d PruneCounts) {
 	c.Events += d.Events
 	c.Attempts += d.Attempts
 	c.Leases += d.Leases
@@ -442,7 +437,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 			}
 			schedDone := len(scheds) < budget
 			for _, sc := range scheds {
-				remove(w, backend.RetrySchedule{Key: sc.Key})
+				state.Remove(w, backend.RetrySchedule{Key: sc.Key})
 				c.Schedules++
 			}
 			budget -= len(scheds)
@@ -465,17 +460,17 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 						break
 					}
 					for _, l := range ls {
-						remove(w, backend.Lease{Key: l.Key})
+						state.Remove(w, backend.Lease{Key: l.Key})
 						c.Leases++
 					}
-					remove(w, backend.Attempt{Key: a.Key})
+					state.Remove(w, backend.Attempt{Key: a.Key})
 					c.Attempts++
 					budget -= 1 + len(ls)
 				}
 			}
 			if attDone && budget > 0 {
 				// Unreleased leases not named by their activation's claims.
-				if err := w.apply(ctx, tx); err != nil {
+				if err := w.Apply(ctx, tx); err != nil {
 					return err
 				}
 				ls, err := tx.Leases(ctx, backend.LeaseQuery{RunID: runID, Limit: budget})
@@ -484,7 +479,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				}
 				leaseDone = len(ls) < budget
 				for _, l := range ls {
-					remove(w, backend.Lease{Key: l.Key})
+					state.Remove(w, backend.Lease{Key: l.Key})
 					c.Leases++
 				}
 				budget -= len(ls)
@@ -496,18 +491,18 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				}
 				evDone = len(evs) <= budget
 				for _, ev := range evs {
-					if ev.Type == string(EventRunPruned) {
+					if ev.Type == string(event.RunPruned) {
 						marked = true
 						continue
 					}
-					if ev.Type == string(EventRunPruneStarted) {
+					if ev.Type == string(event.RunPruneStarted) {
 						continue
 					}
 					if budget == 0 {
 						evDone = false
 						break
 					}
-					remove(w, backend.Event{RunID: ev.RunID, Seq: ev.Seq})
+					state.Remove(w, backend.Event{RunID: ev.RunID, Seq: ev.Seq})
 					c.Events++
 					budget--
 				}
@@ -519,19 +514,19 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 				// marks the run with what it holds: Verify reads the
 				// marker to understand the partial prune, and the
 				// transaction that finishes reports these counts.
-				markPruneStarted(w, &run, full, at)
-				replace(w, run)
+				state.MarkPruneStarted(w, &run, full, at)
+				state.Replace(w, run)
 			case done && started != nil:
-				remove(w, backend.Event{RunID: runID, Seq: started.Seq})
-				markPruned(w, &run, plan, at)
-				replace(w, run)
+				state.Remove(w, backend.Event{RunID: runID, Seq: started.Seq})
+				state.MarkPruned(w, &run, plan, at)
+				state.Replace(w, run)
 			case done && !marked:
 				total := pr.Deleted
-				total.add(c)
-				markPruned(w, &run, total, at)
-				replace(w, run)
+				addCounts(&total, c)
+				state.MarkPruned(w, &run, total, at)
+				state.Replace(w, run)
 			}
-			if w.empty() && c.Total() == 0 {
+			if w.Empty() && c.Total() == 0 {
 				return errNoop
 			}
 			wrote = true
@@ -546,7 +541,7 @@ func (s *Store) pruneRun(ctx context.Context, runID string, batchSize int, at in
 		if wrote {
 			pr.Transactions++
 		}
-		pr.Deleted.add(c)
+		addCounts(&pr.Deleted, c)
 		if done {
 			pr.AlreadyPruned = pr.Transactions == 0
 			return nil
@@ -575,12 +570,12 @@ func pruneStartedMarker(ctx context.Context, r backend.ReadTx, run backend.Run) 
 	if err != nil {
 		return nil, PruneCounts{}, err
 	}
-	if len(last) != 1 || last[0].Seq != run.LastEventSeq || last[0].Type != string(EventRunPruneStarted) {
+	if len(last) != 1 || last[0].Seq != run.LastEventSeq || last[0].Type != string(event.RunPruneStarted) {
 		return nil, PruneCounts{}, nil
 	}
-	var p RunPruneStartedPayload
+	var p event.RunPruneStartedPayload
 	if err := json.Unmarshal(last[0].Payload, &p); err != nil {
-		return nil, PruneCounts{}, fmt.Errorf("run %q: its %s event: %w", run.ID, EventRunPruneStarted, err)
+		return nil, PruneCounts{}, fmt.Errorf("run %q: its %s event: %w", run.ID, event.RunPruneStarted, err)
 	}
 	return &last[0], p.Deleting, nil
 }
@@ -656,9 +651,9 @@ func countPrune(ctx context.Context, r backend.ReadTx, runID string) (c PruneCou
 		}
 		for _, ev := range evs {
 			switch ev.Type {
-			case string(EventRunPruned):
+			case string(event.RunPruned):
 				alreadyPruned = true
-			case string(EventRunPruneStarted):
+			case string(event.RunPruneStarted):
 			default:
 				c.Events++
 			}

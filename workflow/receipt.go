@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // PersistReceipt commits the owner's receipt for an attempt. A prepared
@@ -126,19 +128,19 @@ func decideReceipt(ctx context.Context, tx backend.Tx, w *batch, in receiptInput
 		}
 		return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 	}
-	typ := EventAttemptAdmitted
+	typ := event.AttemptAdmitted
 	switch att.Status {
 	case backend.AttemptPrepared:
-		if err := admitAttempt(run, &att, at); err != nil {
+		if err := state.AdmitAttempt(run, &att, at); err != nil {
 			return err
 		}
 	case backend.AttemptCancelling, backend.AttemptSiblingCancelling:
-		typ = EventAttemptCancellationReceiptRecorded
+		typ = event.AttemptCancellationReceiptRecorded
 	case backend.AttemptRepairRequired:
 		if att.Handoff != backend.HandoffRecorded {
 			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 		}
-		if err := admitAttempt(run, &att, at); err != nil {
+		if err := state.AdmitAttempt(run, &att, at); err != nil {
 			return err
 		}
 		if err := tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{att}}}); err != nil {
@@ -150,9 +152,9 @@ func decideReceipt(ctx context.Context, tx backend.Tx, w *batch, in receiptInput
 	default:
 		return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 	}
-	recordReceipt(w, run, &att, typ, rc, at)
+	state.RecordReceipt(w, run, &att, typ, rc, at)
 	run.UpdatedMS = at
-	replace(w, *run)
+	state.Replace(w, *run)
 	return nil
 }
 

@@ -177,11 +177,11 @@ func (s *Engine) ReconcileReceiptBacked(ctx context.Context, o Observer, opts Re
 				p.out.Err = err // this attempt only; nothing of it written
 				continue
 			}
-			mark := w.mark()
-			res, err := applyObservation(ctx, txn{tx, w, at}, p.att.Identity, p.obs, p.v, c)
+			mark := w.Mark()
+			res, err := applyObservation(ctx, txn{Tx: tx, W: w, At: at}, p.att.Identity, p.obs, p.v, c)
 			switch {
 			case errors.Is(err, errNoop):
-				w.truncate(mark)
+				w.Truncate(mark)
 			case err != nil:
 				return err
 			}

@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // ReconcileOptions selects the prepared attempts one reconciliation pass
@@ -194,11 +196,11 @@ func (s *Store) markRepairRequired(ctx context.Context, identity string, check a
 		if att.Status != backend.AttemptPrepared || att.Receipt != nil || att.Handoff == backend.HandoffPending {
 			return errNoop
 		}
-		if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: "ambiguous_handoff"}, at); err != nil {
+		if err := state.RequireAttemptRepair(w, run, att, event.AttemptRepairRequiredPayload{Reason: "ambiguous_handoff"}, at); err != nil {
 			return err
 		}
 		if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
-			if err := holdRunForRepair(run); err != nil {
+			if err := state.HoldRunForRepair(run); err != nil {
 				return err
 			}
 			if err := reindexRun(ctx, tx, w, *run); err != nil {

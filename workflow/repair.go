@@ -6,22 +6,19 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/wftype"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
-// RepairAction is an operator's resolution of a repair_required attempt.
-type RepairAction string
+// RepairAction is package wftype's RepairAction.
+type RepairAction = wftype.RepairAction
 
-// Repair actions.
+// The RepairAction values, as package wftype defines them.
 const (
-	// RepairConfirmSucceeded: the work happened; Output completes the activation.
-	RepairConfirmSucceeded RepairAction = "confirm_succeeded"
-	// RepairConfirmFailed: the work failed; the activation fails.
-	RepairConfirmFailed RepairAction = "confirm_failed"
-	// RepairConfirmCancelled: the work was cancelled.
-	RepairConfirmCancelled RepairAction = "confirm_cancelled"
-	// RepairAbandon: give the attempt up so the node may be retried
-	// explicitly (RetryFailedNode) with a higher attempt number.
-	RepairAbandon RepairAction = "abandon_for_explicit_retry"
+	RepairConfirmSucceeded RepairAction = wftype.RepairConfirmSucceeded
+	RepairConfirmFailed    RepairAction = wftype.RepairConfirmFailed
+	RepairConfirmCancelled RepairAction = wftype.RepairConfirmCancelled
+	RepairAbandon          RepairAction = wftype.RepairAbandon
 )
 
 // RepairRequest names a repair_required attempt by its dispatch identity
@@ -81,15 +78,15 @@ func (s *Store) Repair(ctx context.Context, req RepairRequest, now time.Time) er
 		case RepairAbandon:
 			st, as, to = backend.AttemptAbandoned, backend.ActivationFailed, backend.RunFailed
 		}
-		if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, st); err != nil {
+		if err := state.SettleAttempt(ctx, txn{Tx: tx, W: w, At: at}, run, act, att, st); err != nil {
 			return err
 		}
 		act.Output = out
-		replace(w, *att)
-		if err := settleActivation(w, &act, as, at); err != nil {
+		state.Replace(w, *att)
+		if err := state.SettleActivation(w, &act, as, at); err != nil {
 			return err
 		}
-		recordRepair(w, run, att, action, at)
+		state.RecordRepair(w, run, att, action, at)
 		if err := memberSettled(ctx, tx, w, run, act, at); err != nil {
 			return err
 		}

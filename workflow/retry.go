@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/wftype"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // RetryRequeue reports a failed activation requeued for its next attempt.
@@ -56,33 +58,20 @@ func putSchedule(ctx context.Context, tx backend.ReadTx, w *batch, run *backend.
 		}
 		return old, false, stateErr(ErrConflict, "automatic retry schedule identity conflict: %v", sched.Key)
 	}
-	makeSchedule(w, run, sched, at)
+	state.MakeSchedule(w, run, sched, at)
 	return sched, true, nil
 }
 
-// RefusalReason says why a RetryableFailure observation scheduled no
-// automatic retry.
-type RefusalReason string
+// RefusalReason is package wftype's RefusalReason.
+type RefusalReason = wftype.RefusalReason
 
-// Refusal reasons, in the order they are checked.
+// The RefusalReason values, as package wftype defines them.
 const (
-	// RefusedNoPolicy: the activation has no retry policy.
-	RefusedNoPolicy RefusalReason = "no_policy"
-	// RefusedKindNotAdmitted: the policy's eligible failures do not list
-	// owner_reported_retryable.
-	RefusedKindNotAdmitted RefusalReason = "failure_kind_not_admitted"
-	// RefusedIneligible: DecideRetry refused; RetryRefusal.Ineligible holds
-	// the decision table's reason (for example
-	// unsafe_effect_or_reconciliation under the default RepairRequired
-	// reconciliation, or invalid_limit under a retry cap of 0).
-	RefusedIneligible RefusalReason = "ineligible"
-	// RefusedBackoffOverflow: the policy's backoff for the next attempt, or
-	// its due time, does not fit.
-	RefusedBackoffOverflow RefusalReason = "backoff_overflow"
-	// RefusedScheduleExists: the activation already has a different
-	// schedule for this or a later attempt; it is kept unchanged
-	// (RetryRefusal.Existing) and no second one is made.
-	RefusedScheduleExists RefusalReason = "schedule_exists"
+	RefusedNoPolicy        RefusalReason = wftype.RefusedNoPolicy
+	RefusedKindNotAdmitted RefusalReason = wftype.RefusedKindNotAdmitted
+	RefusedIneligible      RefusalReason = wftype.RefusedIneligible
+	RefusedBackoffOverflow RefusalReason = wftype.RefusedBackoffOverflow
+	RefusedScheduleExists  RefusalReason = wftype.RefusedScheduleExists
 )
 
 // RetryRefusal is why a RetryableFailure observation settled its attempt
@@ -112,10 +101,10 @@ func scheduleFromPolicy(ctx context.Context, t txn, run *backend.Run, act backen
 // scheduleForKind is scheduleFromPolicy for a failure of kind: the policy
 // must admit kind and DecideRetry accept it (a terminal kind never is).
 func scheduleForKind(ctx context.Context, t txn, run *backend.Run, act backend.Activation, failed backend.Attempt, kind FailureKind) (*backend.RetrySchedule, *RetryRefusal, error) {
-	tx, w, at := t.tx, t.w, t.at
+	tx, w, at := t.Tx, t.W, t.At
 	identity, attempt := failed.Identity, failed.Key.Attempt
 	refuse := func(r RetryRefusal) (*backend.RetrySchedule, *RetryRefusal, error) {
-		refuseSchedule(w, run, backend.AttemptKey{ActivationKey: act.Key, Attempt: attempt}, identity, r, at)
+		state.RefuseSchedule(w, run, state.Refusal{Failed: backend.AttemptKey{ActivationKey: act.Key, Attempt: attempt}, Identity: identity, Reason: r.Reason, Ineligible: r.Ineligible}, at)
 		return nil, &r, nil
 	}
 	if act.RetryPolicy == nil {
@@ -153,12 +142,12 @@ func scheduleForKind(ctx context.Context, t txn, run *backend.Run, act backend.A
 		case old == sched:
 			return &old, nil, nil
 		case old.FailedAttempt < attempt:
-			discardSchedule(w, run, old, discardAttemptMovedOn, at)
+			state.DiscardSchedule(w, run, old, discardAttemptMovedOn, at)
 		default:
 			return refuse(RetryRefusal{Reason: RefusedScheduleExists, Existing: toSchedulePtr(&old)})
 		}
 	}
-	makeSchedule(w, run, sched, at)
+	state.MakeSchedule(w, run, sched, at)
 	return &sched, nil, nil
 }
 
@@ -212,8 +201,8 @@ func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, key Activ
 		if !inserted {
 			return errNoop
 		}
-		replace(w, run)
-		w.workArrives() // a runner learns when it falls due
+		state.Replace(w, run)
+		w.WorkArrives() // a runner learns when it falls due
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -457,21 +446,21 @@ func (s *Engine) ConsumeNextDueRetry(ctx context.Context, runID string, now time
 			case scheduleWaiting:
 				skipped++
 			case scheduleStale:
-				discardSchedule(w, &run, sched, reason, at)
+				state.DiscardSchedule(w, &run, sched, reason, at)
 				if act.Status == backend.ActivationFailed && len(act.Joins) > 0 {
 					// Failed with no retry left: the joins waiting for it settle.
-					w.waits = append(w.waits, waitSettled{pred: act.Key, at: at})
+					w.Waits = append(w.Waits, waitSettled{Pred: act.Key, At: at})
 				}
 				if err := retryDiscarded(ctx, tx, w, &run, act, at); err != nil {
 					return err
 				}
 				run.UpdatedMS = at
-				replace(w, run)
+				state.Replace(w, run)
 				if err := flush(ctx, tx, w); err != nil {
 					return err
 				}
 			case scheduleConsumable:
-				rq, err := retryFailedNode(ctx, txn{tx, w, at}, sched.Key, sched.FailedAttempt, &sched)
+				rq, err := retryFailedNode(ctx, txn{Tx: tx, W: w, At: at}, sched.Key, sched.FailedAttempt, &sched)
 				if err != nil {
 					return err
 				}
@@ -518,7 +507,7 @@ func (s *Engine) ConsumeDueRetry(ctx context.Context, key ActivationKey, now tim
 		if sched.DueMS > at {
 			return stateErr(ErrIneligible, "automatic retry schedule is not due: %v", k)
 		}
-		out, err = retryFailedNode(ctx, txn{tx, w, at}, k, sched.FailedAttempt, &sched)
+		out, err = retryFailedNode(ctx, txn{Tx: tx, W: w, At: at}, k, sched.FailedAttempt, &sched)
 		return err
 	})
 	return out, err
@@ -545,15 +534,15 @@ func (s *Store) RetryFailedNode(ctx context.Context, key ActivationKey, failedAt
 	}
 	var out RetryRequeue
 	err = s.update(ctx, func(tx backend.Tx, w *batch) error {
-		out, err = retryFailedNode(ctx, txn{tx, w, at}, k, failedAttempt, nil)
-		w.workArrives()
+		out, err = retryFailedNode(ctx, txn{Tx: tx, W: w, At: at}, k, failedAttempt, nil)
+		w.WorkArrives()
 		return err
 	})
 	return out, err
 }
 
 func retryFailedNode(ctx context.Context, t txn, k backend.ActivationKey, failed uint32, sched *backend.RetrySchedule) (RetryRequeue, error) {
-	tx, w, at := t.tx, t.w, t.at
+	tx, w, at := t.Tx, t.W, t.At
 	f, err := tx.Load(ctx, backend.Lookup{
 		Runs: []string{k.RunID}, Activations: []backend.ActivationKey{k},
 		Attempts: []backend.AttemptKey{{ActivationKey: k, Attempt: failed}},
@@ -571,7 +560,7 @@ func retryFailedNode(ctx context.Context, t txn, k backend.ActivationKey, failed
 	}
 	// Upstream requires a failed run. A run that a sibling's retry already
 	// requeued is running; its other failed activations may be requeued too.
-	if err := reopenable(run); err != nil {
+	if err := state.Reopenable(run); err != nil {
 		return RetryRequeue{}, err
 	}
 	if act.Status != backend.ActivationFailed || act.Output != nil {
@@ -600,27 +589,27 @@ func retryFailedNode(ctx context.Context, t txn, k backend.ActivationKey, failed
 	if sched != nil && (sched.FailedAttempt != failed || sched.NextAttempt != next) {
 		return RetryRequeue{}, stateErr(ErrConflict, "automatic retry schedule next attempt became stale")
 	}
-	if err := requeueActivation(&act, at); err != nil {
+	if err := state.RequeueActivation(&act, at); err != nil {
 		return RetryRequeue{}, err
 	}
 	if err := memberRequeued(ctx, tx, w, &run, &act, at); err != nil {
 		return RetryRequeue{}, err
 	}
-	replace(w, act)
-	if err := reopenRun(&run, at); err != nil {
+	state.Replace(w, act)
+	if err := state.ReopenRun(&run, at); err != nil {
 		return RetryRequeue{}, err
 	}
 	out := RetryRequeue{Key: k, PreviousAttempt: failed, NextAttempt: next}
-	recordNodeRetry(w, &run, k, failed, at)
+	state.RecordNodeRetry(w, &run, k, failed, at)
 	if sched != nil {
-		consumeSchedule(w, &run, *sched, at)
+		state.ConsumeSchedule(w, &run, *sched, at)
 	} else if err := supersedeSchedule(ctx, tx, w, &run, k, at); err != nil {
 		return RetryRequeue{}, err
 	}
 	if err := reindexRun(ctx, tx, w, run); err != nil {
 		return RetryRequeue{}, err
 	}
-	replace(w, run)
+	state.Replace(w, run)
 	return out, nil
 }
 
@@ -632,7 +621,7 @@ func supersedeSchedule(ctx context.Context, tx backend.ReadTx, w *batch, run *ba
 		return err
 	}
 	if old, ok := f.Schedules[k]; ok {
-		supersedeStoredSchedule(w, run, old, at)
+		state.SupersedeStoredSchedule(w, run, old, at)
 	}
 	return nil
 }

@@ -3,55 +3,45 @@ package workflow
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"math"
 	"math/bits"
 	"slices"
-
-	"fmt"
 	"time"
+
+	"github.com/wfstore/wfstore/wftype"
 )
 
-// FailureKind classifies how an attempt failed, for automatic retry.
-type FailureKind string
+// FailureKind is package wftype's FailureKind.
+type FailureKind = wftype.FailureKind
 
-// Failure kinds.
+// The FailureKind values, as package wftype defines them.
 const (
-	FailureOwnerUnavailableBeforeAcceptance FailureKind = "owner_unavailable_before_acceptance"
-	FailureOwnerReportedRetryable           FailureKind = "owner_reported_retryable"
-	FailureCancellation                     FailureKind = "cancellation"
-	FailureTerminalTimeout                  FailureKind = "terminal_timeout"
-	FailureApprovalDenied                   FailureKind = "approval_denied"
-	FailureSchemaFailure                    FailureKind = "schema_failure"
-	FailureAmbiguousMutation                FailureKind = "ambiguous_mutation"
-	FailureTerminalFailure                  FailureKind = "terminal_failure"
+	FailureOwnerUnavailableBeforeAcceptance FailureKind = wftype.FailureOwnerUnavailableBeforeAcceptance
+	FailureOwnerReportedRetryable           FailureKind = wftype.FailureOwnerReportedRetryable
+	FailureCancellation                     FailureKind = wftype.FailureCancellation
+	FailureTerminalTimeout                  FailureKind = wftype.FailureTerminalTimeout
+	FailureApprovalDenied                   FailureKind = wftype.FailureApprovalDenied
+	FailureSchemaFailure                    FailureKind = wftype.FailureSchemaFailure
+	FailureAmbiguousMutation                FailureKind = wftype.FailureAmbiguousMutation
+	FailureTerminalFailure                  FailureKind = wftype.FailureTerminalFailure
 )
 
-// Valid reports whether k is one of the eight failure kinds.
-func (k FailureKind) Valid() bool {
-	switch k {
-	case FailureOwnerUnavailableBeforeAcceptance, FailureOwnerReportedRetryable,
-		FailureCancellation, FailureTerminalTimeout, FailureApprovalDenied,
-		FailureSchemaFailure, FailureAmbiguousMutation, FailureTerminalFailure:
-		return true
-	}
-	return false
-}
+// IneligibleReason is package wftype's IneligibleReason.
+type IneligibleReason = wftype.IneligibleReason
 
-// IneligibleReason says why an automatic retry is not allowed.
-type IneligibleReason string
-
-// Ineligibility reasons.
+// The IneligibleReason values, as package wftype defines them.
 const (
-	ReasonUnsupportedPolicyVersion     IneligibleReason = "unsupported_policy_version"
-	ReasonInvalidLimit                 IneligibleReason = "invalid_limit"
-	ReasonAttemptsExhausted            IneligibleReason = "attempts_exhausted"
-	ReasonCancellation                 IneligibleReason = "cancellation"
-	ReasonTerminalTimeout              IneligibleReason = "terminal_timeout"
-	ReasonApprovalDenied               IneligibleReason = "approval_denied"
-	ReasonSchemaFailure                IneligibleReason = "schema_failure"
-	ReasonAmbiguousMutation            IneligibleReason = "ambiguous_mutation"
-	ReasonTerminalFailure              IneligibleReason = "terminal_failure"
-	ReasonUnsafeEffectOrReconciliation IneligibleReason = "unsafe_effect_or_reconciliation"
+	ReasonUnsupportedPolicyVersion     IneligibleReason = wftype.ReasonUnsupportedPolicyVersion
+	ReasonInvalidLimit                 IneligibleReason = wftype.ReasonInvalidLimit
+	ReasonAttemptsExhausted            IneligibleReason = wftype.ReasonAttemptsExhausted
+	ReasonCancellation                 IneligibleReason = wftype.ReasonCancellation
+	ReasonTerminalTimeout              IneligibleReason = wftype.ReasonTerminalTimeout
+	ReasonApprovalDenied               IneligibleReason = wftype.ReasonApprovalDenied
+	ReasonSchemaFailure                IneligibleReason = wftype.ReasonSchemaFailure
+	ReasonAmbiguousMutation            IneligibleReason = wftype.ReasonAmbiguousMutation
+	ReasonTerminalFailure              IneligibleReason = wftype.ReasonTerminalFailure
+	ReasonUnsafeEffectOrReconciliation IneligibleReason = wftype.ReasonUnsafeEffectOrReconciliation
 )
 
 // RetryPolicyVersion is the only supported automatic-retry policy version.

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // NewRun describes a run to create.
@@ -106,7 +108,7 @@ func (s *Store) CreateRun(ctx context.Context, nr NewRun, now time.Time) (create
 			return stateErr(ErrConflict, "run %q exists with different fields", nr.ID)
 		}
 		created = true
-		createRun(w, run, RunCreatedPayload{RunID: run.ID, Limits: limitsPayload(limits)}, at)
+		state.CreateRun(w, run, event.RunCreatedPayload{RunID: run.ID, Limits: state.LimitsPayload(limits)}, at)
 		return nil
 	})
 	if errors.Is(err, errNoop) {
@@ -174,15 +176,15 @@ func (s *Store) setRunGate(ctx context.Context, runID string, auth *backend.Auth
 		if err := ownedBy(auth, "run gate").verify(run); err != nil {
 			return err
 		}
-		if err := gateRun(w, &run, pause, at); err != nil {
+		if err := state.GateRun(w, &run, pause, at); err != nil {
 			return err
 		}
 		if err := reindexRun(ctx, tx, w, run); err != nil {
 			return err
 		}
-		replace(w, run)
+		state.Replace(w, run)
 		if !pause {
-			w.workArrives() // its pending activations are admissible again
+			w.WorkArrives() // its pending activations are admissible again
 		}
 		return nil
 	})

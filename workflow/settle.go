@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // memberSettled records that a fan-out member reached a terminal status:
@@ -38,7 +39,7 @@ func finalizeCancellation(ctx context.Context, tx backend.Tx, w *batch, run *bac
 // run became cancelled. A failed run stays failed (tree cancellation gives
 // it the intent only to stop its retries). The caller writes run.
 func finalizeRun(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) (bool, error) {
-	if !cancellable(*run) {
+	if !state.Cancellable(*run) {
 		return false, nil
 	}
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
@@ -50,18 +51,7 @@ func finalizeRun(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run,
 	if err := cancelOpenActivations(ctx, tx, w, run.ID, at); err != nil {
 		return false, err
 	}
-	return true, cancelRun(w, run, at)
-}
-
-// runTerminal reports whether a run's status ends its work: completed,
-// failed or cancelled. A cancelling parent waits for its child runs to
-// reach one of these.
-func runTerminal(st backend.RunStatus) bool {
-	switch st {
-	case backend.RunCompleted, backend.RunFailed, backend.RunCancelled:
-		return true
-	}
-	return false
+	return true, state.CancelRun(w, run, at)
 }
 
 // settleParents is called once child reached a terminal status: it writes
@@ -72,7 +62,7 @@ func settleParents(ctx context.Context, tx backend.Tx, w *batch, child *backend.
 	if child.ParentID == "" {
 		return nil
 	}
-	replace(w, *child)
+	state.Replace(w, *child)
 	cur := *child
 	for range MaxRunDepth {
 		if cur.ParentID == "" {
@@ -93,20 +83,10 @@ func settleParents(ctx context.Context, tx backend.Tx, w *batch, child *backend.
 		if err != nil || !done {
 			return err
 		}
-		replace(w, parent)
+		state.Replace(w, parent)
 		cur = parent
 	}
 	return nil
-}
-
-// activationSettled reports whether an activation status is terminal:
-// completed, failed or cancelled.
-func activationSettled(st backend.ActivationStatus) bool {
-	switch st {
-	case backend.ActivationCompleted, backend.ActivationFailed, backend.ActivationCancelled:
-		return true
-	}
-	return false
 }
 
 // completeSettledRuns evaluates completion for every run whose attempt,
@@ -117,13 +97,13 @@ func activationSettled(st backend.ActivationStatus) bool {
 // depends on the order of observations. A completion is dated by the last
 // event the transaction appended to the run.
 func completeSettledRuns(ctx context.Context, tx backend.Tx, w *batch) error {
-	for i := 0; i < len(w.settled); i++ { // settling a parent may note more runs
-		id := w.settled[i]
-		at := w.eventAt[id]
+	for i := 0; i < len(w.Settled); i++ { // settling a parent may note more runs
+		id := w.Settled[i]
+		at := w.EventAt[id]
 		if at == 0 {
 			continue // nothing of the run changed status
 		}
-		run, ok := w.lastRun(id)
+		run, ok := w.LastRun(id)
 		if !ok {
 			if err := flush(ctx, tx, w); err != nil {
 				return err
@@ -141,10 +121,10 @@ func completeSettledRuns(ctx context.Context, tx backend.Tx, w *batch) error {
 			return err
 		}
 		if done {
-			replace(w, run)
+			state.Replace(w, run)
 		}
 	}
-	w.settled = w.settled[:0]
+	w.Settled = w.Settled[:0]
 	return nil
 }
 
@@ -162,7 +142,7 @@ func completeSettledRuns(ctx context.Context, tx backend.Tx, w *batch) error {
 // It reads nothing while an attempt is active, and an indexed page of one
 // admissible activation comes before any scan.
 func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backend.Run, at int64) (bool, error) {
-	if !completable(*run) {
+	if !state.Completable(*run) {
 		return false, nil
 	}
 	if err := flush(ctx, tx, w); err != nil {
@@ -200,10 +180,10 @@ func completeIfSettled(ctx context.Context, tx backend.Tx, w *batch, run *backen
 		// was repair_required: the run ends failed, as it would had that
 		// failure come last.
 		run.UpdatedMS = at
-		failRun(run)
+		state.FailRun(run)
 		return true, settleParents(ctx, tx, w, run, at)
 	}
-	if err := completeRun(w, run, at); err != nil {
+	if err := state.CompleteRun(w, run, at); err != nil {
 		return false, err
 	}
 	return true, settleParents(ctx, tx, w, run, at)
@@ -246,7 +226,7 @@ func hasOpenChildRun(ctx context.Context, tx backend.Tx, w *batch, run backend.R
 		return false, err
 	}
 	for _, id := range ids {
-		if c, ok := f.Runs[id]; ok && !runTerminal(c.Status) {
+		if c, ok := f.Runs[id]; ok && !state.RunTerminal(c.Status) {
 			return true, nil
 		}
 	}
@@ -286,7 +266,7 @@ func cancelOpenActivations(ctx context.Context, tx backend.Tx, w *batch, runID s
 func cancelActivations(ctx context.Context, tx backend.Tx, w *batch, runID string, at int64, statuses ...backend.ActivationStatus) error {
 	return eachActivation(ctx, tx, w, runID, func(act backend.Activation) error {
 		if slices.Contains(statuses, act.Status) {
-			return cancelActivation(w, &act, at)
+			return state.CancelActivation(w, &act, at)
 		}
 		return nil
 	})
@@ -328,7 +308,7 @@ func hasAttemptIn(ctx context.Context, tx backend.Tx, w *batch, runID string, st
 
 // flush applies the batch's pending writes so later scans see them.
 func flush(ctx context.Context, tx backend.Tx, w *batch) error {
-	return w.apply(ctx, tx)
+	return w.Apply(ctx, tx)
 }
 
 // settleRepairState returns a repair_required run to running once no
@@ -344,7 +324,7 @@ func resolveRepair(ctx context.Context, tx backend.Tx, w *batch, run *backend.Ru
 	if blocked, err := hasAttemptIn(ctx, tx, w, run.ID, backend.AttemptRepairRequired); err != nil || blocked {
 		return err
 	}
-	if err := releaseRunFromRepair(run, to, at); err != nil {
+	if err := state.ReleaseRunFromRepair(run, to, at); err != nil {
 		return err
 	}
 	if err := finalizeCancellation(ctx, tx, w, run, at); err != nil {

@@ -2,10 +2,10 @@ package workflow
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // Store is the admission store. All decisions live here; the Backend only
@@ -110,11 +110,11 @@ func (s *Store) update(ctx context.Context, fn func(tx backend.Tx, w *batch) err
 			if err := completeSettledRuns(ctx, tx, w); err != nil {
 				return err
 			}
-			if w.arrived {
+			if w.Arrived {
 				signalWork(tx)
 			}
-			arrived = w.arrived
-			return w.apply(ctx, tx)
+			arrived = w.Arrived
+			return w.Apply(ctx, tx)
 		})
 	})
 	if err == nil && arrived {
@@ -128,4 +128,4 @@ func (s *Store) view(ctx context.Context, fn func(r backend.ReadTx) error) error
 }
 
 // errNoop aborts an Update whose outcome needs no write.
-var errNoop = errors.New("workflow: no-op")
+var errNoop = state.ErrNoop

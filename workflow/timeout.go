@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // Attempt timeout bounds. An attempt timeout is 0 (none) or a whole number
@@ -157,32 +159,32 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 		att.Detail = detail
 		res.Timeout, res.Deadline = msToDuration(timeout), fromMS(deadline)
 		was := run.Status
-		ev := AttemptTimedOutPayload{FailureKind: FailureTerminalTimeout, TimeoutMS: Millis(timeout), DeadlineMS: UnixMS(deadline)}
+		ev := event.AttemptTimedOutPayload{FailureKind: FailureTerminalTimeout, TimeoutMS: event.Millis(timeout), DeadlineMS: event.UnixMS(deadline)}
 		if att.SideEffect == backend.ReadOnly {
-			if err := settleAttempt(ctx, txn{tx, w, at}, run, act, att, backend.AttemptFailed); err != nil {
+			if err := state.SettleAttempt(ctx, txn{Tx: tx, W: w, At: at}, run, act, att, backend.AttemptFailed); err != nil {
 				return err
 			}
-			replace(w, *att)
-			if err := failActivation(w, &act, at); err != nil {
+			state.Replace(w, *att)
+			if err := state.FailActivation(w, &act, at); err != nil {
 				return err
 			}
 			ev.Status = AttemptFailed
-			recordTimeout(w, run, att, ev, at)
-			sched, refusal, err := scheduleForKind(ctx, txn{tx, w, at}, run, act, *att, FailureTerminalTimeout)
+			state.RecordTimeout(w, run, att, ev, at)
+			sched, refusal, err := scheduleForKind(ctx, txn{Tx: tx, W: w, At: at}, run, act, *att, FailureTerminalTimeout)
 			if err != nil {
 				return err
 			}
 			res.NotScheduled = refusal
-			if err := activationFailed(ctx, txn{tx, w, at}, run, act, sched != nil); err != nil {
+			if err := activationFailed(ctx, txn{Tx: tx, W: w, At: at}, run, act, sched != nil); err != nil {
 				return err
 			}
 		} else {
 			ev.Status = AttemptRepairRequired
-			recordTimeout(w, run, att, ev, at)
-			if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: string(FailureTerminalTimeout)}, at); err != nil {
+			state.RecordTimeout(w, run, att, ev, at)
+			if err := state.RequireAttemptRepair(w, run, att, event.AttemptRepairRequiredPayload{Reason: string(FailureTerminalTimeout)}, at); err != nil {
 				return err
 			}
-			if err := holdRunForRepair(run); err != nil {
+			if err := state.HoldRunForRepair(run); err != nil {
 				return err
 			}
 		}
@@ -194,7 +196,7 @@ func (s *Engine) SettleTimedOut(ctx context.Context, identity string, opts Timeo
 			return err
 		}
 		res.Status = AttemptStatus(att.Status)
-		w.workArrives() // a failed attempt frees capacity and leases
+		w.WorkArrives() // a failed attempt frees capacity and leases
 		return nil
 	})
 	if err != nil {
@@ -303,14 +305,6 @@ func (s *Engine) TimedOutAttempts(ctx context.Context, q TimeoutQuery, now time.
 	return page, nil
 }
 
-// EventAttemptTimedOut: SettleTimedOut settled an admitted attempt past
-// its deadline (failed when read-only, repair_required when mutating).
-const EventAttemptTimedOut EventType = "attempt_timed_out"
-
-// EventAttemptObservedAfterTimeout: an observation arrived for an attempt
-// a timeout had settled.
-const EventAttemptObservedAfterTimeout EventType = "attempt_observed_after_timeout"
-
 // observedAfterTimeout records an observation of an attempt a timeout
 // settled. It reports whether the attempt was admitted again so that the
 // caller applies the observation as for any admitted attempt: a
@@ -319,8 +313,8 @@ const EventAttemptObservedAfterTimeout EventType = "attempt_observed_after_timeo
 // (read-only) one keeps its status, and so does a repair_required one on
 // an observation that settles nothing. The caller writes run.
 func observedAfterTimeout(ctx context.Context, t txn, run *backend.Run, att *backend.Attempt, kind ObservationKind) (bool, error) {
-	tx, w, at := t.tx, t.w, t.at
-	recordLateObservation(w, run, att, kind, at)
+	tx, w, at := t.Tx, t.W, t.At
+	state.RecordLateObservation(w, run, att, kind, at)
 	if att.Status != backend.AttemptRepairRequired {
 		return false, nil
 	}
@@ -329,7 +323,7 @@ func observedAfterTimeout(ctx context.Context, t txn, run *backend.Run, att *bac
 	default:
 		return false, nil
 	}
-	if err := admitAttempt(run, att, at); err != nil {
+	if err := state.AdmitAttempt(run, att, at); err != nil {
 		return false, err
 	}
 	att.TerminalMS = 0

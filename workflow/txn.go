@@ -1,13 +1,11 @@
 package workflow
 
-import "github.com/wfstore/wfstore/backend"
+import "github.com/wfstore/wfstore/workflow/internal/state"
 
-// txn is the transaction a decision is made in, as the helpers that decide
-// inside one thread it: tx reads the store and applies the writes, w
-// collects the writes decided so far, and at is the transaction's time in
-// unix milliseconds. The context stays the first parameter of each helper.
-type txn struct {
-	tx backend.Tx
-	w  *batch
-	at int64
-}
+// batch, txn and waitSettled are the state core's write set, transaction
+// and settlement note, under the names this package's decisions use.
+type (
+	batch       = state.Batch
+	txn         = state.Txn
+	waitSettled = state.WaitSettled
+)

@@ -8,6 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // An owner's value the store cannot keep (a receipt or an observation
@@ -16,7 +18,7 @@ import (
 // both modes, Redispatch, ReconcilePrepared's ReceiptLookup and the
 // receipt-backed pass) settle its attempt as repair_required in one
 // transaction, with an attempt_repair_required event describing the value
-// (Unstorable), once. The owner may hold the work; its outcome is for an
+// (event.Unstorable), once. The owner may hold the work; its outcome is for an
 // operator to settle with Repair, or for a storable late receipt.
 
 // UnstorableError reports an owner's value the Store could not keep. Its
@@ -27,7 +29,7 @@ import (
 // no retry helps.
 type UnstorableError struct {
 	Identity string
-	Value    Unstorable
+	Value    event.Unstorable
 }
 
 func (e *UnstorableError) Error() string {
@@ -47,14 +49,14 @@ const (
 	problemInvalid  = "invalid"
 )
 
-// maxUnstorableDetail bounds the validation error an Unstorable records
+// maxUnstorableDetail bounds the validation error an event.Unstorable records
 // (a duplicate key is quoted in it, and a key may be long).
 const maxUnstorableDetail = 512
 
 // unstorableValue describes raw, an owner's value that a check with the
 // limits lim refused with err, for the event that settles its attempt.
-func unstorableValue(document string, raw []byte, bytes, depth int, err error) *Unstorable {
-	u := &Unstorable{
+func unstorableValue(document string, raw []byte, bytes, depth int, err error) *event.Unstorable {
+	u := &event.Unstorable{
 		Document: document, Problem: problemInvalid, Detail: truncateUTF8(err.Error(), maxUnstorableDetail),
 		LimitBytes: int64(bytes), LimitDepth: int64(depth),
 		SizeBytes: int64(len(raw)), SHA256: Checksum(raw),
@@ -118,10 +120,10 @@ func (s *Store) settleUnstorableReceipt(ctx context.Context, ref AttemptRef, raw
 			att.Status != backend.AttemptSiblingCancelling:
 			return stateErr(ErrConflict, "attempt is not prepared or receipt conflicts: %s", identity)
 		}
-		if err := settleUnstorable(ctx, txn{tx, w, at}, &run, &att, RepairReceiptNotStorable, u); err != nil {
+		if err := settleUnstorable(ctx, txn{Tx: tx, W: w, At: at}, &run, &att, event.RepairReceiptNotStorable, u); err != nil {
 			return err
 		}
-		replace(w, run)
+		state.Replace(w, run)
 		return nil
 	})
 	if err != nil && !errors.Is(err, errNoop) {
@@ -133,14 +135,14 @@ func (s *Store) settleUnstorableReceipt(ctx context.Context, ref AttemptRef, raw
 // settleUnstorable moves att to repair_required with the event recording
 // u, and a running or paused run to repair_required; the caller replaces
 // the run.
-func settleUnstorable(ctx context.Context, t txn, run *backend.Run, att *backend.Attempt, reason string, u *Unstorable) error {
-	tx, w, at := t.tx, t.w, t.at
-	if err := requireAttemptRepair(w, run, att, AttemptRepairRequiredPayload{Reason: reason, Unstorable: u}, at); err != nil {
+func settleUnstorable(ctx context.Context, t txn, run *backend.Run, att *backend.Attempt, reason string, u *event.Unstorable) error {
+	tx, w, at := t.Tx, t.W, t.At
+	if err := state.RequireAttemptRepair(w, run, att, event.AttemptRepairRequiredPayload{Reason: reason, Unstorable: u}, at); err != nil {
 		return err
 	}
 	run.UpdatedMS = at
 	if run.Status == backend.RunRunning || run.Status == backend.RunPaused {
-		if err := holdRunForRepair(run); err != nil {
+		if err := state.HoldRunForRepair(run); err != nil {
 			return err
 		}
 		return reindexRun(ctx, tx, w, *run)

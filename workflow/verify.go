@@ -7,6 +7,8 @@ import (
 	"math"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
+	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
 // VerifyCheck names one durable invariant Verify checks.
@@ -310,7 +312,7 @@ func (v *verifier) run(ctx context.Context, r backend.ReadTx, run backend.Run) e
 				}
 				g = cached
 			}
-			if !arrives(run, act, g) {
+			if !state.Arrives(run, act, g) {
 				v.add(CheckAdmissible, id, actSubject(k), "flagged admissible, but it is %s in a %s run (cancel requested %t, group retiring %t)",
 					act.Status, run.Status, run.CancelRequestedMS != 0, g != nil && g.Retiring)
 			}
@@ -465,5 +467,5 @@ func prunedRun(ctx context.Context, r backend.ReadTx, run backend.Run) (bool, er
 	if err != nil {
 		return false, err
 	}
-	return len(last) == 1 && last[0].Seq == run.LastEventSeq && (last[0].Type == string(EventRunPruned) || last[0].Type == string(EventRunPruneStarted)), nil
+	return len(last) == 1 && last[0].Seq == run.LastEventSeq && (last[0].Type == string(event.RunPruned) || last[0].Type == string(event.RunPruneStarted)), nil
 }

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/event"
 )
 
 // This file converts the backend records the Store works on into the public
@@ -105,12 +106,12 @@ func toSchedulePtr(s *backend.RetrySchedule) *RetrySchedule {
 	return &out
 }
 
-func toEvent(e backend.Event) Event {
-	return Event{RunID: e.RunID, Seq: e.Seq, Type: EventType(e.Type), Payload: rawOut(e.Payload), CreatedAt: fromMS(e.CreatedMS)}
+func toEvent(e backend.Event) event.Event {
+	return event.Event{RunID: e.RunID, Seq: e.Seq, Type: event.Type(e.Type), Payload: rawOut(e.Payload), CreatedAt: fromMS(e.CreatedMS)}
 }
 
-func toEvents(es []backend.Event) []Event {
-	out := make([]Event, len(es))
+func toEvents(es []backend.Event) []event.Event {
+	out := make([]event.Event, len(es))
 	for i, e := range es {
 		out[i] = toEvent(e)
 	}

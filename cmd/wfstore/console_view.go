@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/workflow"
+	"github.com/wfstore/wfstore/event"
 )
 
 // eventField is one field of a decoded event payload, as the timeline
@@ -20,8 +20,8 @@ type eventField struct {
 }
 
 var (
-	unixMSType = reflect.TypeFor[workflow.UnixMS]()
-	millisType = reflect.TypeFor[workflow.Millis]()
+	unixMSType = reflect.TypeFor[event.UnixMS]()
+	millisType = reflect.TypeFor[event.Millis]()
 )
 
 // decodeEvent decodes an event's payload with workflow's Event.Decode and
@@ -29,7 +29,7 @@ var (
 // that does not decode shows its raw payload and the error.
 func decodeEvent(e backend.Event) eventRow {
 	row := eventRow{Seq: e.Seq, Type: e.Type, Created: msTime(e.CreatedMS)}
-	p, err := workflow.Event{RunID: e.RunID, Seq: e.Seq, Type: workflow.EventType(e.Type), Payload: e.Payload}.Decode()
+	p, err := event.Event{RunID: e.RunID, Seq: e.Seq, Type: event.Type(e.Type), Payload: e.Payload}.Decode()
 	if err != nil {
 		row.Err = err.Error()
 		row.Fields = []eventField{{Name: "payload", Value: string(e.Payload)}}

@@ -16,6 +16,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -474,13 +475,13 @@ func demoCancel(ctx context.Context, s *workflow.Store, runID string, clock *sim
 			return err
 		}
 		switch p := p.(type) {
-		case workflow.AttemptCancelledPayload:
+		case event.AttemptCancelledPayload:
 			if p.Reason == "never_dispatched" {
 				neverDispatched++
 			} else {
 				settled++
 			}
-		case workflow.AttemptCancellationSignalledPayload:
+		case event.AttemptCancellationSignalledPayload:
 			signalled++
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/runner"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -200,8 +201,8 @@ func waitStatus(ctx context.Context, s *workflow.Store, runID string, want workf
 }
 
 // runEvents pages through every event of the run.
-func runEvents(ctx context.Context, s *workflow.Store, runID string) ([]workflow.Event, error) {
-	var out []workflow.Event
+func runEvents(ctx context.Context, s *workflow.Store, runID string) ([]event.Event, error) {
+	var out []event.Event
 	q := workflow.EventQuery{RunID: runID, Limit: workflow.MaxPageLimit}
 	for {
 		page, err := s.Events(ctx, q)
@@ -248,7 +249,7 @@ func tellRace(ctx context.Context, s *workflow.Store, c demoConfig, runID string
 	if err != nil {
 		return err
 	}
-	var sched *workflow.AutomaticRetryScheduledPayload
+	var sched *event.AutomaticRetryScheduledPayload
 	var consumedAt time.Time
 	for _, ev := range evs {
 		p, err := ev.Decode()
@@ -256,9 +257,9 @@ func tellRace(ctx context.Context, s *workflow.Store, c demoConfig, runID string
 			return err
 		}
 		switch p := p.(type) {
-		case workflow.AutomaticRetryScheduledPayload:
+		case event.AutomaticRetryScheduledPayload:
 			sched = &p
-		case workflow.AutomaticRetryConsumedPayload:
+		case event.AutomaticRetryConsumedPayload:
 			consumedAt = ev.CreatedAt
 		}
 	}

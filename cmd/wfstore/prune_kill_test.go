@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/workflow"
 )
 
@@ -105,14 +106,14 @@ func TestPruneKilledAtRandomPointsLeavesAVerifiedStoreAndARerunCountsEverything(
 		require.Equal(t, 0, code, stderr)
 		attempts, events := runCounts(t, db, runID)
 		assert.Zero(t, attempts)
-		require.Equal(t, []string{string(workflow.EventRunPruned)}, events, "the rerun finished the prune: %s", stdout)
+		require.Equal(t, []string{string(event.RunPruned)}, events, "the rerun finished the prune: %s", stdout)
 		withStore(t, db, func(ctx context.Context, s *workflow.Store) {
 			evsPage, err := s.Events(ctx, workflow.EventQuery{RunID: runID, Limit: 10})
 			require.NoError(t, err)
 			evs := evsPage.Items
 			p, err := evs[0].Decode()
 			require.NoError(t, err)
-			assert.Equal(t, want, p.(workflow.RunPrunedPayload).Deleted, "run_pruned counts everything the run held")
+			assert.Equal(t, want, p.(event.RunPrunedPayload).Deleted, "run_pruned counts everything the run held")
 		})
 		verifyClean(t, db, "after the rerun")
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/sqlite"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -119,7 +120,7 @@ func TestPruneCommandOnADemoStore(t *testing.T) {
 	assert.GreaterOrEqual(t, got.Transactions, got.Deleted.Total()/10)
 	a, evs := runCounts(t, db, done)
 	assert.Zero(t, a, "the run's attempts are gone")
-	assert.Equal(t, []string{string(workflow.EventRunPruned)}, evs)
+	assert.Equal(t, []string{string(event.RunPruned)}, evs)
 	la, _ := runCounts(t, db, "live")
 	assert.Zero(t, la)
 	withStore(t, db, func(ctx context.Context, s *workflow.Store) {

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/wfstore/wfstore/event"
 	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/runner"
 	"github.com/wfstore/wfstore/workflow"
@@ -97,12 +98,12 @@ func main() {
 	if err != nil {
 		panic(err)
 	}
-	counts := map[workflow.EventType]int{}
+	counts := map[event.Type]int{}
 	for _, ev := range page.Items {
 		counts[ev.Type]++
 	}
 	o.mu.Lock()
 	fmt.Printf("cancel: run cancelled; %d signals recorded, %d attempts cancelled, %d items still shipping\n",
-		counts[workflow.EventAttemptCancellationSignalled], counts[workflow.EventAttemptCancelled], len(o.running))
+		counts[event.AttemptCancellationSignalled], counts[event.AttemptCancelled], len(o.running))
 	o.mu.Unlock()
 }

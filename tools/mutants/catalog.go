@@ -11,7 +11,7 @@ var Catalog = []Mutant{
 		Bug:  "prepare admits a non-pending activation",
 		Edits: []Edit{
 			{
-				File:    "workflow/state_attempts.go",
+				File:    "workflow/internal/state/attempts.go",
 				Find:    `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
 				Replace: `if run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
 			},
@@ -22,7 +22,7 @@ var Catalog = []Mutant{
 		Bug:  "prepare ignores requested cancellation",
 		Edits: []Edit{
 			{
-				File:    "workflow/state_attempts.go",
+				File:    "workflow/internal/state/attempts.go",
 				Find:    `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
 				Replace: `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning {`,
 			},
@@ -83,7 +83,7 @@ var Catalog = []Mutant{
 		Bug:  "a second execution_allowance_exhausted event",
 		Edits: []Edit{
 			{
-				File:    "workflow/state_runs.go",
+				File:    "workflow/internal/state/runs.go",
 				Find:    "\tif run.ExhaustionRecorded {\n\t\treturn false\n\t}\n",
 				Replace: "",
 			},
@@ -125,7 +125,7 @@ var Catalog = []Mutant{
 		Bug:  "leases never released on settle",
 		Edits: []Edit{
 			{
-				File: "workflow/leases.go",
+				File: "workflow/internal/state/leases.go",
 				Find: `	if len(act.Claims) == 0 {
 		return nil
 	}
@@ -154,11 +154,11 @@ var Catalog = []Mutant{
 		Bug:  "a retry schedule survives its consumption",
 		Edits: []Edit{
 			{
-				File: "workflow/state_retries.go",
-				Find: `	remove(w, sched)
-	w.emit(run, AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
+				File: "workflow/internal/state/retries.go",
+				Find: `	Remove(w, sched)
+	w.emit(run, event.AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
 `,
-				Replace: `	w.emit(run, AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
+				Replace: `	w.emit(run, event.AutomaticRetryConsumedPayload(schedulePayload(sched)), at)
 `,
 			},
 		},
@@ -200,7 +200,7 @@ var Catalog = []Mutant{
 		Bug:  "a join is released by the first of its predecessors to complete, not the last",
 		Edits: []Edit{
 			{
-				File:    "workflow/state_activations.go",
+				File:    "workflow/internal/state/activations.go",
 				Find:    "\tjoin.OpenWaits--\n",
 				Replace: "\tjoin.OpenWaits = 0\n",
 			},
@@ -285,9 +285,9 @@ var Catalog = []Mutant{
 		Bug:  "a completion does not note the joins waiting for it",
 		Edits: []Edit{
 			{
-				File:    "workflow/state_activations.go",
-				Find:    `		w.waitForSettled(*act, as == backend.ActivationCompleted, at)`,
-				Replace: `		w.waitForSettled(*act, as == backend.ActivationCompleted && false, at)`,
+				File:    "workflow/internal/state/activations.go",
+				Find:    `		w.WaitForSettled(*act, as == backend.ActivationCompleted, at)`,
+				Replace: `		w.WaitForSettled(*act, as == backend.ActivationCompleted && false, at)`,
 			},
 		},
 	},
@@ -302,7 +302,7 @@ var Catalog = []Mutant{
 `,
 				Replace: `		}
 		att.Receipt = rc
-		replace(w, att)
+		state.Replace(w, att)
 		return nil
 `,
 			},
@@ -550,7 +550,7 @@ var Catalog = []Mutant{
 		Bug:  "an allowance increase never readmits exhausted work",
 		Edits: []Edit{
 			{
-				File: "workflow/admissibility.go",
+				File: "workflow/internal/state/status.go",
 				Find: `	return run.AttemptCount >= run.Limits.NodeExecutionCap ||
 		(run.RootID == run.ID && run.TreeAttemptCount >= run.Limits.NodeExecutionCap)
 `,
@@ -565,16 +565,16 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/allowance_increase.go",
-				Find: `		increaseAllowance(w, &run, targetCap, at)
+				Find: `		state.IncreaseAllowance(w, &run, targetCap, at)
 `,
-				Replace: `		increaseAllowance(w, &run, targetCap, at)
+				Replace: `		state.IncreaseAllowance(w, &run, targetCap, at)
 		if run.RootID != run.ID {
 			root, err := backend.GetRun(ctx, tx, run.RootID)
 			if err != nil {
 				return err
 			}
 			root.Limits.NodeExecutionCap += targetCap - expectedCap
-			replace(w, root)
+			state.Replace(w, root)
 		}
 `,
 			},
@@ -679,10 +679,10 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/fanout.go",
-				Find: `	reopenMember(&g)
+				Find: `	state.ReopenMember(&g)
 `,
 				Replace: `	return nil
-	reopenMember(&g)
+	state.ReopenMember(&g)
 `,
 			},
 		},
@@ -693,7 +693,7 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/fanout.go",
-				Find: `	if err := cancelSiblings(ctx, txn{tx, w, at}, run, &g, act); err != nil {
+				Find: `	if err := cancelSiblings(ctx, txn{Tx: tx, W: w, At: at}, run, &g, act); err != nil {
 		return err
 	}
 `,
@@ -764,7 +764,7 @@ var Catalog = []Mutant{
 			{
 				File: "workflow/dispatch_batch.go",
 				Find: `			case err != nil:
-				w.truncate(m)
+				w.Truncate(m)
 				res[i].err = err
 				stopped = stopsPass(err)
 			default:
@@ -782,10 +782,10 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/admission.go",
-				Find: `	replace(w, run)
+				Find: `	state.Replace(w, run)
 	g.Runs[run.ID] = run
 `,
-				Replace: `	replace(w, run)
+				Replace: `	state.Replace(w, run)
 `,
 			},
 		},
@@ -838,9 +838,9 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/prune.go",
-				Find: `markPruned(w, &run, plan, at)`,
+				Find: `state.MarkPruned(w, &run, plan, at)`,
 				Replace: `_ = plan
-				markPruned(w, &run, c, at)`,
+				state.MarkPruned(w, &run, c, at)`,
 			},
 		},
 	},
@@ -850,8 +850,8 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "workflow/verify.go",
-				Find:    `(last[0].Type == string(EventRunPruned) || last[0].Type == string(EventRunPruneStarted))`,
-				Replace: `last[0].Type == string(EventRunPruned)`,
+				Find:    `(last[0].Type == string(event.RunPruned) || last[0].Type == string(event.RunPruneStarted))`,
+				Replace: `last[0].Type == string(event.RunPruned)`,
 			},
 		},
 	},
@@ -987,10 +987,10 @@ var Catalog = []Mutant{
 		Bug:  "work added to an exhausted run stays out of discovery and is reported in no list",
 		Edits: []Edit{
 			{
-				File: "workflow/admissibility.go",
+				File: "workflow/internal/state/status.go",
 				Find: `	run.ExhaustionRecorded = false
-	return admissible(run, act, group)`,
-				Replace: `	return admissible(run, act, group)`,
+	return Admissible(run, act, group)`,
+				Replace: `	return Admissible(run, act, group)`,
 			},
 		},
 	},
@@ -1145,8 +1145,8 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "workflow/observe.go",
-				Find:    `p := AttemptCancelledPayload{Observed: observed}`,
-				Replace: `p := AttemptCancelledPayload{}`,
+				Find:    `p := event.AttemptCancelledPayload{Observed: observed}`,
+				Replace: `p := event.AttemptCancelledPayload{}`,
 			},
 		},
 	},
@@ -1188,17 +1188,17 @@ var Catalog = []Mutant{
 		Bug:  "completion checked only after success: a run whose last open activation is cancelled or repaired stays running",
 		Edits: []Edit{
 			{
-				File:    "workflow/batch.go",
+				File:    "workflow/internal/state/batch.go",
 				Find:    `		if isActive(r.Status) {`,
 				Replace: `		if r.Status != backend.AttemptSucceeded {`,
 			},
 			{
-				File:    "workflow/batch.go",
+				File:    "workflow/internal/state/batch.go",
 				Find:    `		if !activationSettled(r.Status) {`,
 				Replace: `		if r.Status != backend.ActivationCompleted {`,
 			},
 			{
-				File: "workflow/batch.go",
+				File: "workflow/internal/state/batch.go",
 				Find: `	case backend.RetrySchedule:
 		runID = r.Key.RunID
 `,
@@ -1226,8 +1226,8 @@ var Catalog = []Mutant{
 		Bug:  "a failed run that tree cancellation reached becomes cancelled once quiescent",
 		Edits: []Edit{
 			{
-				File:    "workflow/state_runs.go",
-				Find:    `	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {`,
+				File:    "workflow/internal/state/runs.go",
+				Find:    `	if run.CancelRequestedMS == 0 || RunTerminal(run.Status) || run.ActiveCount > 0 {`,
 				Replace: `	if run.CancelRequestedMS == 0 || run.Status == backend.RunCancelled || run.Status == backend.RunCompleted || run.ActiveCount > 0 {`,
 			},
 		},
@@ -1461,15 +1461,15 @@ var Catalog = []Mutant{
 		Bug:  "signalling cancellation of an already cancelling attempt is refused instead of a no-op",
 		Edits: []Edit{
 			{
-				File: "workflow/state_attempts.go",
+				File: "workflow/internal/state/attempts.go",
 				Find: `	case backend.AttemptCancelling:
-		return errNoop
+		return ErrNoop
 	case backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning:
 	default:
-		return stateErr(ErrIneligible, "attempt %s is %s", att.Identity, att.Status)`,
+		return Errorf(wftype.ErrIneligible, "attempt %s is %s", att.Identity, att.Status)`,
 				Replace: `	case backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning:
 	default:
-		return stateErr(ErrIneligible, "attempt %s is %s", att.Identity, att.Status)`,
+		return Errorf(wftype.ErrIneligible, "attempt %s is %s", att.Identity, att.Status)`,
 			},
 		},
 	},
@@ -1478,9 +1478,9 @@ var Catalog = []Mutant{
 		Bug:  "a settled or repair_required attempt is moved back to cancelling by a cancellation signal",
 		Edits: []Edit{
 			{
-				File: "workflow/state_attempts.go",
+				File: "workflow/internal/state/attempts.go",
 				Find: `	default:
-		return stateErr(ErrIneligible, "attempt %s is %s", att.Identity, att.Status)
+		return Errorf(wftype.ErrIneligible, "attempt %s is %s", att.Identity, att.Status)
 	}
 	setAttemptStatus(run, att, backend.AttemptCancelling, at)`,
 				Replace: `	}
@@ -1493,9 +1493,9 @@ var Catalog = []Mutant{
 		Bug:  "a paused run whose cancellation is requested resumes",
 		Edits: []Edit{
 			{
-				File: "workflow/state_runs.go",
+				File: "workflow/internal/state/runs.go",
 				Find: `		if run.CancelRequestedMS != 0 {
-			return stateErr(ErrIneligible, "run %q has cancellation requested and cannot resume", run.ID)
+			return Errorf(wftype.ErrIneligible, "run %q has cancellation requested and cannot resume", run.ID)
 		}`,
 				Replace: ``,
 			},
@@ -1506,9 +1506,9 @@ var Catalog = []Mutant{
 		Bug:  "pausing a paused run (or resuming a running one) is refused instead of a no-op",
 		Edits: []Edit{
 			{
-				File: "workflow/state_runs.go",
+				File: "workflow/internal/state/runs.go",
 				Find: `	case to:
-		return errNoop
+		return ErrNoop
 	case from:`,
 				Replace: `	case from:`,
 			},
@@ -1519,9 +1519,9 @@ var Catalog = []Mutant{
 		Bug:  "a run in any status (completed, failed, cancelled) can be paused or resumed",
 		Edits: []Edit{
 			{
-				File: "workflow/state_runs.go",
+				File: "workflow/internal/state/runs.go",
 				Find: `	default:
-		return stateErr(ErrIneligible, "run %q is %s", run.ID, run.Status)
+		return Errorf(wftype.ErrIneligible, "run %q is %s", run.ID, run.Status)
 	}
 	run.Status = to`,
 				Replace: `	}
@@ -1534,7 +1534,7 @@ var Catalog = []Mutant{
 		Bug:  "a run whose cancellation is requested completes instead of being cancelled",
 		Edits: []Edit{
 			{
-				File:    "workflow/state_runs.go",
+				File:    "workflow/internal/state/runs.go",
 				Find:    `&& run.CancelRequestedMS == 0 && run.ActiveCount == 0`,
 				Replace: `&& run.ActiveCount == 0`,
 			},
@@ -1545,9 +1545,9 @@ var Catalog = []Mutant{
 		Bug:  "a cancelling run is finalised as cancelled while one of its attempts is still active",
 		Edits: []Edit{
 			{
-				File:    "workflow/state_runs.go",
-				Find:    `	if run.CancelRequestedMS == 0 || runTerminal(run.Status) || run.ActiveCount > 0 {`,
-				Replace: `	if run.CancelRequestedMS == 0 || runTerminal(run.Status) {`,
+				File:    "workflow/internal/state/runs.go",
+				Find:    `	if run.CancelRequestedMS == 0 || RunTerminal(run.Status) || run.ActiveCount > 0 {`,
+				Replace: `	if run.CancelRequestedMS == 0 || RunTerminal(run.Status) {`,
 			},
 		},
 	},
@@ -1556,7 +1556,7 @@ var Catalog = []Mutant{
 		Bug:  "a failed node of a run whose cancellation is requested is retried",
 		Edits: []Edit{
 			{
-				File:    "workflow/state_runs.go",
+				File:    "workflow/internal/state/runs.go",
 				Find:    `if (run.Status != backend.RunFailed && run.Status != backend.RunRunning) || run.CancelRequestedMS != 0 {`,
 				Replace: `if run.Status != backend.RunFailed && run.Status != backend.RunRunning {`,
 			},
@@ -1567,7 +1567,7 @@ var Catalog = []Mutant{
 		Bug:  "an attempt starts in a paused run",
 		Edits: []Edit{
 			{
-				File:    "workflow/state_attempts.go",
+				File:    "workflow/internal/state/attempts.go",
 				Find:    `if act.Status != backend.ActivationPending || run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {`,
 				Replace: `if act.Status != backend.ActivationPending || run.Status == backend.RunCompleted || run.CancelRequestedMS != 0 {`,
 			},
@@ -1589,7 +1589,7 @@ var Catalog = []Mutant{
 		Bug:  "a fan-in controller stays pending and is dispatched to an owner",
 		Edits: []Edit{
 			{
-				File: "workflow/state_fanout.go",
+				File: "workflow/internal/state/fanout.go",
 				Find: `	ctl.Status = backend.ActivationWaiting
 	ctl.Admissible = false
 `,
@@ -1636,8 +1636,8 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "workflow/fanout.go",
-				Find:    `	return decideFanIn(ctx, txn{tx, w, at}, run, &g, &idx)`,
-				Replace: `	return decideFanIn(ctx, txn{tx, w, at}, run, &g, nil)`,
+				Find:    `	return decideFanIn(ctx, txn{Tx: tx, W: w, At: at}, run, &g, &idx)`,
+				Replace: `	return decideFanIn(ctx, txn{Tx: tx, W: w, At: at}, run, &g, nil)`,
 			},
 		},
 	},
@@ -1680,12 +1680,12 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/fanout.go",
-				Find: `		replace(w, g)
-		if err := decideFanIn(ctx, txn{tx, w, at}, &run, &g, nil); err != nil {
+				Find: `		state.Replace(w, g)
+		if err := decideFanIn(ctx, txn{Tx: tx, W: w, At: at}, &run, &g, nil); err != nil {
 			return err
 		}
 `,
-				Replace: `		replace(w, g)
+				Replace: `		state.Replace(w, g)
 `,
 			},
 		},
@@ -1695,9 +1695,9 @@ var Catalog = []Mutant{
 		Bug:  "a fan-in controller settled by the store neither releases nor cancels the joins waiting for it",
 		Edits: []Edit{
 			{
-				File: "workflow/state_fanout.go",
+				File: "workflow/internal/state/fanout.go",
 				Find: `	if len(ctl.Joins) > 0 {
-		w.waitForSettled(*ctl, as == backend.ActivationCompleted, at)
+		w.WaitForSettled(*ctl, as == backend.ActivationCompleted, at)
 	}
 `,
 				Replace: "",

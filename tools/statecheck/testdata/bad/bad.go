@@ -2,7 +2,10 @@
 // state core, so each must be reported.
 package bad
 
-import "github.com/wfstore/wfstore/backend"
+import (
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/tools/statecheck/testdata/internal/state"
+)
 
 type batch struct{ log []any }
 
@@ -30,6 +33,12 @@ func cancelByHand(b *batch, run *backend.Run, act *backend.Activation, att *back
 	r.Status = "cancelled" // not a backend record: allowed
 	act.UpdatedMS = 1      // not a guarded field: allowed
 	return r
+}
+
+// appendThroughCore appends an event through the core's Insert: reported.
+func appendThroughCore(w *state.Batch, run *backend.Run) {
+	state.Insert(w, backend.Event{RunID: run.ID})                     // reported
+	state.Insert(w, backend.Activation{Key: backend.ActivationKey{}}) // not an event: allowed
 }
 
 // tooMany takes seven parameters: reported wherever it is.

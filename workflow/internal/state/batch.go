@@ -1,4 +1,4 @@
-package workflow
+package state
 
 import (
 	"context"
@@ -6,49 +6,50 @@ import (
 	"slices"
 
 	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/internal/canonical"
 )
 
-// batch collects the writes one transaction decides, in decision order, and
+// Batch collects the writes one transaction decides, in decision order, and
 // turns them into one backend.Changes when the transaction applies them.
 // Decision order may touch a record several times (insert then replace, or
-// replace then delete); changes coalesces each record's operations into the
+// replace then delete); Changes coalesces each record's operations into the
 // one its final state needs, so the fixed apply order of Changes gives the
 // state the decisions describe.
-type batch struct {
+type Batch struct {
 	log []entry
-	// arrived: the transaction makes work available (see workArrives).
-	arrived bool
-	// settled lists, in first-settlement order, the runs whose attempt,
+	// Arrived: the transaction makes work available (see WorkArrives).
+	Arrived bool
+	// Settled lists, in first-settlement order, the runs whose attempt,
 	// activation or retry schedule the transaction settled or removed:
 	// completion is evaluated for each once the transaction's decisions
-	// are made (see completeSettledRuns). It survives apply.
-	settled []string
-	// eventAt is, per run, the time of the last event the transaction
+	// are made (see workflow's completeSettledRuns). It survives Apply.
+	Settled []string
+	// EventAt is, per run, the time of the last event the transaction
 	// appended to it: the time a completion it decides is dated.
-	eventAt map[string]int64
-	// waits lists, in settlement order, the activations joins wait for
+	EventAt map[string]int64
+	// Waits lists, in settlement order, the activations joins wait for
 	// whose settlement (or lost retry schedule) the transaction decided:
-	// settleJoins applies each to its joins once the transaction's own
-	// decisions are made. It survives apply.
-	waits []waitSettled
+	// workflow's settleJoins applies each to its joins once the transaction's own
+	// decisions are made. It survives Apply.
+	Waits []WaitSettled
 }
 
-// waitSettled is one settlement of an activation joins wait for.
-type waitSettled struct {
-	pred backend.ActivationKey
-	// completed: pred completed; joins are the joins waiting for it then
+// WaitSettled is one settlement of an activation joins wait for.
+type WaitSettled struct {
+	Pred backend.ActivationKey
+	// Completed: Pred completed; Joins are the joins waiting for it then
 	// (a join added later in the transaction counted it complete).
-	// Otherwise pred failed or was cancelled, and settleJoins reads it
+	// Otherwise Pred failed or was cancelled, and settleJoins reads it
 	// afresh.
-	completed bool
-	joins     []backend.NodeRef
-	at        int64
+	Completed bool
+	Joins     []backend.NodeRef
+	At        int64
 }
 
-// waitForSettled notes that act, which joins wait for, settles now:
+// WaitForSettled notes that act, which joins wait for, settles now:
 // completed or not.
-func (b *batch) waitForSettled(act backend.Activation, completed bool, at int64) {
-	b.waits = append(b.waits, waitSettled{pred: act.Key, completed: completed, joins: act.Joins, at: at})
+func (b *Batch) WaitForSettled(act backend.Activation, completed bool, at int64) {
+	b.Waits = append(b.Waits, WaitSettled{Pred: act.Key, Completed: completed, Joins: act.Joins, At: at})
 }
 
 type writeOp uint8
@@ -84,14 +85,14 @@ type (
 	}
 )
 
-func insert[R insertable](w *batch, r R) { w.log = append(w.log, entry{opInsert, r}) }
+func Insert[R insertable](w *Batch, r R) { w.log = append(w.log, entry{opInsert, r}) }
 
-func replace[R replaceable](w *batch, r R) {
+func Replace[R replaceable](w *Batch, r R) {
 	w.log = append(w.log, entry{opReplace, r})
 	w.noteSettlement(r)
 }
 
-func remove[R removable](w *batch, r R) {
+func Remove[R removable](w *Batch, r R) {
 	w.log = append(w.log, entry{opDelete, r})
 	w.noteSettlement(r)
 }
@@ -100,7 +101,7 @@ func remove[R removable](w *batch, r R) {
 // attempt leaving the active statuses, an activation reaching a terminal
 // status, or a retry schedule deleted. Every settlement path writes such a
 // record, so none can skip the completion check.
-func (b *batch) noteSettlement(rec any) {
+func (b *Batch) noteSettlement(rec any) {
 	var runID string
 	switch r := rec.(type) {
 	case backend.Attempt:
@@ -118,43 +119,44 @@ func (b *batch) noteSettlement(rec any) {
 	default:
 		return
 	}
-	if !slices.Contains(b.settled, runID) {
-		b.settled = append(b.settled, runID)
+	if !slices.Contains(b.Settled, runID) {
+		b.Settled = append(b.Settled, runID)
 	}
 }
 
-// workArrives records that the transaction makes work available: once it
+// WorkArrives records that the transaction makes work available: once it
 // commits, in-process waiters (WorkArrived, ListenWork) are woken, and the
 // backend, when it can (backend.WorkSignaler), signals listeners in other
 // processes. A transaction that does not commit wakes no one.
-func (b *batch) workArrives() { b.arrived = true }
+func (b *Batch) WorkArrives() { b.Arrived = true }
 
-// empty reports whether no write has been decided since the last apply.
-func (b *batch) empty() bool { return len(b.log) == 0 }
+// Empty reports whether no write has been decided since the last apply.
+func (b *Batch) Empty() bool { return len(b.log) == 0 }
 
-// mark returns a position that truncate returns the batch to.
-func (b *batch) mark() int { return len(b.log) }
+// Mark returns a position that truncate returns the batch to.
+func (b *Batch) Mark() int { return len(b.log) }
 
-// truncate drops every write decided after mark m.
-func (b *batch) truncate(m int) { b.log = b.log[:m] }
+// Truncate drops every write decided after mark m.
+func (b *Batch) Truncate(m int) { b.log = b.log[:m] }
 
 // event appends an event to run (advancing its sequence); the caller
 // replaces the run record afterwards. A payload that cannot be encoded
 // within the document limits fails the batch (apply returns its error):
 // the owner limits keep every owner document small enough that this never
 // happens, and if it did the transaction would be refused, not panic.
-func (b *batch) event(run *backend.Run, typ string, payload any, atMS int64) {
-	enc, err := encodeJSON("event "+typ+" payload", payload)
+func (b *Batch) event(run *backend.Run, typ string, payload any, atMS int64) {
+	enc, err := canonical.Marshal(payload)
 	if err != nil {
+		err = fmt.Errorf("workflow: event %s payload: %w", typ, err)
 		b.log = append(b.log, entry{opFail, err})
 		return
 	}
 	run.LastEventSeq++
-	if b.eventAt == nil {
-		b.eventAt = map[string]int64{}
+	if b.EventAt == nil {
+		b.EventAt = map[string]int64{}
 	}
-	b.eventAt[run.ID] = atMS
-	insert(b, backend.Event{
+	b.EventAt[run.ID] = atMS
+	Insert(b, backend.Event{
 		RunID:     run.ID,
 		Seq:       run.LastEventSeq,
 		Type:      typ,
@@ -199,11 +201,11 @@ type pending struct {
 	rec      any
 }
 
-// changes coalesces the log into one Changes. Per record: insert then
+// Changes coalesces the log into one Changes. Per record: insert then
 // replace is an insert of the final value, insert then delete is nothing,
 // replace then delete is a delete, and delete then insert stays both (the
 // apply order deletes first).
-func (b *batch) changes() backend.Changes {
+func (b *Batch) Changes() backend.Changes {
 	var order []recordKey
 	fate := make(map[recordKey]*pending, len(b.log))
 	for _, e := range b.log {
@@ -307,9 +309,9 @@ func addDelete(c *backend.Changes, rec any, k recordKey) {
 	}
 }
 
-// lastRun returns the latest value of run id the batch holds since its
+// LastRun returns the latest value of run id the batch holds since its
 // last apply (replaced or inserted), if any.
-func (b *batch) lastRun(id string) (backend.Run, bool) {
+func (b *Batch) LastRun(id string) (backend.Run, bool) {
 	for i := len(b.log) - 1; i >= 0; i-- {
 		if r, ok := b.log[i].rec.(backend.Run); ok && r.ID == id && b.log[i].op != opDelete {
 			return r, true
@@ -318,9 +320,9 @@ func (b *batch) lastRun(id string) (backend.Run, bool) {
 	return backend.Run{}, false
 }
 
-// apply applies and clears the batch's pending writes.
-func (b *batch) apply(ctx context.Context, tx backend.Tx) error {
-	if b.empty() {
+// Apply applies and clears the batch's pending writes.
+func (b *Batch) Apply(ctx context.Context, tx backend.Tx) error {
+	if b.Empty() {
 		return nil
 	}
 	for _, e := range b.log {
@@ -329,7 +331,7 @@ func (b *batch) apply(ctx context.Context, tx backend.Tx) error {
 			return e.rec.(error)
 		}
 	}
-	c := b.changes()
+	c := b.Changes()
 	b.log = b.log[:0]
 	return tx.Apply(ctx, c)
 }

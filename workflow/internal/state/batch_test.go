@@ -1,4 +1,4 @@
-package workflow
+package state
 
 import (
 	"testing"
@@ -21,18 +21,18 @@ func TestBatchCoalescesEachRecordIntoTheWriteItsFinalStateNeeds(t *testing.T) {
 	lease := backend.Lease{Key: backend.LeaseKey{AttemptKey: ak, Resource: "x", Mode: backend.LeaseRead}}
 	ev := backend.Event{RunID: "r", Seq: 3}
 
-	var w batch
-	replace(&w, run1)
-	insert(&w, act)
-	replace(&w, act2)  // insert then replace: one insert of the final value
-	replace(&w, run2)  // replace twice: one replace of the final value
-	insert(&w, att)    // insert then delete: nothing
-	remove(&w, att)    //
-	replace(&w, lease) // replace then delete: a delete
-	remove(&w, lease)  //
-	remove(&w, sched)  // delete then insert: both, the delete applied first
-	insert(&w, sched2) //
-	remove(&w, ev)     //
+	var w Batch
+	Replace(&w, run1)
+	Insert(&w, act)
+	Replace(&w, act2)  // Insert then replace: one insert of the final value
+	Replace(&w, run2)  // Replace twice: one replace of the final value
+	Insert(&w, att)    // Insert then delete: nothing
+	Remove(&w, att)    //
+	Replace(&w, lease) // Replace then delete: a delete
+	Remove(&w, lease)  //
+	Remove(&w, sched)  // delete then insert: both, the delete applied first
+	Insert(&w, sched2) //
+	Remove(&w, ev)     //
 	require.Equal(t, backend.Changes{
 		Delete: backend.Deletes{
 			Events:    []backend.EventKey{{RunID: "r", Seq: 3}},
@@ -44,16 +44,16 @@ func TestBatchCoalescesEachRecordIntoTheWriteItsFinalStateNeeds(t *testing.T) {
 			Schedules:   []backend.RetrySchedule{sched2},
 		},
 		Replace: backend.Replaces{Runs: []backend.Run{run2}},
-	}, w.changes())
+	}, w.Changes())
 }
 
 func TestBatchTruncateForgetsWritesAfterTheMark(t *testing.T) {
-	var w batch
-	replace(&w, backend.Run{ID: "a"})
-	m := w.mark()
-	replace(&w, backend.Run{ID: "b"})
-	w.truncate(m)
-	c := w.changes()
+	var w Batch
+	Replace(&w, backend.Run{ID: "a"})
+	m := w.Mark()
+	Replace(&w, backend.Run{ID: "b"})
+	w.Truncate(m)
+	c := w.Changes()
 	require.Equal(t, []backend.Run{{ID: "a"}}, c.Replace.Runs)
 	require.Equal(t, 1, c.Len())
 }
