@@ -116,7 +116,7 @@ func caseAuthBeforeReceipt(e *env) {
 	assert.Nil(e.T, a.Receipt)
 	assert.Equal(e.T, 1, o.totalCalls())
 	// The new authority may persist it.
-	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, a.Key, o.receipts[a.Identity], a2, ms(12)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: a.Key, Receipt: o.receipts[a.Identity], Authority: a2}, ms(12)))
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, k, 1).Status)
 }
 

@@ -117,7 +117,7 @@ func caseBoundaryNilArguments(e *env) {
 	for _, k := range []workflow.ActivationKey{hand, adm} {
 		require.NoError(e.T, s.Engine().Handoff(e.Ctx, attemptKey(k, 1), nil, ms(11)))
 	}
-	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, attemptKey(adm, 1), json.RawMessage(`{"r":1}`), nil, ms(12)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: attemptKey(adm, 1), Receipt: json.RawMessage(`{"r":1}`), Authority: nil}, ms(12)))
 
 	var zero time.Time
 	now := ms(20)
@@ -174,13 +174,13 @@ func caseBoundaryNilArguments(e *env) {
 		{"Handoff zero now", func() error { return s.Engine().Handoff(e.Ctx, attemptKey(prep, 1), nil, zero) }},
 		{"Handoff zero key", func() error { return s.Engine().Handoff(e.Ctx, workflow.AttemptKey{}, nil, now) }},
 		{"PersistReceipt nil receipt", func() error {
-			return s.Engine().PersistReceipt(e.Ctx, attemptKey(hand, 1), nil, nil, now)
+			return s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: attemptKey(hand, 1), Receipt: nil, Authority: nil}, now)
 		}},
 		{"PersistReceipt zero now", func() error {
-			return s.Engine().PersistReceipt(e.Ctx, attemptKey(hand, 1), json.RawMessage(`{}`), nil, zero)
+			return s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: attemptKey(hand, 1), Receipt: json.RawMessage(`{}`), Authority: nil}, zero)
 		}},
 		{"PersistReceipt zero key", func() error {
-			return s.Engine().PersistReceipt(e.Ctx, workflow.AttemptKey{}, json.RawMessage(`{}`), nil, now)
+			return s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: workflow.AttemptKey{}, Receipt: json.RawMessage(`{}`), Authority: nil}, now)
 		}},
 		{"CheckOwnerAdmission zero authority", func() error {
 			_, err := s.Engine().CheckOwnerAdmission(e.Ctx, workflow.OwnerAdmission{Key: attemptKey(prep, 1), Identity: identity(prep, 1), Intent: plan.Intent}, workflow.Authority{})
@@ -315,7 +315,7 @@ func caseBoundaryNilArguments(e *env) {
 		}},
 		// Retries.
 		{"ScheduleRetry zero now", func() error {
-			_, err := s.ScheduleRetry(e.Ctx, eligibility(), adm, 1*time.Millisecond, zero)
+			_, err := s.ScheduleRetry(e.Ctx, workflow.RetrySchedulingRequest{Eligibility: eligibility(), Key: adm, Backoff: 1 * time.Millisecond}, zero)
 			return err
 		}},
 		{"ScheduleRetryForFailedAttempt zero now", func() error {

@@ -330,14 +330,14 @@ func caseCancelSignalled(e *env) {
 
 	// The in-flight admission's receipt arrives: stored, still cancelling.
 	rc := json.RawMessage(`{"accepted":"late"}`)
-	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, pb.Key(), rc, nil, ms(30)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: pb.Key(), Receipt: rc, Authority: nil}, ms(30)))
 	got := getAttempt(e, s, b, 1)
 	assert.Equal(e.T, workflow.AttemptCancelling, got.Status, "a receipt keeps cancelling")
 	assert.JSONEq(e.T, string(rc), string(got.Receipt))
 	assert.Equal(e.T, "attempt_cancellation_receipt_recorded", lastTypes(e, s, "r", 1)[0])
 	before = digest(e, "r")
-	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, pb.Key(), rc, nil, ms(31)), "identical duplicate")
-	requireIs(e.T, s.Engine().PersistReceipt(e.Ctx, pb.Key(), json.RawMessage(`{"accepted":"other"}`), nil, ms(31)),
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: pb.Key(), Receipt: rc, Authority: nil}, ms(31)), "identical duplicate")
+	requireIs(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: pb.Key(), Receipt: json.RawMessage(`{"accepted":"other"}`), Authority: nil}, ms(31)),
 		workflow.ErrConflict, "different receipt")
 	unchanged(e, before, "duplicate and conflicting receipts", "r")
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, "r").Status)

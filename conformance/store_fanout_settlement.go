@@ -506,7 +506,7 @@ func caseFanOutFailFast(e *env) {
 	// A late receipt is stored and the status kept; the owner's word then
 	// decides, as for a cancelling run: running work stays active, finished
 	// work settles as cancelled.
-	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, attemptKey(m[2], 1), json.RawMessage(`{"late":true}`), nil, ms(23)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: attemptKey(m[2], 1), Receipt: json.RawMessage(`{"late":true}`), Authority: nil}, ms(23)))
 	a2 := getAttempt(e, s, m[2], 1)
 	assert.Equal(e.T, workflow.AttemptSiblingCancelling, a2.Status)
 	assert.JSONEq(e.T, `{"late":true}`, string(a2.Receipt))

@@ -185,7 +185,7 @@ func caseInputTimes(e *env) {
 		requireIs(e.T, err, workflow.ErrInvalidInput, "Dispatch at %s", b.name)
 		_, err = s.RequestCancellation(e.Ctx, "r", nil, b.t)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "RequestCancellation at %s", b.name)
-		_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, 1*time.Millisecond, b.t)
+		_, err = s.ScheduleRetry(e.Ctx, workflow.RetrySchedulingRequest{Eligibility: eligibility(), Key: k, Backoff: 1 * time.Millisecond}, b.t)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ScheduleRetry at %s", b.name)
 		_, err = s.Engine().ConsumeNextDueRetry(e.Ctx, "r", b.t)
 		requireIs(e.T, err, workflow.ErrInvalidInput, "ConsumeNextDueRetry at %s", b.name)

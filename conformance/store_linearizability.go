@@ -354,7 +354,7 @@ func (w *linWorker) loop(ctx context.Context, n int) {
 			w.h.add(w.id, linIn{Op: "handoff", Run: r.id, N: last, Gen: gen}, call, linErr(err))
 		case p < 55:
 			call := w.h.now()
-			err := w.s.Engine().PersistReceipt(ctx, ak, ownerReceipt(identity), auth, w.now())
+			err := w.s.Engine().PersistReceipt(ctx, workflow.OwnerReceipt{Key: ak, Receipt: ownerReceipt(identity), Authority: auth}, w.now())
 			w.h.add(w.id, linIn{Op: "receipt", Run: r.id, N: last, Gen: gen}, call, linErr(err))
 		case p < 70:
 			call := w.h.now()

@@ -359,7 +359,7 @@ func (sq *sequence) exec(rt *rapid.T, o op) string {
 		if o.B%2 == 1 {
 			kind, raw = model.ReceiptOther, json.RawMessage(`{"other":"`+identity+`"}`)
 		}
-		werr := sq.s.Engine().PersistReceipt(ctx, wfAttemptKey(att), raw, wfAuthority(a), now)
+		werr := sq.s.Engine().PersistReceipt(ctx, workflow.OwnerReceipt{Key: wfAttemptKey(att), Receipt: raw, Authority: wfAuthority(a)}, now)
 		merr := sq.m.PersistReceipt(att, kind, a)
 		sq.agree(rt, "persist_receipt", "", werr, "", merr)
 		return fmt.Sprintf("%s %s auth=%v: err=%q", att, kind, a, merr)

@@ -412,7 +412,7 @@ func caseInspectReceipt(e *env) {
 	r, err := s.Engine().DispatchReceipt(e.Ctx, p.Identity)
 	requireIs(e.T, err, workflow.ErrNotFound, "no receipt committed yet")
 	assert.Nil(e.T, r)
-	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, p.Key(), json.RawMessage(`{"b":1, "a":2}`), nil, ms(12)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: p.Key(), Receipt: json.RawMessage(`{"b":1, "a":2}`), Authority: nil}, ms(12)))
 	r, err = s.Engine().DispatchReceipt(e.Ctx, p.Identity)
 	require.NoError(e.T, err)
 	assert.Equal(e.T, `{"a":2,"b":1}`, string(r), "the committed canonical bytes")

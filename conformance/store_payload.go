@@ -134,9 +134,9 @@ func caseOversizedReceipt(e *env) {
 
 	// The same receipt given directly is refused, state unchanged; a
 	// storable late receipt is the proof the repair needs.
-	requireIs(e.T, s.Engine().PersistReceipt(e.Ctx, attemptKey(k, 1), big, nil, ms(40)), workflow.ErrTooLarge)
+	requireIs(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: attemptKey(k, 1), Receipt: big, Authority: nil}, ms(40)), workflow.ErrTooLarge)
 	unchanged(e, before, "refused late receipt", rid)
-	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, attemptKey(k, 1), json.RawMessage(`{"late":1}`), nil, ms(41)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: attemptKey(k, 1), Receipt: json.RawMessage(`{"late":1}`), Authority: nil}, ms(41)))
 	assert.Equal(e.T, workflow.AttemptAdmitted, getAttempt(e, s, k, 1).Status)
 	assert.Equal(e.T, workflow.RunRunning, getRun(e, s, rid).Status)
 }

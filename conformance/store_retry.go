@@ -95,21 +95,21 @@ func eligibility() workflow.RetryEligibility {
 func caseRetryScheduleIdempotent(e *env) {
 	s := store(e)
 	k := failedPlain(e, s, "r", "a", workflow.Limits{})
-	sc, err := s.ScheduleRetry(e.Ctx, eligibility(), k, 100*time.Millisecond, ms(20))
+	sc, err := s.ScheduleRetry(e.Ctx, workflow.RetrySchedulingRequest{Eligibility: eligibility(), Key: k, Backoff: 100 * time.Millisecond}, ms(20))
 	require.NoError(e.T, err)
 	want := workflow.RetrySchedule{Key: k, FailedAttempt: 1, NextAttempt: 2, FailureKind: "owner_reported_retryable",
 		Backoff: 100 * time.Millisecond, Due: ms(120), ScheduledAt: ms(20)}
 	assert.Equal(e.T, want, sc)
 	assert.Equal(e.T, 1, countType(eventTypes(e, s, "r"), "automatic_retry_scheduled"))
 	before := digest(e, "r")
-	again, err := s.ScheduleRetry(e.Ctx, eligibility(), k, 100*time.Millisecond, ms(20))
+	again, err := s.ScheduleRetry(e.Ctx, workflow.RetrySchedulingRequest{Eligibility: eligibility(), Key: k, Backoff: 100 * time.Millisecond}, ms(20))
 	require.NoError(e.T, err, "identical re-request")
 	assert.Equal(e.T, want, again)
 	unchanged(e, before, "identical re-request (no second event)", "r")
-	_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, 200*time.Millisecond, ms(20))
+	_, err = s.ScheduleRetry(e.Ctx, workflow.RetrySchedulingRequest{Eligibility: eligibility(), Key: k, Backoff: 200 * time.Millisecond}, ms(20))
 	requireIs(e.T, err, workflow.ErrConflict, "different backoff")
 	unchanged(e, before, "different backoff", "r")
-	_, err = s.ScheduleRetry(e.Ctx, eligibility(), k, 100*time.Millisecond, ms(21))
+	_, err = s.ScheduleRetry(e.Ctx, workflow.RetrySchedulingRequest{Eligibility: eligibility(), Key: k, Backoff: 100 * time.Millisecond}, ms(21))
 	requireIs(e.T, err, workflow.ErrConflict, "different scheduling time")
 	unchanged(e, before, "different scheduling time", "r")
 	s = e.newStore(e.Reopen())
@@ -158,7 +158,7 @@ func caseRetryScheduleRefusals(e *env) {
 		if r.mod != nil {
 			r.mod(&el)
 		}
-		_, err := s.ScheduleRetry(e.Ctx, el, k, r.backoff, ms(20))
+		_, err := s.ScheduleRetry(e.Ctx, workflow.RetrySchedulingRequest{Eligibility: el, Key: k, Backoff: r.backoff}, ms(20))
 		requireIs(e.T, err, r.want, r.name)
 		unchanged(e, before, r.name, "r")
 	}
@@ -167,7 +167,7 @@ func caseRetryScheduleRefusals(e *env) {
 	// eligible whatever the effect, and schedules.
 	el := eligibility()
 	el.Effect, el.Reconciliation, el.Failure = workflow.Mutating, workflow.RepairRequired, workflow.FailureOwnerUnavailableBeforeAcceptance
-	sc, err := s.ScheduleRetry(e.Ctx, el, k, 5*time.Millisecond, ms(20))
+	sc, err := s.ScheduleRetry(e.Ctx, workflow.RetrySchedulingRequest{Eligibility: el, Key: k, Backoff: 5 * time.Millisecond}, ms(20))
 	require.NoError(e.T, err)
 	assert.Equal(e.T, uint32(2), sc.NextAttempt)
 	assert.Equal(e.T, ms(25).UnixMilli(), msOf(sc.Due))
@@ -387,7 +387,7 @@ func caseRetryExplicitCancelled(e *env) {
 	// Scheduling checks no run state, but consumption is cancellation-safe.
 	el := eligibility()
 	el.Effect, el.Reconciliation = workflow.Mutating, workflow.ReceiptStatus
-	_, err = s.ScheduleRetry(e.Ctx, el, b, 10*time.Millisecond, ms(60))
+	_, err = s.ScheduleRetry(e.Ctx, workflow.RetrySchedulingRequest{Eligibility: el, Key: b, Backoff: 10 * time.Millisecond}, ms(60))
 	require.NoError(e.T, err)
 	before = digest(e, "r")
 	_, err = s.Engine().ConsumeDueRetry(e.Ctx, b, ms(100))

@@ -33,7 +33,7 @@ func stuckFixture(e *env, s *workflow.Store) (a, b, c, d, p string) {
 	admitAt := func(k workflow.ActivationKey, prepared, admitted int64) string {
 		pd := prep(e, s, k, workflow.ReadOnly, ms(prepared))
 		if admitted > 0 {
-			require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, pd.Key(), json.RawMessage(`{"ok":1}`), nil, ms(admitted)))
+			require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: pd.Key(), Receipt: json.RawMessage(`{"ok":1}`), Authority: nil}, ms(admitted)))
 		}
 		return pd.Identity
 	}
@@ -150,7 +150,7 @@ func timeoutFixture(e *env, s *workflow.Store, run string, eff workflow.Effect) 
 	}
 	mkAct(e, s, k, withPolicy(retryPolicy(3, 10)), withEffect(eff, rec))
 	pd := prep(e, s, k, eff, ms(5))
-	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, pd.Key(), json.RawMessage(`{"ok":1}`), nil, ms(10)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: pd.Key(), Receipt: json.RawMessage(`{"ok":1}`), Authority: nil}, ms(10)))
 	return k, pd.Identity
 }
 
@@ -307,7 +307,7 @@ func caseTimeoutPerActivation(e *env) {
 	var ids []string
 	for _, k := range []workflow.ActivationKey{own, dflt} {
 		pd := prep(e, s, k, workflow.ReadOnly, ms(5))
-		require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, pd.Key(), json.RawMessage(`{"ok":1}`), nil, ms(10)))
+		require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: pd.Key(), Receipt: json.RawMessage(`{"ok":1}`), Authority: nil}, ms(10)))
 		ids = append(ids, pd.Identity)
 	}
 	assert.Equal(e.T, []string{ids[0]}, timedOutIDs(e, s, 0, ms(30)), "its own timeout applies without a default")

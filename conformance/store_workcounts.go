@@ -31,7 +31,7 @@ func caseWorkCounts(e *env) {
 	mkAct(e, s, key("c", "n", "y"))
 	mkAct(e, s, key("c", "n", "z"))
 	pd := prep(e, s, key("c", "n", "z"), workflow.ReadOnly, ms(30))
-	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, pd.Key(), json.RawMessage(`{"ok":1}`), nil, ms(40)))
+	require.NoError(e.T, s.Engine().PersistReceipt(e.Ctx, workflow.OwnerReceipt{Key: pd.Key(), Receipt: json.RawMessage(`{"ok":1}`), Authority: nil}, ms(40)))
 	mkRun(e, s, "d", workflow.Limits{}, nil)
 	require.NoError(e.T, s.PauseRun(e.Ctx, "d", nil, ms(50)))
 	before := digest(e, "a", "b", "c", "d")

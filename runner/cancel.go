@@ -224,7 +224,7 @@ func (r *Runner) signal(ctx context.Context, c *cancels, a workflow.Attempt) (in
 
 // settleUnobserved settles a of an owner without an Observer as cancelled.
 func (r *Runner) settleUnobserved(ctx context.Context, c *cancels, a workflow.Attempt, how workflow.CancelSettlement) (int, error) {
-	done, err := r.store.Engine().SettleCancelledUnobserved(ctx, a.Identity, how, r.authorityFor(a.Key.RunID), r.cfg.clock.Now())
+	done, err := r.store.Engine().SettleCancelledUnobserved(ctx, workflow.UnobservedCancellation{Identity: a.Identity, How: how, Authority: r.authorityFor(a.Key.RunID)}, r.cfg.clock.Now())
 	if err != nil || !done {
 		return 0, ignoreIneligible(err)
 	}
@@ -253,7 +253,7 @@ func (r *Runner) cancellingWithoutReceipt(ctx context.Context, c *cancels, a wor
 	if !found {
 		return r.unresolvedCancellation(ctx, c, a)
 	}
-	if err := r.store.Engine().PersistReceipt(ctx, a.Key, rc, r.authorityFor(a.Key.RunID), r.cfg.clock.Now()); err != nil {
+	if err := r.store.Engine().PersistReceipt(ctx, workflow.OwnerReceipt{Key: a.Key, Receipt: rc, Authority: r.authorityFor(a.Key.RunID)}, r.cfg.clock.Now()); err != nil {
 		return 0, ignoreIneligible(err)
 	}
 	r.cancelled(ctx, c, a, CancelReceiptFound, slog.LevelInfo, "receipt of a cancelling attempt persisted")

@@ -179,7 +179,7 @@ func (r *Runner) resolve(ctx context.Context, ref workflow.AttemptRef, token str
 
 // persistAgain persists the receipt the owner returned for ref once more.
 func (r *Runner) persistAgain(ctx context.Context, ref workflow.AttemptRef, rc []byte) (bool, error) {
-	err := r.store.Engine().PersistReceipt(ctx, ref.Key, rc, r.authorityOf(ref.Key.RunID), r.cfg.clock.Now())
+	err := r.store.Engine().PersistReceipt(ctx, workflow.OwnerReceipt{Key: ref.Key, Receipt: rc, Authority: r.authorityOf(ref.Key.RunID)}, r.cfg.clock.Now())
 	if err == nil {
 		r.shim.admitted([]workflow.AttemptRef{ref})
 		r.shim.spans.admitted([]workflow.AttemptRef{ref})

@@ -382,7 +382,7 @@ func (r *Runner) lateReceipts(ctx context.Context) error {
 			if !found {
 				continue
 			}
-			if err := r.store.Engine().PersistReceipt(ctx, a.Key, rc, r.cfg.authority, r.cfg.clock.Now()); err != nil {
+			if err := r.store.Engine().PersistReceipt(ctx, workflow.OwnerReceipt{Key: a.Key, Receipt: rc, Authority: r.cfg.authority}, r.cfg.clock.Now()); err != nil {
 				if errors.Is(err, workflow.ErrInvalidInput) {
 					// A receipt the store cannot keep (too large, too deep,
 					// invalid): the attempt stays repair_required for an

@@ -407,6 +407,19 @@ const (
 	NeitherSignalledNorObserved CancelSettlement = "not_signalled_not_observed"
 )
 
+// UnobservedCancellation asks SettleCancelledUnobserved to settle, as
+// cancelled, one attempt whose owner cannot report on it.
+type UnobservedCancellation struct {
+	// Identity is the attempt's dispatch identity.
+	Identity string
+	// How says how the attempt is settled unobserved; it is the
+	// attempt_cancelled event's reason. A value other than the
+	// CancelSettlement constants is refused with ErrInvalidInput.
+	How CancelSettlement
+	// Authority, when set, must be the run's current authority.
+	Authority *Authority
+}
+
 // SettleCancelledUnobserved settles, as cancelled, an attempt of a run
 // whose cancellation is requested when its owner cannot report on it. With
 // SignalledNotObserved the cancellation signal must be recorded (the
@@ -414,12 +427,11 @@ const (
 // NeitherSignalledNorObserved the attempt may be admitted, running or
 // cancelling. Either way it must hold a receipt: a receipt-less attempt
 // whose handoff was recorded may still be admitted by its owner and is
-// left alone (false). The attempt_cancelled event's reason is how. A
-// settled attempt is left alone (false). It finalises the run when
-// nothing else is active. authority, when set, must be the run's current
-// authority.
-func (s *Engine) SettleCancelledUnobserved(ctx context.Context, identity string, how CancelSettlement, authority *Authority, now time.Time) (bool, error) {
-	auth := copyAuthority(authority)
+// left alone (false). A settled attempt is left alone (false). It
+// finalises the run when nothing else is active.
+func (s *Engine) SettleCancelledUnobserved(ctx context.Context, req UnobservedCancellation, now time.Time) (bool, error) {
+	identity, how := req.Identity, req.How
+	auth := copyAuthority(req.Authority)
 	if err := validateAuthority(auth); err != nil {
 		return false, err
 	}

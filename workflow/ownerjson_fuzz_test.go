@@ -249,7 +249,7 @@ func fuzzOwnerJSON(t *testing.T, s *workflow.Store, via uint8, doc []byte, n int
 	case viaPersist:
 		key := owned()
 		before := history()
-		err := s.Engine().PersistReceipt(ctx, key, doc, nil, fuzzNow)
+		err := s.Engine().PersistReceipt(ctx, workflow.OwnerReceipt{Key: key, Receipt: doc, Authority: nil}, fuzzNow)
 		if verr != nil {
 			refused(err, before)
 			return

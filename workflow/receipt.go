@@ -12,22 +12,33 @@ import (
 	"github.com/wfstore/wfstore/workflow/internal/state"
 )
 
+// OwnerReceipt is the receipt an owner returned for one attempt, as
+// PersistReceipt commits it.
+type OwnerReceipt struct {
+	// Key names the attempt; its dispatch identity is Key.Identity().
+	Key AttemptKey
+	// Receipt is owner JSON (MaxOwnerJSONBytes, MaxOwnerJSONDepth): one
+	// that is missing, invalid, too large or too deep is refused with
+	// ErrInvalidInput (ErrTooLarge when too large) before anything is
+	// written.
+	Receipt json.RawMessage
+	// Authority, when set, must be the run's current authority.
+	Authority *Authority
+}
+
 // PersistReceipt commits the owner's receipt for an attempt. A prepared
 // attempt becomes admitted; a cancelling one keeps its status. A
 // repair_required attempt whose handoff was recorded is admitted by a late
 // receipt (the receipt is the proof). A canonical-identical
 // duplicate of the stored receipt is a no-op; a different one fails with
-// ErrConflict. The attempt is named by its key (its dispatch identity is
-// key.Identity()). authority, when set, must be the run's current authority.
+// ErrConflict.
 //
-// The receipt is owner JSON (MaxOwnerJSONBytes, MaxOwnerJSONDepth): one
-// that is missing, invalid, too large or too deep is refused with
-// ErrInvalidInput (ErrTooLarge when too large) before anything is
-// written, and the attempt is left as it was. (The Store's own paths,
-// which receive the receipt from the owner themselves, settle the attempt
-// instead: see UnstorableError.)
-func (s *Engine) PersistReceipt(ctx context.Context, key AttemptKey, receipt json.RawMessage, authority *Authority, now time.Time) error {
-	k, a := key, copyAuthority(authority)
+// A receipt refused as owner JSON (see OwnerReceipt.Receipt) leaves the
+// attempt as it was. (The Store's own paths, which receive the receipt
+// from the owner themselves, settle the attempt instead: see
+// UnstorableError.)
+func (s *Engine) PersistReceipt(ctx context.Context, req OwnerReceipt, now time.Time) error {
+	k, receipt, a := req.Key, req.Receipt, copyAuthority(req.Authority)
 	if err := validateAttemptKey(k); err != nil {
 		return err
 	}
@@ -37,7 +48,7 @@ func (s *Engine) PersistReceipt(ctx context.Context, key AttemptKey, receipt jso
 	if _, err := ownerJSON("dispatch receipt", receipt); err != nil {
 		return err
 	}
-	return s.persistReceipt(ctx, AttemptRef{Key: k, Identity: key.Identity()}, receipt, ownedBy(a, "receipt"), now, nil)
+	return s.persistReceipt(ctx, AttemptRef{Key: k, Identity: k.Identity()}, receipt, ownedBy(a, "receipt"), now, nil)
 }
 
 // persistReceipt implements PersistReceipt for a receipt the owner

@@ -164,14 +164,26 @@ type RetryRequest struct {
 	Backoff time.Duration
 }
 
-// ScheduleRetry persists an automatic retry schedule decided from e (the
-// failure kind is e.Failure), due backoff after now; backoff must be a
-// whole, non-negative number of milliseconds (else ErrInvalidInput). It is idempotent only for an identical request (same facts,
-// backoff and now); a different schedule for the same activation fails
-// with ErrConflict. The automatic_retry_scheduled event is written on
-// first insert only.
-func (s *Store) ScheduleRetry(ctx context.Context, e RetryEligibility, key ActivationKey, backoff time.Duration, now time.Time) (RetrySchedule, error) {
-	k := key
+// RetrySchedulingRequest asks ScheduleRetry to persist an automatic retry
+// schedule for one activation from retry facts the caller already holds.
+type RetrySchedulingRequest struct {
+	// Eligibility holds the facts the retry is decided from; the failure
+	// kind is Eligibility.Failure.
+	Eligibility RetryEligibility
+	// Key names the activation to retry.
+	Key ActivationKey
+	// Backoff is the delay after now at which the retry falls due: a
+	// whole, non-negative number of milliseconds (else ErrInvalidInput).
+	Backoff time.Duration
+}
+
+// ScheduleRetry persists an automatic retry schedule decided from
+// req.Eligibility, due req.Backoff after now. It is idempotent only for an
+// identical request (same facts, backoff and now); a different schedule
+// for the same activation fails with ErrConflict. The
+// automatic_retry_scheduled event is written on first insert only.
+func (s *Store) ScheduleRetry(ctx context.Context, req RetrySchedulingRequest, now time.Time) (RetrySchedule, error) {
+	e, k, backoff := req.Eligibility, req.Key, req.Backoff
 	if err := validateActivationKey(k); err != nil {
 		return RetrySchedule{}, err
 	}
@@ -247,7 +259,7 @@ func (s *Engine) ScheduleRetryForFailedAttempt(ctx context.Context, req RetryReq
 	if err != nil {
 		return RetrySchedule{}, err
 	}
-	return s.ScheduleRetry(ctx, e, req.Key, req.Backoff, now)
+	return s.ScheduleRetry(ctx, RetrySchedulingRequest{Eligibility: e, Key: req.Key, Backoff: req.Backoff}, now)
 }
 
 // FailureKindOf maps an observation to its retry failure kind; ok is false
