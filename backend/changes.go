@@ -59,6 +59,33 @@ type Inserts struct {
 	Events      []Event
 }
 
+// Add appends rec, a record value of one of the kinds Inserts holds, to
+// its slice, and reports whether rec was such a record (false leaves in
+// unchanged).
+func (in *Inserts) Add(rec any) bool {
+	switch r := rec.(type) {
+	case Run:
+		in.Runs = append(in.Runs, r)
+	case RunLink:
+		in.Links = append(in.Links, r)
+	case Activation:
+		in.Activations = append(in.Activations, r)
+	case FanOutGroup:
+		in.Groups = append(in.Groups, r)
+	case Attempt:
+		in.Attempts = append(in.Attempts, r)
+	case Lease:
+		in.Leases = append(in.Leases, r)
+	case RetrySchedule:
+		in.Schedules = append(in.Schedules, r)
+	case Event:
+		in.Events = append(in.Events, r)
+	default:
+		return false
+	}
+	return true
+}
+
 // Replaces overwrite every field of existing records, identified by their
 // key fields. Each fails with ErrNotFound when its key does not exist, and
 // an Attempt with ErrConflict when it would take the Identity of another

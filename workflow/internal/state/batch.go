@@ -250,25 +250,7 @@ func (b *Batch) Changes() backend.Changes {
 }
 
 func addInsert(c *backend.Changes, rec any) {
-	in := &c.Insert
-	switch r := rec.(type) {
-	case backend.Run:
-		in.Runs = append(in.Runs, r)
-	case backend.RunLink:
-		in.Links = append(in.Links, r)
-	case backend.Activation:
-		in.Activations = append(in.Activations, r)
-	case backend.FanOutGroup:
-		in.Groups = append(in.Groups, r)
-	case backend.Attempt:
-		in.Attempts = append(in.Attempts, r)
-	case backend.Lease:
-		in.Leases = append(in.Leases, r)
-	case backend.RetrySchedule:
-		in.Schedules = append(in.Schedules, r)
-	case backend.Event:
-		in.Events = append(in.Events, r)
-	default:
+	if !c.Insert.Add(rec) {
 		panic(fmt.Sprintf("workflow: insert of %T", rec))
 	}
 }
