@@ -117,16 +117,8 @@ func drainRiver(ctx context.Context, dsn string, n int, log io.Writer) (p Peer, 
 	if n < 1 {
 		return p, errors.New("no jobs to drain")
 	}
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	p.Schema = fmt.Sprintf("riverbench_%d_%s", os.Getpid(), hex.EncodeToString(rnd[:]))
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return p, fmt.Errorf("dsn: %w", err)
-	}
-	cfg.MaxConns = 20
-	appNamed(cfg, p.Schema)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, schema, err := scratchPool(ctx, dsn, "riverbench", 20)
+	p.Schema = schema
 	if err != nil {
 		return p, err
 	}
@@ -243,4 +235,22 @@ func drainRiver(ctx context.Context, dsn string, n int, log io.Writer) (p Peer, 
 // riverLogger passes River's warnings and errors to log.
 func riverLogger(log io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(log, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+// scratchPool opens a pool of at most maxConns connections to dsn for a
+// measurement that works in a schema of its own, and names that schema:
+// prefix, this process's id and random hex digits. The pool's
+// connections carry the schema's name as their application name.
+func scratchPool(ctx context.Context, dsn, prefix string, maxConns int32) (*pgxpool.Pool, string, error) {
+	var rnd [4]byte
+	_, _ = rand.Read(rnd[:])
+	schema := fmt.Sprintf("%s_%d_%s", prefix, os.Getpid(), hex.EncodeToString(rnd[:]))
+	cfg, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, schema, fmt.Errorf("dsn: %w", err)
+	}
+	cfg.MaxConns = maxConns
+	appNamed(cfg, schema)
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	return pool, schema, err
 }

@@ -2,17 +2,14 @@ package bench
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/wfstore/wfstore/internal/benchdata"
 	"github.com/wfstore/wfstore/postgres"
@@ -56,16 +53,8 @@ func runProbe(ctx context.Context, dsn string, n int, log io.Writer) (p Peer, er
 	if n < 1 {
 		return p, errors.New("no activations to admit")
 	}
-	var rnd [4]byte
-	_, _ = rand.Read(rnd[:])
-	p.Schema = fmt.Sprintf("probebench_%d_%s", os.Getpid(), hex.EncodeToString(rnd[:]))
-	cfg, err := pgxpool.ParseConfig(dsn)
-	if err != nil {
-		return p, fmt.Errorf("dsn: %w", err)
-	}
-	cfg.MaxConns = 4
-	appNamed(cfg, p.Schema)
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	pool, schema, err := scratchPool(ctx, dsn, "probebench", 4)
+	p.Schema = schema
 	if err != nil {
 		return p, err
 	}
