@@ -33,8 +33,8 @@ func treeCancelLoadCases() []testCase {
 }
 
 const (
-	loadTrees       = 2  // composition roots, each with three child runs
-	loadPerRun      = 10 // pending activations in every run of a tree at any time
+	loadTrees       = 3  // composition roots, each with three child runs
+	loadPerRun      = 25 // pending activations in every run of a tree at any time
 	loadDispatchers = 8
 	// loadNode is the node of the work the dispatchers race for.
 	loadNode = "w"
