@@ -91,7 +91,7 @@ func caseTreeCancelUnderDispatch(e *env) {
 	}
 	halt := sync.OnceFunc(func() { stop.Store(true); wg.Wait() })
 	defer halt()
-	for o.totalCalls() < 2*loadDispatchers && running.Load() == int64(len(bs)) && e.Ctx.Err() == nil {
+	for o.totalCalls() < 4*loadDispatchers && running.Load() == int64(len(bs)) && e.Ctx.Err() == nil {
 		time.Sleep(2 * time.Millisecond)
 	}
 
