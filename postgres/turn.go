@@ -34,9 +34,10 @@ import (
 // server's checks alone, so any transaction may go past the gate without
 // changing what commits. That bounds every wait:
 //
-//   - a transaction waits at the gate for at most its gate wait (its busy
-//     timeout, at most turnMaxHold); then that run fails with 55P03 and
-//     the Update's further runs go past the gate. So a turn whose fn waits
+//   - a transaction waits at the gate for at most its gate wait (half its
+//     busy timeout, at most turnMaxHold); then that run fails with 55P03
+//     and the Update's further runs go past the gate, none of them taking
+//     the turn (which would wait for the same holder). So a turn whose fn waits
 //     for another Update of the store (against the contract) holds it
 //     back once, by that much;
 //   - the turn's request waits at most turnLockWait for the transactions
@@ -76,7 +77,8 @@ func gates(quotedSchema string, busyTimeout time.Duration) (gate, turn []string)
 	meta := quotedSchema + ".wfstore_meta"
 	wait := turnMaxHold
 	if busyTimeout > 0 {
-		wait = min(wait, busyTimeout)
+		// Half, so that the run past the gate still fits in it.
+		wait = min(wait, busyTimeout/2)
 	}
 	const reset = "SET LOCAL lock_timeout TO DEFAULT"
 	gate = []string{

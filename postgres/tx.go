@@ -49,7 +49,8 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			return ctxErr(cctx, "update", last)
 		}
 		b.stats.runs.Add(1)
-		t := &txn{b: b, ctx: cctx, userCtx: ctx, turn: takesTurn(run, time.Since(start), b.cfg.busyTimeout), pastGate: pastGate}
+		t := &txn{b: b, ctx: cctx, userCtx: ctx, pastGate: pastGate,
+			turn: !pastGate && takesTurn(run, time.Since(start), b.cfg.busyTimeout)}
 		if t.turn {
 			b.stats.turns.Add(1)
 		}
