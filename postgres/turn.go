@@ -36,10 +36,10 @@ import (
 //
 //   - a transaction waits at the gate for at most its gate wait (half its
 //     busy timeout, at most turnMaxHold); then that run fails with 55P03
-//     and the Update's further runs go past the gate, none of them taking
-//     the turn (which would wait for the same holder). So a turn whose fn waits
-//     for another Update of the store (against the contract) holds it
-//     back once, by that much;
+//     and the Update's further runs go past the gate, none of them
+//     taking the turn (which would wait for the same holder). So a turn
+//     whose fn waits for another Update of the store (against the
+//     contract) holds it back once, by that much;
 //   - the turn's request waits at most turnLockWait for the transactions
 //     ahead of it (a stuck one included); then that run fails with 55P03
 //     and is re-run, taking the turn again, within the busy timeout;
