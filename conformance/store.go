@@ -31,6 +31,7 @@ func storeTier(batch bool) []testCase {
 		receiptPassCases(),
 		cancelSignalCases(),
 		treeCases(),
+		treeCancelLoadCases(),
 		pruneCases(),
 		pruneResumeCases(),
 		payloadCases(),

@@ -94,6 +94,10 @@ type Backend struct {
 	version string
 	// settings is sent with BEGIN in every transaction.
 	settings string
+	// gate is sent first after BEGIN in every read-write transaction, turn
+	// instead in one that takes the turn (see turn.go).
+	gate []string
+	turn []string
 	// channel is the store's LISTEN/NOTIFY channel (see workChannel).
 	channel string
 
@@ -119,6 +123,9 @@ type stats struct {
 	exhausted     atomic.Int64 // Updates that returned ErrBusy
 	maxRuns       atomic.Int64 // most runs one Update needed
 	roundTrips    atomic.Int64 // round trips of transactions (reads, commits, rollbacks)
+	turns         atomic.Int64 // runs that took the turn
+	turnTimeouts  atomic.Int64 // re-runs after the turn's request waited turnLockWait
+	gateTimeouts  atomic.Int64 // re-runs past the gate after waiting there for a turn
 }
 
 // hooks are test hooks; nil in production.
@@ -238,6 +245,7 @@ func open(ctx context.Context, pool *pgxpool.Pool, own bool, cfg config) (*Backe
 	// into a serialization failure.
 	b.settings = "SELECT set_config('synchronous_commit', '" + sync + "', true), " +
 		"set_config('plan_cache_mode', 'auto', true), set_config('enable_seqscan', 'off', true)"
+	b.gate, b.turn = gates(quoteIdent(cfg.schema), cfg.busyTimeout)
 	b.closeCtx, b.closeFn = context.WithCancelCause(context.Background())
 	return b, nil
 }

@@ -19,6 +19,12 @@
 //   - A serialization failure or deadlock, or a connection lost before
 //     COMMIT was sent, re-runs fn with backoff for as long as ctx and the
 //     busy timeout allow; after that the error wraps backend.ErrBusy.
+//   - An Update that keeps losing to concurrent ones (4 failed runs, or a
+//     quarter of its busy timeout) takes the turn: its runs wait for the
+//     store's read-write transactions in flight and hold back the ones
+//     that start after, so a large transaction racing many small ones
+//     still commits. The turn orders runs only; every wait it causes is
+//     bounded (see the repository's docs/internals/postgres.md).
 //   - View runs fn in one REPEATABLE READ, READ ONLY transaction and is
 //     never re-run.
 //   - Opening writes nothing to a newer schema (*backend.SchemaVersionError)

@@ -38,6 +38,10 @@ type Stats struct {
 	// RoundTrips counts every transaction round trip: reads, commits and
 	// rollbacks (not pgx's one-off statement preparation).
 	RoundTrips int64
+	// Turns counts runs that took the turn, TurnTimeouts re-runs after its
+	// request waited too long, GateTimeouts re-runs past the gate after
+	// waiting there too long.
+	Turns, TurnTimeouts, GateTimeouts int64
 }
 
 // StatsForTest returns b's counters.
@@ -51,6 +55,9 @@ func (b *Backend) StatsForTest() Stats {
 		Exhausted:     b.stats.exhausted.Load(),
 		MaxRuns:       b.stats.maxRuns.Load(),
 		RoundTrips:    b.stats.roundTrips.Load(),
+		Turns:         b.stats.turns.Load(),
+		TurnTimeouts:  b.stats.turnTimeouts.Load(),
+		GateTimeouts:  b.stats.gateTimeouts.Load(),
 	}
 }
 

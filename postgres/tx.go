@@ -43,12 +43,17 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 	b.stats.updates.Add(1)
 	start := time.Now()
 	var last error
+	pastGate := false // a run waited at the gate for its whole gate wait (turn.go)
 	for run := 1; ; run++ {
 		if cctx.Err() != nil {
 			return ctxErr(cctx, "update", last)
 		}
 		b.stats.runs.Add(1)
-		t := &txn{b: b, ctx: cctx, userCtx: ctx}
+		t := &txn{b: b, ctx: cctx, userCtx: ctx, pastGate: pastGate,
+			turn: !pastGate && takesTurn(run, time.Since(start), b.cfg.busyTimeout)}
+		if t.turn {
+			b.stats.turns.Add(1)
+		}
 		retry, err := t.run(func(t *txn) error { return fn(t) })
 		for m := b.stats.maxRuns.Load(); int64(run) > m && !b.stats.maxRuns.CompareAndSwap(m, int64(run)); m = b.stats.maxRuns.Load() {
 		}
@@ -60,6 +65,13 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			b.stats.serialization.Add(1)
 		case "40P01":
 			b.stats.deadlock.Add(1)
+		case lockNotAvailable:
+			if t.turn {
+				b.stats.turnTimeouts.Add(1)
+			} else {
+				b.stats.gateTimeouts.Add(1)
+				pastGate = true
+			}
 		default:
 			b.stats.connLost.Add(1)
 		}
@@ -132,6 +144,10 @@ type txn struct {
 	ctx      context.Context // the call's context, cancelled by Close too
 	userCtx  context.Context // the ctx given to Update/View
 	readOnly bool
+	// turn: this run takes the turn; pastGate: it goes past the gate;
+	// gateTimeout: a statement BEGIN carried ran past its lock_timeout
+	// (see turn.go).
+	turn, pastGate, gateTimeout bool
 
 	mu        sync.Mutex
 	conn      *pgxpool.Conn
@@ -245,6 +261,7 @@ func (t *txn) commit() (retry bool, err error) {
 	committing, err := func() (bool, error) {
 		for i := 0; i < prefix; i++ {
 			if _, err := br.Exec(); err != nil {
+				t.gateFailed(err)
 				raw = err
 				return false, err
 			}
@@ -274,7 +291,7 @@ func (t *txn) commit() (retry bool, err error) {
 		// The server refused a statement before COMMIT and skipped COMMIT:
 		// nothing committed.
 		werr := ctxWrap(t.ctx, fmt.Errorf("postgres: commit: %w", err))
-		if code := pe.Code; code == "40001" || code == "40P01" {
+		if code := pe.Code; code == "40001" || code == "40P01" || (t.gateTimeout && code == lockNotAvailable) {
 			t.retryKind = code
 			t.rollback()
 			return true, werr
@@ -400,6 +417,7 @@ func (t *txn) exchange(ctx context.Context, queue func(*pgx.Batch), read func(pg
 	dbErr := func() error {
 		for i := 0; i < prefix; i++ {
 			if _, err := br.Exec(); err != nil {
+				t.gateFailed(err)
 				return err
 			}
 		}
@@ -438,6 +456,7 @@ func (t *txn) queueBegin(b *pgx.Batch) int {
 		b.Queue(beginRO)
 	} else {
 		b.Queue(beginRW)
+		t.queueGate(b)
 	}
 	b.Queue(t.b.settings)
 	t.began = true
@@ -451,7 +470,7 @@ func (t *txn) fail(ctx context.Context, err error) error {
 	if ctx.Err() != nil {
 		return werr
 	}
-	if code := pgCode(err); code == "40001" || code == "40P01" {
+	if code := pgCode(err); code == "40001" || code == "40P01" || (t.gateTimeout && code == lockNotAvailable) {
 		t.retryErr, t.retryKind = werr, code
 	} else if t.conn == nil || t.conn.Conn().IsClosed() {
 		t.retryErr, t.retryKind = werr, "connection"
