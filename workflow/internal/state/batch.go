@@ -6,7 +6,6 @@ import (
 	"slices"
 
 	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/internal/canonical"
 )
 
 // Batch collects the writes one transaction decides, in decision order, and
@@ -145,7 +144,7 @@ func (b *Batch) Truncate(m int) { b.log = b.log[:m] }
 // the owner limits keep every owner document small enough that this never
 // happens, and if it did the transaction would be refused, not panic.
 func (b *Batch) event(run *backend.Run, typ string, payload any, atMS int64) {
-	enc, err := canonical.Marshal(payload)
+	enc, err := encodePayload(payload)
 	if err != nil {
 		err = fmt.Errorf("workflow: event %s payload: %w", typ, err)
 		b.log = append(b.log, entry{opFail, err})
