@@ -164,30 +164,58 @@ func (b *Batch) event(run *backend.Run, typ string, payload any, atMS int64) {
 	})
 }
 
-// recordKey identifies one record across kinds.
+// recordKind numbers the record kinds, for recordKey.
+type recordKind uint8
+
+const (
+	kindRun recordKind = iota + 1
+	kindLink
+	kindActivation
+	kindGroup
+	kindAttempt
+	kindLease
+	kindSchedule
+	kindEvent
+)
+
+var kindNames = [...]string{kindRun: "run", kindLink: "link", kindActivation: "activation", kindGroup: "group",
+	kindAttempt: "attempt", kindLease: "lease", kindSchedule: "schedule", kindEvent: "event"}
+
+// recordKey identifies one record across kinds: its kind and the fields
+// of its key (unused ones empty). It holds no interface, so making one
+// allocates nothing.
 type recordKey struct {
-	kind string
-	key  any
+	kind          recordKind
+	a, b, c, d, e string
+	n             int64
+}
+
+func activationRecordKey(kind recordKind, k backend.ActivationKey) recordKey {
+	return recordKey{kind: kind, a: k.RunID, b: k.NodeID, c: k.ActivationID}
 }
 
 func keyOf(rec any) recordKey {
 	switch r := rec.(type) {
 	case backend.Run:
-		return recordKey{"run", r.ID}
+		return recordKey{kind: kindRun, a: r.ID}
 	case backend.RunLink:
-		return recordKey{"link", r.ChildRunID}
+		return recordKey{kind: kindLink, a: r.ChildRunID}
 	case backend.Activation:
-		return recordKey{"activation", r.Key}
+		return activationRecordKey(kindActivation, r.Key)
 	case backend.FanOutGroup:
-		return recordKey{"group", r.Controller}
+		return activationRecordKey(kindGroup, r.Controller)
 	case backend.Attempt:
-		return recordKey{"attempt", r.Key}
+		k := activationRecordKey(kindAttempt, r.Key.ActivationKey)
+		k.n = int64(r.Key.Attempt)
+		return k
 	case backend.Lease:
-		return recordKey{"lease", r.Key}
+		k := activationRecordKey(kindLease, r.Key.ActivationKey)
+		k.d, k.e, k.n = r.Key.Resource, string(r.Key.Mode), int64(r.Key.Attempt)
+		return k
 	case backend.RetrySchedule:
-		return recordKey{"schedule", r.Key}
+		return activationRecordKey(kindSchedule, r.Key)
 	case backend.Event:
-		return recordKey{"event", r.Key()}
+		return recordKey{kind: kindEvent, a: r.RunID, n: r.Seq}
 	}
 	panic(fmt.Sprintf("workflow: %T is not a backend record", rec))
 }
@@ -205,16 +233,18 @@ type pending struct {
 // replace then delete is a delete, and delete then insert stays both (the
 // apply order deletes first).
 func (b *Batch) Changes() backend.Changes {
-	var order []recordKey
-	fate := make(map[recordKey]*pending, len(b.log))
+	// fates, in the order each record was first written.
+	fates := make([]pending, 0, len(b.log))
+	index := make(map[recordKey]int, len(b.log))
 	for _, e := range b.log {
 		k := keyOf(e.rec)
-		p, ok := fate[k]
+		i, ok := index[k]
 		if !ok {
-			p = &pending{}
-			fate[k] = p
-			order = append(order, k)
+			i = len(fates)
+			index[k] = i
+			fates = append(fates, pending{})
 		}
+		p := &fates[i]
 		switch e.op {
 		case opInsert:
 			p.inserted, p.replaced, p.rec = true, false, e.rec
@@ -233,10 +263,10 @@ func (b *Batch) Changes() backend.Changes {
 		}
 	}
 	var c backend.Changes
-	for _, k := range order {
-		p := fate[k]
+	for i := range fates {
+		p := &fates[i]
 		if p.deleted {
-			addDelete(&c, p.rec, k)
+			addDelete(&c, p.rec)
 		}
 		switch {
 		case p.inserted:
@@ -274,7 +304,7 @@ func addReplace(c *backend.Changes, rec any) {
 	}
 }
 
-func addDelete(c *backend.Changes, rec any, k recordKey) {
+func addDelete(c *backend.Changes, rec any) {
 	d := &c.Delete
 	switch r := rec.(type) {
 	case backend.Attempt:
@@ -286,7 +316,7 @@ func addDelete(c *backend.Changes, rec any, k recordKey) {
 	case backend.Event:
 		d.Events = append(d.Events, r.Key())
 	default:
-		panic(fmt.Sprintf("workflow: delete of %s %v", k.kind, k.key))
+		panic(fmt.Sprintf("workflow: delete of %s %v", kindNames[keyOf(rec).kind], deleteKey(rec)))
 	}
 }
 
@@ -315,4 +345,19 @@ func (b *Batch) Apply(ctx context.Context, tx backend.Tx) error {
 	c := b.Changes()
 	b.log = b.log[:0]
 	return tx.Apply(ctx, c)
+}
+
+// deleteKey is the key a refused delete names: the record's own key.
+func deleteKey(rec any) any {
+	switch r := rec.(type) {
+	case backend.Run:
+		return r.ID
+	case backend.RunLink:
+		return r.ChildRunID
+	case backend.Activation:
+		return r.Key
+	case backend.FanOutGroup:
+		return r.Controller
+	}
+	return rec
 }
