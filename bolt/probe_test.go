@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"syscall"
 	"testing"
@@ -45,6 +46,7 @@ func batchProbe(t *testing.B, n int) {
 	rounds := 3
 	only := os.Getenv("WFSTORE_PROBE_ONLY")
 	var bare, store [2]time.Duration // wall, process CPU
+	storeAllocs = [2]uint64{}
 	add := func(acc *[2]time.Duration, d [2]time.Duration) { acc[0] += d[0]; acc[1] += d[1] }
 	for r := 0; r < rounds; r++ {
 		if only == "" {
@@ -58,11 +60,26 @@ func batchProbe(t *testing.B, n int) {
 		t.Logf("bare commits/s %.0f, process CPU %.0f µs/commit", rate(bare), cpu(bare))
 	}
 	t.Logf("Store batch admissions/s %.0f (%.2f× bare), process CPU %.0f µs/admission", rate(store), rate(store)/rate(bare), cpu(store))
-	t.ReportMetric(cpu(store), "cpu-µs/admission")
+	t.Logf("Store batch heap allocations per admission: %.0f objects, %.0f bytes",
+		float64(storeAllocs[0])/float64(n*rounds), float64(storeAllocs[1])/float64(n*rounds))
+	t.ReportMetric(cpu(store), "store-cpu-µs/admission")
+	t.ReportMetric(float64(storeAllocs[0])/float64(n*rounds), "store-allocs/admission")
 	if only == "" {
 		t.ReportMetric(rate(store)/rate(bare), "store×bare")
 	}
 }
+
+// allocs returns the heap allocations this process has made: objects and
+// bytes.
+func allocs() [2]uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return [2]uint64{m.Mallocs, m.TotalAlloc}
+}
+
+// storeAllocs accumulates the heap allocations (objects, bytes) of the
+// Store's rounds.
+var storeAllocs [2]uint64
 
 // processCPU is the user and system time this process has used.
 func processCPU() time.Duration {
@@ -130,7 +147,12 @@ func probeStore(t testing.TB, ctx context.Context, dir string, n int) [2]time.Du
 	if _, err := benchdata.SeedRuns(ctx, s, b, "probe", n, benchdata.PerRun, nil, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	start, cpu := time.Now(), processCPU()
+	start, cpu, mem := time.Now(), processCPU(), allocs()
+	defer func() {
+		m := allocs()
+		storeAllocs[0] += m[0] - mem[0]
+		storeAllocs[1] += m[1] - mem[1]
+	}()
 	admitted := 0
 	for admitted < n {
 		sum, err := s.Dispatch(ctx, probeOwner{}, workflow.DispatchOptions{Limit: min(1000, n-admitted), BatchSize: 100}, time.Now())
