@@ -226,6 +226,7 @@ type pending struct {
 	inserted bool // a new record is inserted (after any delete)
 	replaced bool // the stored record is replaced
 	rec      any
+	kind     recordKind
 }
 
 // Changes coalesces the log into one Changes. Per record: insert then
@@ -242,7 +243,7 @@ func (b *Batch) Changes() backend.Changes {
 		if !ok {
 			i = len(fates)
 			index[k] = i
-			fates = append(fates, pending{})
+			fates = append(fates, pending{kind: k.kind})
 		}
 		p := &fates[i]
 		switch e.op {
@@ -263,6 +264,7 @@ func (b *Batch) Changes() backend.Changes {
 		}
 	}
 	var c backend.Changes
+	presize(&c, fates)
 	for i := range fates {
 		p := &fates[i]
 		if p.deleted {
@@ -276,6 +278,39 @@ func (b *Batch) Changes() backend.Changes {
 		}
 	}
 	return c
+}
+
+// presize gives the insert and replace slices of c the capacity fates
+// needs (leaving nil those that stay empty), so that adding the records
+// does not copy them as the slices grow.
+func presize(c *backend.Changes, fates []pending) {
+	var ins, rep [len(kindNames)]int
+	for i := range fates {
+		switch p := &fates[i]; {
+		case p.inserted:
+			ins[p.kind]++
+		case p.replaced:
+			rep[p.kind]++
+		}
+	}
+	in, rp := &c.Insert, &c.Replace
+	in.Runs, rp.Runs = capped(in.Runs, ins[kindRun]), capped(rp.Runs, rep[kindRun])
+	in.Links = capped(in.Links, ins[kindLink])
+	in.Activations, rp.Activations = capped(in.Activations, ins[kindActivation]), capped(rp.Activations, rep[kindActivation])
+	in.Groups, rp.Groups = capped(in.Groups, ins[kindGroup]), capped(rp.Groups, rep[kindGroup])
+	in.Attempts, rp.Attempts = capped(in.Attempts, ins[kindAttempt]), capped(rp.Attempts, rep[kindAttempt])
+	in.Leases, rp.Leases = capped(in.Leases, ins[kindLease]), capped(rp.Leases, rep[kindLease])
+	in.Schedules, rp.Schedules = capped(in.Schedules, ins[kindSchedule]), capped(rp.Schedules, rep[kindSchedule])
+	in.Events = capped(in.Events, ins[kindEvent])
+}
+
+// capped returns s (nil) when n is 0, and an empty slice of capacity n
+// otherwise.
+func capped[T any](s []T, n int) []T {
+	if n == 0 {
+		return s
+	}
+	return make([]T, 0, n)
 }
 
 func addInsert(c *backend.Changes, rec any) {
