@@ -24,3 +24,18 @@ func (t *tx) Apply(ctx context.Context, c backend.Changes) error {
 	}
 	return layout.Apply(ctx, t, &c)
 }
+
+var _ backend.Swapper = (*tx)(nil)
+
+// SwapAttempts implements backend.Swapper (kvlayout's Layout.SwapAttempts):
+// the transaction holds bbolt's write lock, so each swap reads, compares
+// and writes its attempt in it.
+func (t *tx) SwapAttempts(ctx context.Context, swaps []backend.AttemptSwap) ([]bool, error) {
+	if err := t.check(ctx, "swap"); err != nil {
+		return nil, err
+	}
+	if t.broken != nil {
+		return nil, fmt.Errorf("bolt: swap after a failed write: %w", t.broken)
+	}
+	return layout.SwapAttempts(ctx, t, swaps)
+}

@@ -19,6 +19,7 @@ func contractTier() []testCase {
 		errorCases(),
 		groupCommitCases(),
 		claimCases(),
+		swapCases(),
 	} {
 		all = append(all, group...)
 	}

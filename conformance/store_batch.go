@@ -3,6 +3,7 @@ package conformance
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"sync/atomic"
 
 	"github.com/stretchr/testify/assert"
@@ -32,7 +33,8 @@ func batchParityCases(batch bool) []testCase {
 	}
 	if batch {
 		// One at a time records no handoff it does not offer.
-		cases = append(cases, testCase{Name: "batch_release_that_lost_the_handoff_to_a_recovery_pass_changes_nothing", Run: caseBatchReleaseLost})
+		cases = append(cases, testCase{Name: "batch_release_that_lost_the_handoff_to_a_recovery_pass_changes_nothing", Run: caseBatchReleaseLost},
+			testCase{Name: "batch_handoff_of_an_attempt_changed_since_prepare_is_refused_alone", Run: caseBatchHandoffAttemptChanged})
 	}
 	return cases
 }
@@ -439,4 +441,52 @@ func caseBatchStaleAtReceipt(e *env) {
 	rb := attemptsOf(e, s, "rb")
 	assert.Len(e.T, sum.Admitted, len(rb), "every receipt of the batch the owner accepted is recorded")
 	assert.LessOrEqual(e.T, len(rb), max(e.batch, 1)-1, "no batch after the stale one")
+}
+
+// caseBatchHandoffAttemptChanged: between a batch's prepare and its
+// handoff, another writer records a handoff of one of its attempts, b,
+// under its own token and touches nothing else (not the run, not the
+// activation). The batch hands off the other two and calls the owner for
+// them only; b is reported raced, keeps the other writer's handoff and is
+// never offered by this pass. (On an adapter with per-row compare-and-set
+// the handoff's swap of b reports it unchanged; otherwise the expectation
+// of b fails and the batch is decided again on read records.)
+func caseBatchHandoffAttemptChanged(e *env) {
+	require.Greater(e.T, e.batch, 2, "a store-batch tier case of three attempts")
+	s := store(e)
+	mkRun(e, s, "r", workflow.Limits{}, nil)
+	ka, kb, kc := key("r", "n", "a"), key("r", "n", "b"), key("r", "n", "c")
+	for _, k := range []workflow.ActivationKey{ka, kb, kc} {
+		mkAct(e, s, k)
+	}
+	const theirs = "another writer's handoff token"
+	steal := onceFn(func() {
+		k := battkey(attemptKey(kb, 1))
+		e.update(e.B, func(tx backend.Tx) error {
+			f, err := tx.Load(e.Ctx, backend.Lookup{Attempts: []backend.AttemptKey{k}})
+			if err != nil {
+				return err
+			}
+			a, ok := f.Attempts[k]
+			if !ok {
+				return fmt.Errorf("attempt %v is not prepared", k)
+			}
+			a.Handoff, a.HandoffToken = backend.HandoffRecorded, theirs
+			return tx.Apply(e.Ctx, backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{a}}})
+		})
+	})
+	fault := func(_ context.Context, b faultseam.Boundary, _ workflow.PreparedDispatch) error {
+		if b == faultseam.IntentCommitted {
+			steal()
+		}
+		return nil
+	}
+	o := newOwner()
+	sum, err := s.Dispatch(faultseam.With(e.Ctx, fault), o, workflow.DispatchOptions{RunID: "r", Limit: 3}, ms(10))
+	require.NoError(e.T, err)
+	assert.Equal(e.T, []workflow.ActivationKey{kb}, sum.Raced, "b, handed off by another writer, is raced")
+	assert.ElementsMatch(e.T, []string{identity(ka, 1), identity(kc, 1)}, refIdentities(sum.Admitted))
+	assert.Equal(e.T, 0, o.callCount(identity(kb, 1)), "the owner is never called for b")
+	assert.Equal(e.T, 2, o.totalCalls())
+	assert.Equal(e.T, theirs, rawToken(e, attemptKey(kb, 1)), "b keeps the other writer's handoff")
 }

@@ -25,3 +25,21 @@ func (t *tx) Apply(ctx context.Context, c backend.Changes) error {
 	}
 	return layout.Apply(ctx, store{t: &t.readTx, op: "apply"}, &c)
 }
+
+var _ backend.Swapper = (*tx)(nil)
+
+// SwapAttempts implements backend.Swapper (kvlayout's Layout.SwapAttempts):
+// the attempts are read in one batch of gets and compared, and each equal
+// one's New buffered like a Replace. The reads join the transaction's read
+// set, so of concurrent Updates swapping one row from the same Old only
+// the first to commit keeps its swap: the others' commits fail their
+// compare and their fns run again, finding New stored.
+func (t *tx) SwapAttempts(ctx context.Context, swaps []backend.AttemptSwap) ([]bool, error) {
+	if err := t.check(ctx, "swap"); err != nil {
+		return nil, err
+	}
+	if t.w.broken != nil {
+		return nil, fmt.Errorf("etcd: swap after a failed write: %w", t.w.broken)
+	}
+	return layout.SwapAttempts(ctx, store{t: &t.readTx, op: "swap"}, swaps)
+}

@@ -158,3 +158,29 @@ func (w *writer) replaceAttempts(as []backend.Attempt) error {
 	}
 	return nil
 }
+
+var _ backend.Swapper = (*writer)(nil)
+
+// SwapAttempts implements backend.Swapper: each swap compares the stored
+// attempt with Old as Expect does and replaces it with New when they are
+// equal.
+func (w *writer) SwapAttempts(ctx context.Context, swaps []backend.AttemptSwap) ([]bool, error) {
+	if err := w.check(ctx); err != nil {
+		return nil, err
+	}
+	if err := backend.CheckSwaps(swaps); err != nil {
+		return nil, fmt.Errorf("memstore: %w", err)
+	}
+	s := w.st
+	out := make([]bool, len(swaps))
+	for i, sw := range swaps {
+		stored, ok := s.attempts.m[sw.Old.Key]
+		if !ok || backend.CompareExpected(stored, sw.Old) != nil {
+			continue
+		}
+		// New keeps Old's key and identity: the identity index stands.
+		s.attempts.set(s.gen, sw.New.Key, copyAttempt(sw.New))
+		out[i] = true
+	}
+	return out, nil
+}

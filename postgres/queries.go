@@ -38,6 +38,8 @@ type queries struct {
 	// Writes per table, and per slice of backend.Changes.
 	runs, links, activations, groups, attemptsW, leases, schedules, eventsW writeSQL
 	kinds                                                                   kinds
+	// swapAttempts is SwapAttempts's statement (swaps.go).
+	swapAttempts string
 
 	// Claimer, outside any transaction (claims.go).
 	claim, release, purgeClaims string
@@ -149,6 +151,7 @@ func buildQueries(quotedSchema string, manyRowsFrom int) *queries {
 	q.schedules = buildWriteSQL(qual, tSchedules)
 	q.eventsW = buildWriteSQL(qual, tEvents)
 	q.kinds = buildKinds(q, manyRowsFrom)
+	q.swapAttempts = buildSwapSQL(qual, tAttempts)
 	return q
 }
 

@@ -343,3 +343,38 @@ func (t *writeTx) exec(ctx context.Context, s *sql.Stmt, args []any, none error)
 	}
 	return nil
 }
+
+var _ backend.Swapper = (*writeTx)(nil)
+
+// SwapAttempts implements backend.Swapper. The transaction holds the write
+// lock, so each swap is a compare and a write in it: Old is compared with
+// the row's image when the transaction has one (as Expect compares) and
+// read otherwise, and an equal row is updated to New in the columns that
+// differ (as Replace writes it).
+func (t *writeTx) SwapAttempts(ctx context.Context, swaps []backend.AttemptSwap) ([]bool, error) {
+	if err := t.ready(ctx); err != nil {
+		return nil, err
+	}
+	if err := backend.CheckSwaps(swaps); err != nil {
+		return nil, fmt.Errorf("sqlite: %w", err)
+	}
+	out := make([]bool, len(swaps))
+	var s *sql.Stmt
+	for i := range swaps {
+		err := expectOne(ctx, t, attemptK, swaps[i].Old)
+		if errors.Is(err, backend.ErrChanged) {
+			continue
+		}
+		if err == nil && s == nil {
+			s, err = t.stmt(ctx, attemptK.rep)
+		}
+		if err == nil {
+			err = replaceOne(ctx, t, attemptK, s, &swaps[i].New)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: swap attempt[%d]: %w", i, err)
+		}
+		out[i] = true
+	}
+	return out, nil
+}

@@ -150,7 +150,13 @@ type OwnerFailure struct {
 // one transaction, records all their handoffs in a second, calls the owner
 // (one DispatchBatch call for a BatchOwner, otherwise up to
 // OwnerConcurrency Dispatch calls at once), and persists every receipt in
-// a third. Each candidate is decided on its own in each transaction:
+// a third. On a backend whose transactions compare and set attempts row
+// by row (backend.Swapper), the handoff transaction still expects every
+// run and activation unchanged and flips each attempt by a compare-and-set
+// from the record its intent committed: only the attempts it changed are
+// handed off, and one another transaction changed since is read and
+// decided again alone, in the same transaction, without deciding the
+// whole batch again. Each candidate is decided on its own in each transaction:
 // admitted, raced, exhausted, rejected or unsupported as one at a time
 // would decide it, and one candidate's refusal never fails the others.
 // Per attempt the order is that of one-at-a-time mode: intent durable,

@@ -489,7 +489,8 @@ func isStorage(err error) bool {
 // the attempt stays prepared, provably never dispatched; raced: another
 // caller recorded it). Any other refusal (a stale authority, say) stops
 // the pass, as one at a time: it is returned, and the attempts from it on
-// are not handed off and are reported unoffered.
+// are not handed off and are reported unoffered. On a backend.Swapper
+// the attempts are flipped by per-row compare-and-set (see swapKnown).
 func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKnown, at int64, sum *DispatchSummary) ([]prepared, *batchKnown, error) {
 	var (
 		errs []error
@@ -543,9 +544,79 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 		}
 		return nil
 	}
-	err := s.decideBatch(ctx, kn, func() bool { return !slices.ContainsFunc(errs, func(e error) bool { return e != nil }) },
+	// partial: the known path refused the attempts it could not flip and
+	// handed off the others (see swapKnown).
+	partial := false
+	// swapKnown flips, on the known path of a backend.Swapper, the handoffs
+	// the decision on known records made: each attempt by a compare-and-set
+	// from its known record to the one decided (an attempt the decision
+	// left as it was, to itself), so that the attempts need not be
+	// expected unchanged; the run and activation records were. Only the
+	// rows this caller changed count as handed off. Each other attempt is
+	// read and the batch decided again in the same transaction, on the
+	// known records but that one: it is refused (or handed off) as on
+	// records read now, without deciding the whole batch again.
+	swapKnown := func(tx backend.Tx, sw backend.Swapper, w *batch) error {
+		if slices.ContainsFunc(errs, func(e error) bool { return e != nil }) {
+			return errReread // refused on known records: decided again on read ones
+		}
+		swaps := make([]backend.AttemptSwap, len(ready))
+		for i, r := range ready {
+			k := r.p.Key()
+			swaps[i] = backend.AttemptSwap{Old: kn.atts[k], New: next.atts[k]}
+		}
+		won, err := sw.SwapAttempts(ctx, swaps)
+		if err != nil {
+			return err
+		}
+		var lost []backend.AttemptKey
+		for i, ok := range won {
+			if !ok {
+				lost = append(lost, swaps[i].Old.Key)
+			}
+		}
+		if len(lost) > 0 {
+			f, err := tx.Load(ctx, backend.Lookup{Attempts: lost})
+			if err != nil {
+				return err
+			}
+			atts := maps.Clone(kn.atts)
+			for _, k := range lost {
+				if a, ok := f.Attempts[k]; ok {
+					atts[k] = a
+				} else {
+					delete(atts, k)
+				}
+			}
+			*w = batch{}
+			if err := decide(tx, w, maps.Clone(kn.runs), maps.Clone(kn.acts), atts); err != nil {
+				return err
+			}
+			partial = true
+		}
+		for i, ok := range won {
+			if !ok {
+				continue
+			}
+			if errs[i] != nil || backend.CompareExpected(next.atts[swaps[i].Old.Key], swaps[i].New) != nil {
+				// The same decision on the same records: never. Decided
+				// again on read records, the swaps rolled back.
+				return errReread
+			}
+			w.Swapped(swaps[i].New)
+		}
+		return nil
+	}
+	err := s.decideBatch(ctx, kn, true, func() bool { return partial || !slices.ContainsFunc(errs, func(e error) bool { return e != nil }) },
 		func(tx backend.Tx, w *batch, k *batchKnown) error {
-			return decide(tx, w, k.runs, k.acts, k.atts)
+			partial = false
+			if err := decide(tx, w, k.runs, k.acts, k.atts); err != nil {
+				return err
+			}
+			if sw, ok := tx.(backend.Swapper); ok {
+				return swapKnown(tx, sw, w)
+			}
+			return nil
 		},
 		func(tx backend.Tx, w *batch) error {
 			var l backend.Lookup
@@ -640,7 +711,7 @@ func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []pre
 		}
 		return nil
 	}
-	err := s.decideBatch(ctx, kn, func() bool { return !slices.ContainsFunc(errs, func(e error) bool { return e != nil }) },
+	err := s.decideBatch(ctx, kn, false, func() bool { return !slices.ContainsFunc(errs, func(e error) bool { return e != nil }) },
 		func(tx backend.Tx, w *batch, k *batchKnown) error {
 			return decide(tx, w, k.runs, k.atts)
 		},
@@ -689,12 +760,18 @@ func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []pre
 // them in an Update that expects them unchanged; when they changed, or
 // when that decision refused any item (settled reports whether it did
 // not) or wrote nothing, it decides again on records read now, so that
-// every refusal is made on the state as it is.
-func (s *Store) decideBatch(ctx context.Context, kn *batchKnown, settled func() bool,
+// every refusal is made on the state as it is. With swaps, on a backend
+// whose Tx is a backend.Swapper, the known attempts are left out of the
+// expect: onKnown compares each in its write instead.
+func (s *Store) decideBatch(ctx context.Context, kn *batchKnown, swaps bool, settled func() bool,
 	onKnown func(tx backend.Tx, w *batch, k *batchKnown) error, onRead func(tx backend.Tx, w *batch) error) error {
 	if kn != nil {
 		err := s.update(ctx, func(tx backend.Tx, w *batch) error {
-			if err := tx.Apply(ctx, backend.Changes{Expect: kn.expected()}); err != nil {
+			exp := kn.expected()
+			if _, ok := tx.(backend.Swapper); ok && swaps {
+				exp.Attempts = nil
+			}
+			if err := tx.Apply(ctx, backend.Changes{Expect: exp}); err != nil {
 				return err
 			}
 			// Decide on copies: a re-run must start from the known records.

@@ -3,6 +3,7 @@ package kvlayout
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/wfstore/wfstore/backend"
@@ -411,4 +412,41 @@ func (a *applier) write(changes []indexChange, s *Space, spk, value []byte) erro
 		return a.st.Delete(s, spk)
 	}
 	return a.st.Put(s, spk, value)
+}
+
+// SwapAttempts is backend.Swapper over st: for each swap in order, Old is
+// compared with the stored attempt as Expect compares it and, when equal,
+// the attempt is replaced by New (as Replace writes it) and reported true;
+// otherwise it is left as stored and reported false. Only an error of st
+// (or an invalid call, before anything is written) is returned.
+func (l *Layout) SwapAttempts(ctx context.Context, st Store, swaps []backend.AttemptSwap) ([]bool, error) {
+	if err := backend.CheckSwaps(swaps); err != nil {
+		return nil, fmt.Errorf("%s: %w", l.cfg.Name, err)
+	}
+	if p, ok := st.(Prefetcher); ok {
+		keys := make([]StoredKey, len(swaps))
+		for i, s := range swaps {
+			keys[i] = StoredKey{Space: &l.Attempt.Space, Key: l.Attempt.Stored(l.Attempt.PK(s.Old))}
+		}
+		if err := p.Prefetch(ctx, keys); err != nil {
+			return nil, err
+		}
+	}
+	a := &applier{l: l, ctx: ctx, st: st}
+	out := make([]bool, len(swaps))
+	for i, s := range swaps {
+		err := expect(a, l.Attempt, s.Old)
+		if errors.Is(err, backend.ErrChanged) {
+			continue
+		}
+		if err == nil {
+			err = replace(a, l.Attempt, s.New)
+		}
+		if err != nil {
+			a.fail("swaps", i, err)
+			return nil, a.err
+		}
+		out[i] = true
+	}
+	return out, nil
 }

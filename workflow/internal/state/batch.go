@@ -3,6 +3,7 @@ package state
 import (
 	"context"
 	"fmt"
+	"reflect"
 	"slices"
 
 	"github.com/wfstore/wfstore/backend"
@@ -31,6 +32,21 @@ type Batch struct {
 	// workflow's settleJoins applies each to its joins once the transaction's own
 	// decisions are made. It survives Apply.
 	Waits []WaitSettled
+	// swapped holds the attempts the transaction has already written with
+	// a compare-and-set (see Swapped), as written.
+	swapped map[backend.AttemptKey]backend.Attempt
+}
+
+// Swapped notes that the transaction has already written att itself, by a
+// per-row compare-and-set (backend.Swapper) that reported it changed the
+// row: a Replace of att's key whose final value equals att is then left
+// out of Changes, as it would write the row again unchanged. Any other
+// write of that attempt is kept. It survives Apply.
+func (b *Batch) Swapped(att backend.Attempt) {
+	if b.swapped == nil {
+		b.swapped = map[backend.AttemptKey]backend.Attempt{}
+	}
+	b.swapped[att.Key] = att
 }
 
 // WaitSettled is one settlement of an activation joins wait for.
@@ -263,6 +279,11 @@ func (b *Batch) Changes() backend.Changes {
 			}
 		}
 	}
+	for i := range fates {
+		if p := &fates[i]; p.replaced && b.wasSwapped(p.rec) {
+			p.replaced = false // already written as it is
+		}
+	}
 	var c backend.Changes
 	presize(&c, fates)
 	for i := range fates {
@@ -311,6 +332,17 @@ func capped[T any](s []T, n int) []T {
 		return s
 	}
 	return make([]T, 0, n)
+}
+
+// wasSwapped reports whether rec is an attempt the transaction already
+// wrote as it is (see Swapped).
+func (b *Batch) wasSwapped(rec any) bool {
+	a, ok := rec.(backend.Attempt)
+	if !ok {
+		return false
+	}
+	s, ok := b.swapped[a.Key]
+	return ok && reflect.DeepEqual(s, a)
 }
 
 func addInsert(c *backend.Changes, rec any) {

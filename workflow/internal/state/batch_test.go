@@ -57,3 +57,21 @@ func TestBatchTruncateForgetsWritesAfterTheMark(t *testing.T) {
 	require.Equal(t, []backend.Run{{ID: "a"}}, c.Replace.Runs)
 	require.Equal(t, 1, c.Len())
 }
+
+func TestBatchLeavesOutTheReplaceOfAnAttemptItsTransactionSwapped(t *testing.T) {
+	k := backend.ActivationKey{RunID: "r", NodeID: "n", ActivationID: "a"}
+	swapped := backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1}, Identity: "i", HandoffToken: "t"}
+	other := backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 2}, Identity: "j", HandoffToken: "t"}
+	later := swapped
+	later.HandoffToken = "u"
+	var w Batch
+	w.Swapped(swapped)
+	w.Swapped(other)
+	Replace(&w, swapped) // replaced again below
+	Replace(&w, other)   // what the swap wrote: left out
+	Replace(&w, later)   // a swapped key, another value: kept
+	Replace(&w, backend.Run{ID: "r"})
+	c := w.Changes()
+	require.Equal(t, []backend.Attempt{later}, c.Replace.Attempts)
+	require.Equal(t, []backend.Run{{ID: "r"}}, c.Replace.Runs)
+}
