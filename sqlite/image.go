@@ -46,10 +46,11 @@ type rowImage[R any, K comparable] struct {
 	args []any
 }
 
-// carried leaves args behind: they may share memory with the record the
-// copy is made not to share.
+// carried keeps args: they share no memory with the record (see
+// kind.args) and nothing changes them once built, so the next Update's
+// Replace of the row compares with them without building them again.
 func (im *rowImage[R, K]) carried() image {
-	return &rowImage[R, K]{rec: im.kd.clone(im.rec), kd: im.kd}
+	return &rowImage[R, K]{rec: im.kd.clone(im.rec), kd: im.kd, args: im.args}
 }
 
 // maxPartialStmts bounds the prepared partial UPDATEs per writer

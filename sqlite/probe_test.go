@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -54,6 +55,7 @@ func batchProbe(t *testing.B, n int) {
 	// WFSTORE_PROBE_ONLY=probe or store runs only that one (for a profile).
 	only := os.Getenv("WFSTORE_PROBE_ONLY")
 	var bare, probe, store [2]time.Duration // wall, process CPU
+	storeAllocs = [2]uint64{}
 	timed := func(acc *[2]time.Duration, f func() [2]time.Duration) {
 		d := f()
 		acc[0] += d[0]
@@ -76,12 +78,30 @@ func batchProbe(t *testing.B, n int) {
 	t.Logf("hand-written probe admissions/s %.0f (%.2f× bare), process CPU %.0f µs/admission", rate(probe), rate(probe)/rate(bare), cpu(probe))
 	t.Logf("Store batch admissions/s %.0f (%.2f× bare, %.2f× probe), process CPU %.0f µs/admission",
 		rate(store), rate(store)/rate(bare), rate(store)/rate(probe), cpu(store))
+	if only == "" || only == "store" {
+		t.Logf("Store batch heap allocations per admission: %.0f objects, %.0f bytes",
+			float64(storeAllocs[0])/float64(n*rounds), float64(storeAllocs[1])/float64(n*rounds))
+		t.ReportMetric(cpu(store), "store-cpu-µs/admission")
+		t.ReportMetric(float64(storeAllocs[0])/float64(n*rounds), "store-allocs/admission")
+	}
 	if only == "" {
 		t.ReportMetric(rate(probe)/rate(bare), "probe×bare")
 		t.ReportMetric(rate(store)/rate(bare), "store×bare")
 		t.ReportMetric(rate(store)/rate(probe), "store×probe")
 	}
 }
+
+// allocs returns the heap allocations this process has made: objects and
+// bytes.
+func allocs() [2]uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return [2]uint64{m.Mallocs, m.TotalAlloc}
+}
+
+// storeAllocs accumulates the heap allocations (objects, bytes) of the
+// Store's rounds.
+var storeAllocs [2]uint64
 
 // processCPU is the user and system time this process has used.
 func processCPU() time.Duration {
@@ -175,8 +195,13 @@ func probeRound(t testing.TB, ctx context.Context, dir string, n int, store bool
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, cpu := time.Now(), processCPU()
+	start, cpu, mem := time.Now(), processCPU(), allocs()
 	if store {
+		defer func() {
+			m := allocs()
+			storeAllocs[0] += m[0] - mem[0]
+			storeAllocs[1] += m[1] - mem[1]
+		}()
 		admitted := 0
 		for admitted < n {
 			sum, err := s.Dispatch(ctx, probeOwner{}, workflow.DispatchOptions{Limit: min(1000, n-admitted), BatchSize: 100}, time.Now())

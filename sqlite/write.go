@@ -29,8 +29,11 @@ type kind[R any, K comparable] struct {
 	// kind has no such operation). rep also names the kind's row images.
 	ins, rep, del stmtID
 	key           func(*R) K
-	args          func(*R) []any // column values, in table column order
-	keyArgs       func(K) []any  // key column values
+	// args returns the column values, in table column order, as bound:
+	// a fresh slice sharing no memory with the record (byte slices are
+	// bound as strings or freshly encoded), which no caller changes.
+	args    func(*R) []any
+	keyArgs func(K) []any // key column values
 	// clone returns a copy sharing no memory with its argument; nil for
 	// kinds without row images (those that cannot be replaced).
 	clone func(R) R

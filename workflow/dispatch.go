@@ -465,6 +465,11 @@ func (c *discoveryCursor) save(p pendingPos) {
 	c.mu.Unlock()
 }
 
+// maxDiscoveryPresize bounds the candidates discover makes room for up
+// front (a pass may take up to twice its limit: those to plan and the
+// full runs).
+const maxDiscoveryPresize = 1024
+
 // discover reads, in one snapshot, the activations one pass takes: up to
 // limit to plan, and up to limit runs without concurrency room, each
 // reported once (its first activation, as full) and the rest of it passed
@@ -487,6 +492,9 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 		next pendingPos
 	)
 	err := s.view(ctx, func(r backend.ReadTx) error {
+		if out == nil {
+			out = make([]candidate, 0, min(max(limit, 0), maxDiscoveryPresize))
+		}
 		out = out[:0]
 		runs := map[string]backend.Run{}
 		takenRun := map[string]int64{}  // planned, by run

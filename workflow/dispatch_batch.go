@@ -144,6 +144,7 @@ func (s *Store) admitBatch(ctx context.Context, owner Owner, cands []candidate, 
 	var ready []prepared
 	var kn *batchKnown
 	if len(items) > 0 {
+		ready = make([]prepared, 0, len(items))
 		var res []prepResult
 		res, kn, err = s.prepareBatch(ctx, items, at)
 		if err != nil {
@@ -257,8 +258,8 @@ func (s *Store) admitOffered(ctx context.Context, pass batchPass, call ownerCall
 	opts, now, sum := pass.opts, pass.now, pass.sum
 	var (
 		stops    []error
-		accepted []prepared
-		rcs      [][]byte
+		accepted = make([]prepared, 0, len(handed))
+		rcs      = make([][]byte, 0, len(handed))
 	)
 	for i, r := range handed {
 		if !called[i] {
@@ -731,7 +732,7 @@ func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []pre
 		return nil, []error{err}
 	}
 	var (
-		out   []prepared
+		out   = make([]prepared, 0, len(accepted))
 		fails []error
 	)
 	for i, r := range accepted {

@@ -176,9 +176,10 @@ func (s *Store) claimCandidates(ctx context.Context, cands []candidate) (mine, c
 			foreign = append(foreign, cands[i].act.Key)
 		}
 	}
-	if len(foreign) > 0 {
-		s.foreign.add(foreign, nil)
+	if len(foreign) == 0 {
+		return cands, nil, release
 	}
+	s.foreign.add(foreign, nil)
 	for i, c := range cands {
 		if lost[i] {
 			contested = append(contested, c)
@@ -239,6 +240,9 @@ func (s *Store) discoverClaimed(ctx context.Context, runID string, limit int, at
 		}
 		mine, lost, srel := s.claimCandidates(ctx, cands)
 		shared = append(shared, srel)
+		if out == nil && len(mine) > 0 {
+			out = make([]candidate, 0, len(mine)+len(lost))
+		}
 		for _, c := range mine {
 			if !seen[c.act.Key] {
 				seen[c.act.Key] = true

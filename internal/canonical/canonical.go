@@ -71,8 +71,21 @@ func Canonical(raw []byte) ([]byte, error) { return Within(raw, Default) }
 
 // Within is Canonical with the limits lim (clamped to Default).
 func Within(raw []byte, lim Limits) ([]byte, error) {
+	return within(nil, raw, lim, true)
+}
+
+// AppendWithin appends the canonical encoding of raw within lim to dst and
+// returns the extended slice: the bytes Within returns, with the same
+// errors (dst is returned unchanged with an error).
+func AppendWithin(dst, raw []byte, lim Limits) ([]byte, error) {
+	return within(dst, raw, lim, false)
+}
+
+// within appends the canonical encoding of raw to dst; fresh makes the
+// result a new slice of its exact length even when dst is nil.
+func within(dst, raw []byte, lim Limits, fresh bool) ([]byte, error) {
 	if len(raw) == 0 {
-		return nil, &Error{Reason: "is not valid JSON: empty input"}
+		return dst, &Error{Reason: "is not valid JSON: empty input"}
 	}
 	p := canonPool.Get().(*canonParser)
 	p.in, p.pos, p.depth = raw, 0, 0
@@ -87,13 +100,28 @@ func Within(raw []byte, lim Limits) ([]byte, error) {
 	if err == nil && len(p.out) > p.maxBytes {
 		err = p.oversized()
 	}
-	var res []byte
+	res := dst
 	if err == nil {
-		res = make([]byte, len(p.out))
-		copy(res, p.out)
+		if fresh {
+			res = make([]byte, len(p.out))
+			copy(res, p.out)
+		} else {
+			res = append(dst, p.out...)
+		}
 	}
 	p.release()
 	return res, err
+}
+
+// AppendValidString appends s as a canonical JSON string (the form
+// Canonical gives the string encoding/json writes for s) and reports true;
+// when s is not valid UTF-8 (which encoding/json would rewrite) it appends
+// nothing and reports false.
+func AppendValidString(dst []byte, s string) ([]byte, bool) {
+	if !utf8.ValidString(s) {
+		return dst, false
+	}
+	return appendQuoted(dst, s), true
 }
 
 // Marshal encodes a payload the library builds itself: encoding/json

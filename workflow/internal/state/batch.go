@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"github.com/wfstore/wfstore/backend"
-	"github.com/wfstore/wfstore/internal/canonical"
 )
 
 // Batch collects the writes one transaction decides, in decision order, and
@@ -161,7 +160,7 @@ func (b *Batch) Truncate(m int) { b.log = b.log[:m] }
 // the owner limits keep every owner document small enough that this never
 // happens, and if it did the transaction would be refused, not panic.
 func (b *Batch) event(run *backend.Run, typ string, payload any, atMS int64) {
-	enc, err := canonical.Marshal(payload)
+	enc, err := encodePayload(payload)
 	if err != nil {
 		err = fmt.Errorf("workflow: event %s payload: %w", typ, err)
 		b.log = append(b.log, entry{opFail, err})
@@ -181,30 +180,58 @@ func (b *Batch) event(run *backend.Run, typ string, payload any, atMS int64) {
 	})
 }
 
-// recordKey identifies one record across kinds.
+// recordKind numbers the record kinds, for recordKey.
+type recordKind uint8
+
+const (
+	kindRun recordKind = iota + 1
+	kindLink
+	kindActivation
+	kindGroup
+	kindAttempt
+	kindLease
+	kindSchedule
+	kindEvent
+)
+
+var kindNames = [...]string{kindRun: "run", kindLink: "link", kindActivation: "activation", kindGroup: "group",
+	kindAttempt: "attempt", kindLease: "lease", kindSchedule: "schedule", kindEvent: "event"}
+
+// recordKey identifies one record across kinds: its kind and the fields
+// of its key (unused ones empty). It holds no interface, so making one
+// allocates nothing.
 type recordKey struct {
-	kind string
-	key  any
+	kind          recordKind
+	a, b, c, d, e string
+	n             int64
+}
+
+func activationRecordKey(kind recordKind, k backend.ActivationKey) recordKey {
+	return recordKey{kind: kind, a: k.RunID, b: k.NodeID, c: k.ActivationID}
 }
 
 func keyOf(rec any) recordKey {
 	switch r := rec.(type) {
 	case backend.Run:
-		return recordKey{"run", r.ID}
+		return recordKey{kind: kindRun, a: r.ID}
 	case backend.RunLink:
-		return recordKey{"link", r.ChildRunID}
+		return recordKey{kind: kindLink, a: r.ChildRunID}
 	case backend.Activation:
-		return recordKey{"activation", r.Key}
+		return activationRecordKey(kindActivation, r.Key)
 	case backend.FanOutGroup:
-		return recordKey{"group", r.Controller}
+		return activationRecordKey(kindGroup, r.Controller)
 	case backend.Attempt:
-		return recordKey{"attempt", r.Key}
+		k := activationRecordKey(kindAttempt, r.Key.ActivationKey)
+		k.n = int64(r.Key.Attempt)
+		return k
 	case backend.Lease:
-		return recordKey{"lease", r.Key}
+		k := activationRecordKey(kindLease, r.Key.ActivationKey)
+		k.d, k.e, k.n = r.Key.Resource, string(r.Key.Mode), int64(r.Key.Attempt)
+		return k
 	case backend.RetrySchedule:
-		return recordKey{"schedule", r.Key}
+		return activationRecordKey(kindSchedule, r.Key)
 	case backend.Event:
-		return recordKey{"event", r.Key()}
+		return recordKey{kind: kindEvent, a: r.RunID, n: r.Seq}
 	}
 	panic(fmt.Sprintf("workflow: %T is not a backend record", rec))
 }
@@ -215,6 +242,7 @@ type pending struct {
 	inserted bool // a new record is inserted (after any delete)
 	replaced bool // the stored record is replaced
 	rec      any
+	kind     recordKind
 }
 
 // Changes coalesces the log into one Changes. Per record: insert then
@@ -222,16 +250,18 @@ type pending struct {
 // replace then delete is a delete, and delete then insert stays both (the
 // apply order deletes first).
 func (b *Batch) Changes() backend.Changes {
-	var order []recordKey
-	fate := make(map[recordKey]*pending, len(b.log))
+	// fates, in the order each record was first written.
+	fates := make([]pending, 0, len(b.log))
+	index := make(map[recordKey]int, len(b.log))
 	for _, e := range b.log {
 		k := keyOf(e.rec)
-		p, ok := fate[k]
+		i, ok := index[k]
 		if !ok {
-			p = &pending{}
-			fate[k] = p
-			order = append(order, k)
+			i = len(fates)
+			index[k] = i
+			fates = append(fates, pending{kind: k.kind})
 		}
+		p := &fates[i]
 		switch e.op {
 		case opInsert:
 			p.inserted, p.replaced, p.rec = true, false, e.rec
@@ -249,20 +279,59 @@ func (b *Batch) Changes() backend.Changes {
 			}
 		}
 	}
+	for i := range fates {
+		if p := &fates[i]; p.replaced && b.wasSwapped(p.rec) {
+			p.replaced = false // already written as it is
+		}
+	}
 	var c backend.Changes
-	for _, k := range order {
-		p := fate[k]
+	presize(&c, fates)
+	for i := range fates {
+		p := &fates[i]
 		if p.deleted {
-			addDelete(&c, p.rec, k)
+			addDelete(&c, p.rec)
 		}
 		switch {
 		case p.inserted:
 			addInsert(&c, p.rec)
-		case p.replaced && !b.wasSwapped(p.rec):
+		case p.replaced:
 			addReplace(&c, p.rec)
 		}
 	}
 	return c
+}
+
+// presize gives the insert and replace slices of c the capacity fates
+// needs (leaving nil those that stay empty), so that adding the records
+// does not copy them as the slices grow.
+func presize(c *backend.Changes, fates []pending) {
+	var ins, rep [len(kindNames)]int
+	for i := range fates {
+		switch p := &fates[i]; {
+		case p.inserted:
+			ins[p.kind]++
+		case p.replaced:
+			rep[p.kind]++
+		}
+	}
+	in, rp := &c.Insert, &c.Replace
+	in.Runs, rp.Runs = capped(in.Runs, ins[kindRun]), capped(rp.Runs, rep[kindRun])
+	in.Links = capped(in.Links, ins[kindLink])
+	in.Activations, rp.Activations = capped(in.Activations, ins[kindActivation]), capped(rp.Activations, rep[kindActivation])
+	in.Groups, rp.Groups = capped(in.Groups, ins[kindGroup]), capped(rp.Groups, rep[kindGroup])
+	in.Attempts, rp.Attempts = capped(in.Attempts, ins[kindAttempt]), capped(rp.Attempts, rep[kindAttempt])
+	in.Leases, rp.Leases = capped(in.Leases, ins[kindLease]), capped(rp.Leases, rep[kindLease])
+	in.Schedules, rp.Schedules = capped(in.Schedules, ins[kindSchedule]), capped(rp.Schedules, rep[kindSchedule])
+	in.Events = capped(in.Events, ins[kindEvent])
+}
+
+// capped returns s (nil) when n is 0, and an empty slice of capacity n
+// otherwise.
+func capped[T any](s []T, n int) []T {
+	if n == 0 {
+		return s
+	}
+	return make([]T, 0, n)
 }
 
 // wasSwapped reports whether rec is an attempt the transaction already
@@ -302,7 +371,7 @@ func addReplace(c *backend.Changes, rec any) {
 	}
 }
 
-func addDelete(c *backend.Changes, rec any, k recordKey) {
+func addDelete(c *backend.Changes, rec any) {
 	d := &c.Delete
 	switch r := rec.(type) {
 	case backend.Attempt:
@@ -314,7 +383,7 @@ func addDelete(c *backend.Changes, rec any, k recordKey) {
 	case backend.Event:
 		d.Events = append(d.Events, r.Key())
 	default:
-		panic(fmt.Sprintf("workflow: delete of %s %v", k.kind, k.key))
+		panic(fmt.Sprintf("workflow: delete of %s %v", kindNames[keyOf(rec).kind], deleteKey(rec)))
 	}
 }
 
@@ -343,4 +412,19 @@ func (b *Batch) Apply(ctx context.Context, tx backend.Tx) error {
 	c := b.Changes()
 	b.log = b.log[:0]
 	return tx.Apply(ctx, c)
+}
+
+// deleteKey is the key a refused delete names: the record's own key.
+func deleteKey(rec any) any {
+	switch r := rec.(type) {
+	case backend.Run:
+		return r.ID
+	case backend.RunLink:
+		return r.ChildRunID
+	case backend.Activation:
+		return r.Key
+	case backend.FanOutGroup:
+		return r.Controller
+	}
+	return rec
 }

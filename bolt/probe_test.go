@@ -1,0 +1,168 @@
+package bolt
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.etcd.io/bbolt"
+
+	"github.com/wfstore/wfstore/internal/benchdata"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// BenchmarkBatchProbe measures, in one process and interleaved rounds, what
+// a batch admission on this adapter costs against the bare durable commit:
+// the bare commit (one bbolt Update putting one small key, on a file of its
+// own opened with the options Open uses, fsync on), and the Store's batch
+// Dispatch (batches of 100) over a freshly seeded store. It only measures
+// (WFSTORE_PROBE=N admissions per round, 2000 when unset):
+//
+//	WFSTORE_PROBE=10000 go test -count=1 -run '^$' -bench BatchProbe -benchtime 1x ./bolt/
+//
+// WFSTORE_PROBE_ONLY=store runs only the Store's rounds (for a profile).
+// The ratio is reported as the benchmark's metric, with the process CPU
+// per admission.
+func BenchmarkBatchProbe(b *testing.B) {
+	n, _ := strconv.Atoi(os.Getenv("WFSTORE_PROBE"))
+	if n <= 0 {
+		n = 2000
+	}
+	for range b.N {
+		batchProbe(b, n)
+	}
+}
+
+func batchProbe(t *testing.B, n int) {
+	n = (n + benchdata.PerRun - 1) / benchdata.PerRun * benchdata.PerRun
+	ctx := context.Background()
+	rounds := 3
+	only := os.Getenv("WFSTORE_PROBE_ONLY")
+	var bare, store [2]time.Duration // wall, process CPU
+	storeAllocs = [2]uint64{}
+	add := func(acc *[2]time.Duration, d [2]time.Duration) { acc[0] += d[0]; acc[1] += d[1] }
+	for r := 0; r < rounds; r++ {
+		if only == "" {
+			add(&bare, probeBare(t, t.TempDir(), n))
+		}
+		add(&store, probeStore(t, ctx, t.TempDir(), n))
+	}
+	rate := func(d [2]time.Duration) float64 { return float64(n*rounds) / d[0].Seconds() }
+	cpu := func(d [2]time.Duration) float64 { return float64(d[1].Microseconds()) / float64(n*rounds) }
+	if only == "" {
+		t.Logf("bare commits/s %.0f, process CPU %.0f µs/commit", rate(bare), cpu(bare))
+	}
+	t.Logf("Store batch admissions/s %.0f (%.2f× bare), process CPU %.0f µs/admission", rate(store), rate(store)/rate(bare), cpu(store))
+	t.Logf("Store batch heap allocations per admission: %.0f objects, %.0f bytes",
+		float64(storeAllocs[0])/float64(n*rounds), float64(storeAllocs[1])/float64(n*rounds))
+	t.ReportMetric(cpu(store), "store-cpu-µs/admission")
+	t.ReportMetric(float64(storeAllocs[0])/float64(n*rounds), "store-allocs/admission")
+	if only == "" {
+		t.ReportMetric(rate(store)/rate(bare), "store×bare")
+	}
+}
+
+// allocs returns the heap allocations this process has made: objects and
+// bytes.
+func allocs() [2]uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return [2]uint64{m.Mallocs, m.TotalAlloc}
+}
+
+// storeAllocs accumulates the heap allocations (objects, bytes) of the
+// Store's rounds.
+var storeAllocs [2]uint64
+
+// processCPU is the user and system time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// probeBare times n bare commits on a file of its own with Open's options.
+func probeBare(t testing.TB, dir string, n int) [2]time.Duration {
+	db, err := bbolt.Open(filepath.Join(dir, "bare.bolt"), 0o600, &bbolt.Options{
+		Timeout: DefaultLockTimeout, NoFreelistSync: true, FreelistType: bbolt.FreelistArrayType,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if err := db.Update(func(tx *bbolt.Tx) error { _, err := tx.CreateBucket([]byte("bare")); return err }); err != nil {
+		t.Fatal(err)
+	}
+	payload := make([]byte, 32)
+	start, cpu := time.Now(), processCPU()
+	for i := 0; i < n; i++ {
+		err := db.Update(func(tx *bbolt.Tx) error {
+			var k [8]byte
+			binary.BigEndian.PutUint64(k[:], uint64(i))
+			return tx.Bucket([]byte("bare")).Put(k[:], payload)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return [2]time.Duration{time.Since(start), processCPU() - cpu}
+}
+
+type probeOwner struct{}
+
+func (probeOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan, error) {
+	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: benchdata.Intent}, nil
+}
+
+func (probeOwner) Dispatch(context.Context, workflow.PreparedDispatch) (json.RawMessage, error) {
+	return benchdata.Receipt, nil
+}
+
+func (probeOwner) DispatchBatch(_ context.Context, ps []workflow.PreparedDispatch) ([]workflow.DispatchResult, error) {
+	out := make([]workflow.DispatchResult, len(ps))
+	for i := range out {
+		out[i].Receipt = benchdata.Receipt
+	}
+	return out, nil
+}
+
+// probeStore seeds n pending activations into a fresh durable store and
+// times the Store admitting all of them in batches of 100.
+func probeStore(t testing.TB, ctx context.Context, dir string, n int) [2]time.Duration {
+	b, err := Open(ctx, filepath.Join(dir, "store.bolt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	s := workflow.New(b)
+	if _, err := benchdata.SeedRuns(ctx, s, b, "probe", n, benchdata.PerRun, nil, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	start, cpu, mem := time.Now(), processCPU(), allocs()
+	defer func() {
+		m := allocs()
+		storeAllocs[0] += m[0] - mem[0]
+		storeAllocs[1] += m[1] - mem[1]
+	}()
+	admitted := 0
+	for admitted < n {
+		sum, err := s.Dispatch(ctx, probeOwner{}, workflow.DispatchOptions{Limit: min(1000, n-admitted), BatchSize: 100}, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(sum.Admitted) == 0 {
+			t.Fatalf("admitted %d of %d", admitted, n)
+		}
+		admitted += len(sum.Admitted)
+	}
+	return [2]time.Duration{time.Since(start), processCPU() - cpu}
+}
