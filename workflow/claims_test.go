@@ -94,3 +94,64 @@ func TestConcurrentPassesOfOneStorePreferRunsNoOtherPassHolds(t *testing.T) {
 		})
 	}
 }
+
+// seedRuns creates runs with n pending activations each (x0, x1, ...).
+func seedRuns(t *testing.T, s *workflow.Store, now time.Time, n int, runs ...string) {
+	t.Helper()
+	for _, run := range runs {
+		_, err := s.CreateRun(context.Background(), workflow.NewRun{ID: run}, now)
+		require.NoError(t, err)
+		for i := range n {
+			_, err := s.AddActivation(context.Background(), workflow.NewActivation{
+				Key:   workflow.ActivationKey{RunID: run, NodeID: "n", ActivationID: fmt.Sprint("x", i)},
+				Input: json.RawMessage(`{}`),
+			}, now)
+			require.NoError(t, err)
+		}
+	}
+}
+
+func admittedOf(sum workflow.DispatchSummary) []string {
+	var out []string
+	for _, ref := range sum.Admitted {
+		out = append(out, ref.Key.RunID+"/"+ref.Key.ActivationID)
+	}
+	return out
+}
+
+// A pass that meets a run another pass holds reads on from the next run
+// instead of spending its discovery rows (4×Limit) on the held run's
+// activations: a held run longer than those rows does not hide the runs
+// behind it.
+func TestAPassReadsPastALongRunAnotherPassHolds(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []int{0, 10} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			b := memstore.New()
+			t.Cleanup(func() { b.Close() })
+			s := workflow.New(b, workflow.WithBatchSize(batch))
+			now := time.UnixMilli(1_700_000_000_000)
+			seedRuns(t, s, now, 12, "a")
+			seedRuns(t, s, now, 2, "b")
+			first := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			done := make(chan workflow.DispatchSummary, 1)
+			go func() {
+				sum, err := s.Dispatch(ctx, first, workflow.DispatchOptions{Limit: 1}, now)
+				assert.NoError(t, err)
+				done <- sum
+			}()
+			<-first.planning // the first pass holds a/x0
+
+			free := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			close(free.release)
+			second, err := s.Dispatch(ctx, free, workflow.DispatchOptions{Limit: 2}, now)
+			require.NoError(t, err)
+			close(first.release)
+			assert.Equal(t, []string{"a/x0"}, admittedOf(<-done))
+			assert.Equal(t, []string{"b/x0", "b/x1"}, admittedOf(second),
+				"the second pass reads past the held run to the one nobody holds")
+		})
+	}
+}

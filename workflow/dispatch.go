@@ -135,7 +135,9 @@ type OwnerFailure struct {
 // instead of racing for the same activations. On a backend that shares
 // claims across processes (backend.Claimer), passes of different Stores
 // prefer disjoint work through the backend: a pass claims the attempts it
-// is about to prepare, looks past what other Stores claimed for work
+// is about to prepare (and, over all runs, the runs they belong to, since
+// every admission writes its run's record), looks past what other Stores
+// claimed for work
 // nobody holds, takes claimed work only when that leaves it room (so a
 // pass never comes back empty while work is pending), and gives its
 // claims back when it returns (see WithClaimLease). Claims only spread
@@ -558,10 +560,13 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 					claimed = append(claimed, act)
 					continue
 				case s.claims.runHeld(act.Key.RunID), s.foreign.runHeld(act.Key.RunID):
-					// Another pass of this Store is admitting this run:
-					// prefer other runs, so that concurrent passes do
-					// not contend for one run's records.
+					// Another pass of this Store (or another Store) is
+					// admitting this run: prefer other runs, so that
+					// concurrent passes do not contend for one run's
+					// records, and read on from the next run rather than
+					// spend the pass's rows on this one's.
 					deferred = append(deferred, act)
+					pos.afterRun = true
 					continue
 				}
 				if consider(act) {
