@@ -155,3 +155,46 @@ func TestAPassReadsPastALongRunAnotherPassHolds(t *testing.T) {
 		})
 	}
 }
+
+// On a backend that shares claims, a pass over all runs claims the runs
+// it admits in as well as the attempts: a pass of another Store passes
+// over a run the first one is admitting, even the activations of it that
+// nobody claimed, and takes them only when nothing else is left.
+func TestPassesOfTwoStoresPreferRunsTheOtherDoesNotHold(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []int{0, 10} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			b := memstore.New()
+			t.Cleanup(func() { b.Close() })
+			sa := workflow.New(b, workflow.WithBatchSize(batch))
+			sb := workflow.New(b, workflow.WithBatchSize(batch))
+			now := time.UnixMilli(1_700_000_000_000)
+			seedRuns(t, sa, now, 2, "a", "b")
+			first := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			done := make(chan workflow.DispatchSummary, 1)
+			go func() {
+				sum, err := sa.Dispatch(ctx, first, workflow.DispatchOptions{Limit: 1}, now)
+				assert.NoError(t, err)
+				done <- sum
+			}()
+			<-first.planning // Store A's pass holds a/x0, and run a
+
+			free := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			close(free.release)
+			second, err := sb.Dispatch(ctx, free, workflow.DispatchOptions{Limit: 2}, now)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"b/x0", "b/x1"}, admittedOf(second),
+				"Store B takes the run nobody holds, not a/x1 of the run Store A is admitting")
+			assert.Empty(t, second.Raced)
+			// With nothing else left, the activation nobody claimed in the
+			// held run comes before the one Store A claimed.
+			third, err := sb.Dispatch(ctx, free, workflow.DispatchOptions{Limit: 1}, now)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"a/x1"}, admittedOf(third), "what the held run has left is not left idle")
+			close(first.release)
+			assert.Equal(t, []string{"a/x0"}, admittedOf(<-done))
+		})
+	}
+}
