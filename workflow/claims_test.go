@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/wfstore/wfstore/backend"
 	"github.com/wfstore/wfstore/memstore"
 	"github.com/wfstore/wfstore/workflow"
 )
@@ -195,6 +196,79 @@ func TestPassesOfTwoStoresPreferRunsTheOtherDoesNotHold(t *testing.T) {
 			assert.Equal(t, []string{"a/x1"}, admittedOf(third), "what the held run has left is not left idle")
 			close(first.release)
 			assert.Equal(t, []string{"a/x0"}, admittedOf(<-done))
+		})
+	}
+}
+
+// noClaims hides the backend's Claimer: a store whose Stores meet only at
+// the prepare transaction (SQLite, bbolt).
+type noClaims struct{ backend.Backend }
+
+// hookOwner runs hook once, inside its first Plan call.
+type hookOwner struct {
+	once sync.Once
+	hook func()
+}
+
+func (o *hookOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
+	o.once.Do(func() {
+		if o.hook != nil {
+			o.hook()
+		}
+	})
+	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, nil
+}
+
+func (o *hookOwner) Dispatch(context.Context, workflow.PreparedDispatch) (json.RawMessage, error) {
+	return json.RawMessage(`{}`), nil
+}
+
+// Without shared claims, a pass over all runs that loses an activation to
+// another Store at the prepare transaction learns that the other Store is
+// admitting that run: one at a time, it leaves the rest of the run to a
+// later pass instead of racing for each activation; in either mode its
+// Store's next passes prefer other runs, and come back to the run only
+// when nothing else is left.
+func TestAStoreThatLosesARunAtPreparePrefersOtherRuns(t *testing.T) {
+	t.Parallel()
+	for _, batch := range []int{0, 10} {
+		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			mem := memstore.New()
+			t.Cleanup(func() { mem.Close() })
+			b := noClaims{mem}
+			sa := workflow.New(b, workflow.WithBatchSize(batch))
+			sb := workflow.New(b, workflow.WithBatchSize(batch))
+			now := time.UnixMilli(1_700_000_000_000)
+			seedRuns(t, sa, now, 5, "a")
+			seedRuns(t, sa, now, 2, "b")
+			var first workflow.DispatchSummary
+			owner := &hookOwner{hook: func() {
+				// Store B planned a/x0; Store A admits it first.
+				var err error
+				first, err = sa.Dispatch(ctx, &hookOwner{}, workflow.DispatchOptions{Limit: 1}, now)
+				assert.NoError(t, err)
+			}}
+			lost, err := sb.Dispatch(ctx, owner, workflow.DispatchOptions{Limit: 3}, now)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"a/x0"}, admittedOf(first))
+			assert.Equal(t, []workflow.ActivationKey{{RunID: "a", NodeID: "n", ActivationID: "x0"}}, lost.Raced)
+			if batch == 0 {
+				assert.Empty(t, lost.Admitted, "one at a time, the pass leaves the rest of the run it lost")
+			} else {
+				assert.Equal(t, []string{"a/x1", "a/x2"}, admittedOf(lost), "a batch was prepared in one transaction")
+			}
+			next, err := sb.Dispatch(ctx, owner, workflow.DispatchOptions{Limit: 2}, now)
+			require.NoError(t, err)
+			assert.Equal(t, []string{"b/x0", "b/x1"}, admittedOf(next), "the next pass prefers the run nobody is admitting")
+			rest, err := sb.Dispatch(ctx, owner, workflow.DispatchOptions{Limit: 5}, now)
+			require.NoError(t, err)
+			want := []string{"a/x1", "a/x2", "a/x3", "a/x4"}
+			if batch != 0 {
+				want = want[2:]
+			}
+			assert.Equal(t, want, admittedOf(rest), "what the run has left is not left idle")
 		})
 	}
 }

@@ -132,15 +132,22 @@ type OwnerFailure struct {
 // every pass restricted to one run, starts at the beginning. Concurrent
 // passes of one Store claim what they discover and pass over what another
 // pass of the same Store holds, so they spread over different work
-// instead of racing for the same activations. On a backend that shares
-// claims across processes (backend.Claimer), passes of different Stores
-// prefer disjoint work through the backend: a pass claims the attempts it
-// is about to prepare (and, over all runs, the runs they belong to, since
-// every admission writes its run's record), looks past what other Stores
-// claimed for work
-// nobody holds, takes claimed work only when that leaves it room (so a
-// pass never comes back empty while work is pending), and gives its
-// claims back when it returns (see WithClaimLease). Claims only spread
+// instead of racing for the same activations. A pass over all runs that
+// finds at preparation that another dispatcher took an activation (or its
+// run's last concurrency room) learns that the run is being admitted
+// elsewhere: one at a time, it leaves the rest of that run's activations
+// to later passes (they are in no list of the summary and stay pending),
+// and in either mode its Store's next passes prefer other runs for about
+// a second, taking that run's work only when nothing else is left. This
+// is how Stores spread over runs on a backend without shared claims. On a
+// backend that shares claims across processes (backend.Claimer), passes
+// of different Stores prefer disjoint work through the backend: a pass
+// claims the attempts it is about to prepare (and, over all runs, the runs
+// they belong to, since every admission writes its run's record), looks
+// past what other Stores claimed for work nobody holds, takes claimed
+// work only when that leaves it room (so a pass never comes back empty
+// while work is pending), and gives its claims back when it returns (see
+// WithClaimLease). Claims only spread
 // work: the prepare transaction alone decides which pass admits an
 // activation, so a lost or expired claim costs a wasted plan, never a
 // second admission.
@@ -257,8 +264,12 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 	defer func() { release(sum.Admitted) }()
 	if opts.BatchSize > 1 {
 		sum, err = s.dispatchBatches(ctx, owner, cands, opts, now)
+		if opts.RunID == "" {
+			s.rememberRaced(cands, sum.Raced)
+		}
 		return sum, err
 	}
+	lost := map[string]bool{} // runs another dispatcher is admitting
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
 			return sum, err
@@ -271,12 +282,23 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 			sum.Raced = append(sum.Raced, c.act.Key)
 			continue
 		}
+		if lost[c.act.Key.RunID] {
+			// Another dispatcher is admitting this run: leave the rest
+			// of it to a later pass rather than race for each activation.
+			continue
+		}
 		ref, outcome, err := s.admitOne(ctx, owner, c, check, opts.fault, now)
 		switch outcome {
 		case outAdmitted:
 			sum.Admitted = append(sum.Admitted, ref)
 		case outUnsupported:
 			sum.Unsupported = append(sum.Unsupported, c.act.Key)
+		case outTaken:
+			sum.Raced = append(sum.Raced, c.act.Key)
+			if opts.RunID == "" {
+				lost[c.act.Key.RunID] = true
+				s.foreign.addRuns([]string{c.act.Key.RunID})
+			}
 		case outRaced:
 			sum.Raced = append(sum.Raced, c.act.Key)
 		case outExhausted:
@@ -293,6 +315,26 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 		}
 	}
 	return sum, nil
+}
+
+// rememberRaced remembers, for a while, the runs of the candidates a
+// batch pass planned and found raced (another dispatcher prepared them, or
+// their run had no room left), so that this Store's next discoveries
+// prefer other runs.
+func (s *Store) rememberRaced(cands []candidate, raced []ActivationKey) {
+	planned := map[ActivationKey]bool{}
+	for _, c := range cands {
+		if !c.full {
+			planned[ActivationKey(c.act.Key)] = true
+		}
+	}
+	var runs []string
+	for _, k := range raced {
+		if planned[k] {
+			runs = append(runs, k.RunID)
+		}
+	}
+	s.foreign.addRuns(runs)
 }
 
 // dispatchBatches admits cands in batch mode, BatchSize planned
@@ -322,6 +364,7 @@ const (
 	outAdmitted
 	outUnsupported
 	outRaced
+	outTaken // raced: another dispatcher prepared it, or took its run's last room
 	outExhausted
 	outRejected
 )
@@ -349,9 +392,9 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, c candidate, check au
 	}
 	p, kn, err := s.prepare(ctx, act.Key, *plan, check.with("preparation"), hintFrom(run, act), now)
 	switch {
-	case err == nil && p == nil:
-		return AttemptRef{}, outRaced, nil
-	case errors.Is(err, ErrConcurrencyCapacity), errors.Is(err, ErrResourceConflict):
+	case err == nil && p == nil, errors.Is(err, ErrConcurrencyCapacity):
+		return AttemptRef{}, outTaken, nil
+	case errors.Is(err, ErrResourceConflict):
 		return AttemptRef{}, outRaced, nil
 	case errors.Is(err, ErrNodeAllowanceExhausted), errors.Is(err, ErrRootAllowanceExhausted):
 		if rerr := s.recordExhaustion(ctx, act.Key.RunID, check.with("exhaustion observation"), now); rerr != nil {
@@ -378,7 +421,7 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, c candidate, check au
 			return AttemptRef{}, outRejected, err
 		case errors.Is(err, ErrConflict):
 			// Another caller recorded this attempt's handoff first.
-			return AttemptRef{}, outRaced, nil
+			return AttemptRef{}, outTaken, nil
 		}
 		return AttemptRef{}, outFailed, err
 	}
