@@ -272,3 +272,38 @@ func TestAStoreThatLosesARunAtPreparePrefersOtherRuns(t *testing.T) {
 		})
 	}
 }
+
+// Without shared claims, Stores that lost a run together would all move
+// on to the same next run and lose it together again: after a lost run, a
+// Store's next pass over all runs passes over a random few (up to three)
+// of the free runs it meets first. Over many trials the next pass takes
+// different runs, always one of the first four free ones.
+func TestAStoreThatLostARunSpreadsOverTheNextRuns(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.UnixMilli(1_700_000_000_000)
+	took := map[string]int{}
+	for range 40 {
+		mem := memstore.New()
+		b := noClaims{mem}
+		sa, sb := workflow.New(b), workflow.New(b)
+		seedRuns(t, sa, now, 2, "a")
+		seedRuns(t, sa, now, 1, "b", "c", "d", "e", "f", "g")
+		owner := &hookOwner{hook: func() {
+			_, err := sa.Dispatch(ctx, &hookOwner{}, workflow.DispatchOptions{Limit: 1}, now)
+			assert.NoError(t, err)
+		}}
+		lost, err := sb.Dispatch(ctx, owner, workflow.DispatchOptions{Limit: 2}, now)
+		require.NoError(t, err)
+		require.Len(t, lost.Raced, 1)
+		next, err := sb.Dispatch(ctx, owner, workflow.DispatchOptions{Limit: 1}, now)
+		require.NoError(t, err)
+		require.Len(t, next.Admitted, 1)
+		took[next.Admitted[0].Key.RunID]++
+		mem.Close()
+	}
+	for run := range took {
+		assert.Contains(t, []string{"b", "c", "d", "e"}, run)
+	}
+	assert.Greater(t, len(took), 1, "every Store that lost run a took the same next run: %v", took)
+}

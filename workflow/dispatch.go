@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -138,8 +139,11 @@ type OwnerFailure struct {
 // elsewhere: one at a time, it leaves the rest of that run's activations
 // to later passes (they are in no list of the summary and stay pending),
 // and in either mode its Store's next passes prefer other runs for about
-// a second, taking that run's work only when nothing else is left. This
-// is how Stores spread over runs on a backend without shared claims. On a
+// a second, taking that run's work only when nothing else is left; on a
+// backend without shared claims its next pass also passes over a random
+// few (up to three) of the free runs it meets first, so that Stores that
+// lost a run together do not all move on to the same next run. This is
+// how Stores spread over runs on a backend without shared claims. On a
 // backend that shares claims across processes (backend.Claimer), passes
 // of different Stores prefer disjoint work through the backend: a pass
 // claims the attempts it is about to prepare (and, over all runs, the runs
@@ -297,7 +301,7 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 			sum.Raced = append(sum.Raced, c.act.Key)
 			if opts.RunID == "" {
 				lost[c.act.Key.RunID] = true
-				s.foreign.addRuns([]string{c.act.Key.RunID})
+				s.lostRuns([]string{c.act.Key.RunID})
 			}
 		case outRaced:
 			sum.Raced = append(sum.Raced, c.act.Key)
@@ -334,7 +338,7 @@ func (s *Store) rememberRaced(cands []candidate, raced []ActivationKey) {
 			runs = append(runs, k.RunID)
 		}
 	}
-	s.foreign.addRuns(runs)
+	s.lostRuns(runs)
 }
 
 // dispatchBatches admits cands in batch mode, BatchSize planned
@@ -518,8 +522,10 @@ func (c *discoveryCursor) save(p pendingPos) {
 // makes the next one start at the beginning.
 func (s *Store) discover(ctx context.Context, runID string, limit int, at int64) ([]candidate, error) {
 	var start pendingPos
+	spread := 0 // runs to pass over first (see lostRuns)
 	if runID == "" {
 		start = s.disc.load()
+		spread = int(s.spread.Swap(0))
 	}
 	var (
 		out  []candidate
@@ -536,6 +542,7 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 		wrap := start != (pendingPos{}) // the scan may wrap to the beginning
 		inWrap := false
 		skipped := map[string]bool{} // runs whose remaining activations are passed over
+		spreadOver := map[string]bool{}
 		q := backend.AdmissibleQuery{RunID: runID, After: start.after, AfterRun: start.afterRun}
 		// consider takes act as a candidate, or as its run's full entry,
 		// or passes over it; it reports whether act's run is now passed
@@ -575,6 +582,7 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			}
 			return false
 		}
+		var passed []backend.Activation   // of runs passed over to spread (see lostRuns)
 		var deferred []backend.Activation // of runs another pass holds
 		var claimed []backend.Activation  // that another Store claimed
 	scan:
@@ -611,6 +619,15 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 					deferred = append(deferred, act)
 					pos.afterRun = true
 					continue
+				case spreadOver[act.Key.RunID] || spread > 0 && takenRun[act.Key.RunID] == 0 && !skipped[act.Key.RunID]:
+					// Spreading after a lost run: pass over this one.
+					if !spreadOver[act.Key.RunID] {
+						spreadOver[act.Key.RunID] = true
+						spread--
+					}
+					passed = append(passed, act)
+					pos.afterRun = true
+					continue
 				}
 				if consider(act) {
 					pos.afterRun = true
@@ -629,10 +646,11 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			}
 			q.After, q.AfterRun = pos.after, pos.afterRun
 		}
-		// What this pass read of runs other passes hold, then what other
-		// Stores claimed, when it found too little elsewhere: taking it
-		// spreads nothing, but leaves no work idle.
-		for _, act := range append(deferred, claimed...) {
+		// What this pass read of the runs it passed over to spread, then
+		// of runs other passes hold, then what other Stores claimed,
+		// when it found too little elsewhere: taking it spreads nothing,
+		// but leaves no work idle.
+		for _, act := range slices.Concat(passed, deferred, claimed) {
 			if planned >= limit {
 				break
 			}

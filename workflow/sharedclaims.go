@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -110,6 +111,28 @@ func sweep[K comparable](m map[K]time.Time, now time.Time) {
 		if !now.Before(t) {
 			delete(m, k)
 		}
+	}
+}
+
+// spreadRuns bounds how many runs a Store's next pass over all runs passes
+// over first after it lost a run to another Store (see lostRuns).
+const spreadRuns = 4
+
+// lostRuns records that a pass over all runs found runs another
+// dispatcher is admitting (it lost activations of them at the prepare
+// transaction): the Store's next passes prefer other runs for a while.
+// Without shared claims, Stores that lost a run together would otherwise
+// all move on to the same next run, as their discoveries read the index in
+// the same order, and lose it together again; so the next pass also passes
+// over a random number (0 to spreadRuns-1) of the runs it meets first,
+// and takes them only when it finds too little elsewhere.
+func (s *Store) lostRuns(runs []string) {
+	if len(runs) == 0 {
+		return
+	}
+	s.foreign.addRuns(runs)
+	if _, ok := s.claimer(); !ok {
+		s.spread.Store(int32(rand.IntN(spreadRuns)))
 	}
 }
 
