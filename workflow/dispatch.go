@@ -151,10 +151,9 @@ type OwnerFailure struct {
 // past what other Stores claimed for work nobody holds, takes claimed
 // work only when that leaves it room (so a pass never comes back empty
 // while work is pending), and gives its claims back when it returns (see
-// WithClaimLease). Claims only spread
-// work: the prepare transaction alone decides which pass admits an
-// activation, so a lost or expired claim costs a wasted plan, never a
-// second admission.
+// WithClaimLease). Claims only spread work: the prepare transaction alone
+// decides which pass admits an activation, so a lost or expired claim
+// costs a wasted plan, never a second admission.
 //
 // # Batch mode
 //

@@ -61,8 +61,6 @@ func (f *foreignSet) hasObserving(identity string) bool {
 	return time.Now().Before(f.obs[identity])
 }
 
-// add remembers acts (and their runs) and observed identities until
-// foreignMemory from now, and forgets what expired once the set has grown.
 // addRuns remembers runs until foreignMemory from now.
 func (f *foreignSet) addRuns(runs []string) {
 	if len(runs) == 0 {
@@ -83,6 +81,8 @@ func (f *foreignSet) addRuns(runs []string) {
 	}
 }
 
+// add remembers acts (and their runs) and observed identities until
+// foreignMemory from now, and forgets what expired once the set has grown.
 func (f *foreignSet) add(acts []backend.ActivationKey, obs []string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
