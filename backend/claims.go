@@ -10,9 +10,9 @@ import (
 // (in any process, as far as Capabilities says the store is shared), so
 // that workers of separate processes take disjoint work instead of
 // racing for the same records. The workflow layer claims the attempts a
-// dispatch pass is about to prepare and the attempts a receipt-backed
-// pass is about to ask the owner about, and passes over what another
-// holder claimed.
+// dispatch pass is about to prepare (and the runs they belong to) and the
+// attempts a receipt-backed pass is about to ask the owner about, and
+// passes over what another holder claimed.
 //
 // A claim is a hint, never a guard. No transaction reads claims, and
 // none may depend on them: whatever a claim says, the transaction that

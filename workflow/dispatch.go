@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -132,16 +133,27 @@ type OwnerFailure struct {
 // every pass restricted to one run, starts at the beginning. Concurrent
 // passes of one Store claim what they discover and pass over what another
 // pass of the same Store holds, so they spread over different work
-// instead of racing for the same activations. On a backend that shares
-// claims across processes (backend.Claimer), passes of different Stores
-// prefer disjoint work through the backend: a pass claims the attempts it
-// is about to prepare, looks past what other Stores claimed for work
-// nobody holds, takes claimed work only when that leaves it room (so a
-// pass never comes back empty while work is pending), and gives its
-// claims back when it returns (see WithClaimLease). Claims only spread
-// work: the prepare transaction alone decides which pass admits an
-// activation, so a lost or expired claim costs a wasted plan, never a
-// second admission.
+// instead of racing for the same activations. A pass over all runs that
+// finds at preparation that another dispatcher took an activation (or its
+// run's last concurrency room) learns that the run is being admitted
+// elsewhere: one at a time, it leaves the rest of that run's activations
+// to later passes (they are in no list of the summary and stay pending),
+// and in either mode its Store's next passes prefer other runs for about
+// a second, taking that run's work only when nothing else is left; on a
+// backend without shared claims its next pass also passes over a random
+// few (up to three) of the free runs it meets first, so that Stores that
+// lost a run together do not all move on to the same next run. This is
+// how Stores spread over runs on a backend without shared claims. On a
+// backend that shares claims across processes (backend.Claimer), passes
+// of different Stores prefer disjoint work through the backend: a pass
+// claims the attempts it is about to prepare (and, over all runs, the runs
+// they belong to, since every admission writes its run's record), looks
+// past what other Stores claimed for work nobody holds, takes claimed
+// work only when that leaves it room (so a pass never comes back empty
+// while work is pending), and gives its claims back when it returns (see
+// WithClaimLease). Claims only spread work: the prepare transaction alone
+// decides which pass admits an activation, so a lost or expired claim
+// costs a wasted plan, never a second admission.
 //
 // # Batch mode
 //
@@ -261,8 +273,12 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 	defer func() { release(sum.Admitted) }()
 	if opts.BatchSize > 1 {
 		sum, err = s.dispatchBatches(ctx, owner, cands, opts, now)
+		if opts.RunID == "" {
+			s.rememberRaced(cands, sum.Raced)
+		}
 		return sum, err
 	}
+	lost := map[string]bool{} // runs another dispatcher is admitting
 	for _, c := range cands {
 		if err := ctx.Err(); err != nil {
 			return sum, err
@@ -275,12 +291,23 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 			sum.Raced = append(sum.Raced, c.act.Key)
 			continue
 		}
+		if lost[c.act.Key.RunID] {
+			// Another dispatcher is admitting this run: leave the rest
+			// of it to a later pass rather than race for each activation.
+			continue
+		}
 		ref, outcome, err := s.admitOne(ctx, owner, c, check, opts.fault, now)
 		switch outcome {
 		case outAdmitted:
 			sum.Admitted = append(sum.Admitted, ref)
 		case outUnsupported:
 			sum.Unsupported = append(sum.Unsupported, c.act.Key)
+		case outTaken:
+			sum.Raced = append(sum.Raced, c.act.Key)
+			if opts.RunID == "" {
+				lost[c.act.Key.RunID] = true
+				s.lostRuns([]string{c.act.Key.RunID})
+			}
 		case outRaced:
 			sum.Raced = append(sum.Raced, c.act.Key)
 		case outExhausted:
@@ -297,6 +324,26 @@ func (s *Store) Dispatch(ctx context.Context, owner Owner, opts DispatchOptions,
 		}
 	}
 	return sum, nil
+}
+
+// rememberRaced remembers, for a while, the runs of the candidates a
+// batch pass planned and found raced (another dispatcher prepared them, or
+// their run had no room left), so that this Store's next discoveries
+// prefer other runs.
+func (s *Store) rememberRaced(cands []candidate, raced []ActivationKey) {
+	planned := map[ActivationKey]bool{}
+	for _, c := range cands {
+		if !c.full {
+			planned[ActivationKey(c.act.Key)] = true
+		}
+	}
+	var runs []string
+	for _, k := range raced {
+		if planned[k] {
+			runs = append(runs, k.RunID)
+		}
+	}
+	s.lostRuns(runs)
 }
 
 // dispatchBatches admits cands in batch mode, BatchSize planned
@@ -326,6 +373,7 @@ const (
 	outAdmitted
 	outUnsupported
 	outRaced
+	outTaken // raced: another dispatcher prepared it, or took its run's last room
 	outExhausted
 	outRejected
 )
@@ -353,9 +401,9 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, c candidate, check au
 	}
 	p, kn, err := s.prepare(ctx, act.Key, *plan, check.with("preparation"), hintFrom(run, act), now)
 	switch {
-	case err == nil && p == nil:
-		return AttemptRef{}, outRaced, nil
-	case errors.Is(err, ErrConcurrencyCapacity), errors.Is(err, ErrResourceConflict):
+	case err == nil && p == nil, errors.Is(err, ErrConcurrencyCapacity):
+		return AttemptRef{}, outTaken, nil
+	case errors.Is(err, ErrResourceConflict):
 		return AttemptRef{}, outRaced, nil
 	case errors.Is(err, ErrNodeAllowanceExhausted), errors.Is(err, ErrRootAllowanceExhausted):
 		if rerr := s.recordExhaustion(ctx, act.Key.RunID, check.with("exhaustion observation"), now); rerr != nil {
@@ -382,7 +430,7 @@ func (s *Store) admitOne(ctx context.Context, owner Owner, c candidate, check au
 			return AttemptRef{}, outRejected, err
 		case errors.Is(err, ErrConflict):
 			// Another caller recorded this attempt's handoff first.
-			return AttemptRef{}, outRaced, nil
+			return AttemptRef{}, outTaken, nil
 		}
 		return AttemptRef{}, outFailed, err
 	}
@@ -484,8 +532,10 @@ const maxDiscoveryPresize = 1024
 // makes the next one start at the beginning.
 func (s *Store) discover(ctx context.Context, runID string, limit int, at int64) ([]candidate, error) {
 	var start pendingPos
+	spread := 0 // runs to pass over first (see lostRuns)
 	if runID == "" {
 		start = s.disc.load()
+		spread = int(s.spread.Swap(0))
 	}
 	var (
 		out  []candidate
@@ -505,6 +555,7 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 		wrap := start != (pendingPos{}) // the scan may wrap to the beginning
 		inWrap := false
 		skipped := map[string]bool{} // runs whose remaining activations are passed over
+		spreadOver := map[string]bool{}
 		q := backend.AdmissibleQuery{RunID: runID, After: start.after, AfterRun: start.afterRun}
 		// consider takes act as a candidate, or as its run's full entry,
 		// or passes over it; it reports whether act's run is now passed
@@ -544,6 +595,7 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			}
 			return false
 		}
+		var passed []backend.Activation   // of runs passed over to spread (see lostRuns)
 		var deferred []backend.Activation // of runs another pass holds
 		var claimed []backend.Activation  // that another Store claimed
 	scan:
@@ -572,10 +624,22 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 					claimed = append(claimed, act)
 					continue
 				case s.claims.runHeld(act.Key.RunID), s.foreign.runHeld(act.Key.RunID):
-					// Another pass of this Store is admitting this run:
-					// prefer other runs, so that concurrent passes do
-					// not contend for one run's records.
+					// Another pass of this Store (or another Store) is
+					// admitting this run: prefer other runs, so that
+					// concurrent passes do not contend for one run's
+					// records, and read on from the next run rather than
+					// spend the pass's rows on this one's.
 					deferred = append(deferred, act)
+					pos.afterRun = true
+					continue
+				case spreadOver[act.Key.RunID] || spread > 0 && takenRun[act.Key.RunID] == 0 && !skipped[act.Key.RunID]:
+					// Spreading after a lost run: pass over this one.
+					if !spreadOver[act.Key.RunID] {
+						spreadOver[act.Key.RunID] = true
+						spread--
+					}
+					passed = append(passed, act)
+					pos.afterRun = true
 					continue
 				}
 				if consider(act) {
@@ -595,10 +659,11 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			}
 			q.After, q.AfterRun = pos.after, pos.afterRun
 		}
-		// What this pass read of runs other passes hold, then what other
-		// Stores claimed, when it found too little elsewhere: taking it
-		// spreads nothing, but leaves no work idle.
-		for _, act := range append(deferred, claimed...) {
+		// What this pass read of the runs it passed over to spread, then
+		// of runs other passes hold, then what other Stores claimed,
+		// when it found too little elsewhere: taking it spreads nothing,
+		// but leaves no work idle.
+		for _, act := range slices.Concat(passed, deferred, claimed) {
 			if planned >= limit {
 				break
 			}

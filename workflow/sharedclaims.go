@@ -2,6 +2,7 @@ package workflow
 
 import (
 	"context"
+	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -60,6 +61,26 @@ func (f *foreignSet) hasObserving(identity string) bool {
 	return time.Now().Before(f.obs[identity])
 }
 
+// addRuns remembers runs until foreignMemory from now.
+func (f *foreignSet) addRuns(runs []string) {
+	if len(runs) == 0 {
+		return
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.acts == nil {
+		f.acts, f.runs, f.obs = map[backend.ActivationKey]time.Time{}, map[string]time.Time{}, map[string]time.Time{}
+	}
+	now := time.Now()
+	until := now.Add(foreignMemory)
+	for _, r := range runs {
+		f.runs[r] = until
+	}
+	if len(f.runs) > 2*f.swept+1024 {
+		sweep(f.runs, now)
+	}
+}
+
 // add remembers acts (and their runs) and observed identities until
 // foreignMemory from now, and forgets what expired once the set has grown.
 func (f *foreignSet) add(acts []backend.ActivationKey, obs []string) {
@@ -93,6 +114,28 @@ func sweep[K comparable](m map[K]time.Time, now time.Time) {
 	}
 }
 
+// spreadRuns bounds how many runs a Store's next pass over all runs passes
+// over first after it lost a run to another Store (see lostRuns).
+const spreadRuns = 4
+
+// lostRuns records that a pass over all runs found runs another
+// dispatcher is admitting (it lost activations of them at the prepare
+// transaction): the Store's next passes prefer other runs for a while.
+// Without shared claims, Stores that lost a run together would otherwise
+// all move on to the same next run, as their discoveries read the index in
+// the same order, and lose it together again; so the next pass also passes
+// over a random number (0 to spreadRuns-1) of the runs it meets first,
+// and takes them only when it finds too little elsewhere.
+func (s *Store) lostRuns(runs []string) {
+	if len(runs) == 0 {
+		return
+	}
+	s.foreign.addRuns(runs)
+	if _, ok := s.claimer(); !ok {
+		s.spread.Store(int32(rand.IntN(spreadRuns)))
+	}
+}
+
 // claimer returns the backend's shared claims, if it has them.
 func (s *Store) claimer() (backend.Claimer, bool) {
 	c, ok := s.b.(backend.Claimer)
@@ -118,12 +161,12 @@ const dispatchClaimPrefix = "dispatch:"
 // attempt with this identity.
 func observeClaimKey(identity string) string { return "observe:" + identity }
 
-// claimShared takes, on a backend with shared claims, the attempts keys
-// name, for one pass; it returns which it holds and the release to call
-// when the pass ends, which gives back every claim whose key keep does not
-// hold (nil: all of them). Without shared claims, or when claiming fails
-// (it is only a hint), the pass holds everything.
-func (s *Store) claimShared(ctx context.Context, keys []string) (won []bool, release func(keep map[string]bool)) {
+// claimShared takes for holder, on a backend with shared claims, the
+// attempts keys name; it returns which holder holds and the release to
+// call when the pass ends, which gives back every claim this call took
+// whose key keep does not hold (nil: all of them). Without shared claims,
+// or when claiming fails (it is only a hint), the pass holds everything.
+func (s *Store) claimShared(ctx context.Context, holder string, keys []string) (won []bool, release func(keep map[string]bool)) {
 	won = make([]bool, len(keys))
 	for i := range won {
 		won[i] = true
@@ -132,7 +175,6 @@ func (s *Store) claimShared(ctx context.Context, keys []string) (won []bool, rel
 	if !ok || len(keys) == 0 {
 		return won, func(map[string]bool) {}
 	}
-	holder := newHandoffToken()
 	got, err := cl.Claim(ctx, holder, keys, s.lease())
 	if err != nil || len(got) != len(keys) {
 		return won, func(map[string]bool) {}
@@ -154,40 +196,73 @@ func (s *Store) claimShared(ctx context.Context, keys []string) (won []bool, rel
 	}
 }
 
-// claimCandidates claims, across Stores, the candidates a pass is about
-// to plan. It returns the full candidates and those it holds, and apart
-// the ones another holder claimed (remembered, so that this Store's next
-// discoveries take them last).
-func (s *Store) claimCandidates(ctx context.Context, cands []candidate) (mine, contested []candidate, release func(keep map[string]bool)) {
+// dispatchRunClaimKey names, among shared claims, admitting activations
+// of run: a pass over all runs claims the runs it is about to admit in,
+// besides the attempts, because every admission of a run writes the run's
+// record, so two Stores admitting disjoint activations of one run still
+// contend at each other's transactions.
+func dispatchRunClaimKey(run string) string { return "dispatch-run:" + run }
+
+// claimCandidates claims for holder, across Stores, the candidates a pass
+// is about to plan and, when byRun is set, their runs. It returns the
+// full candidates and those it holds, and apart the ones another holder
+// claimed (remembered, so that this Store's next discoveries take them
+// last): those whose attempt this pass holds but whose run another holder
+// claimed (runContested), and those whose attempt another holder claimed
+// (taken).
+func (s *Store) claimCandidates(ctx context.Context, holder string, cands []candidate, byRun bool) (mine, runContested, taken []candidate, release func(keep map[string]bool)) {
 	var keys []string
 	var idx []int
+	runKey := map[string]int{} // run → index in keys of its run claim
 	for i, c := range cands {
 		if !c.full {
 			keys = append(keys, dispatchClaimKey(c.act))
 			idx = append(idx, i)
 		}
 	}
-	got, release := s.claimShared(ctx, keys)
-	lost := map[int]bool{}
+	if byRun {
+		for _, i := range idx {
+			run := cands[i].act.Key.RunID
+			if _, ok := runKey[run]; !ok {
+				runKey[run] = len(keys)
+				keys = append(keys, dispatchRunClaimKey(run))
+			}
+		}
+	}
+	got, release := s.claimShared(ctx, holder, keys)
+	lost := map[int]bool{}    // the attempt is another holder's
+	runLost := map[int]bool{} // the attempt is this pass's, its run another's
 	var foreign []backend.ActivationKey
+	var foreignRuns []string
 	for j, i := range idx {
 		if !got[j] {
 			lost[i] = true
 			foreign = append(foreign, cands[i].act.Key)
+			continue
+		}
+		if run := cands[i].act.Key.RunID; byRun && !got[runKey[run]] {
+			runLost[i] = true
+			foreignRuns = append(foreignRuns, run)
 		}
 	}
-	if len(foreign) == 0 {
-		return cands, nil, release
+	if len(foreign) == 0 && len(foreignRuns) == 0 {
+		return cands, nil, nil, release
 	}
-	s.foreign.add(foreign, nil)
+	if len(foreign) > 0 {
+		s.foreign.add(foreign, nil)
+	}
+	s.foreign.addRuns(foreignRuns)
 	for i, c := range cands {
-		if lost[i] {
-			contested = append(contested, c)
-		} else {
+		switch {
+		case runLost[i]:
+			runContested = append(runContested, c)
+		case lost[i]:
+			taken = append(taken, c)
+		default:
 			mine = append(mine, c)
 		}
 	}
-	return mine, contested, release
+	return mine, runContested, taken, release
 }
 
 // claimRounds bounds the discoveries of one pass.
@@ -195,22 +270,25 @@ const claimRounds = 4
 
 // discoverClaimed discovers the candidates of one pass and claims them,
 // from other passes of this Store and, on a backend with shared claims,
-// from other Stores. Claims across Stores are a preference, not an
+// from other Stores; a pass over all runs (runID empty) claims the runs
+// of its candidates too, and treats a candidate whose run another Store
+// claimed as contested. Claims across Stores are a preference, not an
 // exclusion: when other Stores hold some of what it found, the pass looks
 // again (up to claimRounds discoveries, each past what it found before)
 // for work nobody holds, and only when that leaves it room does it take
-// the claimed candidates too, which then race at the prepare transaction
-// as they would without claims. So a pass never comes back empty while
+// the contested candidates too (first those whose attempt it holds), which
+// then race at the prepare transaction as they would without claims. So a pass never comes back empty while
 // work is pending. release gives back every claim the pass took, except
 // across Stores those of the attempts it admitted: those activations left
 // discovery, and their claims expire unread.
 func (s *Store) discoverClaimed(ctx context.Context, runID string, limit int, at int64) ([]candidate, func(admitted []AttemptRef), error) {
 	var (
-		out, contested []candidate
-		local          []func()
-		shared         []func(map[string]bool)
-		seen           = map[backend.ActivationKey]bool{}
-		planned        int
+		out, runContested, contested []candidate
+		local                        []func()
+		shared                       []func(map[string]bool)
+		seen                         = map[backend.ActivationKey]bool{}
+		planned                      int
+		holder                       = newHandoffToken() // this pass's, across Stores
 	)
 	releaseAll := func(admitted []AttemptRef) {
 		for _, r := range local {
@@ -238,7 +316,9 @@ func (s *Store) discoverClaimed(ctx context.Context, runID string, limit int, at
 				found++
 			}
 		}
-		mine, lost, srel := s.claimCandidates(ctx, cands)
+		// A pass over all runs claims its runs too, to spread over runs;
+		// one restricted to a run has nowhere else to go.
+		mine, runLost, lost, srel := s.claimCandidates(ctx, holder, cands, runID == "")
 		shared = append(shared, srel)
 		if out == nil && len(mine) > 0 {
 			out = make([]candidate, 0, len(mine)+len(lost))
@@ -252,12 +332,15 @@ func (s *Store) discoverClaimed(ctx context.Context, runID string, limit int, at
 				}
 			}
 		}
+		runContested = append(runContested, runLost...)
 		contested = append(contested, lost...)
-		if len(lost) == 0 || found == 0 || round == claimRounds || ctx.Err() != nil {
+		if len(lost)+len(runLost) == 0 || found == 0 || round == claimRounds || ctx.Err() != nil {
 			break
 		}
 	}
-	for _, c := range contested {
+	// Work whose attempt this pass holds, in runs another Store claimed,
+	// before work another Store claimed.
+	for _, c := range append(runContested, contested...) {
 		if planned >= limit {
 			break
 		}
@@ -283,7 +366,7 @@ func (s *Store) claimObserving(ctx context.Context, selected []backend.Attempt, 
 			idx = append(idx, i)
 		}
 	}
-	got, release := s.claimShared(ctx, keys)
+	got, release := s.claimShared(ctx, newHandoffToken(), keys)
 	var foreign []string
 	for j, i := range idx {
 		if !got[j] {

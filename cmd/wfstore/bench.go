@@ -32,6 +32,7 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	out := fs.String("out", "", "directory for report.md, report.json and the charts (SVG and PNG)")
 	jsonPath := fs.String("json", "", "file for one JSON object per backend and workload")
 	dir := fs.String("dir", "", "directory for the store files (default a temporary directory)")
+	workloads := fs.String("workloads", "", "comma-separated workloads to run (default all): "+strings.Join(wfbench.Workloads, ", ")+"; a ratio whose reference workload did not run is left out")
 	failOnMissed := fs.Bool("fail-on-missed", false, "exit 1 when any target is MISSED, listing them on stderr (default: report and exit 0)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: wfstore bench [flags]\n\n"+
@@ -53,6 +54,17 @@ func bench(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 
 	cfg := wfbench.Config{Quick: *quick, N: *n, BatchN: *batchN, Workers: *workers, History: *history, Dir: *dir, Progress: stderr}
+	for _, w := range strings.Split(*workloads, ",") {
+		w = strings.TrimSpace(w)
+		if w == "" {
+			continue
+		}
+		if !slices.Contains(wfbench.Workloads, w) {
+			fmt.Fprintf(stderr, "wfstore bench: unknown workload %q (valid values: %s)\n", w, strings.Join(wfbench.Workloads, ", "))
+			return errUsage
+		}
+		cfg.Workloads = append(cfg.Workloads, w)
+	}
 	var skipped [][2]string
 	settings := benchSettings{dsn: *dsn, etcdEndpoints: *etcdEndpoints, etcdOps: *etcdOps}
 	for _, b := range strings.Split(*backends, ",") {

@@ -94,3 +94,23 @@ func TestBenchRiverFlag(t *testing.T) {
 	require.Equal(t, 0, code, errb.String())
 	require.Contains(t, out.String(), "river (peer): not measured: not run: it needs the postgres backend (not in --backends)")
 }
+
+// TestBenchWorkloadsRunsOnlyThoseNamed: --workloads measures the named
+// workloads and no other; an unknown name is a usage error naming the
+// valid ones.
+func TestBenchWorkloadsRunsOnlyThoseNamed(t *testing.T) {
+	var out, errb bytes.Buffer
+	code := run([]string{"bench", "--backends", "bolt", "-n", "40", "--workloads", "sequential,racing-stores", "--dir", t.TempDir()}, &out, &errb)
+	require.Equal(t, 0, code, errb.String())
+	require.Contains(t, out.String(), "| bolt | racing-stores |")
+	require.Contains(t, out.String(), "| bolt | sequential |")
+	for _, w := range []string{"bare", "parallel", "racing-batch", "growth", "retry"} {
+		require.NotContains(t, out.String(), "| bolt | "+w+" |")
+	}
+
+	out.Reset()
+	errb.Reset()
+	require.Equal(t, 2, run([]string{"bench", "--backends", "bolt", "--workloads", "racing,nope"}, &out, &errb))
+	require.Contains(t, errb.String(), `unknown workload "nope"`)
+	require.Contains(t, errb.String(), "racing-stores-batch")
+}
