@@ -30,6 +30,7 @@ func claimStoreCases() []testCase {
 	return []testCase{
 		{Name: "claims_a_claim_that_expires_mid_prepare_costs_a_rerun_never_a_second_admission", Run: caseClaimExpiresMidPrepare},
 		{Name: "claims_receipt_passes_of_two_stores_ask_about_each_attempt_once", Run: caseClaimReceiptPassesOfTwoStores},
+		{Name: "claims_a_pass_reads_past_a_run_another_store_holds", Run: caseClaimPassReadsPastHeldRun},
 	}
 }
 
@@ -226,4 +227,47 @@ func caseClaimReceiptPassesOfTwoStores(e *env) {
 	require.Empty(e.T, inner.Attempts, "the other Store's first pass found both attempts it selected claimed")
 	require.Len(e.T, again.Attempts, 1, "its next pass looks past them")
 	require.ElementsMatch(e.T, ids, append(first.askedAbout(), second.askedAbout()...), "each attempt is asked about once")
+}
+
+// caseClaimPassReadsPastHeldRun: while a pass of Store A plans the first
+// two activations of run "a-held", which has more pending activations
+// than a pass of Limit 2 reads, a pass of Store B (on another instance,
+// as another process would be) admits two activations of run "b-free",
+// which nobody holds, rather than more of "a-held": it reads past the
+// held run instead of spending its bounded reads on it.
+func caseClaimPassReadsPastHeldRun(e *env) {
+	claimers(e)
+	other := e.B
+	if e.Caps.MultiInstance {
+		other = e.Open()
+	}
+	sa, sb := store(e), e.newStore(other)
+	for run, n := range map[string]int{"a-held": 12, "b-free": 4} {
+		mkRun(e, sa, run, workflow.Limits{ConcurrencyCap: 20}, nil)
+		for i := range n {
+			mkAct(e, sa, key(run, "n", fmt.Sprintf("x%02d", i)))
+		}
+	}
+	oa, ob := newOwner(), newOwner()
+	var sumB workflow.DispatchSummary
+	var errB error
+	two := workflow.DispatchOptions{Limit: 2}
+	oa.onPlan = func(ctx context.Context, _ workflow.Activation) error {
+		oa.onPlan = nil
+		sumB, errB = sb.Dispatch(ctx, ob, two, ms(10))
+		return errB
+	}
+	sumA, err := sa.Dispatch(e.Ctx, oa, two, ms(10))
+	require.NoError(e.T, err)
+	require.NoError(e.T, errB)
+	keys := func(sum workflow.DispatchSummary) []workflow.ActivationKey {
+		var out []workflow.ActivationKey
+		for _, a := range sum.Admitted {
+			out = append(out, a.Key.ActivationKey)
+		}
+		return out
+	}
+	require.Equal(e.T, []workflow.ActivationKey{key("a-held", "n", "x00"), key("a-held", "n", "x01")}, keys(sumA))
+	require.Equal(e.T, []workflow.ActivationKey{key("b-free", "n", "x00"), key("b-free", "n", "x01")}, keys(sumB),
+		"Store B's pass took the run nobody held, not more of the run Store A held")
 }
