@@ -3,7 +3,6 @@ package bolt
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -117,24 +116,6 @@ func probeBare(t testing.TB, dir string, n int) [2]time.Duration {
 	return [2]time.Duration{time.Since(start), processCPU() - cpu}
 }
 
-type probeOwner struct{}
-
-func (probeOwner) Plan(context.Context, workflow.Activation) (*workflow.Plan, error) {
-	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: benchdata.Intent}, nil
-}
-
-func (probeOwner) Dispatch(context.Context, workflow.PreparedDispatch) (json.RawMessage, error) {
-	return benchdata.Receipt, nil
-}
-
-func (probeOwner) DispatchBatch(_ context.Context, ps []workflow.PreparedDispatch) ([]workflow.DispatchResult, error) {
-	out := make([]workflow.DispatchResult, len(ps))
-	for i := range out {
-		out[i].Receipt = benchdata.Receipt
-	}
-	return out, nil
-}
-
 // probeStore seeds n pending activations into a fresh durable store and
 // times the Store admitting all of them in batches of 100.
 func probeStore(t testing.TB, ctx context.Context, dir string, n int) [2]time.Duration {
@@ -153,16 +134,8 @@ func probeStore(t testing.TB, ctx context.Context, dir string, n int) [2]time.Du
 		storeAllocs[0] += m[0] - mem[0]
 		storeAllocs[1] += m[1] - mem[1]
 	}()
-	admitted := 0
-	for admitted < n {
-		sum, err := s.Dispatch(ctx, probeOwner{}, workflow.DispatchOptions{Limit: min(1000, n-admitted), BatchSize: 100}, time.Now())
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(sum.Admitted) == 0 {
-			t.Fatalf("admitted %d of %d", admitted, n)
-		}
-		admitted += len(sum.Admitted)
+	if err := benchdata.AdmitBatches(ctx, s, n, 100); err != nil {
+		t.Fatal(err)
 	}
 	return [2]time.Duration{time.Since(start), processCPU() - cpu}
 }
