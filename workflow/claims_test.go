@@ -19,21 +19,18 @@ import (
 // gateOwner blocks its first Plan call until release is closed, telling
 // planning when it is inside it.
 type gateOwner struct {
-	once     sync.Once
+	hookOwner
 	planning chan struct{}
 	release  chan struct{}
 }
 
-func (o *gateOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
-	o.once.Do(func() {
+func newGateOwner() *gateOwner {
+	o := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+	o.hook = func() {
 		close(o.planning)
 		<-o.release
-	})
-	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, nil
-}
-
-func (o *gateOwner) Dispatch(context.Context, workflow.PreparedDispatch) (json.RawMessage, error) {
-	return json.RawMessage(`{}`), nil
+	}
+	return o
 }
 
 // Concurrent passes of one Store spread over runs: while one pass admits
@@ -60,7 +57,7 @@ func TestConcurrentPassesOfOneStorePreferRunsNoOtherPassHolds(t *testing.T) {
 					require.NoError(t, err)
 				}
 			}
-			first := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			first := newGateOwner()
 			done := make(chan workflow.DispatchSummary, 1)
 			go func() {
 				sum, err := s.Dispatch(ctx, first, workflow.DispatchOptions{Limit: 2}, now)
@@ -69,7 +66,7 @@ func TestConcurrentPassesOfOneStorePreferRunsNoOtherPassHolds(t *testing.T) {
 			}()
 			<-first.planning // the first pass holds a/x0 and a/x1
 
-			free := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			free := newGateOwner()
 			close(free.release)
 			second, err := s.Dispatch(ctx, free, workflow.DispatchOptions{Limit: 4}, now)
 			require.NoError(t, err)
@@ -136,7 +133,7 @@ func TestAPassReadsPastALongRunAnotherPassHolds(t *testing.T) {
 			now := time.UnixMilli(1_700_000_000_000)
 			seedRuns(t, s, now, 12, "a")
 			seedRuns(t, s, now, 2, "b")
-			first := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			first := newGateOwner()
 			done := make(chan workflow.DispatchSummary, 1)
 			go func() {
 				sum, err := s.Dispatch(ctx, first, workflow.DispatchOptions{Limit: 1}, now)
@@ -145,7 +142,7 @@ func TestAPassReadsPastALongRunAnotherPassHolds(t *testing.T) {
 			}()
 			<-first.planning // the first pass holds a/x0
 
-			free := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			free := newGateOwner()
 			close(free.release)
 			second, err := s.Dispatch(ctx, free, workflow.DispatchOptions{Limit: 2}, now)
 			require.NoError(t, err)
@@ -173,7 +170,7 @@ func TestPassesOfTwoStoresPreferRunsTheOtherDoesNotHold(t *testing.T) {
 			sb := workflow.New(b, workflow.WithBatchSize(batch))
 			now := time.UnixMilli(1_700_000_000_000)
 			seedRuns(t, sa, now, 2, "a", "b")
-			first := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			first := newGateOwner()
 			done := make(chan workflow.DispatchSummary, 1)
 			go func() {
 				sum, err := sa.Dispatch(ctx, first, workflow.DispatchOptions{Limit: 1}, now)
@@ -182,7 +179,7 @@ func TestPassesOfTwoStoresPreferRunsTheOtherDoesNotHold(t *testing.T) {
 			}()
 			<-first.planning // Store A's pass holds a/x0, and run a
 
-			free := &gateOwner{planning: make(chan struct{}), release: make(chan struct{})}
+			free := newGateOwner()
 			close(free.release)
 			second, err := sb.Dispatch(ctx, free, workflow.DispatchOptions{Limit: 2}, now)
 			require.NoError(t, err)
