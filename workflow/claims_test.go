@@ -42,9 +42,7 @@ func TestConcurrentPassesOfOneStorePreferRunsNoOtherPassHolds(t *testing.T) {
 		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			b := memstore.New()
-			t.Cleanup(func() { b.Close() })
-			s := workflow.New(b, workflow.WithBatchSize(batch))
+			s := newMemStore(t, batch)
 			now := time.UnixMilli(1_700_000_000_000)
 			for _, run := range []string{"a", "b"} {
 				_, err := s.CreateRun(ctx, workflow.NewRun{ID: run}, now)
@@ -94,6 +92,14 @@ func TestConcurrentPassesOfOneStorePreferRunsNoOtherPassHolds(t *testing.T) {
 }
 
 // seedRuns creates runs with n pending activations each (x0, x1, ...).
+// newMemStore returns a Store over a fresh in-memory backend, closed when
+// the test ends, admitting in batches of batch (0: one at a time).
+func newMemStore(t *testing.T, batch int) *workflow.Store {
+	b := memstore.New()
+	t.Cleanup(func() { b.Close() })
+	return workflow.New(b, workflow.WithBatchSize(batch))
+}
+
 func seedRuns(t *testing.T, s *workflow.Store, now time.Time, n int, runs ...string) {
 	t.Helper()
 	for _, run := range runs {
@@ -127,9 +133,7 @@ func TestAPassReadsPastALongRunAnotherPassHolds(t *testing.T) {
 		t.Run(fmt.Sprintf("batch=%d", batch), func(t *testing.T) {
 			t.Parallel()
 			ctx := context.Background()
-			b := memstore.New()
-			t.Cleanup(func() { b.Close() })
-			s := workflow.New(b, workflow.WithBatchSize(batch))
+			s := newMemStore(t, batch)
 			now := time.UnixMilli(1_700_000_000_000)
 			seedRuns(t, s, now, 12, "a")
 			seedRuns(t, s, now, 2, "b")
