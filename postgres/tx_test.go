@@ -442,6 +442,54 @@ func TestRetriesExhaustedIsErrBusy(t *testing.T) {
 	require.Greater(t, n.Load(), int32(1))
 }
 
+// The pause before a re-run grows from the failed run's duration, not
+// from a fixed millisecond: a run that lost after holding its transaction
+// open for runFor waits on average about runFor/2 before running again, so
+// that the transactions it lost to (which ran alongside it) have time to
+// end before it overlaps them again.
+func TestRerunPauseScalesWithFailedRun(t *testing.T) {
+	const (
+		runFor = 60 * time.Millisecond
+		rounds = 20
+	)
+	b1, dsn, schema := openFresh(t)
+	b2 := openOn(t, dsn, schema)
+	apply(t, b1, insertRuns("p"))
+	var gaps time.Duration
+	for i := 0; i < rounds; i++ {
+		var failedAt time.Time
+		runs := 0
+		err := b1.Update(ctxT(t), func(tx backend.Tx) error {
+			runs++
+			if runs == 2 {
+				gaps += time.Since(failedAt)
+			}
+			r, err := backend.GetRun(context.Background(), tx, "p")
+			if err != nil {
+				return err
+			}
+			if runs == 1 {
+				// The first run stays open for runFor and then loses to
+				// another Backend's committed change of the row it read.
+				time.Sleep(runFor)
+				apply(t, b2, replaceRuns(backend.Run{ID: "p", AttemptCount: r.AttemptCount + 100}))
+			}
+			r.AttemptCount++
+			r.ID = "p"
+			err = tx.Apply(context.Background(), replaceRuns(r))
+			failedAt = time.Now() // the failure comes with COMMIT, just after fn returns
+			return err
+		})
+		require.NoError(t, err)
+		require.Equal(t, 2, runs, "the first run failed to serialize, the second committed")
+	}
+	mean := gaps / rounds
+	t.Logf("mean time from the failed run to the re-run: %v (run held open %v)", mean, runFor)
+	// Full jitter over [0, d] with d >= runFor: the mean pause is about
+	// runFor/2; a pause grown from 1 ms leaves only the round trips.
+	require.GreaterOrEqual(t, mean, runFor/5, "the re-run waited about as long as the failed run took")
+}
+
 func TestInfoAndCapabilities(t *testing.T) {
 	t.Parallel()
 	b, _, schema := openFresh(t)
