@@ -44,11 +44,14 @@ func locate(tx *bbolt.Tx, s *kvlayout.Space, sk []byte, create bool) (*bbolt.Buc
 	if top == nil {
 		return nil, nil, fmt.Errorf("bolt: bucket %q is missing", s.Group)
 	}
+	if !s.PerRun {
+		if tx.Writable() {
+			top.FillPercent = indexFillPercent
+		}
+		return top, sk, nil
+	}
 	if tx.Writable() {
 		top.FillPercent = fillPercent
-	}
-	if !s.PerRun {
-		return top, sk, nil
 	}
 	n := kvlayout.RunPartLen(sk)
 	if n < 0 {

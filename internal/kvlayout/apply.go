@@ -248,7 +248,7 @@ func remove[K comparable, R any](a *applier, tb *Table[K, R], k K) error {
 	if oldV == nil {
 		return fmt.Errorf("delete %s %s: %w", tb.Name, tb.Schema.Format(pk), backend.ErrNotFound)
 	}
-	old, err := tb.Decode(oldV)
+	old, err := tb.decodeView(oldV)
 	if err != nil {
 		return fmt.Errorf("stored %s %s: %w", tb.Name, tb.Schema.Format(pk), err)
 	}
@@ -295,7 +295,7 @@ func replace[K comparable, R any](a *applier, tb *Table[K, R], rec R) error {
 	if err != nil || bytes.Equal(value, oldV) {
 		return err
 	}
-	old, err := tb.Decode(oldV)
+	old, err := tb.decodeView(oldV)
 	if err != nil {
 		return fmt.Errorf("stored %s %s: %w", tb.Name, tb.Schema.Format(pk), err)
 	}

@@ -51,7 +51,7 @@ type Table[K comparable, R any] struct {
 	ID      func(R) K // the record's key
 	key     func(K) Key
 	encode  func(R) []byte
-	decode  func([]byte) (R, error)
+	read    func(valueReader) (R, error)
 	Indexed []*IndexOf[R] // the indexes of Kind.Indexes, typed
 	name    string        // the layout's, for errors
 }
@@ -68,7 +68,19 @@ func (tb *Table[K, R]) Encode(rec R) []byte { return tb.encode(rec) }
 // Decode decodes a stored value of this kind; a value that is not one
 // fails with an error wrapping ErrMalformedValue.
 func (tb *Table[K, R]) Decode(v []byte) (R, error) {
-	rec, err := tb.decode(v)
+	rec, err := tb.read(valueReader{b: v})
+	if err != nil {
+		err = fmt.Errorf("%s: %w", tb.name, err)
+	}
+	return rec, err
+}
+
+// decodeView is Decode for a record used only while v is: its strings and
+// byte fields share v's memory instead of being copied (valueReader.view).
+// Apply decodes the stored record it replaces or deletes this way, to work
+// out the index entries to delete, which copy what they take.
+func (tb *Table[K, R]) decodeView(v []byte) (R, error) {
+	rec, err := tb.read(valueReader{b: v, view: true})
 	if err != nil {
 		err = fmt.Errorf("%s: %w", tb.name, err)
 	}
@@ -124,26 +136,26 @@ func New(cfg Config) *Layout {
 		runIxs = append(runIxs, l.RunStatus)
 	}
 	l.Run = newTable(l, "run", 0x40, Schema{{"id", PartStr}},
-		func(r backend.Run) string { return r.ID }, runKey, encodeRun, decodeRun, runIxs...)
+		func(r backend.Run) string { return r.ID }, runKey, encodeRun, readRun, runIxs...)
 	l.Link = newTable(l, "run_link", 0x41, Schema{{"child", PartStr}},
-		func(r backend.RunLink) string { return r.ChildRunID }, linkKey, encodeLink, decodeLink,
+		func(r backend.RunLink) string { return r.ChildRunID }, linkKey, encodeLink, readLink,
 		l.LinkRoot)
 	l.Activation = newTable(l, "activation", 0x42, activationSchema,
-		func(a backend.Activation) backend.ActivationKey { return a.Key }, activationKey, encodeActivation, decodeActivation,
+		func(a backend.Activation) backend.ActivationKey { return a.Key }, activationKey, encodeActivation, readActivation,
 		l.Pending)
 	l.FanOutGroup = newTable(l, "fan_out_group", 0x43, activationSchema,
-		func(g backend.FanOutGroup) backend.ActivationKey { return g.Controller }, activationKey, encodeGroup, decodeGroup)
+		func(g backend.FanOutGroup) backend.ActivationKey { return g.Controller }, activationKey, encodeGroup, readGroup)
 	l.Attempt = newTable(l, "attempt", 0x44, attemptSchema,
-		func(a backend.Attempt) backend.AttemptKey { return a.Key }, attemptKey, encodeAttempt, decodeAttempt,
+		func(a backend.Attempt) backend.AttemptKey { return a.Key }, attemptKey, encodeAttempt, readAttempt,
 		l.AttemptIdentity, l.AttemptStatus, l.AttemptRunStatus, l.AttemptRun, l.AttemptPrepared)
 	l.Lease = newTable(l, "lease", 0x45, leaseSchema,
-		func(s backend.Lease) backend.LeaseKey { return s.Key }, leaseKey, encodeLease, decodeLease,
+		func(s backend.Lease) backend.LeaseKey { return s.Key }, leaseKey, encodeLease, readLease,
 		l.LeaseActive, l.LeaseResource)
 	l.Schedule = newTable(l, "retry_schedule", 0x46, activationSchema,
-		func(s backend.RetrySchedule) backend.ActivationKey { return s.Key }, activationKey, encodeSchedule, decodeSchedule,
+		func(s backend.RetrySchedule) backend.ActivationKey { return s.Key }, activationKey, encodeSchedule, readSchedule,
 		l.ScheduleDue)
 	l.Event = newTable(l, "event", 0x47, Schema{{"run", PartStr}, {"seq", PartI64}},
-		backend.Event.Key, eventKey, encodeEvent, decodeEvent)
+		backend.Event.Key, eventKey, encodeEvent, readEvent)
 	l.Kinds = []*Kind{l.Run.Kind, l.Link.Kind, l.Activation.Kind, l.FanOutGroup.Kind,
 		l.Attempt.Kind, l.Lease.Kind, l.Schedule.Kind, l.Event.Kind}
 	return l
@@ -163,10 +175,10 @@ func (l *Layout) space(tag byte, perRun bool) Space {
 
 // newTable makes a record kind's table, in its space, with its indexes.
 func newTable[K comparable, R any](l *Layout, name string, tag byte, s Schema, id func(R) K, k func(K) Key,
-	enc func(R) []byte, dec func([]byte) (R, error), ixs ...*IndexOf[R]) *Table[K, R] {
+	enc func(R) []byte, read func(valueReader) (R, error), ixs ...*IndexOf[R]) *Table[K, R] {
 	tb := &Table[K, R]{
 		Kind: &Kind{Name: name, Space: l.space(tag, true), Schema: s},
-		ID:   id, key: k, encode: enc, decode: dec, Indexed: ixs, name: l.cfg.Name,
+		ID:   id, key: k, encode: enc, read: read, Indexed: ixs, name: l.cfg.Name,
 	}
 	for _, ix := range ixs {
 		ix.Owner = tb.Kind

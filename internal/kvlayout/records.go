@@ -92,8 +92,9 @@ func encodeRun(v backend.Run) []byte {
 	return w.b
 }
 
-func decodeRun(b []byte) (backend.Run, error) {
-	r := valueReader{b: b}
+func decodeRun(b []byte) (backend.Run, error) { return readRun(valueReader{b: b}) }
+
+func readRun(r valueReader) (backend.Run, error) {
 	r.tag(tagRun)
 	var v backend.Run
 	v.ID = r.str()
@@ -140,8 +141,9 @@ func encodeLink(v backend.RunLink) []byte {
 	return w.b
 }
 
-func decodeLink(b []byte) (backend.RunLink, error) {
-	r := valueReader{b: b}
+func decodeLink(b []byte) (backend.RunLink, error) { return readLink(valueReader{b: b}) }
+
+func readLink(r valueReader) (backend.RunLink, error) {
 	r.tag(tagLink)
 	v := backend.RunLink{
 		ChildRunID: r.str(),
@@ -213,8 +215,9 @@ func (r *valueReader) nodeRefs() []backend.NodeRef {
 	return refs
 }
 
-func decodeActivation(b []byte) (backend.Activation, error) {
-	r := valueReader{b: b}
+func decodeActivation(b []byte) (backend.Activation, error) { return readActivation(valueReader{b: b}) }
+
+func readActivation(r valueReader) (backend.Activation, error) {
 	r.tag(tagActivation)
 	var v backend.Activation
 	v.Key = r.activationKey()
@@ -277,8 +280,9 @@ func encodeGroup(v backend.FanOutGroup) []byte {
 	return w.b
 }
 
-func decodeGroup(b []byte) (backend.FanOutGroup, error) {
-	r := valueReader{b: b}
+func decodeGroup(b []byte) (backend.FanOutGroup, error) { return readGroup(valueReader{b: b}) }
+
+func readGroup(r valueReader) (backend.FanOutGroup, error) {
 	r.tag(tagGroup)
 	v := backend.FanOutGroup{
 		Controller:     r.activationKey(),
@@ -326,8 +330,9 @@ func encodeAttempt(v backend.Attempt) []byte {
 	return w.b
 }
 
-func decodeAttempt(b []byte) (backend.Attempt, error) {
-	r := valueReader{b: b}
+func decodeAttempt(b []byte) (backend.Attempt, error) { return readAttempt(valueReader{b: b}) }
+
+func readAttempt(r valueReader) (backend.Attempt, error) {
 	r.tag(tagAttempt)
 	v := backend.Attempt{
 		Key:            r.attemptKey(),
@@ -363,8 +368,9 @@ func encodeLease(v backend.Lease) []byte {
 	return w.b
 }
 
-func decodeLease(b []byte) (backend.Lease, error) {
-	r := valueReader{b: b}
+func decodeLease(b []byte) (backend.Lease, error) { return readLease(valueReader{b: b}) }
+
+func readLease(r valueReader) (backend.Lease, error) {
 	r.tag(tagLease)
 	v := backend.Lease{
 		Key: backend.LeaseKey{
@@ -392,8 +398,9 @@ func encodeSchedule(v backend.RetrySchedule) []byte {
 	return w.b
 }
 
-func decodeSchedule(b []byte) (backend.RetrySchedule, error) {
-	r := valueReader{b: b}
+func decodeSchedule(b []byte) (backend.RetrySchedule, error) { return readSchedule(valueReader{b: b}) }
+
+func readSchedule(r valueReader) (backend.RetrySchedule, error) {
 	r.tag(tagSchedule)
 	v := backend.RetrySchedule{
 		Key:           r.activationKey(),
@@ -420,8 +427,9 @@ func encodeEvent(v backend.Event) []byte {
 	return w.b
 }
 
-func decodeEvent(b []byte) (backend.Event, error) {
-	r := valueReader{b: b}
+func decodeEvent(b []byte) (backend.Event, error) { return readEvent(valueReader{b: b}) }
+
+func readEvent(r valueReader) (backend.Event, error) {
 	r.tag(tagEvent)
 	v := backend.Event{
 		RunID:     r.str(),

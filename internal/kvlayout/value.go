@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unsafe"
 )
 
 // This file holds the primitives of the record value encoding: a compact
@@ -58,12 +59,15 @@ func (w *valueWriter) count(n int, isNil bool) {
 }
 
 // valueReader reads the fields of one record value in the order they were
-// written. The first failure sticks; end reports it. Everything it returns
-// is copied out of the value, so it outlives the storage's transaction
-// (a bbolt page, an etcd response).
+// written. The first failure sticks; end reports it. Unless view is set,
+// everything it returns is copied out of the value, so it outlives the
+// storage's transaction (a bbolt page, an etcd response). With view, the
+// strings and byte fields it returns share the value's memory: for a record
+// that is dropped before the value may change or go (Table.decodeView).
 type valueReader struct {
-	b   []byte
-	err error
+	b    []byte
+	err  error
+	view bool
 }
 
 func (r *valueReader) fail(what string) {
@@ -122,12 +126,24 @@ func (r *valueReader) take(n uint64) []byte {
 	return p
 }
 
-func (r *valueReader) str() string { return string(r.take(r.uvarint())) }
+func (r *valueReader) str() string {
+	p := r.take(r.uvarint())
+	if r.view && len(p) > 0 {
+		return unsafe.String(&p[0], len(p))
+	}
+	return string(p)
+}
 
 // bytes reads a byte field written by valueWriter.bytes, as a copy.
 func (r *valueReader) bytes() []byte {
 	n := r.uvarint()
 	if n == 0 || r.err != nil {
+		return nil
+	}
+	if r.view {
+		if p := r.take(n - 1); p != nil {
+			return p[:len(p):len(p)]
+		}
 		return nil
 	}
 	return append(make([]byte, 0, n-1), r.take(n-1)...)
