@@ -27,10 +27,10 @@ const (
 // then writes costs two round trips, one that only writes costs one, and
 // one that does neither costs none. fn is run again (after a jittered
 // pause that grows exponentially from the failed run's duration, for as
-// long as WithBusyTimeout allows and ctx allows) when the server reports a serialization failure (40001) or
-// deadlock (40P01), or the connection is lost before COMMIT was sent; a
-// loss during COMMIT leaves the outcome unknown and is returned, never
-// re-run.
+// long as WithBusyTimeout allows and ctx allows) when the server reports a
+// serialization failure (40001) or deadlock (40P01), or the connection is
+// lost before COMMIT was sent; a loss during COMMIT leaves the outcome
+// unknown and is returned, never re-run.
 func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) error {
 	if fn == nil {
 		return errors.New("postgres: Update: nil fn")
