@@ -209,20 +209,21 @@ func insertMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, re
 	}
 }
 
-// replaceMany writes recs (at least manyFrom of them, distinct keys): the
-// records with images grouped by the columns they change (see the top of
-// this file), the others one by one through s in slice order. It reports
-// false, having written nothing, when the keys are not distinct.
-func replaceMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, recs []R) bool {
+// replaceMany writes recs (distinct keys): the records with images
+// grouped by the columns they change (see the top of this file), the
+// others one by one through s in slice order. It reports false, having
+// written nothing, when the keys are not distinct; otherwise the error of
+// the first write that failed, with the index in recs of its record.
+func replaceMany[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[R, K], s *sql.Stmt, recs []R) (ok bool, failed int, err error) {
 	tb := kd.tb
 	if len(tb.cols)-tb.nkey > 64 {
-		return false
+		return false, 0, nil
 	}
 	seen := make(map[K]struct{}, len(recs))
 	for i := range recs {
 		k := kd.key(&recs[i])
 		if _, dup := seen[k]; dup {
-			return false
+			return false, 0, nil
 		}
 		seen[k] = struct{}{}
 	}
@@ -235,12 +236,12 @@ func replaceMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, r
 	var solo []int
 	for i := range recs {
 		args := kd.args(&recs[i])
-		mask, ok := changedColumns(&a.t.readTx, kd, kd.key(&recs[i]), args)
+		mask, ok := changedColumns(&t.readTx, kd, kd.key(&recs[i]), args)
 		switch {
 		case !ok || mask&kd.uniqueMask != 0:
 			solo = append(solo, i)
 		case mask == 0:
-			rememberArgs(&a.t.readTx, kd, kd.key(&recs[i]), recs[i], args)
+			rememberArgs(&t.readTx, kd, kd.key(&recs[i]), recs[i], args)
 		default:
 			if _, ok := groups[mask]; !ok {
 				masks = append(masks, mask)
@@ -259,16 +260,14 @@ func replaceMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, r
 			var ms *sql.Stmt
 			if n > 1 {
 				var err error
-				ms, err = a.t.w.manyStmt(a.ctx, manyKey{kd.rep, mask, n}, func() string { return tb.updateMany(mask, n) })
+				ms, err = t.w.manyStmt(ctx, manyKey{kd.rep, mask, n}, func() string { return tb.updateMany(mask, n) })
 				if err != nil {
-					a.failed("Replace", kd.field, g[at].i, a.t.fail(fmt.Errorf("prepare many-row update: %w", err)))
-					return true
+					return true, g[at].i, t.fail(fmt.Errorf("prepare many-row update: %w", err))
 				}
 			}
 			if ms == nil { // one record, or the cache is full
-				if err := replaceOne(a.ctx, a.t, kd, s, &recs[g[at].i]); err != nil {
-					a.failed("Replace", kd.field, g[at].i, err)
-					return true
+				if err := replaceOne(ctx, t, kd, s, &recs[g[at].i]); err != nil {
+					return true, g[at].i, err
 				}
 				at++
 				continue
@@ -277,21 +276,19 @@ func replaceMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, r
 			for _, r := range g[at : at+n] {
 				args = manyUpdateArgs(args, tb, mask, r.args)
 			}
-			if err := a.t.execMany(a.ctx, ms, args, n, backend.ErrNotFound); err != nil {
-				a.failed("Replace", kd.field, g[at].i, err)
-				return true
+			if err := t.execMany(ctx, ms, args, n, backend.ErrNotFound); err != nil {
+				return true, g[at].i, err
 			}
 			for _, r := range g[at : at+n] {
-				rememberArgs(&a.t.readTx, kd, kd.key(&recs[r.i]), recs[r.i], r.args)
+				rememberArgs(&t.readTx, kd, kd.key(&recs[r.i]), recs[r.i], r.args)
 			}
 			at += n
 		}
 	}
 	for _, i := range solo {
-		if err := replaceOne(a.ctx, a.t, kd, s, &recs[i]); err != nil {
-			a.failed("Replace", kd.field, i, err)
-			return true
+		if err := replaceOne(ctx, t, kd, s, &recs[i]); err != nil {
+			return true, i, err
 		}
 	}
-	return true
+	return true, 0, nil
 }

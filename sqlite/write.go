@@ -286,8 +286,13 @@ func replaceAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 	if a.err != nil {
 		return
 	}
-	if len(recs) >= manyFrom && replaceMany(a, kd, s, recs) {
-		return
+	if len(recs) >= manyFrom {
+		if ok, i, err := replaceMany(a.ctx, a.t, kd, s, recs); ok {
+			if err != nil {
+				a.failed("Replace", kd.field, i, err)
+			}
+			return
+		}
 	}
 	for i := range recs {
 		if err := replaceOne(a.ctx, a.t, kd, s, &recs[i]); err != nil {
@@ -350,7 +355,10 @@ var _ backend.Swapper = (*writeTx)(nil)
 // lock, so each swap is a compare and a write in it: Old is compared with
 // the row's image when the transaction has one (as Expect compares) and
 // read otherwise, and an equal row is updated to New in the columns that
-// differ (as Replace writes it).
+// differ (as Replace writes it). The keys are distinct (CheckSwaps), so
+// no swap's compare reads a row another swap writes: a call of at least
+// manyFrom swaps compares them all first and then writes the ones it won
+// together, as a long Replace slice is written (replaceMany).
 func (t *writeTx) SwapAttempts(ctx context.Context, swaps []backend.AttemptSwap) ([]bool, error) {
 	if err := t.ready(ctx); err != nil {
 		return nil, err
@@ -359,7 +367,12 @@ func (t *writeTx) SwapAttempts(ctx context.Context, swaps []backend.AttemptSwap)
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	out := make([]bool, len(swaps))
-	var s *sql.Stmt
+	many := len(swaps) >= manyFrom
+	var (
+		s     *sql.Stmt
+		won   []backend.Attempt // many: the New of each swap won, in order
+		wonAt []int             // and its index in swaps
+	)
 	for i := range swaps {
 		err := expectOne(ctx, t, attemptK, swaps[i].Old)
 		if errors.Is(err, backend.ErrChanged) {
@@ -368,13 +381,25 @@ func (t *writeTx) SwapAttempts(ctx context.Context, swaps []backend.AttemptSwap)
 		if err == nil && s == nil {
 			s, err = t.stmt(ctx, attemptK.rep)
 		}
-		if err == nil {
+		if err == nil && !many {
 			err = replaceOne(ctx, t, attemptK, s, &swaps[i].New)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: swap attempt[%d]: %w", i, err)
 		}
 		out[i] = true
+		if many {
+			won, wonAt = append(won, swaps[i].New), append(wonAt, i)
+		}
+	}
+	if len(won) > 0 {
+		ok, j, err := replaceMany(ctx, t, attemptK, s, won)
+		if !ok { // never: CheckSwaps found the keys distinct
+			return nil, fmt.Errorf("sqlite: swap attempts: keys not distinct: %w", backend.ErrInvalidSwap)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: swap attempt[%d]: %w", wonAt[j], err)
+		}
 	}
 	return out, nil
 }
