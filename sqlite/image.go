@@ -122,31 +122,32 @@ func imageOf[R any, K comparable](t *readTx, kd *kind[R, K], key K) (R, bool) {
 	return im.rec, true
 }
 
-// changedColumns returns the bit mask of the non-key columns of args that
-// differ from the image of the row key; ok is false when there is no
-// usable image.
-func changedColumns[R any, K comparable](t *readTx, kd *kind[R, K], key K, args []any) (mask uint64, ok bool) {
-	tb := kd.tb
-	if len(tb.cols)-tb.nkey > 64 {
-		return 0, false
+// imageArgs returns the column values of the image of the row key; ok is
+// false when the transaction has no image of it usable for a partial
+// write (changedMask).
+func imageArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K) (args []any, ok bool) {
+	if len(kd.tb.cols)-kd.tb.nkey > 64 {
+		return nil, false
 	}
 	im, ok := t.img[rowKey{kd.rep, key}].(*rowImage[R, K])
 	if !ok {
-		return 0, false
+		return nil, false
 	}
 	if im.args == nil {
-		im.args = kd.args(&im.rec)
+		im.args = kd.argsOf(&im.rec, nil)
 	}
-	prev := im.args
-	if len(prev) != len(args) {
-		return 0, false
-	}
+	return im.args, true
+}
+
+// changedMask returns the bit mask of the non-key columns of args that
+// differ from prev, the column values of the row's image (imageArgs).
+func changedMask(tb *table, prev, args []any) (mask uint64) {
 	for i := tb.nkey; i < len(args); i++ {
 		if !sameArg(prev[i], args[i]) {
 			mask |= 1 << (i - tb.nkey)
 		}
 	}
-	return mask, true
+	return mask
 }
 
 // partialUpdate returns the UPDATE of t's columns in mask: its SET list

@@ -171,6 +171,7 @@ func (a *applier) failedRange(op, field string, i, n int, err error) {
 // one-row insert for the records left over.
 func insertMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, recs []R) {
 	ncol := len(kd.tb.cols)
+	var like []any // the record before, whose values the next mostly shares
 	for i := 0; i < len(recs); {
 		n := chunkOf(len(recs) - i)
 		ms := s
@@ -185,17 +186,20 @@ func insertMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, re
 				ms, n = s, 1
 			}
 		}
+		// Each record's column values, kept in its image, are its part of
+		// the statement's arguments (capped, so that nothing appends over
+		// the next record's), its boxes shared with the record before.
 		var err error
-		each := make([][]any, n) // each record's column values, kept in its image
+		each := make([][]any, n)
+		args := make([]any, 0, n*ncol)
+		for j := range each {
+			args = kd.args(args, &recs[i+j], like)
+			each[j] = args[len(args)-ncol : len(args) : len(args)]
+			like = each[j]
+		}
 		if n == 1 {
-			each[0] = kd.args(&recs[i])
-			err = a.t.exec(a.ctx, ms, each[0], backend.ErrConflict)
+			err = a.t.exec(a.ctx, ms, args, backend.ErrConflict)
 		} else {
-			args := make([]any, 0, n*ncol)
-			for j := range each {
-				each[j] = kd.args(&recs[i+j])
-				args = append(args, each[j]...)
-			}
 			err = a.t.execMany(a.ctx, ms, args, n, backend.ErrConflict)
 		}
 		if err != nil {
@@ -235,8 +239,12 @@ func replaceMany[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[
 	groups := map[uint64][]rec{}
 	var solo []int
 	for i := range recs {
-		args := kd.args(&recs[i])
-		mask, ok := changedColumns(&t.readTx, kd, kd.key(&recs[i]), args)
+		prev, ok := imageArgs(&t.readTx, kd, kd.key(&recs[i]))
+		args := kd.argsOf(&recs[i], prev)
+		var mask uint64
+		if ok {
+			mask = changedMask(tb, prev, args)
+		}
 		switch {
 		case !ok || mask&kd.uniqueMask != 0:
 			solo = append(solo, i)

@@ -29,15 +29,16 @@ type kind[R any, K comparable] struct {
 	// kind has no such operation). rep also names the kind's row images.
 	ins, rep, del stmtID
 	key           func(*R) K
-	// args returns the column values, in table column order, as bound:
-	// a fresh slice sharing no memory with the record (byte slices are
-	// bound as strings or freshly encoded), which no caller changes.
-	args    func(*R) []any
+	// args appends the column values, in table column order, as bound,
+	// to out, reusing like's boxes (see argList): they share no memory
+	// with the record (byte slices are bound as strings or freshly
+	// encoded), and no caller changes them.
+	args    func(out []any, r *R, like []any) []any
 	keyArgs func(K) []any // key column values
 	// clone returns a copy sharing no memory with its argument; nil for
 	// kinds without row images (those that cannot be replaced).
 	clone func(R) R
-	// uniqueMask: the bits (in changedColumns' mask) of the non-key
+	// uniqueMask: the bits (in changedMask's mask) of the non-key
 	// columns with a unique index. SQLite checks a unique index row by
 	// row, so a many-row UPDATE that moves such values between its rows
 	// would conflict or not depending on the order it reaches them:
@@ -106,6 +107,11 @@ var (
 		keyArgs: func(k backend.EventKey) []any { return []any{k.RunID, k.Seq} },
 	}
 )
+
+// argsOf returns r's column values (kd.args) in a slice of their own.
+func (kd *kind[R, K]) argsOf(r *R, like []any) []any {
+	return kd.args(make([]any, 0, len(kd.tb.cols)), r, like)
+}
 
 func activationKeyArgs(k backend.ActivationKey) []any {
 	return []any{k.RunID, k.NodeID, k.ActivationID}
@@ -267,14 +273,16 @@ func insertAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 		insertMany(a, kd, s, recs)
 		return
 	}
+	var like []any // the record before, whose values the next mostly shares
 	for i := range recs {
 		r := &recs[i]
-		args := kd.args(r)
+		args := kd.argsOf(r, like)
 		if err := a.t.exec(a.ctx, s, args, backend.ErrConflict); err != nil {
 			a.failed("Insert", kd.field, i, err)
 			return
 		}
 		rememberArgs(&a.t.readTx, kd, kd.key(r), *r, args)
+		like = args
 	}
 }
 
@@ -306,9 +314,12 @@ func replaceAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 // every column (through s) when there is none; it writes nothing when no
 // column differs (the image proves that the row exists).
 func replaceOne[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[R, K], s *sql.Stmt, r *R) error {
-	key, args := kd.key(r), kd.args(r)
+	key := kd.key(r)
+	prev, ok := imageArgs(&t.readTx, kd, key)
+	args := kd.argsOf(r, prev)
 	full := args
-	if mask, ok := changedColumns(&t.readTx, kd, key, args); ok {
+	if ok {
+		mask := changedMask(kd.tb, prev, args)
 		if mask == 0 {
 			rememberArgs(&t.readTx, kd, key, *r, full)
 			return nil
