@@ -44,13 +44,21 @@ type rowImage[R any, K comparable] struct {
 	rec  R
 	kd   *kind[R, K]
 	args []any
+	// owned: rec shares no memory with a record any caller holds (it is
+	// a copy carried made), and nothing changes it.
+	owned bool
 }
 
 // carried keeps args: they share no memory with the record (see
 // kind.args) and nothing changes them once built, so the next Update's
-// Replace of the row compares with them without building them again.
+// Replace of the row compares with them without building them again. An
+// image carried before and only read since (an Expect compared with it)
+// is passed on as it is: no caller holds its record.
 func (im *rowImage[R, K]) carried() image {
-	return &rowImage[R, K]{rec: im.kd.clone(im.rec), kd: im.kd, args: im.args}
+	if im.owned {
+		return im
+	}
+	return &rowImage[R, K]{rec: im.kd.clone(im.rec), kd: im.kd, args: im.args, owned: true}
 }
 
 // maxPartialStmts bounds the prepared partial UPDATEs per writer
