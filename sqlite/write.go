@@ -33,8 +33,10 @@ type kind[R any, K comparable] struct {
 	// to out, reusing like's boxes (see argList): they share no memory
 	// with the record (byte slices are bound as strings or freshly
 	// encoded), and no caller changes them.
-	args    func(out []any, r *R, like []any) []any
-	keyArgs func(K) []any // key column values
+	args func(out []any, r *R, like []any) []any
+	// keyArgs appends the key column values to out, reusing like's boxes
+	// (the values of another key of the kind; see argList).
+	keyArgs func(out []any, k K, like []any) []any
 	// clone returns a copy sharing no memory with its argument; nil for
 	// kinds without row images (those that cannot be replaced).
 	clone func(R) R
@@ -51,14 +53,14 @@ var (
 		field: "Runs", tb: &runsT, ins: sRunIns, rep: sRunRep, del: noStmt,
 		key:     func(r *backend.Run) string { return r.ID },
 		args:    runArgs,
-		keyArgs: func(id string) []any { return []any{id} },
+		keyArgs: stringKeyArgs,
 		clone:   cloneRun,
 	}
 	linkK = &kind[backend.RunLink, string]{
 		field: "Links", tb: &linksT, ins: sLinkIns, rep: noStmt, del: noStmt,
 		key:     func(l *backend.RunLink) string { return l.ChildRunID },
 		args:    linkArgs,
-		keyArgs: func(id string) []any { return []any{id} },
+		keyArgs: stringKeyArgs,
 	}
 	activationK = &kind[backend.Activation, backend.ActivationKey]{
 		field: "Activations", tb: &activationsT, ins: sActIns, rep: sActRep, del: noStmt,
@@ -78,8 +80,13 @@ var (
 		field: "Attempts", tb: &attemptsT, ins: sAttIns, rep: sAttRep, del: sAttDel,
 		key:  func(a *backend.Attempt) backend.AttemptKey { return a.Key },
 		args: attemptArgs,
-		keyArgs: func(k backend.AttemptKey) []any {
-			return []any{k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt)}
+		keyArgs: func(out []any, k backend.AttemptKey, like []any) []any {
+			l := newArgList(out, like)
+			l.str(k.RunID)
+			l.str(k.NodeID)
+			l.str(k.ActivationID)
+			l.int(int64(k.Attempt))
+			return l.out
 		},
 		clone:      cloneAttempt,
 		uniqueMask: 1 << 0, // identity, the first non-key column
@@ -88,8 +95,15 @@ var (
 		field: "Leases", tb: &leasesT, ins: sLeaseIns, rep: sLeaseRep, del: sLeaseDel,
 		key:  func(l *backend.Lease) backend.LeaseKey { return l.Key },
 		args: leaseArgs,
-		keyArgs: func(k backend.LeaseKey) []any {
-			return []any{k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt), k.Resource, string(k.Mode)}
+		keyArgs: func(out []any, k backend.LeaseKey, like []any) []any {
+			l := newArgList(out, like)
+			l.str(k.RunID)
+			l.str(k.NodeID)
+			l.str(k.ActivationID)
+			l.int(int64(k.Attempt))
+			l.str(k.Resource)
+			l.str(string(k.Mode))
+			return l.out
 		},
 		clone: identity[backend.Lease],
 	}
@@ -102,9 +116,14 @@ var (
 	}
 	eventK = &kind[backend.Event, backend.EventKey]{
 		field: "Events", tb: &eventsT, ins: sEventIns, rep: noStmt, del: sEventDel,
-		key:     func(e *backend.Event) backend.EventKey { return e.Key() },
-		args:    eventArgs,
-		keyArgs: func(k backend.EventKey) []any { return []any{k.RunID, k.Seq} },
+		key:  func(e *backend.Event) backend.EventKey { return e.Key() },
+		args: eventArgs,
+		keyArgs: func(out []any, k backend.EventKey, like []any) []any {
+			l := newArgList(out, like)
+			l.str(k.RunID)
+			l.int(k.Seq)
+			return l.out
+		},
 	}
 )
 
@@ -113,8 +132,24 @@ func (kd *kind[R, K]) argsOf(r *R, like []any) []any {
 	return kd.args(make([]any, 0, len(kd.tb.cols)), r, like)
 }
 
-func activationKeyArgs(k backend.ActivationKey) []any {
-	return []any{k.RunID, k.NodeID, k.ActivationID}
+// keyArgsOf returns k's key column values (kd.keyArgs) in a slice of
+// their own.
+func (kd *kind[R, K]) keyArgsOf(k K) []any {
+	return kd.keyArgs(make([]any, 0, kd.tb.nkey), k, nil)
+}
+
+func stringKeyArgs(out []any, id string, like []any) []any {
+	l := newArgList(out, like)
+	l.str(id)
+	return l.out
+}
+
+func activationKeyArgs(out []any, k backend.ActivationKey, like []any) []any {
+	l := newArgList(out, like)
+	l.str(k.RunID)
+	l.str(k.NodeID)
+	l.str(k.ActivationID)
+	return l.out
 }
 
 func identity[R any](r R) R { return r }
@@ -253,7 +288,7 @@ func deleteAll[R any, K comparable](a *applier, kd *kind[R, K], keys []K) {
 		return
 	}
 	for i, k := range keys {
-		if err := a.t.exec(a.ctx, s, kd.keyArgs(k), backend.ErrNotFound); err != nil {
+		if err := a.t.exec(a.ctx, s, kd.keyArgsOf(k), backend.ErrNotFound); err != nil {
 			a.failed("Delete", kd.field, i, err)
 			return
 		}
