@@ -102,7 +102,13 @@ func rememberArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K, r R, ar
 		t.img = make(map[rowKey]image, 8)
 	}
 	k := rowKey{kd.rep, key}
-	t.img[k] = &rowImage[R, K]{rec: r, kd: kd, args: args}
+	if im, ok := t.img[k].(*rowImage[R, K]); ok {
+		// Only this transaction's map holds an image (one carried in was
+		// taken from the writer), so the row's image is updated in place.
+		*im = rowImage[R, K]{rec: r, kd: kd, args: args}
+	} else {
+		t.img[k] = &rowImage[R, K]{rec: r, kd: kd, args: args}
+	}
 	t.touched = append(t.touched, k)
 }
 
