@@ -1,6 +1,7 @@
 package sqlite
 
 import (
+	"bytes"
 	"database/sql"
 	"encoding/binary"
 	"errors"
@@ -17,14 +18,73 @@ type scanner interface {
 // errCorrupt reports a stored value this adapter cannot decode.
 var errCorrupt = errors.New("sqlite: stored value is corrupt")
 
-// jsonArg binds canonical JSON as TEXT; nil binds NULL. TEXT (rather than
-// BLOB) keeps an empty non-nil value distinct from nil on the way back.
-func jsonArg(b []byte) any {
-	if b == nil {
-		return nil
-	}
-	return string(b)
+// argList appends a record's column values to out, reusing the boxes of
+// like, the column values of another record of the same kind (the row's
+// image, or the record before it in a many-row insert), where they hold
+// the same value. Binding a string or an integer of 256 or more through
+// an interface allocates a box; the rows a batch writes mostly share their
+// values with their images and with each other (run, status, times), so
+// most of their columns need none. A box is never changed once made, so a
+// shared one binds exactly what a fresh one would.
+type argList struct {
+	out  []any
+	base int   // the index in out of the record's first column
+	like []any // nil, or a column list of the kind
 }
+
+func newArgList(out, like []any) argList { return argList{out: out, base: len(out), like: like} }
+
+// prev returns like's value at the next column (nil when there is none).
+func (l *argList) prev() any {
+	if i := len(l.out) - l.base; i < len(l.like) {
+		return l.like[i]
+	}
+	return nil
+}
+
+func (l *argList) str(s string) {
+	if p, ok := l.prev().(string); ok && p == s {
+		l.out = append(l.out, l.like[len(l.out)-l.base])
+		return
+	}
+	l.out = append(l.out, s)
+}
+
+func (l *argList) int(v int64) {
+	if p, ok := l.prev().(int64); ok && p == v {
+		l.out = append(l.out, l.like[len(l.out)-l.base])
+		return
+	}
+	l.out = append(l.out, v)
+}
+
+// text binds canonical JSON as TEXT, nil as NULL. TEXT (rather than
+// BLOB) keeps an empty non-nil value distinct from nil on the way back.
+func (l *argList) text(b []byte) {
+	if b == nil {
+		l.out = append(l.out, nil)
+		return
+	}
+	if p, ok := l.prev().(string); ok && p == string(b) {
+		l.out = append(l.out, l.like[len(l.out)-l.base])
+		return
+	}
+	l.out = append(l.out, string(b))
+}
+
+// value binds v (nil, or a freshly encoded []byte) as it is, or like's box
+// of equal bytes.
+func (l *argList) value(v any) {
+	if b, ok := v.([]byte); ok {
+		if p, ok := l.prev().([]byte); ok && bytes.Equal(p, b) {
+			l.out = append(l.out, l.like[len(l.out)-l.base])
+			return
+		}
+	}
+	l.out = append(l.out, v)
+}
+
+func (l *argList) null() { l.out = append(l.out, nil) }
 
 func boolArg(v bool) int64 {
 	if v {
@@ -131,20 +191,40 @@ func decodePredecessors(b []byte) ([]backend.NodeRef, error) {
 	return out, nil
 }
 
-func runArgs(r *backend.Run) []any {
-	var at, ad, af any
-	var ag any
+func runArgs(out []any, r *backend.Run, like []any) []any {
+	l := newArgList(out, like)
+	l.str(r.ID)
+	l.str(r.RootID)
+	l.str(r.ParentID)
+	l.int(r.Depth)
+	l.str(string(r.Status))
+	l.int(r.Limits.NodeExecutionCap)
+	l.int(r.Limits.ConcurrencyCap)
+	l.int(r.Limits.CycleCap)
+	l.int(r.Limits.RetryCap)
+	l.int(r.DeadlineMS)
+	l.int(r.CancelRequestedMS)
 	if a := r.Authority; a != nil {
-		at, ad, ag, af = a.TargetArtifactID, a.DaemonInstanceID, a.Generation, a.FencingToken
+		l.str(a.TargetArtifactID)
+		l.str(a.DaemonInstanceID)
+		l.int(a.Generation)
+		l.str(a.FencingToken)
+	} else {
+		l.null()
+		l.null()
+		l.null()
+		l.null()
 	}
-	return []any{
-		r.ID, r.RootID, r.ParentID, r.Depth, string(r.Status),
-		r.Limits.NodeExecutionCap, r.Limits.ConcurrencyCap, r.Limits.CycleCap, r.Limits.RetryCap,
-		r.DeadlineMS, r.CancelRequestedMS,
-		at, ad, ag, af,
-		jsonArg(r.Metadata), r.CreatedMS, r.UpdatedMS, r.LastEventSeq,
-		r.AttemptCount, r.ActiveCount, r.TreeAttemptCount, r.DescendantCount, boolArg(r.ExhaustionRecorded),
-	}
+	l.text(r.Metadata)
+	l.int(r.CreatedMS)
+	l.int(r.UpdatedMS)
+	l.int(r.LastEventSeq)
+	l.int(r.AttemptCount)
+	l.int(r.ActiveCount)
+	l.int(r.TreeAttemptCount)
+	l.int(r.DescendantCount)
+	l.int(boolArg(r.ExhaustionRecorded))
+	return l.out
 }
 
 func scanRun(s scanner) (backend.Run, error) {
@@ -175,11 +255,18 @@ func scanRun(s scanner) (backend.Run, error) {
 	return r, nil
 }
 
-func linkArgs(l *backend.RunLink) []any {
-	return []any{
-		l.ChildRunID, l.RootRunID, l.Parent.RunID, l.Parent.NodeID, l.Parent.ActivationID,
-		int64(l.Parent.Attempt), jsonArg(l.Target), l.Depth, l.CreatedMS,
-	}
+func linkArgs(out []any, k *backend.RunLink, like []any) []any {
+	l := newArgList(out, like)
+	l.str(k.ChildRunID)
+	l.str(k.RootRunID)
+	l.str(k.Parent.RunID)
+	l.str(k.Parent.NodeID)
+	l.str(k.Parent.ActivationID)
+	l.int(int64(k.Parent.Attempt))
+	l.text(k.Target)
+	l.int(k.Depth)
+	l.int(k.CreatedMS)
+	return l.out
 }
 
 func scanLink(s scanner) (backend.RunLink, error) {
@@ -198,19 +285,41 @@ func scanLink(s scanner) (backend.RunLink, error) {
 	return l, nil
 }
 
-func activationArgs(a *backend.Activation) []any {
-	var gr, gn, ga, gi any
+func activationArgs(out []any, a *backend.Activation, like []any) []any {
+	l := newArgList(out, like)
+	l.str(a.Key.RunID)
+	l.str(a.Key.NodeID)
+	l.str(a.Key.ActivationID)
+	l.int(a.Generation)
+	l.str(string(a.Status))
+	l.int(boolArg(a.Admissible))
+	l.text(a.Input)
+	l.text(a.Output)
+	l.value(claimsArg(a.Claims))
+	l.str(string(a.Effect))
+	l.str(string(a.Reconciliation))
+	l.text(a.RetryPolicy)
+	l.value(predecessorsArg(a.Predecessors))
+	l.int(boolArg(a.HasSuccessors))
 	if g := a.Group; g != nil {
-		gr, gn, ga, gi = g.Controller.RunID, g.Controller.NodeID, g.Controller.ActivationID, g.Index
+		l.str(g.Controller.RunID)
+		l.str(g.Controller.NodeID)
+		l.str(g.Controller.ActivationID)
+		l.int(g.Index)
+	} else {
+		l.null()
+		l.null()
+		l.null()
+		l.null()
 	}
-	return []any{
-		a.Key.RunID, a.Key.NodeID, a.Key.ActivationID, a.Generation, string(a.Status), boolArg(a.Admissible),
-		jsonArg(a.Input), jsonArg(a.Output), claimsArg(a.Claims), string(a.Effect), string(a.Reconciliation),
-		jsonArg(a.RetryPolicy), predecessorsArg(a.Predecessors),
-		boolArg(a.HasSuccessors), gr, gn, ga, gi,
-		int64(a.LastAttempt), a.CreatedMS, a.UpdatedMS, a.AttemptTimeoutMS,
-		predecessorsArg(a.WaitFor), a.OpenWaits, predecessorsArg(a.Joins),
-	}
+	l.int(int64(a.LastAttempt))
+	l.int(a.CreatedMS)
+	l.int(a.UpdatedMS)
+	l.int(a.AttemptTimeoutMS)
+	l.value(predecessorsArg(a.WaitFor))
+	l.int(a.OpenWaits)
+	l.value(predecessorsArg(a.Joins))
+	return l.out
 }
 
 func scanActivation(s scanner) (backend.Activation, error) {
@@ -257,11 +366,21 @@ func scanActivation(s scanner) (backend.Activation, error) {
 	return a, nil
 }
 
-func groupArgs(g *backend.FanOutGroup) []any {
-	return []any{
-		g.Controller.RunID, g.Controller.NodeID, g.Controller.ActivationID,
-		g.Size, g.MaxConcurrency, g.Promoted, g.Settled, boolArg(g.Retiring), g.RetiredMS, g.CreatedMS, boolArg(g.FailFast), boolArg(g.FanIn),
-	}
+func groupArgs(out []any, g *backend.FanOutGroup, like []any) []any {
+	l := newArgList(out, like)
+	l.str(g.Controller.RunID)
+	l.str(g.Controller.NodeID)
+	l.str(g.Controller.ActivationID)
+	l.int(g.Size)
+	l.int(g.MaxConcurrency)
+	l.int(g.Promoted)
+	l.int(g.Settled)
+	l.int(boolArg(g.Retiring))
+	l.int(g.RetiredMS)
+	l.int(g.CreatedMS)
+	l.int(boolArg(g.FailFast))
+	l.int(boolArg(g.FanIn))
+	return l.out
 }
 
 func scanGroup(s scanner) (backend.FanOutGroup, error) {
@@ -273,13 +392,25 @@ func scanGroup(s scanner) (backend.FanOutGroup, error) {
 	return g, err
 }
 
-func attemptArgs(a *backend.Attempt) []any {
-	return []any{
-		a.Key.RunID, a.Key.NodeID, a.Key.ActivationID, int64(a.Key.Attempt),
-		a.Identity, string(a.Status), string(a.SideEffect),
-		jsonArg(a.Intent), a.IntentChecksum, jsonArg(a.Receipt), string(a.Handoff), jsonArg(a.Detail),
-		a.PreparedMS, a.AdmittedMS, a.TerminalMS, a.HandoffToken,
-	}
+func attemptArgs(out []any, a *backend.Attempt, like []any) []any {
+	l := newArgList(out, like)
+	l.str(a.Key.RunID)
+	l.str(a.Key.NodeID)
+	l.str(a.Key.ActivationID)
+	l.int(int64(a.Key.Attempt))
+	l.str(a.Identity)
+	l.str(string(a.Status))
+	l.str(string(a.SideEffect))
+	l.text(a.Intent)
+	l.str(a.IntentChecksum)
+	l.text(a.Receipt)
+	l.str(string(a.Handoff))
+	l.text(a.Detail)
+	l.int(a.PreparedMS)
+	l.int(a.AdmittedMS)
+	l.int(a.TerminalMS)
+	l.str(a.HandoffToken)
+	return l.out
 }
 
 func scanAttempt(s scanner) (backend.Attempt, error) {
@@ -304,12 +435,18 @@ func scanAttempt(s scanner) (backend.Attempt, error) {
 	return a, nil
 }
 
-func leaseArgs(l *backend.Lease) []any {
-	k := &l.Key
-	return []any{
-		k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt), k.Resource, string(k.Mode),
-		l.AcquiredMS, l.ReleasedMS,
-	}
+func leaseArgs(out []any, ls *backend.Lease, like []any) []any {
+	l := newArgList(out, like)
+	k := &ls.Key
+	l.str(k.RunID)
+	l.str(k.NodeID)
+	l.str(k.ActivationID)
+	l.int(int64(k.Attempt))
+	l.str(k.Resource)
+	l.str(string(k.Mode))
+	l.int(ls.AcquiredMS)
+	l.int(ls.ReleasedMS)
+	return l.out
 }
 
 func scanLease(s scanner) (backend.Lease, error) {
@@ -328,11 +465,18 @@ func scanLease(s scanner) (backend.Lease, error) {
 	return l, nil
 }
 
-func scheduleArgs(r *backend.RetrySchedule) []any {
-	return []any{
-		r.Key.RunID, r.Key.NodeID, r.Key.ActivationID,
-		int64(r.FailedAttempt), int64(r.NextAttempt), r.FailureKind, r.BackoffMS, r.DueMS, r.ScheduledMS,
-	}
+func scheduleArgs(out []any, r *backend.RetrySchedule, like []any) []any {
+	l := newArgList(out, like)
+	l.str(r.Key.RunID)
+	l.str(r.Key.NodeID)
+	l.str(r.Key.ActivationID)
+	l.int(int64(r.FailedAttempt))
+	l.int(int64(r.NextAttempt))
+	l.str(r.FailureKind)
+	l.int(r.BackoffMS)
+	l.int(r.DueMS)
+	l.int(r.ScheduledMS)
+	return l.out
 }
 
 func scanSchedule(s scanner) (backend.RetrySchedule, error) {
@@ -354,8 +498,14 @@ func scanSchedule(s scanner) (backend.RetrySchedule, error) {
 	return r, nil
 }
 
-func eventArgs(e *backend.Event) []any {
-	return []any{e.RunID, e.Seq, e.Type, jsonArg(e.Payload), e.CreatedMS}
+func eventArgs(out []any, e *backend.Event, like []any) []any {
+	l := newArgList(out, like)
+	l.str(e.RunID)
+	l.int(e.Seq)
+	l.str(e.Type)
+	l.text(e.Payload)
+	l.int(e.CreatedMS)
+	return l.out
 }
 
 func scanEvent(s scanner) (backend.Event, error) {

@@ -44,13 +44,21 @@ type rowImage[R any, K comparable] struct {
 	rec  R
 	kd   *kind[R, K]
 	args []any
+	// owned: rec shares no memory with a record any caller holds (it is
+	// a copy carried made), and nothing changes it.
+	owned bool
 }
 
 // carried keeps args: they share no memory with the record (see
 // kind.args) and nothing changes them once built, so the next Update's
-// Replace of the row compares with them without building them again.
+// Replace of the row compares with them without building them again. An
+// image carried before and only read since (an Expect compared with it)
+// is passed on as it is: no caller holds its record.
 func (im *rowImage[R, K]) carried() image {
-	return &rowImage[R, K]{rec: im.kd.clone(im.rec), kd: im.kd, args: im.args}
+	if im.owned {
+		return im
+	}
+	return &rowImage[R, K]{rec: im.kd.clone(im.rec), kd: im.kd, args: im.args, owned: true}
 }
 
 // maxPartialStmts bounds the prepared partial UPDATEs per writer
@@ -94,7 +102,13 @@ func rememberArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K, r R, ar
 		t.img = make(map[rowKey]image, 8)
 	}
 	k := rowKey{kd.rep, key}
-	t.img[k] = &rowImage[R, K]{rec: r, kd: kd, args: args}
+	if im, ok := t.img[k].(*rowImage[R, K]); ok {
+		// Only this transaction's map holds an image (one carried in was
+		// taken from the writer), so the row's image is updated in place.
+		*im = rowImage[R, K]{rec: r, kd: kd, args: args}
+	} else {
+		t.img[k] = &rowImage[R, K]{rec: r, kd: kd, args: args}
+	}
 	t.touched = append(t.touched, k)
 }
 
@@ -122,31 +136,32 @@ func imageOf[R any, K comparable](t *readTx, kd *kind[R, K], key K) (R, bool) {
 	return im.rec, true
 }
 
-// changedColumns returns the bit mask of the non-key columns of args that
-// differ from the image of the row key; ok is false when there is no
-// usable image.
-func changedColumns[R any, K comparable](t *readTx, kd *kind[R, K], key K, args []any) (mask uint64, ok bool) {
-	tb := kd.tb
-	if len(tb.cols)-tb.nkey > 64 {
-		return 0, false
+// imageArgs returns the column values of the image of the row key; ok is
+// false when the transaction has no image of it usable for a partial
+// write (changedMask).
+func imageArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K) (args []any, ok bool) {
+	if len(kd.tb.cols)-kd.tb.nkey > 64 {
+		return nil, false
 	}
 	im, ok := t.img[rowKey{kd.rep, key}].(*rowImage[R, K])
 	if !ok {
-		return 0, false
+		return nil, false
 	}
 	if im.args == nil {
-		im.args = kd.args(&im.rec)
+		im.args = kd.argsOf(&im.rec, nil)
 	}
-	prev := im.args
-	if len(prev) != len(args) {
-		return 0, false
-	}
+	return im.args, true
+}
+
+// changedMask returns the bit mask of the non-key columns of args that
+// differ from prev, the column values of the row's image (imageArgs).
+func changedMask(tb *table, prev, args []any) (mask uint64) {
 	for i := tb.nkey; i < len(args); i++ {
 		if !sameArg(prev[i], args[i]) {
 			mask |= 1 << (i - tb.nkey)
 		}
 	}
-	return mask, true
+	return mask
 }
 
 // partialUpdate returns the UPDATE of t's columns in mask: its SET list

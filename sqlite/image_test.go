@@ -348,3 +348,35 @@ func TestCarriedImagesAreTheLastUpdatesOwnRows(t *testing.T) {
 		require.Equal(t, next, f.Attempts[att.Key])
 	})
 }
+
+// An image carried to an Update that only compared with it (an Expect) is
+// passed on to the next as it is, not copied again: no caller holds its
+// record. One the Update wrote is a fresh copy.
+func TestCarriedImagesOnlyReadArePassedOnUncopied(t *testing.T) {
+	t.Parallel()
+	b := newStore(t)
+	att := attempt(akey("r", "n", "a"), 1, "id-1", backend.AttemptPrepared, 5)
+	att.Receipt = []byte(`{"a":1}`)
+	update(t, b, insertAttempts(att))
+	k := rowKey{sAttRep, att.Key}
+	first := b.w.carried.img[k]
+	require.NotNil(t, first)
+	update(t, b, expectAttempts(att))
+	require.Same(t, first, b.w.carried.img[k], "an image only compared with was copied again")
+	update(t, b, expectAttempts(att))
+	require.Same(t, first, b.w.carried.img[k], "an image only compared with was copied again")
+
+	next := att
+	next.Handoff, next.Receipt = backend.HandoffRecorded, []byte(`{"a":1}`)
+	update(t, b, replaceAttempts(next))
+	require.NotSame(t, first, b.w.carried.img[k])
+	stored := next
+	stored.Receipt = []byte(`{"a":1}`)
+	update(t, b, expectAttempts(stored))
+	next.Receipt[5] = '2' // the caller's bytes: the carried image does not follow
+	update(t, b, expectAttempts(stored))
+	err := b.Update(context.Background(), func(tx backend.Tx) error {
+		return tx.Apply(context.Background(), expectAttempts(next))
+	})
+	require.ErrorIs(t, err, backend.ErrChanged)
+}

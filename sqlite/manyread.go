@@ -47,7 +47,7 @@ func loadKeys[R any, K comparable](ctx context.Context, t *readTx, kd *kind[R, K
 		return err
 	}
 	for _, k := range keys {
-		v, ok, err := get1(ctx, t, one, what, scan, kd.keyArgs(k))
+		v, ok, err := get1(ctx, t, one, what, scan, kd.keyArgsOf(k))
 		if err != nil {
 			return err
 		}
@@ -70,7 +70,7 @@ func loadMany[R any, K comparable](ctx context.Context, t *readTx, kd *kind[R, K
 	for i := 0; i < len(keys); {
 		n := chunkOf(len(keys) - i)
 		if n == 1 {
-			v, ok, err := get1(ctx, t, one, what, scan, kd.keyArgs(keys[i]))
+			v, ok, err := get1(ctx, t, one, what, scan, kd.keyArgsOf(keys[i]))
 			if err != nil {
 				return err
 			}
@@ -86,7 +86,7 @@ func loadMany[R any, K comparable](ctx context.Context, t *readTx, kd *kind[R, K
 		}
 		if s == nil { // the cache is full: one by one
 			for _, k := range keys[i : i+n] {
-				v, ok, err := get1(ctx, t, one, what, scan, kd.keyArgs(k))
+				v, ok, err := get1(ctx, t, one, what, scan, kd.keyArgsOf(k))
 				if err != nil {
 					return err
 				}
@@ -97,9 +97,15 @@ func loadMany[R any, K comparable](ctx context.Context, t *readTx, kd *kind[R, K
 			i += n
 			continue
 		}
-		args := make([]any, 0, n*kd.tb.nkey)
+		nkey := kd.tb.nkey
+		args := make([]any, 0, n*nkey)
 		for _, k := range keys[i : i+n] {
-			args = append(args, kd.keyArgs(k)...)
+			// The key before's boxes serve the columns it shares (the run).
+			var like []any
+			if len(args) > 0 {
+				like = args[len(args)-nkey:]
+			}
+			args = kd.keyArgs(args, k, like)
 		}
 		rows, err := s.QueryContext(ctx, args...)
 		if err != nil {

@@ -171,6 +171,7 @@ func (a *applier) failedRange(op, field string, i, n int, err error) {
 // one-row insert for the records left over.
 func insertMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, recs []R) {
 	ncol := len(kd.tb.cols)
+	var like []any // the record before, whose values the next mostly shares
 	for i := 0; i < len(recs); {
 		n := chunkOf(len(recs) - i)
 		ms := s
@@ -185,17 +186,20 @@ func insertMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, re
 				ms, n = s, 1
 			}
 		}
+		// Each record's column values, kept in its image, are its part of
+		// the statement's arguments (capped, so that nothing appends over
+		// the next record's), its boxes shared with the record before.
 		var err error
-		each := make([][]any, n) // each record's column values, kept in its image
+		each := make([][]any, n)
+		args := make([]any, 0, n*ncol)
+		for j := range each {
+			args = kd.args(args, &recs[i+j], like)
+			each[j] = args[len(args)-ncol : len(args) : len(args)]
+			like = each[j]
+		}
 		if n == 1 {
-			each[0] = kd.args(&recs[i])
-			err = a.t.exec(a.ctx, ms, each[0], backend.ErrConflict)
+			err = a.t.exec(a.ctx, ms, args, backend.ErrConflict)
 		} else {
-			args := make([]any, 0, n*ncol)
-			for j := range each {
-				each[j] = kd.args(&recs[i+j])
-				args = append(args, each[j]...)
-			}
 			err = a.t.execMany(a.ctx, ms, args, n, backend.ErrConflict)
 		}
 		if err != nil {
@@ -209,20 +213,21 @@ func insertMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, re
 	}
 }
 
-// replaceMany writes recs (at least manyFrom of them, distinct keys): the
-// records with images grouped by the columns they change (see the top of
-// this file), the others one by one through s in slice order. It reports
-// false, having written nothing, when the keys are not distinct.
-func replaceMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, recs []R) bool {
+// replaceMany writes recs (distinct keys): the records with images
+// grouped by the columns they change (see the top of this file), the
+// others one by one through s in slice order. It reports false, having
+// written nothing, when the keys are not distinct; otherwise the error of
+// the first write that failed, with the index in recs of its record.
+func replaceMany[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[R, K], s *sql.Stmt, recs []R) (ok bool, failed int, err error) {
 	tb := kd.tb
 	if len(tb.cols)-tb.nkey > 64 {
-		return false
+		return false, 0, nil
 	}
 	seen := make(map[K]struct{}, len(recs))
 	for i := range recs {
 		k := kd.key(&recs[i])
 		if _, dup := seen[k]; dup {
-			return false
+			return false, 0, nil
 		}
 		seen[k] = struct{}{}
 	}
@@ -234,13 +239,17 @@ func replaceMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, r
 	groups := map[uint64][]rec{}
 	var solo []int
 	for i := range recs {
-		args := kd.args(&recs[i])
-		mask, ok := changedColumns(&a.t.readTx, kd, kd.key(&recs[i]), args)
+		prev, ok := imageArgs(&t.readTx, kd, kd.key(&recs[i]))
+		args := kd.argsOf(&recs[i], prev)
+		var mask uint64
+		if ok {
+			mask = changedMask(tb, prev, args)
+		}
 		switch {
 		case !ok || mask&kd.uniqueMask != 0:
 			solo = append(solo, i)
 		case mask == 0:
-			rememberArgs(&a.t.readTx, kd, kd.key(&recs[i]), recs[i], args)
+			rememberArgs(&t.readTx, kd, kd.key(&recs[i]), recs[i], args)
 		default:
 			if _, ok := groups[mask]; !ok {
 				masks = append(masks, mask)
@@ -259,16 +268,14 @@ func replaceMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, r
 			var ms *sql.Stmt
 			if n > 1 {
 				var err error
-				ms, err = a.t.w.manyStmt(a.ctx, manyKey{kd.rep, mask, n}, func() string { return tb.updateMany(mask, n) })
+				ms, err = t.w.manyStmt(ctx, manyKey{kd.rep, mask, n}, func() string { return tb.updateMany(mask, n) })
 				if err != nil {
-					a.failed("Replace", kd.field, g[at].i, a.t.fail(fmt.Errorf("prepare many-row update: %w", err)))
-					return true
+					return true, g[at].i, t.fail(fmt.Errorf("prepare many-row update: %w", err))
 				}
 			}
 			if ms == nil { // one record, or the cache is full
-				if err := replaceOne(a.ctx, a.t, kd, s, &recs[g[at].i]); err != nil {
-					a.failed("Replace", kd.field, g[at].i, err)
-					return true
+				if err := replaceOne(ctx, t, kd, s, &recs[g[at].i]); err != nil {
+					return true, g[at].i, err
 				}
 				at++
 				continue
@@ -277,21 +284,19 @@ func replaceMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, r
 			for _, r := range g[at : at+n] {
 				args = manyUpdateArgs(args, tb, mask, r.args)
 			}
-			if err := a.t.execMany(a.ctx, ms, args, n, backend.ErrNotFound); err != nil {
-				a.failed("Replace", kd.field, g[at].i, err)
-				return true
+			if err := t.execMany(ctx, ms, args, n, backend.ErrNotFound); err != nil {
+				return true, g[at].i, err
 			}
 			for _, r := range g[at : at+n] {
-				rememberArgs(&a.t.readTx, kd, kd.key(&recs[r.i]), recs[r.i], r.args)
+				rememberArgs(&t.readTx, kd, kd.key(&recs[r.i]), recs[r.i], r.args)
 			}
 			at += n
 		}
 	}
 	for _, i := range solo {
-		if err := replaceOne(a.ctx, a.t, kd, s, &recs[i]); err != nil {
-			a.failed("Replace", kd.field, i, err)
-			return true
+		if err := replaceOne(ctx, t, kd, s, &recs[i]); err != nil {
+			return true, i, err
 		}
 	}
-	return true
+	return true, 0, nil
 }

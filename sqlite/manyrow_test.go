@@ -187,3 +187,56 @@ func TestManyRowLoadFindsEveryKey(t *testing.T) {
 	_, ok := b.w.many[manyKey{sAttGet, 0, 64}]
 	require.True(t, ok, "the writer's Load prepared a 64-key SELECT")
 }
+
+// A long SwapAttempts writes the swaps it won together, with many-row
+// UPDATEs of the columns they change, and keeps every per-row result: a
+// swap whose Old differs from the stored row reports false and leaves the
+// row as it was, and every other row ends as its New, whether the
+// transaction had an image of the rows or read them.
+func TestManyRowSwapsWriteTheWonRowsTogether(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	b := newStore(t)
+	atts := manyAttempts(101)
+	update(t, b, insertAttempts(atts...))
+	swaps := make([]backend.AttemptSwap, len(atts))
+	want := make([]backend.Attempt, len(atts))
+	wantWon := make([]bool, len(atts))
+	for i, a := range atts {
+		n := a
+		n.Handoff, n.HandoffToken = backend.HandoffRecorded, fmt.Sprint("tok-", i)
+		old := a
+		if i%10 == 3 { // a stale Old: the swap loses
+			old.Status = backend.AttemptAdmitted
+		}
+		swaps[i] = backend.AttemptSwap{Old: old, New: n}
+		want[i], wantWon[i] = n, i%10 != 3
+		if !wantWon[i] {
+			want[i] = a
+		}
+	}
+	for _, images := range []bool{true, false} {
+		b := b
+		if !images {
+			b = newStore(t)
+			update(t, b, insertAttempts(atts...))
+		}
+		require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
+			if images { // the Expect leaves an image of every row
+				if err := tx.Apply(ctx, expectAttempts(atts...)); err != nil {
+					return err
+				}
+			}
+			won, err := tx.(backend.Swapper).SwapAttempts(ctx, swaps)
+			require.NoError(t, err)
+			require.Equal(t, wantWon, won)
+			return nil
+		}))
+		storedAttempts(t, b, want)
+		mask := uint64(1)<<(10-attemptsT.nkey) | 1<<(15-attemptsT.nkey) // handoff, handoff_token
+		require.Equal(t, "handoff", attemptsT.cols[10])
+		require.Equal(t, "handoff_token", attemptsT.cols[15])
+		_, ok := b.w.many[manyKey{sAttRep, mask, 64}]
+		require.True(t, ok, "the swaps prepared a 64-row UPDATE of handoff and handoff_token")
+	}
+}

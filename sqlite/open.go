@@ -68,6 +68,9 @@ type writer struct {
 	// carried: the row images of the last committed Update, valid while
 	// no other connection has committed (see image.go).
 	carried carried
+	// touchedHint: how many row keys the last committed Update touched
+	// (the capacity the next one's list starts with).
+	touchedHint int
 }
 
 var _ backend.Backend = (*Backend)(nil)

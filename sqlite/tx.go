@@ -183,6 +183,9 @@ func (b *Backend) updateOnce(ctx context.Context, fn func(tx backend.Tx) error) 
 	var version int64
 	var carry bool
 	t.img, version, carry = w.takeImages()
+	if w.touchedHint > 0 { // sized as the last: a batch's steps touch alike
+		t.touched = make([]rowKey, 0, w.touchedHint)
+	}
 	ended := false
 	defer func() {
 		t.done = true
@@ -212,6 +215,7 @@ func (b *Backend) updateOnce(ctx context.Context, fn func(tx backend.Tx) error) 
 		return false, fmt.Errorf("sqlite: update: commit: %w", cerr)
 	}
 	b.stats.commits.Add(1)
+	w.touchedHint = min(len(t.touched), 4*maxCarried)
 	if carry {
 		w.keepImages(t.img, t.touched, version)
 	}

@@ -29,15 +29,18 @@ type kind[R any, K comparable] struct {
 	// kind has no such operation). rep also names the kind's row images.
 	ins, rep, del stmtID
 	key           func(*R) K
-	// args returns the column values, in table column order, as bound:
-	// a fresh slice sharing no memory with the record (byte slices are
-	// bound as strings or freshly encoded), which no caller changes.
-	args    func(*R) []any
-	keyArgs func(K) []any // key column values
+	// args appends the column values, in table column order, as bound,
+	// to out, reusing like's boxes (see argList): they share no memory
+	// with the record (byte slices are bound as strings or freshly
+	// encoded), and no caller changes them.
+	args func(out []any, r *R, like []any) []any
+	// keyArgs appends the key column values to out, reusing like's boxes
+	// (the values of another key of the kind; see argList).
+	keyArgs func(out []any, k K, like []any) []any
 	// clone returns a copy sharing no memory with its argument; nil for
 	// kinds without row images (those that cannot be replaced).
 	clone func(R) R
-	// uniqueMask: the bits (in changedColumns' mask) of the non-key
+	// uniqueMask: the bits (in changedMask's mask) of the non-key
 	// columns with a unique index. SQLite checks a unique index row by
 	// row, so a many-row UPDATE that moves such values between its rows
 	// would conflict or not depending on the order it reaches them:
@@ -50,14 +53,14 @@ var (
 		field: "Runs", tb: &runsT, ins: sRunIns, rep: sRunRep, del: noStmt,
 		key:     func(r *backend.Run) string { return r.ID },
 		args:    runArgs,
-		keyArgs: func(id string) []any { return []any{id} },
+		keyArgs: stringKeyArgs,
 		clone:   cloneRun,
 	}
 	linkK = &kind[backend.RunLink, string]{
 		field: "Links", tb: &linksT, ins: sLinkIns, rep: noStmt, del: noStmt,
 		key:     func(l *backend.RunLink) string { return l.ChildRunID },
 		args:    linkArgs,
-		keyArgs: func(id string) []any { return []any{id} },
+		keyArgs: stringKeyArgs,
 	}
 	activationK = &kind[backend.Activation, backend.ActivationKey]{
 		field: "Activations", tb: &activationsT, ins: sActIns, rep: sActRep, del: noStmt,
@@ -77,8 +80,13 @@ var (
 		field: "Attempts", tb: &attemptsT, ins: sAttIns, rep: sAttRep, del: sAttDel,
 		key:  func(a *backend.Attempt) backend.AttemptKey { return a.Key },
 		args: attemptArgs,
-		keyArgs: func(k backend.AttemptKey) []any {
-			return []any{k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt)}
+		keyArgs: func(out []any, k backend.AttemptKey, like []any) []any {
+			l := newArgList(out, like)
+			l.str(k.RunID)
+			l.str(k.NodeID)
+			l.str(k.ActivationID)
+			l.int(int64(k.Attempt))
+			return l.out
 		},
 		clone:      cloneAttempt,
 		uniqueMask: 1 << 0, // identity, the first non-key column
@@ -87,8 +95,15 @@ var (
 		field: "Leases", tb: &leasesT, ins: sLeaseIns, rep: sLeaseRep, del: sLeaseDel,
 		key:  func(l *backend.Lease) backend.LeaseKey { return l.Key },
 		args: leaseArgs,
-		keyArgs: func(k backend.LeaseKey) []any {
-			return []any{k.RunID, k.NodeID, k.ActivationID, int64(k.Attempt), k.Resource, string(k.Mode)}
+		keyArgs: func(out []any, k backend.LeaseKey, like []any) []any {
+			l := newArgList(out, like)
+			l.str(k.RunID)
+			l.str(k.NodeID)
+			l.str(k.ActivationID)
+			l.int(int64(k.Attempt))
+			l.str(k.Resource)
+			l.str(string(k.Mode))
+			return l.out
 		},
 		clone: identity[backend.Lease],
 	}
@@ -101,14 +116,40 @@ var (
 	}
 	eventK = &kind[backend.Event, backend.EventKey]{
 		field: "Events", tb: &eventsT, ins: sEventIns, rep: noStmt, del: sEventDel,
-		key:     func(e *backend.Event) backend.EventKey { return e.Key() },
-		args:    eventArgs,
-		keyArgs: func(k backend.EventKey) []any { return []any{k.RunID, k.Seq} },
+		key:  func(e *backend.Event) backend.EventKey { return e.Key() },
+		args: eventArgs,
+		keyArgs: func(out []any, k backend.EventKey, like []any) []any {
+			l := newArgList(out, like)
+			l.str(k.RunID)
+			l.int(k.Seq)
+			return l.out
+		},
 	}
 )
 
-func activationKeyArgs(k backend.ActivationKey) []any {
-	return []any{k.RunID, k.NodeID, k.ActivationID}
+// argsOf returns r's column values (kd.args) in a slice of their own.
+func (kd *kind[R, K]) argsOf(r *R, like []any) []any {
+	return kd.args(make([]any, 0, len(kd.tb.cols)), r, like)
+}
+
+// keyArgsOf returns k's key column values (kd.keyArgs) in a slice of
+// their own.
+func (kd *kind[R, K]) keyArgsOf(k K) []any {
+	return kd.keyArgs(make([]any, 0, kd.tb.nkey), k, nil)
+}
+
+func stringKeyArgs(out []any, id string, like []any) []any {
+	l := newArgList(out, like)
+	l.str(id)
+	return l.out
+}
+
+func activationKeyArgs(out []any, k backend.ActivationKey, like []any) []any {
+	l := newArgList(out, like)
+	l.str(k.RunID)
+	l.str(k.NodeID)
+	l.str(k.ActivationID)
+	return l.out
 }
 
 func identity[R any](r R) R { return r }
@@ -247,7 +288,7 @@ func deleteAll[R any, K comparable](a *applier, kd *kind[R, K], keys []K) {
 		return
 	}
 	for i, k := range keys {
-		if err := a.t.exec(a.ctx, s, kd.keyArgs(k), backend.ErrNotFound); err != nil {
+		if err := a.t.exec(a.ctx, s, kd.keyArgsOf(k), backend.ErrNotFound); err != nil {
 			a.failed("Delete", kd.field, i, err)
 			return
 		}
@@ -267,14 +308,16 @@ func insertAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 		insertMany(a, kd, s, recs)
 		return
 	}
+	var like []any // the record before, whose values the next mostly shares
 	for i := range recs {
 		r := &recs[i]
-		args := kd.args(r)
+		args := kd.argsOf(r, like)
 		if err := a.t.exec(a.ctx, s, args, backend.ErrConflict); err != nil {
 			a.failed("Insert", kd.field, i, err)
 			return
 		}
 		rememberArgs(&a.t.readTx, kd, kd.key(r), *r, args)
+		like = args
 	}
 }
 
@@ -286,8 +329,13 @@ func replaceAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 	if a.err != nil {
 		return
 	}
-	if len(recs) >= manyFrom && replaceMany(a, kd, s, recs) {
-		return
+	if len(recs) >= manyFrom {
+		if ok, i, err := replaceMany(a.ctx, a.t, kd, s, recs); ok {
+			if err != nil {
+				a.failed("Replace", kd.field, i, err)
+			}
+			return
+		}
 	}
 	for i := range recs {
 		if err := replaceOne(a.ctx, a.t, kd, s, &recs[i]); err != nil {
@@ -301,9 +349,12 @@ func replaceAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 // every column (through s) when there is none; it writes nothing when no
 // column differs (the image proves that the row exists).
 func replaceOne[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[R, K], s *sql.Stmt, r *R) error {
-	key, args := kd.key(r), kd.args(r)
+	key := kd.key(r)
+	prev, ok := imageArgs(&t.readTx, kd, key)
+	args := kd.argsOf(r, prev)
 	full := args
-	if mask, ok := changedColumns(&t.readTx, kd, key, args); ok {
+	if ok {
+		mask := changedMask(kd.tb, prev, args)
 		if mask == 0 {
 			rememberArgs(&t.readTx, kd, key, *r, full)
 			return nil
@@ -350,7 +401,10 @@ var _ backend.Swapper = (*writeTx)(nil)
 // lock, so each swap is a compare and a write in it: Old is compared with
 // the row's image when the transaction has one (as Expect compares) and
 // read otherwise, and an equal row is updated to New in the columns that
-// differ (as Replace writes it).
+// differ (as Replace writes it). The keys are distinct (CheckSwaps), so
+// no swap's compare reads a row another swap writes: a call of at least
+// manyFrom swaps compares them all first and then writes the ones it won
+// together, as a long Replace slice is written (replaceMany).
 func (t *writeTx) SwapAttempts(ctx context.Context, swaps []backend.AttemptSwap) ([]bool, error) {
 	if err := t.ready(ctx); err != nil {
 		return nil, err
@@ -359,7 +413,12 @@ func (t *writeTx) SwapAttempts(ctx context.Context, swaps []backend.AttemptSwap)
 		return nil, fmt.Errorf("sqlite: %w", err)
 	}
 	out := make([]bool, len(swaps))
-	var s *sql.Stmt
+	many := len(swaps) >= manyFrom
+	var (
+		s     *sql.Stmt
+		won   []backend.Attempt // many: the New of each swap won, in order
+		wonAt []int             // and its index in swaps
+	)
 	for i := range swaps {
 		err := expectOne(ctx, t, attemptK, swaps[i].Old)
 		if errors.Is(err, backend.ErrChanged) {
@@ -368,13 +427,25 @@ func (t *writeTx) SwapAttempts(ctx context.Context, swaps []backend.AttemptSwap)
 		if err == nil && s == nil {
 			s, err = t.stmt(ctx, attemptK.rep)
 		}
-		if err == nil {
+		if err == nil && !many {
 			err = replaceOne(ctx, t, attemptK, s, &swaps[i].New)
 		}
 		if err != nil {
 			return nil, fmt.Errorf("sqlite: swap attempt[%d]: %w", i, err)
 		}
 		out[i] = true
+		if many {
+			won, wonAt = append(won, swaps[i].New), append(wonAt, i)
+		}
+	}
+	if len(won) > 0 {
+		ok, j, err := replaceMany(ctx, t, attemptK, s, won)
+		if !ok { // never: CheckSwaps found the keys distinct
+			return nil, fmt.Errorf("sqlite: swap attempts: keys not distinct: %w", backend.ErrInvalidSwap)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("sqlite: swap attempt[%d]: %w", wonAt[j], err)
+		}
 	}
 	return out, nil
 }

@@ -426,3 +426,24 @@ func TestApplyExpectsBeforeWrites(t *testing.T) {
 		require.ErrorIs(t, applyErr(b, c), backend.ErrChanged)
 	}
 }
+
+// A record's column values built next to another list of its kind (its
+// row's image) bind the same values as fresh ones and box only the values
+// that differ: a Replace changing one column of an attempt allocates its
+// list and that column's box.
+func TestColumnValuesReuseTheBoxesOfEqualValues(t *testing.T) {
+	a := attempt(akey("r", "n", "a"), 1, "id-1", backend.AttemptPrepared, 1700000000000)
+	a.Receipt = []byte(`{"r":1}`)
+	prev := attemptK.argsOf(&a, nil)
+	next := a
+	next.HandoffToken = "fresh-token"
+	require.Equal(t, attemptK.argsOf(&next, nil), attemptK.argsOf(&next, prev))
+	allocs := testing.AllocsPerRun(100, func() { _ = attemptK.argsOf(&next, prev) })
+	require.LessOrEqual(t, allocs, 2.0)
+
+	// The keys of a many-row Load share their run's box.
+	k1, k2 := akey("run-1", "node", "a1"), akey("run-1", "node", "a2")
+	out := activationKeyArgs(nil, k1, nil)
+	out = activationKeyArgs(out, k2, out)
+	require.Equal(t, []any{"run-1", "node", "a1", "run-1", "node", "a2"}, out)
+}
