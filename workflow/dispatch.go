@@ -608,8 +608,10 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 	scan:
 		for planned < limit && rowsLeft > 0 {
 			q.Limit = min(limit-planned, rowsLeft)
-			if spread > 0 {
-				// Passing over runs: one row of each is enough.
+			hopping := spread > 0
+			if hopping {
+				// Passing over runs: one row of each is enough, and its
+				// run is loaded only if the pass comes back to it.
 				q.Limit = 1
 			}
 			page, err := r.AdmissibleActivations(ctx, q)
@@ -617,8 +619,10 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 				return err
 			}
 			rowsLeft -= len(page)
-			if err := loadRuns(ctx, r, runs, page); err != nil {
-				return err
+			if !hopping {
+				if err := loadRuns(ctx, r, runs, page); err != nil {
+					return err
+				}
 			}
 			for _, act := range page {
 				if inWrap && start.covers(act.Key) {
@@ -689,7 +693,10 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 				continue
 			}
 			took[act.Key] = true
-			if consider(act) { // its run was loaded with its page
+			if err := loadRuns(ctx, r, runs, []backend.Activation{act}); err != nil {
+				return err
+			}
+			if consider(act) {
 				continue
 			}
 			// The rest of the run: only its first row was read.
@@ -720,7 +727,12 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			if planned >= limit {
 				break
 			}
-			consider(act) // its run was loaded with its page
+			// Its run was loaded with its page, unless it was read while
+			// passing over runs.
+			if err := loadRuns(ctx, r, runs, []backend.Activation{act}); err != nil {
+				return err
+			}
+			consider(act)
 		}
 		next = pos
 		return nil
