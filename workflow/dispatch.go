@@ -556,8 +556,8 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 		takenRun := map[string]int64{}  // planned, by run
 		takenTree := map[string]int64{} // planned, by root
 		planned, reported := 0, 0
-		// One row more for each run to pass over: only its first is read.
-		rowsLeft := discoveryRowsPerLimit*limit + spread
+		rowsLeft := discoveryRowsPerLimit * limit
+		rowsLeft += spread // one row more for each run to pass over: only its first is read
 		pos := start
 		wrap := start != (pendingPos{}) // the scan may wrap to the beginning
 		inWrap := false
