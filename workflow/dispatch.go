@@ -139,11 +139,15 @@ type OwnerFailure struct {
 // elsewhere: one at a time, it leaves the rest of that run's activations
 // to later passes (they are in no list of the summary and stay pending),
 // and in either mode its Store's next passes prefer other runs for about
-// a second, taking that run's work only when nothing else is left; on a
-// backend without shared claims its next pass also passes over a random
-// few (up to three) of the free runs it meets first, so that Stores that
-// lost a run together do not all move on to the same next run. This is
-// how Stores spread over runs on a backend without shared claims. On a
+// a second, taking that run's work only when nothing else is left. Its
+// next pass also passes over a random number of the free runs it meets
+// first (one to three after its first loss, up to 63 after later ones,
+// counting around from the beginning of the index when fewer are
+// pending), so that Stores that lost a run together do not all move on to
+// the same next run, and Stores that keep meeting move apart, each then
+// draining the runs in front of it. This is how Stores spread over runs
+// on a backend without shared claims; on one with them, a pass that finds
+// a run claimed by another Store spreads the same way. On a
 // backend that shares claims across processes (backend.Claimer), passes
 // of different Stores prefer disjoint work through the backend: a pass
 // claims the attempts it is about to prepare (and, over all runs, the runs
@@ -535,7 +539,7 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 	spread := 0 // runs to pass over first (see lostRuns)
 	if runID == "" {
 		start = s.disc.load()
-		spread = int(s.spread.Swap(0))
+		spread = s.spread.take()
 	}
 	var (
 		out  []candidate
@@ -546,11 +550,14 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			out = make([]candidate, 0, min(max(limit, 0), maxDiscoveryPresize))
 		}
 		out = out[:0]
+		// drawn: the runs this pass is to pass over; spread: those left.
+		spread, drawn := spread, spread
 		runs := map[string]backend.Run{}
 		takenRun := map[string]int64{}  // planned, by run
 		takenTree := map[string]int64{} // planned, by root
 		planned, reported := 0, 0
 		rowsLeft := discoveryRowsPerLimit * limit
+		rowsLeft += spread // one row more for each run to pass over: only its first is read
 		pos := start
 		wrap := start != (pendingPos{}) // the scan may wrap to the beginning
 		inWrap := false
@@ -601,13 +608,21 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 	scan:
 		for planned < limit && rowsLeft > 0 {
 			q.Limit = min(limit-planned, rowsLeft)
+			hopping := spread > 0
+			if hopping {
+				// Passing over runs: one row of each is enough, and its
+				// run is loaded only if the pass comes back to it.
+				q.Limit = 1
+			}
 			page, err := r.AdmissibleActivations(ctx, q)
 			if err != nil {
 				return err
 			}
 			rowsLeft -= len(page)
-			if err := loadRuns(ctx, r, runs, page); err != nil {
-				return err
+			if !hopping {
+				if err := loadRuns(ctx, r, runs, page); err != nil {
+					return err
+				}
 			}
 			for _, act := range page {
 				if inWrap && start.covers(act.Key) {
@@ -659,15 +674,65 @@ func (s *Store) discover(ctx context.Context, runID string, limit int, at int64)
 			}
 			q.After, q.AfterRun = pos.after, pos.afterRun
 		}
-		// What this pass read of the runs it passed over to spread, then
-		// of runs other passes hold, then what other Stores claimed,
-		// when it found too little elsewhere: taking it spreads nothing,
-		// but leaves no work idle.
-		for _, act := range slices.Concat(passed, deferred, claimed) {
+		// The runs this pass passed over to spread, then what it read of
+		// runs other passes hold, then what other Stores claimed, when it
+		// found too little elsewhere: taking it spreads nothing, but
+		// leaves no work idle. When the pass met fewer free runs than it
+		// was to pass over, it counts on around them from the first, and
+		// takes first the run it would have stopped at.
+		if spread > 0 && len(passed) > 0 {
+			n := drawn % len(passed)
+			passed = append(passed[n:], passed[:n]...)
+		}
+		took := map[backend.ActivationKey]bool{} // a run met twice (the scan wrapped) is read twice
+		for _, act := range passed {
 			if planned >= limit {
 				break
 			}
-			consider(act) // its run was loaded with its page
+			if took[act.Key] {
+				continue
+			}
+			took[act.Key] = true
+			if err := loadRuns(ctx, r, runs, []backend.Activation{act}); err != nil {
+				return err
+			}
+			if consider(act) {
+				continue
+			}
+			// The rest of the run: only its first row was read.
+			q := backend.AdmissibleQuery{RunID: act.Key.RunID, After: act.Key}
+			for planned < limit && rowsLeft > 0 {
+				q.Limit = min(limit-planned, rowsLeft)
+				page, err := r.AdmissibleActivations(ctx, q)
+				if err != nil {
+					return err
+				}
+				rowsLeft -= len(page)
+				for _, a := range page {
+					if took[a.Key] || s.claims.has(a.Key) || s.foreign.hasAct(a.Key) {
+						continue
+					}
+					took[a.Key] = true
+					if consider(a) {
+						break
+					}
+				}
+				if len(page) < q.Limit || skipped[act.Key.RunID] {
+					break
+				}
+				q.After = page[len(page)-1].Key
+			}
+		}
+		for _, act := range slices.Concat(deferred, claimed) {
+			if planned >= limit {
+				break
+			}
+			// Its run was loaded with its page, unless it was read while
+			// passing over runs.
+			if err := loadRuns(ctx, r, runs, []backend.Activation{act}); err != nil {
+				return err
+			}
+			consider(act)
 		}
 		next = pos
 		return nil

@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"math/rand/v2"
 	"slices"
 	"sync"
 	"time"
@@ -114,26 +113,21 @@ func sweep[K comparable](m map[K]time.Time, now time.Time) {
 	}
 }
 
-// spreadRuns bounds how many runs a Store's next pass over all runs passes
-// over first after it lost a run to another Store (see lostRuns).
-const spreadRuns = 4
-
 // lostRuns records that a pass over all runs found runs another
 // dispatcher is admitting (it lost activations of them at the prepare
-// transaction): the Store's next passes prefer other runs for a while.
-// Without shared claims, Stores that lost a run together would otherwise
-// all move on to the same next run, as their discoveries read the index in
-// the same order, and lose it together again; so the next pass also passes
-// over a random number (0 to spreadRuns-1) of the runs it meets first,
-// and takes them only when it finds too little elsewhere.
+// transaction, or another Store holds their shared claims): the Store's
+// next passes prefer other runs for a while. Stores that lost a run
+// together would otherwise all move on to the same next run, as their
+// discoveries read the index in the same order, and lose it together
+// again; so the next pass also passes over a random number of the free
+// runs it meets first (see spreader), and takes them only when it finds
+// too little elsewhere.
 func (s *Store) lostRuns(runs []string) {
 	if len(runs) == 0 {
 		return
 	}
 	s.foreign.addRuns(runs)
-	if _, ok := s.claimer(); !ok {
-		s.spread.Store(int32(rand.IntN(spreadRuns)))
-	}
+	s.spread.lost()
 }
 
 // claimer returns the backend's shared claims, if it has them.
@@ -251,7 +245,8 @@ func (s *Store) claimCandidates(ctx context.Context, holder string, cands []cand
 	if len(foreign) > 0 {
 		s.foreign.add(foreign, nil)
 	}
-	s.foreign.addRuns(foreignRuns)
+	// Another Store is admitting these runs: spread (see lostRuns).
+	s.lostRuns(foreignRuns)
 	for i, c := range cands {
 		switch {
 		case runLost[i]:

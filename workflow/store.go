@@ -2,7 +2,6 @@ package workflow
 
 import (
 	"context"
-	"sync/atomic"
 	"time"
 
 	"github.com/wfstore/wfstore/backend"
@@ -33,7 +32,7 @@ type Store struct {
 	claims     claimSet        // activations this Store's passes are admitting
 	observing  observingSet    // attempts this Store's receipt-backed passes are asking about
 	foreign    foreignSet      // work found claimed by other Stores, for a while
-	spread     atomic.Int32    // runs the next pass over all runs passes over first
+	spread     spreader        // runs the next pass over all runs passes over first
 	claimLease time.Duration   // how long a pass's shared claims last (WithClaimLease)
 	batchSize  int             // the BatchSize of a Dispatch that sets none
 	work       workSignal      // closed when work arrives (WorkArrived)

@@ -1,0 +1,173 @@
+package workflow_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/memstore"
+	"github.com/wfstore/wfstore/workflow"
+)
+
+// slowPlanOwner accepts everything; the first Plan of each batch waits a
+// little, so that passes of different Stores discover the same backlog
+// state before either prepares, as on a busy machine.
+type slowPlanOwner struct{ delay time.Duration }
+
+func (o slowPlanOwner) Plan(_ context.Context, a workflow.Activation) (*workflow.Plan, error) {
+	if a.Key.ActivationID == "x0" || a.Key.ActivationID == "x5" {
+		time.Sleep(o.delay)
+	}
+	return &workflow.Plan{SideEffect: workflow.ReadOnly, Intent: json.RawMessage(`{}`)}, nil
+}
+
+func (slowPlanOwner) Dispatch(context.Context, workflow.PreparedDispatch) (json.RawMessage, error) {
+	return json.RawMessage(`{}`), nil
+}
+
+// raceStores drains runs×per activations with stores separate Stores over
+// one backend without shared claims, each pass taking one run's worth of
+// work in one batch, and returns the activations the passes found raced
+// at preparation (each one a planned activation that another Store had
+// prepared first).
+func raceStores(t *testing.T, b backend.Backend, stores, runs, per int) (raced, admitted int) {
+	t.Helper()
+	ctx := context.Background()
+	now := time.UnixMilli(1_700_000_000_000)
+	seed := workflow.New(b)
+	ids := make([]string, runs)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("r%03d", i)
+	}
+	for _, run := range ids {
+		_, err := seed.CreateRun(ctx, workflow.NewRun{ID: run, Limits: workflow.RunLimits{ConcurrencyCap: int64(per)}}, now)
+		require.NoError(t, err)
+		for i := range per {
+			_, err := seed.AddActivation(ctx, workflow.NewActivation{
+				Key:   workflow.ActivationKey{RunID: run, NodeID: "n", ActivationID: fmt.Sprint("x", i)},
+				Input: json.RawMessage(`{}`),
+			}, now)
+			require.NoError(t, err)
+		}
+	}
+	deadline := time.Now().Add(time.Minute)
+	var nRaced, nAdmitted atomic.Int64
+	var wg sync.WaitGroup
+	for range stores {
+		s := workflow.New(b, workflow.WithBatchSize(per))
+		wg.Go(func() {
+			idle := 0
+			for int(nAdmitted.Load()) < runs*per && idle < 1000 && time.Now().Before(deadline) {
+				sum, err := s.Dispatch(ctx, slowPlanOwner{delay: time.Millisecond}, workflow.DispatchOptions{Limit: per}, now)
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				nRaced.Add(int64(len(sum.Raced)))
+				nAdmitted.Add(int64(len(sum.Admitted)))
+				if len(sum.Admitted)+len(sum.Raced) == 0 {
+					idle++
+					time.Sleep(100 * time.Microsecond)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return int(nRaced.Load()), int(nAdmitted.Load())
+}
+
+// Separate Stores without shared claims draining one backlog in batch mode
+// spread over it: a pass that loses a run at preparation moves on to a
+// random run further along, so that the Stores do not keep meeting at the
+// front of the backlog. Far fewer planned activations are raced than are
+// admitted.
+func TestSeparateStoresInBatchModeSpreadOverABacklog(t *testing.T) {
+	t.Parallel()
+	mem := memstore.New()
+	t.Cleanup(func() { mem.Close() })
+	const stores, runs, per = 6, 120, 10
+	raced, admitted := raceStores(t, noClaims{mem}, stores, runs, per)
+	require.Equal(t, runs*per, admitted)
+	// Each Store drains the runs in front of it until it meets another
+	// Store's: on main, where losers moved on only a few runs, about one
+	// batch was lost for every one admitted.
+	assert.Less(t, raced, admitted/2, "activations raced at preparation, of %d admitted", admitted)
+}
+
+// stealOwner plans like hookOwner; on its first Plan, another Store
+// admits the whole run of the activation being planned.
+type stealOwner struct {
+	hookOwner
+	steal func(run string)
+}
+
+func (o *stealOwner) Plan(ctx context.Context, a workflow.Activation) (*workflow.Plan, error) {
+	o.once.Do(func() { o.steal(a.Key.RunID) })
+	return o.hookOwner.Plan(ctx, a)
+}
+
+// loseRun makes sb's next pass lose the run it plans to sa, which admits
+// the whole run first, and returns that run.
+func loseRun(t *testing.T, sa, sb *workflow.Store, now time.Time) string {
+	t.Helper()
+	ctx := context.Background()
+	var stolen string
+	owner := &stealOwner{steal: func(run string) {
+		stolen = run
+		_, err := sa.Dispatch(ctx, &hookOwner{}, workflow.DispatchOptions{RunID: run, Limit: 10}, now)
+		assert.NoError(t, err)
+	}}
+	lost, err := sb.Dispatch(ctx, owner, workflow.DispatchOptions{Limit: 1}, now)
+	require.NoError(t, err)
+	require.Len(t, lost.Raced, 1)
+	return stolen
+}
+
+// A Store that lost runs again and again passes over many free runs (up to
+// 63) before it takes work; with fewer free runs than that it counts on
+// around them, and still takes a whole run, never a few activations of
+// each of the runs it passed over. The runs it passed over are not lost:
+// the next passes take them.
+func TestAStoreThatKeepsLosingRunsStillTakesWholeRunsOfAShortBacklog(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	now := time.UnixMilli(1_700_000_000_000)
+	took := map[string]int{}
+	for range 30 {
+		mem := memstore.New()
+		b := noClaims{mem}
+		sa, sb := workflow.New(b), workflow.New(b)
+		seedRuns(t, sa, now, 1, "a")
+		seedRuns(t, sa, now, 3, "b", "c", "d", "e")
+		left := map[string]bool{"b": true, "c": true, "d": true, "e": true}
+		require.Equal(t, "a", loseRun(t, sa, sb, now))
+		delete(left, loseRun(t, sa, sb, now)) // sb passed over at least one run
+		for pass := range len(left) {
+			sum, err := sb.Dispatch(ctx, &hookOwner{}, workflow.DispatchOptions{Limit: 3}, now)
+			require.NoError(t, err)
+			require.Len(t, sum.Admitted, 3, "pass %d takes a whole run", pass)
+			run := sum.Admitted[0].Key.RunID
+			for _, ref := range sum.Admitted {
+				require.Equal(t, run, ref.Key.RunID, "pass %d: %v", pass, admittedOf(sum))
+			}
+			require.True(t, left[run], "pass %d took run %s again", pass, run)
+			delete(left, run)
+			if pass == 0 {
+				took[run]++
+			}
+		}
+		sum, err := sb.Dispatch(ctx, &hookOwner{}, workflow.DispatchOptions{Limit: 3}, now)
+		require.NoError(t, err)
+		require.Empty(t, sum.Admitted, "nothing is left")
+		mem.Close()
+	}
+	assert.Greater(t, len(took), 1, "the first pass after the losses always took the same run: %v", took)
+}
