@@ -197,8 +197,9 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		}
 	}()
 	// The commit gate (gate.go), held for one run of fn and its commit.
-	leaveGate := func() {}
-	defer func() { leaveGate() }()
+	hold := &gateHold{g: b.gate}
+	defer hold.leave()
+	leaveGate := hold.leave
 	for run := 0; ; run++ {
 		if run > 0 {
 			storeMax(&b.stats.maxReruns, int64(run))
@@ -216,20 +217,31 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 				queued = nil // its lease expired: join again when needed
 			}
 		}
-		if queued == nil { // an Update in the queue never waits at the gate
-			leave, gerr := b.gate.enter(ctx)
-			if gerr != nil {
+		// An Update in the queue never waits at the gate. One whose commit
+		// failed, or whose read of a hot key found the gate held, runs
+		// again holding it, as every Update does while it is closed.
+		if queued == nil && (why.conflicts > 0 || why.gated > 0 || b.gate.closed()) {
+			if gerr := hold.enter(ctx); gerr != nil {
 				b.stats.busy.Add(1)
 				return fmt.Errorf("etcd: update: waiting for the Backend's other Updates after %d runs (%s): %w: %w", run, why, backend.ErrBusy, gerr)
 			}
-			leaveGate = func() { leave(); leaveGate = func() {} }
 		}
 		t := &tx{readTx: *newReadTx(b, true)}
 		t.token, t.place = token, queued
+		if queued == nil {
+			t.gate = hold
+		}
 		err := b.runFn(t, fn)
 		var out outcome
 		waited := false
 		switch {
+		case t.gateBusy:
+			// A read of a hot key found another Update holding the gate
+			// (fn returned that read's error, or against the contract
+			// swallowed it): commit nothing, wait for the gate, run again.
+			why.gated++
+			why.last = "another Update of this Backend held the gate on what fn read"
+			waited = true
 		case err != nil && t.transient == nil:
 			return err
 		case t.transient != nil:
@@ -272,7 +284,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 				queued = nil // the commit deleted its key in the queue
 				return nil
 			case out == conflicted:
-				b.gate.conflicted()
+				b.gate.conflicted(t.w.reads)
 				b.stats.conflicts.Add(1)
 				why.conflicts++
 				why.last = "a concurrent commit changed what fn read"
@@ -397,13 +409,13 @@ func (b *Backend) Close() error {
 // retries counts why an Update ran fn again, so that the error ending its
 // re-runs says what happened (conflicts, or a cluster that did not answer).
 type retries struct {
-	conflicts, reads, fenced, waits int
-	last                            string
+	conflicts, reads, fenced, waits, gated int
+	last                                   string
 }
 
 func (r retries) String() string {
 	if r.last == "" {
 		r.last = "none"
 	}
-	return fmt.Sprintf("%d conflicts, %d failed reads, %d unanswered commits fenced, %d waits for another's turn; last: %s", r.conflicts, r.reads, r.fenced, r.waits, r.last)
+	return fmt.Sprintf("%d conflicts, %d failed reads, %d unanswered commits fenced, %d waits for another's turn, %d for the gate; last: %s", r.conflicts, r.reads, r.fenced, r.waits, r.gated, r.last)
 }

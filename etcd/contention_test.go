@@ -83,7 +83,15 @@ func runContention(t *testing.T, dispatchers, clients, n int, limit time.Duratio
 	var left atomic.Int64
 	left.Store(int64(len(keys)))
 	var busy, other, passes atomic.Int64
-	var firstErr atomic.Value
+	var errMu sync.Mutex
+	var firstErr error
+	noteErr := func(err error) {
+		errMu.Lock()
+		defer errMu.Unlock()
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
 	deadline := time.Now().Add(limit)
 	start := time.Now()
 	var wg sync.WaitGroup
@@ -97,10 +105,10 @@ func runContention(t *testing.T, dispatchers, clients, n int, limit time.Duratio
 				switch {
 				case errors.Is(err, backend.ErrBusy):
 					busy.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					noteErr(err)
 				case err != nil:
 					other.Add(1)
-					firstErr.CompareAndSwap(nil, err)
+					noteErr(err)
 				case len(sum.Admitted) == 0 && len(sum.Raced) == 0:
 					time.Sleep(time.Millisecond)
 				}
@@ -109,9 +117,7 @@ func runContention(t *testing.T, dispatchers, clients, n int, limit time.Duratio
 	}
 	wg.Wait()
 	r := contentionResult{elapsed: time.Since(start), busy: int(busy.Load()), otherErrs: int(other.Load())}
-	if e, ok := firstErr.Load().(error); ok {
-		r.firstErr = e
-	}
+	r.firstErr = firstErr
 	for _, c := range owner.calls {
 		r.admitted++
 		r.dups += c - 1

@@ -67,6 +67,12 @@ type readTx struct {
 	token string
 	place *place
 	turn  turnRead
+	// gate is the Update's hold of its Backend's commit gate (nil in a
+	// View, and for an Update in the turn queue); gateBusy records that a
+	// read of a hot key found the gate held by another Update (gate.go):
+	// this run never commits.
+	gate     *gateHold
+	gateBusy bool
 }
 
 // writeSet is an Update's buffered writes and read set.
@@ -171,6 +177,9 @@ func (t *readTx) fetch(ctx context.Context, op string, keys []string) error {
 		seen[k] = true
 		need = append(need, k)
 	}
+	if err := t.gateRead(op, need); err != nil {
+		return err
+	}
 	for len(need) > 0 {
 		turn := t.withTurn() // the first read of an Update reads the turn queue's head too
 		n := min(len(need), t.b.cfg.maxTxnOps)
@@ -214,6 +223,20 @@ func (t *readTx) fetch(ctx context.Context, op string, keys []string) error {
 		}
 	}
 	return nil
+}
+
+// gateRead takes the Backend's gate token before an Update reads keys
+// one of which is hot (gate.go), and fails with errGateBusy when another
+// Update holds it.
+func (t *readTx) gateRead(op string, keys []string) error {
+	if t.gate == nil || len(keys) == 0 {
+		return nil
+	}
+	if !t.gateBusy && (t.gate.held || !t.b.gate.anyHot(keys) || t.gate.try()) {
+		return nil
+	}
+	t.gateBusy = true
+	return fmt.Errorf("etcd: %s: %w", op, errGateBusy)
 }
 
 // lookup returns the value of stored key k as t sees it (nil: absent),

@@ -1885,4 +1885,17 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "etcd-gate-closes-to-all",
+		Bug:   "the etcd adapter's failed commit closes its commit gate to every Update of the Backend, so a conflict in one run holds back Updates of every other run",
+		Suite: "./etcd/",
+		Tests: "TestGate",
+		Edits: []Edit{
+			{
+				File:    "etcd/backend.go",
+				Find:    `				b.gate.conflicted(t.w.reads)`,
+				Replace: `				b.gate.conflicted(nil)`,
+			},
+		},
+	},
 }

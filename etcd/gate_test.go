@@ -1,0 +1,85 @@
+package etcd_test
+
+import (
+	"context"
+	"errors"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	clientv3 "go.etcd.io/etcd/client/v3"
+
+	"github.com/wfstore/wfstore/backend"
+	"github.com/wfstore/wfstore/etcd"
+)
+
+// readRunInsert is an Update that reads run read (absent or not) and
+// inserts run id; each run of its fn calls during first.
+func readRunInsert(ctx context.Context, b *etcd.Backend, read, id string, during func(run int)) error {
+	var runs int
+	return b.Update(ctx, func(tx backend.Tx) error {
+		runs++
+		if _, err := backend.GetRun(ctx, tx, read); err != nil && !errors.Is(err, backend.ErrNotFound) {
+			return err
+		}
+		if during != nil {
+			during(runs)
+		}
+		return tx.Apply(ctx, backend.Changes{Insert: backend.Inserts{Runs: []backend.Run{{ID: id, RootID: id, Depth: 1, Status: backend.RunRunning, CreatedMS: 1, UpdatedMS: 1}}}})
+	})
+}
+
+// After a commit fails, the Backend's commit gate holds back its Updates
+// that read what the failed one read, while the failed one runs again
+// holding it, and only those: an Update of the same Backend on other keys
+// commits meanwhile, instead of waiting for every conflict of the Backend
+// to pass.
+func TestGateHoldsBackOnlyUpdatesOfWhatConflicted(t *testing.T) {
+	var failed atomic.Bool
+	failFirst := func(ctx context.Context, kv clientv3.KV, c etcd.CommitTxn) (*clientv3.TxnResponse, error) {
+		if name, _ := ctx.Value(updateName{}).(string); name == "u1" && failed.CompareAndSwap(false, true) {
+			// A compare that fails: a conflict, as if another commit won.
+			c.If = append(c.If, clientv3.Compare(clientv3.Version("never-written"), ">", 0))
+		}
+		return c.Send(ctx, kv)
+	}
+	b, _ := openFresh(t, etcd.WithCommitHook(failFirst))
+	ctx := ctxT(t)
+	in, release := make(chan struct{}), make(chan struct{})
+	u1 := make(chan error, 1)
+	go func() {
+		u1 <- readRunInsert(context.WithValue(ctx, updateName{}, "u1"), b, "a", "a", func(run int) {
+			if run == 2 { // running again after its conflict, through the gate
+				close(in)
+				<-release
+			}
+		})
+	}()
+	select {
+	case <-in:
+	case err := <-u1:
+		t.Fatalf("the first Update returned (%v) before running again", err)
+	}
+	// Both start within the gate's window after the conflict.
+	other, same := make(chan error, 1), make(chan error, 1)
+	go func() { other <- insertRun(ctx, b, "x") }()
+	go func() { same <- readRunInsert(ctx, b, "a", "y", nil) }()
+	select {
+	case err := <-other:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("an Update on keys no failed commit read waited for the gate")
+	}
+	select {
+	case err := <-same:
+		close(release)
+		t.Fatalf("an Update reading what the failed one read returned (%v) while that one ran again through the gate", err)
+	default:
+	}
+	close(release)
+	require.NoError(t, <-u1)
+	require.NoError(t, <-same)
+	require.Equal(t, int64(1), b.Stats().Conflicts, "only the forced conflict: the held-back Update read after the commit")
+}
