@@ -276,8 +276,8 @@ func TestAStoreThatLosesARunAtPreparePrefersOtherRuns(t *testing.T) {
 
 // Without shared claims, Stores that lost a run together would all move
 // on to the same next run and lose it together again: after a lost run, a
-// Store's next pass over all runs passes over a random few (up to three)
-// of the free runs it meets first. Over many trials the next pass takes
+// Store's next pass over all runs passes over a random one to three of
+// the free runs it meets first. Over many trials the next pass takes
 // different runs, always one of the first four free ones.
 func TestAStoreThatLostARunSpreadsOverTheNextRuns(t *testing.T) {
 	t.Parallel()
