@@ -146,10 +146,9 @@ type OwnerFailure struct {
 // pending), so that Stores that lost a run together do not all move on to
 // the same next run, and Stores that keep meeting move apart, each then
 // draining the runs in front of it. This is how Stores spread over runs
-// on a backend without shared claims; on one with them, a pass that finds
-// a run claimed by another Store spreads the same way. On a
-// backend that shares claims across processes (backend.Claimer), passes
-// of different Stores prefer disjoint work through the backend: a pass
+// on a backend without shared claims. On a backend that shares claims
+// across processes (backend.Claimer), passes of different Stores prefer
+// disjoint work through the backend: a pass
 // claims the attempts it is about to prepare (and, over all runs, the runs
 // they belong to, since every admission writes its run's record), looks
 // past what other Stores claimed for work nobody holds, takes claimed

@@ -115,7 +115,7 @@ func sweep[K comparable](m map[K]time.Time, now time.Time) {
 
 // lostRuns records that a pass over all runs found runs another
 // dispatcher is admitting (it lost activations of them at the prepare
-// transaction, or another Store holds their shared claims): the Store's
+// transaction): the Store's
 // next passes prefer other runs for a while. Stores that lost a run
 // together would otherwise all move on to the same next run, as their
 // discoveries read the index in the same order, and lose it together
@@ -245,8 +245,11 @@ func (s *Store) claimCandidates(ctx context.Context, holder string, cands []cand
 	if len(foreign) > 0 {
 		s.foreign.add(foreign, nil)
 	}
-	// Another Store is admitting these runs: spread (see lostRuns).
-	s.lostRuns(foreignRuns)
+	// Another holder claimed these runs: prefer others for a while. It may
+	// be another pass of this Store (a pass is a holder), so this is no
+	// loss to spread from: passes of one Store already read past each
+	// other's runs, and hopping on every sibling's claim scattered them.
+	s.foreign.addRuns(foreignRuns)
 	for i, c := range cands {
 		switch {
 		case runLost[i]:
