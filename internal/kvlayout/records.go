@@ -92,8 +92,6 @@ func encodeRun(v backend.Run) []byte {
 	return w.b
 }
 
-func decodeRun(b []byte) (backend.Run, error) { return readRun(valueReader{b: b}) }
-
 func readRun(r valueReader) (backend.Run, error) {
 	r.tag(tagRun)
 	var v backend.Run
@@ -140,8 +138,6 @@ func encodeLink(v backend.RunLink) []byte {
 	w.varint(v.CreatedMS)
 	return w.b
 }
-
-func decodeLink(b []byte) (backend.RunLink, error) { return readLink(valueReader{b: b}) }
 
 func readLink(r valueReader) (backend.RunLink, error) {
 	r.tag(tagLink)
@@ -368,8 +364,6 @@ func encodeLease(v backend.Lease) []byte {
 	return w.b
 }
 
-func decodeLease(b []byte) (backend.Lease, error) { return readLease(valueReader{b: b}) }
-
 func readLease(r valueReader) (backend.Lease, error) {
 	r.tag(tagLease)
 	v := backend.Lease{
@@ -398,8 +392,6 @@ func encodeSchedule(v backend.RetrySchedule) []byte {
 	return w.b
 }
 
-func decodeSchedule(b []byte) (backend.RetrySchedule, error) { return readSchedule(valueReader{b: b}) }
-
 func readSchedule(r valueReader) (backend.RetrySchedule, error) {
 	r.tag(tagSchedule)
 	v := backend.RetrySchedule{
@@ -426,8 +418,6 @@ func encodeEvent(v backend.Event) []byte {
 	w.varint(v.CreatedMS)
 	return w.b
 }
-
-func decodeEvent(b []byte) (backend.Event, error) { return readEvent(valueReader{b: b}) }
 
 func readEvent(r valueReader) (backend.Event, error) {
 	r.tag(tagEvent)
