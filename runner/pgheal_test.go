@@ -103,7 +103,10 @@ func TestPostgresBackendTerminationsHealWithoutARestart(t *testing.T) {
 	// Besides the terminations of the loop below, a commit is sometimes
 	// raced by one: the termination is sent a moment after the
 	// transaction's writes are queued, while COMMIT is on the wire.
+	// The racer is armed only once the runs are set up: a setup write whose
+	// COMMIT is raced would fail the test before the runner starts.
 	var kmu sync.Mutex
+	armed := false
 	racing := 0
 	rngC := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 4))
 	terminate := func() {
@@ -113,7 +116,7 @@ func TestPostgresBackendTerminationsHealWithoutARestart(t *testing.T) {
 	}
 	s := workflow.New(commitRacer{Backend: b, race: func() {
 		kmu.Lock()
-		fire := racing < 80 && rngC.IntN(3) == 0
+		fire := armed && racing < 80 && rngC.IntN(3) == 0
 		d := time.Duration(rngC.IntN(1500)) * time.Microsecond
 		if fire {
 			racing++
@@ -139,6 +142,9 @@ func TestPostgresBackendTerminationsHealWithoutARestart(t *testing.T) {
 			Effect: workflow.Mutating, Reconciliation: workflow.ReceiptStatus}, time.Now())
 		require.NoError(t, err)
 	}
+	kmu.Lock()
+	armed = true
+	kmu.Unlock()
 	o := &pgLookupOwner{calls: map[string]int{}, receipts: map[string]json.RawMessage{}}
 	var logs logBuffer
 	r, err := New(s, o, WithPollInterval(5*time.Millisecond, 50*time.Millisecond), WithLimit(2),
