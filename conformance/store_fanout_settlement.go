@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -263,67 +265,130 @@ func (x *explorer) snapshot(run string, m []workflow.ActivationKey) groupSnap {
 // members' statuses, attempt numbers and the retries spent; every edge out
 // of every reachable state is executed once.
 func caseFanOutRetryInterleavings(e *env) {
-	x := &explorer{e: e, o: fanOutOwner()}
+	// The edges of one depth run on interleavingLanes explorers at once,
+	// each with stores of its own: an edge starts from a cloned image, so
+	// edges are independent, and on a store behind a network the search
+	// waits on round trips, not on the CPU.
+	lanes := make([]*explorer, interleavingLanes)
+	for i := range lanes {
+		lanes[i] = &explorer{e: e, o: fanOutOwner()}
+	}
 	defer func() {
-		if x.b != nil {
-			_ = x.b.Close()
+		for _, x := range lanes {
+			if x.b != nil {
+				_ = x.b.Close()
+			}
 		}
 	}()
-	type node struct {
-		path    []memberAction
-		st      groupState
-		retries int
-		img     runImage
-	}
-	type memo struct {
-		st      groupState
-		retries int
-	}
+	x := lanes[0]
 	run0 := x.nextRun()
 	_, m0 := fanOutWith(e, x.s, run0, 4, 2, "")
 	dispatch(e, x.s, x.o, workflow.DispatchOptions{RunID: run0}, ms(3))
 	start := x.snapshot(run0, m0).st
 	require.Equal(e.T, groupState{{stRun, 1}, {stRun, 1}, {stWait, 0}, {stWait, 0}}, start, "initial admission")
-	seen := map[memo]bool{{start, 0}: true}
-	queue := []node{{nil, start, 0, x.image(run0)}}
+	seen := map[interleavingMemo]bool{{start, 0}: true}
+	depth := []interleavingNode{{nil, start, 0, x.image(run0)}}
 	edges := 0
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		for _, a := range applicable(n.st, n.retries) {
-			run := x.clone(n.img)
-			m := members(run)
-			require.Equal(e.T, n.st, x.snapshot(run, m).st, "clone of %v", n.path)
-			path := append(slices.Clone(n.path), a)
-			x.apply(m, n.st, a)
-			mid := x.snapshot(run, m)
-			checkGroupPlaces(e, mid, path, "after the action")
-			checkPromotion(e, n.st, mid.st, a, path)
-			dispatch(e, x.s, x.o, workflow.DispatchOptions{RunID: run}, ms(11))
-			after := x.snapshot(run, m)
-			checkGroupPlaces(e, after, path, "after dispatch")
-			for i := range after.st {
-				if mid.st[i].Status == stWait {
-					assert.Equal(e.T, stWait, after.st[i].Status, "dispatch never admits a waiting member (%d) after %v", i, path)
+	for len(depth) > 0 {
+		var todo []interleavingEdge
+		for _, n := range depth {
+			for _, a := range applicable(n.st, n.retries) {
+				todo = append(todo, interleavingEdge{from: n, a: a})
+			}
+		}
+		// A lane's helpers may call T.Fatal, which ends only that lane's
+		// goroutine: the others stop at their next edge, and the search
+		// returns once all have.
+		var next atomic.Int64
+		var wg sync.WaitGroup
+		for _, x := range lanes {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					i := int(next.Add(1)) - 1
+					if i >= len(todo) || e.T.Failed() {
+						return
+					}
+					x.walk(&todo[i])
 				}
-			}
-			checkWaitAllRun(e, after, path)
+			}()
+		}
+		wg.Wait()
+		if e.T.Failed() {
+			return
+		}
+		// New states are kept in edge order, so every run of the search
+		// explores the same states from the same paths.
+		depth = depth[:0:0]
+		for _, ed := range todo {
 			edges++
-			r := n.retries
-			if a.Kind == "retry" {
-				r++
-			}
-			if k := (memo{after.st, r}); !seen[k] {
+			if k := (interleavingMemo{ed.to.st, ed.to.retries}); !seen[k] {
 				seen[k] = true
-				queue = append(queue, node{path, after.st, r, x.image(run)})
-			}
-			if e.T.Failed() {
-				return
+				depth = append(depth, ed.to)
 			}
 		}
 	}
-	e.T.Logf("fan-out interleavings: %d states, %d edges, %d runs", len(seen), edges, x.runs)
+	runs := 0
+	for _, x := range lanes {
+		runs += x.runs
+	}
+	e.T.Logf("fan-out interleavings: %d states, %d edges, %d runs", len(seen), edges, runs)
 	assert.Greater(e.T, len(seen), 100, "the search reached the retry states")
+}
+
+// interleavingLanes is how many edges of the interleaving search run at once.
+const interleavingLanes = 4
+
+// interleavingNode is one state of the search: the path that reached it
+// first, the members' states, the retries spent and an image of its run.
+type interleavingNode struct {
+	path    []memberAction
+	st      groupState
+	retries int
+	img     runImage
+}
+
+// interleavingMemo is what the search memoises a state on.
+type interleavingMemo struct {
+	st      groupState
+	retries int
+}
+
+// interleavingEdge is an action out of a state, and the state it led to.
+type interleavingEdge struct {
+	from interleavingNode
+	a    memberAction
+	to   interleavingNode
+}
+
+// walk executes ed on a clone of its state's run and checks the invariants
+// after the action and after a dispatch; it records the state reached in
+// ed.to.
+func (x *explorer) walk(ed *interleavingEdge) {
+	e, n, a := x.e, ed.from, ed.a
+	run := x.clone(n.img)
+	m := members(run)
+	require.Equal(e.T, n.st, x.snapshot(run, m).st, "clone of %v", n.path)
+	path := append(slices.Clone(n.path), a)
+	x.apply(m, n.st, a)
+	mid := x.snapshot(run, m)
+	checkGroupPlaces(e, mid, path, "after the action")
+	checkPromotion(e, n.st, mid.st, a, path)
+	dispatch(e, x.s, x.o, workflow.DispatchOptions{RunID: run}, ms(11))
+	after := x.snapshot(run, m)
+	checkGroupPlaces(e, after, path, "after dispatch")
+	for i := range after.st {
+		if mid.st[i].Status == stWait {
+			assert.Equal(e.T, stWait, after.st[i].Status, "dispatch never admits a waiting member (%d) after %v", i, path)
+		}
+	}
+	checkWaitAllRun(e, after, path)
+	r := n.retries
+	if a.Kind == "retry" {
+		r++
+	}
+	ed.to = interleavingNode{path, after.st, r, x.image(run)}
 }
 
 func applicable(st groupState, retries int) []memberAction {
