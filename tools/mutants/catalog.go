@@ -1901,8 +1901,8 @@ var Catalog = []Mutant{
 	{
 		Name:  "kvlayout-entry-overwritten",
 		Bug:   "the key-value layout works out a record's new index entry over its old one in the shared scratch buffer, so a Replace that moves an entry (an attempt's status) sees them equal and leaves the old entry in place",
-		Suite: "./bolt/",
-		Tests: "TestConformance",
+		Suite: "./internal/kvlayout/",
+		Tests: "TestApplyMaintainsIndexEntries",
 		Edits: []Edit{
 			{
 				File: "internal/kvlayout/apply.go",
