@@ -26,9 +26,17 @@ import (
 //
 //	WFSTORE_PROBE=10000 go test -count=1 -run '^$' -bench BatchProbe -benchtime 1x ./bolt/
 //
-// WFSTORE_PROBE_ONLY=store runs only the Store's rounds (for a profile).
-// The ratio is reported as the benchmark's metric, with the process CPU
-// per admission.
+// Each round also times a hand-written probe (probeHand) of the same writes
+// over the same seeded store: what a batch of 100 writes through the Store,
+// put by hand into bbolt with no workflow logic, so that store÷probe says
+// what the Store adds to bbolt's own cost and probe÷bare what these writes
+// can reach at best.
+//
+// WFSTORE_PROBE_CLUSTERED=1 adds a round of the probe with its identity
+// entries keyed by run first, to measure what such a layout would save.
+// WFSTORE_PROBE_ONLY=store (or =probe) runs only the Store's (or the
+// probe's) rounds, for a profile. The ratios are reported as the
+// benchmark's metrics, with the process CPU per admission.
 func BenchmarkBatchProbe(b *testing.B) {
 	n, _ := strconv.Atoi(os.Getenv("WFSTORE_PROBE"))
 	if n <= 0 {
@@ -44,27 +52,49 @@ func batchProbe(t *testing.B, n int) {
 	ctx := context.Background()
 	rounds := 3
 	only := os.Getenv("WFSTORE_PROBE_ONLY")
-	var bare, store [2]time.Duration // wall, process CPU
+	var bare, store, hand, handClustered [2]time.Duration // wall, process CPU
+	clustered := os.Getenv("WFSTORE_PROBE_CLUSTERED") != ""
 	storeAllocs = [2]uint64{}
 	add := func(acc *[2]time.Duration, d [2]time.Duration) { acc[0] += d[0]; acc[1] += d[1] }
 	for r := 0; r < rounds; r++ {
 		if only == "" {
 			add(&bare, probeBare(t, t.TempDir(), n))
 		}
-		add(&store, probeStore(t, ctx, t.TempDir(), n))
+		if only == "" || only == "store" {
+			add(&store, probeStore(t, ctx, t.TempDir(), n))
+		}
+		if only == "" || only == "probe" {
+			add(&hand, probeHand(t, ctx, t.TempDir(), n, false))
+		}
+		if clustered {
+			add(&handClustered, probeHand(t, ctx, t.TempDir(), n, true))
+		}
+	}
+	if clustered {
+		t.Logf("hand-written probe, identity entries clustered by run: admissions/s %.0f (%.2f× the probe), process CPU %.0f µs/admission",
+			float64(n*rounds)/handClustered[0].Seconds(), hand[0].Seconds()/handClustered[0].Seconds(), float64(handClustered[1].Microseconds())/float64(n*rounds))
 	}
 	rate := func(d [2]time.Duration) float64 { return float64(n*rounds) / d[0].Seconds() }
 	cpu := func(d [2]time.Duration) float64 { return float64(d[1].Microseconds()) / float64(n*rounds) }
 	if only == "" {
 		t.Logf("bare commits/s %.0f, process CPU %.0f µs/commit", rate(bare), cpu(bare))
 	}
-	t.Logf("Store batch admissions/s %.0f (%.2f× bare), process CPU %.0f µs/admission", rate(store), rate(store)/rate(bare), cpu(store))
-	t.Logf("Store batch heap allocations per admission: %.0f objects, %.0f bytes",
-		float64(storeAllocs[0])/float64(n*rounds), float64(storeAllocs[1])/float64(n*rounds))
-	t.ReportMetric(cpu(store), "store-cpu-µs/admission")
-	t.ReportMetric(float64(storeAllocs[0])/float64(n*rounds), "store-allocs/admission")
+	if only == "" || only == "store" {
+		t.Logf("Store batch admissions/s %.0f (%.2f× bare), process CPU %.0f µs/admission", rate(store), rate(store)/rate(bare), cpu(store))
+		t.Logf("Store batch heap allocations per admission: %.0f objects, %.0f bytes",
+			float64(storeAllocs[0])/float64(n*rounds), float64(storeAllocs[1])/float64(n*rounds))
+		t.ReportMetric(cpu(store), "store-cpu-µs/admission")
+		t.ReportMetric(float64(storeAllocs[0])/float64(n*rounds), "store-allocs/admission")
+	}
+	if only == "" || only == "probe" {
+		t.Logf("hand-written probe admissions/s %.0f (%.2f× bare), process CPU %.0f µs/admission", rate(hand), rate(hand)/rate(bare), cpu(hand))
+		t.ReportMetric(cpu(hand), "probe-cpu-µs/admission")
+	}
 	if only == "" {
+		t.Logf("Store ÷ probe %.2f", rate(store)/rate(hand))
 		t.ReportMetric(rate(store)/rate(bare), "store×bare")
+		t.ReportMetric(rate(hand)/rate(bare), "probe×bare")
+		t.ReportMetric(rate(store)/rate(hand), "store÷probe")
 	}
 }
 

@@ -150,6 +150,13 @@ type applier struct {
 	ctx context.Context
 	st  Store
 	err error
+	// entries is where indexChanges works out index entries: most of a
+	// Replace's are unchanged and dropped, so only the changed ones are
+	// copied out (as stored keys).
+	entries Key
+	// changes is indexChanges's result, reused: write consumes it before
+	// the next operation works out its own.
+	changes []indexChange
 }
 
 // fail records the error of element i of the slice named field.
@@ -328,16 +335,23 @@ type indexChange struct {
 // when old (nil: none) becomes rec (nil: deleted), and checks unique
 // indexes.
 func indexChanges[K comparable, R any](a *applier, tb *Table[K, R], pk Key, old, rec *R) ([]indexChange, error) {
-	changes := make([]indexChange, 0, len(tb.Indexed))
+	if a.entries == nil {
+		a.entries = make(Key, 0, 512)
+	}
+	changes := a.changes[:0]
 	for _, ix := range tb.Indexed {
+		// del and put share a.entries (put after del), which the next
+		// index reuses: what outlives this iteration is copied by Stored.
 		var del, put Key
+		buf := a.entries[:0]
 		if old != nil {
-			if e, ok := ix.entry(*old); ok {
+			if e, ok := ix.entry(buf, *old); ok {
 				del = e
+				buf = e[len(e):]
 			}
 		}
 		if rec != nil {
-			if e, ok := ix.entry(*rec); ok {
+			if e, ok := ix.entry(buf, *rec); ok {
 				put = e
 			}
 		}
@@ -361,6 +375,7 @@ func indexChanges[K comparable, R any](a *applier, tb *Table[K, R], pk Key, old,
 		}
 		changes = append(changes, c)
 	}
+	a.changes = changes
 	return changes, nil
 }
 

@@ -40,15 +40,18 @@ const (
 //	Key(nil).Str(run).Str(node).Str(act).U32(attempt)
 type Key []byte
 
-// newKey returns an empty Key with room for the string parts strs (each
-// with its terminator, escapes aside) and fixed more bytes, so that
-// building a key appends without growing it.
-func newKey(fixed int, strs ...string) Key {
+// growKey returns dst with room for the string parts strs (each with its
+// terminator, escapes aside) and fixed more bytes after what it holds:
+// dst itself when it has the room (a nil dst: a new Key of that size).
+func growKey(dst Key, fixed int, strs ...string) Key {
 	n := fixed
 	for _, s := range strs {
 		n += len(s) + 2
 	}
-	return make(Key, 0, n)
+	if cap(dst)-len(dst) >= n {
+		return dst
+	}
+	return append(make(Key, 0, len(dst)+n), dst...)
 }
 
 // Str appends a string part.

@@ -37,13 +37,14 @@ type Index struct {
 // IndexOf is an index of the records of Go type R.
 type IndexOf[R any] struct {
 	*Index
-	entry func(rec R) (k Key, ok bool)
+	// entry appends rec's entry to dst (which it may grow) and returns it.
+	entry func(dst Key, rec R) (k Key, ok bool)
 }
 
 // Entry returns rec's key in this index (a codec key), or ok=false when
 // rec is not in it (an activation that is not admissible, a released
 // lease).
-func (ix *IndexOf[R]) Entry(rec R) (k Key, ok bool) { return ix.entry(rec) }
+func (ix *IndexOf[R]) Entry(rec R) (k Key, ok bool) { return ix.entry(nil, rec) }
 
 // Primary returns the primary key of the record an index entry names.
 func (ix *Index) Primary(k []byte) (Key, error) {
@@ -99,8 +100,8 @@ func (l *Layout) newIndexes() {
 			Name:   "ix_pending_activation",
 			Schema: activationSchema, PK: []int{0, 1, 2}, Member: "Admissible is true",
 		}),
-		entry: func(a backend.Activation) (Key, bool) {
-			return activationKey(a.Key), a.Admissible
+		entry: func(dst Key, a backend.Activation) (Key, bool) {
+			return appendActivationKey(dst, a.Key), a.Admissible
 		},
 	}
 
@@ -111,8 +112,8 @@ func (l *Layout) newIndexes() {
 			Schema: Schema{{"identity", PartStr}, {"run", PartStr}, {"node", PartStr}, {"activation", PartStr}, {"attempt", PartU32}},
 			PK:     []int{1, 2, 3, 4}, Unique: 1,
 		}),
-		entry: func(a backend.Attempt) (Key, bool) {
-			return newKey(4, a.Identity, a.Key.RunID, a.Key.NodeID, a.Key.ActivationID).
+		entry: func(dst Key, a backend.Attempt) (Key, bool) {
+			return growKey(dst, 4, a.Identity, a.Key.RunID, a.Key.NodeID, a.Key.ActivationID).
 				Str(a.Identity).Str(a.Key.RunID).Str(a.Key.NodeID).Str(a.Key.ActivationID).U32(a.Key.Attempt), true
 		},
 	}
@@ -124,8 +125,8 @@ func (l *Layout) newIndexes() {
 			Schema: Schema{{"status", PartStr}, {"prepared_ms", PartI64}, {"identity", PartStr}, {"run", PartStr}, {"node", PartStr}, {"activation", PartStr}, {"attempt", PartU32}},
 			PK:     []int{3, 4, 5, 6},
 		}),
-		entry: func(a backend.Attempt) (Key, bool) {
-			return newKey(12, string(a.Status), a.Identity, a.Key.RunID, a.Key.NodeID, a.Key.ActivationID).
+		entry: func(dst Key, a backend.Attempt) (Key, bool) {
+			return growKey(dst, 12, string(a.Status), a.Identity, a.Key.RunID, a.Key.NodeID, a.Key.ActivationID).
 				Str(string(a.Status)).I64(a.PreparedMS).Str(a.Identity).
 				Str(a.Key.RunID).Str(a.Key.NodeID).Str(a.Key.ActivationID).U32(a.Key.Attempt), true
 		},
@@ -138,8 +139,8 @@ func (l *Layout) newIndexes() {
 			Schema: Schema{{"run", PartStr}, {"status", PartStr}, {"prepared_ms", PartI64}, {"identity", PartStr}, {"node", PartStr}, {"activation", PartStr}, {"attempt", PartU32}},
 			PK:     []int{0, 4, 5, 6},
 		}),
-		entry: func(a backend.Attempt) (Key, bool) {
-			return newKey(12, a.Key.RunID, string(a.Status), a.Identity, a.Key.NodeID, a.Key.ActivationID).
+		entry: func(dst Key, a backend.Attempt) (Key, bool) {
+			return growKey(dst, 12, a.Key.RunID, string(a.Status), a.Identity, a.Key.NodeID, a.Key.ActivationID).
 				Str(a.Key.RunID).Str(string(a.Status)).I64(a.PreparedMS).Str(a.Identity).
 				Str(a.Key.NodeID).Str(a.Key.ActivationID).U32(a.Key.Attempt), true
 		},
@@ -152,8 +153,8 @@ func (l *Layout) newIndexes() {
 			Schema: Schema{{"run", PartStr}, {"prepared_ms", PartI64}, {"identity", PartStr}, {"node", PartStr}, {"activation", PartStr}, {"attempt", PartU32}},
 			PK:     []int{0, 3, 4, 5},
 		}),
-		entry: func(a backend.Attempt) (Key, bool) {
-			return newKey(12, a.Key.RunID, a.Identity, a.Key.NodeID, a.Key.ActivationID).
+		entry: func(dst Key, a backend.Attempt) (Key, bool) {
+			return growKey(dst, 12, a.Key.RunID, a.Identity, a.Key.NodeID, a.Key.ActivationID).
 				Str(a.Key.RunID).I64(a.PreparedMS).Str(a.Identity).
 				Str(a.Key.NodeID).Str(a.Key.ActivationID).U32(a.Key.Attempt), true
 		},
@@ -167,8 +168,8 @@ func (l *Layout) newIndexes() {
 			Schema: Schema{{"prepared_ms", PartI64}, {"identity", PartStr}, {"run", PartStr}, {"node", PartStr}, {"activation", PartStr}, {"attempt", PartU32}},
 			PK:     []int{2, 3, 4, 5},
 		}),
-		entry: func(a backend.Attempt) (Key, bool) {
-			return newKey(12, a.Identity, a.Key.RunID, a.Key.NodeID, a.Key.ActivationID).
+		entry: func(dst Key, a backend.Attempt) (Key, bool) {
+			return growKey(dst, 12, a.Identity, a.Key.RunID, a.Key.NodeID, a.Key.ActivationID).
 				I64(a.PreparedMS).Str(a.Identity).
 				Str(a.Key.RunID).Str(a.Key.NodeID).Str(a.Key.ActivationID).U32(a.Key.Attempt), true
 		},
@@ -181,8 +182,8 @@ func (l *Layout) newIndexes() {
 			Schema: Schema{{"root", PartStr}, {"created_ms", PartI64}, {"child", PartStr}},
 			PK:     []int{2},
 		}),
-		entry: func(r backend.RunLink) (Key, bool) {
-			return Key(nil).Str(r.RootRunID).I64(r.CreatedMS).Str(r.ChildRunID), true
+		entry: func(dst Key, r backend.RunLink) (Key, bool) {
+			return dst.Str(r.RootRunID).I64(r.CreatedMS).Str(r.ChildRunID), true
 		},
 	}
 
@@ -193,8 +194,8 @@ func (l *Layout) newIndexes() {
 			Schema: Schema{{"run", PartStr}, {"due_ms", PartI64}, {"node", PartStr}, {"activation", PartStr}},
 			PK:     []int{0, 2, 3},
 		}),
-		entry: func(s backend.RetrySchedule) (Key, bool) {
-			return Key(nil).Str(s.Key.RunID).I64(s.DueMS).Str(s.Key.NodeID).Str(s.Key.ActivationID), true
+		entry: func(dst Key, s backend.RetrySchedule) (Key, bool) {
+			return dst.Str(s.Key.RunID).I64(s.DueMS).Str(s.Key.NodeID).Str(s.Key.ActivationID), true
 		},
 	}
 
@@ -205,8 +206,8 @@ func (l *Layout) newIndexes() {
 			Name:   "ix_lease_active",
 			Schema: leaseSchema, PK: []int{0, 1, 2, 3, 4, 5}, Member: "ReleasedMS is 0",
 		}),
-		entry: func(ls backend.Lease) (Key, bool) {
-			return leaseKey(ls.Key), ls.ReleasedMS == 0
+		entry: func(dst Key, ls backend.Lease) (Key, bool) {
+			return appendLeaseKey(dst, ls.Key), ls.ReleasedMS == 0
 		},
 	}
 
@@ -218,9 +219,9 @@ func (l *Layout) newIndexes() {
 			Schema: Schema{{"run", PartStr}, {"resource", PartStr}, {"node", PartStr}, {"activation", PartStr}, {"attempt", PartU32}, {"mode", PartStr}},
 			PK:     []int{0, 2, 3, 4, 1, 5}, Member: "ReleasedMS is 0",
 		}),
-		entry: func(ls backend.Lease) (Key, bool) {
+		entry: func(dst Key, ls backend.Lease) (Key, bool) {
 			k := ls.Key
-			return Key(nil).Str(k.RunID).Str(k.Resource).Str(k.NodeID).Str(k.ActivationID).U32(k.Attempt).Str(string(k.Mode)), ls.ReleasedMS == 0
+			return dst.Str(k.RunID).Str(k.Resource).Str(k.NodeID).Str(k.ActivationID).U32(k.Attempt).Str(string(k.Mode)), ls.ReleasedMS == 0
 		},
 	}
 
@@ -233,8 +234,8 @@ func (l *Layout) newIndexes() {
 				Schema: Schema{{"status", PartStr}, {"id", PartStr}},
 				PK:     []int{1},
 			}),
-			entry: func(r backend.Run) (Key, bool) {
-				return Key(nil).Str(string(r.Status)).Str(r.ID), true
+			entry: func(dst Key, r backend.Run) (Key, bool) {
+				return dst.Str(string(r.Status)).Str(r.ID), true
 			},
 		}
 	}

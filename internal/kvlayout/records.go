@@ -24,18 +24,24 @@ const (
 func runKey(id string) Key     { return Key(nil).Str(id) }
 func linkKey(child string) Key { return Key(nil).Str(child) }
 
-func activationKey(k backend.ActivationKey) Key {
+func activationKey(k backend.ActivationKey) Key { return appendActivationKey(nil, k) }
+
+// appendActivationKey appends k's key to dst.
+func appendActivationKey(dst Key, k backend.ActivationKey) Key {
 	// room for an attempt number too (attemptKey)
-	return newKey(4, k.RunID, k.NodeID, k.ActivationID).Str(k.RunID).Str(k.NodeID).Str(k.ActivationID)
+	return growKey(dst, 4, k.RunID, k.NodeID, k.ActivationID).Str(k.RunID).Str(k.NodeID).Str(k.ActivationID)
 }
 
 func attemptKey(k backend.AttemptKey) Key { return activationKey(k.ActivationKey).U32(k.Attempt) }
 
-func leaseKey(k backend.LeaseKey) Key {
-	return attemptKey(k.AttemptKey).Str(k.Resource).Str(string(k.Mode))
+func leaseKey(k backend.LeaseKey) Key { return appendLeaseKey(nil, k) }
+
+// appendLeaseKey appends k's key to dst.
+func appendLeaseKey(dst Key, k backend.LeaseKey) Key {
+	return appendActivationKey(dst, k.ActivationKey).U32(k.Attempt).Str(k.Resource).Str(string(k.Mode))
 }
 
-func eventKey(k backend.EventKey) Key { return newKey(8, k.RunID).Str(k.RunID).I64(k.Seq) }
+func eventKey(k backend.EventKey) Key { return growKey(nil, 8, k.RunID).Str(k.RunID).I64(k.Seq) }
 
 // Shared pieces.
 

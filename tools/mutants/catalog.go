@@ -1898,4 +1898,18 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "kvlayout-entry-overwritten",
+		Bug:   "the key-value layout works out a record's new index entry over its old one in the shared scratch buffer, so a Replace that moves an entry (an attempt's status) sees them equal and leaves the old entry in place",
+		Suite: "./internal/kvlayout/",
+		Tests: "TestApplyMaintainsIndexEntries",
+		Edits: []Edit{
+			{
+				File: "internal/kvlayout/apply.go",
+				Find: `				del = e
+				buf = e[len(e):]`,
+				Replace: `				del = e`,
+			},
+		},
+	},
 }
