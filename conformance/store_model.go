@@ -38,6 +38,11 @@ func modelCases(batchTier bool) []testCase {
 		return nil
 	}
 	return []testCase{{
+		Name: "model_recorded_sequences_match_the_reference_model",
+		Run: func(e *env) {
+			replayModel(e.T, e.Ctx, e.B)
+		},
+	}, {
 		Name: "model_random_sequences_match_the_reference_model",
 		Run: func(e *env) {
 			checkModel(e.T, e.Ctx, e.B, modelSteps(), false)
@@ -104,6 +109,46 @@ func checkModel(t rapid.TB, ctx context.Context, b backend.Backend, steps int, b
 		}
 		sq.eventsNameTheirAttempts(rt)
 	})
+}
+
+// modelRegressions are sequences on which the random search once found
+// the model and a Store disagreeing: every adapter replays each of them.
+var modelRegressions = []struct {
+	name   string
+	limits int
+	ops    []op
+}{{
+	// A fail-fast group of one is retired when its member fails; an
+	// explicit retry of that member is refused (ineligible) and changes
+	// nothing: the member stays failed.
+	name:   "a refused retry of a retired group's member",
+	limits: 1,
+	ops: []op{
+		{K: opAddAct}, {K: opDispatch}, {K: opAddFanOut, D: 1}, {K: opObserve, D: 2},
+		{K: opDispatch, A: 5, B: 1, D: 2}, {K: opObserve, A: 1, B: 5, C: 1}, {K: opRetryFailed, A: 5, C: 2, D: 1},
+	},
+}}
+
+// replayModel runs every recorded sequence once against b, comparing
+// results and durable state with the model after every step as the random
+// search does.
+func replayModel(t *testing.T, ctx context.Context, b backend.Backend) {
+	t.Helper()
+	for _, r := range modelRegressions {
+		var once atomic.Bool
+		rapid.Check(t, func(rt *rapid.T) {
+			if once.Swap(true) {
+				return // the sequence is fixed: one run of it is the check
+			}
+			sq := newSequence(ctx, b, fmt.Sprintf("m%d", modelSeq.Add(1)))
+			sq.createRun(rt, r.limits, true)
+			for i, o := range r.ops {
+				sq.step(rt, i, o)
+			}
+			sq.eventsNameTheirAttempts(rt)
+			rt.Logf("replayed %q: %d steps", r.name, len(r.ops))
+		})
+	}
 }
 
 // sequence is one random operation sequence: the Store over the adapter

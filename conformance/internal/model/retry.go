@@ -114,11 +114,11 @@ func (m *Model) retry(k ActivationKey, failed uint32, sched *Schedule) (Requeue,
 	if g := act.Group; g != nil && g.FanIn && m.Activations[g.Controller].Status != ActivationWaiting {
 		return Requeue{}, Ineligible // the controller settled with its group
 	}
+	if g := act.Group; g != nil && g.Retired {
+		return Requeue{}, Ineligible // a refused retry changes nothing
+	}
 	act.Status = ActivationPending
 	if g := act.Group; g != nil {
-		if g.Retired {
-			return Requeue{}, Ineligible
-		}
 		act.Status = ActivationWaiting
 		if m.occupied(g) < g.Max {
 			act.Status = ActivationPending
