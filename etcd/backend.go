@@ -196,7 +196,8 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			b.leaveTurn(queued)
 		}
 	}()
-	// The commit gate (gate.go), held for one run of fn and its commit.
+	// The commit gate (gate.go): the queues held for one run of fn and its
+	// commit.
 	hold := &gateHold{g: b.gate}
 	defer hold.leave()
 	leaveGate := hold.leave
@@ -218,10 +219,14 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			}
 		}
 		// An Update in the queue never waits at the gate. One whose commit
-		// failed, or whose read of a hot key found the gate held, runs
-		// again holding it, as every Update does while it is closed.
-		if queued == nil && (why.conflicts > 0 || why.gated > 0 || b.gate.closed()) {
-			if gerr := hold.enter(ctx); gerr != nil {
+		// failed, or whose read of a hot key found its queue held, runs
+		// again holding those queues; every Update holds them all while
+		// the gate is closed.
+		if want := hold.want; queued == nil && (want != 0 || b.gate.closed()) {
+			if b.gate.closed() {
+				want = allQueues
+			}
+			if gerr := hold.enter(ctx, want); gerr != nil {
 				b.stats.busy.Add(1)
 				return fmt.Errorf("etcd: update: waiting for the Backend's other Updates after %d runs (%s): %w: %w", run, why, backend.ErrBusy, gerr)
 			}
@@ -284,7 +289,7 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 				queued = nil // the commit deleted its key in the queue
 				return nil
 			case out == conflicted:
-				b.gate.conflicted(t.w.reads)
+				hold.want |= b.gate.conflicted(t.w.reads)
 				b.stats.conflicts.Add(1)
 				why.conflicts++
 				why.last = "a concurrent commit changed what fn read"

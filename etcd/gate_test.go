@@ -83,3 +83,64 @@ func TestGateHoldsBackOnlyUpdatesOfWhatConflicted(t *testing.T) {
 	require.NoError(t, <-same)
 	require.Equal(t, int64(1), b.Stats().Conflicts, "only the forced conflict: the held-back Update read after the commit")
 }
+
+// Updates conflicting on one run queue behind each other only: an Update
+// whose commit on run b fails while another Update runs again after its
+// own conflict on run a (holding run a's queue) runs again at once in run
+// b's queue and commits, instead of waiting behind run a's. (The runs'
+// records hash to different queues of the gate.)
+func TestGateQueuesUpdatesPerConflictingRun(t *testing.T) {
+	var failedA, failedB atomic.Bool
+	failFirst := func(ctx context.Context, kv clientv3.KV, c etcd.CommitTxn) (*clientv3.TxnResponse, error) {
+		name, _ := ctx.Value(updateName{}).(string)
+		if (name == "ua" && failedA.CompareAndSwap(false, true)) || (name == "ub" && failedB.CompareAndSwap(false, true)) {
+			// A compare that fails: a conflict, as if another commit won.
+			c.If = append(c.If, clientv3.Compare(clientv3.Version("never-written"), ">", 0))
+		}
+		return c.Send(ctx, kv)
+	}
+	b, _ := openFresh(t, etcd.WithCommitHook(failFirst))
+	ctx := ctxT(t)
+	in, release := make(chan struct{}), make(chan struct{})
+	ua := make(chan error, 1)
+	go func() {
+		ua <- readRunInsert(context.WithValue(ctx, updateName{}, "ua"), b, "a", "a", func(run int) {
+			if run == 2 { // running again after its conflict, in run a's queue
+				close(in)
+				<-release
+			}
+		})
+	}()
+	select {
+	case <-in:
+	case err := <-ua:
+		t.Fatalf("the Update on run a returned (%v) before running again", err)
+	}
+	var runsB atomic.Int32
+	ub := make(chan error, 1)
+	go func() {
+		ub <- readRunInsert(context.WithValue(ctx, updateName{}, "ub"), b, "b", "b", func(run int) { runsB.Store(int32(run)) })
+	}()
+	select {
+	case err := <-ub:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatalf("an Update whose commit on run b failed waited, after %d runs, for the Update running again after its conflict on run a", runsB.Load())
+	}
+	require.Equal(t, int32(2), runsB.Load(), "the Update on run b ran again once, after its conflict")
+	// A later Update reading run b's hot record does not wait for run a's
+	// queue either.
+	later := make(chan error, 1)
+	go func() { later <- readRunInsert(ctx, b, "b", "c", nil) }()
+	select {
+	case err := <-later:
+		require.NoError(t, err)
+	case <-time.After(5 * time.Second):
+		close(release)
+		t.Fatal("an Update reading run b's hot record waited for run a's queue")
+	}
+	close(release)
+	require.NoError(t, <-ua)
+	require.Equal(t, int64(2), b.Stats().Conflicts, "only the forced conflicts")
+}

@@ -217,7 +217,7 @@ func Open(ctx context.Context, cli *clientv3.Client, opts ...Option) (*Backend, 
 }
 
 func open(ctx context.Context, cli *clientv3.Client, c config, owned bool) (*Backend, error) {
-	b := &Backend{cli: cli, kv: clientv3.NewKV(cli), owned: owned, prefix: c.prefix, cfg: c, hooks: c.hooks, gate: newGate()}
+	b := &Backend{cli: cli, kv: clientv3.NewKV(cli), owned: owned, prefix: c.prefix, cfg: c, hooks: c.hooks, gate: newGate(c.prefix)}
 	b.slots = newSlotPool(c.prefix)
 	if err := b.prepare(ctx); err != nil {
 		return nil, fmt.Errorf("etcd: open %q: %w", c.prefix, err)

@@ -69,7 +69,7 @@ type readTx struct {
 	turn  turnRead
 	// gate is the Update's hold of its Backend's commit gate (nil in a
 	// View, and for an Update in the turn queue); gateBusy records that a
-	// read of a hot key found the gate held by another Update (gate.go):
+	// read of a hot key found its queue held by another Update (gate.go):
 	// this run never commits.
 	gate     *gateHold
 	gateBusy bool
@@ -225,15 +225,19 @@ func (t *readTx) fetch(ctx context.Context, op string, keys []string) error {
 	return nil
 }
 
-// gateRead takes the Backend's gate token before an Update reads keys
-// one of which is hot (gate.go), and fails with errGateBusy when another
-// Update holds it.
+// gateRead takes the queues of the hot keys among keys (gate.go) before an
+// Update reads them, and fails with errGateBusy when another Update holds
+// one: the Update then waits for them, with those it held, and runs again.
 func (t *readTx) gateRead(op string, keys []string) error {
 	if t.gate == nil || len(keys) == 0 {
 		return nil
 	}
-	if !t.gateBusy && (t.gate.held || !t.b.gate.anyHot(keys) || t.gate.try()) {
-		return nil
+	if !t.gateBusy {
+		qs := t.b.gate.hotQueues(keys) &^ t.gate.held
+		if qs == 0 || t.gate.try(qs) {
+			return nil
+		}
+		t.gate.want |= t.gate.held | qs
 	}
 	t.gateBusy = true
 	return fmt.Errorf("etcd: %s: %w", op, errGateBusy)
