@@ -354,9 +354,11 @@ type batchKnown struct {
 	atts map[backend.AttemptKey]backend.Attempt
 }
 
-func newBatchKnown() *batchKnown {
-	return &batchKnown{runs: map[string]backend.Run{}, acts: map[backend.ActivationKey]backend.Activation{},
-		atts: map[backend.AttemptKey]backend.Attempt{}}
+// newBatchKnown returns an empty batchKnown sized for n attempts, so that
+// filling it does not grow its maps.
+func newBatchKnown(n int) *batchKnown {
+	return &batchKnown{runs: map[string]backend.Run{}, acts: make(map[backend.ActivationKey]backend.Activation, n),
+		atts: make(map[backend.AttemptKey]backend.Attempt, n)}
 }
 
 // expected returns every known record, in key order.
@@ -407,7 +409,7 @@ func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([
 		kn  *batchKnown
 	)
 	err := s.update(ctx, func(tx backend.Tx, w *batch) error {
-		res, kn = make([]prepResult, len(items)), newBatchKnown()
+		res, kn = make([]prepResult, len(items)), newBatchKnown(len(items))
 		var l backend.Lookup
 		runs := map[string]bool{}
 		for _, it := range items {
@@ -502,7 +504,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 		ready[i].token = newHandoffToken()
 	}
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, acts map[backend.ActivationKey]backend.Activation, atts map[backend.AttemptKey]backend.Attempt) error {
-		errs, next = make([]error, len(ready)), newBatchKnown()
+		errs, next = make([]error, len(ready)), newBatchKnown(len(ready))
 		stopped := false
 		for i, r := range ready {
 			if stopped {
@@ -762,7 +764,8 @@ func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []pre
 // not) or wrote nothing, it decides again on records read now, so that
 // every refusal is made on the state as it is. With swaps, on a backend
 // whose Tx is a backend.Swapper, the known attempts are left out of the
-// expect: onKnown compares each in its write instead.
+// expect: onKnown compares each in its write instead. onKnown may update
+// k.runs, a copy, and must leave k.acts and k.atts as they are.
 func (s *Store) decideBatch(ctx context.Context, kn *batchKnown, swaps bool, settled func() bool,
 	onKnown func(tx backend.Tx, w *batch, k *batchKnown) error, onRead func(tx backend.Tx, w *batch) error) error {
 	if kn != nil {
@@ -774,8 +777,10 @@ func (s *Store) decideBatch(ctx context.Context, kn *batchKnown, swaps bool, set
 			if err := tx.Apply(ctx, backend.Changes{Expect: exp}); err != nil {
 				return err
 			}
-			// Decide on copies: a re-run must start from the known records.
-			k := &batchKnown{runs: maps.Clone(kn.runs), acts: maps.Clone(kn.acts), atts: maps.Clone(kn.atts)}
+			// Decide on copies of the runs, the only records a decision
+			// updates in place: a re-run must start from the known ones.
+			// The activations and attempts are only read.
+			k := &batchKnown{runs: maps.Clone(kn.runs), acts: kn.acts, atts: kn.atts}
 			if err := onKnown(tx, w, k); err != nil {
 				return err
 			}
