@@ -506,13 +506,17 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, acts map[backend.ActivationKey]backend.Activation, atts map[backend.AttemptKey]backend.Attempt) error {
 		errs, next = make([]error, len(ready)), newBatchKnown(len(ready))
 		stopped := false
+		// Each item decides on its own copy of its run, in one buffer
+		// allocated once per decision of the batch.
+		run := new(backend.Run)
 		for i, r := range ready {
 			if stopped {
 				errs[i] = errNotReached
 				continue
 			}
 			k := r.p.Key()
-			run, ok := runs[k.RunID]
+			var ok bool
+			*run, ok = runs[k.RunID]
 			if !ok {
 				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
 				stopped = true
@@ -521,7 +525,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 			att, found := atts[k]
 			m := w.Mark()
 			kn, err := decideHandoff(ctx, tx, w, handoffInput{
-				run: &run, act: acts[k.ActivationKey], att: att, found: found, key: k,
+				run: run, act: acts[k.ActivationKey], att: att, found: found, key: k,
 				check: r.check.with("dispatch handoff"), token: r.token, at: at,
 			})
 			switch {
@@ -535,7 +539,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 				errs[i] = err
 				stopped = !errors.Is(err, ErrIneligible) && !errors.Is(err, ErrConflict)
 			default:
-				runs[k.RunID] = run
+				runs[k.RunID] = *run
 				next.acts[k.ActivationKey], next.atts[k] = kn.act, kn.att
 			}
 		}
@@ -682,9 +686,13 @@ func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []pre
 	var errs []error
 	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, atts map[backend.AttemptKey]backend.Attempt) error {
 		errs = make([]error, len(accepted))
+		// Each item decides on its own copy of its run, in one buffer
+		// allocated once per decision of the batch.
+		run := new(backend.Run)
 		for i, r := range accepted {
 			k := r.p.Key()
-			run, ok := runs[k.RunID]
+			var ok bool
+			*run, ok = runs[k.RunID]
 			if !ok {
 				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
 				continue
@@ -696,7 +704,7 @@ func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []pre
 			}
 			m := w.Mark()
 			err := decideReceipt(ctx, tx, w, receiptInput{
-				run: &run, att: att, found: found, key: k, identity: r.p.Identity, receipt: rcs[i],
+				run: run, att: att, found: found, key: k, identity: r.p.Identity, receipt: rcs[i],
 				check: r.check.with("receipt"), at: at,
 			})
 			switch {
@@ -708,7 +716,7 @@ func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []pre
 				w.Truncate(m)
 				errs[i] = err
 			default:
-				runs[k.RunID] = run
+				runs[k.RunID] = *run
 			}
 		}
 		return nil
