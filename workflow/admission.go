@@ -202,7 +202,7 @@ func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.
 		Key: akey, Identity: identity, Status: backend.AttemptPrepared, SideEffect: backend.Effect(it.effect),
 		Intent: it.intent, IntentChecksum: Checksum(it.intent), Handoff: backend.HandoffPending, PreparedMS: at,
 	}
-	wroteRoot, err := state.PrepareAttempt(w, state.AttemptStart{Run: &run, Root: &root, Act: &act, Att: att, Leases: leases}, at)
+	wroteRoot, err := state.PrepareAttempt(w, state.AttemptStart{Run: &run, Root: &root, Act: &act, Att: &att, Leases: leases}, at)
 	if err != nil {
 		return nil, known{}, err
 	}
