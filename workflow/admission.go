@@ -106,7 +106,12 @@ func (s *Store) prepare(ctx context.Context, k backend.ActivationKey, plan Plan,
 		if err != nil {
 			return err
 		}
-		out, kn, err = decidePrepare(ctx, tx, w, &g, prepItem{key: k, effect: plan.SideEffect, intent: intent, check: check, hint: hint}, at)
+		var got known
+		out, got, err = decidePrepare(ctx, tx, w, &g, prepItem{key: k, effect: plan.SideEffect, intent: intent, check: check, hint: hint}, at)
+		kn = nil
+		if err == nil {
+			kn = &got
+		}
 		return err
 	})
 	if errors.Is(err, errNoop) {
@@ -133,19 +138,21 @@ type prepItem struct {
 // missed is read now and added). It writes to w and, when it prepares,
 // updates g with the records it wrote (the run, its root, the activation
 // and the leases), so that the next decision on g in the same transaction
-// sees them. It returns errNoop when the activation is not admissible now.
-func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.Found, it prepItem, at int64) (*PreparedDispatch, *known, error) {
+// sees them. It returns the prepared dispatch and the records it wrote (by
+// value, valid only with a nil error), or errNoop when the activation is
+// not admissible now.
+func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.Found, it prepItem, at int64) (*PreparedDispatch, known, error) {
 	k, check := it.key, it.check
 	run, ok := g.Runs[k.RunID]
 	if !ok {
-		return nil, nil, errNoop
+		return nil, known{}, errNoop
 	}
 	if err := check.verify(run); err != nil {
-		return nil, nil, err
+		return nil, known{}, err
 	}
 	act, ok := g.Activations[k]
 	if !ok {
-		return nil, nil, errNoop
+		return nil, known{}, errNoop
 	}
 	if exact := hintFrom(run, act); !exact.covers(it.hint) {
 		// The hint missed something: read it now.
@@ -153,7 +160,7 @@ func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.
 		exact.lookup(&l, k)
 		more, err := tx.Load(ctx, l)
 		if err != nil {
-			return nil, nil, err
+			return nil, known{}, err
 		}
 		addMissing(g, more)
 	}
@@ -163,31 +170,31 @@ func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.
 			group = &v
 		}
 		if group != nil && group.Retiring {
-			return nil, nil, errNoop
+			return nil, known{}, errNoop
 		}
 	}
 	if !state.Startable(run, act) {
-		return nil, nil, errNoop
+		return nil, known{}, errNoop
 	}
 	if act.LastAttempt == ^uint32(0) {
-		return nil, nil, stateErr(ErrIneligible, "attempt number would exceed %d", ^uint32(0))
+		return nil, known{}, stateErr(ErrIneligible, "attempt number would exceed %d", ^uint32(0))
 	}
 	attempt := act.LastAttempt + 1
 	akey := backend.AttemptKey{ActivationKey: k, Attempt: attempt}
 	leases, err := acquireLeases(act, akey, g.Resources, at)
 	if err != nil {
-		return nil, nil, err
+		return nil, known{}, err
 	}
 	root := run
 	if run.RootID != run.ID {
 		r, ok := g.Runs[run.RootID]
 		if !ok {
-			return nil, nil, stateErr(ErrNotFound, "root run %q of run %q", run.RootID, run.ID)
+			return nil, known{}, stateErr(ErrNotFound, "root run %q of run %q", run.RootID, run.ID)
 		}
 		root = r
 	}
 	if err := enforceAttemptLimits(run, root, attempt, at); err != nil {
-		return nil, nil, err
+		return nil, known{}, err
 	}
 	// Apply the prepared outcome.
 	identity := DispatchIdentity(k.RunID, k.NodeID, k.ActivationID, attempt)
@@ -195,9 +202,9 @@ func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.
 		Key: akey, Identity: identity, Status: backend.AttemptPrepared, SideEffect: backend.Effect(it.effect),
 		Intent: it.intent, IntentChecksum: Checksum(it.intent), Handoff: backend.HandoffPending, PreparedMS: at,
 	}
-	wroteRoot, err := state.PrepareAttempt(w, state.AttemptStart{Run: &run, Root: &root, Act: &act, Att: att, Leases: leases}, at)
+	wroteRoot, err := state.PrepareAttempt(w, state.AttemptStart{Run: &run, Root: &root, Act: &act, Att: &att, Leases: leases}, at)
 	if err != nil {
-		return nil, nil, err
+		return nil, known{}, err
 	}
 	if wroteRoot {
 		g.Runs[root.ID] = root
@@ -214,7 +221,7 @@ func decidePrepare(ctx context.Context, tx backend.ReadTx, w *batch, g *backend.
 	}
 	out := &PreparedDispatch{Activation: toActivation(act), Attempt: attempt, Identity: identity,
 		SideEffect: it.effect, Intent: it.intent, PreparedAt: fromMS(at)}
-	return out, &known{run: run, act: act, att: att}, nil
+	return out, known{run: run, act: act, att: att}, nil
 }
 
 // addMissing adds to g the records of more that g does not hold yet (g's

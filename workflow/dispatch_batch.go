@@ -347,16 +347,64 @@ func (c candidate) check(opts DispatchOptions) authorityCheck {
 }
 
 // batchKnown holds the records a batch step committed, as it wrote them,
-// for the next step to expect unchanged (see known).
+// for the next step to expect unchanged (see known). The activations and
+// attempts are held by pointer into actv and attv, filled by add (a map
+// of values this large would allocate each one on its own); a record they
+// point to is never changed.
 type batchKnown struct {
 	runs map[string]backend.Run
-	acts map[backend.ActivationKey]backend.Activation
-	atts map[backend.AttemptKey]backend.Attempt
+	acts map[backend.ActivationKey]*backend.Activation
+	atts map[backend.AttemptKey]*backend.Attempt
+	actv []backend.Activation
+	attv []backend.Attempt
 }
 
-func newBatchKnown() *batchKnown {
-	return &batchKnown{runs: map[string]backend.Run{}, acts: map[backend.ActivationKey]backend.Activation{},
-		atts: map[backend.AttemptKey]backend.Attempt{}}
+// newBatchKnown returns an empty batchKnown sized for n attempts, so that
+// filling it does not grow its maps.
+func newBatchKnown(n int) *batchKnown {
+	return &batchKnown{runs: map[string]backend.Run{},
+		acts: make(map[backend.ActivationKey]*backend.Activation, n), atts: make(map[backend.AttemptKey]*backend.Attempt, n),
+		actv: make([]backend.Activation, 0, n), attv: make([]backend.Attempt, 0, n)}
+}
+
+// knownFrom returns the records of f as a batchKnown (its runs map is
+// f's own).
+func knownFrom(f backend.Found) *batchKnown {
+	k := &batchKnown{runs: f.Runs, acts: make(map[backend.ActivationKey]*backend.Activation, len(f.Activations)),
+		atts: make(map[backend.AttemptKey]*backend.Attempt, len(f.Attempts))}
+	for key, a := range f.Activations {
+		k.acts[key] = &a
+	}
+	for key, a := range f.Attempts {
+		k.atts[key] = &a
+	}
+	return k
+}
+
+// add records act under ak and att under key. A slot filled past the
+// capacity newBatchKnown gave moves the slices, never the records the
+// maps already point to.
+func (k *batchKnown) add(ak backend.ActivationKey, act backend.Activation, key backend.AttemptKey, att backend.Attempt) {
+	k.actv = append(k.actv, act)
+	k.acts[ak] = &k.actv[len(k.actv)-1]
+	k.attv = append(k.attv, att)
+	k.atts[key] = &k.attv[len(k.attv)-1]
+}
+
+// act returns the activation known under key, the zero one when none is.
+func (k *batchKnown) act(key backend.ActivationKey) backend.Activation {
+	if a, ok := k.acts[key]; ok {
+		return *a
+	}
+	return backend.Activation{}
+}
+
+// att returns the attempt known under key, and whether one is.
+func (k *batchKnown) att(key backend.AttemptKey) (backend.Attempt, bool) {
+	if a, ok := k.atts[key]; ok {
+		return *a, true
+	}
+	return backend.Attempt{}, false
 }
 
 // expected returns every known record, in key order.
@@ -376,7 +424,7 @@ func compareActivationKeys(a, b backend.ActivationKey) int {
 	return cmp.Or(cmp.Compare(a.RunID, b.RunID), cmp.Compare(a.NodeID, b.NodeID), cmp.Compare(a.ActivationID, b.ActivationID))
 }
 
-func sortedBy[K comparable, V any](m map[K]V, cmp func(a, b K) int) []V {
+func sortedBy[K comparable, V any](m map[K]*V, cmp func(a, b K) int) []V {
 	keys := make([]K, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)
@@ -384,7 +432,7 @@ func sortedBy[K comparable, V any](m map[K]V, cmp func(a, b K) int) []V {
 	slices.SortFunc(keys, cmp)
 	out := make([]V, len(keys))
 	for i, k := range keys {
-		out[i] = m[k]
+		out[i] = *m[k]
 	}
 	return out
 }
@@ -407,7 +455,7 @@ func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([
 		kn  *batchKnown
 	)
 	err := s.update(ctx, func(tx backend.Tx, w *batch) error {
-		res, kn = make([]prepResult, len(items)), newBatchKnown()
+		res, kn = make([]prepResult, len(items)), newBatchKnown(len(items))
 		var l backend.Lookup
 		runs := map[string]bool{}
 		for _, it := range items {
@@ -451,8 +499,7 @@ func (s *Store) prepareBatch(ctx context.Context, items []prepItem, at int64) ([
 				stopped = stopsPass(err)
 			default:
 				res[i].p = p
-				kn.acts[k.act.Key] = k.act
-				kn.atts[k.att.Key] = k.att
+				kn.add(k.act.Key, k.act, k.att.Key, k.att)
 			}
 		}
 		for _, r := range res {
@@ -501,31 +548,37 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 	for i := range ready {
 		ready[i].token = newHandoffToken()
 	}
-	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, acts map[backend.ActivationKey]backend.Activation, atts map[backend.AttemptKey]backend.Attempt) error {
-		errs, next = make([]error, len(ready)), newBatchKnown()
+	decide := func(tx backend.Tx, w *batch, recs *batchKnown) error {
+		runs := recs.runs
+		errs, next = make([]error, len(ready)), newBatchKnown(len(ready))
 		stopped := false
+		// Each item decides on its own copy of its run, in one buffer
+		// allocated once per decision of the batch.
+		run := new(backend.Run)
 		for i, r := range ready {
 			if stopped {
 				errs[i] = errNotReached
 				continue
 			}
 			k := r.p.Key()
-			run, ok := runs[k.RunID]
+			var ok bool
+			*run, ok = runs[k.RunID]
 			if !ok {
 				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
 				stopped = true
 				continue
 			}
-			att, found := atts[k]
+			att, found := recs.att(k)
+			act := recs.act(k.ActivationKey)
 			m := w.Mark()
 			kn, err := decideHandoff(ctx, tx, w, handoffInput{
-				run: &run, act: acts[k.ActivationKey], att: att, found: found, key: k,
+				run: run, act: act, att: att, found: found, key: k,
 				check: r.check.with("dispatch handoff"), token: r.token, at: at,
 			})
 			switch {
 			case errors.Is(err, errNoop):
 				w.Truncate(m)
-				next.acts[k.ActivationKey], next.atts[k] = acts[k.ActivationKey], att
+				next.add(k.ActivationKey, act, k, att)
 			case err != nil && isStorage(err):
 				return err
 			case err != nil:
@@ -533,8 +586,8 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 				errs[i] = err
 				stopped = !errors.Is(err, ErrIneligible) && !errors.Is(err, ErrConflict)
 			default:
-				runs[k.RunID] = run
-				next.acts[k.ActivationKey], next.atts[k] = kn.act, kn.att
+				runs[k.RunID] = *run
+				next.add(k.ActivationKey, kn.act, k, kn.att)
 			}
 		}
 		for i, r := range ready {
@@ -563,7 +616,9 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 		swaps := make([]backend.AttemptSwap, len(ready))
 		for i, r := range ready {
 			k := r.p.Key()
-			swaps[i] = backend.AttemptSwap{Old: kn.atts[k], New: next.atts[k]}
+			old, _ := kn.att(k)
+			nw, _ := next.att(k)
+			swaps[i] = backend.AttemptSwap{Old: old, New: nw}
 		}
 		won, err := sw.SwapAttempts(ctx, swaps)
 		if err != nil {
@@ -583,13 +638,13 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 			atts := maps.Clone(kn.atts)
 			for _, k := range lost {
 				if a, ok := f.Attempts[k]; ok {
-					atts[k] = a
+					atts[k] = &a
 				} else {
 					delete(atts, k)
 				}
 			}
 			*w = batch{}
-			if err := decide(tx, w, maps.Clone(kn.runs), maps.Clone(kn.acts), atts); err != nil {
+			if err := decide(tx, w, &batchKnown{runs: maps.Clone(kn.runs), acts: kn.acts, atts: atts}); err != nil {
 				return err
 			}
 			partial = true
@@ -598,7 +653,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 			if !ok {
 				continue
 			}
-			if errs[i] != nil || backend.CompareExpected(next.atts[swaps[i].Old.Key], swaps[i].New) != nil {
+			if nw, _ := next.att(swaps[i].Old.Key); errs[i] != nil || backend.CompareExpected(nw, swaps[i].New) != nil {
 				// The same decision on the same records: never. Decided
 				// again on read records, the swaps rolled back.
 				return errReread
@@ -610,7 +665,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 	err := s.decideBatch(ctx, kn, true, func() bool { return partial || !slices.ContainsFunc(errs, func(e error) bool { return e != nil }) },
 		func(tx backend.Tx, w *batch, k *batchKnown) error {
 			partial = false
-			if err := decide(tx, w, k.runs, k.acts, k.atts); err != nil {
+			if err := decide(tx, w, k); err != nil {
 				return err
 			}
 			if sw, ok := tx.(backend.Swapper); ok {
@@ -630,7 +685,7 @@ func (s *Store) handoffBatch(ctx context.Context, ready []prepared, kn *batchKno
 			if err != nil {
 				return err
 			}
-			return decide(tx, w, f.Runs, f.Activations, f.Attempts)
+			return decide(tx, w, knownFrom(f))
 		})
 	if err != nil {
 		hs := make([]HeldHandoff, len(ready))
@@ -678,23 +733,28 @@ var errAlone = errors.New("workflow: recorded alone")
 func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []prepared, rcs [][]byte, kn *batchKnown) ([]prepared, []error) {
 	at, now, sum := pass.at, pass.now, pass.sum
 	var errs []error
-	decide := func(tx backend.Tx, w *batch, runs map[string]backend.Run, atts map[backend.AttemptKey]backend.Attempt) error {
+	decide := func(tx backend.Tx, w *batch, recs *batchKnown) error {
+		runs := recs.runs
 		errs = make([]error, len(accepted))
+		// Each item decides on its own copy of its run, in one buffer
+		// allocated once per decision of the batch.
+		run := new(backend.Run)
 		for i, r := range accepted {
 			k := r.p.Key()
-			run, ok := runs[k.RunID]
+			var ok bool
+			*run, ok = runs[k.RunID]
 			if !ok {
 				errs[i] = stateErr(ErrNotFound, "run %q", k.RunID)
 				continue
 			}
-			att, found := atts[k]
+			att, found := recs.att(k)
 			if found && att.Status == backend.AttemptRepairRequired {
 				errs[i] = errAlone
 				continue
 			}
 			m := w.Mark()
 			err := decideReceipt(ctx, tx, w, receiptInput{
-				run: &run, att: att, found: found, key: k, identity: r.p.Identity, receipt: rcs[i],
+				run: run, att: att, found: found, key: k, identity: r.p.Identity, receipt: rcs[i],
 				check: r.check.with("receipt"), at: at,
 			})
 			switch {
@@ -706,14 +766,14 @@ func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []pre
 				w.Truncate(m)
 				errs[i] = err
 			default:
-				runs[k.RunID] = run
+				runs[k.RunID] = *run
 			}
 		}
 		return nil
 	}
 	err := s.decideBatch(ctx, kn, false, func() bool { return !slices.ContainsFunc(errs, func(e error) bool { return e != nil }) },
 		func(tx backend.Tx, w *batch, k *batchKnown) error {
-			return decide(tx, w, k.runs, k.atts)
+			return decide(tx, w, k)
 		},
 		func(tx backend.Tx, w *batch) error {
 			var l backend.Lookup
@@ -726,7 +786,7 @@ func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []pre
 			if err != nil {
 				return err
 			}
-			return decide(tx, w, f.Runs, f.Attempts)
+			return decide(tx, w, knownFrom(f))
 		})
 	if err != nil {
 		return nil, []error{err}
@@ -762,7 +822,8 @@ func (s *Store) receiptBatch(ctx context.Context, pass batchPass, accepted []pre
 // not) or wrote nothing, it decides again on records read now, so that
 // every refusal is made on the state as it is. With swaps, on a backend
 // whose Tx is a backend.Swapper, the known attempts are left out of the
-// expect: onKnown compares each in its write instead.
+// expect: onKnown compares each in its write instead. onKnown may update
+// k.runs, a copy, and must leave k.acts and k.atts as they are.
 func (s *Store) decideBatch(ctx context.Context, kn *batchKnown, swaps bool, settled func() bool,
 	onKnown func(tx backend.Tx, w *batch, k *batchKnown) error, onRead func(tx backend.Tx, w *batch) error) error {
 	if kn != nil {
@@ -774,8 +835,10 @@ func (s *Store) decideBatch(ctx context.Context, kn *batchKnown, swaps bool, set
 			if err := tx.Apply(ctx, backend.Changes{Expect: exp}); err != nil {
 				return err
 			}
-			// Decide on copies: a re-run must start from the known records.
-			k := &batchKnown{runs: maps.Clone(kn.runs), acts: maps.Clone(kn.acts), atts: maps.Clone(kn.atts)}
+			// Decide on copies of the runs, the only records a decision
+			// updates in place: a re-run must start from the known ones.
+			// The activations and attempts are only read.
+			k := &batchKnown{runs: maps.Clone(kn.runs), acts: kn.acts, atts: kn.atts}
 			if err := onKnown(tx, w, k); err != nil {
 				return err
 			}

@@ -65,11 +65,14 @@ func (s *Store) handoff(ctx context.Context, k backend.AttemptKey, check authori
 	)
 	token := newHandoffToken()
 	decide := func(tx backend.Tx, w *batch, run backend.Run, act backend.Activation, att backend.Attempt, found bool) error {
-		var err error
 		ident = att.Identity
-		next, err = decideHandoff(ctx, tx, w, handoffInput{
+		kn, err := decideHandoff(ctx, tx, w, handoffInput{
 			run: &run, act: act, att: att, found: found, key: k, check: check, reHandoff: reHandoff, token: token, at: at,
 		})
+		next = nil
+		if err == nil {
+			next = &kn
+		}
 		return err
 	}
 	if kn != nil {
@@ -133,22 +136,22 @@ type handoffInput struct {
 // decideHandoff is the whole handoff decision for attempt in.key, on its
 // run, activation and attempt. It writes to w and to *in.run (the
 // handed-off event advances its sequence), recording in.token as the
-// handoff's holder token, and returns the records it committed; errNoop
-// when there is nothing to write.
-func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, in handoffInput) (*known, error) {
+// handoff's holder token, and returns the records it committed (by value,
+// valid only with a nil error); errNoop when there is nothing to write.
+func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, in handoffInput) (known, error) {
 	run, act, att, found, k := in.run, in.act, in.att, in.found, in.key
 	check, reHandoff, token, at := in.check, in.reHandoff, in.token, in.at
 	if err := check.verify(*run); err != nil {
-		return nil, err
+		return known{}, err
 	}
 	if !found || att.Status != backend.AttemptPrepared || act.Status != backend.ActivationRunning ||
 		run.Status != backend.RunRunning || run.CancelRequestedMS != 0 {
-		return nil, stateErr(ErrIneligible, "dispatch handoff is no longer eligible: %v", k)
+		return known{}, stateErr(ErrIneligible, "dispatch handoff is no longer eligible: %v", k)
 	}
 	if retiring, err := retirementPending(ctx, tx, act); err != nil {
-		return nil, err
+		return known{}, err
 	} else if retiring {
-		return nil, stateErr(ErrIneligible, "dispatch handoff is no longer eligible: fan-out retirement pending for %v", k)
+		return known{}, stateErr(ErrIneligible, "dispatch handoff is no longer eligible: fan-out retirement pending for %v", k)
 	}
 	switch att.Handoff {
 	case backend.HandoffPending:
@@ -158,20 +161,20 @@ func decideHandoff(ctx context.Context, tx backend.ReadTx, w *batch, in handoffI
 			// now, and a late release by the one that recorded it fails.
 			att.HandoffToken = token
 			state.Replace(w, att)
-			return &known{run: *run, act: act, att: att}, nil
+			return known{run: *run, act: act, att: att}, nil
 		}
-		return nil, stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
+		return known{}, stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
 	case backend.HandoffUnknown:
 		// No handoff state exists (low-level prepare): nothing to flip,
 		// and never a never-dispatched proof. Only read-only work may go.
 		if att.SideEffect == backend.ReadOnly {
-			return nil, errNoop
+			return known{}, errNoop
 		}
-		return nil, stateErr(ErrIneligible, "mutating attempt %s has no handoff state; reconcile it", att.Identity)
+		return known{}, stateErr(ErrIneligible, "mutating attempt %s has no handoff state; reconcile it", att.Identity)
 	}
 	state.RecordHandoff(w, run, &att, token, at)
 	state.Replace(w, *run)
-	return &known{run: *run, act: act, att: att}, nil
+	return known{run: *run, act: act, att: att}, nil
 }
 
 // retirementPending reports whether act is a fan-out member whose group has

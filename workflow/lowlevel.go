@@ -75,7 +75,7 @@ func (s *Engine) PrepareAttempt(ctx context.Context, ai AttemptIntent, now time.
 			Key: k, Identity: identity, Status: backend.AttemptPrepared, SideEffect: effect,
 			Intent: intent, IntentChecksum: Checksum(intent), Handoff: backend.HandoffUnknown, PreparedMS: at,
 		}
-		if err := state.PrepareLowLevelAttempt(w, state.AttemptStart{Run: &run, Root: &root, Act: &act, Att: att}, at); err != nil {
+		if err := state.PrepareLowLevelAttempt(w, state.AttemptStart{Run: &run, Root: &root, Act: &act, Att: &att}, at); err != nil {
 			return err
 		}
 		state.Replace(w, run)

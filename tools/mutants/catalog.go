@@ -96,7 +96,7 @@ var Catalog = []Mutant{
 			{
 				File: "workflow/handoff.go",
 				Find: `	if err := check.verify(*run); err != nil {
-		return nil, err
+		return known{}, err
 	}
 `,
 				Replace: "\t_ = check\n",
@@ -109,13 +109,13 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "workflow/handoff.go",
-				Find: `			return &known{run: *run, act: act, att: att}, nil
+				Find: `			return known{run: *run, act: act, att: att}, nil
 		}
-		return nil, stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
+		return known{}, stateErr(ErrConflict, "dispatch handoff already recorded for %s", att.Identity)
 `,
-				Replace: `			return &known{run: *run, act: act, att: att}, nil
+				Replace: `			return known{run: *run, act: act, att: att}, nil
 		}
-		return nil, errNoop
+		return known{}, errNoop
 `,
 			},
 		},
@@ -356,7 +356,7 @@ var Catalog = []Mutant{
 			{
 				File: "workflow/admission.go",
 				Find: `	if err := check.verify(run); err != nil {
-		return nil, nil, err
+		return nil, known{}, err
 	}
 	act, ok := g.Activations[k]
 `,
@@ -437,7 +437,7 @@ var Catalog = []Mutant{
 			group = &v
 		}
 		if group != nil && group.Retiring {
-			return nil, nil, errNoop
+			return nil, known{}, errNoop
 		}
 	}
 `,

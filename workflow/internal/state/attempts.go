@@ -143,10 +143,12 @@ func Startable(run backend.Run, act backend.Activation) bool {
 // AttemptStart is a new attempt and what it is counted against: its run,
 // the run's composition root (root == run for a root run) and its
 // activation; leases are the resource leases it acquires (admission only).
+// Every record is held by pointer (Att is only read), so that the caller's
+// records can stay on its stack.
 type AttemptStart struct {
 	Run, Root *backend.Run
 	Act       *backend.Activation
-	Att       backend.Attempt
+	Att       *backend.Attempt
 	Leases    []backend.Lease
 }
 
@@ -197,7 +199,7 @@ func PrepareLowLevelAttempt(w *Batch, s AttemptStart, at int64) error {
 // recordAttempt inserts a prepared attempt, counts it and appends
 // attempt_prepared; it reports whether it wrote the root.
 func recordAttempt(w *Batch, s AttemptStart, at int64) bool {
-	Insert(w, s.Att)
+	Insert(w, *s.Att)
 	wroteRoot := countAttempt(w, s.Run, s.Root)
 	s.Run.UpdatedMS = at
 	w.emit(s.Run, PreparedPayload(s.Att.Key, s.Att.SideEffect, s.Att.Intent, at), at)

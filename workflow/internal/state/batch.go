@@ -1,9 +1,9 @@
 package state
 
 import (
+	"bytes"
 	"context"
 	"fmt"
-	"reflect"
 	"slices"
 
 	"github.com/wfstore/wfstore/backend"
@@ -342,8 +342,22 @@ func (b *Batch) wasSwapped(rec any) bool {
 		return false
 	}
 	s, ok := b.swapped[a.Key]
-	return ok && reflect.DeepEqual(s, a)
+	return ok && sameAttempt(s, a)
 }
+
+// sameAttempt reports whether a and b are deeply equal, exactly as
+// reflect.DeepEqual reports it (a nil slice differs from an empty one),
+// without boxing either.
+func sameAttempt(a, b backend.Attempt) bool {
+	return a.Key == b.Key && a.Identity == b.Identity && a.Status == b.Status && a.SideEffect == b.SideEffect &&
+		sameBytes(a.Intent, b.Intent) && a.IntentChecksum == b.IntentChecksum && sameBytes(a.Receipt, b.Receipt) &&
+		a.Handoff == b.Handoff && sameBytes(a.Detail, b.Detail) && a.PreparedMS == b.PreparedMS &&
+		a.AdmittedMS == b.AdmittedMS && a.TerminalMS == b.TerminalMS && a.HandoffToken == b.HandoffToken
+}
+
+// sameBytes is reflect.DeepEqual of two byte slices: nil differs from
+// empty.
+func sameBytes(a, b []byte) bool { return (a == nil) == (b == nil) && bytes.Equal(a, b) }
 
 func addInsert(c *backend.Changes, rec any) {
 	if !c.Insert.Add(rec) {

@@ -1,6 +1,8 @@
 package state
 
 import (
+	"reflect"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/require"
@@ -74,4 +76,103 @@ func TestBatchLeavesOutTheReplaceOfAnAttemptItsTransactionSwapped(t *testing.T) 
 	c := w.Changes()
 	require.Equal(t, []backend.Attempt{later}, c.Replace.Attempts)
 	require.Equal(t, []backend.Run{{ID: "r"}}, c.Replace.Runs)
+}
+
+// TestSameAttemptIsReflectDeepEqual checks sameAttempt against
+// reflect.DeepEqual field by field (a field added to backend.Attempt and
+// not compared fails it): each field of a fully set attempt is zeroed,
+// changed, and for a slice made empty and nil.
+func TestSameAttemptIsReflectDeepEqual(t *testing.T) {
+	var fill func(v reflect.Value)
+	fill = func(v reflect.Value) {
+		switch v.Kind() {
+		case reflect.Struct:
+			for i := range v.NumField() {
+				fill(v.Field(i))
+			}
+		case reflect.String:
+			v.SetString("x")
+		case reflect.Int, reflect.Int64, reflect.Int32:
+			v.SetInt(1)
+		case reflect.Uint32, reflect.Uint64, reflect.Uint:
+			v.SetUint(1)
+		case reflect.Slice:
+			v.SetBytes([]byte("x"))
+		default:
+			t.Fatalf("backend.Attempt has a %s field: teach sameAttempt and this test", v.Kind())
+		}
+	}
+	var base backend.Attempt
+	fill(reflect.ValueOf(&base).Elem())
+	cp := func(a backend.Attempt) backend.Attempt {
+		a.Intent, a.Receipt, a.Detail = slices.Clone(a.Intent), slices.Clone(a.Receipt), slices.Clone(a.Detail)
+		return a
+	}
+	check := func(a, b backend.Attempt) {
+		t.Helper()
+		require.Equal(t, reflect.DeepEqual(a, b), sameAttempt(a, b), "%+v\n%+v", a, b)
+		require.Equal(t, reflect.DeepEqual(b, a), sameAttempt(b, a), "%+v\n%+v", b, a)
+	}
+	check(base, cp(base))
+	var leaves func(v reflect.Value, at func(reflect.Value))
+	leaves = func(v reflect.Value, at func(reflect.Value)) {
+		if v.Kind() == reflect.Struct {
+			for i := range v.NumField() {
+				leaves(v.Field(i), at)
+			}
+			return
+		}
+		at(v)
+	}
+	n := 0
+	leaves(reflect.ValueOf(&base).Elem(), func(reflect.Value) { n++ })
+	for i := range n {
+		variants := []func(v reflect.Value){
+			func(v reflect.Value) { v.SetZero() },
+			func(v reflect.Value) {
+				switch v.Kind() {
+				case reflect.String:
+					v.SetString("y")
+				case reflect.Slice:
+					v.SetBytes([]byte("y"))
+				case reflect.Uint32, reflect.Uint64, reflect.Uint:
+					v.SetUint(2)
+				default:
+					v.SetInt(2)
+				}
+			},
+			func(v reflect.Value) {
+				if v.Kind() == reflect.Slice {
+					v.SetBytes([]byte{})
+				}
+			},
+		}
+		for _, change := range variants {
+			b := cp(base)
+			j := 0
+			leaves(reflect.ValueOf(&b).Elem(), func(v reflect.Value) {
+				if j == i {
+					change(v)
+				}
+				j++
+			})
+			check(base, b)
+			// nil against empty, the one case DeepEqual tells apart and
+			// bytes.Equal does not.
+			z, e := cp(b), cp(b)
+			leaves(reflect.ValueOf(&z).Elem(), func(v reflect.Value) {
+				if v.Kind() == reflect.Slice {
+					v.SetZero()
+				}
+			})
+			leaves(reflect.ValueOf(&e).Elem(), func(v reflect.Value) {
+				if v.Kind() == reflect.Slice {
+					v.SetBytes([]byte{})
+				}
+			})
+			check(z, e)
+			check(z, cp(z))
+			check(e, cp(e))
+		}
+	}
 }
