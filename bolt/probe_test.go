@@ -146,18 +146,26 @@ func probeBare(t testing.TB, dir string, n int) [2]time.Duration {
 	return [2]time.Duration{time.Since(start), processCPU() - cpu}
 }
 
-// probeStore seeds n pending activations into a fresh durable store and
-// times the Store admitting all of them in batches of 100.
-func probeStore(t testing.TB, ctx context.Context, dir string, n int) [2]time.Duration {
-	b, err := Open(ctx, filepath.Join(dir, "store.bolt"))
+// seededProbeStore opens a fresh durable store at path with n pending
+// activations seeded (the caller closes it), and a Store over it.
+func seededProbeStore(t testing.TB, ctx context.Context, path string, n int) (*Backend, *workflow.Store) {
+	b, err := Open(ctx, path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer b.Close()
 	s := workflow.New(b)
 	if _, err := benchdata.SeedRuns(ctx, s, b, "probe", n, benchdata.PerRun, nil, time.Now()); err != nil {
+		b.Close()
 		t.Fatal(err)
 	}
+	return b, s
+}
+
+// probeStore seeds n pending activations into a fresh durable store and
+// times the Store admitting all of them in batches of 100.
+func probeStore(t testing.TB, ctx context.Context, dir string, n int) [2]time.Duration {
+	b, s := seededProbeStore(t, ctx, filepath.Join(dir, "store.bolt"), n)
+	defer b.Close()
 	start, cpu, mem := time.Now(), processCPU(), allocs()
 	defer func() {
 		m := allocs()

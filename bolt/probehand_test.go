@@ -38,15 +38,8 @@ import (
 // the pending index's keys. It has no workflow logic, so the Store's time
 // over it is the Store's own.
 func probeHand(t testing.TB, ctx context.Context, dir string, n int, clustered bool) [2]time.Duration {
-	b, err := Open(ctx, filepath.Join(dir, "hand.bolt"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	b, _ := seededProbeStore(t, ctx, filepath.Join(dir, "hand.bolt"), n)
 	defer b.Close()
-	s := workflow.New(b)
-	if _, err := benchdata.SeedRuns(ctx, s, b, "probe", n, benchdata.PerRun, nil, time.Now()); err != nil {
-		t.Fatal(err)
-	}
 	start, cpu := time.Now(), processCPU()
 	for admitted := 0; admitted < n; {
 		k, err := handBatch(b.db, 100, time.Now().UnixMilli(), clustered)
