@@ -3,6 +3,8 @@ package etcd_test
 import (
 	"context"
 	"errors"
+	"slices"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -30,21 +32,32 @@ func readRunInsert(ctx context.Context, b *etcd.Backend, read, id string, during
 	})
 }
 
+// failFirstCommitOf returns a commit hook that makes the first commit of
+// each named Update (its ctx's updateName) fail its compare: a conflict, as
+// if another commit had won.
+func failFirstCommitOf(names ...string) etcd.CommitHook {
+	var mu sync.Mutex
+	failed := map[string]bool{}
+	return func(ctx context.Context, kv clientv3.KV, c etcd.CommitTxn) (*clientv3.TxnResponse, error) {
+		name, _ := ctx.Value(updateName{}).(string)
+		mu.Lock()
+		fail := slices.Contains(names, name) && !failed[name]
+		failed[name] = failed[name] || fail
+		mu.Unlock()
+		if fail {
+			c.If = append(c.If, clientv3.Compare(clientv3.Version("never-written"), ">", 0))
+		}
+		return c.Send(ctx, kv)
+	}
+}
+
 // After a commit fails, the Backend's commit gate holds back its Updates
 // that read what the failed one read, while the failed one runs again
 // holding it, and only those: an Update of the same Backend on other keys
 // commits meanwhile, instead of waiting for every conflict of the Backend
 // to pass.
 func TestGateHoldsBackOnlyUpdatesOfWhatConflicted(t *testing.T) {
-	var failed atomic.Bool
-	failFirst := func(ctx context.Context, kv clientv3.KV, c etcd.CommitTxn) (*clientv3.TxnResponse, error) {
-		if name, _ := ctx.Value(updateName{}).(string); name == "u1" && failed.CompareAndSwap(false, true) {
-			// A compare that fails: a conflict, as if another commit won.
-			c.If = append(c.If, clientv3.Compare(clientv3.Version("never-written"), ">", 0))
-		}
-		return c.Send(ctx, kv)
-	}
-	b, _ := openFresh(t, etcd.WithCommitHook(failFirst))
+	b, _ := openFresh(t, etcd.WithCommitHook(failFirstCommitOf("u1")))
 	ctx := ctxT(t)
 	in, release := make(chan struct{}), make(chan struct{})
 	u1 := make(chan error, 1)
@@ -90,16 +103,7 @@ func TestGateHoldsBackOnlyUpdatesOfWhatConflicted(t *testing.T) {
 // b's queue and commits, instead of waiting behind run a's. (The runs'
 // records hash to different queues of the gate.)
 func TestGateQueuesUpdatesPerConflictingRun(t *testing.T) {
-	var failedA, failedB atomic.Bool
-	failFirst := func(ctx context.Context, kv clientv3.KV, c etcd.CommitTxn) (*clientv3.TxnResponse, error) {
-		name, _ := ctx.Value(updateName{}).(string)
-		if (name == "ua" && failedA.CompareAndSwap(false, true)) || (name == "ub" && failedB.CompareAndSwap(false, true)) {
-			// A compare that fails: a conflict, as if another commit won.
-			c.If = append(c.If, clientv3.Compare(clientv3.Version("never-written"), ">", 0))
-		}
-		return c.Send(ctx, kv)
-	}
-	b, _ := openFresh(t, etcd.WithCommitHook(failFirst))
+	b, _ := openFresh(t, etcd.WithCommitHook(failFirstCommitOf("ua", "ub")))
 	ctx := ctxT(t)
 	in, release := make(chan struct{}), make(chan struct{})
 	ua := make(chan error, 1)
