@@ -108,10 +108,13 @@ func TestExplainUsesIndexes(t *testing.T) {
 
 // phaseEmpty is the generic plan made on empty tables that were never
 // analyzed. It must not be a sequential scan, but which index it uses is
-// not checked: without statistics the planner cannot tell apart indexes
-// that share leading columns (it may read one attempt through a run's
-// status index), and the first autoanalyze invalidates the plan, so the
-// server plans the statement again with statistics (the phases after it).
+// not checked here: without statistics the planner cannot tell apart
+// indexes that share leading columns, and the first autoanalyze
+// invalidates the plan, so the server plans the statement again with
+// statistics (the phases after it). The statements reading one attempt by
+// key are the exception, checked by
+// TestAttemptKeyStatementsUseThePrimaryKeyOnEmptyTables: no other index
+// of attempts can serve them.
 const phaseEmpty = "generic plan on empty tables"
 
 // explainedStmt is one statement the adapter sends, with example arguments
