@@ -153,6 +153,20 @@ func TableColumns() map[string][]string {
 	return out
 }
 
+// SchemaColumns lists, per table, every column of the current schema as
+// "name type", in catalog order: TableColumns and, after them, the columns
+// the server generates (attempts.status_group), which the adapter never
+// writes.
+func SchemaColumns() map[string][]string {
+	out := TableColumns()
+	out[tAttempts.name] = append(out[tAttempts.name], "status_group text")
+	return out
+}
+
+// StatusGroup is the status_group the server stores for an attempt in
+// status st.
+func StatusGroup(st string) string { return statusGroup(st) }
+
 // Tables lists the tables of the current schema version.
 var Tables = ourTables
 

@@ -3,7 +3,7 @@ package postgres
 import "strings"
 
 // SchemaVersion is the schema version this build creates and accepts.
-const SchemaVersion = 7
+const SchemaVersion = 8
 
 // storeMark is written to the version row; a meta table holding anything
 // else marks a foreign store.
@@ -217,6 +217,7 @@ ALTER TABLE {{s}}.fan_out_groups ADD COLUMN fan_in boolean NOT NULL DEFAULT fals
 `,
 	claimsMigration,
 	lighterAdmissionsMigration,
+	heapOnlyReceiptsMigration,
 }
 
 // claimsMigration adds the advisory claims table (claims.go). It is
@@ -251,6 +252,49 @@ ALTER TABLE {{s}}.attempts SET (fillfactor = 40);
 ALTER TABLE {{s}}.activations SET (fillfactor = 50);
 DROP INDEX {{s}}.attempts_order;
 DROP INDEX {{s}}.attempts_run_order;
+`
+
+// heapOnlyReceiptsMigration (7 -> 8) makes an attempt's receipt (status
+// prepared -> admitted, with its receipt and admission time) a heap-only
+// update, as its handoff already is.
+//
+// The status indexes held status itself, so the receipt, changing it, was
+// never heap-only: its new row version took a new entry in every index of
+// attempts, the primary key's included. Under SERIALIZABLE every Update
+// reading an attempt by key holds a predicate lock on that key's whole
+// primary-key leaf page, and an entry written into a page another running
+// transaction holds such a lock on is a read-write conflict between them:
+// dispatchers admitting distinct runs whose attempts share leaf pages
+// failed each other's commits (about 0.3 re-runs per admission with 8
+// dispatchers of wfstore bench, 0.12 without these entries).
+//
+// The status indexes now hold status_group instead: the status, except
+// that an admitted attempt is grouped with the prepared ones, so that the
+// receipt changes no indexed column. A status-filtered scan walks its
+// status's group in order and keeps its status's attempts; for prepared
+// or admitted it passes over the attempts of the other, which are in
+// flight (neither is terminal), never history. status_group is generated
+// by the server from status: the adapter never writes it, and no stored
+// row can disagree with it. Adding it rewrites the table once.
+//
+// The run-scoped index is partial, on a condition every row meets
+// (status_group is NOT NULL) but which only a statement constraining
+// status_group implies, so that the planner never reads one attempt by key
+// through it: the primary key is then the only index a statement that
+// constrains no status_group can use. The run-scoped status index it
+// replaces also led with run_id, and on tables never analyzed (a new
+// store, a bench) the planner costed it and the primary key alike and
+// read one attempt, in the generic plan it then caches, through the run's
+// whole stretch of it, holding a predicate lock on every page of that
+// stretch under SERIALIZABLE.
+const heapOnlyReceiptsMigration = `
+ALTER TABLE {{s}}.attempts ADD COLUMN status_group text COLLATE "C" NOT NULL
+	GENERATED ALWAYS AS (CASE WHEN status = 'admitted' THEN 'prepared' ELSE status END) STORED;
+DROP INDEX {{s}}.attempts_status_order;
+DROP INDEX {{s}}.attempts_run_status_order;
+CREATE INDEX attempts_group_order     ON {{s}}.attempts (status_group, prepared_ms, identity);
+CREATE INDEX attempts_run_group_order ON {{s}}.attempts (run_id, status_group, prepared_ms, identity)
+	WHERE status_group IS NOT NULL;
 `
 
 // ourTables lists every table of the current schema, for tests and checks.

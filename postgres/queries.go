@@ -100,9 +100,10 @@ func buildQueries(quotedSchema string, manyRowsFrom int) *queries {
 	q.activationsStart = acts + actOrder + " LIMIT $2"
 	q.activationsAfter = acts + " AND (node_id, activation_id) > ($2, $3)" + actOrder + " LIMIT $4"
 
-	// Attempts: a status-filtered shape walks attempts_status_order or
-	// attempts_run_status_order; an unfiltered one merges the same index's
-	// walks of every status (attemptScan), each branch stopping at LIMIT,
+	// Attempts: a status-filtered shape walks its status's group in
+	// attempts_group_order or attempts_run_group_order; an unfiltered one
+	// merges the same index's walks of every group (attemptScan), each
+	// branch stopping at LIMIT,
 	// so that it reads about one page and one index descent per branch and
 	// no index orders attempts by time alone. A descending scan walks the
 	// same index backwards.
@@ -163,23 +164,48 @@ func itoa(n int) string {
 }
 
 // attemptStatuses is every status the workflow stores an attempt with, in
-// bytewise order: an unfiltered attempt scan walks each one's stretch of
-// its status index in (prepared_ms, identity) order.
+// bytewise order.
 var attemptStatuses = []string{
 	"abandoned", "admitted", "cancelled", "cancelling", "failed", "paused",
 	"prepared", "repair_required", "running", "sibling_cancelling", "succeeded",
 }
 
+// statusGroup is the status_group the server stores for an attempt in
+// status st (see heapOnlyReceiptsMigration): st itself, except that an
+// admitted attempt is grouped with the prepared ones.
+func statusGroup(st string) string {
+	if st == "admitted" {
+		return "prepared"
+	}
+	return st
+}
+
+// attemptGroups is the status_group of every status in attemptStatuses,
+// each once, in bytewise order: an unfiltered attempt scan walks each
+// one's stretch of its status index in (prepared_ms, identity) order.
+var attemptGroups = func() []string {
+	var out []string
+	for _, st := range attemptStatuses {
+		if g := statusGroup(st); g == st {
+			out = append(out, g)
+		}
+	}
+	return out
+}()
+
 // attemptScan builds one shape of the attempt scan from sel (the SELECT of
-// every column from attempts); parameters: [run_id], [status], [after
-// prepared_ms, identity], limit.
+// every column from attempts); parameters: [run_id], [status_group,
+// status], [after prepared_ms, identity], limit.
 //
-// Without a status it is a merge of one branch per known status (an index
-// walk in order that stops at LIMIT) and one per gap between them (any
-// other status the backend contract lets a caller store: the index range
-// of the gap, sorted, also limited), so it returns exactly the attempts the
-// scan matches, reading about one page plus one index descent per branch;
-// a gap holds no attempt the workflow wrote.
+// With a status it walks the status's group in order (status_group,
+// prepared_ms, identity) and keeps the attempts in that status.
+//
+// Without one it is a merge of one branch per known group (an index walk
+// in order that stops at LIMIT) and one per gap between them (any other
+// status the backend contract lets a caller store: the index range of the
+// gap, sorted, also limited), so it returns exactly the attempts the scan
+// matches, reading about one page plus one index descent per branch; a
+// gap holds no attempt the workflow wrote.
 func attemptScan(sel string, run, status, after, desc bool) string {
 	n := 0
 	next := func() string { n++; return "$" + itoa(n) }
@@ -187,27 +213,27 @@ func attemptScan(sel string, run, status, after, desc bool) string {
 	if desc {
 		dir, cmp = " DESC", "<"
 	}
-	var runP, statusP, afterA, afterB string
+	var runP, groupP, statusP, afterA, afterB string
 	if run {
 		runP = next()
 	}
 	if status {
-		statusP = next()
+		groupP, statusP = next(), next()
 	}
 	if after {
 		afterA, afterB = next(), next()
 	}
 	limit := next()
-	branch := func(statusCond string, inOrder bool) string {
+	branch := func(groupCond string, inOrder bool) string {
 		var conds []string
 		order := " ORDER BY "
 		if run {
 			conds = append(conds, "run_id = "+runP)
 			order += "run_id" + dir + ", "
 		}
-		conds = append(conds, statusCond)
+		conds = append(conds, groupCond)
 		if inOrder {
-			order += "status" + dir + ", "
+			order += "status_group" + dir + ", "
 		}
 		if after {
 			conds = append(conds, "(prepared_ms, identity) "+cmp+" ("+afterA+", "+afterB+")")
@@ -216,18 +242,18 @@ func attemptScan(sel string, run, status, after, desc bool) string {
 		return sel + " WHERE " + strings.Join(conds, " AND ") + order + " LIMIT " + limit
 	}
 	if status {
-		return branch("status = "+statusP, true)
+		return branch("status_group = "+groupP+" AND status = "+statusP, true)
 	}
 	lit := func(st string) string { return "'" + st + "'" }
 	var branches []string
-	for i, st := range attemptStatuses {
-		gap := "status < " + lit(st)
+	for i, g := range attemptGroups {
+		gap := "status_group < " + lit(g)
 		if i > 0 {
-			gap = "status > " + lit(attemptStatuses[i-1]) + " AND " + gap
+			gap = "status_group > " + lit(attemptGroups[i-1]) + " AND " + gap
 		}
-		branches = append(branches, "("+branch(gap, false)+")", "("+branch("status = "+lit(st), true)+")")
+		branches = append(branches, "("+branch(gap, false)+")", "("+branch("status_group = "+lit(g), true)+")")
 	}
-	branches = append(branches, "("+branch("status > "+lit(attemptStatuses[len(attemptStatuses)-1]), false)+")")
+	branches = append(branches, "("+branch("status_group > "+lit(attemptGroups[len(attemptGroups)-1]), false)+")")
 	return "SELECT * FROM (" + strings.Join(branches, " UNION ALL ") + ") s ORDER BY prepared_ms" + dir +
 		", identity" + dir + " LIMIT " + limit
 }

@@ -245,8 +245,9 @@ func (t *txn) Activations(ctx context.Context, q backend.ActivationQuery) ([]bac
 		q.RunID, q.After.NodeID, q.After.ActivationID, int64(q.Limit))
 }
 
-// Attempts implements backend.ReadTx. Each filter combination walks its own
-// (…, prepared_ms, identity) index.
+// Attempts implements backend.ReadTx. A scan of one run walks
+// attempts_run_group_order, any other attempts_group_order, each in
+// (…, status_group, prepared_ms, identity) order (see attemptScan).
 func (t *txn) Attempts(ctx context.Context, q backend.AttemptQuery) ([]backend.Attempt, error) {
 	if q.Limit <= 0 {
 		return nil, nil
@@ -264,7 +265,7 @@ func (q *queries) attemptQuery(a backend.AttemptQuery) (string, []any) {
 	}
 	if a.Status != "" {
 		status = 1
-		args = append(args, string(a.Status))
+		args = append(args, statusGroup(string(a.Status)), string(a.Status))
 	}
 	// The zero cursor is before every attempt in ascending order and after
 	// every one in descending order: no condition at all.

@@ -67,7 +67,7 @@ func tablesOf(t testing.TB, schema string) []string {
 func TestTablesMatchTheSchema(t *testing.T) {
 	t.Parallel()
 	_, _, schema := openFresh(t)
-	for table, want := range postgres.TableColumns() {
+	for table, want := range postgres.SchemaColumns() {
 		rows, err := pgtest.Admin(t).Query(ctxT(t), `
 			SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
 			FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -288,6 +288,10 @@ func makeVersion(t *testing.T, schema string, v int) {
 	t.Helper()
 	s := pgx.Identifier{schema}.Sanitize()
 	undo := map[int][]string{
+		8: {"DROP INDEX " + s + ".attempts_group_order", "DROP INDEX " + s + ".attempts_run_group_order",
+			"ALTER TABLE " + s + ".attempts DROP COLUMN status_group",
+			"CREATE INDEX attempts_status_order ON " + s + ".attempts (status, prepared_ms, identity)",
+			"CREATE INDEX attempts_run_status_order ON " + s + ".attempts (run_id, status, prepared_ms, identity)"},
 		7: {"ALTER TABLE " + s + ".attempts RESET (fillfactor)", "ALTER TABLE " + s + ".activations RESET (fillfactor)",
 			"CREATE INDEX attempts_order ON " + s + ".attempts (prepared_ms, identity)",
 			"CREATE INDEX attempts_run_order ON " + s + ".attempts (run_id, prepared_ms, identity)"},
@@ -354,7 +358,7 @@ func TestVersionThreeSchemaMigratesToTheAttemptTimeoutAndHandoffToken(t *testing
 	f = load(t, b2, lookupAll(run, act, att, lease))
 	require.Equal(t, act2, f.Activations[act.Key])
 	require.Equal(t, att2, f.Attempts[att.Key])
-	for table, want := range postgres.TableColumns() {
+	for table, want := range postgres.SchemaColumns() {
 		rows, err := pgtest.Admin(t).Query(ctxT(t), `
 			SELECT a.attname || ' ' || format_type(a.atttypid, a.atttypmod)
 			FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace
@@ -534,7 +538,7 @@ func TestVersionSixSchemaMigratesToStatusMergedAttemptScans(t *testing.T) {
 		"attempts_run_status_order", "attempts_status_order"}, indexesOf(t, schema, "attempts"))
 
 	b2 := openOn(t, dsn, schema)
-	require.Equal(t, []string{"attempts_identity", "attempts_pkey", "attempts_run_status_order", "attempts_status_order"},
+	require.Equal(t, []string{"attempts_group_order", "attempts_identity", "attempts_pkey", "attempts_run_group_order"},
 		indexesOf(t, schema, "attempts"))
 	atts := attemptsInEveryStatus()
 	apply(t, b2, backend.Changes{Insert: backend.Inserts{Runs: runs("r1", "r2"), Attempts: atts}})
@@ -592,7 +596,7 @@ func TestUnfilteredAttemptScans(t *testing.T) {
 	atts := attemptsInEveryStatus()
 	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: runs("r1", "r2"), Attempts: atts}})
 	for _, run := range []string{"", "r1", "r2"} {
-		for _, st := range []backend.AttemptStatus{"", backend.AttemptPrepared, backend.AttemptAbandoned} {
+		for _, st := range []backend.AttemptStatus{"", backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptAbandoned} {
 			for _, desc := range []bool{false, true} {
 				var want []backend.Attempt
 				for _, a := range atts {
@@ -626,4 +630,81 @@ func TestAttemptStatusesAreTheWorkflowsInOrder(t *testing.T) {
 	}
 	slices.Sort(want)
 	require.Equal(t, want, postgres.AttemptStatuses)
+}
+
+// An attempt's receipt (prepared -> admitted, with its receipt, admission
+// time and handoff) changes no indexed column: each such update is
+// heap-only, so it writes no entry in any index of attempts. A
+// SERIALIZABLE Update reading an attempt holds a predicate lock on its
+// primary key's leaf page; an entry another transaction wrote there (as
+// every receipt did while the status indexes held status) fails one of
+// the two as a serialization failure though they touched different
+// attempts.
+func TestReceiptsAreHeapOnly(t *testing.T) {
+	t.Parallel()
+	b, _, schema := openFresh(t)
+	const n = 400 // several pages of every index of attempts
+	atts := make([]backend.Attempt, n)
+	for i := range n {
+		k := backend.ActivationKey{RunID: "run", NodeID: "node", ActivationID: fmt.Sprintf("act-%03d", i)}
+		atts[i] = backend.Attempt{Key: backend.AttemptKey{ActivationKey: k, Attempt: 1},
+			Identity: fmt.Sprintf("%064d", i), Status: backend.AttemptPrepared, SideEffect: backend.Mutating,
+			Intent: []byte(`{"intent":"` + strings.Repeat("y", 100) + `"}`), IntentChecksum: strings.Repeat("c", 64),
+			Handoff: backend.HandoffRecorded, HandoffToken: fmt.Sprintf("%032d", i), PreparedMS: int64(i + 1)}
+	}
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: runs("run"), Attempts: atts}})
+	before, blocksBefore := relSizes(t, schema, "attempts"), blocks(t, schema, "attempts", "activation_id")
+
+	next := slices.Clone(atts)
+	for i := range next {
+		next[i].Status, next[i].Receipt, next[i].AdmittedMS = backend.AttemptAdmitted, []byte(`{"receipt":"r"}`), int64(n+i)
+	}
+	apply(t, b, backend.Changes{Expect: backend.Expected{Attempts: atts}, Replace: backend.Replaces{Attempts: next}})
+	require.Equal(t, blocksBefore, blocks(t, schema, "attempts", "activation_id"), "every attempt stays on its page")
+	require.Equal(t, before, relSizes(t, schema, "attempts"), "no index of attempts grows: the receipts are heap-only")
+
+	// Both statuses of the group still scan exactly.
+	require.Empty(t, scanAll(t, b, backend.AttemptQuery{Status: backend.AttemptPrepared, Limit: 50}))
+	require.Equal(t, next, scanAll(t, b, backend.AttemptQuery{Status: backend.AttemptAdmitted, Limit: 50}))
+	require.Equal(t, next, scanAll(t, b, backend.AttemptQuery{RunID: "run", Status: backend.AttemptAdmitted, Limit: 50}))
+}
+
+// A version 7 schema (status indexes holding status) migrates on Open to
+// the status_group indexes: the server computes every stored attempt's
+// group, and every scan returns exactly the attempts it matches.
+func TestVersionSevenSchemaMigratesToStatusGroups(t *testing.T) {
+	t.Parallel()
+	b, dsn, schema := openFresh(t)
+	atts := attemptsInEveryStatus()
+	apply(t, b, backend.Changes{Insert: backend.Inserts{Runs: runs("r1", "r2"), Attempts: atts}})
+	require.NoError(t, b.Close())
+	makeVersion(t, schema, 7)
+	require.Equal(t, []string{"attempts_identity", "attempts_pkey", "attempts_run_status_order", "attempts_status_order"},
+		indexesOf(t, schema, "attempts"))
+
+	b2 := openOn(t, dsn, schema)
+	require.Contains(t, metaRow(t, schema), fmt.Sprintf(":%d:wfstore", postgres.SchemaVersion))
+	require.Equal(t, []string{"attempts_group_order", "attempts_identity", "attempts_pkey", "attempts_run_group_order"},
+		indexesOf(t, schema, "attempts"))
+	rows, err := pgtest.Admin(t).Query(ctxT(t), "SELECT status, status_group FROM "+pgx.Identifier{schema, "attempts"}.Sanitize())
+	require.NoError(t, err)
+	groups, err := pgx.CollectRows(rows, pgx.RowToStructByPos[struct{ Status, Group string }])
+	require.NoError(t, err)
+	require.Len(t, groups, len(atts))
+	for _, g := range groups {
+		require.Equal(t, postgres.StatusGroup(g.Status), g.Group, "status %q", g.Status)
+	}
+	for _, st := range []backend.AttemptStatus{"", backend.AttemptPrepared, backend.AttemptAdmitted, backend.AttemptRunning, "aa"} {
+		var want []backend.Attempt
+		for _, a := range atts {
+			if st == "" || a.Status == st {
+				want = append(want, a)
+			}
+		}
+		sort.Slice(want, func(i, j int) bool {
+			x, y := want[i], want[j]
+			return x.PreparedMS < y.PreparedMS || x.PreparedMS == y.PreparedMS && x.Identity < y.Identity
+		})
+		require.Equal(t, want, scanAll(t, b2, backend.AttemptQuery{Status: st, Limit: 3}), "status %q", st)
+	}
 }

@@ -1778,8 +1778,8 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File:    "postgres/queries.go",
-				Find:    `branches = append(branches, "("+branch(gap, false)+")", "("+branch("status = "+lit(st), true)+")")`,
-				Replace: `branches = append(branches, "("+branch("status = "+lit(st), true)+")"); _ = gap`,
+				Find:    `branches = append(branches, "("+branch(gap, false)+")", "("+branch("status_group = "+lit(g), true)+")")`,
+				Replace: `branches = append(branches, "("+branch("status_group = "+lit(g), true)+")"); _ = gap`,
 			},
 		},
 	},
@@ -1922,6 +1922,45 @@ var Catalog = []Mutant{
 				Find: `				del = e
 				buf = e[len(e):]`,
 				Replace: `				del = e`,
+			},
+		},
+	},
+	{
+		Name:  "postgres-receipt-indexed",
+		Bug:   "a PostgreSQL attempt index holds the status itself, so an attempt's receipt writes an entry in every index of attempts and SERIALIZABLE dispatchers of neighbouring runs fail each other's commits",
+		Suite: "./postgres/",
+		Tests: "TestReceiptsAreHeapOnly",
+		Edits: []Edit{
+			{
+				File:    "postgres/migrations.go",
+				Find:    "CREATE INDEX attempts_run_group_order ON {{s}}.attempts (run_id, status_group, prepared_ms, identity)",
+				Replace: "CREATE INDEX attempts_run_group_order ON {{s}}.attempts (run_id, status, prepared_ms, identity)",
+			},
+		},
+	},
+	{
+		Name:  "postgres-run-index-whole",
+		Bug:   "the PostgreSQL run-scoped status index is not partial, so on tables never analyzed a read of one attempt by key may walk the run's whole stretch of it and predicate-lock every page of it",
+		Suite: "./postgres/",
+		Tests: "TestAttemptKeyStatementsUseThePrimaryKeyOnEmptyTables",
+		Edits: []Edit{
+			{
+				File:    "postgres/migrations.go",
+				Find:    "\tWHERE status_group IS NOT NULL;",
+				Replace: ";",
+			},
+		},
+	},
+	{
+		Name:  "postgres-status-group-kept-whole",
+		Bug:   "a status-filtered PostgreSQL attempt scan returns every attempt of the status's group, so a scan for prepared attempts returns admitted ones too",
+		Suite: "./postgres/",
+		Tests: "TestUnfilteredAttemptScans|TestReceiptsAreHeapOnly",
+		Edits: []Edit{
+			{
+				File:    "postgres/queries.go",
+				Find:    `return branch("status_group = "+groupP+" AND status = "+statusP, true)`,
+				Replace: `return branch("status_group = "+groupP+" AND (status = "+statusP+" OR true)", true)`,
 			},
 		},
 	},
