@@ -36,6 +36,10 @@ type Store interface {
 	// Put stores value under stored key sk of s, and Delete removes sk
 	// (absent: nothing to do). An error of either stops Apply part-way:
 	// the Store must then refuse to commit.
+	//
+	// sk, for Get, Put and Delete alike, is Apply's until the call
+	// returns: Apply builds the next operation's keys in its bytes, so a
+	// Store copies what it keeps (value it may keep).
 	Put(s *Space, sk, value []byte) error
 	Delete(s *Space, sk []byte) error
 }
@@ -157,6 +161,28 @@ type applier struct {
 	// changes is indexChanges's result, reused: write consumes it before
 	// the next operation works out its own.
 	changes []indexChange
+	// keys holds the stored keys one operation builds (its record's and
+	// its index entries'), reset by the next one's current: a Store keeps
+	// no key past its call (Store).
+	keys []byte
+}
+
+// keysCap is the room an applier keeps for one operation's stored keys;
+// an operation whose keys do not fit allocates the rest.
+const keysCap = 1024
+
+// stored returns the stored key of k in s, built in a.keys when it fits
+// (valid until the next operation's current).
+func (a *applier) stored(s *Space, k Key) []byte {
+	if a.keys == nil {
+		a.keys = make([]byte, 0, keysCap)
+	}
+	start := len(a.keys)
+	if cap(a.keys)-start < 1+len(k) {
+		return s.Stored(k)
+	}
+	a.keys = s.AppendStored(a.keys, k)
+	return a.keys[start:len(a.keys):len(a.keys)]
 }
 
 // fail records the error of element i of the slice named field.
@@ -213,9 +239,11 @@ func replaceAll[K comparable, R any](a *applier, field string, tb *Table[K, R], 
 }
 
 // current returns the stored key of pk in tb's space and the value stored
-// there (nil: none).
+// there (nil: none). It starts an operation: the stored keys of the one
+// before are done with.
 func current[K comparable, R any](a *applier, tb *Table[K, R], pk Key) (spk, value []byte, err error) {
-	spk = tb.Stored(pk)
+	a.keys = a.keys[:0]
+	spk = a.stored(&tb.Space, pk)
 	value, err = a.st.Get(a.ctx, &tb.Space, spk)
 	return spk, value, err
 }
@@ -363,10 +391,10 @@ func indexChanges[K comparable, R any](a *applier, tb *Table[K, R], pk Key, old,
 		}
 		c := indexChange{ix: ix.Index}
 		if del != nil {
-			c.del = ix.Stored(del)
+			c.del = a.stored(&ix.Space, del)
 		}
 		if put != nil {
-			c.put = ix.Stored(put)
+			c.put = a.stored(&ix.Space, put)
 			if ix.Unique > 0 {
 				if err := a.checkUnique(ix.Index, put, pk); err != nil {
 					return nil, err
@@ -389,7 +417,7 @@ func (a *applier) checkUnique(ix *Index, entry, pk Key) error {
 	// The stored keys under the prefix's stored key are exactly the
 	// entries whose unique parts are prefix's (for a per-run index too:
 	// its first part is the run). Two are enough: at most one is pk's.
-	from := ix.Stored(prefix)
+	from := a.stored(&ix.Space, prefix)
 	until := PrefixEnd(from)
 	keys, err := a.st.Keys(a.ctx, &ix.Space, from, until, 2)
 	if err != nil {
