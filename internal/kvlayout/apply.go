@@ -169,7 +169,7 @@ type applier struct {
 
 // keysCap is the room an applier keeps for one operation's stored keys;
 // an operation whose keys do not fit allocates the rest.
-const keysCap = 1024
+const keysCap = 2048
 
 // stored returns the stored key of k in s, built in a.keys when it fits
 // (valid until the next operation's current).
@@ -365,6 +365,7 @@ type indexChange struct {
 func indexChanges[K comparable, R any](a *applier, tb *Table[K, R], pk Key, old, rec *R) ([]indexChange, error) {
 	if a.entries == nil {
 		a.entries = make(Key, 0, 512)
+		a.changes = make([]indexChange, 0, 8) // a kind has at most 6 indexes
 	}
 	changes := a.changes[:0]
 	for _, ix := range tb.Indexed {
@@ -410,15 +411,16 @@ func indexChanges[K comparable, R any](a *applier, tb *Table[K, R], pk Key, old,
 // checkUnique fails with ErrConflict when another record has an entry in
 // ix with the same leading unique parts as entry.
 func (a *applier) checkUnique(ix *Index, entry, pk Key) error {
-	prefix, err := ix.UniquePrefix(entry)
+	n, err := ix.Schema.prefixLen(entry, ix.Unique) // UniquePrefix, not copied
 	if err != nil {
 		return err
 	}
+	prefix := entry[:n]
 	// The stored keys under the prefix's stored key are exactly the
 	// entries whose unique parts are prefix's (for a per-run index too:
 	// its first part is the run). Two are enough: at most one is pk's.
 	from := a.stored(&ix.Space, prefix)
-	until := PrefixEnd(from)
+	until := prefixEndOf(a.stored(&ix.Space, prefix))
 	keys, err := a.st.Keys(a.ctx, &ix.Space, from, until, 2)
 	if err != nil {
 		return err
