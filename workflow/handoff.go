@@ -41,7 +41,9 @@ func (s *Engine) Handoff(ctx context.Context, key AttemptKey, authority *Authori
 func newHandoffToken() string {
 	var b [16]byte
 	rand.Read(b[:]) // never fails (crypto/rand)
-	return hex.EncodeToString(b[:])
+	var out [2 * len(b)]byte // hex.EncodeToString's buffer, not allocated
+	hex.Encode(out[:], b[:])
+	return string(out[:])
 }
 
 // handoff implements Handoff. reHandoff allows an already recorded handoff

@@ -65,3 +65,27 @@ func TestApplyBuildsStoredKeysInOneBuffer(t *testing.T) {
 	require.LessOrEqual(t, allocs, 6.0, "allocations per Replace")
 	require.Equal(t, l.Attempt.encode(*recs[i%2]), s.value, "the last Replace's record is stored")
 }
+
+// A run's and an activation's value is encoded into one buffer made big
+// enough up front: one allocation, not one per growth.
+func TestEncodeAllocatesTheValueOnce(t *testing.T) {
+	act := backend.Activation{
+		Key:    backend.ActivationKey{RunID: "run-0123456789", NodeID: "node-charge-card", ActivationID: "activation-0001"},
+		Status: backend.ActivationPending, Admissible: true, Input: []byte(`{"input":"bench","n":1}`),
+		Claims:       []backend.ResourceClaim{{Resource: "card:42", Mode: backend.LeaseWrite}},
+		Predecessors: []backend.NodeRef{{NodeID: "node-a", ActivationID: "act-a"}},
+		Effect:       backend.Mutating, Reconciliation: backend.RepairRequired,
+		RetryPolicy: []byte(`{"max_attempts":3}`), CreatedMS: 1_700_000_000_000, UpdatedMS: 1_700_000_000_000,
+		Group: &backend.GroupMember{Controller: backend.ActivationKey{RunID: "run-0123456789", NodeID: "fan", ActivationID: "out"}, Index: 7},
+	}
+	run := backend.Run{ID: "run-0123456789", RootID: "run-0123456789", Depth: 1, Status: backend.RunRunning,
+		Limits:    backend.Limits{NodeExecutionCap: 100_000, ConcurrencyCap: 100_000, CycleCap: 100, RetryCap: 3},
+		CreatedMS: 1_700_000_000_000, UpdatedMS: 1_700_000_000_000, LastEventSeq: 1_000_000, AttemptCount: 1_000}
+	// Measured before: 7 for the activation, 6 for the run.
+	require.Equal(t, 1.0, testing.AllocsPerRun(50, func() { _ = encodeActivation(act) }), "activation")
+	require.Equal(t, 1.0, testing.AllocsPerRun(50, func() { _ = encodeRun(run) }), "run")
+	// and the value reads back as written
+	got, err := decodeActivation(encodeActivation(act))
+	require.NoError(t, err)
+	require.Equal(t, act, got)
+}
