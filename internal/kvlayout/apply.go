@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -161,9 +162,9 @@ type applier struct {
 	// changes is indexChanges's result, reused: write consumes it before
 	// the next operation works out its own.
 	changes []indexChange
-	// keys holds the stored keys one operation builds (its record's and
-	// its index entries'), reset by the next one's current: a Store keeps
-	// no key past its call (Store).
+	// keys holds the keys one operation builds (its record's primary and
+	// stored keys, its index entries'), reset by the next one's opKey: a
+	// Store keeps no key past its call (Store).
 	keys []byte
 }
 
@@ -172,7 +173,7 @@ type applier struct {
 const keysCap = 2048
 
 // stored returns the stored key of k in s, built in a.keys when it fits
-// (valid until the next operation's current).
+// (valid until the next operation's opKey).
 func (a *applier) stored(s *Space, k Key) []byte {
 	if a.keys == nil {
 		a.keys = make([]byte, 0, keysCap)
@@ -238,11 +239,25 @@ func replaceAll[K comparable, R any](a *applier, field string, tb *Table[K, R], 
 	}
 }
 
-// current returns the stored key of pk in tb's space and the value stored
-// there (nil: none). It starts an operation: the stored keys of the one
-// before are done with.
-func current[K comparable, R any](a *applier, tb *Table[K, R], pk Key) (spk, value []byte, err error) {
+// opKey starts an operation on the record named k: the keys of the one
+// before are done with, and its primary key is built in a.keys when it
+// fits (valid, like stored's keys, until the next operation).
+func opKey[K comparable, R any](a *applier, tb *Table[K, R], k K) Key {
+	if a.keys == nil {
+		a.keys = make([]byte, 0, keysCap)
+	}
 	a.keys = a.keys[:0]
+	pk := tb.appendKey(a.keys, k)
+	if unsafe.SliceData(pk) != unsafe.SliceData(a.keys) {
+		return pk // it did not fit: its own allocation
+	}
+	a.keys = pk
+	return pk[:len(pk):len(pk)]
+}
+
+// current returns the stored key of pk in tb's space and the value stored
+// there (nil: none).
+func current[K comparable, R any](a *applier, tb *Table[K, R], pk Key) (spk, value []byte, err error) {
 	spk = a.stored(&tb.Space, pk)
 	value, err = a.st.Get(a.ctx, &tb.Space, spk)
 	return spk, value, err
@@ -253,7 +268,7 @@ func current[K comparable, R any](a *applier, tb *Table[K, R], pk Key) (spk, val
 // common answer; otherwise the stored record is decoded and compared field
 // by field, so that the answer never depends on the encoding.
 func expect[K comparable, R backend.Expectable](a *applier, tb *Table[K, R], want R) error {
-	pk := tb.PK(want)
+	pk := opKey(a, tb, tb.ID(want))
 	_, oldV, err := current(a, tb, pk)
 	switch {
 	case err != nil:
@@ -275,7 +290,7 @@ func expect[K comparable, R backend.Expectable](a *applier, tb *Table[K, R], wan
 
 // remove deletes the record under k and its index entries.
 func remove[K comparable, R any](a *applier, tb *Table[K, R], k K) error {
-	pk := tb.key(k)
+	pk := opKey(a, tb, k)
 	spk, oldV, err := current(a, tb, pk)
 	if err != nil {
 		return err
@@ -296,7 +311,7 @@ func remove[K comparable, R any](a *applier, tb *Table[K, R], k K) error {
 
 // insert stores rec, which must not exist, and its index entries.
 func insert[K comparable, R any](a *applier, tb *Table[K, R], rec R) error {
-	pk := tb.PK(rec)
+	pk := opKey(a, tb, tb.ID(rec))
 	spk, oldV, err := current(a, tb, pk)
 	if err != nil {
 		return err
@@ -318,7 +333,7 @@ func insert[K comparable, R any](a *applier, tb *Table[K, R], rec R) error {
 // replace overwrites the stored record with rec's key, moving its index
 // entries. A Replace that changes nothing writes nothing.
 func replace[K comparable, R any](a *applier, tb *Table[K, R], rec R) error {
-	pk := tb.PK(rec)
+	pk := opKey(a, tb, tb.ID(rec))
 	spk, oldV, err := current(a, tb, pk)
 	if err != nil {
 		return err

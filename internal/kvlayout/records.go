@@ -24,6 +24,10 @@ const (
 func runKey(id string) Key     { return Key(nil).Str(id) }
 func linkKey(child string) Key { return Key(nil).Str(child) }
 
+// appendIDKey appends the key of a record named by one string (a run, a
+// link) to dst.
+func appendIDKey(dst Key, id string) Key { return growKey(dst, 0, id).Str(id) }
+
 func activationKey(k backend.ActivationKey) Key { return appendActivationKey(nil, k) }
 
 // appendActivationKey appends k's key to dst.
@@ -32,7 +36,12 @@ func appendActivationKey(dst Key, k backend.ActivationKey) Key {
 	return growKey(dst, 4, k.RunID, k.NodeID, k.ActivationID).Str(k.RunID).Str(k.NodeID).Str(k.ActivationID)
 }
 
-func attemptKey(k backend.AttemptKey) Key { return activationKey(k.ActivationKey).U32(k.Attempt) }
+func attemptKey(k backend.AttemptKey) Key { return appendAttemptKey(nil, k) }
+
+// appendAttemptKey appends k's key to dst.
+func appendAttemptKey(dst Key, k backend.AttemptKey) Key {
+	return appendActivationKey(dst, k.ActivationKey).U32(k.Attempt)
+}
 
 func leaseKey(k backend.LeaseKey) Key { return appendLeaseKey(nil, k) }
 
@@ -41,7 +50,12 @@ func appendLeaseKey(dst Key, k backend.LeaseKey) Key {
 	return appendActivationKey(dst, k.ActivationKey).U32(k.Attempt).Str(k.Resource).Str(string(k.Mode))
 }
 
-func eventKey(k backend.EventKey) Key { return growKey(nil, 8, k.RunID).Str(k.RunID).I64(k.Seq) }
+func eventKey(k backend.EventKey) Key { return appendEventKey(nil, k) }
+
+// appendEventKey appends k's key to dst.
+func appendEventKey(dst Key, k backend.EventKey) Key {
+	return growKey(dst, 8, k.RunID).Str(k.RunID).I64(k.Seq)
+}
 
 // Shared pieces.
 
