@@ -21,8 +21,7 @@ const (
 
 // Primary keys.
 
-func runKey(id string) Key     { return Key(nil).Str(id) }
-func linkKey(child string) Key { return Key(nil).Str(child) }
+func runKey(id string) Key { return Key(nil).Str(id) }
 
 // appendIDKey appends the key of a record named by one string (a run, a
 // link) to dst.
