@@ -31,7 +31,8 @@ type readTx struct {
 // cursor per bucket for point reads and key listings. A cursor is
 // repositioned from the bucket's root by every Seek, so a Put or Delete
 // between two reads cannot leave it stale; scans, whose visits may read,
-// keep cursors of their own.
+// keep cursors of their own. Like bbolt's transaction it serves one
+// goroutine at a time.
 type located struct {
 	groups  map[string]*bbolt.Bucket // by group name
 	runs    map[string]runBucket     // by run part
