@@ -57,6 +57,12 @@ func locate(tx *bbolt.Tx, s *kvlayout.Space, sk []byte, create bool) (*bbolt.Buc
 	if n < 0 {
 		return nil, nil, fmt.Errorf("bolt: a per-run key without a run part: %x", sk)
 	}
+	return locateRun(tx, top, sk, n, create)
+}
+
+// locateRun is locate's per-run part: the bucket in top of the run whose
+// part is sk[:n], and sk's key in it.
+func locateRun(tx *bbolt.Tx, top *bbolt.Bucket, sk []byte, n int, create bool) (*bbolt.Bucket, []byte, error) {
 	rb := top.Bucket(sk[:n])
 	if rb == nil && create {
 		var err error

@@ -19,6 +19,85 @@ type readTx struct {
 	b    *Backend
 	btx  *bbolt.Tx
 	done bool // fn returned; the bbolt transaction is gone
+	// located is what locate found in this transaction, reused by Get,
+	// Keys, Put and Delete: bbolt opens a bucket afresh on each lookup in
+	// a read transaction, and each Get starts a new cursor (on a write's
+	// path about 30 allocations per admission).
+	located located
+}
+
+// located caches, for one bbolt transaction, the buckets locate found
+// (bbolt never deletes one: the layout has no bucket deletion) and one
+// cursor per bucket for point reads and key listings. A cursor is
+// repositioned from the bucket's root by every Seek, so a Put or Delete
+// between two reads cannot leave it stale; scans, whose visits may read,
+// keep cursors of their own. Like bbolt's transaction it serves one
+// goroutine at a time.
+type located struct {
+	groups  map[string]*bbolt.Bucket // by group name
+	runs    map[string]runBucket     // by run part
+	cursors map[*bbolt.Bucket]*bbolt.Cursor
+}
+
+// runBucket is a run's bucket and the group bucket holding it.
+type runBucket struct{ group, run *bbolt.Bucket }
+
+// locate is the package's locate through t's cache.
+func (t *readTx) locate(s *kvlayout.Space, sk []byte, create bool) (*bbolt.Bucket, []byte, error) {
+	c := &t.located
+	top := c.groups[string(s.Group)]
+	if top == nil {
+		if top = t.btx.Bucket(s.Group); top == nil {
+			return nil, nil, fmt.Errorf("bolt: bucket %q is missing", s.Group)
+		}
+		if c.groups == nil {
+			c.groups = make(map[string]*bbolt.Bucket, 2)
+		}
+		c.groups[string(s.Group)] = top
+	}
+	writable := t.btx.Writable()
+	if !s.PerRun {
+		if writable {
+			top.FillPercent = indexFillPercent
+		}
+		return top, sk, nil
+	}
+	if writable {
+		top.FillPercent = fillPercent
+	}
+	n := kvlayout.RunPartLen(sk)
+	if n < 0 {
+		return nil, nil, fmt.Errorf("bolt: a per-run key without a run part: %x", sk)
+	}
+	if rb, ok := c.runs[string(sk[:n])]; ok && rb.group == top {
+		if writable {
+			rb.run.FillPercent = fillPercent
+		}
+		return rb.run, sk[n:], nil
+	}
+	rb, k, err := locateRun(t.btx, top, sk, n, create)
+	if err != nil || rb == nil {
+		return rb, k, err
+	}
+	if c.runs == nil {
+		c.runs = make(map[string]runBucket, 4)
+	}
+	c.runs[string(sk[:n])] = runBucket{group: top, run: rb}
+	return rb, k, nil
+}
+
+// cursor returns t's cursor of bk for point reads and key listings.
+func (t *readTx) cursor(bk *bbolt.Bucket) *bbolt.Cursor {
+	c := &t.located
+	cur := c.cursors[bk]
+	if cur == nil {
+		cur = bk.Cursor()
+		if c.cursors == nil {
+			c.cursors = make(map[*bbolt.Bucket]*bbolt.Cursor, 4)
+		}
+		c.cursors[bk] = cur
+	}
+	return cur
 }
 
 type tx struct {
@@ -62,11 +141,16 @@ func (t *readTx) bucket(name []byte) (*bbolt.Bucket, error) {
 
 // Get returns the value under stored key sk of s, or nil (kvlayout.Reader).
 func (t *readTx) Get(_ context.Context, s *kvlayout.Space, sk []byte) ([]byte, error) {
-	bk, k, err := locate(t.btx, s, sk, false)
+	bk, k, err := t.locate(s, sk, false)
 	if err != nil || bk == nil {
 		return nil, err // no run bucket: the run has no keys
 	}
-	return bk.Get(k), nil
+	// bbolt's Get, on t's cursor: the key found, unless it is another key
+	// or a bucket (Seek gives a bucket's key a nil value).
+	if got, v := t.cursor(bk).Seek(k); bytes.Equal(got, k) {
+		return v, nil
+	}
+	return nil, nil
 }
 
 // Keys returns up to limit (< 0: all) stored keys of s in [from, until),
@@ -76,14 +160,14 @@ func (t *readTx) Keys(_ context.Context, s *kvlayout.Space, from, until []byte, 
 	if limit == 0 {
 		return nil, nil
 	}
-	bk, bfrom, err := locate(t.btx, s, from, false)
+	bk, bfrom, err := t.locate(s, from, false)
 	if err != nil || bk == nil {
 		return nil, err // no run bucket: the run has no keys
 	}
 	runPart := from[:len(from)-len(bfrom)] // empty for a flat space
 	buntil := until[len(runPart):]
 	var out [][]byte
-	c := bk.Cursor()
+	c := t.cursor(bk)
 	for k, _ := c.Seek(bfrom); k != nil && bytes.Compare(k, buntil) < 0; k, _ = c.Next() {
 		t.step()
 		out = append(out, append(append(make([]byte, 0, len(runPart)+len(k)), runPart...), k...))
@@ -98,7 +182,7 @@ func (t *readTx) Keys(_ context.Context, s *kvlayout.Space, from, until []byte, 
 // has none (kvlayout.Store). A failure breaks the transaction.
 func (t *tx) Put(s *kvlayout.Space, sk, value []byte) error {
 	t.wrote = true
-	bk, k, err := locate(t.btx, s, sk, true)
+	bk, k, err := t.locate(s, sk, true)
 	if err == nil {
 		err = bk.Put(k, value)
 	}
@@ -112,7 +196,7 @@ func (t *tx) Put(s *kvlayout.Space, sk, value []byte) error {
 // transaction.
 func (t *tx) Delete(s *kvlayout.Space, sk []byte) error {
 	t.wrote = true
-	bk, k, err := locate(t.btx, s, sk, false)
+	bk, k, err := t.locate(s, sk, false)
 	if err == nil && bk != nil {
 		err = bk.Delete(k)
 	}
@@ -149,7 +233,7 @@ func (t *readTx) scanSpaceDir(s *kvlayout.Space, sfrom, suntil []byte, desc bool
 		}
 		return scan(bk, sfrom, suntil, visit)
 	}
-	bk, from, err := locate(t.btx, s, sfrom, false)
+	bk, from, err := t.locate(s, sfrom, false)
 	if err != nil || bk == nil {
 		return err // no run bucket: the run has no keys
 	}

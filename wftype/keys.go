@@ -54,5 +54,7 @@ func DispatchIdentity(runID, nodeID, activationID string, attempt uint32) string
 	b = append(b, 0)
 	b = strconv.AppendUint(b, uint64(attempt), 10)
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var out [2 * sha256.Size]byte // hex.EncodeToString's buffer, not allocated
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }

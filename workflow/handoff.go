@@ -40,8 +40,10 @@ func (s *Engine) Handoff(ctx context.Context, key AttemptKey, authority *Authori
 // exactly, and any later handoff write of the attempt replaces it.
 func newHandoffToken() string {
 	var b [16]byte
-	rand.Read(b[:]) // never fails (crypto/rand)
-	return hex.EncodeToString(b[:])
+	rand.Read(b[:])          // never fails (crypto/rand)
+	var out [2 * len(b)]byte // hex.EncodeToString's buffer, not allocated
+	hex.Encode(out[:], b[:])
+	return string(out[:])
 }
 
 // handoff implements Handoff. reHandoff allows an already recorded handoff

@@ -17,7 +17,9 @@ import (
 // hashHex returns the lowercase hex SHA-256 of b.
 func hashHex(b []byte) string {
 	sum := sha256.Sum256(b)
-	return hex.EncodeToString(sum[:])
+	var out [2 * sha256.Size]byte // hex.EncodeToString's buffer, not allocated
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }
 
 // DispatchIdentity is the owner's idempotency key for one attempt:

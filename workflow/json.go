@@ -115,5 +115,7 @@ func encodeJSON(field string, v any) ([]byte, error) {
 // IntentChecksum of an Attempt).
 func Checksum(canonical []byte) string {
 	sum := sha256.Sum256(canonical)
-	return hex.EncodeToString(sum[:])
+	var out [2 * sha256.Size]byte // hex.EncodeToString's buffer, not allocated
+	hex.Encode(out[:], sum[:])
+	return string(out[:])
 }

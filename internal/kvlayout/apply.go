@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unsafe"
 
 	"github.com/wfstore/wfstore/backend"
 )
@@ -36,6 +37,10 @@ type Store interface {
 	// Put stores value under stored key sk of s, and Delete removes sk
 	// (absent: nothing to do). An error of either stops Apply part-way:
 	// the Store must then refuse to commit.
+	//
+	// sk, for Get, Put and Delete alike, is Apply's until the call
+	// returns: Apply builds the next operation's keys in its bytes, so a
+	// Store copies what it keeps (value it may keep).
 	Put(s *Space, sk, value []byte) error
 	Delete(s *Space, sk []byte) error
 }
@@ -157,6 +162,28 @@ type applier struct {
 	// changes is indexChanges's result, reused: write consumes it before
 	// the next operation works out its own.
 	changes []indexChange
+	// keys holds the keys one operation builds (its record's primary and
+	// stored keys, its index entries'), reset by the next one's opKey: a
+	// Store keeps no key past its call (Store).
+	keys []byte
+}
+
+// keysCap is the room an applier keeps for one operation's stored keys;
+// an operation whose keys do not fit allocates the rest.
+const keysCap = 2048
+
+// stored returns the stored key of k in s, built in a.keys when it fits
+// (valid until the next operation's opKey).
+func (a *applier) stored(s *Space, k Key) []byte {
+	if a.keys == nil {
+		a.keys = make([]byte, 0, keysCap)
+	}
+	start := len(a.keys)
+	if cap(a.keys)-start < 1+len(k) {
+		return s.Stored(k)
+	}
+	a.keys = s.AppendStored(a.keys, k)
+	return a.keys[start:len(a.keys):len(a.keys)]
 }
 
 // fail records the error of element i of the slice named field.
@@ -212,10 +239,26 @@ func replaceAll[K comparable, R any](a *applier, field string, tb *Table[K, R], 
 	}
 }
 
+// opKey starts an operation on the record named k: the keys of the one
+// before are done with, and its primary key is built in a.keys when it
+// fits (valid, like stored's keys, until the next operation).
+func opKey[K comparable, R any](a *applier, tb *Table[K, R], k K) Key {
+	if a.keys == nil {
+		a.keys = make([]byte, 0, keysCap)
+	}
+	a.keys = a.keys[:0]
+	pk := tb.appendKey(a.keys, k)
+	if unsafe.SliceData(pk) != unsafe.SliceData(a.keys) {
+		return pk // it did not fit: its own allocation
+	}
+	a.keys = pk
+	return pk[:len(pk):len(pk)]
+}
+
 // current returns the stored key of pk in tb's space and the value stored
 // there (nil: none).
 func current[K comparable, R any](a *applier, tb *Table[K, R], pk Key) (spk, value []byte, err error) {
-	spk = tb.Stored(pk)
+	spk = a.stored(&tb.Space, pk)
 	value, err = a.st.Get(a.ctx, &tb.Space, spk)
 	return spk, value, err
 }
@@ -225,7 +268,7 @@ func current[K comparable, R any](a *applier, tb *Table[K, R], pk Key) (spk, val
 // common answer; otherwise the stored record is decoded and compared field
 // by field, so that the answer never depends on the encoding.
 func expect[K comparable, R backend.Expectable](a *applier, tb *Table[K, R], want R) error {
-	pk := tb.PK(want)
+	pk := opKey(a, tb, tb.ID(want))
 	_, oldV, err := current(a, tb, pk)
 	switch {
 	case err != nil:
@@ -247,7 +290,7 @@ func expect[K comparable, R backend.Expectable](a *applier, tb *Table[K, R], wan
 
 // remove deletes the record under k and its index entries.
 func remove[K comparable, R any](a *applier, tb *Table[K, R], k K) error {
-	pk := tb.key(k)
+	pk := opKey(a, tb, k)
 	spk, oldV, err := current(a, tb, pk)
 	if err != nil {
 		return err
@@ -268,7 +311,7 @@ func remove[K comparable, R any](a *applier, tb *Table[K, R], k K) error {
 
 // insert stores rec, which must not exist, and its index entries.
 func insert[K comparable, R any](a *applier, tb *Table[K, R], rec R) error {
-	pk := tb.PK(rec)
+	pk := opKey(a, tb, tb.ID(rec))
 	spk, oldV, err := current(a, tb, pk)
 	if err != nil {
 		return err
@@ -290,7 +333,7 @@ func insert[K comparable, R any](a *applier, tb *Table[K, R], rec R) error {
 // replace overwrites the stored record with rec's key, moving its index
 // entries. A Replace that changes nothing writes nothing.
 func replace[K comparable, R any](a *applier, tb *Table[K, R], rec R) error {
-	pk := tb.PK(rec)
+	pk := opKey(a, tb, tb.ID(rec))
 	spk, oldV, err := current(a, tb, pk)
 	if err != nil {
 		return err
@@ -337,6 +380,7 @@ type indexChange struct {
 func indexChanges[K comparable, R any](a *applier, tb *Table[K, R], pk Key, old, rec *R) ([]indexChange, error) {
 	if a.entries == nil {
 		a.entries = make(Key, 0, 512)
+		a.changes = make([]indexChange, 0, 8) // a kind has at most 6 indexes
 	}
 	changes := a.changes[:0]
 	for _, ix := range tb.Indexed {
@@ -363,10 +407,10 @@ func indexChanges[K comparable, R any](a *applier, tb *Table[K, R], pk Key, old,
 		}
 		c := indexChange{ix: ix.Index}
 		if del != nil {
-			c.del = ix.Stored(del)
+			c.del = a.stored(&ix.Space, del)
 		}
 		if put != nil {
-			c.put = ix.Stored(put)
+			c.put = a.stored(&ix.Space, put)
 			if ix.Unique > 0 {
 				if err := a.checkUnique(ix.Index, put, pk); err != nil {
 					return nil, err
@@ -382,15 +426,16 @@ func indexChanges[K comparable, R any](a *applier, tb *Table[K, R], pk Key, old,
 // checkUnique fails with ErrConflict when another record has an entry in
 // ix with the same leading unique parts as entry.
 func (a *applier) checkUnique(ix *Index, entry, pk Key) error {
-	prefix, err := ix.UniquePrefix(entry)
+	n, err := ix.Schema.prefixLen(entry, ix.Unique) // UniquePrefix, not copied
 	if err != nil {
 		return err
 	}
+	prefix := entry[:n]
 	// The stored keys under the prefix's stored key are exactly the
 	// entries whose unique parts are prefix's (for a per-run index too:
 	// its first part is the run). Two are enough: at most one is pk's.
-	from := ix.Stored(prefix)
-	until := PrefixEnd(from)
+	from := a.stored(&ix.Space, prefix)
+	until := prefixEndOf(a.stored(&ix.Space, prefix))
 	keys, err := a.st.Keys(a.ctx, &ix.Space, from, until, 2)
 	if err != nil {
 		return err

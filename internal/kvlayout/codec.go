@@ -135,6 +135,32 @@ func (r *KeyReader) Str() string {
 	}
 }
 
+// skipStr reads a string part as Str does, failing as Str fails, without
+// making the string.
+func (r *KeyReader) skipStr() {
+	if r.err != nil {
+		return
+	}
+	b := r.rest
+	for {
+		i := bytes.IndexByte(b, escByte)
+		if i < 0 || i+1 >= len(b) {
+			r.fail("unterminated string")
+			return
+		}
+		switch b[i+1] {
+		case escEnd:
+			r.rest = b[i+2:]
+			return
+		case escNul:
+			b = b[i+2:]
+		default:
+			r.fail(fmt.Sprintf("bad escape 0x00 0x%02x", b[i+1]))
+			return
+		}
+	}
+}
+
 // U32 reads a fixed-width unsigned 32-bit part.
 func (r *KeyReader) U32() uint32 {
 	if r.err != nil || len(r.rest) < 4 {
@@ -174,8 +200,10 @@ func (r *KeyReader) End() error {
 // PrefixEnd(p) skips everything under p. For an encoded tuple it means
 // "strictly after this position", because an encoded string always ends in
 // 0x01, which increments without carry.
-func PrefixEnd(p []byte) []byte {
-	end := append([]byte(nil), p...)
+func PrefixEnd(p []byte) []byte { return prefixEndOf(append([]byte(nil), p...)) }
+
+// prefixEndOf is PrefixEnd(p) made in p's own bytes.
+func prefixEndOf(end []byte) []byte {
 	for i := len(end) - 1; i >= 0; i-- {
 		if end[i] < 0xFF {
 			end[i]++
@@ -222,6 +250,30 @@ func (s Schema) Decode(k []byte) ([]any, error) {
 		}
 	}
 	return vals, r.End()
+}
+
+// prefixLen returns the length of k's first n parts, k checked whole as
+// Decode checks it (the same errors), without decoding its values.
+func (s Schema) prefixLen(k []byte, n int) (int, error) {
+	r := KeyReader{rest: k}
+	at := -1
+	for i, f := range s {
+		if i == n {
+			at = len(k) - len(r.rest)
+		}
+		switch f.Part {
+		case PartStr:
+			r.skipStr()
+		case PartU32:
+			r.U32()
+		case PartI64:
+			r.I64()
+		}
+	}
+	if at < 0 {
+		at = len(k) - len(r.rest)
+	}
+	return at, r.End()
 }
 
 // Encode is the inverse of Decode for the parts at positions pick (all

@@ -71,19 +71,11 @@ func (ix *Index) isPrimary() bool {
 // UniquePrefix returns the leading parts of entry e that no two records
 // may share.
 func (ix *Index) UniquePrefix(e []byte) (Key, error) {
-	vals, err := ix.Schema.Decode(e)
+	n, err := ix.Schema.prefixLen(e, ix.Unique)
 	if err != nil {
 		return nil, err
 	}
-	return ix.Schema.Encode(vals, firstN(ix.Unique)), nil
-}
-
-func firstN(n int) []int {
-	p := make([]int, n)
-	for i := range p {
-		p[i] = i
-	}
-	return p
+	return Key(e[:n]).Clone(), nil
 }
 
 // newIndexes makes the layout's indexes. Index ids are fixed by the format:

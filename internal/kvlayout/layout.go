@@ -48,12 +48,14 @@ type Kind struct {
 // through its table, so no code picks a kind by a record's dynamic type.
 type Table[K comparable, R any] struct {
 	*Kind
-	ID      func(R) K // the record's key
-	key     func(K) Key
-	encode  func(R) []byte
-	read    func(valueReader) (R, error)
-	Indexed []*IndexOf[R] // the indexes of Kind.Indexes, typed
-	name    string        // the layout's, for errors
+	ID  func(R) K // the record's key
+	key func(K) Key
+	// appendKey appends the primary key of the record named k to dst.
+	appendKey func(dst Key, k K) Key
+	encode    func(R) []byte
+	read      func(valueReader) (R, error)
+	Indexed   []*IndexOf[R] // the indexes of Kind.Indexes, typed
+	name      string        // the layout's, for errors
 }
 
 // Key returns the primary key (a codec key) of the record named k.
@@ -136,26 +138,26 @@ func New(cfg Config) *Layout {
 		runIxs = append(runIxs, l.RunStatus)
 	}
 	l.Run = newTable(l, "run", 0x40, Schema{{"id", PartStr}},
-		func(r backend.Run) string { return r.ID }, runKey, encodeRun, readRun, runIxs...)
+		func(r backend.Run) string { return r.ID }, appendIDKey, encodeRun, readRun, runIxs...)
 	l.Link = newTable(l, "run_link", 0x41, Schema{{"child", PartStr}},
-		func(r backend.RunLink) string { return r.ChildRunID }, linkKey, encodeLink, readLink,
+		func(r backend.RunLink) string { return r.ChildRunID }, appendIDKey, encodeLink, readLink,
 		l.LinkRoot)
 	l.Activation = newTable(l, "activation", 0x42, activationSchema,
-		func(a backend.Activation) backend.ActivationKey { return a.Key }, activationKey, encodeActivation, readActivation,
+		func(a backend.Activation) backend.ActivationKey { return a.Key }, appendActivationKey, encodeActivation, readActivation,
 		l.Pending)
 	l.FanOutGroup = newTable(l, "fan_out_group", 0x43, activationSchema,
-		func(g backend.FanOutGroup) backend.ActivationKey { return g.Controller }, activationKey, encodeGroup, readGroup)
+		func(g backend.FanOutGroup) backend.ActivationKey { return g.Controller }, appendActivationKey, encodeGroup, readGroup)
 	l.Attempt = newTable(l, "attempt", 0x44, attemptSchema,
-		func(a backend.Attempt) backend.AttemptKey { return a.Key }, attemptKey, encodeAttempt, readAttempt,
+		func(a backend.Attempt) backend.AttemptKey { return a.Key }, appendAttemptKey, encodeAttempt, readAttempt,
 		l.AttemptIdentity, l.AttemptStatus, l.AttemptRunStatus, l.AttemptRun, l.AttemptPrepared)
 	l.Lease = newTable(l, "lease", 0x45, leaseSchema,
-		func(s backend.Lease) backend.LeaseKey { return s.Key }, leaseKey, encodeLease, readLease,
+		func(s backend.Lease) backend.LeaseKey { return s.Key }, appendLeaseKey, encodeLease, readLease,
 		l.LeaseActive, l.LeaseResource)
 	l.Schedule = newTable(l, "retry_schedule", 0x46, activationSchema,
-		func(s backend.RetrySchedule) backend.ActivationKey { return s.Key }, activationKey, encodeSchedule, readSchedule,
+		func(s backend.RetrySchedule) backend.ActivationKey { return s.Key }, appendActivationKey, encodeSchedule, readSchedule,
 		l.ScheduleDue)
 	l.Event = newTable(l, "event", 0x47, Schema{{"run", PartStr}, {"seq", PartI64}},
-		backend.Event.Key, eventKey, encodeEvent, readEvent)
+		backend.Event.Key, appendEventKey, encodeEvent, readEvent)
 	l.Kinds = []*Kind{l.Run.Kind, l.Link.Kind, l.Activation.Kind, l.FanOutGroup.Kind,
 		l.Attempt.Kind, l.Lease.Kind, l.Schedule.Kind, l.Event.Kind}
 	return l
@@ -174,11 +176,11 @@ func (l *Layout) space(tag byte, perRun bool) Space {
 }
 
 // newTable makes a record kind's table, in its space, with its indexes.
-func newTable[K comparable, R any](l *Layout, name string, tag byte, s Schema, id func(R) K, k func(K) Key,
+func newTable[K comparable, R any](l *Layout, name string, tag byte, s Schema, id func(R) K, ak func(Key, K) Key,
 	enc func(R) []byte, read func(valueReader) (R, error), ixs ...*IndexOf[R]) *Table[K, R] {
 	tb := &Table[K, R]{
 		Kind: &Kind{Name: name, Space: l.space(tag, true), Schema: s},
-		ID:   id, key: k, encode: enc, read: read, Indexed: ixs, name: l.cfg.Name,
+		ID:   id, key: func(k K) Key { return ak(nil, k) }, appendKey: ak, encode: enc, read: read, Indexed: ixs, name: l.cfg.Name,
 	}
 	for _, ix := range ixs {
 		ix.Owner = tb.Kind

@@ -21,8 +21,11 @@ const (
 
 // Primary keys.
 
-func runKey(id string) Key     { return Key(nil).Str(id) }
-func linkKey(child string) Key { return Key(nil).Str(child) }
+func runKey(id string) Key { return Key(nil).Str(id) }
+
+// appendIDKey appends the key of a record named by one string (a run, a
+// link) to dst.
+func appendIDKey(dst Key, id string) Key { return growKey(dst, 0, id).Str(id) }
 
 func activationKey(k backend.ActivationKey) Key { return appendActivationKey(nil, k) }
 
@@ -32,7 +35,12 @@ func appendActivationKey(dst Key, k backend.ActivationKey) Key {
 	return growKey(dst, 4, k.RunID, k.NodeID, k.ActivationID).Str(k.RunID).Str(k.NodeID).Str(k.ActivationID)
 }
 
-func attemptKey(k backend.AttemptKey) Key { return activationKey(k.ActivationKey).U32(k.Attempt) }
+func attemptKey(k backend.AttemptKey) Key { return appendAttemptKey(nil, k) }
+
+// appendAttemptKey appends k's key to dst.
+func appendAttemptKey(dst Key, k backend.AttemptKey) Key {
+	return appendActivationKey(dst, k.ActivationKey).U32(k.Attempt)
+}
 
 func leaseKey(k backend.LeaseKey) Key { return appendLeaseKey(nil, k) }
 
@@ -41,7 +49,12 @@ func appendLeaseKey(dst Key, k backend.LeaseKey) Key {
 	return appendActivationKey(dst, k.ActivationKey).U32(k.Attempt).Str(k.Resource).Str(string(k.Mode))
 }
 
-func eventKey(k backend.EventKey) Key { return growKey(nil, 8, k.RunID).Str(k.RunID).I64(k.Seq) }
+func eventKey(k backend.EventKey) Key { return appendEventKey(nil, k) }
+
+// appendEventKey appends k's key to dst.
+func appendEventKey(dst Key, k backend.EventKey) Key {
+	return growKey(dst, 8, k.RunID).Str(k.RunID).I64(k.Seq)
+}
 
 // Shared pieces.
 
@@ -67,7 +80,14 @@ func (r *valueReader) attemptKey() backend.AttemptKey {
 // Run.
 
 func encodeRun(v backend.Run) []byte {
-	w := valueWriter{b: []byte{tagRun}}
+	// room for every field: 22 varints and bools, the strings with their
+	// lengths (a value that grows past it costs a copy, nothing else)
+	size := 160 + len(v.ID) + len(v.RootID) + len(v.ParentID) + len(v.Status) + len(v.Metadata)
+	if a := v.Authority; a != nil {
+		size += 32 + len(a.TargetArtifactID) + len(a.DaemonInstanceID) + len(a.FencingToken)
+	}
+	w := valueWriter{b: make([]byte, 0, size)}
+	w.b = append(w.b, tagRun)
 	w.str(v.ID)
 	w.str(v.RootID)
 	w.str(v.ParentID)
@@ -161,7 +181,8 @@ func readLink(r valueReader) (backend.RunLink, error) {
 // Activation.
 
 func encodeActivation(v backend.Activation) []byte {
-	w := valueWriter{b: []byte{tagActivation}}
+	w := valueWriter{b: make([]byte, 0, activationSize(&v))}
+	w.b = append(w.b, tagActivation)
 	w.activationKey(v.Key)
 	w.varint(v.Generation)
 	w.str(string(v.Status))
@@ -195,6 +216,26 @@ func encodeActivation(v backend.Activation) []byte {
 	w.varint(v.OpenWaits)
 	w.nodeRefs(v.Joins)
 	return w.b
+}
+
+// activationSize is room for v's value: its fixed fields (about 80 bytes
+// of varints, bools and length prefixes) and its strings and bytes. A
+// value that grows past it costs a copy, nothing else.
+func activationSize(v *backend.Activation) int {
+	n := 128 + len(v.Key.RunID) + len(v.Key.NodeID) + len(v.Key.ActivationID) + len(v.Status) +
+		len(v.Input) + len(v.Output) + len(v.Effect) + len(v.Reconciliation) + len(v.RetryPolicy)
+	for _, c := range v.Claims {
+		n += 8 + len(c.Resource) + len(c.Mode)
+	}
+	for _, refs := range [][]backend.NodeRef{v.Predecessors, v.WaitFor, v.Joins} {
+		for _, p := range refs {
+			n += 8 + len(p.NodeID) + len(p.ActivationID)
+		}
+	}
+	if g := v.Group; g != nil {
+		n += 24 + len(g.Controller.RunID) + len(g.Controller.NodeID) + len(g.Controller.ActivationID)
+	}
+	return n
 }
 
 func (w *valueWriter) nodeRefs(refs []backend.NodeRef) {
