@@ -168,8 +168,9 @@ func (b *Backend) View(ctx context.Context, fn func(rtx backend.ReadTx) error) e
 // whose answer was lost and whose fence proved it did not apply. Re-runs
 // go on while ctx allows and for at most the busy timeout (WithBusyTimeout)
 // from the start of Update, not counting the time spent waiting at the
-// Backend's commit gate for its other Updates (gate.go: each wait ends
-// with another's commit); then Update fails with an error wrapping
+// Backend's commit gate for its other Updates (gate.go) or for another
+// Update's turn to pass (turn.go): each such wait ends with another's
+// commit or is bounded; then Update fails with an error wrapping
 // backend.ErrBusy. fn's error is returned as is and nothing is written; a
 // panic in fn is re-raised (nothing was written either). An Update whose
 // fn wrote nothing commits nothing. Update returns nil only once etcd has
@@ -189,13 +190,19 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			b.slots.put(s)
 		}
 	}()
-	// start is when Update began, moved later by each wait at the gate:
-	// waiting for the Backend's other Updates counts neither toward the
-	// busy timeout nor toward the turn's time rule. Counted, it made an
-	// Update that merely waited at a busy gate take the turn, and the turn
-	// then held every other Update of the store back until they too had
-	// waited long enough to take it: all one at a time.
+	// start is when Update began, moved later by each wait at the gate
+	// and for another's turn to pass: waiting counts neither toward the
+	// busy timeout nor toward the turn's time rule. Counted, it made
+	// Updates that merely waited (at a busy gate, or through turns that
+	// each passed quickly) take the turn, and the turns then held every
+	// other Update of the store back until they too had waited long
+	// enough to take one: all one at a time. An Update held back by one
+	// turn (heldBy, the head's key, since heldSince) for a quarter of the
+	// busy timeout joins the queue all the same, so that Updates waiting
+	// for a long turn commit in their order after it.
 	start := time.Now()
+	var heldBy string
+	var heldSince time.Time
 	var why retries // why fn ran again, for the error that ends the re-runs
 	token := nonce()
 	// The turn queue (turn.go): an Update joins it after turnAfter failed
@@ -217,7 +224,8 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		if run > 0 {
 			storeMax(&b.stats.maxReruns, int64(run))
 		}
-		if queued == nil && run > 0 && (why.conflicts >= turnAfter || time.Since(start) >= b.cfg.busyTimeout/4) {
+		if queued == nil && run > 0 && (why.conflicts >= turnAfter || time.Since(start) >= b.cfg.busyTimeout/4 ||
+			(heldBy != "" && time.Since(heldSince) >= b.cfg.busyTimeout/4)) {
 			queued = b.joinTurn(ctx, token, b.cfg.busyTimeout)
 			if queued != nil && why.conflicts < turnAfter {
 				b.stats.turnsByTime.Add(1)
@@ -255,6 +263,9 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			t.gate = hold
 		}
 		err := b.runFn(t, fn)
+		if !t.turn.held {
+			heldBy = ""
+		}
 		var out outcome
 		waited := false
 		switch {
@@ -280,19 +291,25 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		case t.turn.held && !b.turnHeldTooLong(t.turn.head):
 			// Another Update holds the turn: commit nothing. One in the
 			// queue waits in line; another waits for the turn to pass
-			// (waits do not make it join the queue: under load that
-			// would queue every Update and serialize disjoint ones too).
+			// (waits do not make it join the queue unless one turn holds
+			// it back long: under load that would queue every Update and
+			// serialize disjoint ones too).
 			leaveGate()
 			b.stats.turnWaits.Add(1)
 			why.waits++
 			why.last = "another Update held the turn"
 			waited = true
+			if k := string(t.turn.head.Key); k != heldBy {
+				heldBy, heldSince = k, time.Now()
+			}
 			if queued == nil {
 				// Until the turn passes, but no later than when this
 				// Update joins the queue anyway.
 				_, left := b.turnStale(t.turn.head)
-				join := b.cfg.busyTimeout/4 - time.Since(start)
+				join := b.cfg.busyTimeout/4 - time.Since(heldSince)
+				waiting := time.Now()
 				b.awaitDelete(ctx, string(t.turn.head.Key), t.turn.rev, max(min(turnWait, left, join), 0))
+				start = start.Add(time.Since(waiting))
 			}
 		default:
 			out, err = b.commit(ctx, t, s)

@@ -1938,4 +1938,17 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "etcd-turn-wait-counted",
+		Bug:   "the etcd adapter counts an Update's waits for other Updates' turns to pass toward its busy timeout and the turn's time rule, so under load Updates waiting through turns that each pass quickly join the queue and the whole store admits one at a time",
+		Suite: "./etcd/",
+		Tests: "TestWaitsForTurnsThatPassNeitherJoinTheQueueNorUseUpTheBusyTimeout",
+		Edits: []Edit{
+			{
+				File:    "etcd/backend.go",
+				Find:    `				start = start.Add(time.Since(waiting))`,
+				Replace: `				_ = waiting`,
+			},
+		},
+	},
 }
