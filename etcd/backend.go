@@ -76,7 +76,7 @@ type stats struct {
 	updates, commits, conflicts, transient, busy    atomic.Int64
 	unknown, unknownApplied, unknownFenced, failed  atomic.Int64
 	reads, commitRequests, fenceRequests, maxReruns atomic.Int64
-	turns, turnWaits                                atomic.Int64
+	turns, turnWaits, turnsByTime                   atomic.Int64
 }
 
 // Stats are counters since Open, for tests, reports and benchmarks.
@@ -105,8 +105,10 @@ type Stats struct {
 	// Turns counts places taken in the turn queue by Updates whose
 	// commits kept failing; TurnWaits counts waits, without committing,
 	// for another Update's turn to end, in the queue or out of it
-	// (turn.go).
-	Turns, TurnWaits int64
+	// (turn.go). TurnsByTime counts the places among Turns taken by
+	// Updates that had run for a quarter of their busy timeout before
+	// turnAfter failed commits.
+	Turns, TurnWaits, TurnsByTime int64
 }
 
 // Prefix returns the key prefix of the store.
@@ -122,6 +124,7 @@ func (b *Backend) Stats() Stats {
 		UnknownFenced: s.unknownFenced.Load(), UnknownFailed: s.failed.Load(),
 		Reads: s.reads.Load(), CommitRequests: s.commitRequests.Load(), FenceRequests: s.fenceRequests.Load(),
 		MaxReruns: s.maxReruns.Load(), Turns: s.turns.Load(), TurnWaits: s.turnWaits.Load(),
+		TurnsByTime: s.turnsByTime.Load(),
 	}
 }
 
@@ -164,7 +167,10 @@ func (b *Backend) View(ctx context.Context, fn func(rtx backend.ReadTx) error) e
 // against a newer revision; so does a transient read error, and a commit
 // whose answer was lost and whose fence proved it did not apply. Re-runs
 // go on while ctx allows and for at most the busy timeout (WithBusyTimeout)
-// from the start of Update; then Update fails with an error wrapping
+// from the start of Update, not counting the time spent waiting at the
+// Backend's commit gate for its other Updates (gate.go) or for another
+// Update's turn to pass (turn.go): each such wait ends with another's
+// commit or is bounded; then Update fails with an error wrapping
 // backend.ErrBusy. fn's error is returned as is and nothing is written; a
 // panic in fn is re-raised (nothing was written either). An Update whose
 // fn wrote nothing commits nothing. Update returns nil only once etcd has
@@ -184,11 +190,24 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			b.slots.put(s)
 		}
 	}()
+	// start is when Update began, moved later by each wait at the gate
+	// and for another's turn to pass: waiting counts neither toward the
+	// busy timeout nor toward the turn's time rule. Counted, it made
+	// Updates that merely waited (at a busy gate, or through turns that
+	// each passed quickly) take the turn, and the turns then held every
+	// other Update of the store back until they too had waited long
+	// enough to take one: all one at a time. An Update held back by one
+	// turn (heldBy, the head's key, since heldSince) for a quarter of the
+	// busy timeout joins the queue all the same, so that Updates waiting
+	// for a long turn commit in their order after it.
 	start := time.Now()
+	var heldBy string
+	var heldSince time.Time
 	var why retries // why fn ran again, for the error that ends the re-runs
 	token := nonce()
 	// The turn queue (turn.go): an Update joins it after turnAfter failed
-	// commits, or once a quarter of the busy timeout has passed; it leaves
+	// commits, or once a quarter of the busy timeout has passed (from
+	// start); it leaves
 	// it with its commit or its return.
 	var queued *place
 	defer func() {
@@ -205,8 +224,12 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		if run > 0 {
 			storeMax(&b.stats.maxReruns, int64(run))
 		}
-		if queued == nil && run > 0 && (why.conflicts >= turnAfter || time.Since(start) >= b.cfg.busyTimeout/4) {
+		if queued == nil && run > 0 && (why.conflicts >= turnAfter || time.Since(start) >= b.cfg.busyTimeout/4 ||
+			(heldBy != "" && time.Since(heldSince) >= b.cfg.busyTimeout/4)) {
 			queued = b.joinTurn(ctx, token, b.cfg.busyTimeout)
+			if queued != nil && why.conflicts < turnAfter {
+				b.stats.turnsByTime.Add(1)
+			}
 		}
 		if queued != nil {
 			st, werr := b.waitInLine(ctx, queued)
@@ -226,7 +249,10 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			if b.gate.closed() {
 				want = allQueues
 			}
-			if gerr := hold.enter(ctx, want); gerr != nil {
+			entered := time.Now()
+			gerr := hold.enter(ctx, want)
+			start = start.Add(time.Since(entered))
+			if gerr != nil {
 				b.stats.busy.Add(1)
 				return fmt.Errorf("etcd: update: waiting for the Backend's other Updates after %d runs (%s): %w: %w", run, why, backend.ErrBusy, gerr)
 			}
@@ -237,6 +263,9 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 			t.gate = hold
 		}
 		err := b.runFn(t, fn)
+		if !t.turn.held {
+			heldBy = ""
+		}
 		var out outcome
 		waited := false
 		switch {
@@ -262,19 +291,25 @@ func (b *Backend) Update(ctx context.Context, fn func(tx backend.Tx) error) erro
 		case t.turn.held && !b.turnHeldTooLong(t.turn.head):
 			// Another Update holds the turn: commit nothing. One in the
 			// queue waits in line; another waits for the turn to pass
-			// (waits do not make it join the queue: under load that
-			// would queue every Update and serialize disjoint ones too).
+			// (waits do not make it join the queue unless one turn holds
+			// it back long: under load that would queue every Update and
+			// serialize disjoint ones too).
 			leaveGate()
 			b.stats.turnWaits.Add(1)
 			why.waits++
 			why.last = "another Update held the turn"
 			waited = true
+			if k := string(t.turn.head.Key); k != heldBy {
+				heldBy, heldSince = k, time.Now()
+			}
 			if queued == nil {
 				// Until the turn passes, but no later than when this
 				// Update joins the queue anyway.
 				_, left := b.turnStale(t.turn.head)
-				join := b.cfg.busyTimeout/4 - time.Since(start)
+				join := b.cfg.busyTimeout/4 - time.Since(heldSince)
+				waiting := time.Now()
 				b.awaitDelete(ctx, string(t.turn.head.Key), t.turn.rev, max(min(turnWait, left, join), 0))
+				start = start.Add(time.Since(waiting))
 			}
 		default:
 			out, err = b.commit(ctx, t, s)

@@ -131,6 +131,7 @@ func runContention(t *testing.T, dispatchers, clients, n int, limit time.Duratio
 		r.stats.CommitRequests += st.CommitRequests
 		r.stats.Turns += st.Turns
 		r.stats.TurnWaits += st.TurnWaits
+		r.stats.TurnsByTime += st.TurnsByTime
 	}
 	r.conflicts -= before
 	r.passes = passes.Load()
@@ -172,8 +173,8 @@ func TestContention(t *testing.T) {
 			t.Logf("%d dispatchers over %d clients: %d of %d admitted in %v: %.1f/s%s; %d ErrBusy, %d other errors, %d duplicates, %d conflicts (%.1f per admission); first error: %v",
 				sc.dispatchers, sc.clients, r.admitted, n, r.elapsed.Round(time.Millisecond), r.rate(), ratio,
 				r.busy, r.otherErrs, r.dups, r.conflicts, float64(r.conflicts)/float64(max(r.admitted, 1)), r.firstErr)
-			t.Logf("%d Dispatch calls; Backend stats (seeding included): %d Updates, %d commits, %d read requests, %d commit requests, %d turns, %d waits for a turn",
-				r.passes, r.stats.Updates, r.stats.Commits, r.stats.Reads, r.stats.CommitRequests, r.stats.Turns, r.stats.TurnWaits)
+			t.Logf("%d Dispatch calls; Backend stats (seeding included): %d Updates, %d commits, %d read requests, %d commit requests, %d turns (%d by time), %d waits for a turn",
+				r.passes, r.stats.Updates, r.stats.Commits, r.stats.Reads, r.stats.CommitRequests, r.stats.Turns, r.stats.TurnsByTime, r.stats.TurnWaits)
 			require.Zero(t, r.dups, "duplicates")
 			require.Zero(t, r.busy, "Dispatch calls failed with ErrBusy")
 			require.Equal(t, n, r.admitted, "admitted")

@@ -20,7 +20,9 @@
 //     An Update whose commit keeps failing joins the store's turn queue
 //     and commits in its order, no other Update committing during its
 //     turn, so a large transaction racing many small ones still commits;
-//     waiting in the queue, it is not held to the busy timeout.
+//     waiting in the queue, for another's turn to pass, or at its
+//     Backend's commit gate for the Backend's other Updates, it is not
+//     held to the busy timeout.
 //   - A commit whose answer is lost (timeout, leader change, lost
 //     connection) is resolved through a commit marker, never guessed:
 //     either the commit applied and Update returns nil, or a fence makes

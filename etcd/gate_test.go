@@ -148,3 +148,46 @@ func TestGateQueuesUpdatesPerConflictingRun(t *testing.T) {
 	require.NoError(t, <-ua)
 	require.Equal(t, int64(2), b.Stats().Conflicts, "only the forced conflicts")
 }
+
+// Time an Update spends waiting at the gate for the Backend's other
+// Updates counts neither toward its busy timeout nor toward the turn's
+// time rule: an Update held back at the gate longer than its busy timeout
+// by an Update running again after its conflict, and whose own commit then
+// fails once, runs again and commits, without ErrBusy and without taking
+// the turn (which would hold every other Update of the store back).
+func TestGateWaitCountsNeitherTowardBusyTimeoutNorTurn(t *testing.T) {
+	const busy = time.Second
+	b, _ := openFresh(t, etcd.WithCommitHook(failFirstCommitOf("u1", "same")), etcd.WithBusyTimeout(busy))
+	ctx := ctxT(t)
+	in, release := make(chan struct{}), make(chan struct{})
+	u1 := make(chan error, 1)
+	go func() {
+		u1 <- readRunInsert(context.WithValue(ctx, updateName{}, "u1"), b, "a", "a", func(run int) {
+			if run == 2 { // running again after its conflict, through the gate
+				close(in)
+				<-release
+			}
+		})
+	}()
+	select {
+	case <-in:
+	case err := <-u1:
+		t.Fatalf("the first Update returned (%v) before running again", err)
+	}
+	same := make(chan error, 1)
+	go func() { same <- readRunInsert(context.WithValue(ctx, updateName{}, "same"), b, "a", "y", nil) }()
+	// The second Update waits at the gate past its busy timeout.
+	time.Sleep(busy + busy/2)
+	select {
+	case err := <-same:
+		close(release)
+		t.Fatalf("an Update reading what the failed one read returned (%v) while that one ran again through the gate", err)
+	default:
+	}
+	close(release)
+	require.NoError(t, <-u1)
+	require.NoError(t, <-same, "waiting at the gate does not use up the busy timeout")
+	st := b.Stats()
+	require.Equal(t, int64(2), st.Conflicts, "the forced conflicts")
+	require.Zero(t, st.Turns, "waiting at the gate does not make an Update take the turn")
+}

@@ -20,7 +20,9 @@ import (
 // long as its reads and its commit, and dispatchers committing every few
 // milliseconds on the same run never leave it one. So an Update whose
 // commit failed turnAfter times (or that has run for a quarter of its
-// busy timeout) joins the store's turn queue: it puts a meta key
+// busy timeout, not counting its waits at the gate and for turns to
+// pass, or that one turn has held back that long) joins the store's turn
+// queue: it puts a meta key
 // "turn/<token>" of its own, attached to its Backend's lease. The keys'
 // CreateRevisions order the queue; the oldest key holds the turn. While
 // the queue holds a key, only the holder commits: every Update reads the
@@ -31,9 +33,10 @@ import (
 //     that commits after another joined fails, and runs again;
 //   - an Update that found another's key at the head sends no commit: it
 //     waits for that key to go (through the Backend's watch) and runs
-//     again; it joins the queue only by the rules above (a quarter of its
-//     busy timeout at the latest), so that a turn does not pull every
-//     Update into the queue and serialize disjoint ones for good;
+//     again; it joins the queue only by the rules above (once one turn
+//     has held it back for a quarter of its busy timeout at the latest),
+//     so that turns passing one after another do not pull every Update
+//     into the queue and serialize disjoint ones for good;
 //   - a queued Update waits, without running fn, for the key just ahead
 //     of it to go (a watch, bounded by turnWait), so each turn wakes one
 //     waiter; at the head, it runs fn, skipping its Backend's commit

@@ -2,6 +2,7 @@ package etcd_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -145,4 +146,39 @@ func TestTurnQueueServesWaitersInOrderPastTheirBusyTimeout(t *testing.T) {
 	resp, err := newClient(t).Get(ctx, turnQueue(p), clientv3.WithPrefix())
 	require.NoError(t, err)
 	require.Empty(t, resp.Kvs, "every commit left the queue")
+}
+
+// Waiting for turns that pass one after another, none holding it back for
+// a quarter of its busy timeout, neither makes an Update join the queue
+// nor uses up its busy timeout: it commits once the turns end, though it
+// waited for them longer than its busy timeout. (Counted, such waits made
+// every Update under load join the queue, and the store admit one at a
+// time.)
+func TestWaitsForTurnsThatPassNeitherJoinTheQueueNorUseUpTheBusyTimeout(t *testing.T) {
+	const busy = 2 * time.Second
+	b, p := openFresh(t, etcd.WithBusyTimeout(busy))
+	ctx := ctxT(t)
+	prev := turnQueue(p) + "holder0"
+	put(t, prev, "holder0")
+	done := make(chan error, 1)
+	go func() { done <- insertRun(ctx, b, "r") }()
+	// A new turn every busy/8, for twice the busy timeout: the next
+	// holder joins behind the head, then the head leaves.
+	for i := 1; i <= 16; i++ {
+		time.Sleep(busy / 8)
+		next := turnQueue(p) + fmt.Sprint("holder", i)
+		put(t, next, fmt.Sprint("holder", i))
+		del(t, prev)
+		prev = next
+		select {
+		case err := <-done:
+			t.Fatalf("Update returned (%v) before the others' turns ended: it took a turn of its own", err)
+		default:
+		}
+	}
+	require.Zero(t, b.Stats().CommitRequests, "no commit was sent while others held the turn")
+	del(t, prev)
+	require.NoError(t, <-done, "waits for others' turns do not use up the busy timeout")
+	require.NotZero(t, b.Stats().TurnWaits, "the Update waited for the turns")
+	require.Zero(t, b.Stats().Turns, "no turn held the Update back for a quarter of its busy timeout: it did not join the queue")
 }

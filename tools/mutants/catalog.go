@@ -1964,4 +1964,30 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name:  "etcd-gate-wait-counted",
+		Bug:   "the etcd adapter counts an Update's wait at its Backend's commit gate toward its busy timeout and the turn's time rule, so under load Updates that merely waited take the turn and the whole store admits one at a time (or fail with ErrBusy)",
+		Suite: "./etcd/",
+		Tests: "TestGateWaitCountsNeitherTowardBusyTimeoutNorTurn",
+		Edits: []Edit{
+			{
+				File:    "etcd/backend.go",
+				Find:    `			start = start.Add(time.Since(entered))`,
+				Replace: `			_ = entered`,
+			},
+		},
+	},
+	{
+		Name:  "etcd-turn-wait-counted",
+		Bug:   "the etcd adapter counts an Update's waits for other Updates' turns to pass toward its busy timeout and the turn's time rule, so under load Updates waiting through turns that each pass quickly join the queue and the whole store admits one at a time",
+		Suite: "./etcd/",
+		Tests: "TestWaitsForTurnsThatPassNeitherJoinTheQueueNorUseUpTheBusyTimeout",
+		Edits: []Edit{
+			{
+				File:    "etcd/backend.go",
+				Find:    `				start = start.Add(time.Since(waiting))`,
+				Replace: `				_ = waiting`,
+			},
+		},
+	},
 }
