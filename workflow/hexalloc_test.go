@@ -16,6 +16,14 @@ func TestHexEncodingsAllocateOnlyTheirString(t *testing.T) {
 	require.Equal(t, sha(string(doc)), s)
 	require.Equal(t, 1.0, testing.AllocsPerRun(50, func() { s = hashHex(doc) }), "hashHex")
 	require.Equal(t, sha(string(doc)), s)
-	require.Equal(t, 1.0, testing.AllocsPerRun(50, func() { s = newHandoffToken() }), "newHandoffToken")
+	allocs := testing.AllocsPerRun(50, func() { s = newHandoffToken() })
 	require.Len(t, s, 32)
+	if raceBuild {
+		// The race detector's instrumentation of crypto/rand.Read moves
+		// the token's random bytes to the heap: one more allocation, in
+		// race builds only. The plain test run checks the count.
+		require.LessOrEqual(t, allocs, 2.0, "newHandoffToken under -race")
+		return
+	}
+	require.Equal(t, 1.0, allocs, "newHandoffToken")
 }
