@@ -51,6 +51,31 @@ func failFirstCommitOf(names ...string) etcd.CommitHook {
 	}
 }
 
+// heldAfterConflict starts an Update named name that reads run runID and
+// inserts it, and returns once that Update, its first commit failed by
+// the Backend's commit hook, runs again (holding the gate's queue of what
+// it read). The Update then waits until release is closed; its result
+// arrives on done.
+func heldAfterConflict(t *testing.T, ctx context.Context, b *etcd.Backend, name, runID string) (done <-chan error, release chan struct{}) {
+	t.Helper()
+	in, release := make(chan struct{}), make(chan struct{})
+	result := make(chan error, 1)
+	go func() {
+		result <- readRunInsert(context.WithValue(ctx, updateName{}, name), b, runID, runID, func(run int) {
+			if run == 2 { // running again after its conflict
+				close(in)
+				<-release
+			}
+		})
+	}()
+	select {
+	case <-in:
+	case err := <-result:
+		t.Fatalf("Update %s returned (%v) before running again", name, err)
+	}
+	return result, release
+}
+
 // After a commit fails, the Backend's commit gate holds back its Updates
 // that read what the failed one read, while the failed one runs again
 // holding it, and only those: an Update of the same Backend on other keys
@@ -59,21 +84,7 @@ func failFirstCommitOf(names ...string) etcd.CommitHook {
 func TestGateHoldsBackOnlyUpdatesOfWhatConflicted(t *testing.T) {
 	b, _ := openFresh(t, etcd.WithCommitHook(failFirstCommitOf("u1")))
 	ctx := ctxT(t)
-	in, release := make(chan struct{}), make(chan struct{})
-	u1 := make(chan error, 1)
-	go func() {
-		u1 <- readRunInsert(context.WithValue(ctx, updateName{}, "u1"), b, "a", "a", func(run int) {
-			if run == 2 { // running again after its conflict, through the gate
-				close(in)
-				<-release
-			}
-		})
-	}()
-	select {
-	case <-in:
-	case err := <-u1:
-		t.Fatalf("the first Update returned (%v) before running again", err)
-	}
+	u1, release := heldAfterConflict(t, ctx, b, "u1", "a")
 	// Both start within the gate's window after the conflict.
 	other, same := make(chan error, 1), make(chan error, 1)
 	go func() { other <- insertRun(ctx, b, "x") }()
@@ -105,21 +116,7 @@ func TestGateHoldsBackOnlyUpdatesOfWhatConflicted(t *testing.T) {
 func TestGateQueuesUpdatesPerConflictingRun(t *testing.T) {
 	b, _ := openFresh(t, etcd.WithCommitHook(failFirstCommitOf("ua", "ub")))
 	ctx := ctxT(t)
-	in, release := make(chan struct{}), make(chan struct{})
-	ua := make(chan error, 1)
-	go func() {
-		ua <- readRunInsert(context.WithValue(ctx, updateName{}, "ua"), b, "a", "a", func(run int) {
-			if run == 2 { // running again after its conflict, in run a's queue
-				close(in)
-				<-release
-			}
-		})
-	}()
-	select {
-	case <-in:
-	case err := <-ua:
-		t.Fatalf("the Update on run a returned (%v) before running again", err)
-	}
+	ua, release := heldAfterConflict(t, ctx, b, "ua", "a")
 	var runsB atomic.Int32
 	ub := make(chan error, 1)
 	go func() {
@@ -159,21 +156,7 @@ func TestGateWaitCountsNeitherTowardBusyTimeoutNorTurn(t *testing.T) {
 	const busy = time.Second
 	b, _ := openFresh(t, etcd.WithCommitHook(failFirstCommitOf("u1", "same")), etcd.WithBusyTimeout(busy))
 	ctx := ctxT(t)
-	in, release := make(chan struct{}), make(chan struct{})
-	u1 := make(chan error, 1)
-	go func() {
-		u1 <- readRunInsert(context.WithValue(ctx, updateName{}, "u1"), b, "a", "a", func(run int) {
-			if run == 2 { // running again after its conflict, through the gate
-				close(in)
-				<-release
-			}
-		})
-	}()
-	select {
-	case <-in:
-	case err := <-u1:
-		t.Fatalf("the first Update returned (%v) before running again", err)
-	}
+	u1, release := heldAfterConflict(t, ctx, b, "u1", "a")
 	same := make(chan error, 1)
 	go func() { same <- readRunInsert(context.WithValue(ctx, updateName{}, "same"), b, "a", "y", nil) }()
 	// The second Update waits at the gate past its busy timeout.
