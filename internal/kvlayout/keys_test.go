@@ -42,29 +42,20 @@ func (s *oneRecord) Delete(*Space, []byte) error { return nil }
 // its index entries', the uniqueness check's) in one buffer of its Apply,
 // not one allocation each: a Store copies what it keeps of a key.
 func TestApplyBuildsStoredKeysInOneBuffer(t *testing.T) {
-	ctx := context.Background()
 	l := grouped()
 	old := benchAttempt()
 	next := old
 	next.Status, next.Receipt = backend.AttemptRunning, []byte(`{"receipt":"r-2"}`)
 	next.Identity = old.Identity + "-2" // moves the unique identity entry: a uniqueness check
 	s := &oneRecord{space: &l.Attempt.Space, key: l.Attempt.Stored(l.Attempt.PK(old)), value: l.Attempt.encode(old)}
-	recs := []*backend.Attempt{&next, &old}
-	i := 0
-	allocs := testing.AllocsPerRun(50, func() {
-		i++
-		c := backend.Changes{Replace: backend.Replaces{Attempts: []backend.Attempt{*recs[i%2]}}}
-		if err := l.Apply(ctx, s, &c); err != nil {
-			t.Fatal(err)
-		}
-	})
+	allocs, last := alternateReplaces(t, l, s, next, old)
 	// Each Replace moves the status, run status and identity entries
 	// (3 deletes, 3 puts) and checks the identity's uniqueness: with its
 	// primary key and each stored key allocated, and the unique prefix
 	// decoded and encoded again, measured 30; from one buffer, 4 (the
 	// value, and per Apply its applier's buffers).
 	require.LessOrEqual(t, allocs, 4.0, "allocations per Replace")
-	require.Equal(t, l.Attempt.encode(*recs[i%2]), s.value, "the last Replace's record is stored")
+	require.Equal(t, l.Attempt.encode(last), s.value, "the last Replace's record is stored")
 }
 
 // A run's and an activation's value is encoded into one buffer made big
