@@ -139,8 +139,10 @@ func imageOf[R any, K comparable](t *readTx, kd *kind[R, K], key K) (*rowImage[R
 
 // imageArgs returns the column values of the image of the row key; ok is
 // false when the transaction has no image of it usable for a partial
-// write (changedMask).
-func imageArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K) (args []any, ok bool) {
+// write (changedMask). An image without them (a row the transaction
+// read) gets them built, sharing like's boxes (another row's column
+// values, or nil) for the columns whose values it shares.
+func imageArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K, like []any) (args []any, ok bool) {
 	if len(kd.tb.cols)-kd.tb.nkey > 64 {
 		return nil, false
 	}
@@ -149,7 +151,7 @@ func imageArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K) (args []an
 		return nil, false
 	}
 	if im.args == nil {
-		im.args = kd.argsOf(&im.rec, nil)
+		im.args = kd.argsOf(&im.rec, like)
 	}
 	return im.args, true
 }

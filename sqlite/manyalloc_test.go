@@ -2,6 +2,7 @@ package sqlite
 
 import (
 	"context"
+	"fmt"
 	"runtime"
 	"testing"
 
@@ -56,4 +57,49 @@ func TestManyRowWriteBindsWithoutCopyingItsArguments(t *testing.T) {
 		require.Less(t, worst, uint64(64*5*40+64*16*16+64*400), "bytes allocated by one many-row Replace")
 		return nil
 	}))
+}
+
+// mallocs returns the heap objects the process has allocated so far.
+func mallocs() uint64 {
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return m.Mallocs
+}
+
+// A many-row Replace of rows the transaction read builds the column
+// values of their images sharing one row's boxes with the next (the run,
+// the status, the effect, the input the rows have in common), as the
+// records' own values share them with their images: replacing 64 loaded
+// activations in their status allocates a few objects per row, not one
+// per column.
+func TestManyRowReplaceOfLoadedRowsSharesTheirImagesValues(t *testing.T) {
+	b := newStore(t)
+	ctx := context.Background()
+	acts := make([]backend.Activation, 64)
+	l := backend.Lookup{}
+	for i := range acts {
+		acts[i] = activation(akey("r", "n", fmt.Sprint("a", i)), true)
+		acts[i].Group = &backend.GroupMember{Controller: akey("r", "fan", "out"), Index: int64(i)}
+		l.Activations = append(l.Activations, acts[i].Key)
+	}
+	update(t, b, backend.Changes{Insert: backend.Inserts{Activations: acts}})
+	var best uint64 = ^uint64(0)
+	for r := 0; r < 3; r++ {
+		require.NoError(t, b.Update(ctx, func(tx backend.Tx) error {
+			f, err := tx.Load(ctx, l) // images without column values
+			require.NoError(t, err)
+			next := make([]backend.Activation, 0, len(acts))
+			for _, k := range l.Activations {
+				a := f.Activations[k]
+				a.Status = backend.ActivationStatus(fmt.Sprint("s", r))
+				next = append(next, a)
+			}
+			before := mallocs()
+			require.NoError(t, tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Activations: next}}))
+			best = min(best, mallocs()-before)
+			return nil
+		}))
+	}
+	t.Logf("%d objects allocated by a Replace of 64 loaded activations", best)
+	require.Less(t, best, uint64(64*6), "objects allocated by a Replace of 64 loaded activations")
 }

@@ -311,8 +311,12 @@ func replaceMany[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[
 	var masks []uint64
 	groups := map[uint64][]rec{}
 	var solo []int
+	var last []any // the image before's column values, which the next row's mostly share
 	for i := range recs {
-		prev, ok := imageArgs(&t.readTx, kd, kd.key(&recs[i]))
+		prev, ok := imageArgs(&t.readTx, kd, kd.key(&recs[i]), last)
+		if ok {
+			last = prev
+		}
 		args := kd.argsOf(&recs[i], prev)
 		var mask uint64
 		if ok {

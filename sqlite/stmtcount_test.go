@@ -117,10 +117,10 @@ func (s *countingStmt) Close() error  { return s.s.Close() }
 func (s *countingStmt) NumInput() int { return s.s.NumInput() }
 
 //lint:ignore SA1019 driver.Stmt requires them; database/sql calls the Context forms.
-func (s *countingStmt) Exec(args []driver.Value) (driver.Result, error) { return s.s.Exec(args) } //nolint:staticcheck
+func (s *countingStmt) Exec(args []driver.Value) (driver.Result, error) { return s.s.Exec(args) }
 
 //lint:ignore SA1019 driver.Stmt requires them; database/sql calls the Context forms.
-func (s *countingStmt) Query(args []driver.Value) (driver.Rows, error) { return s.s.Query(args) } //nolint:staticcheck
+func (s *countingStmt) Query(args []driver.Value) (driver.Rows, error) { return s.s.Query(args) }
 
 func (s *countingStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
 	s.d.count(s.q)

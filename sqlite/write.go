@@ -351,7 +351,7 @@ func replaceAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 // column differs (the image proves that the row exists).
 func replaceOne[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[R, K], s *sql.Stmt, r *R) error {
 	key := kd.key(r)
-	prev, ok := imageArgs(&t.readTx, kd, key)
+	prev, ok := imageArgs(&t.readTx, kd, key, nil)
 	args := kd.argsOf(r, prev)
 	full := args
 	if ok {
