@@ -227,32 +227,42 @@ func runArgs(out []any, r *backend.Run, like []any) []any {
 	return l.out
 }
 
+// runScan holds what a scan of a run row writes: every destination of
+// the Scan in one allocation (each local a Scan writes through an
+// interface escapes to the heap, so separate locals were one allocation
+// each), and the destination list itself.
+type runScan struct {
+	r          backend.Run
+	status     string
+	at, ad, af sql.NullString
+	ag         sql.NullInt64
+	dest       [24]any
+}
+
 func scanRun(s scanner) (backend.Run, error) {
-	var r backend.Run
-	var status string
-	var at, ad, af sql.NullString
-	var ag sql.NullInt64
-	err := s.Scan(
-		&r.ID, &r.RootID, &r.ParentID, &r.Depth, &status,
+	v := new(runScan)
+	r := &v.r
+	v.dest = [...]any{
+		&r.ID, &r.RootID, &r.ParentID, &r.Depth, &v.status,
 		&r.Limits.NodeExecutionCap, &r.Limits.ConcurrencyCap, &r.Limits.CycleCap, &r.Limits.RetryCap,
 		&r.DeadlineMS, &r.CancelRequestedMS,
-		&at, &ad, &ag, &af,
+		&v.at, &v.ad, &v.ag, &v.af,
 		&r.Metadata, &r.CreatedMS, &r.UpdatedMS, &r.LastEventSeq,
 		&r.AttemptCount, &r.ActiveCount, &r.TreeAttemptCount, &r.DescendantCount, &r.ExhaustionRecorded,
-	)
-	if err != nil {
-		return r, err
 	}
-	r.Status = backend.RunStatus(status)
-	if ag.Valid {
+	if err := s.Scan(v.dest[:]...); err != nil {
+		return *r, err
+	}
+	r.Status = backend.RunStatus(v.status)
+	if v.ag.Valid {
 		r.Authority = &backend.Authority{
-			TargetArtifactID: at.String,
-			DaemonInstanceID: ad.String,
-			Generation:       ag.Int64,
-			FencingToken:     af.String,
+			TargetArtifactID: v.at.String,
+			DaemonInstanceID: v.ad.String,
+			Generation:       v.ag.Int64,
+			FencingToken:     v.af.String,
 		}
 	}
-	return r, nil
+	return *r, nil
 }
 
 func linkArgs(out []any, k *backend.RunLink, like []any) []any {
@@ -322,48 +332,57 @@ func activationArgs(out []any, a *backend.Activation, like []any) []any {
 	return l.out
 }
 
+// activationScan holds what a scan of an activation row writes, in one
+// allocation (see runScan).
+type activationScan struct {
+	a                             backend.Activation
+	status, effect, recon         string
+	claims, preds, waitFor, joins []byte
+	gr, gn, ga                    sql.NullString
+	gi                            sql.NullInt64
+	last                          int64
+	dest                          [25]any
+}
+
 func scanActivation(s scanner) (backend.Activation, error) {
-	var a backend.Activation
-	var status, effect, recon string
-	var claims, preds, waitFor, joins []byte
-	var gr, gn, ga sql.NullString
-	var gi sql.NullInt64
-	var last int64
-	err := s.Scan(
-		&a.Key.RunID, &a.Key.NodeID, &a.Key.ActivationID, &a.Generation, &status, &a.Admissible,
-		&a.Input, &a.Output, &claims, &effect, &recon, &a.RetryPolicy, &preds,
-		&a.HasSuccessors, &gr, &gn, &ga, &gi,
-		&last, &a.CreatedMS, &a.UpdatedMS, &a.AttemptTimeoutMS,
-		&waitFor, &a.OpenWaits, &joins,
-	)
+	v := new(activationScan)
+	a := &v.a
+	v.dest = [...]any{
+		&a.Key.RunID, &a.Key.NodeID, &a.Key.ActivationID, &a.Generation, &v.status, &a.Admissible,
+		&a.Input, &a.Output, &v.claims, &v.effect, &v.recon, &a.RetryPolicy, &v.preds,
+		&a.HasSuccessors, &v.gr, &v.gn, &v.ga, &v.gi,
+		&v.last, &a.CreatedMS, &a.UpdatedMS, &a.AttemptTimeoutMS,
+		&v.waitFor, &a.OpenWaits, &v.joins,
+	}
+	err := s.Scan(v.dest[:]...)
 	if err != nil {
-		return a, err
+		return *a, err
 	}
-	a.Status = backend.ActivationStatus(status)
-	a.Effect = backend.Effect(effect)
-	a.Reconciliation = backend.Reconciliation(recon)
-	if a.Claims, err = decodeClaims(claims); err != nil {
-		return a, fmt.Errorf("activation claims: %w", err)
+	a.Status = backend.ActivationStatus(v.status)
+	a.Effect = backend.Effect(v.effect)
+	a.Reconciliation = backend.Reconciliation(v.recon)
+	if a.Claims, err = decodeClaims(v.claims); err != nil {
+		return *a, fmt.Errorf("activation claims: %w", err)
 	}
-	if a.Predecessors, err = decodePredecessors(preds); err != nil {
-		return a, fmt.Errorf("activation predecessors: %w", err)
+	if a.Predecessors, err = decodePredecessors(v.preds); err != nil {
+		return *a, fmt.Errorf("activation predecessors: %w", err)
 	}
-	if a.WaitFor, err = decodePredecessors(waitFor); err != nil {
-		return a, fmt.Errorf("activation wait_for: %w", err)
+	if a.WaitFor, err = decodePredecessors(v.waitFor); err != nil {
+		return *a, fmt.Errorf("activation wait_for: %w", err)
 	}
-	if a.Joins, err = decodePredecessors(joins); err != nil {
-		return a, fmt.Errorf("activation joins: %w", err)
+	if a.Joins, err = decodePredecessors(v.joins); err != nil {
+		return *a, fmt.Errorf("activation joins: %w", err)
 	}
-	if gi.Valid {
+	if v.gi.Valid {
 		a.Group = &backend.GroupMember{
-			Controller: backend.ActivationKey{RunID: gr.String, NodeID: gn.String, ActivationID: ga.String},
-			Index:      gi.Int64,
+			Controller: backend.ActivationKey{RunID: v.gr.String, NodeID: v.gn.String, ActivationID: v.ga.String},
+			Index:      v.gi.Int64,
 		}
 	}
-	if a.LastAttempt, err = toUint32(last); err != nil {
-		return a, err
+	if a.LastAttempt, err = toUint32(v.last); err != nil {
+		return *a, err
 	}
-	return a, nil
+	return *a, nil
 }
 
 func groupArgs(out []any, g *backend.FanOutGroup, like []any) []any {
@@ -413,26 +432,35 @@ func attemptArgs(out []any, a *backend.Attempt, like []any) []any {
 	return l.out
 }
 
+// attemptScan holds what a scan of an attempt row writes, in one
+// allocation (see runScan).
+type attemptScan struct {
+	a                       backend.Attempt
+	attempt                 int64
+	status, effect, handoff string
+	dest                    [16]any
+}
+
 func scanAttempt(s scanner) (backend.Attempt, error) {
-	var a backend.Attempt
-	var attempt int64
-	var status, effect, handoff string
-	err := s.Scan(
-		&a.Key.RunID, &a.Key.NodeID, &a.Key.ActivationID, &attempt,
-		&a.Identity, &status, &effect,
-		&a.Intent, &a.IntentChecksum, &a.Receipt, &handoff, &a.Detail,
+	v := new(attemptScan)
+	a := &v.a
+	v.dest = [...]any{
+		&a.Key.RunID, &a.Key.NodeID, &a.Key.ActivationID, &v.attempt,
+		&a.Identity, &v.status, &v.effect,
+		&a.Intent, &a.IntentChecksum, &a.Receipt, &v.handoff, &a.Detail,
 		&a.PreparedMS, &a.AdmittedMS, &a.TerminalMS, &a.HandoffToken,
-	)
+	}
+	err := s.Scan(v.dest[:]...)
 	if err != nil {
-		return a, err
+		return *a, err
 	}
-	a.Status = backend.AttemptStatus(status)
-	a.SideEffect = backend.Effect(effect)
-	a.Handoff = backend.Handoff(handoff)
-	if a.Key.Attempt, err = toUint32(attempt); err != nil {
-		return a, err
+	a.Status = backend.AttemptStatus(v.status)
+	a.SideEffect = backend.Effect(v.effect)
+	a.Handoff = backend.Handoff(v.handoff)
+	if a.Key.Attempt, err = toUint32(v.attempt); err != nil {
+		return *a, err
 	}
-	return a, nil
+	return *a, nil
 }
 
 func leaseArgs(out []any, ls *backend.Lease, like []any) []any {

@@ -47,6 +47,9 @@ type rowImage[R any, K comparable] struct {
 	// owned: rec shares no memory with a record any caller holds (it is
 	// a copy carried made), and nothing changes it.
 	owned bool
+	// at is the key the image is stored under, its row key boxed once, so
+	// that touching the row again appends it without boxing it anew.
+	at rowKey
 }
 
 // carried keeps args: they share no memory with the record (see
@@ -58,7 +61,7 @@ func (im *rowImage[R, K]) carried() image {
 	if im.owned {
 		return im
 	}
-	return &rowImage[R, K]{rec: im.kd.clone(im.rec), kd: im.kd, args: im.args, owned: true}
+	return &rowImage[R, K]{rec: im.kd.clone(im.rec), kd: im.kd, args: im.args, owned: true, at: im.at}
 }
 
 // maxPartialStmts bounds the prepared partial UPDATEs per writer
@@ -101,21 +104,23 @@ func rememberArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K, r R, ar
 	if t.img == nil {
 		t.img = make(map[rowKey]image, 8)
 	}
-	k := rowKey{kd.rep, key}
-	if im, ok := t.img[k].(*rowImage[R, K]); ok {
+	if im, ok := t.img[rowKey{kd.rep, key}].(*rowImage[R, K]); ok {
 		// Only this transaction's map holds an image (one carried in was
 		// taken from the writer), so the row's image is updated in place.
-		*im = rowImage[R, K]{rec: r, kd: kd, args: args}
-	} else {
-		t.img[k] = &rowImage[R, K]{rec: r, kd: kd, args: args}
+		at := im.at
+		*im = rowImage[R, K]{rec: r, kd: kd, args: args, at: at}
+		t.touched = append(t.touched, at)
+		return
 	}
+	k := rowKey{kd.rep, key}
+	t.img[k] = &rowImage[R, K]{rec: r, kd: kd, args: args, at: k}
 	t.touched = append(t.touched, k)
 }
 
-// touch records that the transaction itself read the row key, whose image
+// touch records that the transaction itself read the row of im, an image
 // it already has (an Expect compared with it).
-func touch[R any, K comparable](t *readTx, kd *kind[R, K], key K) {
-	t.touched = append(t.touched, rowKey{kd.rep, key})
+func touch[R any, K comparable](t *readTx, im *rowImage[R, K]) {
+	t.touched = append(t.touched, im.at)
 }
 
 // forget drops a row's image (after a Delete).
@@ -127,19 +132,17 @@ func forget[R any, K comparable](t *readTx, kd *kind[R, K], key K) {
 
 // imageOf returns the image of the row key of kind kd, if the transaction
 // has one.
-func imageOf[R any, K comparable](t *readTx, kd *kind[R, K], key K) (R, bool) {
+func imageOf[R any, K comparable](t *readTx, kd *kind[R, K], key K) (*rowImage[R, K], bool) {
 	im, ok := t.img[rowKey{kd.rep, key}].(*rowImage[R, K])
-	if !ok {
-		var zero R
-		return zero, false
-	}
-	return im.rec, true
+	return im, ok
 }
 
 // imageArgs returns the column values of the image of the row key; ok is
 // false when the transaction has no image of it usable for a partial
-// write (changedMask).
-func imageArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K) (args []any, ok bool) {
+// write (changedMask). An image without them (a row the transaction
+// read) gets them built, sharing like's boxes (another row's column
+// values, or nil) for the columns whose values it shares.
+func imageArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K, like []any) (args []any, ok bool) {
 	if len(kd.tb.cols)-kd.tb.nkey > 64 {
 		return nil, false
 	}
@@ -148,7 +151,7 @@ func imageArgs[R any, K comparable](t *readTx, kd *kind[R, K], key K) (args []an
 		return nil, false
 	}
 	if im.args == nil {
-		im.args = kd.argsOf(&im.rec, nil)
+		im.args = kd.argsOf(&im.rec, like)
 	}
 	return im.args, true
 }

@@ -3,6 +3,7 @@ package sqlite
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"fmt"
 	"strings"
 
@@ -34,7 +35,7 @@ const manyFrom = 8
 // manyChunks are the row counts of the many-row statements, largest first.
 var manyChunks = []int{64, 32, 16, 8, 4, 2}
 
-// maxManyStmts bounds the prepared many-row statements per writer
+// maxManyStmts bounds the prepared many-row statements (reads and writes) per writer
 // connection; past it, records are written one by one.
 const maxManyStmts = 256
 
@@ -138,18 +139,90 @@ func (w *writer) manyStmt(ctx context.Context, k manyKey, text func() string) (*
 	return s, nil
 }
 
-// execMany runs one many-row write of rows records; none is the error
-// when it affects fewer rows.
-func (t *writeTx) execMany(ctx context.Context, s *sql.Stmt, args []any, rows int, none error) error {
-	res, err := s.ExecContext(ctx, args...)
+// writeStmt returns the writer's prepared many-row write k (an INSERT
+// or UPDATE), preparing it on first use on the driver's connection; nil
+// when the cache is full. Writes are run on the driver's own statement
+// (execMany), not through database/sql: a statement of 64 rows binds up to
+// a thousand values, which database/sql would copy into a fresh list of
+// its own and check one by one on every run.
+func (w *writer) writeStmt(ctx context.Context, k manyKey, text func() string) (driver.Stmt, error) {
+	if s, ok := w.writes[k]; ok {
+		return s, nil
+	}
+	if len(w.many)+len(w.writes) >= maxManyStmts {
+		return nil, nil
+	}
+	var s driver.Stmt
+	err := w.conn.Raw(func(dc any) error {
+		p, ok := dc.(driver.ConnPrepareContext)
+		if !ok {
+			return fmt.Errorf("driver connection %T cannot prepare with a context", dc)
+		}
+		var err error
+		s, err = p.PrepareContext(ctx, text())
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := s.(driver.StmtExecContext); !ok {
+		_ = w.conn.Raw(func(any) error { return s.Close() })
+		return nil, fmt.Errorf("driver statement %T cannot execute with a context", s)
+	}
+	if w.writes == nil {
+		w.writes = make(map[manyKey]driver.Stmt)
+	}
+	w.writes[k] = s
+	return s, nil
+}
+
+// closeWrites closes the writer's many-row writes, on its connection.
+func (w *writer) closeWrites() {
+	if len(w.writes) == 0 {
+		return
+	}
+	_ = w.conn.Raw(func(any) error {
+		for _, s := range w.writes {
+			_ = s.Close()
+		}
+		return nil
+	})
+	clear(w.writes)
+}
+
+// execMany runs one many-row write s (writeStmt) of rows records; none
+// is the error when it affects fewer rows. The arguments are bound as
+// they are (they are driver values: int64, string, []byte or nil; anything
+// else is converted as database/sql would), through one list of the
+// writer's own reused from statement to statement and cleared after each,
+// so that it keeps no record's values.
+func (t *writeTx) execMany(ctx context.Context, s driver.Stmt, args []any, rows int, none error) error {
+	var n int64
+	err := t.w.conn.Raw(func(any) error {
+		nv := t.w.nv[:0]
+		for i, a := range args {
+			if !driver.IsValue(a) {
+				v, err := driver.DefaultParameterConverter.ConvertValue(a)
+				if err != nil {
+					return fmt.Errorf("argument %d: %w", i+1, err)
+				}
+				a = v
+			}
+			nv = append(nv, driver.NamedValue{Ordinal: i + 1, Value: a})
+		}
+		res, err := s.(driver.StmtExecContext).ExecContext(ctx, nv)
+		clear(nv)
+		t.w.nv = nv[:0]
+		if err != nil {
+			return err
+		}
+		n, err = res.RowsAffected()
+		return err
+	})
 	if err != nil {
 		if isUniqueViolation(err) {
 			return fmt.Errorf("%w: %w", backend.ErrConflict, err)
 		}
-		return t.fail(err)
-	}
-	n, err := res.RowsAffected()
-	if err != nil {
 		return t.fail(err)
 	}
 	if n != int64(rows) {
@@ -174,16 +247,16 @@ func insertMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, re
 	var like []any // the record before, whose values the next mostly shares
 	for i := 0; i < len(recs); {
 		n := chunkOf(len(recs) - i)
-		ms := s
+		var ms driver.Stmt
 		if n > 1 {
 			var err error
-			ms, err = a.t.w.manyStmt(a.ctx, manyKey{kd.ins, 0, n}, func() string { return kd.tb.insertMany(n) })
+			ms, err = a.t.w.writeStmt(a.ctx, manyKey{kd.ins, 0, n}, func() string { return kd.tb.insertMany(n) })
 			if err != nil {
 				a.failed("Insert", kd.field, i, a.t.fail(fmt.Errorf("prepare many-row insert: %w", err)))
 				return
 			}
 			if ms == nil {
-				ms, n = s, 1
+				n = 1
 			}
 		}
 		// Each record's column values, kept in its image, are its part of
@@ -198,7 +271,7 @@ func insertMany[R any, K comparable](a *applier, kd *kind[R, K], s *sql.Stmt, re
 			like = each[j]
 		}
 		if n == 1 {
-			err = a.t.exec(a.ctx, ms, args, backend.ErrConflict)
+			err = a.t.exec(a.ctx, s, args, backend.ErrConflict)
 		} else {
 			err = a.t.execMany(a.ctx, ms, args, n, backend.ErrConflict)
 		}
@@ -238,8 +311,12 @@ func replaceMany[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[
 	var masks []uint64
 	groups := map[uint64][]rec{}
 	var solo []int
+	var last []any // the image before's column values, which the next row's mostly share
 	for i := range recs {
-		prev, ok := imageArgs(&t.readTx, kd, kd.key(&recs[i]))
+		prev, ok := imageArgs(&t.readTx, kd, kd.key(&recs[i]), last)
+		if ok {
+			last = prev
+		}
 		args := kd.argsOf(&recs[i], prev)
 		var mask uint64
 		if ok {
@@ -265,10 +342,10 @@ func replaceMany[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[
 		}
 		for at := 0; at < len(g); {
 			n := chunkOf(len(g) - at)
-			var ms *sql.Stmt
+			var ms driver.Stmt
 			if n > 1 {
 				var err error
-				ms, err = t.w.manyStmt(ctx, manyKey{kd.rep, mask, n}, func() string { return tb.updateMany(mask, n) })
+				ms, err = t.w.writeStmt(ctx, manyKey{kd.rep, mask, n}, func() string { return tb.updateMany(mask, n) })
 				if err != nil {
 					return true, g[at].i, t.fail(fmt.Errorf("prepare many-row update: %w", err))
 				}
@@ -280,11 +357,17 @@ func replaceMany[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[
 				at++
 				continue
 			}
-			args := make([]any, 0, n*width)
+			// The statement's arguments are only bound (the images keep
+			// each record's own list), so one list of the writer's serves
+			// every statement, cleared after each.
+			args := t.w.args[:0]
 			for _, r := range g[at : at+n] {
 				args = manyUpdateArgs(args, tb, mask, r.args)
 			}
-			if err := t.execMany(ctx, ms, args, n, backend.ErrNotFound); err != nil {
+			err := t.execMany(ctx, ms, args, n, backend.ErrNotFound)
+			clear(args)
+			t.w.args = args[:0]
+			if err != nil {
 				return true, g[at].i, err
 			}
 			for _, r := range g[at : at+n] {

@@ -236,7 +236,7 @@ func TestManyRowSwapsWriteTheWonRowsTogether(t *testing.T) {
 		mask := uint64(1)<<(10-attemptsT.nkey) | 1<<(15-attemptsT.nkey) // handoff, handoff_token
 		require.Equal(t, "handoff", attemptsT.cols[10])
 		require.Equal(t, "handoff_token", attemptsT.cols[15])
-		_, ok := b.w.many[manyKey{sAttRep, mask, 64}]
+		_, ok := b.w.writes[manyKey{sAttRep, mask, 64}]
 		require.True(t, ok, "the swaps prepared a 64-row UPDATE of handoff and handoff_token")
 	}
 }

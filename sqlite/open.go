@@ -61,9 +61,14 @@ type writer struct {
 	// partial: UPDATEs of a subset of a table's columns, prepared on first
 	// use (see image.go).
 	partial map[partialKey]*sql.Stmt
-	// many: multi-row INSERTs and UPDATEs, prepared on first use (see
-	// manyrow.go).
-	many   map[manyKey]*sql.Stmt
+	// many: multi-row SELECTs, prepared on first use (see manyread.go).
+	many map[manyKey]*sql.Stmt
+	// writes: multi-row INSERTs and UPDATEs, prepared on the driver's
+	// connection on first use (see writeStmt); nv and args are the lists
+	// their runs bind, reused and cleared after each run.
+	writes map[manyKey]driver.Stmt
+	nv     []driver.NamedValue
+	args   []any
 	broken bool // a ROLLBACK failed: replace the connection before reuse
 	// carried: the row images of the last committed Update, valid while
 	// no other connection has committed (see image.go).
@@ -434,6 +439,7 @@ func (w *writer) closeStmts() {
 		_ = s.Close()
 		delete(w.many, k)
 	}
+	w.closeWrites()
 }
 
 func (b *Backend) prepareReaders(ctx context.Context) error {

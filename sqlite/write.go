@@ -258,25 +258,26 @@ func expectAll[R backend.Expectable, K comparable](a *applier, kd *kind[R, K], r
 		return
 	}
 	for i := range recs {
-		if err := expectOne(a.ctx, a.t, kd, recs[i]); err != nil {
+		if err := expectOne(a.ctx, a.t, kd, &recs[i]); err != nil {
 			a.failed("Expect", kd.field, i, err)
 			return
 		}
 	}
 }
 
-// expectOne compares want with the row's image when the transaction has
-// one, and reads the row otherwise.
-func expectOne[R backend.Expectable, K comparable](ctx context.Context, t *writeTx, kd *kind[R, K], want R) error {
-	key := kd.key(&want)
-	if stored, ok := imageOf(&t.readTx, kd, key); ok {
-		if err := backend.CompareExpected(stored, want); err != nil {
+// expectOne compares *want with the row's image when the transaction has
+// one, and reads the row otherwise. want is only read: a pointer to the
+// caller's record, so that comparing a hundred of them copies none to the
+// heap.
+func expectOne[R backend.Expectable, K comparable](ctx context.Context, t *writeTx, kd *kind[R, K], want *R) error {
+	if im, ok := imageOf(&t.readTx, kd, kd.key(want)); ok {
+		if err := backend.CompareExpected(im.rec, *want); err != nil {
 			return err
 		}
-		touch(&t.readTx, kd, key) // a passed Expect reads the row, as one without an image does
+		touch(&t.readTx, im) // a passed Expect reads the row, as one without an image does
 		return nil
 	}
-	return backend.CheckExpected(ctx, t, want)
+	return backend.CheckExpected(ctx, t, *want)
 }
 
 func deleteAll[R any, K comparable](a *applier, kd *kind[R, K], keys []K) {
@@ -350,7 +351,7 @@ func replaceAll[R any, K comparable](a *applier, kd *kind[R, K], recs []R) {
 // column differs (the image proves that the row exists).
 func replaceOne[R any, K comparable](ctx context.Context, t *writeTx, kd *kind[R, K], s *sql.Stmt, r *R) error {
 	key := kd.key(r)
-	prev, ok := imageArgs(&t.readTx, kd, key)
+	prev, ok := imageArgs(&t.readTx, kd, key, nil)
 	args := kd.argsOf(r, prev)
 	full := args
 	if ok {
@@ -420,7 +421,7 @@ func (t *writeTx) SwapAttempts(ctx context.Context, swaps []backend.AttemptSwap)
 		wonAt []int             // and its index in swaps
 	)
 	for i := range swaps {
-		err := expectOne(ctx, t, attemptK, swaps[i].Old)
+		err := expectOne(ctx, t, attemptK, &swaps[i].Old)
 		if errors.Is(err, backend.ErrChanged) {
 			continue
 		}

@@ -732,12 +732,10 @@ var Catalog = []Mutant{
 		Edits: []Edit{
 			{
 				File: "sqlite/write.go",
-				Find: `	key := kd.key(&want)
-	if stored, ok := imageOf(&t.readTx, kd, key); ok {
+				Find: `	if im, ok := imageOf(&t.readTx, kd, kd.key(want)); ok {
 `,
 				Replace: `	return nil
-	key := kd.key(&want)
-	if stored, ok := imageOf(&t.readTx, kd, key); ok {
+	if im, ok := imageOf(&t.readTx, kd, kd.key(want)); ok {
 `,
 			},
 		},
@@ -2039,6 +2037,19 @@ var Catalog = []Mutant{
 				File:    "postgres/migrations.go",
 				Find:    "CREATE INDEX activations_admissible_group ON {{s}}.activations (run_id, node_id, activation_id)\n\tWHERE admissible_group;",
 				Replace: "CREATE INDEX activations_admissible_group ON {{s}}.activations (run_id, node_id, activation_id);",
+			},
+		},
+	},
+	{
+		Name:  "sqlite-carried-image-loses-key",
+		Bug:   "the SQLite adapter's carried row image forgets the row key it is stored under, so a row the next Update only reads or rewrites is not carried on to the Update after it",
+		Suite: "./sqlite/",
+		Tests: "TestImages|TestCarried",
+		Edits: []Edit{
+			{
+				File:    "sqlite/image.go",
+				Find:    `args: im.args, owned: true, at: im.at}`,
+				Replace: `args: im.args, owned: true}`,
 			},
 		},
 	},
