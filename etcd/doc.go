@@ -41,9 +41,9 @@
 //     --max-request-bytes a few times the largest record.
 //   - Throughput is bounded by the cluster's commit latency and by
 //     conflicts between Updates touching the same keys. For 100 ms after
-//     one of its commits failed, a Backend runs its Updates one at a
-//     time, disjoint ones included; a process that dies in the turn queue
-//     holds other Updates back for up to 5 s.
+//     one of its commits failed, a Backend runs the Updates that read the
+//     keys it read one at a time (Updates of other keys go on); a process
+//     that dies in the turn queue holds other Updates back for up to 5 s.
 //   - A process that dies leaves a few commit-marker keys behind; they are
 //     harmless (Verify ignores them).
 //   - Backend implements backend.Claimer: a claim is a key under a lease,
