@@ -203,8 +203,12 @@ func dispatchRunClaimKey(run string) string { return "dispatch-run:" + run }
 // claimed (remembered, so that this Store's next discoveries take them
 // last): those whose attempt this pass holds but whose run another holder
 // claimed (runContested), and those whose attempt another holder claimed
-// (taken).
+// (taken). Without shared claims the pass holds every candidate: it names
+// no claim (the keys cost a hash each) and release is nil.
 func (s *Store) claimCandidates(ctx context.Context, holder string, cands []candidate, byRun bool) (mine, runContested, taken []candidate, release func(keep map[string]bool)) {
+	if _, ok := s.claimer(); !ok {
+		return cands, nil, nil, nil
+	}
 	var keys []string
 	var idx []int
 	runKey := map[string]int{} // run → index in keys of its run claim
@@ -292,6 +296,9 @@ func (s *Store) discoverClaimed(ctx context.Context, runID string, limit int, at
 		for _, r := range local {
 			r()
 		}
+		if len(shared) == 0 {
+			return // no claim across Stores taken: none to keep
+		}
 		keep := make(map[string]bool, len(admitted))
 		for _, a := range admitted {
 			keep[dispatchClaimPrefix+a.Identity] = true
@@ -317,7 +324,9 @@ func (s *Store) discoverClaimed(ctx context.Context, runID string, limit int, at
 		// A pass over all runs claims its runs too, to spread over runs;
 		// one restricted to a run has nowhere else to go.
 		mine, runLost, lost, srel := s.claimCandidates(ctx, holder, cands, runID == "")
-		shared = append(shared, srel)
+		if srel != nil {
+			shared = append(shared, srel)
+		}
 		if out == nil && len(mine) > 0 {
 			out = make([]candidate, 0, len(mine)+len(lost))
 		}

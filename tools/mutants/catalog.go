@@ -2053,4 +2053,17 @@ var Catalog = []Mutant{
 			},
 		},
 	},
+	{
+		Name: "receipt-event-type-swapped",
+		Bug:  "a receipt appends the other receipt event: attempt_cancellation_receipt_recorded for an admitted attempt, attempt_admitted for one being cancelled",
+		Edits: []Edit{
+			{
+				File: "workflow/internal/state/attempts.go",
+				Find: `	if typ == event.AttemptCancellationReceiptRecorded {
+		emitDirect(w, run, event.AttemptCancellationReceiptRecordedPayload(p), at)`,
+				Replace: `	if typ != event.AttemptCancellationReceiptRecorded {
+		emitDirect(w, run, event.AttemptCancellationReceiptRecordedPayload(p), at)`,
+			},
+		},
+	},
 }

@@ -58,7 +58,7 @@ const MaxParams = 6
 
 // primitives are the batch's event-appending methods; they may call each
 // other (emit calls event) wherever they are defined.
-var primitives = set("emit", "event")
+var primitives = set("emit", "event", "appendEvent", "emitDirect")
 
 // coreSuffix ends the directory of a state core.
 const coreSuffix = "internal/state"

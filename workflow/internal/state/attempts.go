@@ -202,7 +202,7 @@ func recordAttempt(w *Batch, s AttemptStart, at int64) bool {
 	Insert(w, *s.Att)
 	wroteRoot := countAttempt(w, s.Run, s.Root)
 	s.Run.UpdatedMS = at
-	w.emit(s.Run, PreparedPayload(s.Att.Key, s.Att.SideEffect, s.Att.Intent, at), at)
+	emitDirect(w, s.Run, PreparedPayload(s.Att.Key, s.Att.SideEffect, s.Att.Intent, at), at)
 	return wroteRoot
 }
 
@@ -258,7 +258,7 @@ func RecordSiblingSignal(w *Batch, run *backend.Run, att *backend.Attempt, at in
 func RecordHandoff(w *Batch, run *backend.Run, att *backend.Attempt, token string, at int64) {
 	att.Handoff, att.HandoffToken = backend.HandoffRecorded, token
 	Replace(w, *att)
-	w.emit(run, event.DispatchHandedOffPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+	emitDirect(w, run, event.DispatchHandedOffPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 }
 
 // ReleaseHandoff takes back a recorded handoff its owner provably never
@@ -268,7 +268,7 @@ func RecordHandoff(w *Batch, run *backend.Run, att *backend.Attempt, token strin
 func ReleaseHandoff(w *Batch, run *backend.Run, att *backend.Attempt, at int64) {
 	att.Handoff, att.HandoffToken = backend.HandoffPending, ""
 	Replace(w, *att)
-	w.emit(run, event.DispatchHandoffReleasedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
+	emitDirect(w, run, event.DispatchHandoffReleasedPayload{AttemptNames: namesOf(att.Key), DispatchIdentity: att.Identity}, at)
 }
 
 // RecordReceipt stores the owner's receipt rc on att, admitted at at, and
@@ -280,7 +280,13 @@ func RecordReceipt(w *Batch, run *backend.Run, att *backend.Attempt, typ event.T
 	att.Receipt = rc
 	att.AdmittedMS = at
 	Replace(w, *att)
-	w.emit(run, ReceiptPayload(typ, att.Key, att.Identity, rc, at), at)
+	// ReceiptPayload's payload, unboxed.
+	p := AdmittedPayload(att.Key, att.Identity, rc, at)
+	if typ == event.AttemptCancellationReceiptRecorded {
+		emitDirect(w, run, event.AttemptCancellationReceiptRecordedPayload(p), at)
+		return
+	}
+	emitDirect(w, run, p, at)
 }
 
 // RecordTimeout appends attempt_timed_out for att, which the caller has

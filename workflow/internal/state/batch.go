@@ -166,6 +166,13 @@ func (b *Batch) event(run *backend.Run, typ string, payload any, atMS int64) {
 		b.log = append(b.log, entry{opFail, err})
 		return
 	}
+	b.appendEvent(run, typ, enc, atMS)
+}
+
+// appendEvent appends to run (advancing its sequence) an event whose
+// payload enc is already encoded, as event encodes it; the caller replaces
+// the run record afterwards.
+func (b *Batch) appendEvent(run *backend.Run, typ string, enc []byte, atMS int64) {
 	run.LastEventSeq++
 	if b.EventAt == nil {
 		b.EventAt = map[string]int64{}

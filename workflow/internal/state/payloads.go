@@ -21,6 +21,19 @@ func (b *Batch) emit(run *backend.Run, p event.Payload, atMS int64) {
 	b.event(run, string(p.Type()), p, atMS)
 }
 
+// emitDirect appends the event emit appends for p, the same bytes, but
+// without boxing p when encodeDirect writes it (the payloads every
+// admission appends): only a payload direct writing does not cover goes
+// through emit, and canonical.Marshal.
+func emitDirect[P event.Payload](b *Batch, run *backend.Run, p P, atMS int64) {
+	enc, ok := encodeDirect(p)
+	if !ok {
+		b.emit(run, p, atMS)
+		return
+	}
+	b.appendEvent(run, string(p.Type()), enc, atMS)
+}
+
 func schedulePayload(s backend.RetrySchedule) event.AutomaticRetryScheduledPayload {
 	return event.AutomaticRetryScheduledPayload{
 		RunID: s.Key.RunID, NodeID: s.Key.NodeID, ActivationID: s.Key.ActivationID,

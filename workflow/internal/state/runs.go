@@ -224,7 +224,7 @@ func LinkChildRun(w *Batch, parent, root *backend.Run, att *backend.Attempt, chi
 	}
 	att.AdmittedMS = at
 	Replace(w, *att)
-	w.emit(parent, AdmittedPayload(att.Key, att.Identity, att.Receipt, at), at)
+	emitDirect(w, parent, AdmittedPayload(att.Key, att.Identity, att.Receipt, at), at)
 	w.emit(parent, event.ChildRunLinkedPayload{ChildRunID: child.ID, RootRunID: child.RootID, Depth: child.Depth}, at)
 	if root.ID == parent.ID {
 		parent.DescendantCount++
