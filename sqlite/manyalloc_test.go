@@ -10,11 +10,12 @@ import (
 	"github.com/wfstore/wfstore/backend"
 )
 
-// heapBytes returns the bytes the process has allocated so far.
-func heapBytes() uint64 {
+// allocated returns the bytes and the heap objects the process has
+// allocated so far.
+func allocated() (bytes, objects uint64) {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.TotalAlloc
+	return m.TotalAlloc, m.Mallocs
 }
 
 // A many-row write binds its arguments without a per-statement copy of
@@ -44,10 +45,11 @@ func TestManyRowWriteBindsWithoutCopyingItsArguments(t *testing.T) {
 				next[i] = a
 			}
 			c := backend.Changes{Replace: backend.Replaces{Attempts: next}}
-			before := heapBytes()
+			before, _ := allocated()
 			require.NoError(t, tx.Apply(ctx, c))
 			if r > 0 {
-				worst = min(worst, heapBytes()-before)
+				after, _ := allocated()
+				worst = min(worst, after-before)
 			}
 		}
 		// What the Replace itself needs: each record's column list (16
@@ -57,13 +59,6 @@ func TestManyRowWriteBindsWithoutCopyingItsArguments(t *testing.T) {
 		require.Less(t, worst, uint64(64*5*40+64*16*16+64*400), "bytes allocated by one many-row Replace")
 		return nil
 	}))
-}
-
-// mallocs returns the heap objects the process has allocated so far.
-func mallocs() uint64 {
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.Mallocs
 }
 
 // A many-row Replace of rows the transaction read builds the column
@@ -94,9 +89,10 @@ func TestManyRowReplaceOfLoadedRowsSharesTheirImagesValues(t *testing.T) {
 				a.Status = backend.ActivationStatus(fmt.Sprint("s", r))
 				next = append(next, a)
 			}
-			before := mallocs()
+			_, before := allocated()
 			require.NoError(t, tx.Apply(ctx, backend.Changes{Replace: backend.Replaces{Activations: next}}))
-			best = min(best, mallocs()-before)
+			_, after := allocated()
+			best = min(best, after-before)
 			return nil
 		}))
 	}
