@@ -141,7 +141,7 @@ func explained(b *postgres.Backend) []explainedStmt {
 		"admissible-run-afterrun": {RunID: "run-77", After: backend.ActivationKey{RunID: "run-7"}, AfterRun: true, Limit: 100},
 	} {
 		sql, args := b.AdmissibleSQL(q)
-		add(name, sql, args, "activations_admissible_group", q.RunID == "")
+		add(name, sql, args, "activations_admissible", q.RunID == "")
 	}
 	sql, args := b.DueSchedulesSQL(backend.ScheduleQuery{RunID: "run-9", DueBy: 3000, Limit: 100})
 	add("due-schedules", sql, args, "retry_schedules_due", false)
@@ -294,20 +294,10 @@ func literal(t *testing.T, a any) string {
 	switch v := a.(type) {
 	case string:
 		return quote(v)
-	case int64, bool:
+	case int64:
 		return fmt.Sprint(v)
 	case nil:
 		return "NULL"
-	case *string:
-		if v == nil {
-			return "NULL"
-		}
-		return quote(*v)
-	case *int64:
-		if v == nil {
-			return "NULL"
-		}
-		return fmt.Sprint(*v)
 	case []string:
 		q := make([]string, len(v))
 		for i, s := range v {

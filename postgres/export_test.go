@@ -155,12 +155,11 @@ func TableColumns() map[string][]string {
 
 // SchemaColumns lists, per table, every column of the current schema as
 // "name type", in catalog order: TableColumns and, after them, the columns
-// the server generates (attempts.status_group,
-// activations.admissible_group), which the adapter never writes.
+// the server generates (attempts.status_group), which the adapter never
+// writes.
 func SchemaColumns() map[string][]string {
 	out := TableColumns()
 	out[tAttempts.name] = append(out[tAttempts.name], "status_group text")
-	out[tActivations.name] = append(out[tActivations.name], "admissible_group boolean")
 	return out
 }
 

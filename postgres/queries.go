@@ -86,11 +86,8 @@ func buildQueries(quotedSchema string, manyRowsFrom int) *queries {
 	q.loadResource = sel(tLeases) + " WHERE run_id = $1 AND resource = $2 AND released_ms = 0" +
 		" ORDER BY run_id, resource, node_id, activation_id, attempt, mode"
 
-	// Admissible discovery walks the partial index
-	// activations_admissible_group (see heapOnlyAdmissionsMigration) and
-	// keeps the admissible activations: the running ones it passes over
-	// are in flight.
-	adm := sel(tActivations) + " WHERE admissible_group AND admissible"
+	// Admissible discovery walks the partial index activations_admissible.
+	adm := sel(tActivations) + " WHERE admissible"
 	actOrder := " ORDER BY run_id, node_id, activation_id"
 	q.admissibleStart = adm + actOrder + " LIMIT $1"
 	q.admissibleAfter = adm + " AND (run_id, node_id, activation_id) > ($1, $2, $3)" + actOrder + " LIMIT $4"

@@ -206,8 +206,7 @@ func resourceArgs(refs []backend.ResourceRef) []any {
 }
 
 // AdmissibleActivations implements backend.ReadTx. It walks the partial
-// index activations_admissible_group in key order, passing over the
-// running activations it also holds.
+// index activations_admissible in key order.
 func (t *txn) AdmissibleActivations(ctx context.Context, q backend.AdmissibleQuery) ([]backend.Activation, error) {
 	if q.Limit <= 0 {
 		return nil, nil

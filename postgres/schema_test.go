@@ -288,9 +288,6 @@ func makeVersion(t *testing.T, schema string, v int) {
 	t.Helper()
 	s := pgx.Identifier{schema}.Sanitize()
 	undo := map[int][]string{
-		9: {"DROP INDEX " + s + ".activations_admissible_group", "ALTER TABLE " + s + ".activations DROP COLUMN admissible_group",
-			"ALTER TABLE " + s + ".runs RESET (fillfactor)",
-			"CREATE INDEX activations_admissible ON " + s + ".activations (run_id, node_id, activation_id) WHERE admissible"},
 		8: {"DROP INDEX " + s + ".attempts_group_order", "DROP INDEX " + s + ".attempts_run_group_order",
 			"ALTER TABLE " + s + ".attempts DROP COLUMN status_group",
 			"CREATE INDEX attempts_status_order ON " + s + ".attempts (status, prepared_ms, identity)",
@@ -483,7 +480,7 @@ func TestVersionSixSchemaMigratesToFillFactors(t *testing.T) {
 	require.NoError(t, pgtest.Admin(t).QueryRow(ctxT(t), `SELECT array_agg(c.relname || ':' || array_to_string(c.reloptions, ',') ORDER BY c.relname)
 		FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 		WHERE n.nspname = $1 AND c.reloptions IS NOT NULL AND c.relkind = 'r'`, schema).Scan(&opts))
-	require.Equal(t, []string{"activations:fillfactor=50", "attempts:fillfactor=40", "runs:fillfactor=50"}, opts)
+	require.Equal(t, []string{"activations:fillfactor=50", "attempts:fillfactor=40"}, opts)
 	require.Contains(t, load(t, b2, backend.Lookup{Runs: []string{"old"}}).Runs, "old")
 
 	const n = 120 // more than a page of either table

@@ -1,7 +1,6 @@
 package postgres_test
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -43,13 +42,12 @@ func TestSchemaStatusReportsANewerStoreAndMigrateRefusesIt(t *testing.T) {
 	pool := newPool(t, dsn, 2)
 	_, err := postgres.Migrate(ctxT(t), pool, schema)
 	require.NoError(t, err)
-	newer := int64(postgres.SchemaVersion + 1)
-	exec1(t, fmt.Sprintf("UPDATE %s SET version = %d", pgx.Identifier{schema, "wfstore_meta"}.Sanitize(), newer))
+	exec1(t, "UPDATE "+pgx.Identifier{schema, "wfstore_meta"}.Sanitize()+" SET version = 9")
 	cat, meta := catalog(t, schema), metaRow(t, schema)
 
 	st, err := postgres.ReadSchemaStatus(ctxT(t), pool, schema)
 	require.ErrorIs(t, err, backend.ErrSchemaVersion)
-	assert.Equal(t, postgres.SchemaStatus{Found: newer, Supported: postgres.SchemaVersion}, st)
+	assert.Equal(t, postgres.SchemaStatus{Found: 9, Supported: postgres.SchemaVersion}, st)
 	_, err = postgres.Migrate(ctxT(t), pool, schema)
 	require.ErrorIs(t, err, backend.ErrSchemaVersion)
 	assert.Equal(t, cat, catalog(t, schema))

@@ -1989,58 +1989,6 @@ var Catalog = []Mutant{
 		},
 	},
 	{
-		Name:  "postgres-admission-indexed",
-		Bug:   "the PostgreSQL pending index is partial on the admissible flag again, so an activation's admission writes an entry in every index of activations and SERIALIZABLE dispatchers of neighbouring runs fail each other's commits",
-		Suite: "./postgres/",
-		Tests: "TestActivationAdmissionsAreHeapOnly",
-		Edits: []Edit{
-			{
-				File:    "postgres/migrations.go",
-				Find:    "\tWHERE admissible_group;",
-				Replace: "\tWHERE admissible_group AND admissible;",
-			},
-		},
-	},
-	{
-		Name:  "postgres-runs-filled",
-		Bug:   "PostgreSQL fills the pages of runs to the brim, so a run's counter update at admission moves the row to another page and writes an entry in both indexes of runs",
-		Suite: "./postgres/",
-		Tests: "TestActivationAdmissionsAreHeapOnly",
-		Edits: []Edit{
-			{
-				File:    "postgres/migrations.go",
-				Find:    "ALTER TABLE {{s}}.runs SET (fillfactor = 50);",
-				Replace: "",
-			},
-		},
-	},
-	{
-		Name:  "postgres-discovery-keeps-in-flight",
-		Bug:   "PostgreSQL discovery returns every activation of the pending index's group, so running activations (in flight) are discovered as if admissible",
-		Suite: "./postgres/",
-		Tests: "TestAdmissibleScansReturnOnlyAdmissibleActivations|TestActivationAdmissionsAreHeapOnly",
-		Edits: []Edit{
-			{
-				File:    "postgres/queries.go",
-				Find:    `" WHERE admissible_group AND admissible"`,
-				Replace: `" WHERE admissible_group"`,
-			},
-		},
-	},
-	{
-		Name:  "postgres-pending-index-whole",
-		Bug:   "the PostgreSQL pending index is not partial, so on tables never analyzed a read of one activation by key may walk it and predicate-lock its pages",
-		Suite: "./postgres/",
-		Tests: "TestActivationStatementsOnEmptyTables",
-		Edits: []Edit{
-			{
-				File:    "postgres/migrations.go",
-				Find:    "CREATE INDEX activations_admissible_group ON {{s}}.activations (run_id, node_id, activation_id)\n\tWHERE admissible_group;",
-				Replace: "CREATE INDEX activations_admissible_group ON {{s}}.activations (run_id, node_id, activation_id);",
-			},
-		},
-	},
-	{
 		Name:  "sqlite-carried-image-loses-key",
 		Bug:   "the SQLite adapter's carried row image forgets the row key it is stored under, so a row the next Update only reads or rewrites is not carried on to the Update after it",
 		Suite: "./sqlite/",
