@@ -76,20 +76,9 @@ func TestEmitDirectIsEmit(t *testing.T) {
 			}
 		}
 	}
-	r := rand.New(rand.NewPCG(3, 4))
-	alphabet := []string{"a", "Z", "0", "-", "\"", "\\", "\n", "\x01", "é", "中", "😀", "\u2028", "\xff", "<", ">", "&", " "}
-	str := func() string {
-		var b strings.Builder
-		for range r.IntN(12) {
-			b.WriteString(alphabet[r.IntN(len(alphabet))])
-		}
-		return b.String()
-	}
-	for range 1000 {
-		doc, _ := json.Marshal(map[string]any{str(): str(), str(): []any{r.Int64(), str(), nil, true}})
-		for _, v := range encodeCases(str(), str(), str(), str(), r.Uint32(), r.Int64()-r.Int64(), doc) {
-			checkEmit(t, v)
-		}
+	for _, v := range randomEncodeCases(rand.New(rand.NewPCG(3, 4)), 1000,
+		"a", "Z", "0", "-", "\"", "\\", "\n", "\x01", "é", "中", "😀", "\u2028", "\xff", "<", ">", "&", " ") {
+		checkEmit(t, v)
 	}
 }
 

@@ -71,8 +71,15 @@ func TestEncodePayloadIsCanonicalMarshal(t *testing.T) {
 			t.Errorf("%T is not written directly", v)
 		}
 	}
-	r := rand.New(rand.NewPCG(1, 2))
-	alphabet := []string{"a", "Z", "0", "-", "_", "\"", "\\", "\n", "\x01", "é", "中", "😀", "\u2028", "\xff", "<", " "}
+	for _, v := range randomEncodeCases(rand.New(rand.NewPCG(1, 2)), 2000,
+		"a", "Z", "0", "-", "_", "\"", "\\", "\n", "\x01", "é", "中", "😀", "\u2028", "\xff", "<", " ") {
+		checkEncode(t, v)
+	}
+}
+
+// randomEncodeCases returns the encodeCases of n random draws from r, each
+// string made of up to 11 pieces of alphabet.
+func randomEncodeCases(r *rand.Rand, n int, alphabet ...string) []any {
 	str := func() string {
 		var b strings.Builder
 		for range r.IntN(12) {
@@ -80,12 +87,12 @@ func TestEncodePayloadIsCanonicalMarshal(t *testing.T) {
 		}
 		return b.String()
 	}
-	for range 2000 {
+	var out []any
+	for range n {
 		doc, _ := json.Marshal(map[string]any{str(): str(), str(): []any{r.Int64(), str(), nil, true}})
-		for _, v := range encodeCases(str(), str(), str(), str(), r.Uint32(), r.Int64()-r.Int64(), doc) {
-			checkEncode(t, v)
-		}
+		out = append(out, encodeCases(str(), str(), str(), str(), r.Uint32(), r.Int64()-r.Int64(), doc)...)
 	}
+	return out
 }
 
 // A payload written directly costs no reflection and no re-parse: it
